@@ -1,0 +1,75 @@
+package checkpoints
+
+import (
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"strings"
+
+	"golang.org/x/mod/sumdb/note"
+)
+
+// Ed25519 is the signature algorithm byte of an x/mod note Ed25519 key
+// (c2sp.org/signed-note, "Signature types").
+const Ed25519 = 0x01
+
+// GenerateLogKey makes a new Ed25519 log key whose name is origin. It returns
+// the private key (x/mod note "PRIVATE+KEY+..." form, to be kept secret) and
+// the verifier key ("<origin>+<hash>+<base64>") that auditors and witnesses use.
+func GenerateLogKey(origin string) (skey, vkey string, err error) {
+	if err := ValidateOrigin(origin); err != nil {
+		return "", "", err
+	}
+	return note.GenerateKey(rand.Reader, origin)
+}
+
+// NewLogSigner parses a private key made by GenerateLogKey.
+func NewLogSigner(skey string) (note.Signer, error) {
+	s, err := note.NewSigner(strings.TrimSpace(skey))
+	if err != nil {
+		return nil, fmt.Errorf("log signing key: %w", err)
+	}
+	return s, nil
+}
+
+// NewLogVerifier parses a log verifier key. It MUST be an Ed25519 key: Annal
+// logs sign only with Ed25519, so any other algorithm is refused here rather
+// than at signature check time.
+func NewLogVerifier(vkey string) (note.Verifier, error) {
+	vkey = strings.TrimSpace(vkey)
+	v, err := note.NewVerifier(vkey)
+	if err != nil {
+		return nil, fmt.Errorf("log verifier key %q: %w", abbreviate(vkey), err)
+	}
+	if err := ValidateOrigin(v.Name()); err != nil {
+		return nil, fmt.Errorf("log verifier key: %w", err)
+	}
+	return v, nil
+}
+
+// ValidateOrigin checks that origin can name a log: c2sp.org/tlog-checkpoint
+// requires a non-empty line, and c2sp.org/signed-note key names are non-empty
+// and contain no Unicode spaces and no "+".
+func ValidateOrigin(origin string) error {
+	switch {
+	case origin == "":
+		return errors.New("origin is empty")
+	case len(origin) > 255:
+		return fmt.Errorf("origin %q is longer than 255 bytes", abbreviate(origin))
+	case strings.ContainsAny(origin, "+"):
+		return fmt.Errorf("origin %q contains '+', which a note key name may not", origin)
+	}
+	for _, r := range origin {
+		if r <= ' ' || r == 0x7f || r == '\u0085' || r == '\u00a0' || (r >= 0x2000 && r <= 0x200a) || r == 0x2028 || r == 0x2029 || r == 0x202f || r == 0x205f || r == 0x3000 || r == 0x1680 {
+			return fmt.Errorf("origin %q contains a space or control character", origin)
+		}
+	}
+	return nil
+}
+
+func abbreviate(s string) string {
+	if len(s) > 64 {
+		return s[:61] + "..."
+	}
+	return s
+}

@@ -1,0 +1,122 @@
+package checkpoints
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// TLogProofHeader is the first line of every c2sp.org/tlog-proof.
+const TLogProofHeader = "c2sp.org/tlog-proof@v1"
+
+// MaxProofHashes is the longest inclusion proof a tree of 2^64 leaves needs.
+const MaxProofHashes = 64
+
+// MaxTLogProofSize bounds a whole tlog-proof: header, extra data, 64 hashes
+// and a checkpoint of MaxCheckpointSize.
+const MaxTLogProofSize = 128 << 10
+
+// TLogProof is a c2sp.org/tlog-proof: an offline-checkable proof that the
+// entry at Index is in the tree that Checkpoint (a signed note, kept
+// verbatim) commits to.
+//
+//	c2sp.org/tlog-proof@v1\n
+//	[extra <standard base64>\n]
+//	index <decimal>\n
+//	[<base64 hash>\n]...      (leaf's sibling first, RFC 6962 §2.1.1)
+//	\n
+//	<signed checkpoint note>
+type TLogProof struct {
+	// Extra is optional opaque data. It is not authenticated: a verifier
+	// MUST NOT trust it.
+	Extra      []byte
+	Index      uint64
+	Hashes     [][sha256.Size]byte
+	Checkpoint []byte
+}
+
+// Marshal encodes the proof in its text form.
+func (p TLogProof) Marshal() []byte {
+	var b bytes.Buffer
+	b.WriteString(TLogProofHeader + "\n")
+	if p.Extra != nil {
+		b.WriteString("extra " + base64.StdEncoding.EncodeToString(p.Extra) + "\n")
+	}
+	fmt.Fprintf(&b, "index %d\n", p.Index)
+	for _, h := range p.Hashes {
+		b.WriteString(base64.StdEncoding.EncodeToString(h[:]) + "\n")
+	}
+	b.WriteByte('\n')
+	b.Write(p.Checkpoint)
+	return b.Bytes()
+}
+
+// ParseTLogProof parses a tlog-proof strictly. It checks the layout only: the
+// checkpoint's signature and the inclusion are the caller's to verify.
+func ParseTLogProof(data []byte) (TLogProof, error) {
+	var p TLogProof
+	if len(data) > MaxTLogProofSize {
+		return p, fmt.Errorf("tlog-proof is %d bytes, more than the limit of %d", len(data), MaxTLogProofSize)
+	}
+	rest := data
+	line := func() (string, bool) {
+		i := bytes.IndexByte(rest, '\n')
+		if i < 0 {
+			return "", false
+		}
+		l := string(rest[:i])
+		rest = rest[i+1:]
+		return l, true
+	}
+	l, ok := line()
+	if !ok || l != TLogProofHeader {
+		return p, fmt.Errorf("tlog-proof does not start with the line %q", TLogProofHeader)
+	}
+	if l, ok = line(); !ok {
+		return p, errors.New("tlog-proof ends after its header")
+	}
+	if e, isExtra := strings.CutPrefix(l, "extra "); isExtra {
+		raw, err := base64.StdEncoding.Strict().DecodeString(e)
+		if err != nil {
+			return p, fmt.Errorf("tlog-proof extra data is not standard base64: %w", err)
+		}
+		p.Extra = raw
+		if l, ok = line(); !ok {
+			return p, errors.New("tlog-proof ends after its extra line")
+		}
+	}
+	idx, isIndex := strings.CutPrefix(l, "index ")
+	if !isIndex {
+		return p, fmt.Errorf("tlog-proof line %q is not \"index <n>\"", abbreviate(l))
+	}
+	n, err := ParseDecimal(idx)
+	if err != nil {
+		return p, fmt.Errorf("tlog-proof index: %w", err)
+	}
+	p.Index = n
+	for {
+		l, ok = line()
+		if !ok {
+			return p, errors.New("tlog-proof has no empty line before its checkpoint")
+		}
+		if l == "" {
+			break
+		}
+		if len(p.Hashes) == MaxProofHashes {
+			return p, fmt.Errorf("tlog-proof has more than %d hashes", MaxProofHashes)
+		}
+		h, err := ParseHash(l)
+		if err != nil {
+			return p, fmt.Errorf("tlog-proof hash %d: %w", len(p.Hashes)+1, err)
+		}
+		p.Hashes = append(p.Hashes, h)
+	}
+	if len(rest) == 0 {
+		return p, errors.New("tlog-proof has no checkpoint")
+	}
+	p.Checkpoint = bytes.Clone(rest)
+	return p, nil
+}

@@ -1,0 +1,153 @@
+package event
+
+import (
+	"fmt"
+	"time"
+)
+
+func (e *Event) validate() error {
+	if e.V != Version {
+		return fmt.Errorf("event version %d is not %d", e.V, Version)
+	}
+	if !uuidPattern.MatchString(e.ID) {
+		return fmt.Errorf("event id %q is not a lower-case UUID", e.ID)
+	}
+	t, err := time.Parse(time.RFC3339Nano, e.Time)
+	if err != nil || FormatTime(t) != e.Time {
+		return fmt.Errorf("event %s: time %q is not RFC 3339 UTC in canonical form", e.ID, e.Time)
+	}
+	if !ValidActorID(e.Actor) {
+		return fmt.Errorf("event %s: actor %q is not a valid actor id", e.ID, e.Actor)
+	}
+	has := func(set bool, field string, want bool) error {
+		if set != want {
+			if want {
+				return fmt.Errorf("event %s of kind %s lacks %q", e.ID, e.Kind, field)
+			}
+			return fmt.Errorf("event %s of kind %s may not carry %q", e.ID, e.Kind, field)
+		}
+		return nil
+	}
+	var want struct{ log, subject, action, decision bool }
+	switch e.Kind {
+	case KindGenesis:
+		want.log, want.subject = true, true
+	case KindActorCreated:
+		want.subject = true
+	case KindAction:
+		want.action, want.decision = true, true
+	default:
+		return fmt.Errorf("event %s: unknown kind %q", e.ID, e.Kind)
+	}
+	for _, err := range []error{
+		has(e.Log != nil, "log", want.log),
+		has(e.Subject != nil, "subject", want.subject),
+		has(e.Action != nil, "action", want.action),
+		has(e.Decision != nil, "decision", want.decision),
+	} {
+		if err != nil {
+			return err
+		}
+	}
+	if e.Log != nil && (e.Log.Origin == "" || e.Log.Software == "") {
+		return fmt.Errorf("event %s: log origin and software must be set", e.ID)
+	}
+	if e.Subject != nil {
+		if err := e.Subject.validate(); err != nil {
+			return fmt.Errorf("event %s: %w", e.ID, err)
+		}
+		if e.Kind == KindGenesis && (e.Subject.Kind != Human || e.Subject.ID != e.Actor) {
+			return fmt.Errorf("event %s: genesis must create its own actor, a human", e.ID)
+		}
+	}
+	if e.Action != nil {
+		if err := e.Action.Validate(); err != nil {
+			return fmt.Errorf("event %s: %w", e.ID, err)
+		}
+	}
+	if e.Decision != nil && e.Decision.Outcome != OutcomeCommitted {
+		return fmt.Errorf("event %s: unknown outcome %q", e.ID, e.Decision.Outcome)
+	}
+	return nil
+}
+
+func (a *ActorRecord) validate() error {
+	if !ValidActorID(a.ID) {
+		return fmt.Errorf("actor id %q is not valid (lower-case letters, digits, '-', at most 64)", a.ID)
+	}
+	if a.Kind != Human && a.Kind != Agent {
+		return fmt.Errorf("actor %s: kind %q is neither human nor agent", a.ID, a.Kind)
+	}
+	if a.Name == "" || len(a.Name) > 256 {
+		return fmt.Errorf("actor %s: name must be 1 to 256 bytes", a.ID)
+	}
+	if len(a.Purpose) > 4096 {
+		return fmt.Errorf("actor %s: purpose is longer than 4096 bytes", a.ID)
+	}
+	if a.Kind == Agent && (a.Creator == "" || a.Purpose == "") {
+		return fmt.Errorf("agent %s must declare its creator and purpose", a.ID)
+	}
+	if a.Creator != "" && !ValidActorID(a.Creator) {
+		return fmt.Errorf("actor %s: creator %q is not a valid actor id", a.ID, a.Creator)
+	}
+	if a.Expires != "" {
+		t, err := time.Parse(time.RFC3339Nano, a.Expires)
+		if err != nil || FormatTime(t) != a.Expires {
+			return fmt.Errorf("actor %s: expiry %q is not RFC 3339 UTC in canonical form", a.ID, a.Expires)
+		}
+	}
+	if !hexHashPattern.MatchString(a.CredentialSHA256) {
+		return fmt.Errorf("actor %s: credential_sha256 is not 64 lower-case hex digits", a.ID)
+	}
+	return nil
+}
+
+// MaxTargetSize bounds an action target.
+const MaxTargetSize = 1024
+
+// Validate checks an action's type, target and payload form. Targets are
+// '/'-separated paths of non-empty segments, none of them "." or "..", of
+// printable characters other than '\' (so a target has one spelling).
+func (a *Action) Validate() error {
+	if !a.Type.Valid() {
+		return fmt.Errorf("action type %q is not one of observe, create, mutate, execute", a.Type)
+	}
+	if err := ValidateTarget(a.Target); err != nil {
+		return err
+	}
+	if a.Payload != nil && a.PayloadHash != "" {
+		return fmt.Errorf("action on %q carries both payload and payload_hash; send one", a.Target)
+	}
+	if a.PayloadHash != "" && !ValidOID(a.PayloadHash) {
+		return fmt.Errorf("payload_hash %q is not \"sha256:<64 lower-case hex>\"", a.PayloadHash)
+	}
+	return nil
+}
+
+// ValidateTarget checks a target path; see Action.Validate.
+func ValidateTarget(target string) error {
+	if target == "" {
+		return fmt.Errorf("target is empty")
+	}
+	if len(target) > MaxTargetSize {
+		return fmt.Errorf("target is %d bytes, more than %d", len(target), MaxTargetSize)
+	}
+	start := 0
+	for i := 0; i <= len(target); i++ {
+		if i < len(target) && target[i] != '/' {
+			c := target[i]
+			if c < 0x20 || c == 0x7f || c == '\\' {
+				return fmt.Errorf("target %q contains a control character or backslash", target)
+			}
+			continue
+		}
+		switch seg := target[start:i]; seg {
+		case "":
+			return fmt.Errorf("target %q has an empty path segment", target)
+		case ".", "..":
+			return fmt.Errorf("target %q has a %q segment", target, seg)
+		}
+		start = i + 1
+	}
+	return nil
+}
