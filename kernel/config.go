@@ -1,0 +1,78 @@
+package kernel
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// Defaults for Config. The batching defaults trade a little throughput for
+// latency: a sequential client waits for its own batch to be written, so a
+// short maximum age matters more than a large batch (see the README's
+// benchmark notes for the figures behind them).
+const (
+	DefaultBatchMaxSize       = 512
+	DefaultBatchMaxAge        = 2 * time.Millisecond
+	DefaultCheckpointInterval = 200 * time.Millisecond
+	DefaultMaxOutstanding     = 8192
+	DefaultFoldInterval       = time.Second
+)
+
+// Config configures a kernel. Start from DefaultConfig.
+type Config struct {
+	// DataDir is the data folder; it is created on first start.
+	DataDir string
+	// Origin names the log on first start; "" generates one. A later start
+	// with a different non-empty origin fails.
+	Origin string
+	// BatchMaxSize and BatchMaxAge are Tessera's batching: a batch is written
+	// when it holds BatchMaxSize entries or its first entry is BatchMaxAge old.
+	BatchMaxSize uint
+	BatchMaxAge  time.Duration
+	// CheckpointInterval is how often a new checkpoint is signed and published
+	// (Tessera's POSIX driver allows no less than 100ms).
+	CheckpointInterval time.Duration
+	// MaxOutstanding bounds entries in flight before Tessera pushes back.
+	MaxOutstanding uint
+	// FoldInterval is how often kernel state catches up with the log.
+	FoldInterval time.Duration
+	// Now is the kernel's clock.
+	Now func() time.Time
+	// Logger receives one structured line per notable event.
+	Logger *slog.Logger
+}
+
+// DefaultConfig returns a Config with the documented defaults for dataDir.
+func DefaultConfig(dataDir string) Config {
+	return Config{
+		DataDir:            dataDir,
+		BatchMaxSize:       DefaultBatchMaxSize,
+		BatchMaxAge:        DefaultBatchMaxAge,
+		CheckpointInterval: DefaultCheckpointInterval,
+		MaxOutstanding:     DefaultMaxOutstanding,
+		FoldInterval:       DefaultFoldInterval,
+		Now:                time.Now,
+		Logger:             slog.Default(),
+	}
+}
+
+func (c Config) validate() error {
+	switch {
+	case c.DataDir == "":
+		return errors.New("config: data folder is not set")
+	case c.BatchMaxSize == 0:
+		return errors.New("config: batch size must be at least 1")
+	case c.BatchMaxAge <= 0:
+		return errors.New("config: batch age must be positive")
+	case c.CheckpointInterval < 100*time.Millisecond:
+		return fmt.Errorf("config: checkpoint interval %v is below Tessera's minimum of 100ms", c.CheckpointInterval)
+	case c.MaxOutstanding == 0:
+		return errors.New("config: max outstanding must be at least 1")
+	case c.FoldInterval <= 0:
+		return errors.New("config: fold interval must be positive")
+	case c.Now == nil || c.Logger == nil:
+		return errors.New("config: clock and logger must be set")
+	}
+	return nil
+}

@@ -1,0 +1,77 @@
+package kernel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/annal-dev/annal/checkpoints"
+)
+
+// Entry returns the raw log entry at index: the canonical event bytes.
+func (k *Kernel) Entry(ctx context.Context, index uint64) ([]byte, error) {
+	entry, err := k.log.readEntry(ctx, index)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("entry %d: %w", index, ErrNotFound)
+	}
+	return entry, err
+}
+
+// LatestCheckpoint returns the latest published checkpoint, verified.
+func (k *Kernel) LatestCheckpoint(ctx context.Context) (*checkpoints.SignedCheckpoint, error) {
+	return k.log.latestCheckpoint(ctx)
+}
+
+// InclusionProof returns the c2sp.org/tlog-proof for entry index against
+// the latest checkpoint.
+func (k *Kernel) InclusionProof(ctx context.Context, index uint64) (*checkpoints.TLogProof, error) {
+	cp, err := k.log.latestCheckpoint(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read checkpoint: %w", err)
+	}
+	return k.proofAt(ctx, index, cp)
+}
+
+// AwaitInclusionProof waits until a published checkpoint covers index and
+// returns the tlog-proof against it.
+func (k *Kernel) AwaitInclusionProof(ctx context.Context, index uint64) (*checkpoints.TLogProof, error) {
+	cp, err := k.log.awaitPublished(ctx, index)
+	if err != nil {
+		return nil, fmt.Errorf("await checkpoint covering %d: %w", index, err)
+	}
+	return k.proofAt(ctx, index, cp)
+}
+
+func (k *Kernel) proofAt(ctx context.Context, index uint64, cp *checkpoints.SignedCheckpoint) (*checkpoints.TLogProof, error) {
+	if index >= cp.Size {
+		size, _ := k.log.integratedSize(ctx)
+		if index < size {
+			return nil, fmt.Errorf("entry %d: %w: the latest checkpoint has size %d; retry after the next checkpoint", index, ErrNotPublished, cp.Size)
+		}
+		return nil, fmt.Errorf("entry %d: %w (log size %d)", index, ErrNotFound, size)
+	}
+	hashes, err := k.log.inclusionProof(ctx, index, cp.Size)
+	if err != nil {
+		return nil, fmt.Errorf("inclusion proof for %d in %d: %w", index, cp.Size, err)
+	}
+	return &checkpoints.TLogProof{Index: index, Hashes: hashes, Checkpoint: cp.Raw}, nil
+}
+
+// ConsistencyProof returns the RFC 6962 consistency proof from tree size
+// old to tree size size; size MUST NOT exceed the latest checkpoint's.
+func (k *Kernel) ConsistencyProof(ctx context.Context, old, size uint64) ([][32]byte, error) {
+	cp, err := k.log.latestCheckpoint(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read checkpoint: %w", err)
+	}
+	switch {
+	case old > size:
+		return nil, fmt.Errorf("%w: old size %d is larger than new size %d", ErrInvalid, old, size)
+	case size > cp.Size:
+		return nil, fmt.Errorf("%w: new size %d is larger than the latest checkpoint's %d", ErrInvalid, size, cp.Size)
+	case old == 0 || old == size:
+		return nil, nil // RFC 9162 §2.1.4: the empty proof
+	}
+	return k.log.consistencyProof(ctx, old, size)
+}

@@ -1,0 +1,192 @@
+package kernel
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/annal-dev/annal/checkpoints"
+	"github.com/transparency-dev/tessera"
+	"github.com/transparency-dev/tessera/api"
+	"github.com/transparency-dev/tessera/api/layout"
+	"github.com/transparency-dev/tessera/client"
+	"github.com/transparency-dev/tessera/storage/posix"
+	"golang.org/x/mod/sumdb/note"
+)
+
+// tileLog is the kernel's view of its Tessera POSIX log: append, read back,
+// and build proofs from tiles.
+type tileLog struct {
+	add      tessera.AddFn
+	reader   tessera.LogReader
+	awaiter  *tessera.PublicationAwaiter
+	shutdown func(context.Context) error
+	verifier note.Verifier
+	cancel   context.CancelFunc
+}
+
+func openTileLog(path string, signer note.Signer, verifier note.Verifier, cfg Config) (*tileLog, error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	driver, err := posix.New(ctx, posix.Config{Path: path})
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("tessera posix driver: %w", err)
+	}
+	opts := tessera.NewAppendOptions().
+		WithCheckpointSigner(signer).
+		WithBatching(cfg.BatchMaxSize, cfg.BatchMaxAge).
+		WithCheckpointInterval(cfg.CheckpointInterval).
+		WithPushback(cfg.MaxOutstanding)
+	appender, shutdown, reader, err := tessera.NewAppender(ctx, driver, opts)
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("tessera appender: %w", err)
+	}
+	poll := min(cfg.CheckpointInterval/4, 25*time.Millisecond)
+	return &tileLog{
+		add:      appender.Add,
+		reader:   reader,
+		awaiter:  tessera.NewPublicationAwaiter(ctx, reader.ReadCheckpoint, poll),
+		shutdown: shutdown,
+		verifier: verifier,
+		cancel:   cancel,
+	}, nil
+}
+
+func (l *tileLog) close(ctx context.Context) error {
+	err := l.shutdown(ctx)
+	l.cancel()
+	return err
+}
+
+// append adds an entry and returns once it is durably sequenced and
+// integrated (a resolved Tessera POSIX future).
+func (l *tileLog) append(ctx context.Context, entry []byte) (uint64, error) {
+	idx, err := l.add(ctx, tessera.NewEntry(entry))()
+	if err != nil {
+		return 0, err
+	}
+	return idx.Index, nil
+}
+
+// integratedSize is the number of entries durably in the tree, which may be
+// ahead of the latest checkpoint.
+func (l *tileLog) integratedSize(ctx context.Context) (uint64, error) {
+	return l.reader.IntegratedSize(ctx)
+}
+
+// latestCheckpoint reads and verifies the published checkpoint.
+func (l *tileLog) latestCheckpoint(ctx context.Context) (*checkpoints.SignedCheckpoint, error) {
+	raw, err := l.reader.ReadCheckpoint(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return checkpoints.OpenCheckpoint(raw, l.verifier)
+}
+
+// awaitPublished blocks until a published checkpoint covers index, and
+// returns that checkpoint.
+func (l *tileLog) awaitPublished(ctx context.Context, index uint64) (*checkpoints.SignedCheckpoint, error) {
+	_, raw, err := l.awaiter.Await(ctx, func() (tessera.Index, error) { return tessera.Index{Index: index}, nil })
+	if err != nil {
+		return nil, err
+	}
+	return checkpoints.OpenCheckpoint(raw, l.verifier)
+}
+
+// readTile reads a tile of at least width p (0: full). Hashes in a tile never
+// change once written, so a wider tile serves a narrower request: a partial
+// tile that the garbage collector removed, or that no checkpoint asked for,
+// is served from the full tile or the current, wider partial.
+func (l *tileLog) readTile(ctx context.Context, level, index uint64, p uint8) ([]byte, error) {
+	t, err := l.reader.ReadTile(ctx, level, index, p)
+	if err == nil || !errors.Is(err, os.ErrNotExist) {
+		return t, err
+	}
+	size, serr := l.reader.IntegratedSize(ctx)
+	if serr != nil {
+		return nil, serr
+	}
+	w := layout.PartialTileSize(level, index, size)
+	if w == 0 || w < p {
+		return nil, err
+	}
+	return l.reader.ReadTile(ctx, level, index, w)
+}
+
+// readEntry returns entry index, which must be below the integrated size.
+func (l *tileLog) readEntry(ctx context.Context, index uint64) ([]byte, error) {
+	size, err := l.reader.IntegratedSize(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if index >= size {
+		return nil, fmt.Errorf("entry %d: %w (log size is %d)", index, os.ErrNotExist, size)
+	}
+	bundle, err := l.readBundle(ctx, index/layout.EntryBundleWidth, size)
+	if err != nil {
+		return nil, err
+	}
+	return bundle.Entries[index%layout.EntryBundleWidth], nil
+}
+
+func (l *tileLog) readBundle(ctx context.Context, bundleIndex, size uint64) (*api.EntryBundle, error) {
+	p := layout.PartialTileSize(0, bundleIndex, size)
+	raw, err := l.reader.ReadEntryBundle(ctx, bundleIndex, p)
+	if err != nil {
+		return nil, fmt.Errorf("entry bundle %d: %w", bundleIndex, err)
+	}
+	var b api.EntryBundle
+	if err := b.UnmarshalText(raw); err != nil {
+		return nil, fmt.Errorf("entry bundle %d: %w", bundleIndex, err)
+	}
+	want := uint64(layout.EntryBundleWidth)
+	if p != 0 {
+		want = uint64(p)
+	}
+	if uint64(len(b.Entries)) < want {
+		return nil, fmt.Errorf("entry bundle %d has %d entries, want %d", bundleIndex, len(b.Entries), want)
+	}
+	return &b, nil
+}
+
+// inclusionProof returns the RFC 6962 inclusion proof of index in the tree
+// of the given size, built from O(log n) tiles.
+func (l *tileLog) inclusionProof(ctx context.Context, index, size uint64) ([][sha256.Size]byte, error) {
+	pb, err := client.NewProofBuilder(ctx, size, l.readTile)
+	if err != nil {
+		return nil, err
+	}
+	hashes, err := pb.InclusionProof(ctx, index)
+	if err != nil {
+		return nil, err
+	}
+	return toHashes(hashes)
+}
+
+// consistencyProof returns the RFC 6962 consistency proof between two sizes.
+func (l *tileLog) consistencyProof(ctx context.Context, old, size uint64) ([][sha256.Size]byte, error) {
+	pb, err := client.NewProofBuilder(ctx, size, l.readTile)
+	if err != nil {
+		return nil, err
+	}
+	hashes, err := pb.ConsistencyProof(ctx, old, size)
+	if err != nil {
+		return nil, err
+	}
+	return toHashes(hashes)
+}
+
+func toHashes(in [][]byte) ([][sha256.Size]byte, error) {
+	out := make([][sha256.Size]byte, len(in))
+	for i, h := range in {
+		if len(h) != sha256.Size {
+			return nil, fmt.Errorf("proof hash %d is %d bytes", i, len(h))
+		}
+		out[i] = [sha256.Size]byte(h)
+	}
+	return out, nil
+}
