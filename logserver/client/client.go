@@ -1,0 +1,198 @@
+// Package client is the thin Go client of an Annal kernel, for agents and
+// the tools around them: submit an action, get its receipt, fetch proofs,
+// wait for publication. It speaks only HTTP and imports no kernel code.
+//
+// A receipt returned by Submit is a promise kept by the kernel: the event is
+// durably in the log at Receipt.Index. Proofs that it is there come from
+// Proof, WaitProof or SubmitAndWait, and are checked offline with
+// annal-verify (or the verifier package).
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/annal-dev/annal/checkpoints"
+	"github.com/annal-dev/annal/logserver/api"
+)
+
+// MaxResponseBody bounds what the client reads from any answer.
+const MaxResponseBody = 1 << 20
+
+// Client talks to one kernel as one actor.
+type Client struct {
+	base       *url.URL
+	credential string
+	http       *http.Client
+}
+
+// New returns a client for the kernel at baseURL (e.g.
+// "http://127.0.0.1:7420") acting with credential ("" for read-only use).
+func New(baseURL, credential string) (*Client, error) {
+	u, err := url.Parse(strings.TrimSuffix(baseURL, "/") + "/")
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("server URL %q is not an http(s) URL", baseURL)
+	}
+	return &Client{base: u, credential: credential, http: &http.Client{Timeout: 60 * time.Second}}, nil
+}
+
+// WithHTTPClient replaces the HTTP client (timeouts, transport).
+func (c *Client) WithHTTPClient(h *http.Client) *Client {
+	c.http = h
+	return c
+}
+
+// Error is an error answer from the kernel.
+type Error struct {
+	Status int
+	// Message is the kernel's explanation; Stage the pipeline stage that
+	// denied the action, if any.
+	Message, Stage string
+}
+
+func (e *Error) Error() string {
+	if e.Stage != "" {
+		return fmt.Sprintf("annal: %d %s (stage %s): %s", e.Status, http.StatusText(e.Status), e.Stage, e.Message)
+	}
+	return fmt.Sprintf("annal: %d %s: %s", e.Status, http.StatusText(e.Status), e.Message)
+}
+
+// IsStatus reports whether err is an *Error with this HTTP status.
+func IsStatus(err error, status int) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Status == status
+}
+
+func (c *Client) do(ctx context.Context, method, path string, body any) ([]byte, error) {
+	var rd io.Reader
+	if body != nil {
+		raw, err := json.Marshal(body)
+		if err != nil {
+			return nil, err
+		}
+		rd = bytes.NewReader(raw)
+	}
+	u, err := c.base.Parse(strings.TrimPrefix(path, "/"))
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), rd)
+	if err != nil {
+		return nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.credential != "" {
+		req.Header.Set("Authorization", "Bearer "+c.credential)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBody+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(raw) > MaxResponseBody {
+		return nil, fmt.Errorf("annal: %s %s: answer is larger than %d bytes", method, path, MaxResponseBody)
+	}
+	if resp.StatusCode >= 300 {
+		e := &Error{Status: resp.StatusCode, Message: strings.TrimSpace(string(raw))}
+		var body api.Error
+		if json.Unmarshal(raw, &body) == nil && body.Error != "" {
+			e.Message, e.Stage = body.Error, body.Stage
+		}
+		return nil, e
+	}
+	return raw, nil
+}
+
+func (c *Client) doJSON(ctx context.Context, method, path string, body, out any) error {
+	raw, err := c.do(ctx, method, path, body)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		return fmt.Errorf("annal: %s %s: answer is not the expected JSON: %w", method, path, err)
+	}
+	return nil
+}
+
+// Submit sends an action and returns its receipt once the kernel has
+// durably logged it.
+func (c *Client) Submit(ctx context.Context, req api.ActionRequest) (*api.Receipt, error) {
+	var r api.Receipt
+	return &r, c.doJSON(ctx, http.MethodPost, "v1/actions", req, &r)
+}
+
+// SubmitAndWait sends an action and waits until a signed checkpoint covers
+// it; the receipt then carries the checkpoint and the tlog-proof. If the
+// wait fails the action is still committed and the receipt says why the
+// proof is missing (ProofError).
+func (c *Client) SubmitAndWait(ctx context.Context, req api.ActionRequest) (*api.Receipt, error) {
+	var r api.Receipt
+	return &r, c.doJSON(ctx, http.MethodPost, "v1/actions?wait=published", req, &r)
+}
+
+// CreateAgent creates an agent; the client's actor must be a human.
+func (c *Client) CreateAgent(ctx context.Context, req api.AgentRequest) (*api.Agent, error) {
+	var a api.Agent
+	return &a, c.doJSON(ctx, http.MethodPost, "v1/agents", req, &a)
+}
+
+// Info returns the log's origin, verifier key and size.
+func (c *Client) Info(ctx context.Context) (*api.Info, error) {
+	var i api.Info
+	return &i, c.doJSON(ctx, http.MethodGet, "v1/info", nil, &i)
+}
+
+// Event returns the raw log entry at index (canonical JSON).
+func (c *Client) Event(ctx context.Context, index uint64) ([]byte, error) {
+	return c.do(ctx, http.MethodGet, "v1/events/"+strconv.FormatUint(index, 10), nil)
+}
+
+// Checkpoint returns the latest signed checkpoint.
+func (c *Client) Checkpoint(ctx context.Context) ([]byte, error) {
+	return c.do(ctx, http.MethodGet, "checkpoint", nil)
+}
+
+// Proof returns the c2sp.org/tlog-proof text for index against the latest
+// checkpoint. It fails with status 409 if no checkpoint covers index yet.
+func (c *Client) Proof(ctx context.Context, index uint64) ([]byte, error) {
+	return c.do(ctx, http.MethodGet, "v1/proof/"+strconv.FormatUint(index, 10), nil)
+}
+
+// WaitProof polls Proof until a checkpoint covers index or ctx ends.
+func (c *Client) WaitProof(ctx context.Context, index uint64) ([]byte, error) {
+	for {
+		p, err := c.Proof(ctx, index)
+		if !IsStatus(err, http.StatusConflict) {
+			return p, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// Consistency returns the consistency proof between two tree sizes.
+func (c *Client) Consistency(ctx context.Context, old, size uint64) ([][32]byte, error) {
+	raw, err := c.do(ctx, http.MethodGet, fmt.Sprintf("v1/proof/consistency?old=%d&new=%d", old, size), nil)
+	if err != nil {
+		return nil, err
+	}
+	return checkpoints.ParseHashes(raw)
+}

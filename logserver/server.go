@@ -1,0 +1,268 @@
+package logserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/annal-dev/annal/checkpoints"
+	"github.com/annal-dev/annal/kernel"
+	"github.com/annal-dev/annal/kernel/event"
+	"github.com/annal-dev/annal/logserver/api"
+)
+
+// DefaultPublishWait bounds how long ?wait=published waits for a checkpoint.
+const DefaultPublishWait = 30 * time.Second
+
+// Server serves one kernel over HTTP.
+type Server struct {
+	k           *kernel.Kernel
+	logger      *slog.Logger
+	metrics     *metrics
+	mux         *http.ServeMux
+	publishWait time.Duration
+}
+
+// New returns a server for k.
+func New(k *kernel.Kernel, logger *slog.Logger) *Server {
+	s := &Server{k: k, logger: logger, metrics: newMetrics(k), mux: http.NewServeMux(), publishWait: DefaultPublishWait}
+	s.mux.HandleFunc("GET /checkpoint", s.handleCheckpoint)
+	s.mux.HandleFunc("GET /tile/", s.handleTile)
+	s.mux.HandleFunc("GET /v1/info", s.handleInfo)
+	s.mux.HandleFunc("POST /v1/actions", s.handleSubmit)
+	s.mux.HandleFunc("POST /v1/agents", s.handleCreateAgent)
+	s.mux.HandleFunc("GET /v1/events/{index}", s.handleEvent)
+	s.mux.HandleFunc("GET /v1/proof/consistency", s.handleConsistency)
+	s.mux.HandleFunc("GET /v1/proof/{index}", s.handleProof)
+	s.mux.Handle("GET /metrics", s.metrics.handler())
+	return s
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+func (s *Server) authenticate(r *http.Request) (*kernel.Actor, error) {
+	h := r.Header.Get("Authorization")
+	cred, ok := strings.CutPrefix(h, "Bearer ")
+	if !ok || cred == "" {
+		return nil, fmt.Errorf("%w: send \"Authorization: Bearer <credential>\"", kernel.ErrUnauthenticated)
+	}
+	return s.k.Authenticate(strings.TrimSpace(cred))
+}
+
+// readJSON reads a body of at most limit bytes and decodes it strictly into
+// v: valid UTF-8, no duplicate or unknown members, one value.
+func readJSON(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		return fmt.Errorf("%w: request body is larger than %d bytes", kernel.ErrTooLarge, limit)
+	} else if err != nil {
+		return fmt.Errorf("%w: reading body: %v", kernel.ErrInvalid, err)
+	}
+	if err := event.CheckJSON(body); err != nil {
+		return fmt.Errorf("%w: body: %v", kernel.ErrInvalid, err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("%w: body: %v", kernel.ErrInvalid, err)
+	}
+	return nil
+}
+
+func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	wait := r.URL.Query().Get("wait")
+	if wait != "" && wait != "published" {
+		s.fail(w, r, fmt.Errorf("%w: wait=%q; the only value is \"published\"", kernel.ErrInvalid, wait))
+		return
+	}
+	actor, err := s.authenticate(r)
+	if err != nil {
+		s.metrics.denied("authenticate", err)
+		s.fail(w, r, err)
+		return
+	}
+	var req api.ActionRequest
+	if err := readJSON(w, r, api.MaxActionBody, &req); err != nil {
+		s.metrics.denied("request", err)
+		s.fail(w, r, err)
+		return
+	}
+	rc, err := s.k.Submit(r.Context(), actor, kernel.ActionRequest{
+		Type: event.ActionType(req.Type), Target: req.Target, Payload: req.Payload, PayloadHash: req.PayloadHash,
+	})
+	if err != nil {
+		var d *kernel.Denial
+		stage := "submit"
+		if errors.As(err, &d) {
+			stage = d.Stage
+		}
+		s.metrics.denied(stage, err)
+		s.fail(w, r, err)
+		return
+	}
+	s.metrics.committed(time.Since(start))
+	out := api.Receipt{
+		EventID: rc.EventID, Index: rc.Index, LeafHash: rc.LeafHash, Time: rc.Time, Actor: rc.Actor,
+		Type: string(rc.Type), Target: rc.Target, Cost: rc.Cost,
+	}
+	if wait == "published" {
+		ctx, cancel := context.WithTimeout(r.Context(), s.publishWait)
+		p, err := s.k.AwaitInclusionProof(ctx, rc.Index)
+		cancel()
+		if err != nil {
+			out.ProofError = err.Error()
+		} else {
+			out.Checkpoint = string(p.Checkpoint)
+			out.Proof = string(p.Marshal())
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) handleCreateAgent(w http.ResponseWriter, r *http.Request) {
+	actor, err := s.authenticate(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	var req api.AgentRequest
+	if err := readJSON(w, r, api.MaxAgentBody, &req); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	na, err := s.k.CreateAgent(r.Context(), actor, kernel.AgentRequest{Name: req.Name, Purpose: req.Purpose, Expires: req.Expires})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, api.Agent{
+		ID: na.Actor.ID, Name: na.Actor.Name, Purpose: na.Actor.Purpose, Creator: na.Actor.Creator,
+		Expires: na.Actor.Expires, Credential: na.Credential, Index: na.Index,
+	})
+}
+
+func (s *Server) handleInfo(w http.ResponseWriter, r *http.Request) {
+	info, err := s.k.Info(r.Context())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, api.Info{Origin: info.Origin, VerifierKey: info.VerifierKey, Size: info.Size, CheckpointSize: info.Checkpoint})
+}
+
+func (s *Server) handleEvent(w http.ResponseWriter, r *http.Request) {
+	index, err := parseIndex(r.PathValue("index"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	entry, err := s.k.Entry(r.Context(), index)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "public, max-age=31536000, immutable")
+	w.Write(entry)
+}
+
+func (s *Server) handleProof(w http.ResponseWriter, r *http.Request) {
+	index, err := parseIndex(r.PathValue("index"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	p, err := s.k.InclusionProof(r.Context(), index)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Write(p.Marshal())
+}
+
+// handleConsistency answers with one standard base64 hash per line.
+func (s *Server) handleConsistency(w http.ResponseWriter, r *http.Request) {
+	old, err := parseIndex(r.URL.Query().Get("old"))
+	if err != nil {
+		s.fail(w, r, fmt.Errorf("old: %w", err))
+		return
+	}
+	size, err := parseIndex(r.URL.Query().Get("new"))
+	if err != nil {
+		s.fail(w, r, fmt.Errorf("new: %w", err))
+		return
+	}
+	hashes, err := s.k.ConsistencyProof(r.Context(), old, size)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "public, max-age=31536000, immutable")
+	w.Write(checkpoints.MarshalHashes(hashes))
+}
+
+func parseIndex(s string) (uint64, error) {
+	if s == "" || (len(s) > 1 && s[0] == '0') {
+		return 0, fmt.Errorf("%w: %q is not a decimal index without leading zeros", kernel.ErrInvalid, s)
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %q is not a decimal index", kernel.ErrInvalid, s)
+	}
+	return n, nil
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+}
+
+// fail answers with the status that the error's class calls for.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	status := http.StatusInternalServerError
+	switch {
+	case errors.Is(err, kernel.ErrUnauthenticated):
+		status = http.StatusUnauthorized
+		w.Header().Set("WWW-Authenticate", `Bearer realm="annal"`)
+	case errors.Is(err, kernel.ErrForbidden):
+		status = http.StatusForbidden
+	case errors.Is(err, kernel.ErrInvalid):
+		status = http.StatusBadRequest
+	case errors.Is(err, kernel.ErrTooLarge):
+		status = http.StatusRequestEntityTooLarge
+	case errors.Is(err, kernel.ErrNotFound):
+		status = http.StatusNotFound
+	case errors.Is(err, kernel.ErrNotPublished):
+		status = http.StatusConflict
+	case errors.Is(err, kernel.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
+		status = http.StatusServiceUnavailable
+		w.Header().Set("Retry-After", "1")
+	}
+	body := api.Error{Error: err.Error()}
+	var d *kernel.Denial
+	if errors.As(err, &d) {
+		body.Stage = d.Stage
+	}
+	if status >= 500 {
+		s.logger.Error("request failed", "method", r.Method, "path", r.URL.Path, "status", status, "err", err)
+	}
+	writeJSON(w, status, body)
+}
