@@ -1,0 +1,290 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/annal-dev/annal/logserver/api"
+	"github.com/annal-dev/annal/logserver/client"
+	"github.com/spf13/cobra"
+)
+
+const defaultServer = "http://127.0.0.1:7420"
+
+type globalFlags struct {
+	server, credential, credentialFile string
+	timeout                            time.Duration
+}
+
+func newRootCommand() *cobra.Command {
+	var g globalFlags
+	root := &cobra.Command{
+		Use:           "annal",
+		Short:         "Talk to an Annal kernel: submit actions, fetch receipts and proofs",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	pf := root.PersistentFlags()
+	pf.StringVar(&g.server, "server", envOr("ANNAL_SERVER", defaultServer), "kernel URL (env ANNAL_SERVER)")
+	pf.StringVar(&g.credential, "credential", os.Getenv("ANNAL_CREDENTIAL"), "bearer credential (env ANNAL_CREDENTIAL)")
+	pf.StringVar(&g.credentialFile, "credential-file", os.Getenv("ANNAL_CREDENTIAL_FILE"), "file holding the credential (env ANNAL_CREDENTIAL_FILE)")
+	pf.DurationVar(&g.timeout, "timeout", time.Minute, "give up after this long")
+	root.AddCommand(submitCommand(&g), proofCommand(&g), eventCommand(&g), checkpointCommand(&g), infoCommand(&g), agentsCommand(&g))
+	return root
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+func (g *globalFlags) client(needCredential bool) (*client.Client, error) {
+	cred := g.credential
+	if cred == "" && g.credentialFile != "" {
+		raw, err := os.ReadFile(g.credentialFile)
+		if err != nil {
+			return nil, fmt.Errorf("credential file: %w", err)
+		}
+		cred = strings.TrimSpace(string(raw))
+	}
+	if needCredential && cred == "" {
+		return nil, errors.New("no credential: pass --credential or --credential-file, or set ANNAL_CREDENTIAL or ANNAL_CREDENTIAL_FILE")
+	}
+	return client.New(g.server, cred)
+}
+
+func (g *globalFlags) context(cmd *cobra.Command) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(cmd.Context(), g.timeout)
+}
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+func parseIndexArg(s string) (uint64, error) {
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("index %q is not a non-negative integer", s)
+	}
+	return n, nil
+}
+
+func submitCommand(g *globalFlags) *cobra.Command {
+	var typ, target, payload, payloadFile, payloadHash, proofOut string
+	var wait bool
+	cmd := &cobra.Command{
+		Use:   "submit --type TYPE --target PATH [--payload JSON | --payload-file FILE | --payload-hash sha256:HEX]",
+		Short: "Submit an action; prints the receipt once it is durably logged",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := g.client(true)
+			if err != nil {
+				return err
+			}
+			req := api.ActionRequest{Type: typ, Target: target, PayloadHash: payloadHash}
+			switch {
+			case payload != "" && payloadFile != "":
+				return errors.New("give --payload or --payload-file, not both")
+			case payload != "":
+				req.Payload = json.RawMessage(payload)
+			case payloadFile != "":
+				raw, err := os.ReadFile(payloadFile)
+				if err != nil {
+					return err
+				}
+				req.Payload = raw
+			}
+			if req.Payload != nil && !json.Valid(req.Payload) {
+				return errors.New("the payload is not valid JSON")
+			}
+			ctx, cancel := g.context(cmd)
+			defer cancel()
+			var r *api.Receipt
+			if wait || proofOut != "" {
+				r, err = c.SubmitAndWait(ctx, req)
+			} else {
+				r, err = c.Submit(ctx, req)
+			}
+			if err != nil {
+				return err
+			}
+			if proofOut != "" {
+				if r.Proof == "" {
+					return fmt.Errorf("action committed at index %d, but no proof yet: %s", r.Index, r.ProofError)
+				}
+				if err := os.WriteFile(proofOut, []byte(r.Proof), 0o644); err != nil {
+					return err
+				}
+			}
+			return printJSON(cmd.OutOrStdout(), r)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&typ, "type", "", "observe, create, mutate or execute")
+	f.StringVar(&target, "target", "", "target path, e.g. workspace/notes.md")
+	f.StringVar(&payload, "payload", "", "payload as JSON")
+	f.StringVar(&payloadFile, "payload-file", "", "file holding the JSON payload")
+	f.StringVar(&payloadHash, "payload-hash", "", "sha256:<hex> of a payload kept outside the log")
+	f.BoolVar(&wait, "wait", false, "wait until a signed checkpoint covers the action; the receipt then holds the proof")
+	f.StringVar(&proofOut, "proof-out", "", "with --wait implied: write the tlog-proof to this file")
+	_ = cmd.MarkFlagRequired("type")
+	_ = cmd.MarkFlagRequired("target")
+	return cmd
+}
+
+func proofCommand(g *globalFlags) *cobra.Command {
+	var wait bool
+	var out string
+	cmd := &cobra.Command{
+		Use:   "proof INDEX",
+		Short: "Print the c2sp.org/tlog-proof of an entry against the latest checkpoint",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			index, err := parseIndexArg(args[0])
+			if err != nil {
+				return err
+			}
+			c, err := g.client(false)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := g.context(cmd)
+			defer cancel()
+			var p []byte
+			if wait {
+				p, err = c.WaitProof(ctx, index)
+			} else {
+				p, err = c.Proof(ctx, index)
+			}
+			if err != nil {
+				return err
+			}
+			if out != "" {
+				return os.WriteFile(out, p, 0o644)
+			}
+			_, err = cmd.OutOrStdout().Write(p)
+			return err
+		},
+	}
+	cmd.Flags().BoolVar(&wait, "wait", false, "wait until a checkpoint covers the entry")
+	cmd.Flags().StringVarP(&out, "output", "o", "", "write the proof to this file")
+	return cmd
+}
+
+func eventCommand(g *globalFlags) *cobra.Command {
+	var out string
+	cmd := &cobra.Command{
+		Use:   "event INDEX",
+		Short: "Print the log entry at INDEX exactly as logged (canonical JSON)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			index, err := parseIndexArg(args[0])
+			if err != nil {
+				return err
+			}
+			c, err := g.client(false)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := g.context(cmd)
+			defer cancel()
+			e, err := c.Event(ctx, index)
+			if err != nil {
+				return err
+			}
+			if out != "" {
+				// Exactly the entry bytes: the leaf hash covers them.
+				return os.WriteFile(out, e, 0o644)
+			}
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s\n", e)
+			return err
+		},
+	}
+	cmd.Flags().StringVarP(&out, "output", "o", "", "write the exact entry bytes to this file (for annal-verify --entry)")
+	return cmd
+}
+
+func checkpointCommand(g *globalFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "checkpoint",
+		Short: "Print the latest signed checkpoint",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := g.client(false)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := g.context(cmd)
+			defer cancel()
+			cp, err := c.Checkpoint(ctx)
+			if err != nil {
+				return err
+			}
+			_, err = cmd.OutOrStdout().Write(cp)
+			return err
+		},
+	}
+}
+
+func infoCommand(g *globalFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "info",
+		Short: "Print the log's origin, verifier key and size",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := g.client(false)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := g.context(cmd)
+			defer cancel()
+			info, err := c.Info(ctx)
+			if err != nil {
+				return err
+			}
+			return printJSON(cmd.OutOrStdout(), info)
+		},
+	}
+}
+
+func agentsCommand(g *globalFlags) *cobra.Command {
+	agents := &cobra.Command{Use: "agents", Short: "Manage agents"}
+	var name, purpose, expires string
+	create := &cobra.Command{
+		Use:   "create --name NAME --purpose TEXT [--expires RFC3339]",
+		Short: "Create an agent (humans only); prints its credential once",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := g.client(true)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := g.context(cmd)
+			defer cancel()
+			a, err := c.CreateAgent(ctx, api.AgentRequest{Name: name, Purpose: purpose, Expires: expires})
+			if err != nil {
+				return err
+			}
+			return printJSON(cmd.OutOrStdout(), a)
+		},
+	}
+	create.Flags().StringVar(&name, "name", "", "agent name")
+	create.Flags().StringVar(&purpose, "purpose", "", "what the agent is for")
+	create.Flags().StringVar(&expires, "expires", "", "when the agent stops being able to act (RFC 3339)")
+	_ = create.MarkFlagRequired("name")
+	_ = create.MarkFlagRequired("purpose")
+	agents.AddCommand(create)
+	return agents
+}
