@@ -13,7 +13,7 @@ import (
 // benchmark notes for the figures behind them).
 const (
 	DefaultBatchMaxSize       = 512
-	DefaultBatchMaxAge        = 2 * time.Millisecond
+	DefaultBatchMaxAge        = time.Millisecond
 	DefaultCheckpointInterval = 200 * time.Millisecond
 	DefaultMaxOutstanding     = 8192
 	DefaultFoldInterval       = time.Second

@@ -20,7 +20,7 @@ import (
 // tileLog is the kernel's view of its Tessera POSIX log: append, read back,
 // and build proofs from tiles.
 type tileLog struct {
-	add      tessera.AddFn
+	group    *groupCommitter
 	reader   tessera.LogReader
 	awaiter  *tessera.PublicationAwaiter
 	shutdown func(context.Context) error
@@ -47,7 +47,7 @@ func openTileLog(path string, signer note.Signer, verifier note.Verifier, cfg Co
 	}
 	poll := min(cfg.CheckpointInterval/4, 25*time.Millisecond)
 	return &tileLog{
-		add:      appender.Add,
+		group:    newGroupCommitter(appender.Add, int(cfg.BatchMaxSize), int(cfg.MaxOutstanding)),
 		reader:   reader,
 		awaiter:  tessera.NewPublicationAwaiter(ctx, reader.ReadCheckpoint, poll),
 		shutdown: shutdown,
@@ -57,6 +57,7 @@ func openTileLog(path string, signer note.Signer, verifier note.Verifier, cfg Co
 }
 
 func (l *tileLog) close(ctx context.Context) error {
+	l.group.close()
 	err := l.shutdown(ctx)
 	l.cancel()
 	return err
@@ -65,11 +66,7 @@ func (l *tileLog) close(ctx context.Context) error {
 // append adds an entry and returns once it is durably sequenced and
 // integrated (a resolved Tessera POSIX future).
 func (l *tileLog) append(ctx context.Context, entry []byte) (uint64, error) {
-	idx, err := l.add(ctx, tessera.NewEntry(entry))()
-	if err != nil {
-		return 0, err
-	}
-	return idx.Index, nil
+	return l.group.append(ctx, entry)
 }
 
 // integratedSize is the number of entries durably in the tree, which may be

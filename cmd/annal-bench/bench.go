@@ -1,0 +1,305 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"text/tabwriter"
+	"time"
+
+	"github.com/annal-dev/annal/checkpoints"
+	"github.com/annal-dev/annal/kernel"
+	"github.com/annal-dev/annal/logserver"
+	"github.com/annal-dev/annal/logserver/api"
+	"github.com/annal-dev/annal/logserver/client"
+	"github.com/spf13/cobra"
+	"github.com/transparency-dev/tessera"
+	"github.com/transparency-dev/tessera/storage/posix"
+	"k8s.io/klog/v2"
+)
+
+type options struct {
+	dir          string
+	duration     time.Duration
+	concurrency  []int
+	sequentialN  int
+	proofN       int
+	batchSize    uint
+	batchAge     time.Duration
+	checkpointIv time.Duration
+}
+
+func newCommand() *cobra.Command {
+	var o options
+	cmd := &cobra.Command{
+		Use:           "annal-bench",
+		Short:         "Measure actions/s, receipt latency and proof latency against raw Tessera",
+		Args:          cobra.NoArgs,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return run(cmd.Context(), o, cmd.OutOrStdout())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.dir, "dir", "", "folder for the logs (default: a temporary folder); use the disk you want measured")
+	f.DurationVar(&o.duration, "duration", 5*time.Second, "length of each throughput phase")
+	f.IntSliceVar(&o.concurrency, "concurrency", []int{1, 64, 512}, "concurrent clients for the throughput phases")
+	f.IntVar(&o.sequentialN, "sequential", 2000, "actions for the sequential latency phase")
+	f.IntVar(&o.proofN, "proofs", 2000, "proofs for the proof latency phase")
+	f.UintVar(&o.batchSize, "batch-size", kernel.DefaultBatchMaxSize, "Tessera batch size (both baseline and kernel)")
+	f.DurationVar(&o.batchAge, "batch-age", kernel.DefaultBatchMaxAge, "Tessera batch age (both baseline and kernel)")
+	f.DurationVar(&o.checkpointIv, "checkpoint-interval", kernel.DefaultCheckpointInterval, "checkpoint interval")
+	return cmd
+}
+
+type row struct {
+	name, value, note string
+}
+
+func run(ctx context.Context, o options, out io.Writer) error {
+	klog.SetOutput(io.Discard)
+	klog.LogToStderr(false)
+	dir := o.dir
+	if dir == "" {
+		d, err := os.MkdirTemp("", "annal-bench")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(d)
+		dir = d
+	}
+	fmt.Fprintf(out, "annal-bench: %d CPUs, %s, batch %d/%v, checkpoint every %v, %v per phase, logs in %s\n\n",
+		runtime.NumCPU(), runtime.Version(), o.batchSize, o.batchAge, o.checkpointIv, o.duration, dir)
+	var rows []row
+	baseline := map[int]float64{}
+	for _, c := range o.concurrency {
+		rate, err := tesseraBaseline(ctx, filepath.Join(dir, fmt.Sprintf("tessera-%d", c)), c, o)
+		if err != nil {
+			return fmt.Errorf("baseline at %d: %w", c, err)
+		}
+		baseline[c] = rate
+		rows = append(rows, row{fmt.Sprintf("tessera POSIX Add, %d concurrent", c), fmt.Sprintf("%.0f adds/s", rate), "baseline"})
+	}
+
+	k, url, cred, stop, err := startKernel(filepath.Join(dir, "annal"), o)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	for _, c := range o.concurrency {
+		rate, err := httpThroughput(ctx, url, cred, c, o.duration)
+		if err != nil {
+			return fmt.Errorf("http at %d: %w", c, err)
+		}
+		rows = append(rows, row{fmt.Sprintf("annald POST /v1/actions, %d concurrent", c), fmt.Sprintf("%.0f actions/s", rate),
+			fmt.Sprintf("%.2fx of Tessera at %d", rate/baseline[c], c)})
+	}
+	lat, err := sequentialLatency(ctx, url, cred, o.sequentialN)
+	if err != nil {
+		return err
+	}
+	rows = append(rows,
+		row{"receipt latency, 1 sequential client, p50", fmtDur(percentile(lat, 50)), fmt.Sprintf("n=%d", len(lat))},
+		row{"receipt latency, 1 sequential client, p99", fmtDur(percentile(lat, 99)), ""},
+	)
+	size, plat, err := proofLatency(ctx, k, url, o.proofN)
+	if err != nil {
+		return err
+	}
+	rows = append(rows,
+		row{fmt.Sprintf("GET /v1/proof at size %d, p50", size), fmtDur(percentile(plat, 50)), fmt.Sprintf("n=%d, verified", len(plat))},
+		row{fmt.Sprintf("GET /v1/proof at size %d, p99", size), fmtDur(percentile(plat, 99)), ""},
+	)
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "measure\tresult\tnote")
+	fmt.Fprintln(tw, "-------\t------\t----")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", r.name, r.value, r.note)
+	}
+	return tw.Flush()
+}
+
+// tesseraBaseline measures raw Tessera POSIX Add with the same batching and
+// entries of the same size as the kernel writes.
+func tesseraBaseline(ctx context.Context, dir string, concurrency int, o options) (float64, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	skey, _, err := checkpoints.GenerateLogKey("bench.local/tessera")
+	if err != nil {
+		return 0, err
+	}
+	signer, err := checkpoints.NewLogSigner(skey)
+	if err != nil {
+		return 0, err
+	}
+	driver, err := posix.New(ctx, posix.Config{Path: dir})
+	if err != nil {
+		return 0, err
+	}
+	a, shutdown, _, err := tessera.NewAppender(ctx, driver, tessera.NewAppendOptions().
+		WithCheckpointSigner(signer).WithBatching(o.batchSize, o.batchAge).
+		WithCheckpointInterval(o.checkpointIv).WithPushback(kernel.DefaultMaxOutstanding))
+	if err != nil {
+		return 0, err
+	}
+	defer shutdown(context.Background())
+	entry := []byte(strings.Repeat("e", 330)) // about the size of a kernel action event
+	rate := closedLoop(concurrency, o.duration, func(i uint64) error {
+		e := append([]byte(fmt.Sprint(i)), entry...)
+		_, err := a.Add(ctx, tessera.NewEntry(e))()
+		return err
+	})
+	return rate, nil
+}
+
+// closedLoop runs op from concurrency workers for d and returns ops/s.
+// Errors are counted as failures and end the worker.
+func closedLoop(concurrency int, d time.Duration, op func(i uint64) error) float64 {
+	var n, seq atomic.Uint64
+	deadline := time.Now().Add(d)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for w := 0; w < concurrency; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(deadline) {
+				if err := op(seq.Add(1)); err != nil {
+					return
+				}
+				n.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	return float64(n.Load()) / time.Since(start).Seconds()
+}
+
+func startKernel(dir string, o options) (*kernel.Kernel, string, string, func(), error) {
+	cfg := kernel.DefaultConfig(dir)
+	cfg.BatchMaxSize, cfg.BatchMaxAge, cfg.CheckpointInterval = o.batchSize, o.batchAge, o.checkpointIv
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	k, err := kernel.Open(cfg)
+	if err != nil {
+		return nil, "", "", nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		k.Close()
+		return nil, "", "", nil, err
+	}
+	srv := &http.Server{Handler: logserver.New(k, cfg.Logger)}
+	go srv.Serve(ln)
+	raw, err := os.ReadFile(k.RootCredentialPath())
+	if err != nil {
+		return nil, "", "", nil, err
+	}
+	stop := func() {
+		srv.Close()
+		k.Close()
+	}
+	return k, "http://" + ln.Addr().String(), strings.TrimSpace(string(raw)), stop, nil
+}
+
+func newClient(url, cred string, conns int) (*client.Client, error) {
+	c, err := client.New(url, cred)
+	if err != nil {
+		return nil, err
+	}
+	tr := &http.Transport{MaxIdleConns: conns, MaxIdleConnsPerHost: conns, IdleConnTimeout: time.Minute}
+	return c.WithHTTPClient(&http.Client{Transport: tr, Timeout: time.Minute}), nil
+}
+
+func httpThroughput(ctx context.Context, url, cred string, concurrency int, d time.Duration) (float64, error) {
+	c, err := newClient(url, cred, concurrency)
+	if err != nil {
+		return 0, err
+	}
+	var firstErr atomic.Value
+	rate := closedLoop(concurrency, d, func(i uint64) error {
+		_, err := c.Submit(ctx, api.ActionRequest{
+			Type: "mutate", Target: fmt.Sprintf("workspace/bench/%d", i),
+			Payload: []byte(fmt.Sprintf(`{"content_oid":"sha256:%064x","bytes":%d}`, i, i)),
+		})
+		if err != nil {
+			firstErr.CompareAndSwap(nil, err)
+		}
+		return err
+	})
+	if err, ok := firstErr.Load().(error); ok {
+		return rate, err
+	}
+	return rate, nil
+}
+
+func sequentialLatency(ctx context.Context, url, cred string, n int) ([]time.Duration, error) {
+	c, err := newClient(url, cred, 1)
+	if err != nil {
+		return nil, err
+	}
+	lat := make([]time.Duration, 0, n)
+	for i := 0; i < n; i++ {
+		start := time.Now()
+		if _, err := c.Submit(ctx, api.ActionRequest{Type: "observe", Target: "workspace/seq"}); err != nil {
+			return nil, err
+		}
+		lat = append(lat, time.Since(start))
+	}
+	return lat, nil
+}
+
+// proofLatency fetches proofs for random entries under the latest
+// checkpoint and checks that each parses and names that checkpoint.
+func proofLatency(ctx context.Context, k *kernel.Kernel, url string, n int) (uint64, []time.Duration, error) {
+	c, err := newClient(url, "", 1)
+	if err != nil {
+		return 0, nil, err
+	}
+	// Wait until a checkpoint covers everything written so far.
+	info, err := c.Info(ctx)
+	if err != nil {
+		return 0, nil, err
+	}
+	for info.CheckpointSize < info.Size {
+		time.Sleep(50 * time.Millisecond)
+		if info, err = c.Info(ctx); err != nil {
+			return 0, nil, err
+		}
+	}
+	lat := make([]time.Duration, 0, n)
+	for i := 0; i < n; i++ {
+		idx := rand.Uint64N(info.CheckpointSize)
+		start := time.Now()
+		text, err := c.Proof(ctx, idx)
+		if err != nil {
+			return 0, nil, err
+		}
+		lat = append(lat, time.Since(start))
+		if p, err := checkpoints.ParseTLogProof(text); err != nil || p.Index != idx {
+			return 0, nil, fmt.Errorf("proof for %d: %v", idx, err)
+		}
+	}
+	return info.CheckpointSize, lat, nil
+}
+
+func percentile(d []time.Duration, p int) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[min(len(s)-1, len(s)*p/100)]
+}
+
+func fmtDur(d time.Duration) string {
+	return fmt.Sprintf("%.3f ms", float64(d.Microseconds())/1000)
+}
