@@ -26,10 +26,12 @@ type testServer struct {
 	root     *client.Client
 }
 
-func newTestServer(t *testing.T) *testServer {
+func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func newTestServer(t testing.TB) *testServer {
 	t.Helper()
 	cfg := kernel.DefaultConfig(t.TempDir())
-	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	cfg.Logger = discardLogger()
 	cfg.CheckpointInterval = 100 * time.Millisecond
 	k, err := kernel.Open(cfg)
 	if err != nil {
@@ -54,7 +56,7 @@ func newTestServer(t *testing.T) *testServer {
 	return &testServer{k: k, srv: srv, rootCred: cred, root: c}
 }
 
-func (ts *testServer) size(t *testing.T) uint64 {
+func (ts *testServer) size(t testing.TB) uint64 {
 	t.Helper()
 	info, err := ts.k.Info(context.Background())
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/annal-dev/annal/kernel"
 	"github.com/annal-dev/annal/logserver"
 	"github.com/spf13/cobra"
+	"k8s.io/klog/v2"
 )
 
 // DefaultListen is loopback only: the kernel holds an agent's whole history.
@@ -69,6 +70,7 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 		return fmt.Errorf("--log-level: %w", err)
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	klog.SetSlogLogger(logger.With("component", "tessera")) // one log stream, structured
 	cfg := kernel.DefaultConfig(f.data)
 	cfg.Origin = f.origin
 	cfg.CheckpointInterval = f.checkpointInterval
