@@ -1,0 +1,106 @@
+package main
+
+import (
+	"bytes"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/annal-dev/annal/checkpoints"
+	"github.com/annal-dev/annal/kernel"
+	"github.com/annal-dev/annal/kernel/event"
+	"github.com/annal-dev/annal/logserver"
+	"github.com/annal-dev/annal/logserver/api"
+)
+
+func startServer(t *testing.T) (url, credFile string, k *kernel.Kernel) {
+	t.Helper()
+	cfg := kernel.DefaultConfig(t.TempDir())
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	cfg.CheckpointInterval = 100 * time.Millisecond
+	k, err := kernel.Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(logserver.New(k, cfg.Logger))
+	t.Cleanup(func() { srv.Close(); k.Close() })
+	return srv.URL, k.RootCredentialPath(), k
+}
+
+func runCLI(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	cmd := newRootCommand()
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(io.Discard)
+	cmd.SetArgs(args)
+	err := cmd.Execute()
+	return out.String(), err
+}
+
+func TestCLI_SubmitEventProofCheckpoint(t *testing.T) {
+	url, credFile, k := startServer(t)
+	dir := t.TempDir()
+	out, err := runCLI(t, "--server", url, "--credential-file", credFile, "agents", "create", "--name", "scribe", "--purpose", "notes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var agent api.Agent
+	if err := json.Unmarshal([]byte(out), &agent); err != nil || agent.Credential == "" {
+		t.Fatalf("agents create printed %q: %v", out, err)
+	}
+	out, err = runCLI(t, "--server", url, "--credential", agent.Credential, "submit", "--type", "mutate", "--target", "workspace/notes.md", "--payload", `{"b":2,"a":1}`, "--wait")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r api.Receipt
+	if err := json.Unmarshal([]byte(out), &r); err != nil || r.Actor != agent.ID || r.Proof == "" {
+		t.Fatalf("submit printed %q: %v", out, err)
+	}
+	entryFile, proofFile := filepath.Join(dir, "e.json"), filepath.Join(dir, "p.tlog-proof")
+	if _, err := runCLI(t, "--server", url, "event", itoa(r.Index), "-o", entryFile); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runCLI(t, "--server", url, "proof", itoa(r.Index), "--wait", "-o", proofFile); err != nil {
+		t.Fatal(err)
+	}
+	entry, _ := os.ReadFile(entryFile)
+	if leaf := event.LeafHash(entry); !strings.EqualFold(hex.EncodeToString(leaf[:]), r.LeafHash) {
+		t.Fatalf("event file hashes to %x, receipt says %s", leaf, r.LeafHash)
+	}
+	proofText, _ := os.ReadFile(proofFile)
+	p, err := checkpoints.ParseTLogProof(proofText)
+	if err != nil || p.Index != r.Index {
+		t.Fatalf("proof file: %v", err)
+	}
+	cp, err := runCLI(t, "--server", url, "checkpoint")
+	if err != nil || !strings.HasPrefix(cp, k.Origin()+"\n") {
+		t.Fatalf("checkpoint printed %q: %v", cp, err)
+	}
+}
+
+func TestCLI_Errors(t *testing.T) {
+	url, _, _ := startServer(t)
+	if _, err := runCLI(t, "--server", url, "--credential", "", "--credential-file", "", "submit", "--type", "observe", "--target", "a"); err == nil || !strings.Contains(err.Error(), "no credential") {
+		t.Fatalf("submit without credential: %v", err)
+	}
+	if _, err := runCLI(t, "--server", url, "--credential", "annal_wrong", "submit", "--type", "observe", "--target", "a"); err == nil || !strings.Contains(err.Error(), "401") {
+		t.Fatalf("wrong credential: %v", err)
+	}
+	if _, err := runCLI(t, "--server", url, "proof", "x"); err == nil {
+		t.Fatal("proof x accepted")
+	}
+	if _, err := runCLI(t, "--server", "ftp://x", "checkpoint"); err == nil {
+		t.Fatal("ftp server URL accepted")
+	}
+}
+
+func itoa(n uint64) string { return strconv.FormatUint(n, 10) }
