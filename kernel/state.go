@@ -46,6 +46,9 @@ func (a *Actor) expired(now time.Time) bool {
 type state struct {
 	db *bolt.DB
 
+	// applyMu serialises folds; mu guards the maps, and is held only to
+	// read them or to publish a fold's result, never across disk writes.
+	applyMu      sync.Mutex
 	mu           sync.RWMutex
 	actors       map[string]*Actor
 	byCredential map[string]string // credential hash -> actor id
@@ -133,12 +136,13 @@ type indexedEvent struct {
 // current position, the position moves to it: the caller asserts that every
 // event below it is among events or needs no folding.
 func (s *state) apply(events []indexedEvent, folded uint64) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.applyMu.Lock()
+	defer s.applyMu.Unlock()
 	var newActors []*Actor
+	created := map[string]*Actor{} // by this call, not yet in the maps
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		for _, ie := range events {
-			a, err := s.effect(ie)
+			a, err := s.effect(ie, created)
 			if err != nil {
 				return err
 			}
@@ -156,8 +160,9 @@ func (s *state) apply(events []indexedEvent, folded uint64) error {
 				return err
 			}
 			newActors = append(newActors, a)
+			created[a.ID] = a
 		}
-		if folded > s.folded {
+		if folded > s.foldedSize() {
 			var v [8]byte
 			binary.BigEndian.PutUint64(v[:], folded)
 			return tx.Bucket(bucketMeta).Put(keyFolded, v[:])
@@ -167,6 +172,8 @@ func (s *state) apply(events []indexedEvent, folded uint64) error {
 	if err != nil {
 		return err
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	for _, a := range newActors {
 		s.actors[a.ID] = a
 		s.byCredential[a.CredentialSHA256] = a.ID
@@ -176,12 +183,16 @@ func (s *state) apply(events []indexedEvent, folded uint64) error {
 }
 
 // effect computes what folding one event changes. Only actor creation
-// changes state so far.
-func (s *state) effect(ie indexedEvent) (*Actor, error) {
+// changes state so far. The caller holds applyMu.
+func (s *state) effect(ie indexedEvent, created map[string]*Actor) (*Actor, error) {
 	switch ie.ev.Kind {
 	case event.KindGenesis, event.KindActorCreated:
 		rec := *ie.ev.Subject
-		if have, ok := s.actors[rec.ID]; ok {
+		have, ok := created[rec.ID]
+		if !ok {
+			have, ok = s.actor(rec.ID)
+		}
+		if ok {
 			if have.CreatedAt != ie.index {
 				return nil, fmt.Errorf("event %d creates actor %s, which event %d already created", ie.index, rec.ID, have.CreatedAt)
 			}
