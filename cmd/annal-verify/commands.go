@@ -1,0 +1,191 @@
+package main
+
+import (
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/annal-dev/annal/checkpoints"
+	"github.com/annal-dev/annal/verifier"
+	"github.com/spf13/cobra"
+)
+
+// usageError is a mistake on the command line rather than a failed check.
+type usageError struct{ error }
+
+func newRootCommand(stdin io.Reader) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "annal-verify",
+		Short:         "Check Annal proofs offline with the log's verifier key",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.AddCommand(newProofCommand(stdin), newConsistencyCommand(stdin))
+	return root
+}
+
+func newProofCommand(stdin io.Reader) *cobra.Command {
+	var key, entryFile string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "proof --key KEY --entry ENTRY PROOF",
+		Short: "Check that an entry is in the log (c2sp.org/tlog-proof)",
+		Long: `Check a c2sp.org/tlog-proof offline: the checkpoint's signature by the log key,
+that the checkpoint's origin is the key's name, that the entry is a well-formed
+Annal event, and that its leaf hash is included at the proof's index.
+
+KEY is the log's verifier key, or @FILE to read it from a file. ENTRY is the
+entry's exact bytes (annal event -o); PROOF is the tlog-proof file (annal proof
+-o, or the proof of a receipt from submit --wait). Either may be - for stdin.`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if entryFile == "" {
+				return usageError{errors.New("--entry is required: the entry's exact bytes")}
+			}
+			vkey, err := readKey(key)
+			if err != nil {
+				return err
+			}
+			entry, err := readInput(stdin, entryFile, verifier.MaxEntrySize)
+			if err != nil {
+				return err
+			}
+			proof, err := readInput(stdin, args[0], checkpoints.MaxTLogProofSize)
+			if err != nil {
+				return err
+			}
+			res, err := verifier.VerifyProof(entry, proof, vkey)
+			if err != nil {
+				return fmt.Errorf("FAILED %w", err)
+			}
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), map[string]any{
+					"ok": true, "origin": res.Origin, "size": res.Size,
+					"root_hash": base64.StdEncoding.EncodeToString(res.RootHash[:]),
+					"index":     res.Index, "leaf_hash": hex.EncodeToString(res.LeafHash[:]),
+					"event": map[string]any{"id": res.Event.ID, "kind": res.Event.Kind, "actor": res.Event.Actor,
+						"type": res.Event.Type, "target": res.Event.Target},
+				})
+			}
+			what := res.Event.Kind
+			if res.Event.Type != "" {
+				what = fmt.Sprintf("%s %s", res.Event.Type, res.Event.Target)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "OK: event %s (%s by %s)\n  is entry %d of %s\n  leaf hash %x\n  checkpoint size %d, root %s, signed by the log key\n",
+				res.Event.ID, what, res.Event.Actor, res.Index, res.Origin, res.LeafHash,
+				res.Size, base64.StdEncoding.EncodeToString(res.RootHash[:]))
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&key, "key", "", "the log's verifier key, or @FILE (required)")
+	cmd.Flags().StringVar(&entryFile, "entry", "", "file with the entry's exact bytes, or - (required)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	return cmd
+}
+
+func newConsistencyCommand(stdin io.Reader) *cobra.Command {
+	var key, proofFile string
+	cmd := &cobra.Command{
+		Use:   "consistency --key KEY --proof PROOF OLD NEW",
+		Short: "Check that an older checkpoint is a prefix of a newer one",
+		Long: `Check that two signed checkpoints of one log describe one history: both are
+signed by the log key and PROOF (one base64 hash per line, as served by
+GET /v1/proof/consistency?old=<size of OLD>&new=<size of NEW>) proves that the
+log at OLD's size is a prefix of the log at NEW's size.`,
+		Args: exactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if proofFile == "" {
+				return usageError{errors.New("--proof is required")}
+			}
+			vkey, err := readKey(key)
+			if err != nil {
+				return err
+			}
+			oldCP, err := readInput(stdin, args[0], checkpoints.MaxCheckpointSize)
+			if err != nil {
+				return err
+			}
+			newCP, err := readInput(stdin, args[1], checkpoints.MaxCheckpointSize)
+			if err != nil {
+				return err
+			}
+			proof, err := readInput(stdin, proofFile, 64*(44+1))
+			if err != nil {
+				return err
+			}
+			res, err := verifier.VerifyConsistency(oldCP, newCP, proof, vkey)
+			if err != nil {
+				return fmt.Errorf("FAILED %w", err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "OK: %s at size %d is a prefix of itself at size %d\n",
+				res.Origin, res.Old.Size, res.New.Size)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&key, "key", "", "the log's verifier key, or @FILE (required)")
+	cmd.Flags().StringVar(&proofFile, "proof", "", "file with the consistency proof, or - (required)")
+	return cmd
+}
+
+func exactArgs(n int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != n {
+			return usageError{fmt.Errorf("%s takes %d file argument(s), got %d; usage: %s", cmd.Name(), n, len(args), cmd.Use)}
+		}
+		return nil
+	}
+}
+
+// readKey takes the key itself or @FILE.
+func readKey(key string) (string, error) {
+	if key == "" {
+		return "", usageError{errors.New("--key is required: the log's verifier key (annald prints it; GET /v1/info has it)")}
+	}
+	if name, ok := strings.CutPrefix(key, "@"); ok {
+		raw, err := readInput(nil, name, 4096)
+		if err != nil {
+			return "", err
+		}
+		key = string(raw)
+	}
+	return strings.TrimSpace(key), nil
+}
+
+// readInput reads a whole file (or stdin for "-"), refusing more than limit
+// bytes so that a wrong file cannot exhaust memory.
+func readInput(stdin io.Reader, name string, limit int64) ([]byte, error) {
+	var r io.Reader
+	if name == "-" {
+		if stdin == nil {
+			return nil, usageError{errors.New("stdin cannot be used here")}
+		}
+		r = stdin
+	} else {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		r = f
+	}
+	data, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", name, err)
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("%s is larger than %d bytes, the most it can be", name, limit)
+	}
+	return data, nil
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
