@@ -1,0 +1,454 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/annal-dev/annal/checkpoints"
+	"github.com/annal-dev/annal/logserver/api"
+	"github.com/annal-dev/annal/logserver/client"
+	"github.com/annal-dev/annal/verifier"
+	"github.com/transparency-dev/merkle/compact"
+	"github.com/transparency-dev/merkle/rfc6962"
+	"golang.org/x/mod/sumdb/note"
+)
+
+// annaldBinary is built once by TestMain so that tests run annald as a user
+// does: a separate process that can be killed.
+var annaldBinary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "annald-test-bin")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	annaldBinary = filepath.Join(dir, "annald")
+	build := exec.Command("go", "build", "-race", "-o", annaldBinary, ".")
+	if !raceEnabled {
+		build = exec.Command("go", "build", "-o", annaldBinary, ".")
+	}
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building annald: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// daemon is one running annald process and what it printed on start.
+type daemon struct {
+	cmd            *exec.Cmd
+	url            string
+	origin         string
+	vkey           string
+	credentialPath string
+	stderr         *syncBuffer
+	exited         chan error
+}
+
+// syncBuffer collects a process's stderr for failure messages.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// startDaemon runs annald serve on dataDir and a free port and waits until
+// it prints its start-up lines.
+func startDaemon(t *testing.T, dataDir string, args ...string) *daemon {
+	t.Helper()
+	d, err := tryStartDaemon(dataDir, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.stop(t) })
+	return d
+}
+
+func tryStartDaemon(dataDir string, args ...string) (*daemon, error) {
+	args = append([]string{"serve", "--data", dataDir, "--listen", "127.0.0.1:0", "--checkpoint-interval", "100ms"}, args...)
+	cmd := exec.Command(annaldBinary, args...)
+	d := &daemon{cmd: cmd, stderr: &syncBuffer{}, exited: make(chan error, 1)}
+	cmd.Stderr = d.stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	lines := make(chan string)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+		d.exited <- cmd.Wait()
+	}()
+	timeout := time.After(30 * time.Second)
+	for d.credentialPath == "" {
+		select {
+		case line, ok := <-lines:
+			if !ok {
+				return nil, fmt.Errorf("annald exited before it was ready: %v\nstderr:\n%s", <-d.exited, d.stderr)
+			}
+			if v, ok := strings.CutPrefix(line, "annald: log "); ok {
+				d.origin = v
+			} else if v, ok := strings.CutPrefix(line, "annald: verifier key "); ok {
+				d.vkey = v
+			} else if v, ok := strings.CutPrefix(line, "annald: listening on "); ok {
+				d.url = v
+			} else if v, ok := strings.CutPrefix(line, "annald: root credential in "); ok {
+				d.credentialPath = v
+			}
+		case <-timeout:
+			cmd.Process.Kill()
+			return nil, fmt.Errorf("annald not ready after 30s; stderr:\n%s", d.stderr)
+		}
+	}
+	go func() {
+		for range lines { // keep draining so annald never blocks on stdout
+		}
+	}()
+	return d, nil
+}
+
+// stop ends the process with SIGTERM (a clean shutdown) if it still runs.
+func (d *daemon) stop(t *testing.T) {
+	if d.cmd.ProcessState != nil {
+		return
+	}
+	_ = d.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-d.exited:
+		d.exited <- err
+		if err != nil && !strings.Contains(err.Error(), "killed") {
+			t.Errorf("annald exited with %v; stderr:\n%s", err, d.stderr)
+		}
+	case <-time.After(30 * time.Second):
+		d.cmd.Process.Kill()
+		t.Errorf("annald did not stop on SIGTERM; stderr:\n%s", d.stderr)
+	}
+}
+
+// kill ends the process with SIGKILL: no shutdown code runs.
+func (d *daemon) kill(t *testing.T) {
+	t.Helper()
+	if err := d.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	err := <-d.exited
+	d.exited <- err
+}
+
+func (d *daemon) client(t *testing.T, credential string) *client.Client {
+	t.Helper()
+	c, err := client.New(d.url, credential)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func (d *daemon) rootCredential(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(d.credentialPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
+}
+
+func oid(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return "sha256:" + hex.EncodeToString(h[:])
+}
+
+func TestEndToEnd(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dataDir := filepath.Join(t.TempDir(), "annal-data")
+	const origin = "example.com/annal/e2e"
+	d := startDaemon(t, dataDir, "--origin", origin)
+	if d.origin != origin || !strings.HasPrefix(d.vkey, origin+"+") {
+		t.Fatalf("annald printed origin %q and key %q, want origin %q", d.origin, d.vkey, origin)
+	}
+	for name, mode := range map[string]os.FileMode{"log.key": 0o600, "root.credential": 0o600} {
+		fi, err := os.Stat(filepath.Join(dataDir, name))
+		if err != nil || fi.Mode().Perm() != mode {
+			t.Fatalf("%s: %v, mode %v, want %v", name, err, fi.Mode().Perm(), mode)
+		}
+	}
+
+	root := d.client(t, d.rootCredential(t))
+	info, err := root.Info(ctx)
+	if err != nil || info.Origin != origin || info.VerifierKey != d.vkey {
+		t.Fatalf("info %+v, %v", info, err)
+	}
+	agent, err := root.CreateAgent(ctx, api.AgentRequest{Name: "writer", Purpose: "end-to-end test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	agentClient := d.client(t, agent.Credential)
+
+	requests := []api.ActionRequest{
+		{Type: "observe", Target: "workspace/readme.md"},
+		{Type: "create", Target: "workspace/notes.md", Payload: json.RawMessage(`{"text": "first note", "tags": ["a", "b"]}`)},
+		{Type: "mutate", Target: "workspace/notes.md", PayloadHash: oid("second version")},
+		{Type: "execute", Target: "tools/build", Payload: json.RawMessage(fmt.Sprintf(
+			`{"input_oid":%q,"output_oid":%q,"artifact_hash":%q,"exit_code":0,"output_bytes":2048}`,
+			oid("in"), oid("out"), oid("bin")))},
+	}
+	var receipts []*api.Receipt
+	for _, req := range requests {
+		r, err := agentClient.Submit(ctx, req)
+		if err != nil {
+			t.Fatalf("%s %s: %v", req.Type, req.Target, err)
+		}
+		receipts = append(receipts, r)
+	}
+	// One more with ?wait=published: the receipt carries its own proof.
+	waited, err := agentClient.SubmitAndWait(ctx, api.ActionRequest{Type: "create", Target: "workspace/done.md", Payload: json.RawMessage(`"done"`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if waited.Proof == "" || waited.Checkpoint == "" {
+		t.Fatalf("receipt with wait=published lacks a proof: %+v", waited)
+	}
+	receipts = append(receipts, waited)
+
+	for i, r := range receipts {
+		proof := []byte(r.Proof)
+		if i < len(requests) {
+			if proof, err = agentClient.WaitProof(ctx, r.Index); err != nil {
+				t.Fatalf("proof for %d: %v", r.Index, err)
+			}
+		}
+		entry, err := agentClient.Event(ctx, r.Index)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := verifier.VerifyProof(entry, proof, d.vkey)
+		if err != nil {
+			t.Fatalf("receipt %d (index %d): %v", i, r.Index, err)
+		}
+		if hex.EncodeToString(res.LeafHash[:]) != r.LeafHash || res.Event.ID != r.EventID ||
+			res.Event.Actor != agent.ID || res.Event.Type != r.Type || res.Event.Target != r.Target {
+			t.Fatalf("receipt %+v does not match verified event %+v (leaf %x)", r, res.Event, res.LeafHash)
+		}
+	}
+
+	// A second annald on the same folder is refused, and says why.
+	if other, err := tryStartDaemon(dataDir); err == nil {
+		other.cmd.Process.Kill()
+		t.Fatal("a second annald started on a data folder in use")
+	} else if !strings.Contains(err.Error(), "in use by another annald") {
+		t.Fatalf("second annald failed without saying why: %v", err)
+	}
+
+	// Restart: same origin, key and credentials; history kept and consistent.
+	cpBefore, err := root.Checkpoint(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.stop(t)
+	d2 := startDaemon(t, dataDir)
+	if d2.origin != origin || d2.vkey != d.vkey || d2.credentialPath != d.credentialPath {
+		t.Fatalf("restart changed identity: %q %q %q", d2.origin, d2.vkey, d2.credentialPath)
+	}
+	again := d2.client(t, agent.Credential)
+	r, err := again.Submit(ctx, api.ActionRequest{Type: "observe", Target: "workspace/notes.md"})
+	if err != nil {
+		t.Fatalf("agent credential after restart: %v", err)
+	}
+	if r.Index != waited.Index+1 {
+		t.Fatalf("index after restart %d, want %d", r.Index, waited.Index+1)
+	}
+	if _, err := again.WaitProof(ctx, r.Index); err != nil {
+		t.Fatal(err)
+	}
+	cpAfter, err := again.Checkpoint(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldCP, err := checkpoints.OpenCheckpoint(cpBefore, mustVerifier(t, d.vkey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	newCP, err := checkpoints.OpenCheckpoint(cpAfter, mustVerifier(t, d.vkey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hashes, err := again.Consistency(ctx, oldCP.Size, newCP.Size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := verifier.VerifyConsistency(cpBefore, cpAfter, checkpoints.MarshalHashes(hashes), d.vkey); err != nil {
+		t.Fatalf("history before and after restart: %v", err)
+	}
+}
+
+func mustVerifier(t *testing.T, vkey string) note.Verifier {
+	t.Helper()
+	v, err := checkpoints.NewLogVerifier(vkey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// receiptRecord is what a client kept of a receipt: the kernel's promise.
+type receiptRecord struct {
+	index    uint64
+	leafHash string
+	eventID  string
+}
+
+// TestDurability_SIGKILLUnderLoad kills annald while 16 clients submit, then
+// restarts it and checks that every receipt handed out before the kill is in
+// the log at its index with its leaf hash, and that the whole log hashes to
+// the root of a checkpoint signed by the log key.
+func TestDurability_SIGKILLUnderLoad(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	dataDir := filepath.Join(t.TempDir(), "annal-data")
+	d := startDaemon(t, dataDir)
+	cred := d.rootCredential(t)
+
+	const clients, maxPerClient = 16, 20000 // bounded: the kill ends it far sooner
+	var (
+		mu       sync.Mutex
+		receipts []receiptRecord
+		wg       sync.WaitGroup
+	)
+	for c := 0; c < clients; c++ {
+		wg.Add(1)
+		go func(c int) {
+			defer wg.Done()
+			cl := d.client(t, cred)
+			for i := 0; i < maxPerClient; i++ {
+				r, err := cl.Submit(ctx, api.ActionRequest{
+					Type: "create", Target: fmt.Sprintf("load/%d/%d", c, i), Payload: json.RawMessage(fmt.Sprintf(`{"i":%d}`, i)),
+				})
+				if err != nil {
+					return // the kill: connection refused or reset
+				}
+				mu.Lock()
+				receipts = append(receipts, receiptRecord{r.Index, r.LeafHash, r.EventID})
+				mu.Unlock()
+			}
+		}(c)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	d.kill(t)
+	wg.Wait()
+	if len(receipts) < 50 {
+		t.Fatalf("only %d receipts before the kill; the test needs load to mean anything", len(receipts))
+	}
+	t.Logf("%d receipts handed out before SIGKILL", len(receipts))
+
+	d2 := startDaemon(t, dataDir)
+	cl := d2.client(t, cred)
+	var maxIndex uint64
+	for _, r := range receipts {
+		maxIndex = max(maxIndex, r.index)
+	}
+	if _, err := cl.WaitProof(ctx, maxIndex); err != nil {
+		t.Fatalf("no checkpoint covers the last receipt (index %d) after restart: %v", maxIndex, err)
+	}
+	signed, err := cl.Checkpoint(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, err := checkpoints.OpenCheckpoint(signed, mustVerifier(t, d.vkey))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Read the whole log, recompute its root with an independent compact
+	// range, and check every receipt against the entry at its index.
+	leaves := make([][]byte, cp.Size)
+	rf := (&compact.RangeFactory{Hash: rfc6962.DefaultHasher.HashChildren}).NewEmptyRange(0)
+	for i := uint64(0); i < cp.Size; i++ {
+		entry, err := cl.Event(ctx, i)
+		if err != nil {
+			t.Fatalf("entry %d: %v", i, err)
+		}
+		leaves[i] = rfc6962.DefaultHasher.HashLeaf(entry)
+		if err := rf.Append(leaves[i], nil); err != nil {
+			t.Fatal(err)
+		}
+		if i > 0 {
+			if _, err := verifier.ParseEvent(entry); err != nil {
+				t.Fatalf("entry %d: %v", i, err)
+			}
+		}
+	}
+	root, err := rf.GetRootHash(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(root, cp.Hash[:]) {
+		t.Fatalf("the log's %d entries hash to %x, the checkpoint says %x", cp.Size, root, cp.Hash)
+	}
+	seen := map[uint64]bool{}
+	for _, r := range receipts {
+		if seen[r.index] {
+			t.Fatalf("two receipts name index %d", r.index)
+		}
+		seen[r.index] = true
+		if hex.EncodeToString(leaves[r.index]) != r.leafHash {
+			t.Fatalf("receipt for index %d has leaf hash %s, the log has %x", r.index, r.leafHash, leaves[r.index])
+		}
+	}
+	// A few receipts end to end through the verifier package as well.
+	for _, r := range []receiptRecord{receipts[0], receipts[len(receipts)/2], receipts[len(receipts)-1]} {
+		proof, err := cl.Proof(ctx, r.index)
+		if err != nil {
+			t.Fatal(err)
+		}
+		entry, err := cl.Event(ctx, r.index)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := verifier.VerifyProof(entry, proof, d.vkey)
+		if err != nil || res.Event.ID != r.eventID {
+			t.Fatalf("receipt %+v: %v (event %+v)", r, err, res)
+		}
+	}
+	// The restarted kernel takes new work after the recovered entries.
+	r, err := cl.Submit(ctx, api.ActionRequest{Type: "observe", Target: "load/after"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Index < cp.Size {
+		t.Fatalf("new entry got index %d inside the recovered log of %d", r.Index, cp.Size)
+	}
+}
