@@ -142,6 +142,9 @@ func OpenCheckpoint(signed []byte, logKey note.Verifier, others ...note.Verifier
 		}
 		return nil, fmt.Errorf("checkpoint is not a well-formed signed note: %w", err)
 	}
+	if err := checkCanonicalSignatures(signed); err != nil {
+		return nil, err
+	}
 	logSigned := false
 	for _, s := range n.Sigs {
 		if s.Name == logKey.Name() && s.Hash == logKey.KeyHash() {
@@ -159,6 +162,27 @@ func OpenCheckpoint(signed []byte, logKey note.Verifier, others ...note.Verifier
 		return nil, fmt.Errorf("checkpoint origin %q is not the log key's name %q", c.Origin, logKey.Name())
 	}
 	return &SignedCheckpoint{Checkpoint: c, Note: n, Raw: signed}, nil
+}
+
+// checkCanonicalSignatures refuses signature lines whose base64 is not in
+// canonical form. x/mod note decodes signatures leniently, ignoring the
+// unused bits of the last base64 character, so without this check one valid
+// signed checkpoint would have several byte encodings.
+func checkCanonicalSignatures(signed []byte) error {
+	i := bytes.LastIndex(signed, []byte("\n\n"))
+	if i < 0 {
+		return errors.New("checkpoint is not a well-formed signed note: no signature block")
+	}
+	for _, line := range strings.Split(strings.TrimSuffix(string(signed[i+2:]), "\n"), "\n") {
+		j := strings.LastIndexByte(line, ' ')
+		if j < 0 {
+			return fmt.Errorf("checkpoint signature line %q is malformed", abbreviate(line))
+		}
+		if _, err := base64.StdEncoding.Strict().DecodeString(line[j+1:]); err != nil {
+			return fmt.Errorf("checkpoint signature line %q is not canonical base64", abbreviate(line))
+		}
+	}
+	return nil
 }
 
 // SignCheckpoint signs a checkpoint body with the log key. The signer's name

@@ -2,6 +2,8 @@ package verifier
 
 import (
 	"crypto/sha256"
+	"encoding/base64"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -70,7 +72,7 @@ func VerifyProof(entry, tlogProof []byte, vkey string) (*ProofResult, error) {
 		hashes[i] = p.Hashes[i][:]
 	}
 	if err := proof.VerifyInclusion(rfc6962.DefaultHasher, p.Index, cp.Size, leaf[:], hashes, cp.Hash[:]); err != nil {
-		return nil, fail(CheckInclusion, "entry with leaf hash %x is not at index %d of %s size %d: %v", leaf, p.Index, cp.Origin, cp.Size, err)
+		return nil, fail(CheckInclusion, "entry with leaf hash %x is not at index %d of %s size %d: %v", leaf, p.Index, cp.Origin, cp.Size, describe(err))
 	}
 	return &ProofResult{
 		Origin: cp.Origin, Size: cp.Size, RootHash: cp.Hash,
@@ -114,9 +116,20 @@ func VerifyConsistency(oldCheckpoint, newCheckpoint, proofText []byte, vkey stri
 		raw[i] = hashes[i][:]
 	}
 	if err := proof.VerifyConsistency(rfc6962.DefaultHasher, oldCP.Size, newCP.Size, raw, oldCP.Hash[:], newCP.Hash[:]); err != nil {
-		return nil, fail(CheckConsistency, "size %d is not a prefix of size %d: %v", oldCP.Size, newCP.Size, err)
+		return nil, fail(CheckConsistency, "size %d is not a prefix of size %d: %v", oldCP.Size, newCP.Size, describe(err))
 	}
 	return &ConsistencyResult{Origin: oldCP.Origin, Old: oldCP, New: newCP}, nil
+}
+
+// describe rewords the merkle module's root mismatch, which prints roots as
+// byte lists over several lines, in the base64 that checkpoints use.
+func describe(err error) string {
+	var mismatch proof.RootMismatchError
+	if errors.As(err, &mismatch) {
+		return fmt.Sprintf("the proof leads to root %s, the checkpoint's root is %s",
+			base64.StdEncoding.EncodeToString(mismatch.CalculatedRoot), base64.StdEncoding.EncodeToString(mismatch.ExpectedRoot))
+	}
+	return err.Error()
 }
 
 func abbreviate(s string) string {

@@ -2,6 +2,7 @@ package verifier
 
 import (
 	"bytes"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"os/exec"
@@ -345,5 +346,40 @@ func TestImportsOnlyCheckpoints(t *testing.T) {
 	}
 	if checked != 2 {
 		t.Fatalf("go list found %d packages of this module, want verifier and checkpoints", checked)
+	}
+}
+
+func TestErrorsAreOneLineWithBase64Roots(t *testing.T) {
+	l := newTestLog(t, testOrigin, 5)
+	_, err := VerifyProof(l.entries[1], l.proof(2, 5), l.vkey)
+	if err == nil {
+		t.Fatal("entry 1 verified with the proof of entry 2")
+	}
+	root := base64.StdEncoding.EncodeToString(l.tree.HashAt(5))
+	if strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "the checkpoint's root is "+root) {
+		t.Fatalf("error %q: want one line naming the checkpoint's root %s", err, root)
+	}
+}
+
+// x/mod note decodes signatures leniently; a signature whose last base64
+// character has its unused bits set must still be refused, or one signed
+// checkpoint would have many encodings.
+func TestVerifyProof_RefusesNonCanonicalSignatureBase64(t *testing.T) {
+	l := newTestLog(t, testOrigin, 3)
+	good := l.proof(1, 3)
+	pad := bytes.LastIndex(good, []byte("=\n")) // an Ed25519 note signature is 68 bytes: one '='
+	if pad < 0 {
+		t.Fatal("no padded signature in the proof")
+	}
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+	last := strings.IndexByte(alphabet, good[pad-1])
+	if last%4 != 0 {
+		t.Fatalf("signature's last character %q has unused bits set", good[pad-1])
+	}
+	bad := bytes.Clone(good)
+	bad[pad-1] = alphabet[last+1] // same decoded bytes, different text
+	_, err := VerifyProof(l.entries[1], bad, l.vkey)
+	if err == nil || !strings.Contains(err.Error(), "not canonical base64") {
+		t.Fatalf("non-canonical signature: %v", err)
 	}
 }
