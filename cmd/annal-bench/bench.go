@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -38,6 +39,7 @@ type options struct {
 	batchSize    uint
 	batchAge     time.Duration
 	checkpointIv time.Duration
+	cpuProfile   string
 }
 
 func newCommand() *cobra.Command {
@@ -61,6 +63,7 @@ func newCommand() *cobra.Command {
 	f.UintVar(&o.batchSize, "batch-size", kernel.DefaultBatchMaxSize, "Tessera batch size (both baseline and kernel)")
 	f.DurationVar(&o.batchAge, "batch-age", kernel.DefaultBatchMaxAge, "Tessera batch age (both baseline and kernel)")
 	f.DurationVar(&o.checkpointIv, "checkpoint-interval", kernel.DefaultCheckpointInterval, "checkpoint interval")
+	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the annald HTTP phases to this file")
 	return cmd
 }
 
@@ -98,6 +101,17 @@ func run(ctx context.Context, o options, out io.Writer) error {
 		return err
 	}
 	defer stop()
+	if o.cpuProfile != "" {
+		f, err := os.Create(o.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	for _, c := range o.concurrency {
 		rate, err := httpThroughput(ctx, url, cred, c, o.duration)
 		if err != nil {
