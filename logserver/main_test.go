@@ -1,20 +1,9 @@
 package logserver
 
 import (
-	"flag"
-	"io"
-	"os"
 	"testing"
 
-	"k8s.io/klog/v2"
+	"github.com/annal-dev/annal/internal/klogtest"
 )
 
-// TestMain keeps Tessera's klog lines out of test output unless -v is given.
-func TestMain(m *testing.M) {
-	flag.Parse()
-	if !testing.Verbose() {
-		klog.LogToStderr(false)
-		klog.SetOutput(io.Discard)
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { klogtest.Main(m) }
