@@ -19,6 +19,7 @@ import (
 	"github.com/annal-dev/annal/kernel/event"
 	"github.com/annal-dev/annal/logserver"
 	"github.com/annal-dev/annal/logserver/api"
+	"github.com/annal-dev/annal/verifier"
 )
 
 func startServer(t *testing.T) (url, credFile string, k *kernel.Kernel) {
@@ -84,6 +85,57 @@ func TestCLI_SubmitEventProofCheckpoint(t *testing.T) {
 	cp, err := runCLI(t, "--server", url, "checkpoint")
 	if err != nil || !strings.HasPrefix(cp, k.Origin()+"\n") {
 		t.Fatalf("checkpoint printed %q: %v", cp, err)
+	}
+}
+
+func TestCLI_CheckpointAndConsistency(t *testing.T) {
+	url, credFile, k := startServer(t)
+	dir := t.TempDir()
+	submit := func() api.Receipt {
+		out, err := runCLI(t, "--server", url, "--credential-file", credFile, "submit", "--type", "observe", "--target", "a/b", "--wait")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r api.Receipt
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	submit()
+	oldFile, newFile, proofFile := filepath.Join(dir, "old"), filepath.Join(dir, "new"), filepath.Join(dir, "proof")
+	if _, err := runCLI(t, "--server", url, "checkpoint", "-o", oldFile); err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		submit()
+	}
+	if _, err := runCLI(t, "--server", url, "checkpoint", "-o", newFile); err != nil {
+		t.Fatal(err)
+	}
+	v, err := checkpoints.NewLogVerifier(k.VerifierKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldRaw, _ := os.ReadFile(oldFile)
+	newRaw, _ := os.ReadFile(newFile)
+	oldCP, err := checkpoints.OpenCheckpoint(oldRaw, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newCP, err := checkpoints.OpenCheckpoint(newRaw, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runCLI(t, "--server", url, "consistency", itoa(oldCP.Size), itoa(newCP.Size), "-o", proofFile); err != nil {
+		t.Fatal(err)
+	}
+	proofText, _ := os.ReadFile(proofFile)
+	if _, err := verifier.VerifyConsistency(oldRaw, newRaw, proofText, k.VerifierKey()); err != nil {
+		t.Fatalf("consistency %d -> %d from the CLI: %v", oldCP.Size, newCP.Size, err)
+	}
+	if _, err := runCLI(t, "--server", url, "consistency", itoa(newCP.Size), itoa(oldCP.Size)); err == nil || !strings.Contains(err.Error(), "400") {
+		t.Fatalf("consistency with old > new: %v", err)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/annal-dev/annal/checkpoints"
 	"github.com/annal-dev/annal/logserver/api"
 	"github.com/annal-dev/annal/logserver/client"
 	"github.com/spf13/cobra"
@@ -36,7 +37,7 @@ func newRootCommand() *cobra.Command {
 	pf.StringVar(&g.credential, "credential", os.Getenv("ANNAL_CREDENTIAL"), "bearer credential (env ANNAL_CREDENTIAL)")
 	pf.StringVar(&g.credentialFile, "credential-file", os.Getenv("ANNAL_CREDENTIAL_FILE"), "file holding the credential (env ANNAL_CREDENTIAL_FILE)")
 	pf.DurationVar(&g.timeout, "timeout", time.Minute, "give up after this long")
-	root.AddCommand(submitCommand(&g), proofCommand(&g), eventCommand(&g), checkpointCommand(&g), infoCommand(&g), agentsCommand(&g))
+	root.AddCommand(submitCommand(&g), proofCommand(&g), eventCommand(&g), checkpointCommand(&g), consistencyCommand(&g), infoCommand(&g), agentsCommand(&g))
 	return root
 }
 
@@ -171,11 +172,7 @@ func proofCommand(g *globalFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if out != "" {
-				return os.WriteFile(out, p, 0o644)
-			}
-			_, err = cmd.OutOrStdout().Write(p)
-			return err
+			return writeOutput(cmd, out, p)
 		},
 	}
 	cmd.Flags().BoolVar(&wait, "wait", false, "wait until a checkpoint covers the entry")
@@ -217,7 +214,8 @@ func eventCommand(g *globalFlags) *cobra.Command {
 }
 
 func checkpointCommand(g *globalFlags) *cobra.Command {
-	return &cobra.Command{
+	var out string
+	cmd := &cobra.Command{
 		Use:   "checkpoint",
 		Short: "Print the latest signed checkpoint",
 		Args:  cobra.NoArgs,
@@ -232,10 +230,55 @@ func checkpointCommand(g *globalFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			_, err = cmd.OutOrStdout().Write(cp)
-			return err
+			return writeOutput(cmd, out, cp)
 		},
 	}
+	cmd.Flags().StringVarP(&out, "output", "o", "", "write the signed checkpoint to this file")
+	return cmd
+}
+
+func consistencyCommand(g *globalFlags) *cobra.Command {
+	var out string
+	cmd := &cobra.Command{
+		Use:   "consistency OLD_SIZE NEW_SIZE",
+		Short: "Print the consistency proof between two log sizes (one base64 hash per line)",
+		Long: `Print the RFC 6962 consistency proof that the log at OLD_SIZE is a prefix of
+the log at NEW_SIZE; the sizes are the second lines of two checkpoints. Check it
+offline with: annal-verify consistency --key KEY --proof FILE OLD NEW.`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			oldSize, err := parseIndexArg(args[0])
+			if err != nil {
+				return err
+			}
+			newSize, err := parseIndexArg(args[1])
+			if err != nil {
+				return err
+			}
+			c, err := g.client(false)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := g.context(cmd)
+			defer cancel()
+			hashes, err := c.Consistency(ctx, oldSize, newSize)
+			if err != nil {
+				return err
+			}
+			return writeOutput(cmd, out, checkpoints.MarshalHashes(hashes))
+		},
+	}
+	cmd.Flags().StringVarP(&out, "output", "o", "", "write the proof to this file")
+	return cmd
+}
+
+// writeOutput writes data to the file named by out, or to stdout.
+func writeOutput(cmd *cobra.Command, out string, data []byte) error {
+	if out != "" {
+		return os.WriteFile(out, data, 0o644)
+	}
+	_, err := cmd.OutOrStdout().Write(data)
+	return err
 }
 
 func infoCommand(g *globalFlags) *cobra.Command {
