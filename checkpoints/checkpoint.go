@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"golang.org/x/mod/sumdb/note"
 )
@@ -42,8 +43,8 @@ func (c Checkpoint) Marshal() []byte {
 }
 
 // ParseCheckpointBody parses a checkpoint body strictly: exactly the layout
-// above, every line non-empty, a canonical decimal size and a canonical
-// base64 root of exactly 32 bytes.
+// above, every line non-empty UTF-8 without control characters, a canonical
+// decimal size and a canonical base64 root of exactly 32 bytes.
 func ParseCheckpointBody(text []byte) (Checkpoint, error) {
 	if len(text) == 0 || text[len(text)-1] != '\n' {
 		return Checkpoint{}, errors.New("checkpoint body does not end with a newline")
@@ -67,6 +68,11 @@ func ParseCheckpointBody(text []byte) (Checkpoint, error) {
 	for i, e := range lines[3:] {
 		if e == "" {
 			return Checkpoint{}, fmt.Errorf("checkpoint extension line %d is empty", i+1)
+		}
+		// A c2sp.org/signed-note text is UTF-8 without control characters,
+		// so a body breaking that rule could never have been signed.
+		if !utf8.ValidString(e) || strings.ContainsFunc(e, isControl) {
+			return Checkpoint{}, fmt.Errorf("checkpoint extension line %d is not UTF-8 text without control characters", i+1)
 		}
 		c.Extensions = append(c.Extensions, e)
 	}
@@ -98,7 +104,7 @@ func ParseDecimal(s string) (uint64, error) {
 // other length or a non-canonical encoding.
 func ParseHash(s string) ([sha256.Size]byte, error) {
 	var h [sha256.Size]byte
-	raw, err := base64.StdEncoding.Strict().DecodeString(s)
+	raw, err := decodeBase64(s)
 	if err != nil {
 		return h, fmt.Errorf("hash %q is not standard base64: %w", abbreviate(s), err)
 	}
@@ -108,6 +114,17 @@ func ParseHash(s string) ([sha256.Size]byte, error) {
 	copy(h[:], raw)
 	return h, nil
 }
+
+// decodeBase64 decodes canonical standard base64. Go's decoder skips '\r' and
+// '\n' even in strict mode, which would give one value many spellings.
+func decodeBase64(s string) ([]byte, error) {
+	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
+		return nil, fmt.Errorf("line break at offset %d", i)
+	}
+	return base64.StdEncoding.Strict().DecodeString(s)
+}
+
+func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
 
 // SignedCheckpoint is a checkpoint whose log signature has been verified.
 type SignedCheckpoint struct {

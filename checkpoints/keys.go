@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"golang.org/x/mod/sumdb/note"
 )
@@ -58,6 +59,8 @@ func ValidateOrigin(origin string) error {
 		return fmt.Errorf("origin %q is longer than 255 bytes", abbreviate(origin))
 	case strings.ContainsAny(origin, "+"):
 		return fmt.Errorf("origin %q contains '+', which a note key name may not", origin)
+	case !utf8.ValidString(origin):
+		return fmt.Errorf("origin %q is not valid UTF-8", origin)
 	}
 	for _, r := range origin {
 		if r <= ' ' || r == 0x7f || r == '\u0085' || r == '\u00a0' || (r >= 0x2000 && r <= 0x200a) || r == 0x2028 || r == 0x2029 || r == 0x202f || r == 0x205f || r == 0x3000 || r == 0x1680 {

@@ -79,7 +79,7 @@ func ParseTLogProof(data []byte) (TLogProof, error) {
 		return p, errors.New("tlog-proof ends after its header")
 	}
 	if e, isExtra := strings.CutPrefix(l, "extra "); isExtra {
-		raw, err := base64.StdEncoding.Strict().DecodeString(e)
+		raw, err := decodeBase64(e)
 		if err != nil {
 			return p, fmt.Errorf("tlog-proof extra data is not standard base64: %w", err)
 		}
