@@ -181,7 +181,9 @@ func Parse(entry []byte) (*Event, error) {
 	if len(entry) > MaxEntrySize {
 		return nil, &TooLargeError{Size: len(entry)}
 	}
-	if err := CheckJSON(entry); err != nil {
+	// The payload sits two levels down (event, action) and may itself nest
+	// MaxJSONDepth deep.
+	if err := checkJSON(entry, MaxJSONDepth+2); err != nil {
 		return nil, fmt.Errorf("entry: %w", err)
 	}
 	dec := json.NewDecoder(bytes.NewReader(entry))

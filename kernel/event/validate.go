@@ -3,6 +3,7 @@ package event
 import (
 	"fmt"
 	"time"
+	"unicode/utf8"
 )
 
 func (e *Event) validate() error {
@@ -52,6 +53,9 @@ func (e *Event) validate() error {
 	if e.Log != nil && (e.Log.Origin == "" || e.Log.Software == "") {
 		return fmt.Errorf("event %s: log origin and software must be set", e.ID)
 	}
+	if e.Log != nil && (!utf8.ValidString(e.Log.Origin) || !utf8.ValidString(e.Log.Software)) {
+		return fmt.Errorf("event %s: log origin and software must be UTF-8", e.ID)
+	}
 	if e.Subject != nil {
 		if err := e.Subject.validate(); err != nil {
 			return fmt.Errorf("event %s: %w", e.ID, err)
@@ -65,8 +69,25 @@ func (e *Event) validate() error {
 			return fmt.Errorf("event %s: %w", e.ID, err)
 		}
 	}
-	if e.Decision != nil && e.Decision.Outcome != OutcomeCommitted {
-		return fmt.Errorf("event %s: unknown outcome %q", e.ID, e.Decision.Outcome)
+	if e.Decision != nil {
+		if err := e.Decision.validate(); err != nil {
+			return fmt.Errorf("event %s: %w", e.ID, err)
+		}
+	}
+	return nil
+}
+
+// MaxEnergy is the largest energy figure an event can carry: RFC 8785
+// writes numbers as IEEE 754 doubles, which hold every integer up to 2^53
+// and would round larger ones.
+const MaxEnergy = 1 << 53
+
+func (d *Decision) validate() error {
+	if d.Outcome != OutcomeCommitted {
+		return fmt.Errorf("unknown outcome %q", d.Outcome)
+	}
+	if d.Cost > MaxEnergy || d.Reserved > MaxEnergy || d.Settled > MaxEnergy {
+		return fmt.Errorf("decision figures (cost %d, reserved %d, settled %d) must be at most 2^53", d.Cost, d.Reserved, d.Settled)
 	}
 	return nil
 }
@@ -80,6 +101,9 @@ func (a *ActorRecord) validate() error {
 	}
 	if a.Name == "" || len(a.Name) > 256 {
 		return fmt.Errorf("actor %s: name must be 1 to 256 bytes", a.ID)
+	}
+	if !utf8.ValidString(a.Name) || !utf8.ValidString(a.Purpose) {
+		return fmt.Errorf("actor %s: name and purpose must be UTF-8", a.ID)
 	}
 	if len(a.Purpose) > 4096 {
 		return fmt.Errorf("actor %s: purpose is longer than 4096 bytes", a.ID)
@@ -118,6 +142,13 @@ func (a *Action) Validate() error {
 	if a.Payload != nil && a.PayloadHash != "" {
 		return fmt.Errorf("action on %q carries both payload and payload_hash; send one", a.Target)
 	}
+	// Without this check Encode would round a number such as 2^53+1 without
+	// a word, and write entries that Parse refuses.
+	if len(a.Payload) > 0 {
+		if err := CheckJSON(a.Payload); err != nil {
+			return fmt.Errorf("action on %q: payload: %w", a.Target, err)
+		}
+	}
 	if a.PayloadHash != "" && !ValidOID(a.PayloadHash) {
 		return fmt.Errorf("payload_hash %q is not \"sha256:<64 lower-case hex>\"", a.PayloadHash)
 	}
@@ -131,6 +162,9 @@ func ValidateTarget(target string) error {
 	}
 	if len(target) > MaxTargetSize {
 		return fmt.Errorf("target is %d bytes, more than %d", len(target), MaxTargetSize)
+	}
+	if !utf8.ValidString(target) {
+		return fmt.Errorf("target %q is not valid UTF-8", target)
 	}
 	start := 0
 	for i := 0; i <= len(target); i++ {

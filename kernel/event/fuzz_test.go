@@ -1,0 +1,111 @@
+package event
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/gowebpki/jcs"
+)
+
+// FuzzParse checks that an entry has one encoding: whatever Parse accepts,
+// Encode writes back byte for byte.
+func FuzzParse(f *testing.F) {
+	for _, e := range sampleEvents() {
+		f.Add(mustEncode(f, e))
+	}
+	good := string(mustEncode(f, actionEvent(Mutate)))
+	for _, bad := range []string{
+		"{ " + good[1:],
+		good + "\n",
+		strings.Replace(good, `{"flag":"read"}`, `{"z":1,"a":2}`, 1),
+		strings.Replace(good, `"read"`, `"re\u0061d"`, 1),
+		strings.Replace(good, `"v":1}`, `"v":1,"x":1}`, 1),
+		strings.Replace(good, `"v":1}`, `"v":1,"v":1}`, 1),
+		strings.Replace(good, `{"flag":"read"}`, `0.1`, 1),
+		strings.Replace(good, `{"flag":"read"}`, `"\ud800"`, 1),
+		strings.Replace(good, `{"flag":"read"}`, string(nested(MaxJSONDepth)), 1),
+		strings.Replace(good, `mail/inbox/42`, `mail/../42`, 1),
+		strings.Replace(good, `"v":1`, `"V":1`, 1),
+		"", "null", "[]",
+	} {
+		f.Add([]byte(bad))
+	}
+	f.Fuzz(func(t *testing.T, entry []byte) {
+		e, err := Parse(entry)
+		if err != nil {
+			return
+		}
+		again, err := Encode(e)
+		if err != nil {
+			t.Fatalf("%q parses, but its event does not encode: %v", entry, err)
+		}
+		if !bytes.Equal(again, entry) {
+			t.Fatalf("%q parses, but Encode gives %q", entry, again)
+		}
+	})
+}
+
+// FuzzCheckJSON checks that CheckJSON never accepts what is not JSON, nor
+// what RFC 8785 cannot canonicalise.
+func FuzzCheckJSON(f *testing.F) {
+	for _, seed := range []string{
+		`{}`, `[]`, `null`, `"x"`, `0`, `-0`, `1e22`, `0.1`, `9007199254740993`, `18446744073709551616`,
+		`{"a":{"b":[1,{"c":null}]}}`, `{"a":1,"a":2}`, `{} {}`, `[1,]`, ` {"a" : 1} `,
+		`"\u00e9\ud83d\ude00"`, `"\ud800"`, `"\\ud800"`, `"\ud800\u0041"`, "\"\xff\"",
+		`1e401`, `1e-400`, "1" + strings.Repeat("0", 128),
+		string(nested(MaxJSONDepth)), string(nested(MaxJSONDepth + 1)),
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if CheckJSON(data) != nil {
+			return
+		}
+		if !json.Valid(data) {
+			t.Fatalf("CheckJSON accepts %q, which encoding/json says is not JSON", data)
+		}
+		if _, err := jcs.Transform(data); err != nil {
+			t.Fatalf("CheckJSON accepts %q, which RFC 8785 cannot canonicalise: %v", data, err)
+		}
+	})
+}
+
+// FuzzEncodeThenParse checks what replaying a log relies on: every entry
+// Encode writes, whatever the caller's payload and target, Parse reads back
+// as the same event.
+func FuzzEncodeThenParse(f *testing.F) {
+	for _, seed := range []struct{ payload, target string }{
+		{`{"flag":"read"}`, "mail/inbox/42"},
+		{`{ "b" : 1, "a" : [1, 2.5, -0, 1E2] }`, "a/b"},
+		{`"\u00e9\ud83d\ude00\u2028\u007f"`, "docs/日本"},
+		{`18446744073709551616`, "n"},
+		{`0.000000000931322574615478515625`, "n"},
+		{`9007199254740993`, "n"},
+		{string(nested(MaxJSONDepth)), "deep"},
+		{`null`, "a/../b"},
+		{``, "x"},
+	} {
+		f.Add([]byte(seed.payload), seed.target)
+	}
+	f.Fuzz(func(t *testing.T, payload []byte, target string) {
+		e := actionEvent(Mutate)
+		e.Action.Target = target
+		e.Action.Payload = payload
+		entry, err := Encode(e)
+		if err != nil {
+			return
+		}
+		back, err := Parse(entry)
+		if err != nil {
+			t.Fatalf("Encode writes %q, which Parse refuses: %v", entry, err)
+		}
+		if back.Action.Target != target {
+			t.Fatalf("target %q comes back as %q", target, back.Action.Target)
+		}
+		if again, _ := Encode(back); !bytes.Equal(again, entry) {
+			t.Fatalf("Encode writes %q, then %q after Parse", entry, again)
+		}
+	})
+}
