@@ -84,16 +84,24 @@ type Event struct {
 	Kind  Kind   `json:"kind"`
 	Actor string `json:"actor"`
 
-	Log      *LogInfo     `json:"log,omitempty"`
-	Subject  *ActorRecord `json:"subject,omitempty"`
-	Action   *Action      `json:"action,omitempty"`
-	Decision *Decision    `json:"decision,omitempty"`
+	Log         *LogInfo      `json:"log,omitempty"`
+	Subject     *ActorRecord  `json:"subject,omitempty"`
+	Action      *Action       `json:"action,omitempty"`
+	Decision    *Decision     `json:"decision,omitempty"`
+	Status      *StatusChange `json:"status,omitempty"`
+	Envelope    *Envelope     `json:"envelope,omitempty"`
+	EnvelopeEnd *EnvelopeEnd  `json:"envelope_end,omitempty"`
+	Production  *Production   `json:"production,omitempty"`
+	Denial      *Denial       `json:"denial,omitempty"`
+	Hold        *Hold         `json:"hold,omitempty"`
 }
 
 // LogInfo is carried by the genesis event.
 type LogInfo struct {
 	Origin   string `json:"origin"`
 	Software string `json:"software"`
+	// Energy is the energy model of the log; absent means DefaultEnergy.
+	Energy *EnergyConfig `json:"energy,omitempty"`
 }
 
 // ActorRecord describes an actor at creation.
@@ -107,6 +115,13 @@ type ActorRecord struct {
 	// CredentialSHA256 is the hex SHA-256 of the actor's bearer credential.
 	// The credential is 256 random bits, so its hash reveals nothing.
 	CredentialSHA256 string `json:"credential_sha256"`
+	// Grants are the actor's writable targets W(p) (Def. 4.11), declared at
+	// creation.
+	Grants []Grant `json:"grants,omitempty"`
+	// Share is the actor's share of energy production (Def. 4.16).
+	Share uint64 `json:"share,omitempty"`
+	// Energy is what the creator gave the new actor from its own balance.
+	Energy uint64 `json:"energy,omitempty"`
 }
 
 // Action is what an actor asked the kernel to record.
@@ -118,6 +133,8 @@ type Action struct {
 	Payload json.RawMessage `json:"payload,omitempty"`
 	// PayloadHash is "sha256:<64 hex>" for a payload kept outside the log.
 	PayloadHash string `json:"payload_hash,omitempty"`
+	// Envelope is the envelope an agent acted under (Def. 4.13).
+	Envelope string `json:"envelope,omitempty"`
 }
 
 // Decision is what the pipeline decided, in energy units.

@@ -20,35 +20,28 @@ func (e *Event) validate() error {
 	if !ValidActorID(e.Actor) {
 		return fmt.Errorf("event %s: actor %q is not a valid actor id", e.ID, e.Actor)
 	}
-	has := func(set bool, field string, want bool) error {
-		if set != want {
-			if want {
-				return fmt.Errorf("event %s of kind %s lacks %q", e.ID, e.Kind, field)
-			}
-			return fmt.Errorf("event %s of kind %s may not carry %q", e.ID, e.Kind, field)
-		}
-		return nil
-	}
-	var want struct{ log, subject, action, decision bool }
-	switch e.Kind {
-	case KindGenesis:
-		want.log, want.subject = true, true
-	case KindActorCreated:
-		want.subject = true
-	case KindAction:
-		want.action, want.decision = true, true
-	default:
+	want, ok := kindFields[e.Kind]
+	if !ok {
 		return fmt.Errorf("event %s: unknown kind %q", e.ID, e.Kind)
 	}
-	for _, err := range []error{
-		has(e.Log != nil, "log", want.log),
-		has(e.Subject != nil, "subject", want.subject),
-		has(e.Action != nil, "action", want.action),
-		has(e.Decision != nil, "decision", want.decision),
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{
+		{"log", e.Log != nil}, {"subject", e.Subject != nil}, {"action", e.Action != nil},
+		{"decision", e.Decision != nil}, {"status", e.Status != nil}, {"envelope", e.Envelope != nil},
+		{"envelope_end", e.EnvelopeEnd != nil}, {"production", e.Production != nil},
+		{"denial", e.Denial != nil}, {"hold", e.Hold != nil},
 	} {
-		if err != nil {
-			return err
+		switch need := want[f.name]; {
+		case need == required && !f.set:
+			return fmt.Errorf("event %s of kind %s lacks %q", e.ID, e.Kind, f.name)
+		case need == forbidden && f.set:
+			return fmt.Errorf("event %s of kind %s may not carry %q", e.ID, e.Kind, f.name)
 		}
+	}
+	if err := e.validateParts(); err != nil {
+		return fmt.Errorf("event %s: %w", e.ID, err)
 	}
 	if e.Log != nil && (e.Log.Origin == "" || e.Log.Software == "") {
 		return fmt.Errorf("event %s: log origin and software must be set", e.ID)
@@ -70,7 +63,7 @@ func (e *Event) validate() error {
 		}
 	}
 	if e.Decision != nil {
-		if err := e.Decision.validate(); err != nil {
+		if err := e.Decision.validate(e.Kind); err != nil {
 			return fmt.Errorf("event %s: %w", e.ID, err)
 		}
 	}
@@ -82,12 +75,84 @@ func (e *Event) validate() error {
 // and would round larger ones.
 const MaxEnergy = 1 << 53
 
-func (d *Decision) validate() error {
-	if d.Outcome != OutcomeCommitted {
+func (d *Decision) validate(kind Kind) error {
+	switch {
+	case kind == KindActionDenied && (d.Outcome != OutcomeDenied || d.Cost != 0 || d.Reserved != 0 || d.Settled != 0):
+		return fmt.Errorf("a denied action has outcome %q and costs nothing", OutcomeDenied)
+	case kind == KindAction && d.Outcome != OutcomeCommitted:
 		return fmt.Errorf("unknown outcome %q", d.Outcome)
 	}
 	if d.Cost > MaxEnergy || d.Reserved > MaxEnergy || d.Settled > MaxEnergy {
 		return fmt.Errorf("decision figures (cost %d, reserved %d, settled %d) must be at most 2^53", d.Cost, d.Reserved, d.Settled)
+	}
+	return nil
+}
+
+// presence says whether a kind of event must, may or must not carry a part.
+type presence int
+
+const (
+	forbidden presence = iota
+	optional
+	required
+)
+
+// kindFields lists the parts each kind carries; parts not listed are forbidden.
+var kindFields = map[Kind]map[string]presence{
+	KindGenesis:         {"log": required, "subject": required},
+	KindActorCreated:    {"subject": required},
+	KindAction:          {"action": required, "decision": required, "hold": optional},
+	KindActorStatus:     {"status": required},
+	KindEnvelopeIssued:  {"envelope": required},
+	KindEnvelopeRevoked: {"envelope_end": required},
+	KindEnergyProduced:  {"production": required},
+	KindActionDenied:    {"action": required, "decision": required, "denial": required},
+	KindHoldRequested:   {"action": required, "hold": required},
+	KindHoldAnswered:    {"hold": required},
+}
+
+// validateParts checks the kind-specific parts of an event.
+func (e *Event) validateParts() error {
+	if e.Log != nil && e.Log.Energy != nil {
+		if err := e.Log.Energy.validate(); err != nil {
+			return err
+		}
+	}
+	if e.Status != nil {
+		if err := e.Status.validate(); err != nil {
+			return err
+		}
+	}
+	if e.Envelope != nil {
+		if err := e.Envelope.validate(); err != nil {
+			return err
+		}
+	}
+	if e.EnvelopeEnd != nil {
+		if !ValidEnvelopeID(e.EnvelopeEnd.ID) {
+			return fmt.Errorf("envelope id %q is not valid", e.EnvelopeEnd.ID)
+		}
+		if err := validateText("revocation reason", e.EnvelopeEnd.Reason, 1024); err != nil {
+			return err
+		}
+	}
+	if e.Production != nil {
+		if err := e.Production.validate(); err != nil {
+			return err
+		}
+	}
+	if e.Denial != nil {
+		if err := e.Denial.validate(); err != nil {
+			return err
+		}
+	}
+	if e.Hold != nil {
+		if err := e.Hold.validate(e.Kind); err != nil {
+			return err
+		}
+	}
+	if e.Action != nil && e.Action.Envelope != "" && !ValidEnvelopeID(e.Action.Envelope) {
+		return fmt.Errorf("action envelope %q is not an envelope id", e.Action.Envelope)
 	}
 	return nil
 }
@@ -119,6 +184,12 @@ func (a *ActorRecord) validate() error {
 		if err != nil || FormatTime(t) != a.Expires {
 			return fmt.Errorf("actor %s: expiry %q is not RFC 3339 UTC in canonical form", a.ID, a.Expires)
 		}
+	}
+	if err := validateGrants("actor "+a.ID, a.Grants); err != nil {
+		return err
+	}
+	if a.Share > MaxEnergy || a.Energy > MaxEnergy {
+		return fmt.Errorf("actor %s: share and energy must be at most 2^53", a.ID)
 	}
 	if !hexHashPattern.MatchString(a.CredentialSHA256) {
 		return fmt.Errorf("actor %s: credential_sha256 is not 64 lower-case hex digits", a.ID)
