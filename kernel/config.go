@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/annal-dev/annal/kernel/event"
 )
 
 // Defaults for Config. The batching defaults trade a little throughput for
@@ -17,6 +19,7 @@ const (
 	DefaultCheckpointInterval = 200 * time.Millisecond
 	DefaultMaxOutstanding     = 8192
 	DefaultFoldInterval       = time.Second
+	DefaultMaxPendingHolds    = 16
 )
 
 // Config configures a kernel. Start from DefaultConfig.
@@ -37,6 +40,19 @@ type Config struct {
 	MaxOutstanding uint
 	// FoldInterval is how often kernel state catches up with the log.
 	FoldInterval time.Duration
+	// Energy is the energy model written into the genesis event on first
+	// start; a log keeps the model of its genesis for ever after.
+	Energy event.EnergyConfig
+	// StrictDenials records nothing for a denied action, as the paper's
+	// INV-4 has it; by default a denial is a zero-cost action.denied event,
+	// so that auditors see probing.
+	StrictDenials bool
+	// DisableProduction stops energy production: for tests and tools that
+	// want a log without energy.produced events.
+	DisableProduction bool
+	// MaxPendingHolds bounds the pending holds of one envelope (threat T2:
+	// locking energy with holds).
+	MaxPendingHolds int
 	// Now is the kernel's clock.
 	Now func() time.Time
 	// Logger receives one structured line per notable event.
@@ -52,6 +68,8 @@ func DefaultConfig(dataDir string) Config {
 		CheckpointInterval: DefaultCheckpointInterval,
 		MaxOutstanding:     DefaultMaxOutstanding,
 		FoldInterval:       DefaultFoldInterval,
+		Energy:             event.DefaultEnergy,
+		MaxPendingHolds:    DefaultMaxPendingHolds,
 		Now:                time.Now,
 		Logger:             slog.Default(),
 	}
@@ -71,8 +89,13 @@ func (c Config) validate() error {
 		return errors.New("config: max outstanding must be at least 1")
 	case c.FoldInterval <= 0:
 		return errors.New("config: fold interval must be positive")
+	case c.MaxPendingHolds < 1:
+		return errors.New("config: max pending holds must be at least 1")
 	case c.Now == nil || c.Logger == nil:
 		return errors.New("config: clock and logger must be set")
+	}
+	if err := c.Energy.Validate(); err != nil {
+		return fmt.Errorf("config: %w", err)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/annal-dev/annal/kernel/event"
 	"github.com/transparency-dev/tessera"
 )
 
@@ -19,7 +20,12 @@ import (
 // wrote batches a quarter the size raw Tessera did at the same concurrency.
 // Grouping restores large batches under load and costs one maxAge when idle.
 type groupCommitter struct {
-	add        tessera.AddFn
+	add tessera.AddFn
+	// onDurable, if set, sees each group once Tessera has sequenced all of
+	// it and before any caller hears back, with the entries' outcomes; it
+	// may turn an outcome into an error. The kernel folds the group into its
+	// ledger here, so an answer always reflects its own event.
+	onDurable  func(group []*commitRequest, results []commitResult)
 	maxGroup   int
 	maxPending int
 
@@ -32,6 +38,7 @@ type groupCommitter struct {
 
 type commitRequest struct {
 	entry  []byte
+	ev     *event.Event // the decoded entry, for onDurable
 	result chan commitResult
 }
 
@@ -50,8 +57,8 @@ func newGroupCommitter(add tessera.AddFn, maxGroup, maxPending int) *groupCommit
 }
 
 // append queues entry and waits until Tessera has durably sequenced it.
-func (g *groupCommitter) append(ctx context.Context, entry []byte) (uint64, error) {
-	r := &commitRequest{entry: entry, result: make(chan commitResult, 1)}
+func (g *groupCommitter) append(ctx context.Context, entry []byte, ev *event.Event) (uint64, error) {
+	r := &commitRequest{entry: entry, ev: ev, result: make(chan commitResult, 1)}
 	g.mu.Lock()
 	if len(g.pending) >= g.maxPending {
 		g.mu.Unlock()
@@ -98,9 +105,16 @@ func (g *groupCommitter) drain() {
 		for i, r := range group {
 			futures[i] = g.add(context.Background(), tessera.NewEntry(r.entry))
 		}
+		results := make([]commitResult, n)
 		for i, f := range futures {
 			idx, err := f()
-			group[i].result <- commitResult{index: idx.Index, err: err}
+			results[i] = commitResult{index: idx.Index, err: err}
+		}
+		if g.onDurable != nil {
+			g.onDurable(group, results)
+		}
+		for i, r := range group {
+			r.result <- results[i]
 		}
 	}
 }

@@ -8,12 +8,14 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/annal-dev/annal/checkpoints"
 	"github.com/annal-dev/annal/kernel/event"
+	"github.com/annal-dev/annal/kernel/ledger"
 	"github.com/google/uuid"
 )
 
@@ -21,20 +23,30 @@ import (
 const Software = "annal/0.1"
 
 // RootID is the id of the root human, created by the genesis event.
-const RootID = "root"
+const RootID = ledger.RootID
 
 // Kernel is an open sovereignty kernel over one data folder.
 type Kernel struct {
 	cfg    Config
 	dir    *DataDir
 	log    *tileLog
-	state  *state
-	costs  CostTable
-	energy energyLedger
+	store  *store
 	logger *slog.Logger
 
-	// createMu serialises actor creation so an id is never handed out twice.
-	createMu sync.Mutex
+	// mu guards the ledger and what is in flight. Decisions are taken under
+	// it against the durable ledger less the in-flight reservations; the
+	// group committer folds each durable group into the ledger under it.
+	mu     sync.Mutex
+	ledger *ledger.Ledger
+	flight inFlight
+	// failed is set when a durable event could not be folded: the ledger
+	// and the log disagree, and the kernel refuses all further work.
+	failed error
+
+	prod           producer
+	lastProducedAt uint64
+	stopLoops      chan struct{}
+	loopsDone      sync.WaitGroup
 
 	stopFold chan struct{}
 	foldDone chan struct{}
@@ -65,7 +77,7 @@ func Open(cfg Config) (_ *Kernel, err error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := openState(dir.StatePath(), dir.Origin)
+	st, err := openStore(dir.StatePath(), dir.Origin)
 	if err != nil {
 		return nil, err
 	}
@@ -74,15 +86,19 @@ func Open(cfg Config) (_ *Kernel, err error) {
 			st.close()
 		}
 	}()
+	led, err := st.load()
+	if err != nil {
+		return nil, fmt.Errorf("%w (annald rebuild recomputes the state from the log)", err)
+	}
 	l, err := openTileLog(dir.LogPath(), signer, verifier, cfg)
 	if err != nil {
 		return nil, err
 	}
 	k := &Kernel{
-		cfg: cfg, dir: dir, log: l, state: st, costs: DefaultCosts,
-		energy: unmeteredLedger{}, logger: cfg.Logger,
-		stopFold: make(chan struct{}), foldDone: make(chan struct{}),
+		cfg: cfg, dir: dir, log: l, store: st, ledger: led, flight: newInFlight(), logger: cfg.Logger,
+		stopFold: make(chan struct{}), foldDone: make(chan struct{}), stopLoops: make(chan struct{}),
 	}
+	l.group.onDurable = k.foldDurable
 	if err := k.recover(context.Background()); err != nil {
 		shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -90,24 +106,30 @@ func Open(cfg Config) (_ *Kernel, err error) {
 		return nil, err
 	}
 	go k.foldLoop()
+	if !cfg.DisableProduction {
+		k.loopsDone.Add(1)
+		go func() { defer k.loopsDone.Done(); k.produceLoop(k.stopLoops) }()
+	}
+	k.loopsDone.Add(1)
+	go func() { defer k.loopsDone.Done(); k.holdLoop(k.stopLoops) }()
 	return k, nil
 }
 
-// recover folds every durable event into state and, on a log with no events
-// yet, writes the root credential and appends the genesis event.
+// recover folds the log's tail into the stored ledger and, on a log with
+// no events yet, writes the root credential and appends the genesis event.
 func (k *Kernel) recover(ctx context.Context) error {
 	size, err := k.log.integratedSize(ctx)
 	if err != nil {
 		return fmt.Errorf("read log size: %w", err)
 	}
-	if k.state.foldedSize() > size {
-		return fmt.Errorf("state has folded %d events but the log has only %d: the state file belongs to another log or the log lost entries", k.state.foldedSize(), size)
+	if k.ledger.Size > size {
+		return fmt.Errorf("state has folded %d events but the log has only %d: the state file belongs to another log or the log lost entries", k.ledger.Size, size)
 	}
-	if err := k.state.foldTo(ctx, k.log, size); err != nil {
+	if err := foldLog(ctx, k.log, k.ledger, size); err != nil {
 		return fmt.Errorf("fold log into state: %w", err)
 	}
 	if size > 0 {
-		if _, ok := k.state.actor(RootID); !ok {
+		if _, ok := k.ledger.Actors[RootID]; !ok {
 			return errors.New("log has events but no genesis event creating the root human")
 		}
 		k.logger.Info("kernel recovered", "origin", k.dir.Origin, "size", size)
@@ -130,12 +152,14 @@ func (k *Kernel) genesis(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	energy := k.cfg.Energy
 	ev := &event.Event{
 		V: event.Version, ID: id, Time: event.FormatTime(k.cfg.Now()), Kind: event.KindGenesis, Actor: RootID,
-		Log:     &event.LogInfo{Origin: k.dir.Origin, Software: Software},
-		Subject: &event.ActorRecord{ID: RootID, Kind: event.Human, Name: "root", CredentialSHA256: event.CredentialHash(cred)},
+		Log: &event.LogInfo{Origin: k.dir.Origin, Software: Software, Energy: &energy},
+		Subject: &event.ActorRecord{ID: RootID, Kind: event.Human, Name: "root", CredentialSHA256: event.CredentialHash(cred),
+			Grants: []event.Grant{{Pattern: "**", Actions: allActions}}, Share: 1},
 	}
-	index, err := k.appendAndFold(ctx, ev)
+	index, err := k.appendEvent(ctx, ev)
 	if err != nil {
 		return fmt.Errorf("append genesis event: %w", err)
 	}
@@ -146,18 +170,43 @@ func (k *Kernel) genesis(ctx context.Context) error {
 	return nil
 }
 
-// appendAndFold appends a state-changing event and folds it into state
-// before returning, so the caller's next request sees its effect.
-func (k *Kernel) appendAndFold(ctx context.Context, ev *event.Event) (uint64, error) {
+// appendEvent appends an event and returns once it is durable and folded
+// into the ledger, so the caller's next request sees its effect.
+func (k *Kernel) appendEvent(ctx context.Context, ev *event.Event) (uint64, error) {
 	entry, err := event.Encode(ev)
 	if err != nil {
 		return 0, err
 	}
-	index, err := k.log.append(ctx, entry)
-	if err != nil {
-		return 0, err
+	return k.log.append(ctx, entry, ev)
+}
+
+// foldDurable folds a durable group into the ledger, in log order. It runs
+// in the group committer before any submitter hears back.
+func (k *Kernel) foldDurable(group []*commitRequest, results []commitResult) {
+	order := make([]int, len(group))
+	for i := range order {
+		order[i] = i
 	}
-	return index, k.state.apply([]indexedEvent{{index: index, ev: ev}}, 0)
+	sort.Slice(order, func(a, b int) bool { return results[order[a]].index < results[order[b]].index })
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, i := range order {
+		if results[i].err != nil {
+			if k.failed == nil {
+				k.failed = fmt.Errorf("the log failed to take an entry: %w", results[i].err)
+			}
+			continue
+		}
+		if k.failed != nil {
+			results[i].err = k.failed
+			continue
+		}
+		if err := k.ledger.Apply(results[i].index, group[i].ev); err != nil {
+			k.failed = err
+			results[i].err = err
+			k.logger.Error("a durable event cannot be folded into the ledger; the kernel stops taking work (run annald rebuild)", "index", results[i].index, "err", err)
+		}
+	}
 }
 
 func (k *Kernel) foldLoop() {
@@ -169,20 +218,28 @@ func (k *Kernel) foldLoop() {
 		case <-k.stopFold:
 			return
 		case <-t.C:
-			if err := k.Fold(context.Background()); err != nil {
-				k.logger.Error("fold log into state", "err", err)
+			if err := k.Persist(); err != nil {
+				k.logger.Error("persist state", "err", err)
 			}
 		}
 	}
 }
 
-// Fold brings state up to the log's integrated size.
-func (k *Kernel) Fold(ctx context.Context) error {
-	size, err := k.log.integratedSize(ctx)
-	if err != nil {
-		return err
+// Persist writes what changed in the ledger since the last call to the
+// state file.
+func (k *Kernel) Persist() error {
+	k.mu.Lock()
+	values := map[string][]byte{}
+	for _, key := range k.ledger.TakeDirty() {
+		if v, ok := k.ledger.Encode(key); ok {
+			values[key] = v
+		}
 	}
-	return k.state.foldTo(ctx, k.log, size)
+	k.mu.Unlock()
+	if len(values) == 0 {
+		return nil
+	}
+	return k.store.write(values, false)
 }
 
 // Close stops the kernel: pending appends are integrated and published, state
@@ -194,12 +251,14 @@ func (k *Kernel) Close() error {
 		return nil
 	}
 	k.closed = true
+	close(k.stopLoops)
+	k.loopsDone.Wait()
 	close(k.stopFold)
 	<-k.foldDone
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	errs := []error{k.log.close(ctx)}
-	errs = append(errs, k.Fold(context.Background()), k.state.close())
+	errs = append(errs, k.Persist(), k.store.close())
 	k.dir.Close()
 	return errors.Join(errs...)
 }
@@ -210,7 +269,12 @@ func (k *Kernel) Authenticate(credential string) (*Actor, error) {
 		return nil, fmt.Errorf("%w: no credential presented", ErrUnauthenticated)
 	}
 	hash := event.CredentialHash(credential)
-	a, ok := k.state.actorByCredential(hash)
+	k.mu.Lock()
+	a, ok := k.ledger.ActorByCredential(hash)
+	if ok {
+		a = copyActor(a)
+	}
+	k.mu.Unlock()
 	// The map lookup is by hash, so timing reveals nothing of the credential;
 	// the compare guards against a state that maps a hash to the wrong actor.
 	if !ok || subtle.ConstantTimeCompare([]byte(a.CredentialSHA256), []byte(hash)) != 1 {
@@ -269,4 +333,18 @@ func newEventID() (string, error) {
 		return "", err
 	}
 	return strings.ToLower(id.String()), nil
+}
+
+// holdLoop times out overdue holds, once a second.
+func (k *Kernel) holdLoop(stop <-chan struct{}) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			k.timeOutHolds(context.Background())
+		}
+	}
 }

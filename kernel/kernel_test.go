@@ -23,6 +23,7 @@ func testConfig(t *testing.T, dir string) Config {
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	cfg.CheckpointInterval = 100 * time.Millisecond
 	cfg.FoldInterval = 50 * time.Millisecond
+	cfg.DisableProduction = true // tests count entries; production has its own tests
 	return cfg
 }
 
@@ -87,7 +88,7 @@ func TestSubmitReceiptAndProof(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Index != 1 || r.Cost != DefaultCosts.Mutate {
+	if r.Index != 1 || r.Cost != event.DefaultEnergy.Costs.Mutate {
 		t.Fatalf("receipt = %+v", r)
 	}
 	entry, err := k.Entry(ctx, r.Index)
@@ -156,13 +157,21 @@ func TestAgentsActAndOnlyHumansCreate(t *testing.T) {
 	dir := t.TempDir()
 	k := openTest(t, dir)
 	root := rootOf(t, k)
-	na, err := k.CreateAgent(ctx, root, AgentRequest{Name: "scribe", Purpose: "takes notes"})
+	na, err := k.CreateAgent(ctx, root, AgentRequest{Name: "scribe", Purpose: "takes notes", Energy: 100,
+		Grants: []event.Grant{{Pattern: "workspace/**", Actions: []event.ActionType{"create"}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	agent, err := k.Authenticate(na.Credential)
 	if err != nil || agent.ID != na.Actor.ID || agent.Creator != RootID {
 		t.Fatalf("agent credential: %v %+v", err, agent)
+	}
+	if _, err := k.Submit(ctx, agent, ActionRequest{Type: event.Create, Target: "workspace/a"}); !errors.Is(err, ErrForbidden) {
+		t.Fatalf("agent acted without an envelope: %v", err)
+	}
+	if _, _, err := k.IssueEnvelope(ctx, root, EnvelopeRequest{Holder: agent.ID, Budget: 50,
+		Grants: []event.Grant{{Pattern: "workspace/*", Actions: []event.ActionType{"create"}}}}); err != nil {
+		t.Fatal(err)
 	}
 	if _, err := k.Submit(ctx, agent, ActionRequest{Type: event.Create, Target: "workspace/a"}); err != nil {
 		t.Fatal(err)

@@ -1,14 +1,18 @@
 package kernel
 
 import (
+	"bytes"
 	"context"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
+	"github.com/annal-dev/annal/kernel/capability"
 	"github.com/annal-dev/annal/kernel/event"
+	"github.com/annal-dev/annal/kernel/ledger"
 	"github.com/gowebpki/jcs"
 	"github.com/transparency-dev/tessera"
 )
@@ -21,11 +25,25 @@ type ActionRequest struct {
 	Payload json.RawMessage `json:"payload,omitempty"`
 	// PayloadHash is "sha256:<hex>" for a payload kept outside the log.
 	PayloadHash string `json:"payload_hash,omitempty"`
+	// Envelope names the envelope an agent acts under; empty picks the
+	// oldest live envelope that grants the action.
+	Envelope string `json:"envelope,omitempty"`
 }
 
-// Receipt is the kernel's answer to an action that was committed. It is
-// given only once the event is durably in the log.
+// Receipt statuses.
+const (
+	StatusCommitted = "committed"
+	StatusHeld      = "held"
+)
+
+// Receipt is the kernel's answer to an action that was committed or held.
+// It is given only once its event is durably in the log and folded into
+// the ledger.
 type Receipt struct {
+	// Status is "committed", or "held" when a hold rule matched: the event
+	// is then a hold.requested and HoldID names the hold.
+	Status   string           `json:"status"`
+	HoldID   string           `json:"hold_id,omitempty"`
 	EventID  string           `json:"event_id"`
 	Index    uint64           `json:"index"`
 	LeafHash string           `json:"leaf_hash"` // lower-case hex of SHA-256(0x00 || entry)
@@ -33,7 +51,9 @@ type Receipt struct {
 	Actor    string           `json:"actor"`
 	Type     event.ActionType `json:"type"`
 	Target   string           `json:"target"`
-	Cost     uint64           `json:"cost"`
+	Envelope string           `json:"envelope,omitempty"`
+	// Cost is what the action settled, or what the hold reserved.
+	Cost uint64 `json:"cost"`
 	// Checkpoint and Proof are set once a published checkpoint covers the
 	// event: the signed checkpoint note and the c2sp.org/tlog-proof text.
 	Checkpoint string `json:"checkpoint,omitempty"`
@@ -51,17 +71,28 @@ const (
 	StageReceipt         = "receipt"
 )
 
+// MaxOutputBytes bounds an execute payload's output_bytes, so that a cost
+// always fits the ledger's integers.
+const MaxOutputBytes = 1 << 40
+
 // submission carries one action through the pipeline.
 type submission struct {
 	k      *Kernel
-	actor  *Actor
+	actor  *Actor // the ledger's record; read only under k.mu
 	req    ActionRequest
 	now    time.Time
 	action event.Action
+	// resume is the approved hold this submission commits, if any: kernel
+	// state, never anything the caller sent.
+	resume *ledger.Hold
+	// answeredBy is the human who approved resume.
+	answeredBy string
 
+	chain       []*ledger.Envelope // the envelope acted under, then its ancestors
+	held        bool
 	outputBytes uint64
 	cost        uint64
-	reservation reservation
+	reservation *reservation
 	decision    event.Decision
 	ev          event.Event
 	entry       []byte
@@ -74,8 +105,10 @@ type stage struct {
 	run  func(*submission, context.Context) error
 }
 
-// pipeline is the one path every action takes. Each stage either passes or
-// denies; a denial after reserve releases the reservation.
+// pipeline is the one path every action takes. The stages up to settle
+// decide, under the kernel's lock, against the durable ledger less what is
+// in flight; append and receipt run unlocked. A denial after reserve
+// releases the reservation.
 var pipeline = []stage{
 	{StageValidate, (*submission).validate},
 	{StageQuote, (*submission).quote},
@@ -87,74 +120,229 @@ var pipeline = []stage{
 }
 
 // Submit runs an action by actor through the pipeline. It returns a receipt
-// only once the event is durably sequenced; on any denial nothing is
-// appended and the error is a *Denial naming the stage.
+// only once the event is durably sequenced. A denial is a *Denial naming
+// the stage and gate; unless the kernel runs with StrictDenials, a denial
+// of a well-formed action is itself recorded as a zero-cost action.denied
+// event. A mutate of ledger/hold/<id> is a human's answer to a hold.
 func (k *Kernel) Submit(ctx context.Context, actor *Actor, req ActionRequest) (*Receipt, error) {
-	s := &submission{k: k, actor: actor, req: req, now: k.cfg.Now()}
+	if id, ok := strings.CutPrefix(req.Target, "ledger/hold/"); ok && req.Type == event.Mutate {
+		return k.answerHoldAction(ctx, actor, id, req)
+	}
+	return k.run(ctx, &submission{k: k, actor: actor, req: req, now: k.cfg.Now()})
+}
+
+func (k *Kernel) run(ctx context.Context, s *submission) (*Receipt, error) {
+	k.mu.Lock()
+	locked := true
+	unlock := func() {
+		if locked {
+			k.mu.Unlock()
+			locked = false
+		}
+	}
+	defer func() {
+		unlock()
+		if s.reservation != nil {
+			k.mu.Lock()
+			k.flight.release(*s.reservation)
+			k.mu.Unlock()
+		}
+	}()
+	if k.failed != nil {
+		return nil, denyAt(StageValidate, GateActor, ErrUnavailable, "the kernel has stopped taking work: %v", k.failed)
+	}
 	for _, st := range pipeline {
+		if st.name == StageAppend {
+			unlock()
+		}
 		if err := st.run(s, ctx); err != nil {
-			if s.reservation != nil {
-				s.reservation.release()
-			}
 			var d *Denial
 			if !errors.As(err, &d) {
-				err = &Denial{Stage: st.name, Class: ErrUnavailable, Reason: err.Error()}
+				d = &Denial{Stage: st.name, Class: ErrUnavailable, Reason: err.Error()}
 			}
-			return nil, err
+			if st.name != StageAppend {
+				unlock()
+				k.recordDenial(ctx, s, d)
+			}
+			return nil, d
 		}
 	}
 	return s.receipt, nil
 }
 
-// validate: the actor exists and may act, and the action is well formed
-// (type, target, payload form). [INV-4]
+// validate: the actor exists and is active, the action is well formed, it
+// lies within the actor's boundary and, for an agent's state-changing
+// action, within a live envelope; then the hold rules. [INV-4]
 func (s *submission) validate(context.Context) error {
-	a, ok := s.k.state.actor(s.actor.ID)
+	k := s.k
+	a, ok := k.ledger.Actors[s.actor.ID]
 	if !ok {
-		return deny(StageValidate, ErrUnauthenticated, "actor %s does not exist", s.actor.ID)
-	}
-	if a.expired(s.now) {
-		return deny(StageValidate, ErrForbidden, "actor %s expired at %s", a.ID, a.Expires)
+		return denyAt(StageValidate, GateActor, ErrUnauthenticated, "actor %s does not exist", s.actor.ID)
 	}
 	s.actor = a
-	s.action = event.Action{Type: s.req.Type, Target: s.req.Target, PayloadHash: s.req.PayloadHash}
-	if s.req.Payload != nil {
-		if err := event.CheckJSON(s.req.Payload); err != nil {
-			return deny(StageValidate, ErrInvalid, "payload: %v", err)
-		}
-		canonical, err := jcs.Transform(s.req.Payload)
-		if err != nil {
-			return deny(StageValidate, ErrInvalid, "payload: %v", err)
-		}
-		s.action.Payload = canonical
+	if !a.Active() {
+		return denyAt(StageValidate, GateActor, ErrForbidden, "actor %s is %s", a.ID, a.Status)
 	}
-	if err := s.action.Validate(); err != nil {
-		return deny(StageValidate, ErrInvalid, "%v", err)
+	if actorExpired(a, s.now) {
+		return denyAt(StageValidate, GateActor, ErrForbidden, "actor %s expired at %s", a.ID, a.Expires)
+	}
+	if err := s.form(); err != nil {
+		return err
+	}
+	t, target := s.action.Type, s.action.Target
+	if t != event.Observe {
+		if capability.IsPrivileged(target) && a.ID != RootID {
+			return denyAt(StageValidate, GateBoundary, ErrForbidden, "%s is a privileged target: only root writes system/ and ledger/ (Def. 4.12)", target)
+		}
+		if !allows(a.Grants, target, t) {
+			return denyAt(StageValidate, GateBoundary, ErrForbidden, "%s on %s is outside %s's writable targets (Axiom 4.3: default deny)", t, target, a.ID)
+		}
+		if !a.IsHuman() {
+			if err := s.pickEnvelope(); err != nil {
+				return err
+			}
+		}
+	}
+	if s.resume == nil && len(s.chain) > 0 {
+		for _, v := range s.chain {
+			if allows(v.HoldOn, target, t) {
+				s.held = true
+			}
+		}
+		if s.held && k.pendingHolds(s.chain[0].ID) >= k.cfg.MaxPendingHolds {
+			return denyAt(StageValidate, GateHold, ErrForbidden, "envelope %s already has %d pending holds, the most allowed", s.chain[0].ID, k.cfg.MaxPendingHolds)
+		}
 	}
 	return nil
 }
 
-// quote: the action's energy cost.
+// form checks the action's shape and canonicalises its payload.
+func (s *submission) form() error {
+	s.action = event.Action{Type: s.req.Type, Target: s.req.Target, PayloadHash: s.req.PayloadHash}
+	if s.req.Payload != nil {
+		if err := event.CheckJSON(s.req.Payload); err != nil {
+			return denyAt(StageValidate, GateForm, ErrInvalid, "payload: %v", err)
+		}
+		canonical, err := jcs.Transform(s.req.Payload)
+		if err != nil {
+			return denyAt(StageValidate, GateForm, ErrInvalid, "payload: %v", err)
+		}
+		s.action.Payload = canonical
+		if field := controlField(canonical); field != "" {
+			return denyAt(StageValidate, GateForm, ErrInvalid, "payload carries the reserved control field %q: the kernel keeps its own control state and takes none from callers", field)
+		}
+	}
+	if err := s.action.Validate(); err != nil {
+		return denyAt(StageValidate, GateForm, ErrInvalid, "%v", err)
+	}
+	return nil
+}
+
+// controlField returns a top-level payload member that looks like kernel
+// control state ("_hold…", "_annal…", "_kernel…"), as the reference
+// implementation read from payloads: such a member is refused outright, so
+// no caller can even try to steer the kernel through its payload.
+func controlField(payload []byte) string {
+	if len(payload) == 0 || payload[0] != '{' {
+		return ""
+	}
+	var members map[string]json.RawMessage
+	if json.Unmarshal(payload, &members) != nil {
+		return ""
+	}
+	for name := range members {
+		for _, prefix := range []string{"_hold", "_annal", "_kernel"} {
+			if strings.HasPrefix(name, prefix) {
+				return name
+			}
+		}
+	}
+	return ""
+}
+
+// pickEnvelope finds the live envelope an agent acts under: the one the
+// request names, or the oldest that grants the action.
+func (s *submission) pickEnvelope() error {
+	k, a := s.k, s.actor
+	t, target := s.action.Type, s.action.Target
+	try := func(id string) error {
+		chain, err := k.ledger.Chain(id)
+		if err != nil {
+			return err
+		}
+		if chain[0].Holder != a.ID {
+			return fmt.Errorf("envelope %s is not %s's", id, a.ID)
+		}
+		for i, v := range chain {
+			if v.Revoked {
+				return fmt.Errorf("envelope %s is revoked", v.ID)
+			}
+			if h := k.ledger.Actors[v.Holder]; i > 0 && (h == nil || !h.Active()) {
+				return fmt.Errorf("envelope %s was delegated by %s, who is no longer active", chain[0].ID, v.Holder)
+			}
+			if envelopeExpired(v, s.now) {
+				return fmt.Errorf("envelope %s expired at %s", v.ID, v.Expires)
+			}
+		}
+		if !allows(chain[0].Grants, target, t) {
+			return fmt.Errorf("envelope %s does not grant %s on %s", id, t, target)
+		}
+		s.chain = chain
+		return nil
+	}
+	if s.req.Envelope != "" {
+		if err := try(s.req.Envelope); err != nil {
+			return denyAt(StageValidate, GateEnvelope, ErrForbidden, "%v", err)
+		}
+		return nil
+	}
+	for _, id := range k.ledger.EnvelopesOf(a.ID) {
+		if try(id) == nil {
+			return nil
+		}
+	}
+	return denyAt(StageValidate, GateEnvelope, ErrForbidden, "agent %s holds no live envelope that grants %s on %s", a.ID, t, target)
+}
+
+// quote: the action's energy cost (Def. 4.17). An approved hold costs what
+// was reserved when it was held.
 func (s *submission) quote(context.Context) error {
+	if s.resume != nil {
+		s.cost = s.resume.Reserved
+		return nil
+	}
 	if s.action.Type == event.Execute && s.action.Payload != nil {
 		var p struct {
 			OutputBytes *uint64 `json:"output_bytes"`
 		}
 		if json.Unmarshal(s.action.Payload, &p) == nil && p.OutputBytes != nil {
-			s.outputBytes = *p.OutputBytes
+			s.outputBytes = min(*p.OutputBytes, MaxOutputBytes)
 		}
 	}
-	s.cost = s.k.costs.Quote(s.action.Type, s.outputBytes)
+	s.cost = s.k.ledger.Energy.Costs.Quote(s.action.Type, s.outputBytes)
 	return nil
 }
 
-// reserve: lock the quoted energy. [INV-5]
+// reserve: lock the quoted energy on the actor and every envelope of the
+// chain: consumed + reserved never exceeds a budget, and no balance goes
+// below zero, whatever else is in flight. [INV-5]
 func (s *submission) reserve(context.Context) error {
-	r, err := s.k.energy.reserve(s.actor, s.cost)
-	if err != nil {
-		return deny(StageReserve, ErrForbidden, "%v", err)
+	if s.resume != nil || s.cost == 0 {
+		return nil // an approved hold's energy is reserved in the ledger already
 	}
-	s.reservation = r
+	k, a := s.k, s.actor
+	if have := a.Available() - min(a.Available(), k.flight.actor[a.ID]); have < s.cost {
+		return denyAt(StageReserve, GateEnergy, ErrInsufficientEnergy, "%s costs %d, actor %s has %d available", s.action.Type, s.cost, a.ID, have)
+	}
+	r := reservation{actor: a.ID, amount: s.cost}
+	for _, v := range s.chain {
+		if have := v.Remaining() - min(v.Remaining(), k.flight.envelope[v.ID]); have < s.cost {
+			return denyAt(StageReserve, GateEnergy, ErrInsufficientEnergy, "%s costs %d, envelope %s has %d of its budget %d left", s.action.Type, s.cost, v.ID, have, v.Budget)
+		}
+		r.envelopes = append(r.envelopes, v.ID)
+	}
+	k.flight.reserve(r)
+	s.reservation = &r
 	return nil
 }
 
@@ -164,65 +352,153 @@ func (s *submission) validatePayload(context.Context) error {
 		return nil
 	}
 	if s.action.Payload == nil {
-		return deny(StageValidatePayload, ErrInvalid, "execute needs an inline payload with input_oid, output_oid, artifact_hash and exit_code (§5.6)")
+		return denyAt(StageValidatePayload, GatePayload, ErrInvalid, "execute needs an inline payload with input_oid, output_oid, artifact_hash and exit_code (§5.6)")
 	}
 	if err := validateExecutePayload(s.action.Payload); err != nil {
-		return deny(StageValidatePayload, ErrInvalid, "execute payload: %v", err)
+		return denyAt(StageValidatePayload, GatePayload, ErrInvalid, "execute payload: %v", err)
 	}
 	return nil
 }
 
-// settle: turn the reservation into consumption and record the decision.
+// settle: decide what the event records. A committed action settles its
+// cost; a held one keeps it reserved until a human answers.
 func (s *submission) settle(context.Context) error {
-	settled := s.reservation.settle()
-	s.decision = event.Decision{Outcome: event.OutcomeCommitted, Cost: s.cost, Reserved: s.cost, Settled: settled}
+	if len(s.chain) > 0 {
+		s.action.Envelope = s.chain[0].ID
+	}
+	s.decision = event.Decision{Outcome: event.OutcomeCommitted, Cost: s.cost, Reserved: s.cost, Settled: s.cost}
 	return nil
 }
 
-// append: encode the event and add it to the log; returns once durable.
-// [INV-1, INV-3]
+// append: encode the event and add it to the log; returns once durable and
+// folded. [INV-1, INV-2, INV-3]
 func (s *submission) append(ctx context.Context) error {
 	id, err := newEventID()
 	if err != nil {
 		return err
 	}
 	action := s.action
-	s.ev = event.Event{
-		V: event.Version, ID: id, Time: event.FormatTime(s.now), Kind: event.KindAction,
-		Actor: s.actor.ID, Action: &action, Decision: &s.decision,
+	s.ev = event.Event{V: event.Version, ID: id, Time: event.FormatTime(s.now), Actor: s.actor.ID, Action: &action}
+	switch {
+	case s.held:
+		holdID, err := newHoldID()
+		if err != nil {
+			return err
+		}
+		s.ev.Kind = event.KindHoldRequested
+		s.ev.Hold = &event.Hold{ID: holdID, Envelope: action.Envelope, Reserved: s.cost, Deadline: s.holdDeadline()}
+	default:
+		s.ev.Kind = event.KindAction
+		s.ev.Decision = &s.decision
+		if s.resume != nil {
+			s.ev.Hold = &event.Hold{ID: s.resume.ID, Decision: event.HoldApprove, AnsweredBy: s.answeredBy}
+		}
 	}
 	entry, err := event.Encode(&s.ev)
 	var tooLarge *event.TooLargeError
 	if errors.As(err, &tooLarge) {
-		return deny(StageAppend, ErrTooLarge, "%v", err)
+		return denyAt(StageAppend, GateForm, ErrTooLarge, "%v", err)
 	} else if err != nil {
-		return deny(StageAppend, ErrInvalid, "%v", err)
+		return denyAt(StageAppend, GateForm, ErrInvalid, "%v", err)
 	}
 	s.entry = entry
-	if s.index, err = s.k.log.append(ctx, entry); err != nil {
+	if s.index, err = s.k.log.append(ctx, entry, &s.ev); err != nil {
 		if errors.Is(err, tessera.ErrPushback) {
-			return deny(StageAppend, ErrUnavailable, "the log is busy, retry: %v", err)
+			return denyAt(StageAppend, "", ErrUnavailable, "the log is busy, retry: %v", err)
 		}
-		return deny(StageAppend, ErrUnavailable, "log append failed: %v", err)
+		return denyAt(StageAppend, "", ErrUnavailable, "log append failed: %v", err)
 	}
-	s.reservation = nil // settled and durable: nothing to release
 	return nil
+}
+
+// holdDeadline is when an unanswered hold times out, if its envelope (or
+// an ancestor) sets a timeout: the shortest applies.
+func (s *submission) holdDeadline() string {
+	var secs uint64
+	for _, v := range s.chain {
+		if v.HoldTimeoutSecs > 0 && (secs == 0 || v.HoldTimeoutSecs < secs) {
+			secs = v.HoldTimeoutSecs
+		}
+	}
+	if secs == 0 {
+		return ""
+	}
+	return event.FormatTime(s.now.Add(time.Duration(secs) * time.Second))
 }
 
 // makeReceipt: the verifiable receipt.
 func (s *submission) makeReceipt(context.Context) error {
 	leaf := event.LeafHash(s.entry)
 	s.receipt = &Receipt{
-		EventID: s.ev.ID, Index: s.index, LeafHash: hex.EncodeToString(leaf[:]),
+		Status: StatusCommitted, EventID: s.ev.ID, Index: s.index, LeafHash: hex.EncodeToString(leaf[:]),
 		Time: s.ev.Time, Actor: s.actor.ID, Type: s.action.Type, Target: s.action.Target,
-		Cost: s.cost,
+		Envelope: s.action.Envelope, Cost: s.cost,
+	}
+	if s.held {
+		s.receipt.Status, s.receipt.HoldID = StatusHeld, s.ev.Hold.ID
 	}
 	return nil
 }
 
+// recordDenial appends an action.denied event for a refused action whose
+// type and target are well formed, unless the kernel runs with
+// StrictDenials. The caller does not hold k.mu.
+func (k *Kernel) recordDenial(ctx context.Context, s *submission, d *Denial) {
+	switch {
+	case k.cfg.StrictDenials, s.resume != nil:
+		return // a refused approval is recorded by its hold.answered event
+	case d.Gate != GateActor && d.Gate != GateBoundary && d.Gate != GateEnvelope && d.Gate != GateHold && d.Gate != GateEnergy:
+		return // malformed input is refused and changes nothing
+	case d.Class == ErrUnauthenticated:
+		return // no actor to record it against
+	}
+	action := event.Action{Type: s.req.Type, Target: s.req.Target}
+	if action.Validate() != nil {
+		return // nothing well formed to record
+	}
+	if event.ValidEnvelopeID(s.req.Envelope) {
+		action.Envelope = s.req.Envelope
+	}
+	id, err := newEventID()
+	if err != nil {
+		return
+	}
+	gate := d.Gate
+	if gate == "" {
+		gate = d.Stage
+	}
+	reason := d.Reason
+	if len(reason) > 2048 {
+		reason = reason[:2048]
+	}
+	reason = string(bytes.ToValidUTF8([]byte(reason), nil))
+	ev := &event.Event{V: event.Version, ID: id, Time: event.FormatTime(s.now), Kind: event.KindActionDenied,
+		Actor: s.actor.ID, Action: &action, Decision: &event.Decision{Outcome: event.OutcomeDenied},
+		Denial: &event.Denial{Stage: d.Stage + "/" + gate, Reason: reason}}
+	index, err := k.appendEvent(ctx, ev)
+	if err != nil {
+		k.logger.Warn("record denial", "err", err)
+		return
+	}
+	d.Recorded, d.Index = true, index
+}
+
+// actorExpired reports whether an agent's expiry has passed at now.
+func actorExpired(a *Actor, now time.Time) bool { return expiredAt(a.Expires, now) }
+
+func envelopeExpired(v *ledger.Envelope, now time.Time) bool { return expiredAt(v.Expires, now) }
+
+func expiredAt(expires string, now time.Time) bool {
+	if expires == "" {
+		return false
+	}
+	t, err := time.Parse(time.RFC3339Nano, expires)
+	return err != nil || !now.Before(t)
+}
+
 // validateExecutePayload checks §5.6: input_oid, output_oid and
 // artifact_hash are "sha256:<64 hex>", exit_code an integer, output_bytes
-// (optional) a non-negative integer.
+// (optional) a non-negative integer of at most MaxOutputBytes.
 func validateExecutePayload(payload json.RawMessage) error {
 	var p map[string]json.RawMessage
 	if err := json.Unmarshal(payload, &p); err != nil {
@@ -242,14 +518,14 @@ func validateExecutePayload(payload json.RawMessage) error {
 	if !ok {
 		return fmt.Errorf("exit_code is missing")
 	}
-	var code int64
+	var code int32
 	if json.Unmarshal(raw, &code) != nil {
-		return fmt.Errorf("exit_code must be an integer")
+		return fmt.Errorf("exit_code must be an integer of 32 bits")
 	}
 	if raw, ok := p["output_bytes"]; ok {
 		var n uint64
-		if json.Unmarshal(raw, &n) != nil {
-			return fmt.Errorf("output_bytes must be a non-negative integer")
+		if json.Unmarshal(raw, &n) != nil || n > MaxOutputBytes {
+			return fmt.Errorf("output_bytes must be an integer from 0 to 2^40")
 		}
 	}
 	return nil

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/annal-dev/annal/checkpoints"
+	"github.com/annal-dev/annal/kernel/event"
 	"github.com/transparency-dev/tessera"
 	"github.com/transparency-dev/tessera/api"
 	"github.com/transparency-dev/tessera/api/layout"
@@ -65,8 +66,8 @@ func (l *tileLog) close(ctx context.Context) error {
 
 // append adds an entry and returns once it is durably sequenced and
 // integrated (a resolved Tessera POSIX future).
-func (l *tileLog) append(ctx context.Context, entry []byte) (uint64, error) {
-	return l.group.append(ctx, entry)
+func (l *tileLog) append(ctx context.Context, entry []byte, ev *event.Event) (uint64, error) {
+	return l.group.append(ctx, entry, ev)
 }
 
 // integratedSize is the number of entries durably in the tree, which may be

@@ -39,6 +39,14 @@ func New(k *kernel.Kernel, logger *slog.Logger) *Server {
 	s.mux.HandleFunc("GET /v1/info", s.handleInfo)
 	s.mux.HandleFunc("POST /v1/actions", s.handleSubmit)
 	s.mux.HandleFunc("POST /v1/agents", s.handleCreateAgent)
+	s.mux.HandleFunc("GET /v1/actors/{id}", s.handleActor)
+	s.mux.HandleFunc("POST /v1/actors/{id}/status", s.handleStatus)
+	s.mux.HandleFunc("POST /v1/envelopes", s.handleIssueEnvelope)
+	s.mux.HandleFunc("GET /v1/envelopes", s.handleEnvelopes)
+	s.mux.HandleFunc("GET /v1/envelopes/{id}", s.handleEnvelope)
+	s.mux.HandleFunc("POST /v1/envelopes/{id}/revoke", s.handleRevoke)
+	s.mux.HandleFunc("GET /v1/holds", s.handleHolds)
+	s.mux.HandleFunc("POST /v1/holds/{id}/{decision}", s.handleAnswerHold)
 	s.mux.HandleFunc("GET /v1/events/{index}", s.handleEvent)
 	s.mux.HandleFunc("GET /v1/proof/consistency", s.handleConsistency)
 	s.mux.HandleFunc("GET /v1/proof/{index}", s.handleProof)
@@ -100,6 +108,7 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 	}
 	rc, err := s.k.Submit(r.Context(), actor, kernel.ActionRequest{
 		Type: event.ActionType(req.Type), Target: req.Target, Payload: req.Payload, PayloadHash: req.PayloadHash,
+		Envelope: req.Envelope,
 	})
 	if err != nil {
 		var d *kernel.Denial
@@ -112,10 +121,7 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.metrics.committed(time.Since(start))
-	out := api.Receipt{
-		EventID: rc.EventID, Index: rc.Index, LeafHash: rc.LeafHash, Time: rc.Time, Actor: rc.Actor,
-		Type: string(rc.Type), Target: rc.Target, Cost: rc.Cost,
-	}
+	out := receiptOf(rc)
 	if wait == "published" {
 		ctx, cancel := context.WithTimeout(r.Context(), s.publishWait)
 		p, err := s.k.AwaitInclusionProof(ctx, rc.Index)
@@ -127,7 +133,18 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 			out.Proof = string(p.Marshal())
 		}
 	}
-	writeJSON(w, http.StatusOK, out)
+	status := http.StatusOK
+	if rc.Status == kernel.StatusHeld {
+		status = http.StatusAccepted
+	}
+	writeJSON(w, status, out)
+}
+
+func receiptOf(rc *kernel.Receipt) api.Receipt {
+	return api.Receipt{
+		Status: rc.Status, HoldID: rc.HoldID, EventID: rc.EventID, Index: rc.Index, LeafHash: rc.LeafHash,
+		Time: rc.Time, Actor: rc.Actor, Type: string(rc.Type), Target: rc.Target, Envelope: rc.Envelope, Cost: rc.Cost,
+	}
 }
 
 func (s *Server) handleCreateAgent(w http.ResponseWriter, r *http.Request) {
@@ -141,14 +158,18 @@ func (s *Server) handleCreateAgent(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	na, err := s.k.CreateAgent(r.Context(), actor, kernel.AgentRequest{Name: req.Name, Purpose: req.Purpose, Expires: req.Expires})
+	na, err := s.k.CreateAgent(r.Context(), actor, kernel.AgentRequest{
+		Kind: event.ActorKind(req.Kind), Name: req.Name, Purpose: req.Purpose, Expires: req.Expires,
+		Grants: grantsIn(req.Grants), Energy: req.Energy, Share: req.Share,
+	})
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusCreated, api.Agent{
 		ID: na.Actor.ID, Name: na.Actor.Name, Purpose: na.Actor.Purpose, Creator: na.Actor.Creator,
-		Expires: na.Actor.Expires, Credential: na.Credential, Index: na.Index,
+		Expires: na.Actor.Expires, Kind: string(na.Actor.Kind), Grants: grantsOut(na.Actor.Grants),
+		Energy: na.Actor.Balance, Credential: na.Credential, Index: na.Index,
 	})
 }
 
@@ -242,8 +263,10 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, kernel.ErrUnauthenticated):
 		status = http.StatusUnauthorized
 		w.Header().Set("WWW-Authenticate", `Bearer realm="annal"`)
-	case errors.Is(err, kernel.ErrForbidden):
+	case errors.Is(err, kernel.ErrForbidden), errors.Is(err, kernel.ErrInsufficientEnergy):
 		status = http.StatusForbidden
+	case errors.Is(err, kernel.ErrConflict):
+		status = http.StatusConflict
 	case errors.Is(err, kernel.ErrInvalid):
 		status = http.StatusBadRequest
 	case errors.Is(err, kernel.ErrTooLarge):
@@ -259,7 +282,11 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	body := api.Error{Error: err.Error()}
 	var d *kernel.Denial
 	if errors.As(err, &d) {
-		body.Stage = d.Stage
+		body.Stage, body.Gate = d.Stage, d.Gate
+		if d.Recorded {
+			index := d.Index
+			body.DenialIndex = &index
+		}
 	}
 	if status >= 500 {
 		s.logger.Error("request failed", "method", r.Method, "path", r.URL.Path, "status", status, "err", err)

@@ -33,6 +33,7 @@ func newTestServer(t testing.TB) *testServer {
 	cfg := kernel.DefaultConfig(t.TempDir())
 	cfg.Logger = discardLogger()
 	cfg.CheckpointInterval = 100 * time.Millisecond
+	cfg.DisableProduction = true // the tests count entries
 	k, err := kernel.Open(cfg)
 	if err != nil {
 		t.Fatal(err)

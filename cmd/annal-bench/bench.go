@@ -40,6 +40,9 @@ type options struct {
 	batchAge     time.Duration
 	checkpointIv time.Duration
 	cpuProfile   string
+	governed     []int
+	holdN        int
+	rebuildN     int
 }
 
 func newCommand() *cobra.Command {
@@ -64,6 +67,9 @@ func newCommand() *cobra.Command {
 	f.DurationVar(&o.batchAge, "batch-age", kernel.DefaultBatchMaxAge, "Tessera batch age (both baseline and kernel)")
 	f.DurationVar(&o.checkpointIv, "checkpoint-interval", kernel.DefaultCheckpointInterval, "checkpoint interval")
 	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the annald HTTP phases to this file")
+	f.IntSliceVar(&o.governed, "governed", []int{64, 512}, "concurrent agents for the governed phases (each its own agent and envelope)")
+	f.IntVar(&o.holdN, "holds", 200, "holds for the hold latency phase")
+	f.IntVar(&o.rebuildN, "rebuild-events", 100_000, "events in the log that annald rebuild replays (0 skips)")
 	return cmd
 }
 
@@ -136,6 +142,27 @@ func run(ctx context.Context, o options, out io.Writer) error {
 		row{fmt.Sprintf("GET /v1/proof at size %d, p50", size), fmtDur(percentile(plat, 50)), fmt.Sprintf("n=%d, verified", len(plat))},
 		row{fmt.Sprintf("GET /v1/proof at size %d, p99", size), fmtDur(percentile(plat, 99)), ""},
 	)
+	ungoverned := map[int]float64{}
+	for _, r := range rows {
+		var c int
+		var rate float64
+		if _, err := fmt.Sscanf(r.name, "annald POST /v1/actions, %d concurrent", &c); err == nil {
+			fmt.Sscanf(r.value, "%f", &rate)
+			ungoverned[c] = rate
+		}
+	}
+	gov, err := governedPhases(ctx, url, cred, o, ungoverned)
+	if err != nil {
+		return fmt.Errorf("governed phases: %w", err)
+	}
+	rows = append(rows, gov...)
+	if o.rebuildN > 0 {
+		r, err := rebuildPhase(ctx, filepath.Join(dir, "rebuild"), o)
+		if err != nil {
+			return fmt.Errorf("rebuild phase: %w", err)
+		}
+		rows = append(rows, r...)
+	}
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "measure\tresult\tnote")
 	fmt.Fprintln(tw, "-------\t------\t----")
@@ -205,6 +232,7 @@ func startKernel(dir string, o options) (*kernel.Kernel, string, string, func(),
 	cfg := kernel.DefaultConfig(dir)
 	cfg.BatchMaxSize, cfg.BatchMaxAge, cfg.CheckpointInterval = o.batchSize, o.batchAge, o.checkpointIv
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	cfg.Energy.Genesis = 1 << 50 // root funds every phase's agents
 	k, err := kernel.Open(cfg)
 	if err != nil {
 		return nil, "", "", nil, err

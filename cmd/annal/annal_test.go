@@ -27,6 +27,7 @@ func startServer(t *testing.T) (url, credFile string, k *kernel.Kernel) {
 	cfg := kernel.DefaultConfig(t.TempDir())
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	cfg.CheckpointInterval = 100 * time.Millisecond
+	cfg.DisableProduction = true // the tests count entries
 	k, err := kernel.Open(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -50,13 +51,18 @@ func runCLI(t *testing.T, args ...string) (string, error) {
 func TestCLI_SubmitEventProofCheckpoint(t *testing.T) {
 	url, credFile, k := startServer(t)
 	dir := t.TempDir()
-	out, err := runCLI(t, "--server", url, "--credential-file", credFile, "agents", "create", "--name", "scribe", "--purpose", "notes")
+	out, err := runCLI(t, "--server", url, "--credential-file", credFile, "agents", "create", "--name", "scribe", "--purpose", "notes",
+		"--grant", "workspace/**:create,mutate", "--energy", "100")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var agent api.Agent
-	if err := json.Unmarshal([]byte(out), &agent); err != nil || agent.Credential == "" {
+	if err := json.Unmarshal([]byte(out), &agent); err != nil || agent.Credential == "" || agent.Energy != 100 {
 		t.Fatalf("agents create printed %q: %v", out, err)
+	}
+	if _, err := runCLI(t, "--server", url, "--credential-file", credFile, "envelopes", "issue", "--holder", agent.ID,
+		"--budget", "50", "--grant", "workspace/*:mutate"); err != nil {
+		t.Fatal(err)
 	}
 	out, err = runCLI(t, "--server", url, "--credential", agent.Credential, "submit", "--type", "mutate", "--target", "workspace/notes.md", "--payload", `{"b":2,"a":1}`, "--wait")
 	if err != nil {

@@ -37,7 +37,7 @@ func newRootCommand() *cobra.Command {
 	pf.StringVar(&g.credential, "credential", os.Getenv("ANNAL_CREDENTIAL"), "bearer credential (env ANNAL_CREDENTIAL)")
 	pf.StringVar(&g.credentialFile, "credential-file", os.Getenv("ANNAL_CREDENTIAL_FILE"), "file holding the credential (env ANNAL_CREDENTIAL_FILE)")
 	pf.DurationVar(&g.timeout, "timeout", time.Minute, "give up after this long")
-	root.AddCommand(submitCommand(&g), proofCommand(&g), eventCommand(&g), checkpointCommand(&g), consistencyCommand(&g), infoCommand(&g), agentsCommand(&g))
+	root.AddCommand(submitCommand(&g), proofCommand(&g), eventCommand(&g), checkpointCommand(&g), consistencyCommand(&g), infoCommand(&g), agentsCommand(&g), envelopesCommand(&g), holdsCommand(&g))
 	return root
 }
 
@@ -303,31 +303,88 @@ func infoCommand(g *globalFlags) *cobra.Command {
 }
 
 func agentsCommand(g *globalFlags) *cobra.Command {
-	agents := &cobra.Command{Use: "agents", Short: "Manage agents"}
-	var name, purpose, expires string
+	agents := &cobra.Command{Use: "agents", Short: "Create agents; show, freeze, unfreeze or terminate actors"}
+	var name, purpose, expires, kind string
+	var grants []string
+	var energy uint64
+	var share int64
 	create := &cobra.Command{
-		Use:   "create --name NAME --purpose TEXT [--expires RFC3339]",
-		Short: "Create an agent (humans only); prints its credential once",
+		Use:   "create --name NAME --purpose TEXT [--grant PATTERN:ACTIONS]... [--energy N]",
+		Short: "Create an agent (humans only; root may create humans with --kind human); prints its credential once",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			gs, err := parseGrants(grants)
+			if err != nil {
+				return err
+			}
+			req := api.AgentRequest{Kind: kind, Name: name, Purpose: purpose, Expires: expires, Grants: gs, Energy: energy}
+			if share >= 0 {
+				sh := uint64(share)
+				req.Share = &sh
+			}
 			c, err := g.client(true)
 			if err != nil {
 				return err
 			}
 			ctx, cancel := g.context(cmd)
 			defer cancel()
-			a, err := c.CreateAgent(ctx, api.AgentRequest{Name: name, Purpose: purpose, Expires: expires})
+			a, err := c.CreateAgent(ctx, req)
 			if err != nil {
 				return err
 			}
 			return printJSON(cmd.OutOrStdout(), a)
 		},
 	}
+	create.Flags().StringVar(&kind, "kind", "", "agent (default) or human (root only)")
 	create.Flags().StringVar(&name, "name", "", "agent name")
 	create.Flags().StringVar(&purpose, "purpose", "", "what the agent is for")
 	create.Flags().StringVar(&expires, "expires", "", "when the agent stops being able to act (RFC 3339)")
+	create.Flags().StringArrayVar(&grants, "grant", nil, "writable targets, PATTERN:ACTIONS, e.g. 'workspace/**:create,mutate' (repeatable; '*' for all actions)")
+	create.Flags().Uint64Var(&energy, "energy", 0, "energy to give the agent from your own balance")
+	create.Flags().Int64Var(&share, "share", -1, "share of energy production (default: 1 for humans, 0 for agents)")
 	_ = create.MarkFlagRequired("name")
 	_ = create.MarkFlagRequired("purpose")
-	agents.AddCommand(create)
+	show := &cobra.Command{
+		Use:   "show ID",
+		Short: "Show an actor: status, grants, balance, reserved energy",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := g.client(true)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := g.context(cmd)
+			defer cancel()
+			a, err := c.Actor(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			return printJSON(cmd.OutOrStdout(), a)
+		},
+	}
+	agents.AddCommand(create, show)
+	for verb, status := range map[string]string{"freeze": "frozen", "unfreeze": "active", "terminate": "terminated"} {
+		var reason string
+		c := &cobra.Command{
+			Use:   verb + " ID [--reason TEXT]",
+			Short: verb + " an agent (root or its creator)",
+			Args:  cobra.ExactArgs(1),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				c, err := g.client(true)
+				if err != nil {
+					return err
+				}
+				ctx, cancel := g.context(cmd)
+				defer cancel()
+				r, err := c.SetStatus(ctx, args[0], status, reason)
+				if err != nil {
+					return err
+				}
+				return printJSON(cmd.OutOrStdout(), r)
+			},
+		}
+		c.Flags().StringVar(&reason, "reason", "", "why, recorded in the log")
+		agents.AddCommand(c)
+	}
 	return agents
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/annal-dev/annal/kernel"
+	"github.com/annal-dev/annal/kernel/event"
 	"github.com/annal-dev/annal/logserver"
 	"github.com/spf13/cobra"
 	"k8s.io/klog/v2"
@@ -29,7 +30,7 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newServeCommand())
+	root.AddCommand(newServeCommand(), newRebuildCommand())
 	return root
 }
 
@@ -39,6 +40,9 @@ type serveFlags struct {
 	batchSize            uint
 	batchAge             time.Duration
 	logLevel             string
+	strictDenials        bool
+	noProduction         bool
+	genesisEnergy        uint64
 }
 
 func newServeCommand() *cobra.Command {
@@ -61,6 +65,9 @@ func newServeCommand() *cobra.Command {
 	fl.UintVar(&f.batchSize, "batch-size", kernel.DefaultBatchMaxSize, "Tessera batch: most entries written at once")
 	fl.DurationVar(&f.batchAge, "batch-age", kernel.DefaultBatchMaxAge, "Tessera batch: longest an entry waits to be written")
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	fl.BoolVar(&f.strictDenials, "strict-denials", false, "record nothing for a denied action (the paper's strict INV-4); by default a denial is a zero-cost action.denied event")
+	fl.BoolVar(&f.noProduction, "no-energy-production", false, "do not produce energy each tick")
+	fl.Uint64Var(&f.genesisEnergy, "genesis-energy", event.DefaultEnergy.Genesis, "energy root holds at the start (first start only)")
 	return cmd
 }
 
@@ -77,6 +84,9 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 	cfg.BatchMaxSize = f.batchSize
 	cfg.BatchMaxAge = f.batchAge
 	cfg.Logger = logger
+	cfg.StrictDenials = f.strictDenials
+	cfg.DisableProduction = f.noProduction
+	cfg.Energy.Genesis = f.genesisEnergy
 	k, err := kernel.Open(cfg)
 	if err != nil {
 		return err
@@ -115,4 +125,39 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 		return err
 	}
 	return nil
+}
+
+func newRebuildCommand() *cobra.Command {
+	var data string
+	cmd := &cobra.Command{
+		Use:   "rebuild",
+		Short: "Recompute the kernel state from the log alone, compare it with the state file, and replace the file",
+		Long: `rebuild replays every log entry into a fresh state, compares it with the
+state file (brought up to the log's size), prints what differed, and writes the
+replayed state. annald must not be running on the folder. It exits 1 if the
+state file differed from the replay.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			klog.SetOutput(io.Discard)
+			klog.LogToStderr(false)
+			cfg := kernel.DefaultConfig(data)
+			cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+			r, err := kernel.Rebuild(cmd.Context(), cfg)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "annald: replayed %d entries in %v (%.0f entries/s)\n", r.Size, r.Elapsed.Round(time.Millisecond), float64(r.Size)/max(r.Elapsed.Seconds(), 1e-9))
+			if len(r.Differences) == 0 {
+				fmt.Fprintf(out, "annald: the state file (folded to %d) equals the replay\n", r.StoredSize)
+				return nil
+			}
+			for _, d := range r.Differences {
+				fmt.Fprintf(out, "annald: differs: %s\n", d)
+			}
+			return fmt.Errorf("the state file differed from the log's replay in %d places; it now holds the replay", len(r.Differences))
+		},
+	}
+	cmd.Flags().StringVar(&data, "data", "./annal-data", "data folder")
+	return cmd
 }

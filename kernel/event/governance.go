@@ -357,3 +357,6 @@ func (c Costs) Quote(t ActionType, outputBytes uint64) uint64 {
 func (c EnergyConfig) Commitment(reserved uint64) uint64 {
 	return (reserved*c.CommitmentPercent + 99) / 100
 }
+
+// Validate checks an energy model as a genesis event would carry it.
+func (c EnergyConfig) Validate() error { return c.validate() }

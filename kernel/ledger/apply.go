@@ -162,6 +162,7 @@ func (l *Ledger) applyEnvelopeIssued(index uint64, ev *event.Event) error {
 	}
 	v := &Envelope{Envelope: e, IssuedAt: index}
 	l.Envelopes[v.ID] = v
+	l.byHolder[v.Holder] = append(l.byHolder[v.Holder], v.ID)
 	l.touchEnvelope(v)
 	return nil
 }

@@ -99,6 +99,7 @@ type Ledger struct {
 	Denials uint64 `json:"denials"`
 
 	byCredential map[string]string
+	byHolder     map[string][]string // agent -> its envelopes, in issue order
 	dirty        map[string]bool
 }
 
@@ -106,7 +107,7 @@ type Ledger struct {
 func New() *Ledger {
 	return &Ledger{
 		Actors: map[string]*Actor{}, Envelopes: map[string]*Envelope{}, Holds: map[string]*Hold{},
-		byCredential: map[string]string{}, dirty: map[string]bool{},
+		byCredential: map[string]string{}, byHolder: map[string][]string{}, dirty: map[string]bool{},
 	}
 }
 
@@ -119,6 +120,9 @@ func (l *Ledger) ActorByCredential(hash string) (*Actor, bool) {
 	a, ok := l.Actors[id]
 	return a, ok
 }
+
+// EnvelopesOf returns the ids of the envelopes held by actor, oldest first.
+func (l *Ledger) EnvelopesOf(actor string) []string { return l.byHolder[actor] }
 
 // Chain returns the envelope and its ancestors, the envelope first.
 func (l *Ledger) Chain(id string) ([]*Envelope, error) {

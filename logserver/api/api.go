@@ -24,10 +24,17 @@ type ActionRequest struct {
 	// PayloadHash, "sha256:<64 hex>", replaces Payload for content kept
 	// outside the log (a log entry is at most 65,535 bytes).
 	PayloadHash string `json:"payload_hash,omitempty"`
+	// Envelope names the envelope an agent acts under; empty lets the
+	// kernel pick the oldest live one that grants the action.
+	Envelope string `json:"envelope,omitempty"`
 }
 
-// Receipt is the answer to a committed action.
+// Receipt is the answer to a committed or held action. Status is
+// "committed", or "held" (HTTP 202) when a hold rule matched: the event is
+// then the hold request, and HoldID names the hold a human must answer.
 type Receipt struct {
+	Status   string `json:"status"`
+	HoldID   string `json:"hold_id,omitempty"`
 	EventID  string `json:"event_id"`
 	Index    uint64 `json:"index"`
 	LeafHash string `json:"leaf_hash"`
@@ -35,6 +42,7 @@ type Receipt struct {
 	Actor    string `json:"actor"`
 	Type     string `json:"type"`
 	Target   string `json:"target"`
+	Envelope string `json:"envelope,omitempty"`
 	Cost     uint64 `json:"cost"`
 	// Checkpoint (a signed note) and Proof (c2sp.org/tlog-proof text) are
 	// present when the request asked for ?wait=published.
@@ -45,23 +53,115 @@ type Receipt struct {
 	ProofError string `json:"proof_error,omitempty"`
 }
 
-// AgentRequest is the body of POST /v1/agents.
+// Grant is one capability: a target pattern ("*" within one segment, "**"
+// across segments) and the action types it allows ("*" for all four).
+type Grant struct {
+	Pattern string   `json:"pattern"`
+	Actions []string `json:"actions"`
+}
+
+// AgentRequest is the body of POST /v1/agents: a human creates an agent
+// (or root a human, with kind "human").
 type AgentRequest struct {
-	Name    string `json:"name"`
-	Purpose string `json:"purpose"`
-	Expires string `json:"expires,omitempty"`
+	Kind    string  `json:"kind,omitempty"`
+	Name    string  `json:"name"`
+	Purpose string  `json:"purpose"`
+	Expires string  `json:"expires,omitempty"`
+	Grants  []Grant `json:"grants,omitempty"`
+	// Energy moves from the creator's balance to the new actor.
+	Energy uint64  `json:"energy,omitempty"`
+	Share  *uint64 `json:"share,omitempty"`
 }
 
 // Agent is the answer to POST /v1/agents. The credential is shown once.
 type Agent struct {
-	ID         string `json:"id"`
-	Name       string `json:"name"`
-	Purpose    string `json:"purpose"`
-	Creator    string `json:"creator"`
-	Expires    string `json:"expires,omitempty"`
-	Credential string `json:"credential"`
-	Index      uint64 `json:"index"`
+	ID         string  `json:"id"`
+	Name       string  `json:"name"`
+	Purpose    string  `json:"purpose"`
+	Creator    string  `json:"creator"`
+	Expires    string  `json:"expires,omitempty"`
+	Kind       string  `json:"kind"`
+	Grants     []Grant `json:"grants,omitempty"`
+	Energy     uint64  `json:"energy"`
+	Credential string  `json:"credential"`
+	Index      uint64  `json:"index"`
 }
+
+// Actor is the answer to GET /v1/actors/{id}.
+type Actor struct {
+	ID       string  `json:"id"`
+	Kind     string  `json:"kind"`
+	Name     string  `json:"name"`
+	Purpose  string  `json:"purpose,omitempty"`
+	Creator  string  `json:"creator,omitempty"`
+	Expires  string  `json:"expires,omitempty"`
+	Status   string  `json:"status"`
+	Grants   []Grant `json:"grants,omitempty"`
+	Share    uint64  `json:"share"`
+	Balance  uint64  `json:"balance"`
+	Reserved uint64  `json:"reserved"`
+	Consumed uint64  `json:"consumed"`
+}
+
+// StatusRequest is the body of POST /v1/actors/{id}/status.
+type StatusRequest struct {
+	Status string `json:"status"` // active, frozen or terminated
+	Reason string `json:"reason,omitempty"`
+}
+
+// EnvelopeRequest is the body of POST /v1/envelopes.
+type EnvelopeRequest struct {
+	Holder          string  `json:"holder"`
+	Parent          string  `json:"parent,omitempty"`
+	Budget          uint64  `json:"budget"`
+	Grants          []Grant `json:"grants"`
+	HoldOn          []Grant `json:"hold_on,omitempty"`
+	HoldTimeoutSecs uint64  `json:"hold_timeout_secs,omitempty"`
+	Expires         string  `json:"expires,omitempty"`
+}
+
+// Envelope describes an envelope and its spending.
+type Envelope struct {
+	ID              string  `json:"id"`
+	Holder          string  `json:"holder"`
+	Issuer          string  `json:"issuer"`
+	Parent          string  `json:"parent,omitempty"`
+	Budget          uint64  `json:"budget"`
+	Consumed        uint64  `json:"consumed"`
+	Reserved        uint64  `json:"reserved"`
+	Grants          []Grant `json:"grants"`
+	HoldOn          []Grant `json:"hold_on,omitempty"`
+	HoldTimeoutSecs uint64  `json:"hold_timeout_secs,omitempty"`
+	Expires         string  `json:"expires,omitempty"`
+	Revoked         bool    `json:"revoked"`
+	Index           uint64  `json:"index"`
+}
+
+// Hold describes a held action.
+type Hold struct {
+	ID          string `json:"id"`
+	Actor       string `json:"actor"`
+	Envelope    string `json:"envelope"`
+	Type        string `json:"type"`
+	Target      string `json:"target"`
+	Reserved    uint64 `json:"reserved"`
+	Deadline    string `json:"deadline,omitempty"`
+	Status      string `json:"status"`
+	RequestedAt uint64 `json:"requested_at"`
+	AnsweredBy  string `json:"answered_by,omitempty"`
+	Settled     uint64 `json:"settled"`
+}
+
+// HoldAnswer is the body of POST /v1/holds/{id}/approve and .../reject.
+type HoldAnswer struct {
+	Reason string `json:"reason,omitempty"`
+}
+
+// Limits on the governance bodies.
+const (
+	MaxEnvelopeBody = 64 << 10
+	MaxSmallBody    = 4 << 10
+)
 
 // Info is the answer to GET /v1/info.
 type Info struct {
@@ -74,6 +174,11 @@ type Info struct {
 // Error is the body of every 4xx and 5xx answer.
 type Error struct {
 	Error string `json:"error"`
-	// Stage is the pipeline stage that denied an action, if one did.
+	// Stage is the pipeline stage that denied an action, if one did, and
+	// Gate the check within it.
 	Stage string `json:"stage,omitempty"`
+	Gate  string `json:"gate,omitempty"`
+	// DenialIndex is the log index of the action.denied event that
+	// recorded the refusal, if one did.
+	DenialIndex *uint64 `json:"denial_index,omitempty"`
 }

@@ -54,9 +54,11 @@ func (c *Client) WithHTTPClient(h *http.Client) *Client {
 // Error is an error answer from the kernel.
 type Error struct {
 	Status int
-	// Message is the kernel's explanation; Stage the pipeline stage that
-	// denied the action, if any.
-	Message, Stage string
+	// Message is the kernel's explanation; Stage the pipeline stage and
+	// Gate the check that denied the action, if any.
+	Message, Stage, Gate string
+	// DenialIndex is where the refusal was recorded in the log, if it was.
+	DenialIndex *uint64
 }
 
 func (e *Error) Error() string {
@@ -111,7 +113,7 @@ func (c *Client) do(ctx context.Context, method, path string, body any) ([]byte,
 		e := &Error{Status: resp.StatusCode, Message: strings.TrimSpace(string(raw))}
 		var body api.Error
 		if json.Unmarshal(raw, &body) == nil && body.Error != "" {
-			e.Message, e.Stage = body.Error, body.Stage
+			e.Message, e.Stage, e.Gate, e.DenialIndex = body.Error, body.Stage, body.Gate, body.DenialIndex
 		}
 		return nil, e
 	}
@@ -149,6 +151,56 @@ func (c *Client) SubmitAndWait(ctx context.Context, req api.ActionRequest) (*api
 func (c *Client) CreateAgent(ctx context.Context, req api.AgentRequest) (*api.Agent, error) {
 	var a api.Agent
 	return &a, c.doJSON(ctx, http.MethodPost, "v1/agents", req, &a)
+}
+
+// Actor returns an actor's record and energy (its own, its creator's or
+// root's view).
+func (c *Client) Actor(ctx context.Context, id string) (*api.Actor, error) {
+	var a api.Actor
+	return &a, c.doJSON(ctx, http.MethodGet, "v1/actors/"+url.PathEscape(id), nil, &a)
+}
+
+// SetStatus freezes ("frozen"), unfreezes ("active") or terminates
+// ("terminated") an agent; the client's actor must be root or its creator.
+func (c *Client) SetStatus(ctx context.Context, id, status, reason string) (*api.Receipt, error) {
+	var r api.Receipt
+	return &r, c.doJSON(ctx, http.MethodPost, "v1/actors/"+url.PathEscape(id)+"/status", api.StatusRequest{Status: status, Reason: reason}, &r)
+}
+
+// IssueEnvelope issues (a human) or delegates (an agent, naming Parent) an
+// envelope.
+func (c *Client) IssueEnvelope(ctx context.Context, req api.EnvelopeRequest) (*api.Envelope, error) {
+	var v api.Envelope
+	return &v, c.doJSON(ctx, http.MethodPost, "v1/envelopes", req, &v)
+}
+
+// Envelopes lists the envelopes the client's actor holds or issued.
+func (c *Client) Envelopes(ctx context.Context) ([]api.Envelope, error) {
+	var vs []api.Envelope
+	return vs, c.doJSON(ctx, http.MethodGet, "v1/envelopes", nil, &vs)
+}
+
+// RevokeEnvelope revokes an envelope and, with it, its sub-envelopes.
+func (c *Client) RevokeEnvelope(ctx context.Context, id, reason string) (*api.Receipt, error) {
+	var r api.Receipt
+	return &r, c.doJSON(ctx, http.MethodPost, "v1/envelopes/"+url.PathEscape(id)+"/revoke", api.HoldAnswer{Reason: reason}, &r)
+}
+
+// Holds lists holds the client's actor may see; status filters ("pending").
+func (c *Client) Holds(ctx context.Context, status string) ([]api.Hold, error) {
+	var hs []api.Hold
+	path := "v1/holds"
+	if status != "" {
+		path += "?status=" + url.QueryEscape(status)
+	}
+	return hs, c.doJSON(ctx, http.MethodGet, path, nil, &hs)
+}
+
+// AnswerHold approves or rejects a hold ("approve" or "reject"); the
+// client's actor must be a human allowed to answer it.
+func (c *Client) AnswerHold(ctx context.Context, id, decision, reason string) (*api.Receipt, error) {
+	var r api.Receipt
+	return &r, c.doJSON(ctx, http.MethodPost, "v1/holds/"+url.PathEscape(id)+"/"+url.PathEscape(decision), api.HoldAnswer{Reason: reason}, &r)
 }
 
 // Info returns the log's origin, verifier key and size.

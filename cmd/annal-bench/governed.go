@@ -1,0 +1,180 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/annal-dev/annal/kernel"
+	"github.com/annal-dev/annal/kernel/event"
+	"github.com/annal-dev/annal/logserver/api"
+	"github.com/annal-dev/annal/logserver/client"
+)
+
+// governedPhases measures actions by agents that pass every gate: boundary,
+// envelope, hold rules (which do not match), energy. Each concurrent client
+// is its own agent with its own envelope, as agents are in use. The
+// baseline is the same run's ungoverned rate (root, which no envelope binds).
+func governedPhases(ctx context.Context, url, rootCred string, o options, ungoverned map[int]float64) ([]row, error) {
+	root, err := newClient(url, rootCred, 4)
+	if err != nil {
+		return nil, err
+	}
+	most := 0
+	for _, c := range o.governed {
+		most = max(most, c)
+	}
+	most = max(most, 1)
+	writable := []api.Grant{{Pattern: "workspace/**", Actions: []string{"create", "mutate"}}}
+	holdOn := []api.Grant{{Pattern: "workspace/held/*", Actions: []string{"mutate"}}}
+	agents := make([]*client.Client, most)
+	for i := range agents {
+		a, err := root.CreateAgent(ctx, api.AgentRequest{Name: fmt.Sprintf("bench-%d", i), Purpose: "benchmark", Energy: 1 << 32, Grants: writable})
+		if err != nil {
+			return nil, err
+		}
+		if _, err := root.IssueEnvelope(ctx, api.EnvelopeRequest{Holder: a.ID, Budget: 1 << 32, Grants: writable, HoldOn: holdOn}); err != nil {
+			return nil, err
+		}
+		if agents[i], err = newClient(url, a.Credential, 1); err != nil {
+			return nil, err
+		}
+	}
+	var rows []row
+	for _, c := range o.governed {
+		var n atomic.Int64
+		var firstErr atomic.Value
+		deadline := time.Now().Add(o.duration)
+		start := time.Now()
+		var wg sync.WaitGroup
+		for w := 0; w < c; w++ {
+			wg.Add(1)
+			go func(cl *client.Client) {
+				defer wg.Done()
+				for i := 0; time.Now().Before(deadline); i++ {
+					if _, err := cl.Submit(ctx, api.ActionRequest{Type: "mutate", Target: fmt.Sprintf("workspace/gov/%d/%d", w, i)}); err != nil {
+						firstErr.CompareAndSwap(nil, err)
+						return
+					}
+					n.Add(1)
+				}
+			}(agents[w])
+		}
+		wg.Wait()
+		if err, ok := firstErr.Load().(error); ok {
+			return nil, err
+		}
+		rate := float64(n.Load()) / time.Since(start).Seconds()
+		note := ""
+		if base := ungoverned[c]; base > 0 {
+			note = fmt.Sprintf("%.2fx of ungoverned at %d", rate/base, c)
+		}
+		rows = append(rows, row{fmt.Sprintf("governed actions, %d concurrent agents", c), fmt.Sprintf("%.0f actions/s", rate), note})
+	}
+
+	// Hold latency (the paper's Table 6): trigger, approve, reject, one at a time.
+	agent := agents[0]
+	var trigger, approve, reject []time.Duration
+	for i := 0; i < o.holdN; i++ {
+		start := time.Now()
+		r, err := agent.Submit(ctx, api.ActionRequest{Type: "mutate", Target: fmt.Sprintf("workspace/held/%d", i)})
+		if err != nil {
+			return nil, err
+		}
+		if r.Status != kernel.StatusHeld {
+			return nil, fmt.Errorf("hold did not trigger: %+v", r)
+		}
+		trigger = append(trigger, time.Since(start))
+		decision, into := "approve", &approve
+		if i%2 == 1 {
+			decision, into = "reject", &reject
+		}
+		start = time.Now()
+		if _, err := root.AnswerHold(ctx, r.HoldID, decision, ""); err != nil {
+			return nil, err
+		}
+		*into = append(*into, time.Since(start))
+	}
+	if len(approve) > 0 && len(reject) > 0 {
+		rows = append(rows,
+			row{"hold trigger, p50 / p99", fmtDur(percentile(trigger, 50)) + " / " + fmtDur(percentile(trigger, 99)), fmt.Sprintf("n=%d", len(trigger))},
+			row{"hold approve (re-runs the pipeline), p50 / p99", fmtDur(percentile(approve, 50)) + " / " + fmtDur(percentile(approve, 99)), fmt.Sprintf("n=%d", len(approve))},
+			row{"hold reject, p50 / p99", fmtDur(percentile(reject, 50)) + " / " + fmtDur(percentile(reject, 99)), fmt.Sprintf("n=%d", len(reject))},
+		)
+	}
+	return rows, nil
+}
+
+// rebuildPhase writes rebuildN governed events into a fresh log, in process
+// (the HTTP phases measure the front end), then times annald rebuild on it.
+func rebuildPhase(ctx context.Context, dir string, o options) ([]row, error) {
+	cfg := kernel.DefaultConfig(dir)
+	cfg.BatchMaxSize, cfg.BatchMaxAge, cfg.CheckpointInterval = o.batchSize, o.batchAge, o.checkpointIv
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	cfg.Energy.Genesis = 1 << 50
+	cfg.DisableProduction = true
+	k, err := kernel.Open(cfg)
+	if err != nil {
+		return nil, err
+	}
+	rootActor, err := k.Actor(kernel.RootID)
+	if err != nil {
+		return nil, err
+	}
+	grants := []event.Grant{{Pattern: "workspace/**", Actions: []event.ActionType{event.Mutate}}}
+	const workers = 64
+	agents := make([]*kernel.Actor, workers)
+	for i := range agents {
+		na, err := k.CreateAgent(ctx, rootActor, kernel.ActorRequest{Name: "r", Purpose: "rebuild bench", Energy: 1 << 40, Grants: grants})
+		if err != nil {
+			return nil, err
+		}
+		if _, _, err := k.IssueEnvelope(ctx, rootActor, kernel.EnvelopeRequest{Holder: na.Actor.ID, Budget: 1 << 40, Grants: grants}); err != nil {
+			return nil, err
+		}
+		agents[i] = na.Actor
+	}
+	var next atomic.Int64
+	var firstErr atomic.Value
+	var wg sync.WaitGroup
+	writeStart := time.Now()
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := next.Add(1)
+				if i > int64(o.rebuildN) {
+					return
+				}
+				if _, err := k.Submit(ctx, agents[w], kernel.ActionRequest{Type: event.Mutate, Target: fmt.Sprintf("workspace/r/%d", i)}); err != nil {
+					firstErr.CompareAndSwap(nil, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	writeElapsed := time.Since(writeStart)
+	if err := k.Close(); err != nil {
+		return nil, err
+	}
+	if err, ok := firstErr.Load().(error); ok {
+		return nil, err
+	}
+	report, err := kernel.Rebuild(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if len(report.Differences) > 0 {
+		return nil, fmt.Errorf("rebuild found differences: %v", report.Differences)
+	}
+	return []row{
+		{fmt.Sprintf("in-process governed writes, %d agents", workers), fmt.Sprintf("%.0f actions/s", float64(o.rebuildN)/writeElapsed.Seconds()), fmt.Sprintf("%d events", o.rebuildN)},
+		{fmt.Sprintf("annald rebuild of %d events", report.Size), report.Elapsed.Round(time.Millisecond).String(), fmt.Sprintf("%.0f events/s, state equal", float64(report.Size)/report.Elapsed.Seconds())},
+	}, nil
+}

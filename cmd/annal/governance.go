@@ -1,0 +1,155 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/annal-dev/annal/logserver/api"
+	"github.com/spf13/cobra"
+)
+
+// parseGrants reads PATTERN:ACTIONS flags, e.g. "workspace/**:create,mutate".
+func parseGrants(flags []string) ([]api.Grant, error) {
+	var out []api.Grant
+	for _, f := range flags {
+		i := strings.LastIndexByte(f, ':')
+		if i <= 0 || i == len(f)-1 {
+			return nil, fmt.Errorf("grant %q is not PATTERN:ACTIONS (e.g. 'workspace/**:create,mutate')", f)
+		}
+		out = append(out, api.Grant{Pattern: f[:i], Actions: strings.Split(f[i+1:], ",")})
+	}
+	return out, nil
+}
+
+func envelopesCommand(g *globalFlags) *cobra.Command {
+	envs := &cobra.Command{Use: "envelopes", Short: "Issue, delegate, list and revoke envelopes"}
+	var holder, parent, expires string
+	var budget, timeout uint64
+	var grants, holdOn []string
+	issue := &cobra.Command{
+		Use:   "issue --holder AGENT --budget N --grant PATTERN:ACTIONS... [--hold-on PATTERN:ACTIONS]... [--parent ENV]",
+		Short: "Issue an envelope to an agent (a human), or delegate part of one you hold (an agent, with --parent)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			gs, err := parseGrants(grants)
+			if err != nil {
+				return err
+			}
+			hs, err := parseGrants(holdOn)
+			if err != nil {
+				return err
+			}
+			c, err := g.client(true)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := g.context(cmd)
+			defer cancel()
+			v, err := c.IssueEnvelope(ctx, api.EnvelopeRequest{Holder: holder, Parent: parent, Budget: budget, Grants: gs,
+				HoldOn: hs, HoldTimeoutSecs: timeout, Expires: expires})
+			if err != nil {
+				return err
+			}
+			return printJSON(cmd.OutOrStdout(), v)
+		},
+	}
+	f := issue.Flags()
+	f.StringVar(&holder, "holder", "", "the agent that will act under it")
+	f.StringVar(&parent, "parent", "", "the envelope you delegate from (agents)")
+	f.Uint64Var(&budget, "budget", 0, "energy the envelope may spend")
+	f.StringArrayVar(&grants, "grant", nil, "what it allows, PATTERN:ACTIONS (repeatable)")
+	f.StringArrayVar(&holdOn, "hold-on", nil, "what waits for a human's answer, PATTERN:ACTIONS (repeatable)")
+	f.Uint64Var(&timeout, "hold-timeout", 0, "seconds before an unanswered hold times out (0: never)")
+	f.StringVar(&expires, "expires", "", "when the envelope ends (RFC 3339)")
+	_ = issue.MarkFlagRequired("holder")
+	_ = issue.MarkFlagRequired("grant")
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List the envelopes you hold or issued (all, for root)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := g.client(true)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := g.context(cmd)
+			defer cancel()
+			vs, err := c.Envelopes(ctx)
+			if err != nil {
+				return err
+			}
+			return printJSON(cmd.OutOrStdout(), vs)
+		},
+	}
+	var reason string
+	revoke := &cobra.Command{
+		Use:   "revoke ID [--reason TEXT]",
+		Short: "Revoke an envelope and its sub-envelopes",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := g.client(true)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := g.context(cmd)
+			defer cancel()
+			r, err := c.RevokeEnvelope(ctx, args[0], reason)
+			if err != nil {
+				return err
+			}
+			return printJSON(cmd.OutOrStdout(), r)
+		},
+	}
+	revoke.Flags().StringVar(&reason, "reason", "", "why, recorded in the log")
+	envs.AddCommand(issue, list, revoke)
+	return envs
+}
+
+func holdsCommand(g *globalFlags) *cobra.Command {
+	holds := &cobra.Command{Use: "holds", Short: "List and answer held actions"}
+	var status string
+	list := &cobra.Command{
+		Use:   "list [--status pending]",
+		Short: "List holds you may see or answer",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := g.client(true)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := g.context(cmd)
+			defer cancel()
+			hs, err := c.Holds(ctx, status)
+			if err != nil {
+				return err
+			}
+			return printJSON(cmd.OutOrStdout(), hs)
+		},
+	}
+	list.Flags().StringVar(&status, "status", "pending", "pending, approved, rejected, timed_out, approve_failed, or '' for all")
+	holds.AddCommand(list)
+	for _, decision := range []string{"approve", "reject"} {
+		var reason string
+		c := &cobra.Command{
+			Use:   decision + " HOLD-ID [--reason TEXT]",
+			Short: decision + " a held action (humans only)",
+			Args:  cobra.ExactArgs(1),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				c, err := g.client(true)
+				if err != nil {
+					return err
+				}
+				ctx, cancel := g.context(cmd)
+				defer cancel()
+				r, err := c.AnswerHold(ctx, args[0], decision, reason)
+				if err != nil {
+					return err
+				}
+				return printJSON(cmd.OutOrStdout(), r)
+			},
+		}
+		c.Flags().StringVar(&reason, "reason", "", "recorded in the log")
+		holds.AddCommand(c)
+	}
+	return holds
+}

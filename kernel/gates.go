@@ -1,0 +1,115 @@
+package kernel
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/annal-dev/annal/kernel/capability"
+	"github.com/annal-dev/annal/kernel/event"
+)
+
+// patterns caches parsed capability patterns: grants are checked on every
+// action, and a log names few distinct patterns.
+type patterns struct {
+	mu sync.Mutex
+	m  map[string]capability.Pattern
+}
+
+const maxCachedPatterns = 4096
+
+func (p *patterns) get(s string) (capability.Pattern, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if pat, ok := p.m[s]; ok {
+		return pat, nil
+	}
+	pat, err := capability.ParsePattern(s)
+	if err != nil {
+		return pat, err
+	}
+	if p.m == nil || len(p.m) >= maxCachedPatterns {
+		p.m = map[string]capability.Pattern{}
+	}
+	p.m[s] = pat
+	return pat, nil
+}
+
+var patternCache patterns
+
+// allows reports whether some grant lists t and matches target (Axiom 4.3:
+// default deny).
+func allows(grants []event.Grant, target string, t event.ActionType) bool {
+	for _, g := range grants {
+		if !slices.Contains(g.Actions, t) {
+			continue
+		}
+		if p, err := patternCache.get(g.Pattern); err == nil && p.Match(target) {
+			return true
+		}
+	}
+	return false
+}
+
+// covers reports whether every target and action child grants is granted
+// by parent: each child grant, for each of its action types, by one parent
+// grant whose pattern matches everything the child's does. A child covered
+// only by the union of several parent grants is refused: sound, if
+// sometimes stricter than needed.
+func covers(parent, child []event.Grant) error {
+	for _, c := range child {
+		cp, err := patternCache.get(c.Pattern)
+		if err != nil {
+			return fmt.Errorf("pattern %q: %v", c.Pattern, err)
+		}
+		for _, t := range c.Actions {
+			ok := false
+			for _, p := range parent {
+				if !slices.Contains(p.Actions, t) {
+					continue
+				}
+				pp, err := patternCache.get(p.Pattern)
+				if err == nil && capability.Covers(pp, cp) {
+					ok = true
+					break
+				}
+			}
+			if !ok {
+				return fmt.Errorf("%s on %q is not within the grantor's own authority", t, c.Pattern)
+			}
+		}
+	}
+	return nil
+}
+
+// normalizeGrants checks and canonicalises requested grants: patterns
+// parse, action types are known ("*" means all four), sorted, distinct.
+func normalizeGrants(in []event.Grant) ([]event.Grant, error) {
+	if len(in) > event.MaxGrants {
+		return nil, fmt.Errorf("%d grants, more than %d", len(in), event.MaxGrants)
+	}
+	out := make([]event.Grant, 0, len(in))
+	for _, g := range in {
+		p, err := patternCache.get(g.Pattern)
+		if err != nil {
+			return nil, fmt.Errorf("pattern %q: %v", g.Pattern, err)
+		}
+		var acts []event.ActionType
+		for _, t := range g.Actions {
+			if t == "*" {
+				acts = append(acts, allActions...)
+				continue
+			}
+			if !t.Valid() {
+				return nil, fmt.Errorf("grant %q: action type %q is not one of observe, create, mutate, execute", g.Pattern, t)
+			}
+			acts = append(acts, t)
+		}
+		if len(acts) == 0 {
+			return nil, fmt.Errorf("grant %q lists no action type", g.Pattern)
+		}
+		slices.Sort(acts)
+		out = append(out, event.Grant{Pattern: p.String(), Actions: slices.Compact(acts)})
+	}
+	return out, nil
+}
