@@ -37,7 +37,8 @@ var allActions = []event.ActionType{event.Create, event.Execute, event.Mutate, e
 // pattern matches (Def. 4.11).
 type Grant struct {
 	Pattern Pattern
-	// Actions is sorted and distinct in grants made by NewGrant or parsed.
+	// Actions is sorted and distinct in grants made by NewGrant or parsed,
+	// which expand AnyAction: here it is not an action type.
 	Actions []event.ActionType
 }
 
@@ -208,7 +209,8 @@ func notCovered(j int, child Pattern, t event.ActionType, candidates int, candid
 }
 
 // Normalize returns the canonical form of s: one grant per pattern, its
-// action types merged, sorted and distinct, grants sorted by pattern. It
+// action types merged, sorted and distinct (AnyAction expanded), grants
+// sorted by pattern. For grants as NewGrant and the parsers make them, it
 // allows and covers exactly what s does. Grants are merged by pattern text,
 // not by meaning: "**/*" and "*/**" stay two grants.
 func (s Set) Normalize() Set {
