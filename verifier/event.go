@@ -26,8 +26,8 @@ type Event struct {
 	Time   time.Time
 	Kind   string
 	Actor  string
-	Type   string // action type, for kind "action"
-	Target string // action target, for kind "action"
+	Type   string // action type, for kinds action, action.denied, hold.requested
+	Target string // action target, for those kinds
 }
 
 var (
@@ -41,7 +41,8 @@ var (
 // from testvectors/FORMATS.md: the bytes must be RFC 8785 canonical JSON, an
 // object with v, id, time, kind and actor. Kinds it does not know are
 // accepted, so that a verifier of today can read events of later kinds; an
-// "action" event must carry a known type and a target.
+// "action", "action.denied" or "hold.requested" event must carry a known
+// type and a target.
 func ParseEvent(entry []byte) (*Event, error) {
 	switch {
 	case len(entry) == 0:
@@ -95,10 +96,11 @@ func ParseEvent(entry []byte) (*Event, error) {
 	if !actorIDPattern.MatchString(ev.Actor) {
 		return nil, fmt.Errorf("event %s: actor %q is not a valid actor id", ev.ID, ev.Actor)
 	}
-	if ev.Kind == "action" {
+	switch ev.Kind {
+	case "action", "action.denied", "hold.requested":
 		a := fields.Action
 		if a == nil || a.Type == nil || a.Target == nil {
-			return nil, fmt.Errorf("event %s: an action event lacks action.type or action.target", ev.ID)
+			return nil, fmt.Errorf("event %s: an %s event lacks action.type or action.target", ev.ID, ev.Kind)
 		}
 		switch *a.Type {
 		case "observe", "create", "mutate", "execute":
