@@ -10,7 +10,11 @@ import (
 	"time"
 
 	"github.com/annal-dev/annal/checkpoints"
+	"github.com/annal-dev/annal/kernel/event"
 	"github.com/annal-dev/annal/kernel/ledger"
+	"github.com/transparency-dev/merkle/compact"
+	"github.com/transparency-dev/merkle/rfc6962"
+	"github.com/transparency-dev/tessera/api/layout"
 )
 
 // RebuildReport says what Rebuild found.
@@ -137,4 +141,45 @@ func (k *Kernel) StateMatchesReplay(ctx context.Context) ([]string, error) {
 		return nil, fmt.Errorf("the log grew during the comparison; compare on a quiet kernel")
 	}
 	return diffLedgers(k.ledger, fresh), nil
+}
+
+// VerifyLog checks the stored log against its latest signed checkpoint:
+// every entry up to the checkpoint's size is read from its entry bundle,
+// parsed strictly, and hashed, and the tree of those leaf hashes must have
+// the checkpoint's root. Any entry changed on disk after it was logged
+// makes this fail (INV-1); the error names the first entry that does not
+// parse, or the two roots.
+func (k *Kernel) VerifyLog(ctx context.Context) (size uint64, err error) {
+	cp, err := k.log.latestCheckpoint(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("latest checkpoint: %w", err)
+	}
+	rng := (&compact.RangeFactory{Hash: rfc6962.DefaultHasher.HashChildren}).NewEmptyRange(0)
+	for start := uint64(0); start < cp.Size; start += layout.EntryBundleWidth {
+		b, err := k.log.readBundle(ctx, start/layout.EntryBundleWidth, cp.Size)
+		if err != nil {
+			return 0, fmt.Errorf("entry bundle at %d: %w", start, err)
+		}
+		end := min(cp.Size, start+layout.EntryBundleWidth)
+		if uint64(len(b.Entries)) < end-start {
+			return 0, fmt.Errorf("entry bundle at %d holds %d entries, want %d", start, len(b.Entries), end-start)
+		}
+		for i := start; i < end; i++ {
+			entry := b.Entries[i-start]
+			if _, err := event.Parse(entry); err != nil {
+				return 0, fmt.Errorf("entry %d: %w", i, err)
+			}
+			if err := rng.Append(rfc6962.DefaultHasher.HashLeaf(entry), nil); err != nil {
+				return 0, err
+			}
+		}
+	}
+	root, err := rng.GetRootHash(nil)
+	if err != nil {
+		return 0, err
+	}
+	if !bytes.Equal(root, cp.Hash[:]) {
+		return 0, fmt.Errorf("the %d stored entries hash to root %x, the signed checkpoint says %x: the log was changed after it was signed", cp.Size, root, cp.Hash)
+	}
+	return cp.Size, nil
 }
