@@ -8,11 +8,16 @@ package main
 import (
 	"fmt"
 	"os"
+	"strings"
 )
 
 func main() {
 	if err := newRootCommand().Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "annal:", err)
+		msg := err.Error()
+		if !strings.HasPrefix(msg, "annal: ") { // the client's errors name themselves
+			msg = "annal: " + msg
+		}
+		fmt.Fprintln(os.Stderr, msg)
 		os.Exit(1)
 	}
 }

@@ -30,7 +30,7 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newServeCommand(), newRebuildCommand())
+	root.AddCommand(newServeCommand(), newRebuildCommand(), newVerifyCommand())
 	return root
 }
 
@@ -156,6 +156,39 @@ state file differed from the replay.`,
 				fmt.Fprintf(out, "annald: differs: %s\n", d)
 			}
 			return fmt.Errorf("the state file differed from the log's replay in %d places; it now holds the replay", len(r.Differences))
+		},
+	}
+	cmd.Flags().StringVar(&data, "data", "./annal-data", "data folder")
+	return cmd
+}
+
+func newVerifyCommand() *cobra.Command {
+	var data string
+	cmd := &cobra.Command{
+		Use:   "verify",
+		Short: "Check that the stored log still hashes to its latest signed checkpoint",
+		Long: `verify reads every entry up to the latest checkpoint, parses it strictly, and
+checks that the tree of their leaf hashes has the checkpoint's signed root: an
+entry changed on disk after it was logged is found. annald must not be running
+on the folder.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			klog.SetOutput(io.Discard)
+			klog.LogToStderr(false)
+			cfg := kernel.DefaultConfig(data)
+			cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+			cfg.DisableProduction = true
+			k, err := kernel.Open(cfg)
+			if err != nil {
+				return err
+			}
+			defer k.Close()
+			size, err := k.VerifyLog(cmd.Context())
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "annald: the %d entries of %s hash to its signed checkpoint\n", size, k.Origin())
+			return nil
 		},
 	}
 	cmd.Flags().StringVar(&data, "data", "./annal-data", "data folder")
