@@ -686,3 +686,28 @@ func TestRandomSequencesReplayToTheSameState(t *testing.T) {
 		t.Fatal("state after restart differs from state before")
 	}
 }
+
+// An execute whose payload is invalid is refused after its energy was
+// reserved; the reservation must be released, not leaked (§5.6).
+func TestInvalidExecutePayloadLeaksNoReservation(t *testing.T) {
+	g := openGov(t)
+	agent, _ := g.agent(25, "tools/*:execute")
+	g.envelope(g.root, EnvelopeRequest{Holder: agent.ID, Budget: 25, Grants: grants("tools/*:execute")})
+	for _, p := range []string{`{"exit_code":0}`, `{"input_oid":"sha256:x","output_oid":"sha256:x","artifact_hash":"sha256:x","exit_code":0}`, `[1]`} {
+		_, err := g.Submit(context.Background(), agent, ActionRequest{Type: event.Execute, Target: "tools/run", Payload: []byte(p)})
+		if d := denialOf(t, err); d.Stage != StageValidatePayload {
+			t.Fatalf("%s: %v", p, err)
+		}
+	}
+	g.mu.Lock()
+	inflight := len(g.flight.actor) + len(g.flight.envelope)
+	g.mu.Unlock()
+	if inflight != 0 {
+		t.Fatalf("%d reservations left in flight", inflight)
+	}
+	// The whole balance and budget are still there for a valid execute.
+	good := fmt.Sprintf(`{"input_oid":"sha256:%[1]s","output_oid":"sha256:%[1]s","artifact_hash":"sha256:%[1]s","exit_code":1}`, strings.Repeat("c", 64))
+	if _, err := g.Submit(context.Background(), agent, ActionRequest{Type: event.Execute, Target: "tools/run", Payload: []byte(good)}); err != nil {
+		t.Fatalf("valid execute after refused ones: %v", err)
+	}
+}

@@ -43,6 +43,8 @@ type serveFlags struct {
 	strictDenials        bool
 	noProduction         bool
 	genesisEnergy        uint64
+	energyPerTick        uint64
+	tick                 time.Duration
 }
 
 func newServeCommand() *cobra.Command {
@@ -68,6 +70,8 @@ func newServeCommand() *cobra.Command {
 	fl.BoolVar(&f.strictDenials, "strict-denials", false, "record nothing for a denied action (the paper's strict INV-4); by default a denial is a zero-cost action.denied event")
 	fl.BoolVar(&f.noProduction, "no-energy-production", false, "do not produce energy each tick")
 	fl.Uint64Var(&f.genesisEnergy, "genesis-energy", event.DefaultEnergy.Genesis, "energy root holds at the start (first start only)")
+	fl.Uint64Var(&f.energyPerTick, "energy-per-tick", event.DefaultEnergy.PerTick, "energy produced each tick, the configured capacity λ·Δt (first start only)")
+	fl.DurationVar(&f.tick, "tick", time.Duration(event.DefaultEnergy.TickMillis)*time.Millisecond, "tick length Δt, in milliseconds or more (first start only)")
 	return cmd
 }
 
@@ -87,6 +91,8 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 	cfg.StrictDenials = f.strictDenials
 	cfg.DisableProduction = f.noProduction
 	cfg.Energy.Genesis = f.genesisEnergy
+	cfg.Energy.PerTick = f.energyPerTick
+	cfg.Energy.TickMillis = uint64(f.tick / time.Millisecond)
 	k, err := kernel.Open(cfg)
 	if err != nil {
 		return err
