@@ -322,17 +322,9 @@ func agentsCommand(g *globalFlags) *cobra.Command {
 				sh := uint64(share)
 				req.Share = &sh
 			}
-			c, err := g.client(true)
-			if err != nil {
-				return err
-			}
-			ctx, cancel := g.context(cmd)
-			defer cancel()
-			a, err := c.CreateAgent(ctx, req)
-			if err != nil {
-				return err
-			}
-			return printJSON(cmd.OutOrStdout(), a)
+			return g.call(cmd, func(ctx context.Context, c *client.Client) (any, error) {
+				return c.CreateAgent(ctx, req)
+			})
 		},
 	}
 	create.Flags().StringVar(&kind, "kind", "", "agent (default) or human (root only)")
@@ -349,17 +341,9 @@ func agentsCommand(g *globalFlags) *cobra.Command {
 		Short: "Show an actor: status, grants, balance, reserved energy",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := g.client(true)
-			if err != nil {
-				return err
-			}
-			ctx, cancel := g.context(cmd)
-			defer cancel()
-			a, err := c.Actor(ctx, args[0])
-			if err != nil {
-				return err
-			}
-			return printJSON(cmd.OutOrStdout(), a)
+			return g.call(cmd, func(ctx context.Context, c *client.Client) (any, error) {
+				return c.Actor(ctx, args[0])
+			})
 		},
 	}
 	agents.AddCommand(create, show)
@@ -370,17 +354,9 @@ func agentsCommand(g *globalFlags) *cobra.Command {
 			Short: verb + " an agent (root or its creator)",
 			Args:  cobra.ExactArgs(1),
 			RunE: func(cmd *cobra.Command, args []string) error {
-				c, err := g.client(true)
-				if err != nil {
-					return err
-				}
-				ctx, cancel := g.context(cmd)
-				defer cancel()
-				r, err := c.SetStatus(ctx, args[0], status, reason)
-				if err != nil {
-					return err
-				}
-				return printJSON(cmd.OutOrStdout(), r)
+				return g.call(cmd, func(ctx context.Context, c *client.Client) (any, error) {
+					return c.SetStatus(ctx, args[0], status, reason)
+				})
 			},
 		}
 		c.Flags().StringVar(&reason, "reason", "", "why, recorded in the log")

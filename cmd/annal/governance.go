@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
 	"github.com/annal-dev/annal/logserver/api"
+	"github.com/annal-dev/annal/logserver/client"
 	"github.com/spf13/cobra"
 )
 
@@ -68,17 +70,9 @@ func envelopesCommand(g *globalFlags) *cobra.Command {
 		Short: "List the envelopes you hold or issued (all, for root)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := g.client(true)
-			if err != nil {
-				return err
-			}
-			ctx, cancel := g.context(cmd)
-			defer cancel()
-			vs, err := c.Envelopes(ctx)
-			if err != nil {
-				return err
-			}
-			return printJSON(cmd.OutOrStdout(), vs)
+			return g.call(cmd, func(ctx context.Context, c *client.Client) (any, error) {
+				return c.Envelopes(ctx)
+			})
 		},
 	}
 	var reason string
@@ -87,17 +81,9 @@ func envelopesCommand(g *globalFlags) *cobra.Command {
 		Short: "Revoke an envelope and its sub-envelopes",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := g.client(true)
-			if err != nil {
-				return err
-			}
-			ctx, cancel := g.context(cmd)
-			defer cancel()
-			r, err := c.RevokeEnvelope(ctx, args[0], reason)
-			if err != nil {
-				return err
-			}
-			return printJSON(cmd.OutOrStdout(), r)
+			return g.call(cmd, func(ctx context.Context, c *client.Client) (any, error) {
+				return c.RevokeEnvelope(ctx, args[0], reason)
+			})
 		},
 	}
 	revoke.Flags().StringVar(&reason, "reason", "", "why, recorded in the log")
@@ -113,17 +99,9 @@ func holdsCommand(g *globalFlags) *cobra.Command {
 		Short: "List holds you may see or answer",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := g.client(true)
-			if err != nil {
-				return err
-			}
-			ctx, cancel := g.context(cmd)
-			defer cancel()
-			hs, err := c.Holds(ctx, status)
-			if err != nil {
-				return err
-			}
-			return printJSON(cmd.OutOrStdout(), hs)
+			return g.call(cmd, func(ctx context.Context, c *client.Client) (any, error) {
+				return c.Holds(ctx, status)
+			})
 		},
 	}
 	list.Flags().StringVar(&status, "status", "pending", "pending, approved, rejected, timed_out, approve_failed, or '' for all")
@@ -135,21 +113,28 @@ func holdsCommand(g *globalFlags) *cobra.Command {
 			Short: decision + " a held action (humans only)",
 			Args:  cobra.ExactArgs(1),
 			RunE: func(cmd *cobra.Command, args []string) error {
-				c, err := g.client(true)
-				if err != nil {
-					return err
-				}
-				ctx, cancel := g.context(cmd)
-				defer cancel()
-				r, err := c.AnswerHold(ctx, args[0], decision, reason)
-				if err != nil {
-					return err
-				}
-				return printJSON(cmd.OutOrStdout(), r)
+				return g.call(cmd, func(ctx context.Context, c *client.Client) (any, error) {
+					return c.AnswerHold(ctx, args[0], decision, reason)
+				})
 			},
 		}
 		c.Flags().StringVar(&reason, "reason", "", "recorded in the log")
 		holds.AddCommand(c)
 	}
 	return holds
+}
+
+// call runs one authenticated request and prints its answer as JSON.
+func (g *globalFlags) call(cmd *cobra.Command, f func(context.Context, *client.Client) (any, error)) error {
+	c, err := g.client(true)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := g.context(cmd)
+	defer cancel()
+	v, err := f(ctx, c)
+	if err != nil {
+		return err
+	}
+	return printJSON(cmd.OutOrStdout(), v)
 }
