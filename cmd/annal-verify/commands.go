@@ -26,7 +26,7 @@ func newRootCommand(stdin io.Reader) *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newProofCommand(stdin), newConsistencyCommand(stdin))
+	root.AddCommand(newProofCommand(stdin), newConsistencyCommand(stdin), newEvidenceCommand(stdin))
 	return root
 }
 
@@ -130,6 +130,51 @@ log at OLD's size is a prefix of the log at NEW's size.`,
 	}
 	cmd.Flags().StringVar(&key, "key", "", "the log's verifier key, or @FILE (required)")
 	cmd.Flags().StringVar(&proofFile, "proof", "", "file with the consistency proof, or - (required)")
+	return cmd
+}
+
+func newEvidenceCommand(stdin io.Reader) *cobra.Command {
+	var key string
+	cmd := &cobra.Command{
+		Use:   "evidence [--key KEY] EVIDENCE",
+		Short: "Check an equivocation evidence file: two signed checkpoints of one log that cannot both be true",
+		Long: `Check an equivocation evidence file (annal.dev/equivocation-evidence/v1, as
+annal-witness writes it): both checkpoints carry valid signatures by the log key,
+and either they have one size and two roots, or a consistency proof shows that
+the larger tree's first entries have another root than the smaller checkpoint.
+
+With --key (the log's verifier key, or @FILE) the evidence must be about that
+key; without it, the file's own key is used and printed. Exit 0 means the log
+signed two histories.`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var vkey string
+			if key != "" {
+				var err error
+				if vkey, err = readKey(key); err != nil {
+					return err
+				}
+			}
+			data, err := readInput(stdin, args[0], verifier.MaxEvidenceSize)
+			if err != nil {
+				return err
+			}
+			res, err := verifier.VerifyEvidence(data, vkey)
+			if err != nil {
+				return fmt.Errorf("FAILED %w", err)
+			}
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "OK: log %s signed two histories\n  key %s\n", res.Origin, res.LogKey)
+			for i := range 2 {
+				fmt.Fprintf(out, "  checkpoint %d: size %d, root %s\n", i+1, res.Sizes[i], base64.StdEncoding.EncodeToString(res.Roots[i][:]))
+			}
+			if res.Sizes[0] != res.Sizes[1] {
+				fmt.Fprintf(out, "  the second tree's first %d entries have root %s\n", res.Sizes[0], base64.StdEncoding.EncodeToString(res.PrefixRoot[:]))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&key, "key", "", "the log's verifier key you trust, or @FILE (default: the file's)")
 	return cmd
 }
 

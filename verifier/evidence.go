@@ -1,0 +1,196 @@
+package verifier
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"unicode/utf8"
+
+	"github.com/annal-dev/annal/checkpoints"
+	"github.com/transparency-dev/merkle/proof"
+	"github.com/transparency-dev/merkle/rfc6962"
+)
+
+// EvidenceFormat names version 1 of the equivocation evidence file.
+const EvidenceFormat = "annal.dev/equivocation-evidence/v1"
+
+// MaxEvidenceSize bounds an evidence file: two checkpoints and a proof.
+const MaxEvidenceSize = 2*checkpoints.MaxCheckpointSize + 16<<10
+
+// CheckEvidence names the check of an evidence file that failed.
+const CheckEvidence Check = "evidence"
+
+// Evidence is an equivocation evidence file (testvectors/FORMATS.md,
+// "Equivocation evidence"): two checkpoints of one log, both signed by its
+// key, that cannot both be true. Checkpoints holds the smaller one first.
+// When their sizes differ, PrefixRoot is the root of the larger tree's
+// first entries up to the smaller size, and ConsistencyProof proves that
+// prefix of the larger tree; the smaller checkpoint names another root for
+// the same entries.
+type Evidence struct {
+	Format           string    `json:"format"`
+	Origin           string    `json:"origin"`
+	LogKey           string    `json:"log_key"`
+	Checkpoints      [2]string `json:"checkpoints"`
+	PrefixRoot       string    `json:"prefix_root,omitempty"`
+	ConsistencyProof []string  `json:"consistency_proof,omitempty"`
+	// Observations say who saw each checkpoint, for the record; they prove
+	// nothing and a verifier ignores them.
+	Observations []Observation `json:"observations,omitempty"`
+}
+
+// Observation records who saw one of the checkpoints, and when.
+type Observation struct {
+	Checkpoint int    `json:"checkpoint"`
+	By         string `json:"by"`
+	At         string `json:"at"`
+}
+
+// EvidenceResult is what verified evidence establishes.
+type EvidenceResult struct {
+	Origin string
+	LogKey string
+	// Sizes and Roots of the two checkpoints, smaller first.
+	Sizes [2]uint64
+	Roots [2][sha256.Size]byte
+	// PrefixRoot is the larger tree's root at the smaller size, when the
+	// sizes differ.
+	PrefixRoot [sha256.Size]byte
+}
+
+// VerifyEvidence checks an equivocation evidence file. logKey, if not
+// empty, is the key the caller trusts for the log and must be the file's;
+// if empty, the file's key is used and the result proves that whoever holds
+// that key signed two histories. The evidence holds if both checkpoints are
+// signed by the log key and either have the same size and different roots,
+// or the consistency proof shows the larger tree's prefix root, which
+// differs from the smaller checkpoint's root.
+func VerifyEvidence(data []byte, logKey string) (*EvidenceResult, error) {
+	if len(data) > MaxEvidenceSize {
+		return nil, fail(CheckFormat, "evidence is %d bytes, more than %d", len(data), MaxEvidenceSize)
+	}
+	if err := checkJSONSyntax(data); err != nil {
+		return nil, wrap(CheckFormat, err)
+	}
+	var ev Evidence
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&ev); err != nil {
+		return nil, fail(CheckFormat, "evidence is not an evidence object: %v", err)
+	}
+	if dec.More() {
+		return nil, fail(CheckFormat, "evidence has data after its object")
+	}
+	if ev.Format != EvidenceFormat {
+		return nil, fail(CheckFormat, "format %q is not %q", ev.Format, EvidenceFormat)
+	}
+	if logKey != "" && logKey != ev.LogKey {
+		return nil, fail(CheckKey, "the evidence is about key %q, not the trusted key %q", abbreviate(ev.LogKey), abbreviate(logKey))
+	}
+	v, err := LogVerifier(ev.LogKey)
+	if err != nil {
+		return nil, err
+	}
+	if v.Name() != ev.Origin {
+		return nil, fail(CheckKey, "log key %q does not name origin %q", v.Name(), ev.Origin)
+	}
+	var cps [2]*checkpoints.SignedCheckpoint
+	for i, note := range ev.Checkpoints {
+		cp, err := checkpoints.OpenCheckpoint([]byte(note), v)
+		if err != nil {
+			return nil, wrap(CheckCheckpoint, fmt.Errorf("checkpoint %d: %w", i+1, err))
+		}
+		cps[i] = cp
+	}
+	small, large := cps[0], cps[1]
+	res := &EvidenceResult{Origin: ev.Origin, LogKey: ev.LogKey,
+		Sizes: [2]uint64{small.Size, large.Size}, Roots: [2][sha256.Size]byte{small.Hash, large.Hash}}
+	switch {
+	case small.Size > large.Size:
+		return nil, fail(CheckEvidence, "the checkpoints are not in order: %d entries before %d", small.Size, large.Size)
+	case small.Size == 0:
+		return nil, fail(CheckEvidence, "a checkpoint of no entries cannot be contradicted by another")
+	case small.Size == large.Size:
+		if small.Hash == large.Hash {
+			return nil, fail(CheckEvidence, "both checkpoints have size %d and the same root: no equivocation", small.Size)
+		}
+		if ev.PrefixRoot != "" || len(ev.ConsistencyProof) > 0 {
+			return nil, fail(CheckFormat, "checkpoints of one size need no prefix root or proof")
+		}
+		return res, nil
+	}
+	prefix, err := checkpoints.ParseHash(ev.PrefixRoot)
+	if err != nil {
+		return nil, fail(CheckFormat, "prefix_root: %v", err)
+	}
+	if len(ev.ConsistencyProof) > checkpoints.MaxProofHashes {
+		return nil, fail(CheckFormat, "consistency proof has %d hashes, more than %d", len(ev.ConsistencyProof), checkpoints.MaxProofHashes)
+	}
+	hashes := make([][]byte, len(ev.ConsistencyProof))
+	for i, h := range ev.ConsistencyProof {
+		raw, err := base64.StdEncoding.Strict().DecodeString(h)
+		if err != nil || len(raw) != sha256.Size {
+			return nil, fail(CheckFormat, "consistency proof hash %d is not a base64 SHA-256 hash", i+1)
+		}
+		hashes[i] = raw
+	}
+	if err := proof.VerifyConsistency(rfc6962.DefaultHasher, small.Size, large.Size, hashes, prefix[:], large.Hash[:]); err != nil {
+		return nil, fail(CheckConsistency, "the proof does not show that the tree of %d entries has root %s at %d: %v",
+			large.Size, ev.PrefixRoot, small.Size, describe(err))
+	}
+	if prefix == small.Hash {
+		return nil, fail(CheckEvidence, "the larger tree's first %d entries have the smaller checkpoint's root: the checkpoints are consistent", small.Size)
+	}
+	res.PrefixRoot = prefix
+	return res, nil
+}
+
+// checkJSONSyntax refuses invalid UTF-8 and duplicate members, which
+// encoding/json would accept silently.
+func checkJSONSyntax(data []byte) error {
+	if !utf8.Valid(data) || !json.Valid(data) {
+		return fmt.Errorf("evidence is not valid UTF-8 JSON")
+	}
+	return noDuplicates(json.NewDecoder(bytes.NewReader(data)), 0)
+}
+
+func noDuplicates(dec *json.Decoder, depth int) error {
+	if depth > 8 {
+		return fmt.Errorf("evidence nests deeper than its format does")
+	}
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	switch tok {
+	case json.Delim('{'):
+		seen := map[string]bool{}
+		for dec.More() {
+			k, err := dec.Token()
+			if err != nil {
+				return err
+			}
+			name, _ := k.(string)
+			if seen[name] {
+				return fmt.Errorf("evidence has the member %q twice", name)
+			}
+			seen[name] = true
+			if err := noDuplicates(dec, depth+1); err != nil {
+				return err
+			}
+		}
+		_, err = dec.Token()
+		return err
+	case json.Delim('['):
+		for dec.More() {
+			if err := noDuplicates(dec, depth+1); err != nil {
+				return err
+			}
+		}
+		_, err = dec.Token()
+		return err
+	}
+	return nil
+}
