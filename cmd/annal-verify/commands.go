@@ -31,10 +31,10 @@ func newRootCommand(stdin io.Reader) *cobra.Command {
 }
 
 func newProofCommand(stdin io.Reader) *cobra.Command {
-	var key, entryFile string
+	var key, entryFile, policyFile string
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "proof --key KEY --entry ENTRY PROOF",
+		Use:   "proof (--key KEY | --policy FILE) --entry ENTRY PROOF",
 		Short: "Check that an entry is in the log (c2sp.org/tlog-proof)",
 		Long: `Check a c2sp.org/tlog-proof offline: the checkpoint's signature by the log key,
 that the checkpoint's origin is the key's name, that the entry is a well-formed
@@ -48,9 +48,22 @@ entry's exact bytes (annal event -o); PROOF is the tlog-proof file (annal proof
 			if entryFile == "" {
 				return usageError{errors.New("--entry is required: the entry's exact bytes")}
 			}
-			vkey, err := readKey(key)
-			if err != nil {
-				return err
+			var policy *verifier.Policy
+			if policyFile != "" {
+				text, err := readInput(stdin, policyFile, verifier.MaxPolicySize)
+				if err != nil {
+					return err
+				}
+				if policy, err = verifier.ParsePolicy(text); err != nil {
+					return fmt.Errorf("FAILED %w", err)
+				}
+			}
+			var vkey string
+			if key != "" || policy == nil {
+				var err error
+				if vkey, err = readKey(key); err != nil {
+					return err
+				}
 			}
 			entry, err := readInput(stdin, entryFile, verifier.MaxEntrySize)
 			if err != nil {
@@ -60,7 +73,20 @@ entry's exact bytes (annal event -o); PROOF is the tlog-proof file (annal proof
 			if err != nil {
 				return err
 			}
-			res, err := verifier.VerifyProof(entry, proof, vkey)
+			var res *verifier.ProofResult
+			var cosigners []string
+			if policy != nil {
+				var pr *verifier.PolicyResult
+				res, pr, err = verifier.VerifyProofWithPolicy(entry, proof, policy)
+				if err == nil && vkey != "" && pr.LogKey != vkey {
+					err = fmt.Errorf("the policy's log key %q is not --key", pr.LogKey)
+				}
+				if pr != nil {
+					cosigners = pr.Cosigners
+				}
+			} else {
+				res, err = verifier.VerifyProof(entry, proof, vkey)
+			}
 			if err != nil {
 				return fmt.Errorf("FAILED %w", err)
 			}
@@ -71,6 +97,7 @@ entry's exact bytes (annal event -o); PROOF is the tlog-proof file (annal proof
 					"index":     res.Index, "leaf_hash": hex.EncodeToString(res.LeafHash[:]),
 					"event": map[string]any{"id": res.Event.ID, "kind": res.Event.Kind, "actor": res.Event.Actor,
 						"type": res.Event.Type, "target": res.Event.Target},
+					"cosigners": cosigners,
 				})
 			}
 			what := res.Event.Kind
@@ -80,11 +107,15 @@ entry's exact bytes (annal event -o); PROOF is the tlog-proof file (annal proof
 			fmt.Fprintf(cmd.OutOrStdout(), "OK: event %s (%s by %s)\n  is entry %d of %s\n  leaf hash %x\n  checkpoint size %d, root %s, signed by the log key\n",
 				res.Event.ID, what, res.Event.Actor, res.Index, res.Origin, res.LeafHash,
 				res.Size, base64.StdEncoding.EncodeToString(res.RootHash[:]))
+			if policy != nil {
+				fmt.Fprintf(cmd.OutOrStdout(), "  witness quorum met, cosigned by %s\n", strings.Join(cosigners, ", "))
+			}
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&key, "key", "", "the log's verifier key, or @FILE (required)")
 	cmd.Flags().StringVar(&entryFile, "entry", "", "file with the entry's exact bytes, or - (required)")
+	cmd.Flags().StringVar(&policyFile, "policy", "", "c2sp.org/tlog-policy file: the log key and the witness quorum the checkpoint must meet (then --key is optional)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return cmd
 }
