@@ -53,6 +53,14 @@ type Config struct {
 	// MaxPendingHolds bounds the pending holds of one envelope (threat T2:
 	// locking energy with holds).
 	MaxPendingHolds int
+	// WitnessPolicy, if set, is a c2sp.org/tlog-policy naming witnesses
+	// (with URLs) and a quorum: every checkpoint is cosigned by a quorum
+	// before it is published (Tessera's WithWitnesses), and published
+	// checkpoints and tlog-proofs carry the cosignatures.
+	WitnessPolicy []byte
+	// WitnessTimeout bounds the wait for a quorum; without one the
+	// checkpoint is not published (fail closed).
+	WitnessTimeout time.Duration
 	// Now is the kernel's clock.
 	Now func() time.Time
 	// Logger receives one structured line per notable event.

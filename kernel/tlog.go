@@ -41,6 +41,14 @@ func openTileLog(path string, signer note.Signer, verifier note.Verifier, cfg Co
 		WithBatching(cfg.BatchMaxSize, cfg.BatchMaxAge).
 		WithCheckpointInterval(cfg.CheckpointInterval).
 		WithPushback(cfg.MaxOutstanding)
+	if len(cfg.WitnessPolicy) > 0 {
+		group, err := tessera.NewWitnessGroupFromPolicy(cfg.WitnessPolicy)
+		if err != nil {
+			cancel()
+			return nil, fmt.Errorf("witness policy: %w", err)
+		}
+		opts = opts.WithWitnesses(group, &tessera.WitnessOptions{Timeout: cfg.WitnessTimeout})
+	}
 	appender, shutdown, reader, err := tessera.NewAppender(ctx, driver, opts)
 	if err != nil {
 		cancel()

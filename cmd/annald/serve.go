@@ -45,6 +45,8 @@ type serveFlags struct {
 	genesisEnergy        uint64
 	energyPerTick        uint64
 	tick                 time.Duration
+	witnessPolicy        string
+	witnessTimeout       time.Duration
 }
 
 func newServeCommand() *cobra.Command {
@@ -71,6 +73,8 @@ func newServeCommand() *cobra.Command {
 	fl.BoolVar(&f.noProduction, "no-energy-production", false, "do not produce energy each tick")
 	fl.Uint64Var(&f.genesisEnergy, "genesis-energy", event.DefaultEnergy.Genesis, "energy root holds at the start (first start only)")
 	fl.Uint64Var(&f.energyPerTick, "energy-per-tick", event.DefaultEnergy.PerTick, "energy produced each tick, the configured capacity λ·Δt (first start only)")
+	fl.StringVar(&f.witnessPolicy, "witness-policy", "", "c2sp.org/tlog-policy file: checkpoints are published only once its quorum of witnesses cosigned them")
+	fl.DurationVar(&f.witnessTimeout, "witness-timeout", 10*time.Second, "how long to wait for a witness quorum before trying the next checkpoint")
 	fl.DurationVar(&f.tick, "tick", time.Duration(event.DefaultEnergy.TickMillis)*time.Millisecond, "tick length Δt, in milliseconds or more (first start only)")
 	return cmd
 }
@@ -93,6 +97,13 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 	cfg.Energy.Genesis = f.genesisEnergy
 	cfg.Energy.PerTick = f.energyPerTick
 	cfg.Energy.TickMillis = uint64(f.tick / time.Millisecond)
+	if f.witnessPolicy != "" {
+		policy, err := os.ReadFile(f.witnessPolicy)
+		if err != nil {
+			return fmt.Errorf("--witness-policy: %w", err)
+		}
+		cfg.WitnessPolicy, cfg.WitnessTimeout = policy, f.witnessTimeout
+	}
 	k, err := kernel.Open(cfg)
 	if err != nil {
 		return err
