@@ -3,6 +3,8 @@ package kernel
 import (
 	"context"
 	"fmt"
+	"runtime"
+	"sync"
 	"time"
 
 	"github.com/annal-dev/annal/kernel/event"
@@ -92,8 +94,10 @@ func (s *store) write(values map[string][]byte, replace bool) error {
 }
 
 // foldLog applies the log's entries [l.Size, size) to l, reading a bundle
-// at a time and parsing every entry strictly.
+// at a time. Every entry is parsed strictly; parsing (the costly part) runs
+// on all cores, folding in log order on one.
 func foldLog(ctx context.Context, tl *tileLog, l *ledger.Ledger, size uint64) error {
+	workers := runtime.GOMAXPROCS(0)
 	for l.Size < size {
 		from := l.Size
 		bundleIndex := from / layout.EntryBundleWidth
@@ -102,12 +106,26 @@ func foldLog(ctx context.Context, tl *tileLog, l *ledger.Ledger, size uint64) er
 			return err
 		}
 		end := min(size, (bundleIndex+1)*layout.EntryBundleWidth)
-		for i := from; i < end; i++ {
-			ev, err := event.Parse(b.Entries[i%layout.EntryBundleWidth])
-			if err != nil {
-				return fmt.Errorf("log entry %d: %w", i, err)
+		n := int(end - from)
+		events := make([]*event.Event, n)
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for w := range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for j := w; j < n; j += workers {
+					events[j], errs[j] = event.Parse(b.Entries[(from+uint64(j))%layout.EntryBundleWidth])
+				}
+			}()
+		}
+		wg.Wait()
+		for j := range n {
+			i := from + uint64(j)
+			if errs[j] != nil {
+				return fmt.Errorf("log entry %d: %w", i, errs[j])
 			}
-			if err := l.Apply(i, ev); err != nil {
+			if err := l.Apply(i, events[j]); err != nil {
 				return err
 			}
 		}
