@@ -1,0 +1,189 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/annal-dev/annal/witness"
+	"github.com/spf13/cobra"
+)
+
+// DefaultListen is loopback: a witness is put on the Internet on purpose,
+// behind whatever the operator chooses.
+const DefaultListen = "127.0.0.1:7430"
+
+type serveFlags struct {
+	data, listen, name, logLevel string
+	lockTimeout                  time.Duration
+}
+
+func newServeCommand() *cobra.Command {
+	var f serveFlags
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the witness on a data folder (created, with the witness key, on first start)",
+		Long: `serve answers POST /add-checkpoint (c2sp.org/tlog-witness) and
+GET /<hex SHA-256(origin)>/checkpoint, the latest checkpoint it cosigned for a
+log. On first start it makes the data folder and an Ed25519 witness key
+(witness.key, mode 0600). It prints the witness's cosignature/v1 verifier key,
+to be put in the policies of the logs it witnesses, and its URL. While it
+runs, "annal-witness logs" commands reach it through the admin socket in the
+data folder.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return serve(ctx, f, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.data, "data", DefaultData, "data folder: state, witness key, admin socket")
+	fl.StringVar(&f.listen, "listen", DefaultListen, "address to listen on")
+	fl.StringVar(&f.name, "name", "", "witness key name, a schema-less URL such as witness.example.com/w1; used on first start (default: <hostname>/annal-witness)")
+	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	fl.DurationVar(&f.lockTimeout, "lock-timeout", witness.DefaultLockTimeout, "how long to wait for another process to release the data folder")
+	return cmd
+}
+
+func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	if err := os.MkdirAll(f.data, 0o700); err != nil {
+		return fmt.Errorf("create data folder: %w", err)
+	}
+	store, err := openStore(f.data, f.lockTimeout)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := store.Close(); err != nil {
+			logger.Error("close witness state", "error", err)
+		}
+	}()
+	cosigner, created, err := loadCosigner(f.data, f.name)
+	if err != nil {
+		return err
+	}
+	w, err := witness.New(store, cosigner, witness.Options{Logger: logger})
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+
+	ln, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{
+		Handler:           w.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    16 << 10,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	adminPath := filepath.Join(f.data, witness.AdminSocketName)
+	admin := &http.Server{Handler: witness.AdminHandler(store), ReadHeaderTimeout: 10 * time.Second}
+	adminLn, err := witness.ListenAdmin(adminPath)
+	if err != nil {
+		// The witness works without it; only "logs" commands then need it
+		// stopped. A Unix socket path is limited to about 100 bytes.
+		logger.Warn("no admin socket: logs commands will need the witness stopped", "error", err)
+		adminPath = "none"
+	} else {
+		defer os.Remove(adminPath)
+	}
+
+	if created {
+		fmt.Fprintf(stdout, "annal-witness: created witness key %s\n", filepath.Join(f.data, witness.KeyFileName))
+	}
+	fmt.Fprintf(stdout, "annal-witness: name %s\n", cosigner.Name())
+	fmt.Fprintf(stdout, "annal-witness: verifier key %s\n", cosigner.VerifierKey())
+	fmt.Fprintf(stdout, "annal-witness: admin socket %s\n", adminPath)
+	fmt.Fprintf(stdout, "annal-witness: listening on http://%s\n", ln.Addr())
+
+	errc := make(chan error, 2)
+	go func() { errc <- srv.Serve(ln) }()
+	if adminLn != nil {
+		go func() { errc <- admin.Serve(adminLn) }()
+	}
+	select {
+	case err = <-errc:
+	case <-ctx.Done():
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// Requests in flight finish, and their cosignatures are committed,
+	// before the state is closed.
+	if serr := srv.Shutdown(shutdownCtx); serr != nil && err == nil {
+		err = serr
+	}
+	if serr := admin.Shutdown(shutdownCtx); serr != nil && err == nil {
+		err = serr
+	}
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}
+
+// openStore opens the data folder's state, with an error that says what to
+// do when another witness holds it.
+func openStore(data string, lockTimeout time.Duration) (*witness.Store, error) {
+	store, err := witness.OpenStore(filepath.Join(data, witness.StateFileName), lockTimeout)
+	if errors.Is(err, witness.ErrDataDirInUse) {
+		return nil, fmt.Errorf("data folder %s is in use by another annal-witness process (%w); one folder serves one witness, or two could cosign two histories of one log", data, err)
+	}
+	return store, err
+}
+
+// loadCosigner reads the witness key of the data folder, making it on
+// first start.
+func loadCosigner(data, name string) (*witness.Cosigner, bool, error) {
+	path := filepath.Join(data, witness.KeyFileName)
+	if name == "" {
+		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+			name = defaultWitnessName()
+		}
+	}
+	skey, created, err := witness.LoadOrCreateKey(path, name)
+	if err != nil {
+		return nil, false, err
+	}
+	c, err := witness.NewCosigner(skey)
+	return c, created, err
+}
+
+// defaultWitnessName is "<hostname>/annal-witness", or "localhost/…" if the
+// hostname cannot be part of a key name.
+func defaultWitnessName() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" || !validKeyName(host) {
+		host = "localhost"
+	}
+	return host + "/annal-witness"
+}
+
+func validKeyName(s string) bool {
+	for _, r := range s {
+		if r <= ' ' || r == '+' || r == 0x7f || r > 0x7e {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,146 @@
+package witness
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// crashChildEnv names the data folder of TestCrash_ChildWitness when the
+// test binary runs as the witness process that TestCrash_* kill.
+const crashChildEnv = "ANNAL_WITNESS_CRASH_CHILD_DIR"
+
+// TestCrash_ChildWitness is not a test on its own: run by TestCrash_* as a
+// separate process, it serves a witness on the folder named by
+// crashChildEnv, prints its URL, and runs until it is killed.
+func TestCrash_ChildWitness(t *testing.T) {
+	dir := os.Getenv(crashChildEnv)
+	if dir == "" {
+		t.Skip("runs only as the child process of TestCrash_StateIsDurableBeforeTheAnswer")
+	}
+	skey, _, err := LoadOrCreateKey(filepath.Join(dir, KeyFileName), testWitnessName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cosigner, err := NewCosigner(skey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := OpenStore(filepath.Join(dir, StateFileName), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := New(store, cosigner, Options{Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Printf("listening on http://%s\n", ln.Addr())
+	http.Serve(ln, w.Handler())
+}
+
+// TestCrash_StateIsDurableBeforeTheAnswer kills (SIGKILL) a witness
+// process right after it answered 200, and checks that what it cosigned
+// survived, so that the restarted witness cannot be made to cosign a split
+// view. A killed process shows that the commit is complete before the
+// answer; that it also survives power loss rests on bbolt's fsync of every
+// commit (Options.NoSync is never set), which no test here can show.
+func TestCrash_StateIsDurableBeforeTheAnswer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a child process")
+	}
+	dir := t.TempDir()
+	l := newTestLog(t, "example.com/log").growTo(40)
+	fork := l.fork(6).growTo(40)
+	store, err := OpenStore(filepath.Join(dir, StateFileName), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.AddLog(l.config()); err != nil {
+		t.Fatal(err)
+	}
+	store.Close()
+
+	for round, step := range [][2]uint64{{0, 5}, {5, 12}, {12, 30}} {
+		url := startCrashChild(t, dir)
+		resp, err := http.Post(url+"/add-checkpoint", "text/plain", strings.NewReader(string(l.request(step[0], step[1]))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("round %d: %d, want 200", round, resp.StatusCode)
+		}
+		// startCrashChild's cleanup SIGKILLs it; do it now, right after the
+		// answer, before anything else can happen.
+		killCrashChildren(t)
+		store, err := OpenStore(filepath.Join(dir, StateFileName), 5*time.Second)
+		if err != nil {
+			t.Fatalf("round %d: reopen after kill: %v", round, err)
+		}
+		cp, err := store.Latest(LogID(l.origin))
+		if err != nil || cp.Size != step[1] {
+			t.Fatalf("round %d: after kill, latest %+v, %v; want size %d", round, cp, err, step[1])
+		}
+		store.Close()
+	}
+	// The restarted witness refuses the split view that a forgetful one
+	// would have cosigned.
+	tw := startWitness(t, dir, Options{})
+	if a := tw.post(fork.request(30, 35)); a.status != http.StatusUnprocessableEntity {
+		t.Errorf("fork after crashes: %d %q, want 422", a.status, a.body)
+	}
+	if a := tw.post(fork.request(0, 30)); a.status != http.StatusConflict || a.body != "30\n" {
+		t.Errorf("fork from 0 after crashes: %d %q, want 409 \"30\\n\"", a.status, a.body)
+	}
+}
+
+var crashChildren []*exec.Cmd
+
+func startCrashChild(t *testing.T, dir string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestCrash_ChildWitness$", "-test.v")
+	cmd.Env = append(os.Environ(), crashChildEnv+"="+dir)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	crashChildren = append(crashChildren, cmd)
+	t.Cleanup(func() { killCrashChildren(t) })
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		if url, ok := strings.CutPrefix(sc.Text(), "listening on "); ok {
+			go func() {
+				for sc.Scan() {
+				}
+			}()
+			return url
+		}
+	}
+	t.Fatalf("child witness did not start: %v", sc.Err())
+	return ""
+}
+
+func killCrashChildren(t *testing.T) {
+	for _, c := range crashChildren {
+		c.Process.Kill() // SIGKILL: no deferred Close, no flush
+		c.Wait()
+	}
+	crashChildren = nil
+}

@@ -1,0 +1,133 @@
+package witness
+
+import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	fnote "github.com/transparency-dev/formats/note"
+	"golang.org/x/mod/sumdb/note"
+)
+
+// KeyFileName is the witness's private key in a data folder: one line, an
+// x/mod note Ed25519 signer key ("PRIVATE+KEY+<name>+<hash>+<base64>"),
+// mode 0600.
+const KeyFileName = "witness.key"
+
+// cosignatureV1Ed25519 is the signature type byte of an Ed25519
+// cosignature/v1 verifier key (c2sp.org/signed-note, "Signature types").
+const cosignatureV1Ed25519 = 0x04
+
+// Cosigner signs checkpoints with the witness key as c2sp.org/tlog-cosignature
+// cosignature/v1.
+type Cosigner struct {
+	signer      *fnote.Signer
+	verifierKey string
+}
+
+// NewCosigner makes a Cosigner from an x/mod note Ed25519 signer key.
+func NewCosigner(skey string) (*Cosigner, error) {
+	skey = strings.TrimSpace(skey)
+	// x/mod note accepts only Ed25519 (0x01) signer keys: this refuses any
+	// other algorithm that formats' cosignature signer would also take.
+	if _, err := note.NewSigner(skey); err != nil {
+		return nil, fmt.Errorf("witness key is not an x/mod note Ed25519 signer key: %w", err)
+	}
+	signer, err := fnote.NewSignerForCosignatureV1(skey)
+	if err != nil {
+		return nil, fmt.Errorf("witness key: %w", err)
+	}
+	// PRIVATE+KEY+<name>+<hash>+<base64>: the name has no '+', the base64
+	// may.
+	parts := strings.SplitN(skey, "+", 5)
+	seed, err := base64.StdEncoding.DecodeString(parts[len(parts)-1])
+	if len(parts) != 5 || err != nil || len(seed) != 1+ed25519.SeedSize {
+		return nil, errors.New("witness key: malformed Ed25519 seed")
+	}
+	pub := ed25519.NewKeyFromSeed(seed[1:]).Public().(ed25519.PublicKey)
+	vkey := fmt.Sprintf("%s+%08x+%s", signer.Name(), signer.KeyHash(),
+		base64.StdEncoding.EncodeToString(append([]byte{cosignatureV1Ed25519}, pub...)))
+	return &Cosigner{signer: signer, verifierKey: vkey}, nil
+}
+
+// Name is the witness's key name, the name on its cosignature lines.
+func (c *Cosigner) Name() string { return c.signer.Name() }
+
+// VerifierKey is the cosignature/v1 verifier key (signature type 0x04) that
+// logs and clients configure to check this witness's cosignatures, e.g. in a
+// c2sp.org/tlog-policy "witness" line.
+func (c *Cosigner) VerifierKey() string { return c.verifierKey }
+
+// Signer is the note.Signer that produces cosignature/v1 signatures.
+func (c *Cosigner) Signer() note.Signer { return c.signer }
+
+// LoadOrCreateKey reads the witness key at path, or, if there is none,
+// generates an Ed25519 key named name and writes it there with mode 0600.
+// name must be a valid note key name (non-empty, no spaces, no '+'); a
+// schema-less URL such as "witness.example.com/w1" is recommended. An
+// existing key file readable by group or others is refused, and so is a
+// non-empty name that differs from the existing key's: a witness's name is
+// part of every policy that trusts it.
+func LoadOrCreateKey(path, name string) (skey string, created bool, err error) {
+	data, err := os.ReadFile(path)
+	switch {
+	case err == nil:
+		info, err := os.Stat(path)
+		if err != nil {
+			return "", false, err
+		}
+		if perm := info.Mode().Perm(); perm&0o077 != 0 {
+			return "", false, fmt.Errorf("witness key %s has mode %04o: it must not be readable by group or others (chmod 600 %s)", path, perm, path)
+		}
+		skey = strings.TrimSpace(string(data))
+		s, err := note.NewSigner(skey)
+		if err != nil {
+			return "", false, fmt.Errorf("witness key %s: %w", path, err)
+		}
+		if name != "" && name != s.Name() {
+			return "", false, fmt.Errorf("witness key %s is named %q, not %q: a witness keeps its name (omit --name, or use another data folder)", path, s.Name(), name)
+		}
+		return skey, false, nil
+	case !errors.Is(err, fs.ErrNotExist):
+		return "", false, fmt.Errorf("read witness key: %w", err)
+	}
+	if !isValidKeyName(name) {
+		return "", false, fmt.Errorf("witness name %q is not a valid key name (non-empty, no spaces, no '+')", name)
+	}
+	skey, _, err = note.GenerateKey(rand.Reader, name)
+	if err != nil {
+		return "", false, err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return "", false, fmt.Errorf("create witness key: %w", err)
+	}
+	if _, err := f.WriteString(skey + "\n"); err != nil {
+		f.Close()
+		return "", false, fmt.Errorf("write witness key: %w", err)
+	}
+	// The key must survive a crash: a witness that restarts with a new key
+	// would be a different witness to every policy that names it.
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return "", false, fmt.Errorf("sync witness key: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return "", false, err
+	}
+	// And so must its name in the folder.
+	if dir, err := os.Open(filepath.Dir(path)); err == nil {
+		err = dir.Sync()
+		dir.Close()
+		if err != nil {
+			return "", false, fmt.Errorf("sync data folder: %w", err)
+		}
+	}
+	return skey, true, nil
+}

@@ -1,0 +1,342 @@
+package witness
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	fnote "github.com/transparency-dev/formats/note"
+	bolt "go.etcd.io/bbolt"
+	"golang.org/x/mod/sumdb/note"
+)
+
+// StateFileName is the bbolt file in a data folder.
+const StateFileName = "witness.db"
+
+// MaxKeysPerLog bounds the verifier keys trusted for one origin: enough for
+// a key rotation overlap and a post-quantum key beside a classical one.
+const MaxKeysPerLog = 8
+
+// DefaultLockTimeout is how long OpenStore waits for another process to
+// release the state file before giving up with ErrDataDirInUse.
+const DefaultLockTimeout = time.Second
+
+// The bbolt layout. Both buckets are keyed by SHA-256(origin), the same
+// identifier the monitoring endpoint uses, so keys have a fixed length
+// whatever the origin.
+var (
+	// logsBucket: SHA-256(origin) → JSON LogConfig.
+	logsBucket = []byte("logs")
+	// checkpointsBucket: SHA-256(origin) → JSON CosignedCheckpoint, the
+	// latest checkpoint cosigned for that origin.
+	checkpointsBucket = []byte("checkpoints")
+	// metaBucket: "schema" → the layout version.
+	metaBucket = []byte("meta")
+)
+
+const schemaVersion = "1"
+
+var (
+	// ErrDataDirInUse is returned by OpenStore when another process (or
+	// another Store in this one) holds the state file.
+	ErrDataDirInUse = errors.New("witness state file is locked by another process")
+	// ErrUnknownLog is returned for an origin that is not configured.
+	// errors.Is(ErrUnknownLog, fs.ErrNotExist) holds. The HTTP answer to
+	// add-checkpoint is 404.
+	ErrUnknownLog error = notExistError("unknown log origin")
+	// ErrLogExists is returned by AddLog for an origin already configured.
+	ErrLogExists = errors.New("log origin is already configured")
+	// ErrInvalidLogConfig wraps every validation error of a LogConfig.
+	ErrInvalidLogConfig = errors.New("invalid log configuration")
+)
+
+// notExistError is a sentinel that is also fs.ErrNotExist.
+type notExistError string
+
+func (e notExistError) Error() string        { return string(e) }
+func (e notExistError) Is(target error) bool { return target == fs.ErrNotExist }
+
+// LogConfig is what a witness knows about one log it serves.
+type LogConfig struct {
+	// Origin is the checkpoint origin line that identifies the log.
+	Origin string `json:"origin"`
+	// Keys are the log's note verifier keys. A checkpoint is accepted if a
+	// signature by any of them verifies and none by them fails. The key name
+	// need not equal the origin (sum.golang.org signs "go.sum database tree").
+	// Ed25519 (0x01), ECDSA (0x02), RFC 6962 STH (0x05) and ML-DSA-44 (0x06)
+	// keys are supported, through github.com/transparency-dev/formats/note.
+	Keys []string `json:"keys"`
+	// TileURL is the log's c2sp.org/tlog-tiles prefix, used by gossip to
+	// build consistency proofs. Optional.
+	TileURL string `json:"tile_url,omitempty"`
+}
+
+// Validate checks a LogConfig: a non-empty origin of printable UTF-8 within
+// MaxLineLength, 1 to MaxKeysPerLog keys that parse and are distinct, and
+// an absolute http(s) tile URL if one is given.
+func (c LogConfig) Validate() error {
+	if c.Origin == "" {
+		return fmt.Errorf("%w: origin is empty", ErrInvalidLogConfig)
+	}
+	if len(c.Origin) > MaxLineLength {
+		return fmt.Errorf("%w: origin is %d bytes, more than %d", ErrInvalidLogConfig, len(c.Origin), MaxLineLength)
+	}
+	if err := checkNoteCharacters([]byte(c.Origin)); err != nil || strings.Contains(c.Origin, "\n") {
+		return fmt.Errorf("%w: origin %q is not one line of UTF-8 text without control characters", ErrInvalidLogConfig, abbreviate(c.Origin))
+	}
+	if _, err := c.verifiers(); err != nil {
+		return err
+	}
+	if c.TileURL != "" {
+		u, err := url.Parse(c.TileURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("%w: tile URL %q is not an absolute http(s) URL", ErrInvalidLogConfig, abbreviate(c.TileURL))
+		}
+	}
+	return nil
+}
+
+// verifiers parses the log's keys.
+func (c LogConfig) verifiers() (note.Verifiers, error) {
+	switch {
+	case len(c.Keys) == 0:
+		return nil, fmt.Errorf("%w: log %q has no verifier key", ErrInvalidLogConfig, abbreviate(c.Origin))
+	case len(c.Keys) > MaxKeysPerLog:
+		return nil, fmt.Errorf("%w: log %q has %d keys, more than %d", ErrInvalidLogConfig, abbreviate(c.Origin), len(c.Keys), MaxKeysPerLog)
+	}
+	type nameHash struct {
+		name string
+		hash uint32
+	}
+	seen := map[nameHash]bool{}
+	vs := make([]note.Verifier, 0, len(c.Keys))
+	for _, k := range c.Keys {
+		v, err := fnote.NewVerifier(strings.TrimSpace(k))
+		if err != nil {
+			return nil, fmt.Errorf("%w: log %q: verifier key %q: %v", ErrInvalidLogConfig, abbreviate(c.Origin), abbreviate(k), err)
+		}
+		id := nameHash{v.Name(), v.KeyHash()}
+		if seen[id] {
+			return nil, fmt.Errorf("%w: log %q: two keys share name %q and key ID %08x", ErrInvalidLogConfig, abbreviate(c.Origin), v.Name(), v.KeyHash())
+		}
+		seen[id] = true
+		vs = append(vs, v)
+	}
+	return note.VerifierList(vs...), nil
+}
+
+// CosignedCheckpoint is the latest checkpoint a witness cosigned for one
+// origin.
+type CosignedCheckpoint struct {
+	Origin string `json:"origin"`
+	Size   uint64 `json:"size"`
+	// Root is the checkpoint's 32-byte root hash.
+	Root []byte `json:"root"`
+	// Note is the checkpoint text, the log signatures that verified, and
+	// this witness's cosignature: what the monitoring endpoint serves.
+	Note       []byte    `json:"note"`
+	CosignedAt time.Time `json:"cosigned_at"`
+}
+
+// LogStatus is a configured log and what the witness cosigned for it.
+type LogStatus struct {
+	LogConfig
+	// Latest is nil if the witness never cosigned a checkpoint of the log.
+	Latest *CosignedCheckpoint `json:"latest,omitempty"`
+}
+
+// LogID is the identifier of an origin in the state and in the monitoring
+// URL: SHA-256 of the origin line.
+func LogID(origin string) [sha256.Size]byte { return sha256.Sum256([]byte(origin)) }
+
+// Store is the witness's durable state: the configured logs and the latest
+// cosigned checkpoint of each. It holds an exclusive lock on its file.
+type Store struct {
+	db   *bolt.DB
+	path string
+}
+
+// OpenStore opens (creating on first use) the bbolt state file at path.
+// bbolt takes an exclusive flock on the file; if another Store holds it,
+// in this process or another, OpenStore gives up after lockTimeout with an
+// error wrapping ErrDataDirInUse. Every bbolt commit is fsynced.
+func OpenStore(path string, lockTimeout time.Duration) (*Store, error) {
+	if lockTimeout <= 0 {
+		lockTimeout = DefaultLockTimeout
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: lockTimeout})
+	if errors.Is(err, bolt.ErrTimeout) {
+		return nil, fmt.Errorf("%w: %s stayed locked for %v", ErrDataDirInUse, path, lockTimeout)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open witness state %s: %w", path, err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, b := range [][]byte{logsBucket, checkpointsBucket, metaBucket} {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		meta := tx.Bucket(metaBucket)
+		switch v := meta.Get([]byte("schema")); {
+		case v == nil:
+			return meta.Put([]byte("schema"), []byte(schemaVersion))
+		case string(v) != schemaVersion:
+			return fmt.Errorf("state schema version %q, this witness reads %q", v, schemaVersion)
+		}
+		return nil
+	})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open witness state %s: %w", path, err)
+	}
+	return &Store{db: db, path: path}, nil
+}
+
+// Close releases the state file and its lock.
+func (s *Store) Close() error { return s.db.Close() }
+
+// Path is the state file's path.
+func (s *Store) Path() string { return s.path }
+
+// AddLog configures a new log. It fails with ErrLogExists if the origin is
+// configured already. A cosigned checkpoint kept from an earlier
+// configuration of the same origin (RemoveLog without forgetState) stays
+// the log's state: the witness resumes from it.
+func (s *Store) AddLog(cfg LogConfig) error {
+	for i, k := range cfg.Keys {
+		cfg.Keys[i] = strings.TrimSpace(k)
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	value, err := json.Marshal(cfg)
+	if err != nil {
+		return err
+	}
+	id := LogID(cfg.Origin)
+	return s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(logsBucket)
+		if b.Get(id[:]) != nil {
+			return fmt.Errorf("%w: %q", ErrLogExists, cfg.Origin)
+		}
+		return b.Put(id[:], value)
+	})
+}
+
+// RemoveLog stops serving origin. Its latest cosigned checkpoint is kept
+// unless forgetState is set: a witness that forgot it could later cosign a
+// checkpoint inconsistent with one it cosigned before, if the log is added
+// again.
+func (s *Store) RemoveLog(origin string, forgetState bool) error {
+	id := LogID(origin)
+	return s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(logsBucket)
+		if b.Get(id[:]) == nil {
+			return fmt.Errorf("%w: %q", ErrUnknownLog, origin)
+		}
+		if err := b.Delete(id[:]); err != nil {
+			return err
+		}
+		if forgetState {
+			return tx.Bucket(checkpointsBucket).Delete(id[:])
+		}
+		return nil
+	})
+}
+
+// Log returns the configuration of origin, or ErrUnknownLog.
+func (s *Store) Log(origin string) (LogConfig, error) {
+	var cfg LogConfig
+	err := s.db.View(func(tx *bolt.Tx) error {
+		var err error
+		cfg, err = logInTx(tx, origin)
+		return err
+	})
+	return cfg, err
+}
+
+// Logs lists the configured logs, ordered by origin, with their state.
+func (s *Store) Logs() ([]LogStatus, error) {
+	var out []LogStatus
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(logsBucket).ForEach(func(id, v []byte) error {
+			var st LogStatus
+			if err := json.Unmarshal(v, &st.LogConfig); err != nil {
+				return fmt.Errorf("log record %x: %w", id, err)
+			}
+			latest, err := decodeCosigned(tx.Bucket(checkpointsBucket).Get(id))
+			if err != nil {
+				return fmt.Errorf("checkpoint record %x: %w", id, err)
+			}
+			st.Latest = latest
+			out = append(out, st)
+			return nil
+		})
+	})
+	slices.SortFunc(out, func(a, b LogStatus) int { return strings.Compare(a.Origin, b.Origin) })
+	return out, err
+}
+
+// Latest returns the latest cosigned checkpoint of the origin whose LogID is
+// id, or an error wrapping fs.ErrNotExist if there is none.
+func (s *Store) Latest(id [sha256.Size]byte) (*CosignedCheckpoint, error) {
+	var cp *CosignedCheckpoint
+	err := s.db.View(func(tx *bolt.Tx) error {
+		var err error
+		cp, err = decodeCosigned(tx.Bucket(checkpointsBucket).Get(id[:]))
+		return err
+	})
+	if err == nil && cp == nil {
+		err = fmt.Errorf("no cosigned checkpoint for log ID %x: %w", id, fs.ErrNotExist)
+	}
+	return cp, err
+}
+
+func logInTx(tx *bolt.Tx, origin string) (LogConfig, error) {
+	id := LogID(origin)
+	v := tx.Bucket(logsBucket).Get(id[:])
+	if v == nil {
+		return LogConfig{}, fmt.Errorf("%w: %q", ErrUnknownLog, abbreviate(origin))
+	}
+	var cfg LogConfig
+	if err := json.Unmarshal(v, &cfg); err != nil {
+		return LogConfig{}, fmt.Errorf("log record of %q: %w", abbreviate(origin), err)
+	}
+	return cfg, nil
+}
+
+func latestInTx(tx *bolt.Tx, origin string) (*CosignedCheckpoint, error) {
+	id := LogID(origin)
+	return decodeCosigned(tx.Bucket(checkpointsBucket).Get(id[:]))
+}
+
+func putLatestInTx(tx *bolt.Tx, cp *CosignedCheckpoint) error {
+	value, err := json.Marshal(cp)
+	if err != nil {
+		return err
+	}
+	id := LogID(cp.Origin)
+	return tx.Bucket(checkpointsBucket).Put(id[:], value)
+}
+
+// decodeCosigned decodes a checkpoint record; nil for no record.
+func decodeCosigned(v []byte) (*CosignedCheckpoint, error) {
+	if v == nil {
+		return nil, nil
+	}
+	var cp CosignedCheckpoint
+	if err := json.Unmarshal(v, &cp); err != nil {
+		return nil, err
+	}
+	if len(cp.Root) != sha256.Size {
+		return nil, fmt.Errorf("stored root of %q is %d bytes, want %d", abbreviate(cp.Origin), len(cp.Root), sha256.Size)
+	}
+	return &cp, nil
+}

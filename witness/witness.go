@@ -1,0 +1,302 @@
+package witness
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/transparency-dev/merkle/proof"
+	"github.com/transparency-dev/merkle/rfc6962"
+	bolt "go.etcd.io/bbolt"
+	"golang.org/x/mod/sumdb/note"
+)
+
+// Defaults of Options.
+const (
+	// DefaultMaxInFlightPerOrigin bounds the add-checkpoint requests of one
+	// origin being handled at once. An honest log sends one at a time per
+	// witness; the bound keeps anyone replaying a log's checkpoints from
+	// taking the whole commit queue.
+	DefaultMaxInFlightPerOrigin = 64
+	// DefaultMaxCommitBatch bounds the requests committed in one transaction.
+	DefaultMaxCommitBatch = 256
+)
+
+// Errors of AddCheckpoint, besides ErrMalformedRequest, ErrRequestTooLarge,
+// ErrUnknownLog (404) and *ConflictError (409).
+var (
+	// ErrUntrustedCheckpoint: no signature by a configured key of the origin
+	// verifies, or one fails (403).
+	ErrUntrustedCheckpoint = errors.New("checkpoint is not signed by a trusted key of its log")
+	// ErrOldSizeBeyondCheckpoint: the old size is larger than the
+	// checkpoint's size (400). It wraps ErrMalformedRequest.
+	ErrOldSizeBeyondCheckpoint = fmt.Errorf("%w: old size is larger than the checkpoint size", ErrMalformedRequest)
+	// ErrInconsistent: the checkpoint is not proven to extend the one this
+	// witness cosigned (422).
+	ErrInconsistent = errors.New("checkpoint is not proven consistent with the cosigned checkpoint")
+	// ErrBusy: too many requests of the origin are in flight (429).
+	ErrBusy = errors.New("too many add-checkpoint requests for this log in flight")
+)
+
+// ConflictError is returned when the request's old size is not the size of
+// the latest checkpoint the witness cosigned for the origin (409).
+type ConflictError struct {
+	Origin     string
+	OldSize    uint64
+	StoredSize uint64
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("old size %d is not the size of the latest checkpoint cosigned for %q, %d", e.OldSize, abbreviate(e.Origin), e.StoredSize)
+}
+
+// Options tune a Witness. The zero value gives the defaults.
+type Options struct {
+	// MaxInFlightPerOrigin: DefaultMaxInFlightPerOrigin if 0.
+	MaxInFlightPerOrigin int
+	// MaxCommitBatch: DefaultMaxCommitBatch if 0.
+	MaxCommitBatch int
+	// Logger receives one line per refused or notable request; slog.Default
+	// if nil.
+	Logger *slog.Logger
+}
+
+// Witness cosigns checkpoints of the logs configured in its Store.
+type Witness struct {
+	store    *Store
+	cosigner *Cosigner
+	commits  *committer
+	inflight *originLimiter
+	log      *slog.Logger
+	metrics  *metrics
+}
+
+// New makes a Witness over store, signing with cosigner. The Witness does
+// not own the store: Close it first, then the store.
+func New(store *Store, cosigner *Cosigner, opts Options) (*Witness, error) {
+	if opts.MaxInFlightPerOrigin == 0 {
+		opts.MaxInFlightPerOrigin = DefaultMaxInFlightPerOrigin
+	}
+	if opts.MaxCommitBatch == 0 {
+		opts.MaxCommitBatch = DefaultMaxCommitBatch
+	}
+	if opts.MaxInFlightPerOrigin < 1 || opts.MaxCommitBatch < 1 {
+		return nil, fmt.Errorf("witness options: MaxInFlightPerOrigin %d and MaxCommitBatch %d must be positive", opts.MaxInFlightPerOrigin, opts.MaxCommitBatch)
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	m := newMetrics()
+	return &Witness{
+		store:    store,
+		cosigner: cosigner,
+		commits:  newCommitter(store.db, opts.MaxCommitBatch, func(n int) { m.groupSize.Observe(float64(n)) }),
+		inflight: &originLimiter{max: opts.MaxInFlightPerOrigin, n: map[string]int{}},
+		log:      opts.Logger,
+		metrics:  m,
+	}, nil
+}
+
+// Close stops the Witness: requests still waiting to be committed fail with
+// ErrClosed. It does not close the Store.
+func (w *Witness) Close() { w.commits.close() }
+
+// Cosigner is the witness's key.
+func (w *Witness) Cosigner() *Cosigner { return w.cosigner }
+
+// AddCheckpoint handles an add-checkpoint request body and returns the
+// cosignature lines, once the checkpoint is durably recorded as the
+// origin's latest. The checks and their order are in the package comment;
+// each refusal is one of the package's errors, and refuses without changing
+// any state.
+func (w *Witness) AddCheckpoint(ctx context.Context, body []byte) ([]byte, error) {
+	req, err := ParseAddCheckpointRequest(body)
+	if err != nil {
+		w.log.Debug("refused add-checkpoint", "error", err)
+		return nil, err
+	}
+	cosignature, err := w.addCheckpoint(ctx, req)
+	if err != nil {
+		w.logRefusal(req, err)
+	}
+	return cosignature, err
+}
+
+func (w *Witness) addCheckpoint(ctx context.Context, req *AddCheckpointRequest) ([]byte, error) {
+	origin := req.Checkpoint.Origin
+	cfg, err := w.store.Log(origin)
+	if err != nil {
+		return nil, err
+	}
+	if !w.inflight.acquire(origin) {
+		return nil, fmt.Errorf("%w: %q has %d", ErrBusy, abbreviate(origin), w.inflight.max)
+	}
+	defer w.inflight.release(origin)
+
+	// Signatures are checked outside the transaction, so that the slow part
+	// of a request runs in parallel with others; the transaction re-checks
+	// them only if the log's keys changed in between.
+	opened, err := openCheckpoint(req.SignedCheckpoint, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if req.OldSize > req.Checkpoint.Size {
+		return nil, fmt.Errorf("%w: old size %d, checkpoint size %d", ErrOldSizeBeyondCheckpoint, req.OldSize, req.Checkpoint.Size)
+	}
+
+	var cosignature []byte
+	var refusal error
+	err = w.commits.commit(ctx, func(tx *bolt.Tx) error {
+		cosignature, refusal = nil, nil
+		current, err := logInTx(tx, origin)
+		if err != nil {
+			refusal = err
+			return nil
+		}
+		n := opened
+		if !slices.Equal(current.Keys, cfg.Keys) {
+			if n, refusal = openCheckpoint(req.SignedCheckpoint, current); refusal != nil {
+				return nil
+			}
+		}
+		// Failures up to the write concern this request alone: it fails,
+		// and the others of the group go on. Only a failed write rolls the
+		// group back.
+		stored, err := latestInTx(tx, origin)
+		if err != nil {
+			refusal = fmt.Errorf("stored checkpoint of %q: %w", abbreviate(origin), err)
+			return nil
+		}
+		if refusal = checkExtends(stored, req); refusal != nil {
+			return nil
+		}
+		signed, err := note.Sign(&note.Note{Text: n.Text, Sigs: n.Sigs}, w.cosigner.Signer())
+		if err != nil {
+			refusal = fmt.Errorf("cosign: %w", err)
+			return nil
+		}
+		cosignature = lastLine(signed)
+		return putLatestInTx(tx, &CosignedCheckpoint{
+			Origin:     origin,
+			Size:       req.Checkpoint.Size,
+			Root:       req.Checkpoint.Hash[:],
+			Note:       signed,
+			CosignedAt: time.Now().UTC(),
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return cosignature, refusal
+}
+
+// openCheckpoint verifies the checkpoint note against the log's keys.
+func openCheckpoint(signed []byte, cfg LogConfig) (*note.Note, error) {
+	verifiers, err := cfg.verifiers()
+	if err != nil {
+		return nil, err
+	}
+	n, err := note.Open(signed, verifiers)
+	var unverified *note.UnverifiedNoteError
+	var invalid *note.InvalidSignatureError
+	switch {
+	case errors.As(err, &unverified):
+		return nil, fmt.Errorf("%w: no signature by a configured key of %q", ErrUntrustedCheckpoint, abbreviate(cfg.Origin))
+	case errors.As(err, &invalid):
+		return nil, fmt.Errorf("%w: the signature by configured key %q (ID %08x) does not verify", ErrUntrustedCheckpoint, invalid.Name, invalid.Hash)
+	case err != nil:
+		// ParseSignedCheckpoint has already checked the note's shape, so
+		// this is a verifier's own refusal, such as an ambiguous key.
+		return nil, fmt.Errorf("%w: %v", ErrMalformedRequest, err)
+	}
+	return n, nil
+}
+
+// checkExtends is the compare-and-swap's compare: it refuses a request
+// whose old size is not the stored size, or whose checkpoint is not proven
+// to extend the stored one. stored is nil if the witness never cosigned for
+// the origin, which counts as size 0.
+func checkExtends(stored *CosignedCheckpoint, req *AddCheckpointRequest) error {
+	var storedSize uint64
+	var storedRoot []byte
+	if stored != nil {
+		storedSize, storedRoot = stored.Size, stored.Root
+	}
+	cp := req.Checkpoint
+	if req.OldSize != storedSize {
+		return &ConflictError{Origin: cp.Origin, OldSize: req.OldSize, StoredSize: storedSize}
+	}
+	switch {
+	case req.OldSize == 0:
+		// Every tree extends the empty one, so there is nothing to prove:
+		// the spec requires the proof to be empty.
+		if len(req.Proof) != 0 {
+			return fmt.Errorf("%w: old size is 0 but the request has %d consistency proof lines; a proof from the empty tree MUST be empty", ErrInconsistent, len(req.Proof))
+		}
+		if empty := rfc6962.DefaultHasher.EmptyRoot(); cp.Size == 0 && !bytes.Equal(cp.Hash[:], empty) {
+			return fmt.Errorf("%w: checkpoint of size 0 has root %s, but the empty tree's root is %s", ErrInconsistent, b64(cp.Hash[:]), b64(empty))
+		}
+		return nil
+	case req.OldSize == cp.Size && !bytes.Equal(cp.Hash[:], storedRoot):
+		return fmt.Errorf("%w: the log signed size %d with root %s, but this witness cosigned root %s for that size", ErrInconsistent, cp.Size, b64(cp.Hash[:]), b64(storedRoot))
+	}
+	hashes := make([][]byte, len(req.Proof))
+	for i := range req.Proof {
+		hashes[i] = req.Proof[i][:]
+	}
+	if err := proof.VerifyConsistency(rfc6962.DefaultHasher, req.OldSize, cp.Size, hashes, storedRoot, cp.Hash[:]); err != nil {
+		return fmt.Errorf("%w: consistency proof from size %d to %d does not verify: %v", ErrInconsistent, req.OldSize, cp.Size, err)
+	}
+	return nil
+}
+
+// logRefusal logs a refused request. A refusal for inconsistency comes
+// with a valid log signature, so it may be a proof of log misbehaviour:
+// it is logged loudly, with the checkpoint.
+func (w *Witness) logRefusal(req *AddCheckpointRequest, err error) {
+	attrs := []any{"origin", req.Checkpoint.Origin, "old_size", req.OldSize, "size", req.Checkpoint.Size, "error", err}
+	if errors.Is(err, ErrInconsistent) {
+		w.log.Error("refused an inconsistent checkpoint signed by the log", append(attrs, "checkpoint", string(req.SignedCheckpoint))...)
+		return
+	}
+	w.log.Debug("refused add-checkpoint", attrs...)
+}
+
+// lastLine returns the last line of b, newline included.
+func lastLine(b []byte) []byte {
+	i := bytes.LastIndexByte(b[:len(b)-1], '\n')
+	return bytes.Clone(b[i+1:])
+}
+
+func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
+
+// originLimiter counts requests in flight per origin.
+type originLimiter struct {
+	mu  sync.Mutex
+	max int
+	n   map[string]int
+}
+
+func (l *originLimiter) acquire(origin string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.n[origin] >= l.max {
+		return false
+	}
+	l.n[origin]++
+	return true
+}
+
+func (l *originLimiter) release(origin string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.n[origin]--; l.n[origin] == 0 {
+		delete(l.n, origin)
+	}
+}
