@@ -26,9 +26,9 @@ import (
 	"golang.org/x/mod/sumdb/note"
 )
 
-// annaldBinary is built once by TestMain so that tests run annald as a user
-// does: a separate process that can be killed.
-var annaldBinary string
+// annaldBinary and witnessBinary are built once by TestMain so that tests
+// run them as a user does: separate processes that can be killed.
+var annaldBinary, witnessBinary string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "annald-test-bin")
@@ -37,13 +37,16 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	annaldBinary = filepath.Join(dir, "annald")
-	build := exec.Command("go", "build", "-race", "-o", annaldBinary, ".")
-	if !raceEnabled {
-		build = exec.Command("go", "build", "-o", annaldBinary, ".")
-	}
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building annald: %v\n%s", err, out)
-		os.Exit(1)
+	witnessBinary = filepath.Join(dir, "annal-witness")
+	for bin, pkg := range map[string]string{annaldBinary: ".", witnessBinary: "../annal-witness"} {
+		args := []string{"build", "-o", bin, pkg}
+		if raceEnabled {
+			args = []string{"build", "-race", "-o", bin, pkg}
+		}
+		if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "building %s: %v\n%s", pkg, err, out)
+			os.Exit(1)
+		}
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
