@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/url"
@@ -19,14 +20,20 @@ import (
 // configuration").
 const AdminSocketName = "admin.sock"
 
-// maxAdminBody bounds an admin request: one LogConfig.
+// maxAdminBody bounds an admin request: one LogConfig or PeerConfig.
 const maxAdminBody = MaxKeysPerLog*(8<<10) + 2*MaxLineLength + 1024
 
-// AdminHandler serves the log configuration of store:
+// AdminHandler serves the log and peer configuration of store, and its
+// evidence:
 //
 //	GET    /logs                          list (JSON []LogStatus)
 //	POST   /logs                          add (JSON LogConfig)
 //	DELETE /logs?origin=O[&forget=true]   remove
+//	GET    /peers                         list (JSON []PeerConfig)
+//	POST   /peers                         add (JSON PeerConfig)
+//	DELETE /peers?name=N                  remove
+//	GET    /evidence                      list (JSON []EvidenceRecord)
+//	GET    /evidence/{id}                 one evidence file
 //
 // It does no authentication: serve it only where the operating system
 // restricts who can connect, as ListenAdmin does.
@@ -55,6 +62,44 @@ func AdminHandler(store *Store) http.Handler {
 		q := r.URL.Query()
 		writeAdminResult(rw, store.RemoveLog(q.Get("origin"), q.Get("forget") == "true"))
 	})
+	mux.HandleFunc("GET /peers", func(rw http.ResponseWriter, r *http.Request) {
+		peers, err := store.Peers()
+		if err != nil {
+			writeError(rw, http.StatusInternalServerError, err)
+			return
+		}
+		writeJSON(rw, peers)
+	})
+	mux.HandleFunc("POST /peers", func(rw http.ResponseWriter, r *http.Request) {
+		var p PeerConfig
+		dec := json.NewDecoder(http.MaxBytesReader(rw, r.Body, maxAdminBody))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&p); err != nil {
+			writeError(rw, http.StatusBadRequest, fmt.Errorf("%w: %v", ErrInvalidPeerConfig, err))
+			return
+		}
+		writeAdminResult(rw, store.AddPeer(p))
+	})
+	mux.HandleFunc("DELETE /peers", func(rw http.ResponseWriter, r *http.Request) {
+		writeAdminResult(rw, store.RemovePeer(r.URL.Query().Get("name")))
+	})
+	mux.HandleFunc("GET /evidence", func(rw http.ResponseWriter, r *http.Request) {
+		list, err := store.Evidence()
+		if err != nil {
+			writeError(rw, http.StatusInternalServerError, err)
+			return
+		}
+		writeJSON(rw, list)
+	})
+	mux.HandleFunc("GET /evidence/{id}", func(rw http.ResponseWriter, r *http.Request) {
+		file, err := store.EvidenceFile(r.PathValue("id"))
+		if err != nil {
+			writeAdminResult(rw, err)
+			return
+		}
+		rw.Header().Set("Content-Type", "application/json")
+		rw.Write(file)
+	})
 	return mux
 }
 
@@ -62,11 +107,11 @@ func writeAdminResult(rw http.ResponseWriter, err error) {
 	switch {
 	case err == nil:
 		rw.WriteHeader(http.StatusNoContent)
-	case errors.Is(err, ErrUnknownLog):
+	case errors.Is(err, fs.ErrNotExist):
 		writeError(rw, http.StatusNotFound, err)
-	case errors.Is(err, ErrLogExists):
+	case errors.Is(err, ErrLogExists), errors.Is(err, ErrPeerExists):
 		writeError(rw, http.StatusConflict, err)
-	case errors.Is(err, ErrInvalidLogConfig):
+	case errors.Is(err, ErrInvalidLogConfig), errors.Is(err, ErrInvalidPeerConfig):
 		writeError(rw, http.StatusBadRequest, err)
 	default:
 		writeError(rw, http.StatusInternalServerError, err)
@@ -93,8 +138,9 @@ func ListenAdmin(path string) (net.Listener, error) {
 	return l, nil
 }
 
-// AdminClient changes the log configuration of a running witness through
-// its admin socket. Its errors wrap the same sentinels as Store's.
+// AdminClient changes the log and peer configuration of a running witness,
+// and reads its evidence, through its admin socket. Its errors wrap the same
+// sentinels as Store's.
 type AdminClient struct {
 	http *http.Client
 }
@@ -118,7 +164,7 @@ func (c *AdminClient) AddLog(cfg LogConfig) error {
 	if err != nil {
 		return err
 	}
-	_, err = c.do(http.MethodPost, "/logs", strings.NewReader(string(body)))
+	_, err = c.do(http.MethodPost, "/logs", strings.NewReader(string(body)), logErrors)
 	return err
 }
 
@@ -128,13 +174,13 @@ func (c *AdminClient) RemoveLog(origin string, forgetState bool) error {
 	if forgetState {
 		q.Set("forget", "true")
 	}
-	_, err := c.do(http.MethodDelete, "/logs?"+q.Encode(), nil)
+	_, err := c.do(http.MethodDelete, "/logs?"+q.Encode(), nil, logErrors)
 	return err
 }
 
 // Logs lists the configured logs (Store.Logs).
 func (c *AdminClient) Logs() ([]LogStatus, error) {
-	body, err := c.do(http.MethodGet, "/logs", nil)
+	body, err := c.do(http.MethodGet, "/logs", nil, logErrors)
 	if err != nil {
 		return nil, err
 	}
@@ -145,7 +191,64 @@ func (c *AdminClient) Logs() ([]LogStatus, error) {
 	return logs, nil
 }
 
-func (c *AdminClient) do(method, path string, body io.Reader) ([]byte, error) {
+// AddPeer configures a new peer (Store.AddPeer).
+func (c *AdminClient) AddPeer(p PeerConfig) error {
+	body, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	_, err = c.do(http.MethodPost, "/peers", strings.NewReader(string(body)), peerErrors)
+	return err
+}
+
+// RemovePeer stops gossiping with a peer (Store.RemovePeer).
+func (c *AdminClient) RemovePeer(name string) error {
+	_, err := c.do(http.MethodDelete, "/peers?"+url.Values{"name": {name}}.Encode(), nil, peerErrors)
+	return err
+}
+
+// Peers lists the configured peers (Store.Peers).
+func (c *AdminClient) Peers() ([]PeerConfig, error) {
+	body, err := c.do(http.MethodGet, "/peers", nil, peerErrors)
+	if err != nil {
+		return nil, err
+	}
+	var peers []PeerConfig
+	if err := json.Unmarshal(body, &peers); err != nil {
+		return nil, fmt.Errorf("admin socket: list of peers: %w", err)
+	}
+	return peers, nil
+}
+
+// Evidence lists the stored evidence (Store.Evidence).
+func (c *AdminClient) Evidence() ([]EvidenceRecord, error) {
+	body, err := c.do(http.MethodGet, "/evidence", nil, evidenceErrors)
+	if err != nil {
+		return nil, err
+	}
+	var list []EvidenceRecord
+	if err := json.Unmarshal(body, &list); err != nil {
+		return nil, fmt.Errorf("admin socket: list of evidence: %w", err)
+	}
+	return list, nil
+}
+
+// EvidenceFile returns one evidence file (Store.EvidenceFile).
+func (c *AdminClient) EvidenceFile(id string) ([]byte, error) {
+	return c.do(http.MethodGet, "/evidence/"+url.PathEscape(id), nil, evidenceErrors)
+}
+
+// adminErrors are the sentinels the answers of one admin resource stand
+// for: 404, 409 and 400.
+type adminErrors struct{ notFound, exists, invalid error }
+
+var (
+	logErrors      = adminErrors{ErrUnknownLog, ErrLogExists, ErrInvalidLogConfig}
+	peerErrors     = adminErrors{ErrUnknownPeer, ErrPeerExists, ErrInvalidPeerConfig}
+	evidenceErrors = adminErrors{ErrUnknownEvidence, nil, nil}
+)
+
+func (c *AdminClient) do(method, path string, body io.Reader, sentinels adminErrors) ([]byte, error) {
 	req, err := http.NewRequest(method, "http://witness-admin"+path, body)
 	if err != nil {
 		return nil, err
@@ -167,11 +270,15 @@ func (c *AdminClient) do(method, path string, body io.Reader) ([]byte, error) {
 	case http.StatusOK, http.StatusNoContent:
 		return answer, nil
 	case http.StatusNotFound:
-		return nil, &adminError{msg, ErrUnknownLog}
+		return nil, &adminError{msg, sentinels.notFound}
 	case http.StatusConflict:
-		return nil, &adminError{msg, ErrLogExists}
+		if sentinels.exists != nil {
+			return nil, &adminError{msg, sentinels.exists}
+		}
 	case http.StatusBadRequest:
-		return nil, &adminError{msg, ErrInvalidLogConfig}
+		if sentinels.invalid != nil {
+			return nil, &adminError{msg, sentinels.invalid}
+		}
 	}
 	return nil, fmt.Errorf("admin socket: %s: %s", resp.Status, msg)
 }

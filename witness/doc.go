@@ -20,6 +20,9 @@
 //   - Concurrent requests are committed in groups (one transaction, one
 //     fsync, many requests, applied in order), which gives throughput
 //     without giving up the ordering above.
+//   - Gossip reads the cosigned state and never changes it: what a peer
+//     serves can produce evidence or a logged failure, never a
+//     cosignature or a change of the stored checkpoint.
 //
 // # add-checkpoint
 //
@@ -69,7 +72,9 @@
 // GET /<lowercase hex SHA-256(origin)>/checkpoint answers the latest
 // checkpoint this witness cosigned for that origin: the note text, the
 // log's verified signatures and this witness's cosignature. It is what
-// peers fetch for gossip. 404 if the witness never cosigned one.
+// peers fetch for gossip. 404 if the witness never cosigned one. The
+// stored note keeps the log's signature so that two conflicting
+// checkpoints, each signed by the log, can be put side by side offline.
 //
 // # Log configuration
 //
@@ -94,10 +99,90 @@
 //     can change which keys it trusts. A loopback TCP port would let any
 //     local user swap a log's key.
 //
-// # Later steps
+// # Peers and gossip
 //
-// Gossip and equivocation evidence are built on this state: the stored
-// note keeps the log's signature so that two conflicting checkpoints,
-// each signed by the log, can be put side by side offline; the tile URL
-// lets a witness build consistency proofs between its view and a peer's.
+// Peers are other witnesses, each a base URL and a cosignature/v1 verifier
+// key (Ed25519, type 0x04); a peer is named after its key. They are kept
+// in the bbolt file beside the logs and changed the same way, with
+// `annal-witness peers add|list|remove`, directly or through the admin
+// socket. At most MaxPeers.
+//
+// Witnesses offer their checkpoints by being pulled: a round fetches, for
+// each peer and each log this witness has cosigned, the peer's monitoring
+// endpoint GET <URL>/<hex SHA-256(origin)>/checkpoint. Nothing is pushed:
+// the monitoring endpoint already serves every peer, a push endpoint
+// would be one more thing to authenticate and bound, and add-checkpoint
+// cannot carry a peer's checkpoint without making this witness cosign it.
+// Gossip is therefore one-way per listing; two witnesses that list each
+// other both check.
+//
+// Each answer is bounded (MaxGossipAnswerSize; every gossip request goes
+// through a transport that cuts longer bodies, Options.GossipTimeout bounds
+// a check, Options.GossipConcurrency the checks at once) and parsed as
+// strictly as an add-checkpoint checkpoint: it MUST be a checkpoint of the
+// log's origin with a valid signature by a configured key of the log and
+// none failing, or it is a failed check (logged, counted), never evidence.
+// The peer's own cosignature is checked but optional: kept if it verifies,
+// dropped otherwise. Then, against this witness's latest cosigned
+// checkpoint of the log:
+//
+//   - same size and root: consistent; same size, another root:
+//     equivocation. No tiles needed.
+//   - different sizes: the log's tiles (LogConfig.TileURL, c2sp.org/tlog-tiles)
+//     are read with Tessera's client: the roots of the tiles' tree at both
+//     sizes (from the hashes of its compact ranges) and the consistency
+//     proof between them (ProofBuilder at the larger size), a few tiles per
+//     size, never the entries. The proof is checked against the two roots,
+//     so tiles contradicting themselves prove nothing. If the tiles' tree
+//     has the larger checkpoint's root, the smaller checkpoint is consistent
+//     if it has the tiles' root at its size and an equivocation otherwise.
+//   - if instead the tiles follow the smaller checkpoint but contradict the
+//     larger one at its own size, the tiles cannot prove anything against
+//     the larger root, which the format requires. The witness then reads the
+//     log's own checkpoint (<tile URL>/checkpoint): if the log signed it, it
+//     is at least the larger size, and the tiles give its root, it and the
+//     larger checkpoint are the equivocation, with the proof from the larger
+//     size to it (no proof when the sizes are equal). Both are then signed
+//     by the log, as evidence requires; otherwise the check fails.
+//   - tiles missing or matching neither checkpoint: a failed check, logged
+//     at warning level, not evidence.
+//
+// Tiles are fetched as Tessera's client does (the partial tile of a size,
+// else the full tile) and, failing both, as the wider partial tile of the
+// log's current size, for sizes the log never published, such as a hidden
+// fork's. Pairs of trees found consistent or split are remembered for one
+// round, so a quiet network costs one small fetch per peer and log.
+// Witness.Gossip runs one round now; Witness.RunGossip runs one every
+// interval (`serve --gossip-interval`, DefaultGossipInterval).
+//
+// # Equivocation evidence
+//
+// An equivocation becomes an evidence file in the format of
+// testvectors/FORMATS.md, "Equivocation evidence" (EvidenceFormat), that
+// `annal-verify evidence` checks offline: the two checkpoints, smaller
+// first, each with the log's signature (and only signatures that verified:
+// the log's and witnesses' cosignatures), the log's key, and when the sizes
+// differ the larger tree's root at the smaller size and the consistency
+// proof; observations say which witness saw each checkpoint and when. The
+// witness MUST NOT keep a file the verifier would refuse: it checks each
+// file by the format's rules before storing it (its own reading, since this
+// package does not import the verifier). The format needs one Ed25519 key
+// named after the origin that signed both; a log trusted under another key
+// name has its equivocations logged at error level with both checkpoints,
+// but no file.
+//
+// Evidence is also made from add-checkpoint: a request whose checkpoint,
+// signed by the log, has the stored checkpoint's size and another root
+// (answered 422, or 409 if its old size is wrong too) is recorded before
+// the answer.
+//
+// Each file is named by its ID, the hex SHA-256 of the origin and the two
+// (size, root) pairs in order, so the same split seen again, or by another
+// witness, is one file: the first one stored stays, unchanged. Files are
+// stored in the bbolt file (at most MaxEvidencePerLog per log; beyond, only
+// logged), listed at GET /evidence, served at GET /evidence/<ID>, printed
+// by `annal-witness evidence list|get`, counted in /metrics
+// (annal_witness_equivocation_evidence_total by source,
+// annal_witness_evidence_files stored) and logged at error level with
+// "LOG EQUIVOCATION".
 package witness

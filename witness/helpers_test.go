@@ -121,7 +121,14 @@ const testWitnessName = "witness.test/w1"
 
 func startWitness(t testing.TB, dir string, opts Options) *testWitness {
 	t.Helper()
-	skey, _, err := LoadOrCreateKey(filepath.Join(dir, KeyFileName), testWitnessName)
+	return startNamedWitness(t, dir, testWitnessName, opts)
+}
+
+// startNamedWitness is startWitness with a witness name of one's own, for
+// tests with several witnesses.
+func startNamedWitness(t testing.TB, dir, name string, opts Options) *testWitness {
+	t.Helper()
+	skey, _, err := LoadOrCreateKey(filepath.Join(dir, KeyFileName), name)
 	if err != nil {
 		t.Fatal(err)
 	}

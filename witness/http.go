@@ -2,10 +2,12 @@ package witness
 
 import (
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"time"
@@ -25,15 +27,63 @@ const (
 
 // Handler serves the witness over HTTP:
 //
-//	POST /add-checkpoint             c2sp.org/tlog-witness
+//	POST /add-checkpoint                     c2sp.org/tlog-witness
 //	GET  /<hex SHA-256(origin)>/checkpoint   the latest cosigned checkpoint
-//	GET  /metrics                    Prometheus metrics
+//	GET  /evidence                           the evidence found (JSON []EvidenceRecord)
+//	GET  /evidence/<ID>                      one evidence file
+//	GET  /metrics                            Prometheus metrics
 func (w *Witness) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /add-checkpoint", w.serveAddCheckpoint)
-	mux.HandleFunc("GET /{id}/checkpoint", w.serveCheckpoint)
+	// One pattern for both two-segment paths: "/{id}/checkpoint" and
+	// "/evidence/{id}" would both match "/evidence/checkpoint", which
+	// ServeMux refuses. A log ID is 64 hex digits, never "evidence".
+	mux.HandleFunc("GET /{first}/{second}", func(rw http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.PathValue("first") == "evidence":
+			w.serveEvidenceFile(rw, r.PathValue("second"))
+		case r.PathValue("second") == "checkpoint":
+			w.serveCheckpoint(rw, r.PathValue("first"))
+		default:
+			http.NotFound(rw, r)
+		}
+	})
+	mux.HandleFunc("GET /evidence", func(rw http.ResponseWriter, r *http.Request) {
+		list, err := w.store.Evidence()
+		if err != nil {
+			w.log.Error("read evidence", "error", err)
+			writeError(rw, http.StatusInternalServerError, errors.New("internal error; see the witness's log"))
+			return
+		}
+		writeJSON(rw, list)
+	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(w.metrics.registry, promhttp.HandlerOpts{}))
 	return mux
+}
+
+// serveEvidenceFile answers one evidence file, exactly as stored.
+func (w *Witness) serveEvidenceFile(rw http.ResponseWriter, id string) {
+	file, err := w.store.EvidenceFile(id)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		writeError(rw, http.StatusNotFound, err)
+		return
+	case err != nil:
+		w.log.Error("read evidence", "evidence_id", id, "error", err)
+		writeError(rw, http.StatusInternalServerError, errors.New("internal error; see the witness's log"))
+		return
+	}
+	rw.Header().Set("Content-Type", "application/json")
+	rw.Write(file)
+}
+
+// writeJSON answers v as JSON; a nil slice is written as [].
+func writeJSON[T any](rw http.ResponseWriter, v []T) {
+	if v == nil {
+		v = []T{}
+	}
+	rw.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(rw).Encode(v)
 }
 
 func (w *Witness) serveAddCheckpoint(rw http.ResponseWriter, r *http.Request) {
@@ -90,8 +140,7 @@ func (w *Witness) answerAddCheckpoint(rw http.ResponseWriter, r *http.Request) i
 
 // serveCheckpoint answers the latest cosigned checkpoint of the origin
 // whose SHA-256 is the path's lowercase hex id.
-func (w *Witness) serveCheckpoint(rw http.ResponseWriter, r *http.Request) {
-	idText := r.PathValue("id")
+func (w *Witness) serveCheckpoint(rw http.ResponseWriter, idText string) {
 	raw, err := hex.DecodeString(idText)
 	if err != nil || len(raw) != 32 || hex.EncodeToString(raw) != idText {
 		writeError(rw, http.StatusNotFound, fmt.Errorf("%q is not a log ID: want the lowercase hex SHA-256 of a log origin", abbreviate(idText)))
@@ -128,9 +177,13 @@ type metrics struct {
 	requests  *prometheus.CounterVec
 	latency   *prometheus.HistogramVec
 	groupSize prometheus.Histogram
+	// evidence counts new evidence files, by source.
+	evidence *prometheus.CounterVec
+	// gossipChecks counts gossip checks, by result.
+	gossipChecks *prometheus.CounterVec
 }
 
-func newMetrics() *metrics {
+func newMetrics(store *Store, log *slog.Logger) *metrics {
 	m := &metrics{
 		registry: prometheus.NewRegistry(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -148,6 +201,32 @@ func newMetrics() *metrics {
 			Buckets: prometheus.ExponentialBuckets(1, 2, 9),
 		}),
 	}
-	m.registry.MustRegister(m.requests, m.latency, m.groupSize)
+	m.evidence = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "annal_witness_equivocation_evidence_total",
+		Help: "Equivocation evidence files recorded since start, by source (gossip, add-checkpoint). Any increase means a log signed two histories.",
+	}, []string{"source"})
+	m.gossipChecks = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "annal_witness_gossip_checks_total",
+		Help: "Checks of a peer's checkpoint of a log against this witness's, by result (consistent, equivocation, failed, skipped).",
+	}, []string{"result"})
+	stored := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "annal_witness_evidence_files",
+		Help: "Equivocation evidence files stored, listed at /evidence.",
+	}, func() float64 {
+		n, err := store.evidenceCount()
+		if err != nil {
+			log.Error("count evidence", "error", err)
+		}
+		return float64(n)
+	})
+	// The counters start at 0 for every label, so that a scrape shows them
+	// before the first equivocation.
+	for _, s := range []string{EvidenceFromGossip, EvidenceFromAddCheckpoint} {
+		m.evidence.WithLabelValues(s)
+	}
+	for _, r := range []string{checkConsistent, checkEquivocation, checkFailed, checkSkipped} {
+		m.gossipChecks.WithLabelValues(r)
+	}
+	m.registry.MustRegister(m.requests, m.latency, m.groupSize, m.evidence, m.gossipChecks, stored)
 	return m
 }

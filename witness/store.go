@@ -27,9 +27,9 @@ const MaxKeysPerLog = 8
 // release the state file before giving up with ErrDataDirInUse.
 const DefaultLockTimeout = time.Second
 
-// The bbolt layout. Both buckets are keyed by SHA-256(origin), the same
-// identifier the monitoring endpoint uses, so keys have a fixed length
-// whatever the origin.
+// The bbolt layout. The logs and checkpoints buckets are keyed by
+// SHA-256(origin), the same identifier the monitoring endpoint uses, so
+// keys have a fixed length whatever the origin.
 var (
 	// logsBucket: SHA-256(origin) → JSON LogConfig.
 	logsBucket = []byte("logs")
@@ -38,8 +38,16 @@ var (
 	checkpointsBucket = []byte("checkpoints")
 	// metaBucket: "schema" → the layout version.
 	metaBucket = []byte("meta")
+	// peersBucket: peer name → JSON PeerConfig.
+	peersBucket = []byte("peers")
+	// evidenceBucket: SHA-256(origin) → a bucket of that log's evidence,
+	// evidence ID (32 bytes) → JSON storedEvidence.
+	evidenceBucket = []byte("evidence")
 )
 
+// schemaVersion is the layout version. The peers and evidence buckets were
+// added without changing it: a witness that does not know them leaves them
+// alone.
 const schemaVersion = "1"
 
 var (
@@ -156,7 +164,8 @@ type LogStatus struct {
 func LogID(origin string) [sha256.Size]byte { return sha256.Sum256([]byte(origin)) }
 
 // Store is the witness's durable state: the configured logs and the latest
-// cosigned checkpoint of each. It holds an exclusive lock on its file.
+// cosigned checkpoint of each, the peers, and the equivocation evidence
+// found. It holds an exclusive lock on its file.
 type Store struct {
 	db   *bolt.DB
 	path string
@@ -178,7 +187,7 @@ func OpenStore(path string, lockTimeout time.Duration) (*Store, error) {
 		return nil, fmt.Errorf("open witness state %s: %w", path, err)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{logsBucket, checkpointsBucket, metaBucket} {
+		for _, b := range [][]byte{logsBucket, checkpointsBucket, metaBucket, peersBucket, evidenceBucket} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}

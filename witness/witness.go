@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"slices"
 	"sync"
 	"time"
@@ -65,6 +66,17 @@ type Options struct {
 	// Logger receives one line per refused or notable request; slog.Default
 	// if nil.
 	Logger *slog.Logger
+
+	// GossipTimeout bounds one gossip check (one log against one peer):
+	// DefaultGossipTimeout if 0.
+	GossipTimeout time.Duration
+	// GossipConcurrency bounds the gossip checks run at once:
+	// DefaultGossipConcurrency if 0.
+	GossipConcurrency int
+	// GossipTransport carries gossip's requests (peers' monitoring
+	// endpoints, logs' tiles and checkpoints); http.DefaultTransport if nil.
+	// Whatever it is, no answer is read past MaxGossipAnswerSize.
+	GossipTransport http.RoundTripper
 }
 
 // Witness cosigns checkpoints of the logs configured in its Store.
@@ -75,6 +87,7 @@ type Witness struct {
 	inflight *originLimiter
 	log      *slog.Logger
 	metrics  *metrics
+	gossip   *gossip
 }
 
 // New makes a Witness over store, signing with cosigner. The Witness does
@@ -86,13 +99,23 @@ func New(store *Store, cosigner *Cosigner, opts Options) (*Witness, error) {
 	if opts.MaxCommitBatch == 0 {
 		opts.MaxCommitBatch = DefaultMaxCommitBatch
 	}
-	if opts.MaxInFlightPerOrigin < 1 || opts.MaxCommitBatch < 1 {
-		return nil, fmt.Errorf("witness options: MaxInFlightPerOrigin %d and MaxCommitBatch %d must be positive", opts.MaxInFlightPerOrigin, opts.MaxCommitBatch)
+	if opts.GossipTimeout == 0 {
+		opts.GossipTimeout = DefaultGossipTimeout
+	}
+	if opts.GossipConcurrency == 0 {
+		opts.GossipConcurrency = DefaultGossipConcurrency
+	}
+	if opts.GossipTransport == nil {
+		opts.GossipTransport = http.DefaultTransport
+	}
+	if opts.MaxInFlightPerOrigin < 1 || opts.MaxCommitBatch < 1 || opts.GossipConcurrency < 1 || opts.GossipTimeout < 0 {
+		return nil, fmt.Errorf("witness options: MaxInFlightPerOrigin %d, MaxCommitBatch %d, GossipConcurrency %d and GossipTimeout %v must be positive",
+			opts.MaxInFlightPerOrigin, opts.MaxCommitBatch, opts.GossipConcurrency, opts.GossipTimeout)
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	m := newMetrics()
+	m := newMetrics(store, opts.Logger)
 	return &Witness{
 		store:    store,
 		cosigner: cosigner,
@@ -100,6 +123,14 @@ func New(store *Store, cosigner *Cosigner, opts Options) (*Witness, error) {
 		inflight: &originLimiter{max: opts.MaxInFlightPerOrigin, n: map[string]int{}},
 		log:      opts.Logger,
 		metrics:  m,
+		gossip: &gossip{
+			client: &http.Client{
+				Transport: limitedTransport{base: opts.GossipTransport, max: MaxGossipAnswerSize},
+				Timeout:   opts.GossipTimeout,
+			},
+			timeout:     opts.GossipTimeout,
+			concurrency: opts.GossipConcurrency,
+		},
 	}, nil
 }
 
@@ -152,8 +183,9 @@ func (w *Witness) addCheckpoint(ctx context.Context, req *AddCheckpointRequest) 
 
 	var cosignature []byte
 	var refusal error
+	var conflict *sameSizeConflict
 	err = w.commits.commit(ctx, func(tx *bolt.Tx) error {
-		cosignature, refusal = nil, nil
+		cosignature, refusal, conflict = nil, nil, nil
 		current, err := logInTx(tx, origin)
 		if err != nil {
 			refusal = err
@@ -172,6 +204,13 @@ func (w *Witness) addCheckpoint(ctx context.Context, req *AddCheckpointRequest) 
 		if err != nil {
 			refusal = fmt.Errorf("stored checkpoint of %q: %w", abbreviate(origin), err)
 			return nil
+		}
+		if stored != nil && stored.Size > 0 && stored.Size == req.Checkpoint.Size && !bytes.Equal(stored.Root, req.Checkpoint.Hash[:]) {
+			// Refused below, whatever the old size: 422, or 409 if the
+			// old size is wrong too. Either way the log signed both. (Two
+			// roots of the empty tree are refused too, but no evidence
+			// format can show them.)
+			conflict = &sameSizeConflict{cfg: current, stored: stored, opened: n}
 		}
 		if refusal = checkExtends(stored, req); refusal != nil {
 			return nil
@@ -193,7 +232,35 @@ func (w *Witness) addCheckpoint(ctx context.Context, req *AddCheckpointRequest) 
 	if err != nil {
 		return nil, err
 	}
+	if conflict != nil {
+		w.recordSameSizeConflict(req, conflict)
+	}
 	return cosignature, refusal
+}
+
+// sameSizeConflict is a request whose checkpoint, signed by the log, has
+// the size of the stored one and another root.
+type sameSizeConflict struct {
+	cfg    LogConfig
+	stored *CosignedCheckpoint
+	opened *note.Note
+}
+
+// recordSameSizeConflict turns a sameSizeConflict into evidence, before the
+// request is answered. Failures are logged by recordEvidence: the request's
+// refusal stands either way.
+func (w *Witness) recordSameSizeConflict(req *AddCheckpointRequest, c *sameSizeConflict) {
+	ours, err := w.ownSighting(LogStatus{LogConfig: c.cfg, Latest: c.stored})
+	if err != nil {
+		w.log.Error("stored checkpoint unreadable", "origin", c.cfg.Origin, "error", err)
+		return
+	}
+	theirs, err := observe(c.opened, req.Checkpoint, w.cosigner.Name(), time.Now())
+	if err != nil {
+		w.log.Error("re-encode checkpoint", "origin", c.cfg.Origin, "error", err)
+		return
+	}
+	w.recordEvidence(c.cfg, split{small: ours, large: theirs}, EvidenceFromAddCheckpoint)
 }
 
 // openCheckpoint verifies the checkpoint note against the log's keys.

@@ -14,12 +14,17 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// logAdmin is what the logs commands need; the Store and the AdminClient of
-// a running witness both provide it.
-type logAdmin interface {
+// admin is what the logs, peers and evidence commands need; the Store and
+// the AdminClient of a running witness both provide it.
+type admin interface {
 	AddLog(witness.LogConfig) error
 	RemoveLog(origin string, forgetState bool) error
 	Logs() ([]witness.LogStatus, error)
+	AddPeer(witness.PeerConfig) error
+	RemovePeer(name string) error
+	Peers() ([]witness.PeerConfig, error)
+	Evidence() ([]witness.EvidenceRecord, error)
+	EvidenceFile(id string) ([]byte, error)
 }
 
 // adminLockTimeout is short: a running witness holds the lock for good, and
@@ -30,7 +35,7 @@ const adminLockTimeout = 200 * time.Millisecond
 // it, and otherwise reaches the running witness through its admin socket.
 // create makes the folder if it does not exist (logs may be configured
 // before the first start).
-func openAdmin(data string, create bool) (logAdmin, func(), error) {
+func openAdmin(data string, create bool) (admin, func(), error) {
 	if _, err := os.Stat(data); errors.Is(err, fs.ErrNotExist) {
 		if !create {
 			return nil, nil, fmt.Errorf("no witness data folder at %s", data)

@@ -1,8 +1,10 @@
 // Command annal-witness runs a c2sp.org/tlog-witness witness: it cosigns
 // checkpoints of the logs it is configured for, never two inconsistent ones
-// of the same log, and serves the latest it cosigned. The protocol, the
-// state and the choice of configuration by command rather than file are
-// described in package github.com/annal-dev/annal/witness.
+// of the same log, and serves the latest it cosigned. It gossips with peer
+// witnesses and keeps equivocation evidence when a log signed two
+// histories. The protocol, the state, gossip, the evidence format and the
+// choice of configuration by command rather than file are described in
+// package github.com/annal-dev/annal/witness.
 package main
 
 import (
@@ -29,6 +31,6 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newServeCommand(), newLogsCommand())
+	root.AddCommand(newServeCommand(), newLogsCommand(), newPeersCommand(), newEvidenceCommand())
 	return root
 }

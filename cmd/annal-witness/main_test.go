@@ -54,11 +54,18 @@ func (l *lockedBuffer) String() string {
 // verifier key and URL.
 func startServe(t *testing.T, data string) (vkey, url string) {
 	t.Helper()
+	return startServeWith(t, serveFlags{data: data, name: "witness.test/cmd"})
+}
+
+// startServeWith is startServe with more flags: f.data and f.name at least.
+func startServeWith(t *testing.T, f serveFlags) (vkey, url string) {
+	t.Helper()
+	f.listen, f.logLevel, f.lockTimeout = "127.0.0.1:0", "error", 100*time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
 	stdout := &lockedBuffer{}
 	errc := make(chan error, 1)
 	go func() {
-		errc <- serve(ctx, serveFlags{data: data, listen: "127.0.0.1:0", name: "witness.test/cmd", logLevel: "error", lockTimeout: 100 * time.Millisecond}, stdout, io.Discard)
+		errc <- serve(ctx, f, stdout, io.Discard)
 	}()
 	t.Cleanup(func() {
 		cancel()

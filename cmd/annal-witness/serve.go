@@ -26,6 +26,8 @@ const DefaultListen = "127.0.0.1:7430"
 type serveFlags struct {
 	data, listen, name, logLevel string
 	lockTimeout                  time.Duration
+	// gossipInterval is the time between gossip rounds; 0 turns gossip off.
+	gossipInterval time.Duration
 }
 
 func newServeCommand() *cobra.Command {
@@ -35,11 +37,13 @@ func newServeCommand() *cobra.Command {
 		Short: "Run the witness on a data folder (created, with the witness key, on first start)",
 		Long: `serve answers POST /add-checkpoint (c2sp.org/tlog-witness) and
 GET /<hex SHA-256(origin)>/checkpoint, the latest checkpoint it cosigned for a
-log. On first start it makes the data folder and an Ed25519 witness key
-(witness.key, mode 0600). It prints the witness's cosignature/v1 verifier key,
-to be put in the policies of the logs it witnesses, and its URL. While it
-runs, "annal-witness logs" commands reach it through the admin socket in the
-data folder.`,
+log, and GET /evidence, the equivocation evidence it found. On first start it
+makes the data folder and an Ed25519 witness key (witness.key, mode 0600). It
+prints the witness's cosignature/v1 verifier key, to be put in the policies of
+the logs it witnesses and in its peers' configuration, and its URL. Every
+--gossip-interval it checks its peers' checkpoints against its own. While it
+runs, "annal-witness logs|peers|evidence" commands reach it through the admin
+socket in the data folder.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -53,6 +57,7 @@ data folder.`,
 	fl.StringVar(&f.name, "name", "", "witness key name, a schema-less URL such as witness.example.com/w1; used on first start (default: <hostname>/annal-witness)")
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fl.DurationVar(&f.lockTimeout, "lock-timeout", witness.DefaultLockTimeout, "how long to wait for another process to release the data folder")
+	fl.DurationVar(&f.gossipInterval, "gossip-interval", witness.DefaultGossipInterval, "time between gossip rounds with the peers; 0 turns gossip off")
 	return cmd
 }
 
@@ -115,6 +120,11 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "annal-witness: name %s\n", cosigner.Name())
 	fmt.Fprintf(stdout, "annal-witness: verifier key %s\n", cosigner.VerifierKey())
 	fmt.Fprintf(stdout, "annal-witness: admin socket %s\n", adminPath)
+	if f.gossipInterval > 0 {
+		fmt.Fprintf(stdout, "annal-witness: gossip every %v\n", f.gossipInterval)
+	} else {
+		fmt.Fprintln(stdout, "annal-witness: gossip off")
+	}
 	fmt.Fprintf(stdout, "annal-witness: listening on http://%s\n", ln.Addr())
 
 	errc := make(chan error, 2)
@@ -122,6 +132,18 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 	if adminLn != nil {
 		go func() { errc <- admin.Serve(adminLn) }()
 	}
+	gossipCtx, stopGossip := context.WithCancel(ctx)
+	gossipDone := make(chan struct{})
+	go func() {
+		defer close(gossipDone)
+		w.RunGossip(gossipCtx, f.gossipInterval)
+	}()
+	// The round in progress ends before the witness and its state close
+	// (deferred earlier, so run later).
+	defer func() {
+		stopGossip()
+		<-gossipDone
+	}()
 	select {
 	case err = <-errc:
 	case <-ctx.Done():

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/annal-dev/annal/witness"
+	"github.com/spf13/cobra"
+)
+
+func newPeersCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "peers",
+		Short: "Configure the witnesses this one gossips with (works whether the witness runs or not)",
+	}
+	cmd.AddCommand(newPeersAddCommand(), newPeersListCommand(), newPeersRemoveCommand())
+	return cmd
+}
+
+func newPeersAddCommand() *cobra.Command {
+	var data, url, key string
+	cmd := &cobra.Command{
+		Use:   "add",
+		Short: "Gossip with another witness, given its URL and verifier key",
+		Long: `add makes this witness fetch, every gossip round, the other witness's latest
+cosigned checkpoint of each log both witness (GET <url>/<hex SHA-256(origin)>/checkpoint)
+and check it against its own. --key is the peer's cosignature/v1 verifier key, as
+its serve command prints it; the peer is named after it.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			p, err := witness.NewPeerConfig(url, key)
+			if err != nil {
+				return err
+			}
+			admin, done, err := openAdmin(data, true)
+			if err != nil {
+				return err
+			}
+			defer done()
+			if err := admin.AddPeer(p); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "annal-witness: gossiping with %s at %s\n", p.Name, p.URL)
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&data, "data", DefaultData, "data folder")
+	fl.StringVar(&url, "url", "", "the peer's base URL")
+	fl.StringVar(&key, "key", "", "the peer's cosignature/v1 verifier key")
+	cmd.MarkFlagRequired("url")
+	cmd.MarkFlagRequired("key")
+	return cmd
+}
+
+func newPeersListCommand() *cobra.Command {
+	var data string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List the peers",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			admin, done, err := openAdmin(data, false)
+			if err != nil {
+				return err
+			}
+			defer done()
+			peers, err := admin.Peers()
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), peers)
+			}
+			if len(peers) == 0 {
+				fmt.Fprintln(cmd.OutOrStdout(), "no peers configured")
+			}
+			for _, p := range peers {
+				fmt.Fprintf(cmd.OutOrStdout(), "%s\n  url  %s\n  key  %s\n", p.Name, p.URL, p.Key)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&data, "data", DefaultData, "data folder")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func newPeersRemoveCommand() *cobra.Command {
+	var data, name string
+	cmd := &cobra.Command{
+		Use:   "remove",
+		Short: "Stop gossiping with a peer (evidence found with it is kept)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			admin, done, err := openAdmin(data, false)
+			if err != nil {
+				return err
+			}
+			defer done()
+			if err := admin.RemovePeer(name); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "annal-witness: no longer gossiping with %s\n", name)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&data, "data", DefaultData, "data folder")
+	cmd.Flags().StringVar(&name, "name", "", "the peer's name (its key's name)")
+	cmd.MarkFlagRequired("name")
+	return cmd
+}
+
+// printJSON prints v indented; a nil slice prints as [].
+func printJSON[T any](out io.Writer, v []T) error {
+	if v == nil {
+		v = []T{}
+	}
+	enc := json.NewEncoder(out)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
