@@ -1,0 +1,322 @@
+// Command annal-witness-bench compares the add-checkpoint rate of
+// annal-witness with omniwitness's, in one run, on the same workload.
+//
+// It builds ./cmd/annal-witness from this module and
+// github.com/transparency-dev/witness/cmd/omniwitness at the version the
+// issue names (from the module proxy, out of this module's tree), or takes
+// prebuilt binaries. Each witness runs as a subprocess on 127.0.0.1 with
+// fresh state in a temporary folder and durable storage: annal-witness in
+// bbolt, fsynced per group commit; omniwitness in sqlite in WAL mode with
+// synchronous=FULL, one fsync per transaction, one transaction per
+// request. Both answer only after the commit.
+//
+// Both are configured for the same logs (annal-witness with `logs add`,
+// omniwitness with an -additional_logs file; omniwitness also loads its
+// built-in list of public logs, which no flag turns off and which this
+// workload never touches) and fed the same workload: one client goroutine
+// per log, all at once, each growing its log's Merkle tree by 1 to
+// --max-grow entries per step and sending one c2sp.org/tlog-witness
+// add-checkpoint request per step, from the witness's size, with the
+// consistency proof and a checkpoint signed with the log's Ed25519 key.
+// Only 200 answers count as throughput; every other answer is an error. A
+// 409 is retried at once from the size in its body, anything else (429 is
+// omniwitness's pushback) after a backoff. Latency is per step: from its
+// first request to its 200, retries included.
+//
+// omniwitness is measured twice: with its defaults, and with
+// --db_max_conns=1, its own flag, with which it queues concurrent requests
+// instead of refusing most of them with 429 (see tunedFlag). The target is
+// judged against the faster of the two.
+//
+// It prints the machine, one row per witness, and the ratios.
+// Subprocesses and temporary folders are removed on exit and on Ctrl-C.
+package main
+
+import (
+	"context"
+	"debug/buildinfo"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+func main() {
+	if err := newCommand().Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "annal-witness-bench:", err)
+		os.Exit(1)
+	}
+}
+
+// Defaults of the flags.
+const (
+	DefaultLogs     = 64
+	DefaultDuration = 10 * time.Second
+	DefaultMaxGrow  = 16
+	DefaultTimeout  = 30 * time.Second
+	// DefaultMaxAttempts bounds the requests sent for one step.
+	DefaultMaxAttempts = 1000
+	// DefaultBackoff is the base of the wait before retrying a step after
+	// an answer other than 200 and 409.
+	DefaultBackoff = time.Millisecond
+	// targetRatio is the issue's target: annal-witness at least twice
+	// omniwitness's rate.
+	targetRatio = 2.0
+)
+
+type options struct {
+	logs             int
+	duration         time.Duration
+	steps            int
+	maxGrow          int
+	timeout          time.Duration
+	backoff          time.Duration
+	dir              string
+	annalWitness     string
+	omniwitness      string
+	skipOmniwitness  bool
+	omniwitnessArgs  []string
+	omniwitnessTuned bool
+}
+
+// tunedFlag is omniwitness's own flag that keeps it from refusing
+// concurrent requests: with one sqlite connection, requests of different
+// logs wait for it in database/sql's pool, one transaction (and one
+// fsync) at a time, instead of failing with SQLITE_BUSY, which it answers
+// with 429. Its default is 1000 connections.
+const tunedFlag = "--db_max_conns=1"
+
+func newCommand() *cobra.Command {
+	var o options
+	cmd := &cobra.Command{
+		Use:   "annal-witness-bench",
+		Short: "Compare add-checkpoint/s of annal-witness and omniwitness on the same workload",
+		Long: `annal-witness-bench runs annal-witness and omniwitness one after the other on
+127.0.0.1, each with fresh durable state, feeds both the same add-checkpoint
+workload (--logs logs, one client each, all at once, for --duration or --steps)
+and prints add-checkpoint/s, latency and errors of each, and their ratio.`,
+		Args:          cobra.NoArgs,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return run(ctx, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&o.logs, "logs", DefaultLogs, "logs, each with its own key and its own client goroutine")
+	f.DurationVar(&o.duration, "duration", DefaultDuration, "length of each witness's measurement")
+	f.IntVar(&o.steps, "steps", 0, "steps per log (0: as many as --duration allows; --duration still bounds)")
+	f.IntVar(&o.maxGrow, "max-grow", DefaultMaxGrow, "a step adds 1 to this many entries to the log")
+	f.DurationVar(&o.timeout, "timeout", DefaultTimeout, "bound on one request")
+	f.DurationVar(&o.backoff, "backoff", DefaultBackoff, "after the n-th refusal of a step other than 409 (e.g. 429, a witness's pushback), wait n×this (at most 50ms) before retrying; 0 retries at once")
+	f.StringVar(&o.dir, "dir", "", "folder in which the temporary state folder is made (default: the system's); use the disk you want measured")
+	f.StringVar(&o.annalWitness, "annal-witness", "", "prebuilt annal-witness binary (default: go build "+annalWitnessPackage+")")
+	f.StringVar(&o.omniwitness, "omniwitness", "", "prebuilt omniwitness binary (default: go install "+omniwitnessPackage+"@"+omniwitnessVersion+")")
+	f.StringArrayVar(&o.omniwitnessArgs, "omniwitness-arg", nil, "extra flag for omniwitness, e.g. --omniwitness-arg=--db_max_conns=1 (repeatable)")
+	f.BoolVar(&o.omniwitnessTuned, "omniwitness-tuned", true, "also measure omniwitness with "+tunedFlag+" (no 429s under concurrency)")
+	f.BoolVar(&o.skipOmniwitness, "skip-omniwitness", false, "measure annal-witness only")
+	return cmd
+}
+
+func (o options) validate() error {
+	switch {
+	case o.logs < 1:
+		return fmt.Errorf("--logs %d: at least 1", o.logs)
+	case o.duration <= 0:
+		return fmt.Errorf("--duration %v: must be positive", o.duration)
+	case o.steps < 0:
+		return fmt.Errorf("--steps %d: 0 or more", o.steps)
+	case o.maxGrow < 1:
+		return fmt.Errorf("--max-grow %d: at least 1", o.maxGrow)
+	case o.timeout <= 0:
+		return fmt.Errorf("--timeout %v: must be positive", o.timeout)
+	case o.backoff < 0:
+		return fmt.Errorf("--backoff %v: 0 or more", o.backoff)
+	}
+	return nil
+}
+
+func run(ctx context.Context, o options, out, progress io.Writer) error {
+	if err := o.validate(); err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp(o.dir, "annal-witness-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+
+	awBin := o.annalWitness
+	if awBin == "" {
+		fmt.Fprintln(progress, "building annal-witness …")
+		if awBin, err = buildAnnalWitness(ctx, dir); err != nil {
+			return err
+		}
+	}
+	owBin := o.omniwitness
+	if owBin == "" && !o.skipOmniwitness {
+		fmt.Fprintf(progress, "building omniwitness %s from the module proxy (1–2 minutes the first time) …\n", omniwitnessVersion)
+		if owBin, err = buildOmniwitness(ctx, dir); err != nil {
+			return err
+		}
+	}
+	logs, err := newBenchLogs(o.logs)
+	if err != nil {
+		return err
+	}
+	wl := workload{duration: o.duration, steps: o.steps, maxGrow: o.maxGrow, timeout: o.timeout, maxAttempts: DefaultMaxAttempts, backoff: o.backoff}
+
+	fmt.Fprintf(out, "annal-witness-bench: %d CPUs (%s/%s, GOMAXPROCS %d), %s; state in %s\n",
+		runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.GOMAXPROCS(0), runtime.Version(), dir)
+	fmt.Fprintf(out, "  annal-witness: %s\n", describeBinary(awBin))
+	if !o.skipOmniwitness {
+		fmt.Fprintf(out, "  omniwitness:   %s\n", describeBinary(owBin))
+	}
+	stepsText := "as many steps as fit"
+	if o.steps > 0 {
+		stepsText = fmt.Sprintf("%d steps per log", o.steps)
+	}
+	fmt.Fprintf(out, "  workload: %d logs, one client each, all at once; +1..%d entries per step; %s in at most %v per witness; retry backoff %v\n\n",
+		o.logs, o.maxGrow, stepsText, o.duration, o.backoff)
+
+	type side struct {
+		name  string
+		dir   string
+		start func(ctx context.Context, dir string) (*witnessProcess, error)
+	}
+	sides := []side{{"annal-witness", "annal", func(ctx context.Context, d string) (*witnessProcess, error) {
+		return startAnnalWitness(ctx, awBin, d, logs)
+	}}}
+	if !o.skipOmniwitness {
+		sides = append(sides, side{"omniwitness", "omni", func(ctx context.Context, d string) (*witnessProcess, error) {
+			return startOmniwitness(ctx, owBin, d, logs, o.omniwitnessArgs)
+		}})
+		if o.omniwitnessTuned {
+			sides = append(sides, side{"omniwitness " + tunedFlag, "omni-tuned", func(ctx context.Context, d string) (*witnessProcess, error) {
+				return startOmniwitness(ctx, owBin, d, logs, append([]string{tunedFlag}, o.omniwitnessArgs...))
+			}})
+		}
+	}
+	var results []*measurement
+	for _, s := range sides {
+		d := filepath.Join(dir, s.dir)
+		if err := os.Mkdir(d, 0o700); err != nil {
+			return err
+		}
+		fmt.Fprintf(progress, "measuring %s …\n", s.name)
+		m, err := measure(ctx, wl, s.name, logs, func(ctx context.Context) (*witnessProcess, error) { return s.start(ctx, d) })
+		if err != nil {
+			return err
+		}
+		results = append(results, m)
+	}
+	return printResults(out, results)
+}
+
+// measure starts a witness, runs the workload against it, and stops it.
+func measure(ctx context.Context, wl workload, name string, logs []*benchLog, start func(context.Context) (*witnessProcess, error)) (*measurement, error) {
+	p, err := start(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer p.stop()
+	pid := p.cmd.Process.Pid
+	s0, serr := processCPU(pid)
+	c0, cerr := processCPU(0)
+	m := wl.run(ctx, name, p.url, logs)
+	if s1, err := processCPU(pid); err == nil && serr == nil {
+		m.serverCPU = s1 - s0
+	}
+	if c1, err := processCPU(0); err == nil && cerr == nil {
+		m.clientCPU = c1 - c0
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	select {
+	case <-p.exited:
+		return nil, p.failure(errors.New("exited during the measurement"))
+	default:
+	}
+	return m, nil
+}
+
+// describeBinary names a binary's path, Go version and main module version.
+func describeBinary(path string) string {
+	bi, err := buildinfo.ReadFile(path)
+	if err != nil {
+		return fmt.Sprintf("%s (no build info: %v)", path, err)
+	}
+	return fmt.Sprintf("%s (%s, %s %s)", path, bi.GoVersion, bi.Main.Path, bi.Main.Version)
+}
+
+func printResults(out io.Writer, results []*measurement) error {
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "witness\tlogs\trequests\tcosigned (200)\tadd-checkpoint/s\tp50\tp99\terrors\tretries\twitness CPU\tbench CPU\t")
+	for _, m := range results {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.0f\t%s\t%s\t%d\t%d\t%s\t%s\t\n",
+			m.witness, m.logs, m.sent, m.ok, m.rate(),
+			fmtDur(percentile(m.latencies, 50)), fmtDur(percentile(m.latencies, 99)),
+			m.errorCount(), m.retries, fmtCores(m.serverCPU, m.elapsed), fmtCores(m.clientCPU, m.elapsed))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(out)
+	for _, m := range results {
+		fmt.Fprintf(out, "%s: %d requests in %v; errors: %s", m.witness, m.sent, m.elapsed.Round(time.Millisecond), m.errorSummary())
+		if m.ok > 0 && m.serverCPU > 0 {
+			fmt.Fprintf(out, "; witness CPU %s per cosignature", fmtDur(m.serverCPU/time.Duration(m.ok)))
+		}
+		fmt.Fprintln(out)
+		for _, g := range m.gaveUp {
+			fmt.Fprintf(out, "  stopped early: %s\n", g)
+		}
+	}
+	// The target is judged against the fastest omniwitness configuration.
+	var best *measurement
+	for _, m := range results[1:] {
+		fmt.Fprintf(out, "\nratio annal-witness / %s: %s", m.witness, fmtRatio(results[0], m))
+		if best == nil || m.rate() > best.rate() {
+			best = m
+		}
+	}
+	if best != nil && best.rate() > 0 {
+		ratio := results[0].rate() / best.rate()
+		verdict := "met"
+		if ratio < targetRatio {
+			verdict = "NOT met"
+		}
+		fmt.Fprintf(out, "\ntarget annal-witness ≥ %.0f× the fastest omniwitness (%s): %s\n", targetRatio, best.witness, verdict)
+	}
+	return nil
+}
+
+func fmtRatio(a, b *measurement) string {
+	if b.rate() <= 0 {
+		return "– (no cosignature)"
+	}
+	return fmt.Sprintf("%.2f×", a.rate()/b.rate())
+}
+
+func fmtDur(d time.Duration) string {
+	return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000)
+}
+
+// fmtCores is CPU time over wall time: how many cores were busy on average.
+func fmtCores(cpu, wall time.Duration) string {
+	if cpu <= 0 || wall <= 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f cores", cpu.Seconds()/wall.Seconds())
+}

@@ -1,0 +1,378 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"maps"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/annal-dev/annal/checkpoints"
+	"github.com/transparency-dev/merkle/rfc6962"
+	"github.com/transparency-dev/merkle/testonly"
+	"golang.org/x/mod/sumdb/note"
+)
+
+// benchLog is one log of the workload: an origin and its Ed25519 note key
+// (named after the origin, as checkpoints.GenerateLogKey makes it). The same
+// benchLogs are fed to every witness of a run.
+type benchLog struct {
+	index  int
+	origin string
+	signer note.Signer
+	vkey   string
+}
+
+// newBenchLogs makes n logs with origins "bench.example/log-<i>".
+func newBenchLogs(n int) ([]*benchLog, error) {
+	logs := make([]*benchLog, n)
+	for i := range logs {
+		origin := fmt.Sprintf("bench.example/log-%d", i)
+		skey, vkey, err := checkpoints.GenerateLogKey(origin)
+		if err != nil {
+			return nil, fmt.Errorf("log %s: %w", origin, err)
+		}
+		signer, err := checkpoints.NewLogSigner(skey)
+		if err != nil {
+			return nil, fmt.Errorf("log %s: %w", origin, err)
+		}
+		logs[i] = &benchLog{index: i, origin: origin, signer: signer, vkey: vkey}
+	}
+	return logs, nil
+}
+
+// logWriter is a log as one witness sees it during one measurement: an
+// in-memory tree, grown step by step, and the size the client believes the
+// witness cosigned last. The entries and the growth steps depend only on
+// the log's index, so every witness gets the same checkpoints in the same
+// order.
+type logWriter struct {
+	log         *benchLog
+	tree        *testonly.Tree
+	rng         *rand.Rand
+	maxGrow     int
+	witnessSize uint64
+}
+
+func newLogWriter(l *benchLog, maxGrow int) *logWriter {
+	return &logWriter{
+		log:     l,
+		tree:    testonly.New(rfc6962.DefaultHasher),
+		rng:     rand.New(rand.NewPCG(uint64(l.index), 0x5eed)),
+		maxGrow: maxGrow,
+	}
+}
+
+// growTo appends entries until the tree has size leaves. Entry i of a log
+// is always the same bytes.
+func (w *logWriter) growTo(size uint64) {
+	for w.tree.Size() < size {
+		w.tree.AppendData(fmt.Appendf(nil, "%s entry %d", w.log.origin, w.tree.Size()))
+	}
+}
+
+// step grows the tree by 1 to maxGrow entries.
+func (w *logWriter) step() {
+	w.growTo(w.tree.Size() + 1 + w.rng.Uint64N(uint64(w.maxGrow)))
+}
+
+// request is the c2sp.org/tlog-witness add-checkpoint body that moves the
+// witness from witnessSize to the tree's size:
+//
+//	old <n>\n
+//	<base64 proof hash>\n...
+//	\n
+//	<signed checkpoint>
+func (w *logWriter) request() ([]byte, error) {
+	size := w.tree.Size()
+	signed, err := checkpoints.SignCheckpoint(checkpoints.Checkpoint{
+		Origin: w.log.origin, Size: size, Hash: [32]byte(w.tree.Hash()),
+	}, w.log.signer)
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "old %d\n", w.witnessSize)
+	if w.witnessSize > 0 && w.witnessSize < size {
+		proof, err := w.tree.ConsistencyProof(w.witnessSize, size)
+		if err != nil {
+			return nil, err
+		}
+		for _, h := range proof {
+			b.WriteString(base64.StdEncoding.EncodeToString(h))
+			b.WriteByte('\n')
+		}
+	}
+	b.WriteByte('\n')
+	b.Write(signed)
+	return b.Bytes(), nil
+}
+
+// resync takes the size a 409 answer says the witness cosigned. A witness
+// can only be ahead of the client with checkpoints of this same log (a
+// request whose answer was lost), so the tree is grown to that size if
+// needed, and the next request starts from it.
+func (w *logWriter) resync(stored uint64) {
+	w.growTo(stored)
+	w.witnessSize = stored
+}
+
+// workload says how each log's client runs.
+type workload struct {
+	// duration bounds the whole measurement; no step starts after it.
+	duration time.Duration
+	// steps, if not 0, is the number of steps per log.
+	steps int
+	// maxGrow bounds the entries added per step (at least 1).
+	maxGrow int
+	// timeout bounds one HTTP request.
+	timeout time.Duration
+	// maxAttempts bounds the requests sent for one step; a log whose step
+	// fails that often stops and is reported. Retries also stop at the end
+	// of the duration.
+	maxAttempts int
+	// backoff is the wait before the n-th retry of a step after an answer
+	// other than 200 and 409 (429 is a witness's pushback): n×backoff, at
+	// most maxBackoff. A 409 is retried at once, from the witness's size.
+	backoff time.Duration
+}
+
+// maxBackoff bounds the wait before a retry.
+const maxBackoff = 50 * time.Millisecond
+
+// measurement is what one witness did under the workload.
+type measurement struct {
+	witness string
+	logs    int
+	// ok counts 200 answers, the throughput.
+	ok int
+	// sent counts every request sent, answered or not.
+	sent    int
+	elapsed time.Duration
+	// latencies of the steps that got a 200 answer: from the step's first
+	// request to the 200, retries and backoff included.
+	latencies []time.Duration
+	// errors counts every answer other than 200 by status code, and
+	// requests with no answer as "transport".
+	errors map[string]int
+	// retries counts requests sent again for a step after an answer other
+	// than 200 (a 409 is retried from the size in its body).
+	retries int
+	// gaveUp lists the logs that stopped early, with the reason.
+	gaveUp []string
+	// serverCPU and clientCPU are the CPU time the witness process and
+	// this process used during the measurement (0 if not known).
+	serverCPU, clientCPU time.Duration
+}
+
+func (m *measurement) rate() float64 {
+	if m.elapsed <= 0 {
+		return 0
+	}
+	return float64(m.ok) / m.elapsed.Seconds()
+}
+
+func (m *measurement) errorCount() int {
+	n := 0
+	for _, c := range m.errors {
+		n += c
+	}
+	return n
+}
+
+// errorSummary is "0" or the non-200 answers by kind, e.g. "409×2 429×7".
+func (m *measurement) errorSummary() string {
+	if len(m.errors) == 0 {
+		return "0"
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(m.errors)) {
+		parts = append(parts, fmt.Sprintf("%s×%d", k, m.errors[k]))
+	}
+	return strings.Join(parts, " ")
+}
+
+// newHTTPClient keeps one connection per log alive and never uses a proxy:
+// every witness is on 127.0.0.1.
+func newHTTPClient(logs int, timeout time.Duration) *http.Client {
+	return &http.Client{
+		Transport: &http.Transport{
+			Proxy:               nil,
+			MaxIdleConns:        logs,
+			MaxIdleConnsPerHost: logs,
+			IdleConnTimeout:     time.Minute,
+			DisableCompression:  true,
+		},
+		Timeout: timeout,
+	}
+}
+
+// run drives the witness at baseURL with one goroutine per log, all at
+// once, and returns what it measured. It returns when every log has done
+// its steps, the duration has passed (requests in flight then finish), or
+// ctx ends.
+func (wl workload) run(ctx context.Context, name, baseURL string, logs []*benchLog) *measurement {
+	client := newHTTPClient(len(logs), wl.timeout)
+	defer client.CloseIdleConnections()
+	url := strings.TrimSuffix(baseURL, "/") + "/add-checkpoint"
+	total := &measurement{witness: name, logs: len(logs), errors: map[string]int{}}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	start := time.Now()
+	deadline := start.Add(wl.duration)
+	for _, l := range logs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			m := wl.runLog(ctx, client, url, newLogWriter(l, wl.maxGrow), deadline)
+			mu.Lock()
+			defer mu.Unlock()
+			total.ok += m.ok
+			total.sent += m.sent
+			total.retries += m.retries
+			total.latencies = append(total.latencies, m.latencies...)
+			for k, v := range m.errors {
+				total.errors[k] += v
+			}
+			total.gaveUp = append(total.gaveUp, m.gaveUp...)
+		}()
+	}
+	wg.Wait()
+	total.elapsed = time.Since(start)
+	return total
+}
+
+// runLog is one log's client: step, send, and on anything but 200 retry
+// the step (from the witness's size after a 409, after a short backoff
+// otherwise), at most maxAttempts times.
+func (wl workload) runLog(ctx context.Context, client *http.Client, url string, w *logWriter, deadline time.Time) *measurement {
+	m := &measurement{errors: map[string]int{}}
+	giveUp := func(format string, args ...any) *measurement {
+		m.gaveUp = append(m.gaveUp, w.log.origin+": "+fmt.Sprintf(format, args...))
+		return m
+	}
+	for step := 0; wl.steps == 0 || step < wl.steps; step++ {
+		if ctx.Err() != nil || !time.Now().Before(deadline) {
+			return m
+		}
+		w.step()
+		var stepStart time.Time
+		for attempt := 1; ; attempt++ {
+			if attempt > wl.maxAttempts {
+				return giveUp("step %d failed %d times", step, wl.maxAttempts)
+			}
+			if attempt > 1 {
+				if !time.Now().Before(deadline) {
+					return m
+				}
+				m.retries++
+			}
+			body, err := w.request()
+			if err != nil {
+				return giveUp("make request: %v", err)
+			}
+			if attempt == 1 {
+				stepStart = time.Now()
+			}
+			code, answer, err := post(ctx, client, url, body)
+			m.sent++
+			if err != nil {
+				if ctx.Err() != nil {
+					return m
+				}
+				m.errors["transport"]++
+				wl.wait(ctx, attempt)
+				continue
+			}
+			if code == http.StatusOK {
+				if !bytes.HasPrefix(answer, []byte("— ")) {
+					m.errors["200 without cosignature"]++
+					return giveUp("200 answer is not a note signature line: %q", answer)
+				}
+				m.ok++
+				m.latencies = append(m.latencies, time.Since(stepStart))
+				w.witnessSize = w.tree.Size()
+				break
+			}
+			m.errors[strconv.Itoa(code)]++
+			if code == http.StatusConflict {
+				stored, err := parseSizeAnswer(answer)
+				if err != nil {
+					return giveUp("409 answer: %v", err)
+				}
+				w.resync(stored)
+				continue
+			}
+			wl.wait(ctx, attempt)
+		}
+	}
+	return m
+}
+
+// post sends one add-checkpoint request and reads the answer (at most
+// 64 KiB of it).
+func post(ctx context.Context, client *http.Client, url string, body []byte) (int, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return 0, nil, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if err != nil {
+		return 0, nil, err
+	}
+	return resp.StatusCode, answer, nil
+}
+
+// parseSizeAnswer reads the body of a 409 answer: the witness's size in
+// decimal and a newline (c2sp.org/tlog-witness, text/x.tlog.size).
+func parseSizeAnswer(body []byte) (uint64, error) {
+	s, ok := strings.CutSuffix(string(body), "\n")
+	if !ok {
+		return 0, fmt.Errorf("body %q is not a size and a newline", body)
+	}
+	n, err := checkpoints.ParseDecimal(s)
+	if err != nil {
+		return 0, fmt.Errorf("body %q: %w", body, err)
+	}
+	return n, nil
+}
+
+// wait is the backoff after the attempt-th failed attempt of a step; it
+// ends early if ctx ends.
+func (wl workload) wait(ctx context.Context, attempt int) {
+	d := min(time.Duration(attempt)*wl.backoff, maxBackoff)
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// percentile is the nearest-rank p-th percentile of d (0 if d is empty).
+func percentile(d []time.Duration, p float64) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	i := int(math.Ceil(float64(len(s))*p/100)) - 1
+	return s[max(0, min(len(s)-1, i))]
+}

@@ -1,0 +1,369 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os/exec"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/annal-dev/annal/checkpoints"
+	"github.com/annal-dev/annal/witness"
+	fnote "github.com/transparency-dev/formats/note"
+	"github.com/transparency-dev/merkle/proof"
+	"github.com/transparency-dev/merkle/rfc6962"
+	"golang.org/x/mod/sumdb/note"
+)
+
+// inProcessWitness is an annal-witness (package witness) for logs, served
+// by httptest on 127.0.0.1, with its state in a test folder.
+type inProcessWitness struct {
+	srv   *httptest.Server
+	store *witness.Store
+}
+
+func newInProcessWitness(t *testing.T, logs []*benchLog, wrap func(http.Handler) http.Handler) *inProcessWitness {
+	t.Helper()
+	store, err := witness.OpenStore(filepath.Join(t.TempDir(), witness.StateFileName), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	skey, _, err := note.GenerateKey(rand.Reader, "bench.test/witness")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cosigner, err := witness.NewCosigner(skey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := witness.New(store, cosigner, witness.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Close)
+	for _, l := range logs {
+		if err := store.AddLog(witness.LogConfig{Origin: l.origin, Keys: []string{l.vkey}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := w.Handler()
+	if wrap != nil {
+		h = wrap(h)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return &inProcessWitness{srv: srv, store: store}
+}
+
+// storedSize is the size of the latest checkpoint the witness cosigned for
+// the log.
+func (w *inProcessWitness) storedSize(t *testing.T, l *benchLog) uint64 {
+	t.Helper()
+	c, err := w.store.Latest(witness.LogID(l.origin))
+	if err != nil {
+		t.Fatalf("%s: %v", l.origin, err)
+	}
+	return c.Size
+}
+
+func testLogs(t *testing.T, n int) []*benchLog {
+	t.Helper()
+	logs, err := newBenchLogs(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return logs
+}
+
+func testWorkload(steps int) workload {
+	return workload{duration: time.Minute, steps: steps, maxGrow: DefaultMaxGrow, timeout: 10 * time.Second, maxAttempts: 10, backoff: time.Millisecond}
+}
+
+// sizeAfter is the size of a log's tree after steps steps: the workload
+// depends only on the log.
+func sizeAfter(l *benchLog, steps int) uint64 {
+	w := newLogWriter(l, DefaultMaxGrow)
+	for range steps {
+		w.step()
+	}
+	return w.tree.Size()
+}
+
+func checkClean(t *testing.T, m *measurement, wantOK int) {
+	t.Helper()
+	if m.ok != wantOK || m.sent != wantOK || m.errorCount() != 0 || m.retries != 0 || len(m.gaveUp) != 0 {
+		t.Fatalf("ok %d, sent %d, errors %s, retries %d, stopped %v; want %d cosigned and nothing else",
+			m.ok, m.sent, m.errorSummary(), m.retries, m.gaveUp, wantOK)
+	}
+	if len(m.latencies) != wantOK {
+		t.Fatalf("%d latencies for %d cosignatures", len(m.latencies), wantOK)
+	}
+}
+
+// Every request of the workload is one annal-witness cosigns, and the
+// witness ends at each log's tree size.
+func TestWorkload_AcceptedByAnnalWitness(t *testing.T) {
+	logs := testLogs(t, 4)
+	w := newInProcessWitness(t, logs, nil)
+	const steps = 25
+	m := testWorkload(steps).run(context.Background(), "annal-witness", w.srv.URL, logs)
+	checkClean(t, m, len(logs)*steps)
+	for _, l := range logs {
+		if got, want := w.storedSize(t, l), sizeAfter(l, steps); got != want {
+			t.Errorf("%s: witness at size %d, log at %d", l.origin, got, want)
+		}
+	}
+}
+
+// A second run of the same logs against a fresh witness sends the same
+// checkpoints: both witnesses of a comparison get the same workload.
+func TestWorkload_SameForEveryWitness(t *testing.T) {
+	logs := testLogs(t, 2)
+	var bodies [2][][]byte
+	for run := range bodies {
+		w := newLogWriter(logs[1], DefaultMaxGrow)
+		for range 5 {
+			w.step()
+			body, err := w.request()
+			if err != nil {
+				t.Fatal(err)
+			}
+			bodies[run] = append(bodies[run], body)
+			w.witnessSize = w.tree.Size()
+		}
+	}
+	for i := range bodies[0] {
+		if !bytes.Equal(bodies[0][i], bodies[1][i]) {
+			t.Fatalf("request %d differs between runs:\n%s\n%s", i, bodies[0][i], bodies[1][i])
+		}
+	}
+}
+
+// The body is c2sp.org/tlog-witness's: the old size, a consistency proof
+// that verifies, and a checkpoint signed by the log's key.
+func TestRequest_IsTLogWitnessBody(t *testing.T) {
+	l := testLogs(t, 1)[0]
+	verifier, err := checkpoints.NewLogVerifier(l.vkey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := newLogWriter(l, DefaultMaxGrow)
+	for step := range 20 {
+		old, oldRoot := w.tree.Size(), w.tree.Hash()
+		w.step()
+		body, err := w.request()
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, err := witness.ParseAddCheckpointRequest(body)
+		if err != nil {
+			t.Fatalf("step %d: %v\n%s", step, err, body)
+		}
+		if req.OldSize != old || req.Checkpoint.Size != w.tree.Size() || req.Checkpoint.Origin != l.origin {
+			t.Fatalf("step %d: old %d, size %d, origin %q; want %d, %d, %q", step, req.OldSize, req.Checkpoint.Size, req.Checkpoint.Origin, old, w.tree.Size(), l.origin)
+		}
+		if _, err := checkpoints.OpenCheckpoint(req.SignedCheckpoint, verifier); err != nil {
+			t.Fatalf("step %d: log signature: %v", step, err)
+		}
+		if old == 0 {
+			if len(req.Proof) != 0 {
+				t.Fatalf("step %d: %d proof lines from size 0", step, len(req.Proof))
+			}
+		} else {
+			p := make([][]byte, len(req.Proof))
+			for i := range req.Proof {
+				p[i] = req.Proof[i][:]
+			}
+			if err := proof.VerifyConsistency(rfc6962.DefaultHasher, old, req.Checkpoint.Size, p, oldRoot, req.Checkpoint.Hash[:]); err != nil {
+				t.Fatalf("step %d: consistency proof: %v", step, err)
+			}
+		}
+		w.witnessSize = w.tree.Size()
+	}
+}
+
+// A witness ahead of the client answers 409 with its size; the client
+// retries from that size and the step is cosigned.
+func TestWorkload_409ResyncsFromWitnessSize(t *testing.T) {
+	logs := testLogs(t, 1)
+	w := newInProcessWitness(t, logs, nil)
+	// Another client of the same log moved the witness to size 40, beyond
+	// the first step (at most 16 entries).
+	ahead := newLogWriter(logs[0], DefaultMaxGrow)
+	ahead.growTo(40)
+	body, err := ahead.request()
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, answer, err := post(context.Background(), http.DefaultClient, w.srv.URL+"/add-checkpoint", body)
+	if err != nil || code != http.StatusOK {
+		t.Fatalf("moving the witness to 40: %d %q %v", code, answer, err)
+	}
+	m := testWorkload(3).run(context.Background(), "annal-witness", w.srv.URL, logs)
+	if m.ok != 3 || m.errors["409"] != 1 || m.errorCount() != 1 || m.retries != 1 || len(m.gaveUp) != 0 {
+		t.Fatalf("ok %d, errors %s, retries %d, stopped %v; want 3 cosigned, one 409 retried", m.ok, m.errorSummary(), m.retries, m.gaveUp)
+	}
+	if got := w.storedSize(t, logs[0]); got < 40 {
+		t.Fatalf("witness at %d, want at least 40", got)
+	}
+}
+
+// A witness's pushback (429) is an error, and the step is retried after a
+// backoff until it is cosigned.
+func TestWorkload_429RetriedWithBackoff(t *testing.T) {
+	logs := testLogs(t, 2)
+	var n atomic.Int64
+	pushback := func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+			if n.Add(1)%3 == 0 {
+				http.Error(rw, "busy", http.StatusTooManyRequests)
+				return
+			}
+			h.ServeHTTP(rw, r)
+		})
+	}
+	w := newInProcessWitness(t, logs, pushback)
+	const steps = 10
+	m := testWorkload(steps).run(context.Background(), "annal-witness", w.srv.URL, logs)
+	if m.ok != len(logs)*steps || m.errors["429"] == 0 || m.errorCount() != m.errors["429"] || m.retries != m.errors["429"] || len(m.gaveUp) != 0 {
+		t.Fatalf("ok %d, errors %s, retries %d, stopped %v", m.ok, m.errorSummary(), m.retries, m.gaveUp)
+	}
+	if m.sent != m.ok+m.errorCount() {
+		t.Fatalf("sent %d, want %d cosigned + %d refused", m.sent, m.ok, m.errorCount())
+	}
+}
+
+// The duration bounds a run with no step count.
+func TestWorkload_DurationBoundsRun(t *testing.T) {
+	logs := testLogs(t, 2)
+	w := newInProcessWitness(t, logs, nil)
+	wl := testWorkload(0)
+	wl.duration = 300 * time.Millisecond
+	start := time.Now()
+	m := wl.run(context.Background(), "annal-witness", w.srv.URL, logs)
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("a %v run took %v", wl.duration, took)
+	}
+	if m.ok == 0 || m.errorCount() != 0 {
+		t.Fatalf("ok %d, errors %s", m.ok, m.errorSummary())
+	}
+}
+
+func TestParseSizeAnswer_TLogSize(t *testing.T) {
+	for _, tc := range []struct {
+		body string
+		want uint64
+		ok   bool
+	}{
+		{"0\n", 0, true},
+		{"1234\n", 1234, true},
+		{"1234", 0, false},
+		{"01\n", 0, false},
+		{"\n", 0, false},
+		{"12 \n", 0, false},
+		{"", 0, false},
+	} {
+		got, err := parseSizeAnswer([]byte(tc.body))
+		if (err == nil) != tc.ok || got != tc.want {
+			t.Errorf("parseSizeAnswer(%q) = %d, %v; want %d, ok %v", tc.body, got, err, tc.want, tc.ok)
+		}
+	}
+}
+
+func TestPercentile_NearestRank(t *testing.T) {
+	ms := func(v ...int) []time.Duration {
+		d := make([]time.Duration, len(v))
+		for i := range v {
+			d[i] = time.Duration(v[i]) * time.Millisecond
+		}
+		return d
+	}
+	for _, tc := range []struct {
+		d    []time.Duration
+		p    float64
+		want time.Duration
+	}{
+		{nil, 50, 0},
+		{ms(7), 99, 7 * time.Millisecond},
+		{ms(4, 1, 3, 2), 50, 2 * time.Millisecond},
+		{ms(4, 1, 3, 2), 99, 4 * time.Millisecond},
+		{ms(10, 9, 8, 7, 6, 5, 4, 3, 2, 1), 90, 9 * time.Millisecond},
+	} {
+		if got := percentile(tc.d, tc.p); got != tc.want {
+			t.Errorf("percentile(%v, %v) = %v, want %v", tc.d, tc.p, got, tc.want)
+		}
+	}
+}
+
+// The -additional_logs file follows omniwitness.ConfigYAML: a "Logs" list
+// of Origin and PublicKey.
+func TestOmniwitnessLogsYAML_Schema(t *testing.T) {
+	logs := []*benchLog{
+		{origin: "bench.example/log-0", vkey: "bench.example/log-0+01234567+AQID"},
+		{origin: "bench.example/log-1", vkey: "bench.example/log-1+89abcdef+BAUG"},
+	}
+	want := `Logs:
+  - Origin: "bench.example/log-0"
+    PublicKey: "bench.example/log-0+01234567+AQID"
+  - Origin: "bench.example/log-1"
+    PublicKey: "bench.example/log-1+89abcdef+BAUG"
+`
+	if got := string(omniwitnessLogsYAML(logs)); got != want {
+		t.Fatalf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
+// omniwitness reads its key with formats/note.NewSignerForCosignatureV1.
+func TestOmniwitnessKey_ReadByCosignatureV1Signer(t *testing.T) {
+	skey, err := newOmniwitnessKey(omniwitnessName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := fnote.NewSignerForCosignatureV1(skey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Name() != omniwitnessName {
+		t.Fatalf("key name %q, want %q", s.Name(), omniwitnessName)
+	}
+}
+
+// The real annal-witness binary, configured with `logs add` and run with
+// `serve`, cosigns the workload, and stops on SIGTERM.
+func TestAnnalWitnessBinary_LogsAddAndServe(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds annal-witness")
+	}
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go command to build annal-witness with")
+	}
+	ctx := context.Background()
+	dir := t.TempDir()
+	bin, err := buildAnnalWitness(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := testLogs(t, 3)
+	p, err := startAnnalWitness(ctx, bin, dir, logs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.stop()
+	const steps = 5
+	m := testWorkload(steps).run(ctx, "annal-witness", p.url, logs)
+	checkClean(t, m, len(logs)*steps)
+	p.stop()
+	select {
+	case <-p.exited:
+	default:
+		t.Fatal("annal-witness still running after stop")
+	}
+}
