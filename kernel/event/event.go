@@ -23,6 +23,7 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/annal-dev/annal/kernel/delta"
 	"github.com/gowebpki/jcs"
 	"github.com/transparency-dev/merkle/rfc6962"
 )
@@ -83,6 +84,10 @@ type Event struct {
 	Time  string `json:"time"`
 	Kind  Kind   `json:"kind"`
 	Actor string `json:"actor"`
+	// Session names the session a session-scoped event belongs to
+	// (Execution Control §10), so that a session's events can be selected
+	// from the log without knowing every kind.
+	Session string `json:"session,omitempty"`
 
 	Log         *LogInfo      `json:"log,omitempty"`
 	Subject     *ActorRecord  `json:"subject,omitempty"`
@@ -94,6 +99,7 @@ type Event struct {
 	Production  *Production   `json:"production,omitempty"`
 	Denial      *Denial       `json:"denial,omitempty"`
 	Hold        *Hold         `json:"hold,omitempty"`
+	Delta       *delta.Delta  `json:"delta,omitempty"`
 }
 
 // LogInfo is carried by the genesis event.

@@ -28,6 +28,10 @@ const (
 	// committed: rejected, timed out, or approved but refused on re-check.
 	// An approved hold whose action commits ends with that action's event.
 	KindHoldAnswered Kind = "hold.answered"
+	// KindSessionDelta records one agent turn's file changes in a session
+	// as an ADR-0023 SemanticDelta, hash-chained to the session's previous
+	// delta (kernel/delta).
+	KindSessionDelta Kind = "session.delta"
 )
 
 // KernelActor is the actor of events the kernel writes on its own (energy

@@ -2,6 +2,8 @@ package event
 
 import (
 	"fmt"
+
+	"github.com/annal-dev/annal/kernel/delta"
 	"time"
 	"unicode/utf8"
 )
@@ -31,7 +33,7 @@ func (e *Event) validate() error {
 		{"log", e.Log != nil}, {"subject", e.Subject != nil}, {"action", e.Action != nil},
 		{"decision", e.Decision != nil}, {"status", e.Status != nil}, {"envelope", e.Envelope != nil},
 		{"envelope_end", e.EnvelopeEnd != nil}, {"production", e.Production != nil},
-		{"denial", e.Denial != nil}, {"hold", e.Hold != nil},
+		{"denial", e.Denial != nil}, {"hold", e.Hold != nil}, {"delta", e.Delta != nil},
 	} {
 		switch need := want[f.name]; {
 		case need == required && !f.set:
@@ -109,6 +111,7 @@ var kindFields = map[Kind]map[string]presence{
 	KindActionDenied:    {"action": required, "decision": required, "denial": required},
 	KindHoldRequested:   {"action": required, "hold": required},
 	KindHoldAnswered:    {"hold": required},
+	KindSessionDelta:    {"delta": required},
 }
 
 // validateParts checks the kind-specific parts of an event.
@@ -149,6 +152,18 @@ func (e *Event) validateParts() error {
 	if e.Hold != nil {
 		if err := e.Hold.validate(e.Kind); err != nil {
 			return err
+		}
+	}
+	if e.Session != "" && !delta.ValidIdentifier(e.Session) {
+		return fmt.Errorf("session %q does not match ^[a-zA-Z0-9]([a-zA-Z0-9._:-]*[a-zA-Z0-9])?$ (at most 256)", e.Session)
+	}
+	if e.Delta != nil {
+		if err := e.Delta.Validate(); err != nil {
+			return err
+		}
+		d := e.Delta
+		if d.SessionID != e.Session || d.AgentDID != e.Actor || d.Timestamp != e.Time {
+			return fmt.Errorf("delta %s: session_id, agent_did and timestamp must be the event's session, actor and time", d.DeltaID)
 		}
 	}
 	if e.Action != nil && e.Action.Envelope != "" && !ValidEnvelopeID(e.Action.Envelope) {
