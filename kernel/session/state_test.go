@@ -31,7 +31,7 @@ func TestSpec10_1_StateMachine(t *testing.T) {
 
 func TestSpec10_1_StateFlags(t *testing.T) {
 	cases := []struct {
-		s              State
+		s                  State
 		valid, joins, acts bool
 	}{
 		{Created, true, false, false},
