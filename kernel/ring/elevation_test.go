@@ -43,7 +43,9 @@ func TestSpec21_2_ElevationApprovalAndDenial(t *testing.T) {
 		{"trust invalid", with(func(r *ElevationRequest) { r.Trust = sp(20000) }), false, 0, InsufficientTrust},
 		{"no attestation", with(func(r *ElevationRequest) { r.Attested = false }), false, 0, NoSponsorship},
 		{"duplicate", base, true, 0, DuplicateElevation},
-		{"to ring 2 at 0.50", with(func(r *ElevationRequest) { r.Current, r.Target, r.Trust, r.Attested = Sandbox, Standard, sp(5000), false }), false, DefaultElevationTTL, ""},
+		{"to ring 2 at 0.50", with(func(r *ElevationRequest) {
+			r.Current, r.Target, r.Trust, r.Attested = Sandbox, Standard, sp(5000), false
+		}), false, DefaultElevationTTL, ""},
 		{"to ring 2 at 0.4999", with(func(r *ElevationRequest) { r.Current, r.Target, r.Trust = Sandbox, Standard, sp(4999) }), false, 0, InsufficientTrust},
 		{"sandbox to ring 1", with(func(r *ElevationRequest) { r.Current = Sandbox }), false, DefaultElevationTTL, ""},
 		{"same ring", with(func(r *ElevationRequest) { r.Current = Privileged }), false, 0, InvalidTarget},
@@ -54,7 +56,9 @@ func TestSpec21_2_ElevationApprovalAndDenial(t *testing.T) {
 		// Order: ring_0_forbidden beats everything, invalid_target beats
 		// duplicate, duplicate beats trust, trust beats sponsorship,
 		// sponsorship beats the TTL.
-		{"root with all else wrong", with(func(r *ElevationRequest) { r.Target, r.Current, r.Trust, r.Attested, r.TTL = Root, Root, nil, false, -1 }), true, 0, Ring0Forbidden},
+		{"root with all else wrong", with(func(r *ElevationRequest) {
+			r.Target, r.Current, r.Trust, r.Attested, r.TTL = Root, Root, nil, false, -1
+		}), true, 0, Ring0Forbidden},
 		{"invalid before duplicate", with(func(r *ElevationRequest) { r.Target = Standard }), true, 0, InvalidTarget},
 		{"duplicate before trust", with(func(r *ElevationRequest) { r.Trust = nil }), true, 0, DuplicateElevation},
 		{"trust before sponsorship", with(func(r *ElevationRequest) { r.Trust, r.Attested = nil, false }), false, 0, InsufficientTrust},
