@@ -1,0 +1,126 @@
+package ring
+
+import (
+	"encoding/json"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// pythonishRE is §17.1's pattern with \z; a valid identifier must match it
+// entirely.
+var pythonishRE = regexp.MustCompile(`^[a-zA-Z0-9]([a-zA-Z0-9._:-]*[a-zA-Z0-9])?$`)
+
+func FuzzValidIdentifier(f *testing.F) {
+	for _, s := range []string{"a", "abc\n", "did:annal:x", "a..b", "", "\x00", "а", strings.Repeat("a", 256), strings.Repeat("a", 257), "a-", "a\r\n"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if ValidIdentifier(s) != nil {
+			return
+		}
+		if strings.ContainsAny(s, "\n\r\x00 ") {
+			t.Fatalf("valid identifier %q contains a newline, NUL or space", s)
+		}
+		if len(s) == 0 || len(s) > MaxIdentifierLen {
+			t.Fatalf("valid identifier of %d bytes", len(s))
+		}
+		for i := 0; i < len(s); i++ {
+			if s[i] >= 0x80 {
+				t.Fatalf("valid identifier %q has a non-ASCII byte", s)
+			}
+		}
+		if !pythonishRE.MatchString(s) {
+			t.Fatalf("valid identifier %q does not match §17.1", s)
+		}
+	})
+}
+
+func FuzzParseDescriptor(f *testing.F) {
+	for _, s := range []string{
+		goodJSON,
+		`{"action_id":"a","name":"n","execute_api":"/x","reversibility":"NONE","is_read_only":true,"is_admin":false}`,
+		`{"action_id":"a","action_id":"b"}`,
+		`{"is_admin":"true"}`,
+		`{"undo_window_seconds":1e400}`,
+		`{"name":"\ud800"}`,
+		`[`, `{`, `"\`, `{"name":"\u`, `null`, ``,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		d, err := ParseDescriptor(data)
+		if err != nil {
+			return
+		}
+		if err := d.Validate(); err != nil {
+			t.Fatalf("accepted descriptor does not validate: %v", err)
+		}
+		// An accepted descriptor re-encodes to JSON that parses to the
+		// same descriptor.
+		out, err := json.Marshal(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d2, err := ParseDescriptor(out)
+		if err != nil {
+			t.Fatalf("re-parsing %s: %v", out, err)
+		}
+		out2, _ := json.Marshal(d2)
+		if string(out) != string(out2) {
+			t.Fatalf("round trip changed %s into %s", out, out2)
+		}
+		if d.RequiredRing() != d2.RequiredRing() || !d.RequiredRing().Valid() {
+			t.Fatalf("required ring changed or invalid: %v, %v", d.RequiredRing(), d2.RequiredRing())
+		}
+	})
+}
+
+func FuzzNetworkDestination(f *testing.F) {
+	for _, s := range [][2]string{
+		{"a.example.com", "*.example.com"},
+		{"example.com.evil.net", "*.example.com"},
+		{"evilexample.com", "*.example.com"},
+		{"[::1]:443", "[::1]"},
+		{"127.1", "127.0.0.1"},
+		{"user@a.com", "a.com"},
+		{"A.COM:80", "a.com:80"},
+	} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, dest, entry string) {
+		d, err := ParseDestination(dest)
+		if err != nil {
+			return
+		}
+		s := d.String()
+		if strings.ContainsAny(s, "/@ \t\r\n\x00?#\\") || strings.Contains(s, "://") {
+			t.Fatalf("accepted %q as %q", dest, s)
+		}
+		if !strings.EqualFold(s, dest) && !d.IP {
+			t.Fatalf("%q canonicalised to %q beyond case", dest, s)
+		}
+		// Parsing is idempotent.
+		d2, err := ParseDestination(s)
+		if err != nil || d2 != d {
+			t.Fatalf("re-parsing %q: %+v, %v; want %+v", s, d2, err, d)
+		}
+		if !MatchAllowlist([]string{entry}, d) {
+			return
+		}
+		if ParseAllowEntry(entry) != nil {
+			t.Fatalf("malformed entry %q matched %q", entry, dest)
+		}
+		host, _, _ := strings.Cut(strings.ToLower(entry), ":")
+		if strings.HasPrefix(entry, "[") {
+			return // IPv6 entries compare by address, checked below in canonical form
+		}
+		if suffix, ok := strings.CutPrefix(host, "*."); ok {
+			if d.IP || !strings.HasSuffix(d.Host, "."+suffix) {
+				t.Fatalf("wildcard %q matched %q", entry, dest)
+			}
+		} else if d.Host != host {
+			t.Fatalf("entry %q matched %q", entry, dest)
+		}
+	})
+}

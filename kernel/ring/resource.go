@@ -1,0 +1,291 @@
+package ring
+
+import (
+	"fmt"
+	"path"
+	"strings"
+)
+
+// Resource is a resource type a ring constrains (§7.3).
+type Resource string
+
+// The resource types of §7.3.
+const (
+	Network       Resource = "NETWORK"
+	Filesystem    Resource = "FILESYSTEM"
+	Subprocess    Resource = "SUBPROCESS"
+	ToolExecution Resource = "TOOL_EXECUTION"
+)
+
+// FSScope is a filesystem scope (§7.4).
+type FSScope string
+
+// The filesystem scopes of §7.4. Any other value is treated as ScopeNone.
+const (
+	// ScopeNone allows no filesystem access.
+	ScopeNone FSScope = "none"
+	// ScopeSession allows the agent's own session directory only.
+	ScopeSession FSScope = "session"
+	// ScopeScoped allows the agent's directories and paths granted to it.
+	ScopeScoped FSScope = "scoped"
+	// ScopeFull allows any path.
+	ScopeFull FSScope = "full"
+)
+
+// Constraints are the resource constraints of one ring (§7.1). The JSON
+// form uses the specification's field names, plus network_allowlist_only.
+type Constraints struct {
+	NetworkAllowed bool `json:"network_allowed"`
+	// NetworkAllowlist lists the destinations allowed (see ParseAllowEntry).
+	// A non-empty list always restricts the network to its entries. An
+	// empty list allows every destination, as §7.1 says, unless
+	// NetworkAllowlistOnly is set.
+	NetworkAllowlist []string `json:"network_allowlist"`
+	// NetworkAllowlistOnly makes the allowlist binding even when it is empty:
+	// then no destination is allowed. It is Annal's addition, set for
+	// Standard by DefaultConstraints (see there).
+	NetworkAllowlistOnly bool    `json:"network_allowlist_only"`
+	FilesystemWritable   bool    `json:"filesystem_writable"`
+	FilesystemScope      FSScope `json:"filesystem_scope"`
+	SubprocessAllowed    bool    `json:"subprocess_allowed"`
+	MaxConcurrentTools   int     `json:"max_concurrent_tools"`
+}
+
+// DefaultConstraints returns the ring-to-constraint mapping of §7.2:
+//
+//	ring      network          filesystem        subprocess  tools
+//	Root      all              full, writable    yes         32
+//	Privileged all             full, writable    yes         16
+//	Standard  allowlist only   scoped, writable  yes          8
+//	Sandbox   none             none              no           2
+//
+// Deviation: §7.2 gives Standard "Yes (allowlist)" while §7.1 says an empty
+// allowlist allows all, and the reference gives Standard an empty list, so
+// there Standard had the same network as Privileged and "allowlist" meant
+// nothing. In Annal, Standard's allowlist is binding
+// (NetworkAllowlistOnly): with the default empty list, a Standard agent
+// reaches no destination until the operator lists some. Root and Privileged
+// have no allowlist and reach every destination.
+//
+// The map is new on every call, so callers may change it.
+func DefaultConstraints() map[Ring]Constraints {
+	return map[Ring]Constraints{
+		Root:       {NetworkAllowed: true, FilesystemWritable: true, FilesystemScope: ScopeFull, SubprocessAllowed: true, MaxConcurrentTools: 32},
+		Privileged: {NetworkAllowed: true, FilesystemWritable: true, FilesystemScope: ScopeFull, SubprocessAllowed: true, MaxConcurrentTools: 16},
+		Standard:   {NetworkAllowed: true, NetworkAllowlist: []string{}, NetworkAllowlistOnly: true, FilesystemWritable: true, FilesystemScope: ScopeScoped, SubprocessAllowed: true, MaxConcurrentTools: 8},
+		Sandbox:    {NetworkAllowed: false, FilesystemWritable: false, FilesystemScope: ScopeNone, SubprocessAllowed: false, MaxConcurrentTools: 2},
+	}
+}
+
+// ConstraintsFor returns m's constraints for r. When r is invalid or not in
+// m, it returns m's constraints for Sandbox (§6.4), and when m has no
+// Sandbox entry either, DefaultConstraints' Sandbox.
+func ConstraintsFor(m map[Ring]Constraints, r Ring) Constraints {
+	if c, ok := m[r]; ok && r.Valid() {
+		return c
+	}
+	if c, ok := m[Sandbox]; ok {
+		return c
+	}
+	return DefaultConstraints()[Sandbox]
+}
+
+// Validate checks that the scope is one of §7.4's, every allowlist entry
+// parses (ParseAllowEntry) and MaxConcurrentTools is not negative. The error
+// wraps ErrInvalidValue.
+func (c Constraints) Validate() error {
+	switch c.FilesystemScope {
+	case ScopeNone, ScopeSession, ScopeScoped, ScopeFull:
+	default:
+		return fmt.Errorf("constraints: filesystem_scope %s: %w: must be none, session, scoped or full (§7.4)", quote(string(c.FilesystemScope)), ErrInvalidValue)
+	}
+	for _, e := range c.NetworkAllowlist {
+		if err := ParseAllowEntry(e); err != nil {
+			return fmt.Errorf("constraints: %w", err)
+		}
+	}
+	if c.MaxConcurrentTools < 0 {
+		return fmt.Errorf("constraints: max_concurrent_tools %d: %w: must not be negative", c.MaxConcurrentTools, ErrInvalidValue)
+	}
+	return nil
+}
+
+// AllowsResource reports whether c allows the resource type at all (§6.3):
+// NETWORK when network_allowed, FILESYSTEM when the scope is a known scope
+// other than none, SUBPROCESS when subprocess_allowed, TOOL_EXECUTION
+// always, and nothing else.
+func (c Constraints) AllowsResource(r Resource) bool {
+	switch r {
+	case Network:
+		return c.NetworkAllowed
+	case Filesystem:
+		return c.FilesystemScope == ScopeSession || c.FilesystemScope == ScopeScoped || c.FilesystemScope == ScopeFull
+	case Subprocess:
+		return c.SubprocessAllowed
+	case ToolExecution:
+		return true
+	}
+	return false
+}
+
+// Use describes the resources one action declares it will use.
+type Use struct {
+	// Network lists destinations, each host or host:port (ParseDestination).
+	Network []string
+	// FilesystemWrite lists paths the action writes.
+	FilesystemWrite []string
+	// FilesystemRead lists paths the action reads.
+	FilesystemRead []string
+	// Subprocess reports whether the action starts processes.
+	Subprocess bool
+	// Tools is how many tools the action runs at once.
+	Tools int
+}
+
+// Denied is one refused use of a resource.
+type Denied struct {
+	Resource Resource `json:"resource"`
+	// Target is the destination or path refused, or "" for subprocesses
+	// and tools.
+	Target string `json:"target,omitempty"`
+	Reason string `json:"reason"`
+}
+
+// CheckUse returns every use in u that c refuses, in the order network,
+// filesystem writes, filesystem reads, subprocess, tools; nil when all are
+// allowed (§6.3, §7). The rules:
+//   - network: refused unless network_allowed; each destination must parse
+//     (ParseDestination); when the allowlist binds (non-empty, or
+//     NetworkAllowlistOnly), it must match an entry (MatchAllowlist).
+//   - filesystem: writes need filesystem_writable. Scope none (or an unknown
+//     scope) refuses every path. Scope session and scoped allow only
+//     relative, slash-separated paths that, after path.Clean, are one of
+//     ownDirs or lie below one, compared segment by segment, so "own/../x"
+//     and "ownx/y" are outside "own"; absolute paths and paths that climb
+//     out with ".." are refused. For session the caller passes the
+//     session's directory; for scoped, the agent's directories and the
+//     paths granted to it. Entries of ownDirs that are empty, ".", absolute
+//     or climb with ".." are ignored (fail closed). Scope full allows any
+//     path. In every scope a path must be non-empty, valid UTF-8, without
+//     control characters or backslashes.
+//   - subprocess: refused unless subprocess_allowed.
+//   - tools: more than max_concurrent_tools, or a negative count, is
+//     refused; using a tool is otherwise always allowed (§7.3).
+//
+// The check is lexical: it does not read the filesystem, so symbolic links
+// are the caller's concern.
+func (c Constraints) CheckUse(u Use, ownDirs []string) []Denied {
+	var out []Denied
+	deny := func(r Resource, target, format string, args ...any) {
+		out = append(out, Denied{Resource: r, Target: target, Reason: fmt.Sprintf(format, args...)})
+	}
+	binding := c.NetworkAllowlistOnly || len(c.NetworkAllowlist) > 0
+	for _, s := range u.Network {
+		if !c.NetworkAllowed {
+			deny(Network, s, "network access is not allowed at this ring (§7.2)")
+			continue
+		}
+		d, err := ParseDestination(s)
+		if err != nil {
+			deny(Network, s, "%v", err)
+			continue
+		}
+		if binding && !MatchAllowlist(c.NetworkAllowlist, d) {
+			deny(Network, s, "destination %s matches no entry of the network allowlist (§7.1)", d)
+		}
+	}
+	dirs := cleanDirs(ownDirs)
+	checkPath := func(p string, write bool) {
+		if write && !c.FilesystemWritable {
+			deny(Filesystem, p, "filesystem writes are not allowed at this ring (§7.1)")
+			return
+		}
+		switch c.FilesystemScope {
+		case ScopeSession, ScopeScoped, ScopeFull:
+		default:
+			deny(Filesystem, p, "filesystem scope %s allows no filesystem access (§7.4)", quote(string(c.FilesystemScope)))
+			return
+		}
+		if err := checkPathSyntax(p); err != nil {
+			deny(Filesystem, p, "%v", err)
+			return
+		}
+		if c.FilesystemScope == ScopeFull {
+			return
+		}
+		if rel, ok := relPath(p); !ok {
+			deny(Filesystem, p, "scope %s allows only relative paths that stay inside the agent's directories (§7.4, §20.5)", c.FilesystemScope)
+		} else if !inside(rel, dirs) {
+			deny(Filesystem, p, "path %s is outside the agent's directories in scope %s (§7.4)", quote(rel), c.FilesystemScope)
+		}
+	}
+	for _, p := range u.FilesystemWrite {
+		checkPath(p, true)
+	}
+	for _, p := range u.FilesystemRead {
+		checkPath(p, false)
+	}
+	if u.Subprocess && !c.SubprocessAllowed {
+		deny(Subprocess, "", "subprocess creation is not allowed at this ring (§7.2)")
+	}
+	switch {
+	case u.Tools < 0:
+		deny(ToolExecution, "", "tool count %d is negative", u.Tools)
+	case u.Tools > c.MaxConcurrentTools:
+		deny(ToolExecution, "", "%d concurrent tools, more than the %d this ring allows (§7.1)", u.Tools, c.MaxConcurrentTools)
+	}
+	return out
+}
+
+// checkPathSyntax refuses an empty path, invalid UTF-8, control and format
+// characters, and backslashes (which another platform reads as separators,
+// so "a\..\..\x" would escape there).
+func checkPathSyntax(p string) error {
+	if p == "" {
+		return fmt.Errorf("path: %w: must not be empty", ErrInvalidValue)
+	}
+	if strings.ContainsRune(p, '\\') {
+		return fmt.Errorf("path %s: %w: backslashes are not allowed (paths are slash-separated)", quote(p), ErrInvalidValue)
+	}
+	return checkText("path", p)
+}
+
+// relPath cleans p and reports whether it is relative and stays below the
+// root (does not start with "..").
+func relPath(p string) (string, bool) {
+	if path.IsAbs(p) {
+		return "", false
+	}
+	c := path.Clean(p)
+	if c == ".." || strings.HasPrefix(c, "../") {
+		return "", false
+	}
+	return c, true
+}
+
+// cleanDirs cleans ownDirs and drops those that are not usable scopes.
+func cleanDirs(ownDirs []string) []string {
+	var out []string
+	for _, d := range ownDirs {
+		if checkPathSyntax(d) != nil {
+			continue
+		}
+		c, ok := relPath(d)
+		if !ok || c == "." {
+			continue
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// inside reports whether the clean relative path p is one of dirs or below
+// one, comparing whole segments.
+func inside(p string, dirs []string) bool {
+	for _, d := range dirs {
+		if p == d || strings.HasPrefix(p, d+"/") {
+			return true
+		}
+	}
+	return false
+}
