@@ -41,8 +41,11 @@ type Policy struct {
 var (
 	namePattern = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,63}$`)
 	// flagsOff finds a flag group that clears flags, such as (?-i) or
-	// (?s-i:x). It may also find "(?-" inside a character class, which is
-	// then refused too: write that class another way.
+	// (?s-i:x). It is a check on the text, so it also refuses the rare
+	// patterns that hold "(?-" otherwise, in a class ("[(?-]") or after an
+	// escaped parenthesis ("\(?-"): write those another way ("[-(?]",
+	// "\(?\-"). The parsed tree cannot tell: RE2 drops the fold flag from
+	// caseless classes.
 	flagsOff = regexp.MustCompile(`\(\?[A-Za-z]*-`)
 	keys     = map[string]bool{"name": true, "blocked_actions": true, "blocked_patterns": true, "audit_all": true, "signal_on_violation": true}
 )
