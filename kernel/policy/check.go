@@ -1,0 +1,105 @@
+package policy
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+)
+
+// Rules a Violation names.
+const (
+	RuleBlockedAction  = "blocked_action"
+	RuleBlockedPattern = "blocked_pattern"
+	// RuleMissingPolicy is Evaluate's answer to a nil policy: it fails
+	// closed rather than skip it.
+	RuleMissingPolicy = "missing_policy"
+)
+
+// Compiled is a validated policy ready to check actions. It is immutable.
+type Compiled struct {
+	policy   Policy
+	actions  map[string]struct{}
+	patterns []*regexp.Regexp
+}
+
+// Compile validates p and compiles its patterns.
+func Compile(p Policy) (*Compiled, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	c := &Compiled{
+		policy:  clonePolicy(p),
+		actions: make(map[string]struct{}, len(p.BlockedActions)),
+	}
+	for _, a := range p.BlockedActions {
+		c.actions[a] = struct{}{}
+	}
+	for _, pat := range p.BlockedPatterns {
+		re, err := compilePattern(pat)
+		if err != nil { // Validate compiled it already.
+			return nil, invalid("policy %s: %v", p.Name, err)
+		}
+		c.patterns = append(c.patterns, re)
+	}
+	return c, nil
+}
+
+// Policy returns a copy of the policy c was compiled from.
+func (c *Compiled) Policy() Policy { return clonePolicy(c.policy) }
+
+// Name returns the policy's name.
+func (c *Compiled) Name() string { return c.policy.Name }
+
+func clonePolicy(p Policy) Policy {
+	p.BlockedActions = slices.Clone(p.BlockedActions)
+	p.BlockedPatterns = slices.Clone(p.BlockedPatterns)
+	return p
+}
+
+// Violation says which policy blocked an action and by which rule. Detail
+// names the blocked action or the pattern, never the payload text the
+// pattern matched: the violation is logged, and the match may be the very
+// secret the policy guards.
+type Violation struct {
+	Policy string `json:"policy"`
+	Rule   string `json:"rule"`
+	Detail string `json:"detail"`
+}
+
+// Error names the policy, the rule and the detail.
+func (v *Violation) Error() string {
+	return fmt.Sprintf("policy %s: %s: %s", v.Policy, v.Rule, v.Detail)
+}
+
+// Check returns the first rule of c that blocks an action going by
+// actionNames with the given payload, or nil. Names come first, in the order
+// given, each matched exactly and case-sensitively against the blocked
+// actions; then patterns, in the policy's order, case-insensitively on the
+// payload bytes.
+func (c *Compiled) Check(actionNames []string, payload []byte) *Violation {
+	for _, name := range actionNames {
+		if _, blocked := c.actions[name]; blocked {
+			return &Violation{Policy: c.policy.Name, Rule: RuleBlockedAction, Detail: fmt.Sprintf("action %q is blocked", name)}
+		}
+	}
+	for i, re := range c.patterns {
+		if re.Match(payload) {
+			return &Violation{Policy: c.policy.Name, Rule: RuleBlockedPattern, Detail: fmt.Sprintf("payload matches pattern %q", c.policy.BlockedPatterns[i])}
+		}
+	}
+	return nil
+}
+
+// Evaluate checks the policies in order and returns the first violation, or
+// nil when none blocks. A nil entry is a RuleMissingPolicy violation.
+func Evaluate(policies []*Compiled, actionNames []string, payload []byte) *Violation {
+	for i, c := range policies {
+		if c == nil {
+			return &Violation{Rule: RuleMissingPolicy, Detail: fmt.Sprintf("policy %d of %d is missing", i+1, len(policies))}
+		}
+		if v := c.Check(actionNames, payload); v != nil {
+			return v
+		}
+	}
+	return nil
+}

@@ -1,0 +1,251 @@
+package policy
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"regexp/syntax"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Limits of one policy.
+const (
+	MaxPolicySize     = 64 << 10
+	MaxBlockedActions = 256
+	MaxActionSize     = 256
+	MaxPatterns       = 64
+	MaxPatternSize    = 512
+)
+
+// ErrInvalidPolicy is wrapped by every error Parse, Validate and Compile
+// return about a malformed policy.
+var ErrInvalidPolicy = errors.New("invalid policy")
+
+// Policy is a named set of rules (the seed's DEFAULT_POLICIES entries).
+type Policy struct {
+	Name            string   `json:"name"`
+	BlockedActions  []string `json:"blocked_actions"`
+	BlockedPatterns []string `json:"blocked_patterns"`
+	// AuditAll asks the kernel to record every action the policy sees,
+	// blocked or not.
+	AuditAll bool `json:"audit_all"`
+	// SignalOnViolation asks the kernel to send SIGPOLICY to an agent whose
+	// action this policy blocks. When false a violation only denies.
+	SignalOnViolation bool `json:"signal_on_violation"`
+}
+
+var (
+	namePattern = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,63}$`)
+	// flagsOff finds a flag group that clears flags, such as (?-i) or
+	// (?s-i:x). It is a check on the text, so it also refuses the rare
+	// patterns that hold "(?-" otherwise, in a class ("[(?-]") or after an
+	// escaped parenthesis ("\(?-"): write those another way ("[-(?]",
+	// "\(?\-"). The parsed tree cannot tell: RE2 drops the fold flag from
+	// caseless classes.
+	flagsOff = regexp.MustCompile(`\(\?[A-Za-z]*-`)
+	keys     = map[string]bool{"name": true, "blocked_actions": true, "blocked_patterns": true, "audit_all": true, "signal_on_violation": true}
+)
+
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidPolicy}, args...)...)
+}
+
+// Parse reads one policy from strict JSON (see the package comment) and
+// validates it.
+func Parse(data []byte) (Policy, error) {
+	if len(data) > MaxPolicySize {
+		return Policy{}, invalid("%d bytes, more than %d", len(data), MaxPolicySize)
+	}
+	if err := checkKeys(data); err != nil {
+		return Policy{}, err
+	}
+	var p Policy
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil {
+		return Policy{}, invalid("%v", err)
+	}
+	if err := p.Validate(); err != nil {
+		return Policy{}, err
+	}
+	return p, nil
+}
+
+// checkKeys makes sure data is one JSON object whose keys are the known
+// ones, spelt exactly, each at most once, with nothing after it.
+// encoding/json alone would match keys case-insensitively and let the last
+// of two equal keys win.
+func checkKeys(data []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return invalid("not a JSON object")
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return invalid("%v", err)
+		}
+		key, _ := tok.(string)
+		if !keys[key] {
+			return invalid("unknown key %q", key)
+		}
+		if seen[key] {
+			return invalid("key %q given twice", key)
+		}
+		seen[key] = true
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return invalid("key %q: %v", key, err)
+		}
+	}
+	if _, err := dec.Token(); err != nil {
+		return invalid("%v", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return invalid("data after the policy object")
+	}
+	return nil
+}
+
+// Validate checks the policy's name, blocked actions and patterns (see the
+// package comment). Its errors name the policy and the rule broken.
+func (p Policy) Validate() error {
+	if !namePattern.MatchString(p.Name) {
+		return invalid("name %q does not match ^[a-z][a-z0-9_-]{0,63}$", p.Name)
+	}
+	if len(p.BlockedActions) > MaxBlockedActions {
+		return invalid("policy %s: %d blocked actions, more than %d", p.Name, len(p.BlockedActions), MaxBlockedActions)
+	}
+	seen := make(map[string]bool, len(p.BlockedActions))
+	for i, a := range p.BlockedActions {
+		if err := checkAction(a); err != nil {
+			return invalid("policy %s: blocked action %d: %v", p.Name, i+1, err)
+		}
+		if seen[a] {
+			return invalid("policy %s: blocked action %d: %q given twice", p.Name, i+1, a)
+		}
+		seen[a] = true
+	}
+	if len(p.BlockedPatterns) > MaxPatterns {
+		return invalid("policy %s: %d blocked patterns, more than %d", p.Name, len(p.BlockedPatterns), MaxPatterns)
+	}
+	seen = make(map[string]bool, len(p.BlockedPatterns))
+	for i, pat := range p.BlockedPatterns {
+		if _, err := compilePattern(pat); err != nil {
+			return invalid("policy %s: blocked pattern %d: %v", p.Name, i+1, err)
+		}
+		if seen[pat] {
+			return invalid("policy %s: blocked pattern %d: %q given twice", p.Name, i+1, pat)
+		}
+		seen[pat] = true
+	}
+	return nil
+}
+
+func checkAction(a string) error {
+	switch {
+	case a == "":
+		return fmt.Errorf("empty")
+	case len(a) > MaxActionSize:
+		return fmt.Errorf("%d bytes, more than %d", len(a), MaxActionSize)
+	case !utf8.ValidString(a):
+		return fmt.Errorf("%q is not UTF-8", a)
+	}
+	for _, r := range a {
+		if !unicode.IsPrint(r) {
+			return fmt.Errorf("%q holds the unprintable rune %U", a, r)
+		}
+	}
+	return nil
+}
+
+// compilePattern compiles one blocked pattern with case folding on, and
+// refuses what the package comment says Validate refuses.
+func compilePattern(pat string) (*regexp.Regexp, error) {
+	switch {
+	case len(pat) > MaxPatternSize:
+		return nil, fmt.Errorf("%d bytes, more than %d", len(pat), MaxPatternSize)
+	case !utf8.ValidString(pat):
+		return nil, fmt.Errorf("%q is not UTF-8", pat)
+	case flagsOff.MatchString(pat):
+		return nil, fmt.Errorf("%q clears a flag with (?-...); patterns are always case-insensitive", pat)
+	}
+	full := "(?i)" + pat
+	tree, err := syntax.Parse(full, syntax.Perl)
+	if err != nil {
+		return nil, fmt.Errorf("%q does not compile as RE2: %v", pat, err)
+	}
+	if canBeEmpty(tree) {
+		return nil, fmt.Errorf("%q can match an empty run of text, so it would block payloads for where it matches rather than for what they contain", pat)
+	}
+	re, err := regexp.Compile(full)
+	if err != nil {
+		return nil, fmt.Errorf("%q does not compile as RE2: %v", pat, err)
+	}
+	return re, nil
+}
+
+// canBeEmpty reports whether re can match zero characters somewhere, taking
+// every zero-width assertion (^, $, \A, \z, \b, \B) to hold.
+func canBeEmpty(re *syntax.Regexp) bool {
+	switch re.Op {
+	case syntax.OpNoMatch, syntax.OpCharClass, syntax.OpAnyCharNotNL, syntax.OpAnyChar:
+		return false
+	case syntax.OpLiteral:
+		return len(re.Rune) == 0
+	case syntax.OpCapture, syntax.OpPlus:
+		return canBeEmpty(re.Sub[0])
+	case syntax.OpRepeat:
+		return re.Min == 0 || canBeEmpty(re.Sub[0])
+	case syntax.OpConcat:
+		for _, sub := range re.Sub {
+			if !canBeEmpty(sub) {
+				return false
+			}
+		}
+		return true
+	case syntax.OpAlternate:
+		for _, sub := range re.Sub {
+			if canBeEmpty(sub) {
+				return true
+			}
+		}
+		return false
+	default:
+		// OpEmptyMatch, OpStar, OpQuest and the zero-width assertions; an
+		// operator unknown to this code counts as empty, so it is refused.
+		return true
+	}
+}
+
+// Defaults returns the seed's DEFAULT_POLICIES (read_only, no_pii, strict,
+// audit), in that order, as fresh copies.
+func Defaults() []Policy {
+	return []Policy{
+		{
+			Name:           "read_only",
+			BlockedActions: []string{"file_write", "database_write", "send_email", "api_call_write", "delete"},
+		},
+		{
+			Name:            "no_pii",
+			BlockedPatterns: []string{`\bssn\b`, `\bsocial.security\b`, `\bcredit.card\b`, `\bpassword\b`},
+		},
+		{
+			Name:           "strict",
+			BlockedActions: []string{"shell_exec", "eval", "raw_sql"},
+			BlockedPatterns: []string{
+				`\bdrop\s+table\b`, `\bdelete\s+from\b`,
+				`;\s*--`, `'\s*or\s*'1'\s*=\s*'1`,
+			},
+		},
+		{
+			Name:     "audit",
+			AuditAll: true,
+		},
+	}
+}
