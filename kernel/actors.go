@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/annal-dev/annal/kernel/event"
+	"github.com/annal-dev/annal/kernel/ring"
 )
 
 // ActorRequest describes an actor to create.
@@ -26,6 +27,12 @@ type ActorRequest struct {
 	// Share is the actor's share of energy production (default: 1 for a
 	// human, 0 for an agent, which its creator funds).
 	Share *uint64 `json:"share,omitempty"`
+	// Trust, if set, is the agent's effective trust score (0.0–1.0) and
+	// Consensus whether it has consensus: the ring they give is recorded
+	// right after the agent (an agent.ring event). Without it the agent
+	// starts in Ring 3, the sandbox (Execution Control §3.3).
+	Trust     *float64 `json:"trust,omitempty"`
+	Consensus bool     `json:"consensus,omitempty"`
 }
 
 // MaxShare bounds an actor's share of energy production.
@@ -78,6 +85,14 @@ func (k *Kernel) CreateAgent(ctx context.Context, creator *Actor, req ActorReque
 		return nil, denyAt(stage, GateForm, ErrInvalid, "grants: %v", err)
 	}
 	rec.Grants = grants
+	if req.Trust != nil {
+		if req.Kind != event.Agent {
+			return nil, denyAt(stage, GateForm, ErrInvalid, "a trust score is for agents: humans stand outside the rings")
+		}
+		if _, err := ring.ScoreFromFloat(*req.Trust); err != nil {
+			return nil, denyAt(stage, GateForm, ErrInvalid, "trust: %v", err)
+		}
+	}
 	cred, err := newCredential()
 	if err != nil {
 		return nil, err
@@ -137,8 +152,15 @@ func (k *Kernel) CreateAgent(ctx context.Context, creator *Actor, req ActorReque
 	if err != nil {
 		return nil, denyAt(stage, "", ErrUnavailable, "append actor.created: %v", err)
 	}
-	a, _ := k.Actor(rec.ID)
 	k.logger.Info("actor created", "actor", rec.ID, "kind", rec.Kind, "creator", creator.ID, "index", index)
+	if req.Trust != nil {
+		// A crash before this event leaves the agent in Ring 3 and its
+		// credential unseen: the least privilege, and nothing lost.
+		if _, err := k.AssignRing(ctx, creator, rec.ID, RingAssignment{Trust: *req.Trust, Consensus: req.Consensus, Reason: "trust at creation"}); err != nil {
+			return nil, err
+		}
+	}
+	a, _ := k.Actor(rec.ID)
 	return &NewAgent{Actor: a, Credential: cred, Index: index}, nil
 }
 

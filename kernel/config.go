@@ -7,6 +7,9 @@ import (
 	"time"
 
 	"github.com/annal-dev/annal/kernel/event"
+	"github.com/annal-dev/annal/kernel/killswitch"
+	"github.com/annal-dev/annal/kernel/ratelimit"
+	"github.com/annal-dev/annal/kernel/ring"
 )
 
 // Defaults for Config. The batching defaults trade a little throughput for
@@ -61,6 +64,19 @@ type Config struct {
 	// WitnessTimeout bounds the wait for a quorum; without one the
 	// checkpoint is not published (fail closed).
 	WitnessTimeout time.Duration
+	// RateLimits are the token buckets per ring (Execution Control §9.2);
+	// nil means ratelimit.DefaultLimits. MaxRateBuckets bounds the buckets
+	// (0: ratelimit.DefaultMaxBuckets). DisableRateLimit turns the gate off,
+	// for tools that replay or load a log.
+	RateLimits       map[ring.Ring]ratelimit.Limit
+	MaxRateBuckets   int
+	DisableRateLimit bool
+	// KillCallback, if set, is called when an agent is killed, to have the
+	// agent's runtime stop it (§12); KillCallbackTimeout bounds it
+	// (0: 5 s). Without one a kill still freezes the agent and revokes its
+	// envelopes, and records terminated=false.
+	KillCallback        killswitch.Callback
+	KillCallbackTimeout time.Duration
 	// Now is the kernel's clock.
 	Now func() time.Time
 	// Logger receives one structured line per notable event.
@@ -104,6 +120,14 @@ func (c Config) validate() error {
 	}
 	if err := c.Energy.Validate(); err != nil {
 		return fmt.Errorf("config: %w", err)
+	}
+	if c.RateLimits != nil {
+		if err := ratelimit.ValidateLimits(c.RateLimits); err != nil {
+			return fmt.Errorf("config: rate limits: %w", err)
+		}
+	}
+	if c.KillCallbackTimeout < 0 {
+		return errors.New("config: kill callback timeout must not be negative")
 	}
 	return nil
 }

@@ -25,6 +25,9 @@ var (
 	ErrUnavailable = errors.New("unavailable")
 	// ErrInsufficientEnergy: the actor or an envelope cannot pay (INV-5).
 	ErrInsufficientEnergy = errors.New("insufficient energy")
+	// ErrRateLimited: the agent's token bucket is empty (Execution Control
+	// §9.4, RateLimitExceeded); retry later.
+	ErrRateLimited = errors.New("rate limit exceeded")
 	// ErrConflict: the object is not in a state that allows this (a hold
 	// already answered, an envelope already revoked).
 	ErrConflict = errors.New("conflict")

@@ -80,7 +80,7 @@ func grants(spec ...string) []event.Grant {
 // authenticated.
 func (g *govKernel) agent(energy uint64, spec ...string) (*Actor, string) {
 	g.t.Helper()
-	na, err := g.CreateAgent(context.Background(), g.root, ActorRequest{Name: "a", Purpose: "test", Energy: energy, Grants: grants(spec...)})
+	na, err := g.CreateAgent(context.Background(), g.root, ActorRequest{Name: "a", Purpose: "test", Energy: energy, Grants: grants(spec...), Trust: ptr(0.8)})
 	if err != nil {
 		g.t.Fatal(err)
 	}
@@ -422,7 +422,7 @@ func TestAttacksThatMustFail(t *testing.T) {
 func TestFrozenTerminatedExpiredActorsCannotAct(t *testing.T) {
 	ctx := context.Background()
 	g := openGov(t)
-	na, err := g.CreateAgent(ctx, g.root, ActorRequest{Name: "e", Purpose: "p", Energy: 100, Grants: grants("workspace/**:mutate"),
+	na, err := g.CreateAgent(ctx, g.root, ActorRequest{Name: "e", Purpose: "p", Energy: 100, Grants: grants("workspace/**:mutate"), Trust: ptr(0.8),
 		Expires: g.clock.Now().Add(time.Hour).Format(time.RFC3339)})
 	if err != nil {
 		t.Fatal(err)
@@ -455,7 +455,7 @@ func TestFrozenTerminatedExpiredActorsCannotAct(t *testing.T) {
 	}
 	// Expiry.
 	a2, _ := g.agent(100, "workspace/**:mutate")
-	na3, err := g.CreateAgent(ctx, g.root, ActorRequest{Name: "x", Purpose: "p", Energy: 50, Grants: grants("workspace/**:mutate"), Expires: g.clock.Now().Add(time.Minute).Format(time.RFC3339)})
+	na3, err := g.CreateAgent(ctx, g.root, ActorRequest{Name: "x", Purpose: "p", Energy: 50, Grants: grants("workspace/**:mutate"), Trust: ptr(0.8), Expires: g.clock.Now().Add(time.Minute).Format(time.RFC3339)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -628,7 +628,7 @@ func TestRandomSequencesReplayToTheSameState(t *testing.T) {
 	for step := range 300 {
 		switch op := rng.IntN(10); {
 		case op == 0 || len(agents) == 0:
-			na, err := k.CreateAgent(ctx, root, ActorRequest{Name: "r", Purpose: "p", Energy: uint64(rng.IntN(300)), Grants: grants("workspace/**:create,mutate")})
+			na, err := k.CreateAgent(ctx, root, ActorRequest{Name: "r", Purpose: "p", Energy: uint64(rng.IntN(300)), Grants: grants("workspace/**:create,mutate"), Trust: ptr(0.8)})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -16,6 +16,8 @@ import (
 	"github.com/annal-dev/annal/checkpoints"
 	"github.com/annal-dev/annal/kernel/event"
 	"github.com/annal-dev/annal/kernel/ledger"
+	"github.com/annal-dev/annal/kernel/policy"
+	"github.com/annal-dev/annal/kernel/ratelimit"
 	"github.com/google/uuid"
 )
 
@@ -42,6 +44,12 @@ type Kernel struct {
 	// failed is set when a durable event could not be folded: the ledger
 	// and the log disagree, and the kernel refuses all further work.
 	failed error
+
+	// limiter is the rate limit gate's token buckets (in memory: a
+	// restart refills them, which the limits' burst sizes allow).
+	limiter *ratelimit.Limiter
+	// policies caches compiled policies by name and version; under mu.
+	policies map[string]*policy.Compiled
 
 	prod           producer
 	lastProducedAt uint64
@@ -97,6 +105,10 @@ func Open(cfg Config) (_ *Kernel, err error) {
 	k := &Kernel{
 		cfg: cfg, dir: dir, log: l, store: st, ledger: led, flight: newInFlight(), logger: cfg.Logger,
 		stopFold: make(chan struct{}), foldDone: make(chan struct{}), stopLoops: make(chan struct{}),
+		policies: map[string]*policy.Compiled{},
+	}
+	if !cfg.DisableRateLimit {
+		k.limiter = ratelimit.New(cfg.RateLimits, cfg.MaxRateBuckets, time.Now)
 	}
 	l.group.onDurable = k.foldDurable
 	if err := k.recover(context.Background()); err != nil {
@@ -335,7 +347,8 @@ func newEventID() (string, error) {
 	return strings.ToLower(id.String()), nil
 }
 
-// holdLoop times out overdue holds, once a second.
+// holdLoop times out overdue holds and ends elevations, quarantines,
+// sessions and saga steps whose time has run out, once a second.
 func (k *Kernel) holdLoop(stop <-chan struct{}) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
@@ -345,6 +358,7 @@ func (k *Kernel) holdLoop(stop <-chan struct{}) {
 			return
 		case <-t.C:
 			k.timeOutHolds(context.Background())
+			k.expireControl(context.Background())
 		}
 	}
 }

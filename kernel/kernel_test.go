@@ -24,6 +24,7 @@ func testConfig(t *testing.T, dir string) Config {
 	cfg.CheckpointInterval = 100 * time.Millisecond
 	cfg.FoldInterval = 50 * time.Millisecond
 	cfg.DisableProduction = true // tests count entries; production has its own tests
+	cfg.DisableRateLimit = true  // tests race many actions; the rate limit gate has its own tests
 	return cfg
 }
 
@@ -158,7 +159,7 @@ func TestAgentsActAndOnlyHumansCreate(t *testing.T) {
 	k := openTest(t, dir)
 	root := rootOf(t, k)
 	na, err := k.CreateAgent(ctx, root, AgentRequest{Name: "scribe", Purpose: "takes notes", Energy: 100,
-		Grants: []event.Grant{{Pattern: "workspace/**", Actions: []event.ActionType{"create"}}}})
+		Grants: []event.Grant{{Pattern: "workspace/**", Actions: []event.ActionType{"create"}}}, Trust: ptr(0.8)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/annal-dev/annal/kernel/capability"
+	"github.com/annal-dev/annal/kernel/delta"
 	"github.com/annal-dev/annal/kernel/event"
 	"github.com/annal-dev/annal/kernel/ledger"
 	"github.com/gowebpki/jcs"
@@ -28,6 +29,14 @@ type ActionRequest struct {
 	// Envelope names the envelope an agent acts under; empty picks the
 	// oldest live envelope that grants the action.
 	Envelope string `json:"envelope,omitempty"`
+	// Session is the session the action runs in (Execution Control §10).
+	Session string `json:"session,omitempty"`
+	// ActionID names a registered action descriptor (§5); descriptors
+	// that apply to the action's target count whether named or not.
+	ActionID string `json:"action_id,omitempty"`
+	// Resources declares what the action uses, checked against the ring's
+	// constraints (§7) and recorded in the event.
+	Resources *event.Resources `json:"resources,omitempty"`
 }
 
 // Receipt statuses.
@@ -89,7 +98,10 @@ type submission struct {
 	answeredBy string
 
 	chain       []*ledger.Envelope // the envelope acted under, then its ancestors
-	held        bool
+	names       []string           // what policies match the action by: type, target, descriptors
+	// policySignal names a policy whose violation sends SIGPOLICY.
+	policySignal string
+	held         bool
 	outputBytes uint64
 	cost        uint64
 	reservation *reservation
@@ -163,6 +175,9 @@ func (k *Kernel) run(ctx context.Context, s *submission) (*Receipt, error) {
 			if st.name != StageAppend {
 				unlock()
 				k.recordDenial(ctx, s, d)
+				if s.policySignal != "" {
+					k.signalPolicyViolation(ctx, s.actor.ID, s.policySignal, d.Reason)
+				}
 			}
 			return nil, d
 		}
@@ -186,7 +201,13 @@ func (s *submission) validate(context.Context) error {
 	if actorExpired(a, s.now) {
 		return denyAt(StageValidate, GateActor, ErrForbidden, "actor %s expired at %s", a.ID, a.Expires)
 	}
+	if a.Stopped {
+		return denyAt(StageValidate, GateActor, ErrForbidden, "agent %s is stopped by SIGSTOP; SIGCONT resumes it", a.ID)
+	}
 	if err := s.form(); err != nil {
+		return err
+	}
+	if err := s.rateLimit(); err != nil {
 		return err
 	}
 	t, target := s.action.Type, s.action.Target
@@ -203,6 +224,9 @@ func (s *submission) validate(context.Context) error {
 			}
 		}
 	}
+	if err := s.controlGates(); err != nil {
+		return err
+	}
 	if s.resume == nil && len(s.chain) > 0 {
 		for _, v := range s.chain {
 			if allows(v.HoldOn, target, t) {
@@ -218,7 +242,13 @@ func (s *submission) validate(context.Context) error {
 
 // form checks the action's shape and canonicalises its payload.
 func (s *submission) form() error {
-	s.action = event.Action{Type: s.req.Type, Target: s.req.Target, PayloadHash: s.req.PayloadHash}
+	s.action = event.Action{Type: s.req.Type, Target: s.req.Target, PayloadHash: s.req.PayloadHash, Resources: s.req.Resources}
+	if s.req.Session != "" && !delta.ValidIdentifier(s.req.Session) {
+		return denyAt(StageValidate, GateForm, ErrInvalid, "session %q does not match ^[a-zA-Z0-9]([a-zA-Z0-9._:-]*[a-zA-Z0-9])?$ (at most 256, §17.1)", s.req.Session)
+	}
+	if s.req.ActionID != "" && !delta.ValidIdentifier(s.req.ActionID) {
+		return denyAt(StageValidate, GateForm, ErrInvalid, "action_id %q does not match ^[a-zA-Z0-9]([a-zA-Z0-9._:-]*[a-zA-Z0-9])?$ (at most 256, §5.3)", s.req.ActionID)
+	}
 	if s.req.Payload != nil {
 		if err := event.CheckJSON(s.req.Payload); err != nil {
 			return denyAt(StageValidate, GateForm, ErrInvalid, "payload: %v", err)
@@ -378,7 +408,7 @@ func (s *submission) append(ctx context.Context) error {
 		return err
 	}
 	action := s.action
-	s.ev = event.Event{V: event.Version, ID: id, Time: event.FormatTime(s.now), Actor: s.actor.ID, Action: &action}
+	s.ev = event.Event{V: event.Version, ID: id, Time: event.FormatTime(s.now), Actor: s.actor.ID, Session: s.req.Session, Action: &action}
 	switch {
 	case s.held:
 		holdID, err := newHoldID()
@@ -440,6 +470,14 @@ func (s *submission) makeReceipt(context.Context) error {
 	return nil
 }
 
+// recordedGates are the gates whose denials go into the log as
+// action.denied events: refusals of well-formed actions, which auditors
+// should see. Malformed input and rate-limited floods are not recorded.
+var recordedGates = map[string]bool{
+	GateActor: true, GateBoundary: true, GateEnvelope: true, GateHold: true, GateEnergy: true,
+	GateQuarantine: true, GateSession: true, GateRing: true, GateResources: true, GatePolicy: true,
+}
+
 // recordDenial appends an action.denied event for a refused action whose
 // type and target are well formed, unless the kernel runs with
 // StrictDenials. The caller does not hold k.mu.
@@ -447,7 +485,7 @@ func (k *Kernel) recordDenial(ctx context.Context, s *submission, d *Denial) {
 	switch {
 	case k.cfg.StrictDenials, s.resume != nil:
 		return // a refused approval is recorded by its hold.answered event
-	case d.Gate != GateActor && d.Gate != GateBoundary && d.Gate != GateEnvelope && d.Gate != GateHold && d.Gate != GateEnergy:
+	case !recordedGates[d.Gate]:
 		return // malformed input is refused and changes nothing
 	case d.Class == ErrUnauthenticated:
 		return // no actor to record it against
@@ -475,6 +513,9 @@ func (k *Kernel) recordDenial(ctx context.Context, s *submission, d *Denial) {
 	ev := &event.Event{V: event.Version, ID: id, Time: event.FormatTime(s.now), Kind: event.KindActionDenied,
 		Actor: s.actor.ID, Action: &action, Decision: &event.Decision{Outcome: event.OutcomeDenied},
 		Denial: &event.Denial{Stage: d.Stage + "/" + gate, Reason: reason}}
+	if delta.ValidIdentifier(s.req.Session) {
+		ev.Session = s.req.Session
+	}
 	index, err := k.appendEvent(ctx, ev)
 	if err != nil {
 		k.logger.Warn("record denial", "err", err)

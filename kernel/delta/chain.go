@@ -108,26 +108,36 @@ func (c *Chain) Append(d Delta) error {
 	if c.turns[d.TurnID] {
 		return fail("turn_id %q appears twice in the chain", d.TurnID)
 	}
-	for i, ch := range d.Changes {
-		_, exists := c.files[ch.Path]
-		switch {
-		case ch.Operation == OpCreate && exists:
-			return fail("change %d: create of %q, which already exists", i+1, ch.Path)
-		case ch.Operation != OpCreate && !exists:
-			return fail("change %d: %s of %q, which does not exist", i+1, ch.Operation, ch.Path)
-		}
-	}
-	// Every check has passed: only now change the chain.
-	for _, ch := range d.Changes {
-		if ch.Operation == OpDelete {
-			delete(c.files, ch.Path)
-		} else {
-			c.files[ch.Path] = ch.ContentHash
-		}
+	if err := ApplyChanges(c.files, d.Changes); err != nil {
+		return fail("%v", err)
 	}
 	c.ids[d.DeltaID] = true
 	c.turns[d.TurnID] = true
 	c.deltas = append(c.deltas, cloneDelta(d))
+	return nil
+}
+
+// ApplyChanges applies a delta's changes to files (path → content hash)
+// if every one fits them: a create of a path that does not exist, a modify
+// or delete of one that does. Otherwise it names the first change that
+// does not fit and leaves files as they were.
+func ApplyChanges(files map[string]string, changes []Change) error {
+	for i, ch := range changes {
+		_, exists := files[ch.Path]
+		switch {
+		case ch.Operation == OpCreate && exists:
+			return fmt.Errorf("change %d: create of %q, which already exists", i+1, ch.Path)
+		case ch.Operation != OpCreate && !exists:
+			return fmt.Errorf("change %d: %s of %q, which does not exist", i+1, ch.Operation, ch.Path)
+		}
+	}
+	for _, ch := range changes {
+		if ch.Operation == OpDelete {
+			delete(files, ch.Path)
+		} else {
+			files[ch.Path] = ch.ContentHash
+		}
+	}
 	return nil
 }
 

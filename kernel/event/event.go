@@ -100,6 +100,23 @@ type Event struct {
 	Denial      *Denial       `json:"denial,omitempty"`
 	Hold        *Hold         `json:"hold,omitempty"`
 	Delta       *delta.Delta  `json:"delta,omitempty"`
+
+	// Execution control parts (control.go).
+	Ring             *RingAssignment         `json:"ring,omitempty"`
+	RingConfig       *RingConfig             `json:"ring_config,omitempty"`
+	Descriptor       *DescriptorRegistration `json:"descriptor,omitempty"`
+	Elevation        *Elevation              `json:"elevation,omitempty"`
+	ElevationEnd     *ElevationEnd           `json:"elevation_end,omitempty"`
+	SessionRecord    *SessionRecord          `json:"session_record,omitempty"`
+	SessionChange    *SessionChange          `json:"session_change,omitempty"`
+	Quarantine       *Quarantine             `json:"quarantine,omitempty"`
+	Kill             *Kill                   `json:"kill,omitempty"`
+	Saga             *SagaRecord             `json:"saga,omitempty"`
+	SagaStep         *SagaStep               `json:"saga_step,omitempty"`
+	Policy           *PolicyRecord           `json:"policy,omitempty"`
+	PolicyAttachment *PolicyAttachment       `json:"policy_attachment,omitempty"`
+	Signal           *SignalRecord           `json:"signal,omitempty"`
+	SignalMask       *SignalMask             `json:"signal_mask,omitempty"`
 }
 
 // LogInfo is carried by the genesis event.
@@ -141,6 +158,8 @@ type Action struct {
 	PayloadHash string `json:"payload_hash,omitempty"`
 	// Envelope is the envelope an agent acted under (Def. 4.13).
 	Envelope string `json:"envelope,omitempty"`
+	// Resources is what the action declared it uses (Execution Control §7).
+	Resources *Resources `json:"resources,omitempty"`
 }
 
 // Decision is what the pipeline decided, in energy units.

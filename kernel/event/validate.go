@@ -34,6 +34,13 @@ func (e *Event) validate() error {
 		{"decision", e.Decision != nil}, {"status", e.Status != nil}, {"envelope", e.Envelope != nil},
 		{"envelope_end", e.EnvelopeEnd != nil}, {"production", e.Production != nil},
 		{"denial", e.Denial != nil}, {"hold", e.Hold != nil}, {"delta", e.Delta != nil},
+		{"ring", e.Ring != nil}, {"ring_config", e.RingConfig != nil}, {"descriptor", e.Descriptor != nil},
+		{"elevation", e.Elevation != nil}, {"elevation_end", e.ElevationEnd != nil},
+		{"session_record", e.SessionRecord != nil}, {"session_change", e.SessionChange != nil},
+		{"quarantine", e.Quarantine != nil}, {"kill", e.Kill != nil}, {"saga", e.Saga != nil},
+		{"saga_step", e.SagaStep != nil}, {"policy", e.Policy != nil},
+		{"policy_attachment", e.PolicyAttachment != nil}, {"signal", e.Signal != nil},
+		{"signal_mask", e.SignalMask != nil},
 	} {
 		switch need := want[f.name]; {
 		case need == required && !f.set:
@@ -41,6 +48,19 @@ func (e *Event) validate() error {
 		case need == forbidden && f.set:
 			return fmt.Errorf("event %s of kind %s may not carry %q", e.ID, e.Kind, f.name)
 		}
+	}
+	switch sessionKinds[e.Kind] {
+	case required:
+		if e.Session == "" {
+			return fmt.Errorf("event %s of kind %s lacks \"session\"", e.ID, e.Kind)
+		}
+	case forbidden:
+		if e.Session != "" {
+			return fmt.Errorf("event %s of kind %s may not carry \"session\"", e.ID, e.Kind)
+		}
+	}
+	if err := e.validateControl(); err != nil {
+		return fmt.Errorf("event %s: %w", e.ID, err)
 	}
 	if err := e.validateParts(); err != nil {
 		return fmt.Errorf("event %s: %w", e.ID, err)
@@ -112,6 +132,33 @@ var kindFields = map[Kind]map[string]presence{
 	KindHoldRequested:   {"action": required, "hold": required},
 	KindHoldAnswered:    {"hold": required},
 	KindSessionDelta:    {"delta": required},
+
+	KindRingAssigned:      {"ring": required},
+	KindRingsConfigured:   {"ring_config": required},
+	KindActionRegistered:  {"descriptor": required},
+	KindElevationGranted:  {"elevation": required},
+	KindElevationEnded:    {"elevation_end": required},
+	KindSessionCreated:    {"session_record": required},
+	KindSessionChanged:    {"session_change": required},
+	KindQuarantineStarted: {"quarantine": required},
+	KindQuarantineEnded:   {"quarantine": required},
+	KindAgentKilled:       {"kill": required},
+	KindSagaStarted:       {"saga": required},
+	KindSagaStep:          {"saga_step": required},
+	KindPolicySet:         {"policy": required},
+	KindPolicyAttached:    {"policy_attachment": required},
+	KindSignalSent:        {"signal": required},
+	KindSignalMasked:      {"signal_mask": required},
+}
+
+// sessionKinds must name their session; other kinds may (an action, an
+// elevation, a quarantine, a kill or a saga within one) or may not.
+var sessionKinds = map[Kind]presence{
+	KindSessionDelta: required, KindSessionCreated: required, KindSessionChanged: required,
+	KindAction: optional, KindActionDenied: optional, KindHoldRequested: optional,
+	KindElevationGranted: optional, KindElevationEnded: optional,
+	KindQuarantineStarted: optional, KindQuarantineEnded: optional,
+	KindAgentKilled: optional, KindSagaStarted: optional, KindSagaStep: optional,
 }
 
 // validateParts checks the kind-specific parts of an event.
@@ -233,6 +280,11 @@ func (a *Action) Validate() error {
 	if len(a.Payload) > 0 {
 		if err := CheckJSON(a.Payload); err != nil {
 			return fmt.Errorf("action on %q: payload: %w", a.Target, err)
+		}
+	}
+	if a.Resources != nil {
+		if err := a.Resources.validate(); err != nil {
+			return fmt.Errorf("action on %q: %w", a.Target, err)
 		}
 	}
 	if a.PayloadHash != "" && !ValidOID(a.PayloadHash) {

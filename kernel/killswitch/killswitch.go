@@ -57,6 +57,11 @@ func (r Reason) Valid() bool {
 	return false
 }
 
+// Reasons lists the kill reasons of §12.2.
+func Reasons() []string {
+	return []string{string(BehavioralDrift), string(RateLimit), string(RingBreach), string(Manual), string(QuarantineTimeout), string(SessionTimeout)}
+}
+
 // DefaultCallbackTimeout is the termination callback timeout (§12.5).
 const DefaultCallbackTimeout = 5 * time.Second
 

@@ -44,7 +44,7 @@ func (l *Ledger) Apply(index uint64, ev *event.Event) error {
 	case event.KindHoldAnswered:
 		err = l.applyHoldAnswered(index, ev)
 	default:
-		err = inconsistent(index, "unknown kind %s", ev.Kind)
+		err = l.applyControl(index, ev)
 	}
 	if err != nil {
 		return err

@@ -21,6 +21,7 @@ package ledger
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/annal-dev/annal/kernel/event"
 )
@@ -42,6 +43,16 @@ type Actor struct {
 	Reserved uint64 `json:"reserved"`
 	// Consumed is all energy the actor's actions and holds settled.
 	Consumed uint64 `json:"consumed"`
+
+	// Execution control (control.go). Ring is the assigned ring, nil
+	// until a human assigns one (BaseRing then gives Ring 3).
+	Ring       *int           `json:"ring,omitempty"`
+	TrustBP    uint64         `json:"trust_bp,omitempty"`
+	Consensus  bool           `json:"consensus,omitempty"`
+	Stopped    bool           `json:"stopped,omitempty"`
+	SignalMask []string       `json:"signal_mask,omitempty"`
+	Signals    []QueuedSignal `json:"signals,omitempty"`
+	Policies   []string       `json:"policies,omitempty"`
 }
 
 // Available is what the actor may reserve now.
@@ -57,6 +68,9 @@ type Envelope struct {
 	Revoked  bool   `json:"revoked"`
 	Consumed uint64 `json:"consumed"`
 	Reserved uint64 `json:"reserved"`
+	// Policies are attached to the envelope and bind whoever acts under
+	// it or under an envelope delegated from it.
+	Policies []string `json:"policies,omitempty"`
 }
 
 // Remaining is budget − consumed − reserved.
@@ -97,9 +111,11 @@ type Ledger struct {
 	Size uint64 `json:"size"`
 	// Denials counts action.denied events.
 	Denials uint64 `json:"denials"`
+	Control
 
 	byCredential map[string]string
 	byHolder     map[string][]string // agent -> its envelopes, in issue order
+	elevationsOf map[string][]string // agent -> its elevations, in grant order
 	dirty        map[string]bool
 }
 
@@ -107,7 +123,8 @@ type Ledger struct {
 func New() *Ledger {
 	return &Ledger{
 		Actors: map[string]*Actor{}, Envelopes: map[string]*Envelope{}, Holds: map[string]*Hold{},
-		byCredential: map[string]string{}, byHolder: map[string][]string{}, dirty: map[string]bool{},
+		byCredential: map[string]string{}, byHolder: map[string][]string{}, elevationsOf: map[string][]string{},
+		dirty: map[string]bool{}, Control: newControl(),
 	}
 }
 
@@ -140,6 +157,8 @@ func (l *Ledger) Chain(id string) ([]*Envelope, error) {
 	}
 	return chain, nil
 }
+
+var zeroHash = strings.Repeat("0", 64)
 
 // ErrInconsistent wraps every refusal of Apply: the event cannot follow
 // the events before it.

@@ -12,9 +12,59 @@ import (
 
 // meta is what the "meta" key holds.
 type meta struct {
-	Energy  event.EnergyConfig `json:"energy"`
-	Size    uint64             `json:"size"`
-	Denials uint64             `json:"denials"`
+	Energy     event.EnergyConfig `json:"energy"`
+	Size       uint64             `json:"size"`
+	Denials    uint64             `json:"denials"`
+	RingConfig event.RingConfig   `json:"ring_config"`
+	Kills      uint64             `json:"kills"`
+}
+
+// controlObject returns the control object a stored key names.
+func (l *Ledger) controlObject(kind, id string) (any, bool) {
+	var v any
+	var ok bool
+	switch kind {
+	case "descriptor":
+		v, ok = l.Descriptors[id]
+	case "elevation":
+		v, ok = l.Elevations[id]
+	case "session":
+		v, ok = l.Sessions[id]
+	case "quarantine":
+		v, ok = l.Quarantines[id]
+	case "saga":
+		v, ok = l.Sagas[id]
+	case "policy":
+		v, ok = l.Policies[id]
+	}
+	return v, ok
+}
+
+func (l *Ledger) loadControl(kind, id string, raw []byte) (bool, error) {
+	switch kind {
+	case "descriptor":
+		return true, loadInto(raw, id, l.Descriptors)
+	case "elevation":
+		return true, loadInto(raw, id, l.Elevations)
+	case "session":
+		return true, loadInto(raw, id, l.Sessions)
+	case "quarantine":
+		return true, loadInto(raw, id, l.Quarantines)
+	case "saga":
+		return true, loadInto(raw, id, l.Sagas)
+	case "policy":
+		return true, loadInto(raw, id, l.Policies)
+	}
+	return false, nil
+}
+
+func loadInto[T any](raw []byte, id string, m map[string]*T) error {
+	v := new(T)
+	if err := json.Unmarshal(raw, v); err != nil {
+		return err
+	}
+	m[id] = v
+	return nil
 }
 
 // Encode returns the stored form of one key of TakeDirty, or false if the
@@ -24,7 +74,7 @@ func (l *Ledger) Encode(key string) ([]byte, bool) {
 	kind, id, _ := strings.Cut(key, "/")
 	switch kind {
 	case "meta":
-		v = meta{Energy: l.Energy, Size: l.Size, Denials: l.Denials}
+		v = meta{Energy: l.Energy, Size: l.Size, Denials: l.Denials, RingConfig: l.RingConfig, Kills: l.Kills}
 	case "actor":
 		a, ok := l.Actors[id]
 		if !ok {
@@ -44,7 +94,11 @@ func (l *Ledger) Encode(key string) ([]byte, bool) {
 		}
 		v = h
 	default:
-		return nil, false
+		o, ok := l.controlObject(kind, id)
+		if !ok {
+			return nil, false
+		}
+		v = o
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -65,6 +119,14 @@ func (l *Ledger) Keys() []string {
 	for id := range l.Holds {
 		keys = append(keys, "hold/"+id)
 	}
+	for prefix, ids := range map[string][]string{
+		"descriptor": mapKeys(l.Descriptors), "elevation": mapKeys(l.Elevations), "session": mapKeys(l.Sessions),
+		"quarantine": mapKeys(l.Quarantines), "saga": mapKeys(l.Sagas), "policy": mapKeys(l.Policies),
+	} {
+		for _, id := range ids {
+			keys = append(keys, prefix+"/"+id)
+		}
+	}
 	return keys
 }
 
@@ -78,7 +140,7 @@ func Load(stored map[string][]byte) (*Ledger, error) {
 		case "meta":
 			var m meta
 			if err = json.Unmarshal(raw, &m); err == nil {
-				l.Energy, l.Size, l.Denials = m.Energy, m.Size, m.Denials
+				l.Energy, l.Size, l.Denials, l.RingConfig, l.Kills = m.Energy, m.Size, m.Denials, m.RingConfig, m.Kills
 			}
 		case "actor":
 			var a Actor
@@ -97,7 +159,10 @@ func Load(stored map[string][]byte) (*Ledger, error) {
 				l.Holds[id] = &h
 			}
 		default:
-			err = fmt.Errorf("unknown key")
+			var known bool
+			if known, err = l.loadControl(kind, id, raw); !known {
+				err = fmt.Errorf("unknown key")
+			}
 		}
 		if err != nil {
 			return nil, fmt.Errorf("stored state %s: %w", key, err)
@@ -110,6 +175,14 @@ func Load(stored map[string][]byte) (*Ledger, error) {
 	slices.SortFunc(envs, func(a, b *Envelope) int { return cmp.Compare(a.IssuedAt, b.IssuedAt) })
 	for _, e := range envs {
 		l.byHolder[e.Holder] = append(l.byHolder[e.Holder], e.ID)
+	}
+	var elevs []*Elevation
+	for _, v := range l.Elevations {
+		elevs = append(elevs, v)
+	}
+	slices.SortFunc(elevs, func(a, b *Elevation) int { return cmp.Compare(a.GrantedAt, b.GrantedAt) })
+	for _, v := range elevs {
+		l.elevationsOf[v.Agent] = append(l.elevationsOf[v.Agent], v.ID)
 	}
 	return l, nil
 }
@@ -126,3 +199,11 @@ func (l *Ledger) Snapshot() []byte {
 
 // IsHuman reports whether the actor is a human.
 func (a *Actor) IsHuman() bool { return a.Kind == event.Human }
+
+func mapKeys[T any](m map[string]*T) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	return keys
+}

@@ -112,11 +112,19 @@ func checkKeys(data []byte) error {
 	return nil
 }
 
+// ValidName checks a policy name: ^[a-z][a-z0-9_-]{0,63}$.
+func ValidName(name string) error {
+	if !namePattern.MatchString(name) {
+		return invalid("name %q does not match ^[a-z][a-z0-9_-]{0,63}$", name)
+	}
+	return nil
+}
+
 // Validate checks the policy's name, blocked actions and patterns (see the
 // package comment). Its errors name the policy and the rule broken.
 func (p Policy) Validate() error {
-	if !namePattern.MatchString(p.Name) {
-		return invalid("name %q does not match ^[a-z][a-z0-9_-]{0,63}$", p.Name)
+	if err := ValidName(p.Name); err != nil {
+		return err
 	}
 	if len(p.BlockedActions) > MaxBlockedActions {
 		return invalid("policy %s: %d blocked actions, more than %d", p.Name, len(p.BlockedActions), MaxBlockedActions)

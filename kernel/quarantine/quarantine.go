@@ -54,6 +54,11 @@ func (r Reason) Valid() bool {
 	return false
 }
 
+// Reasons lists the quarantine reasons of §13.1.
+func Reasons() []string {
+	return []string{string(BehavioralDrift), string(LiabilityViolation), string(RingBreach), string(RateLimitExceeded), string(Manual), string(CascadeSlash)}
+}
+
 const (
 	// DefaultDuration is the quarantine length when none is given (§13.2).
 	DefaultDuration = 300 * time.Second

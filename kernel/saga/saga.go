@@ -124,6 +124,9 @@ type Step struct {
 	State    StepState `json:"state"`
 	Attempts int       `json:"attempts"`
 	Error    string    `json:"error,omitempty"`
+	// Agent runs the step when it is not the saga's agent: a kill handed
+	// the step to a substitute (§12.3).
+	Agent string `json:"agent,omitempty"`
 }
 
 // Saga is a saga's state.
@@ -140,26 +143,36 @@ type Saga struct {
 // identifiers and 1 to MaxSteps steps with distinct ids.
 func New(id, agent, session string, specs []StepSpec) (*Saga, error) {
 	for _, f := range []struct{ name, v string }{{"saga id", id}, {"agent", agent}, {"session", session}} {
-		if !validID(f.v) {
+		if !validID(f.v) && (f.name != "session" || f.v != "") {
 			return nil, fmt.Errorf("%w: %s %q is not a valid identifier (§17.1)", ErrInvalid, f.name, clip(f.v))
 		}
 	}
-	if len(specs) == 0 || len(specs) > MaxSteps {
-		return nil, fmt.Errorf("%w: saga %s has %d steps; 1 to %d allowed", ErrInvalid, id, len(specs), MaxSteps)
+	if err := ValidateSteps(specs); err != nil {
+		return nil, fmt.Errorf("saga %s: %w", id, err)
 	}
-	seen := map[string]bool{}
 	s := &Saga{ID: id, Agent: agent, Session: session, State: Running}
 	for _, sp := range specs {
-		if err := sp.Validate(); err != nil {
-			return nil, err
-		}
-		if seen[sp.ID] {
-			return nil, fmt.Errorf("%w: saga %s has step id %s twice", ErrInvalid, id, sp.ID)
-		}
-		seen[sp.ID] = true
 		s.Steps = append(s.Steps, &Step{Spec: sp, State: StepPending})
 	}
 	return s, nil
+}
+
+// ValidateSteps checks 1 to MaxSteps valid steps with distinct ids.
+func ValidateSteps(specs []StepSpec) error {
+	if len(specs) == 0 || len(specs) > MaxSteps {
+		return fmt.Errorf("%w: %d steps; 1 to %d allowed", ErrInvalid, len(specs), MaxSteps)
+	}
+	seen := map[string]bool{}
+	for _, sp := range specs {
+		if err := sp.Validate(); err != nil {
+			return err
+		}
+		if seen[sp.ID] {
+			return fmt.Errorf("%w: step id %s twice", ErrInvalid, sp.ID)
+		}
+		seen[sp.ID] = true
+	}
+	return nil
 }
 
 // Clone returns a deep copy of s.
@@ -360,6 +373,43 @@ func (s *Saga) CompensationFailed(id string) error {
 	}
 	st.State = StepCompensationFailed
 	s.finish()
+	return nil
+}
+
+// OwnerOf returns the agent that runs step id: the saga's agent, or the
+// substitute it was handed to.
+func (s *Saga) OwnerOf(id string) string {
+	if st := s.Step(id); st != nil && st.Agent != "" {
+		return st.Agent
+	}
+	return s.Agent
+}
+
+// RunningStepsOf returns the ids of the steps agent runs that are in
+// flight: running, or compensating.
+func (s *Saga) RunningStepsOf(agent string) []string {
+	var ids []string
+	for _, st := range s.Steps {
+		if (st.State == StepRunning || st.State == StepCompensating) && s.OwnerOf(st.Spec.ID) == agent {
+			ids = append(ids, st.Spec.ID)
+		}
+	}
+	return ids
+}
+
+// HandOff gives the in-flight step id to agent to (§12.3 step handoff):
+// from then on to reports its transitions.
+func (s *Saga) HandOff(id, to string) error {
+	st := s.Step(id)
+	switch {
+	case st == nil:
+		return s.refuse("has no step %q", clip(id))
+	case st.State != StepRunning && st.State != StepCompensating:
+		return s.refuse("step %s is %s; only an in-flight step is handed off", id, st.State)
+	case !validID(to) || to == s.OwnerOf(id):
+		return s.refuse("step %s cannot be handed to %q", id, clip(to))
+	}
+	st.Agent = to
 	return nil
 }
 
