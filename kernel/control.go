@@ -410,15 +410,15 @@ func statusOf(a *Actor) string {
 
 // RingView is an agent's place in the rings now.
 type RingView struct {
-	Agent      string              `json:"agent"`
-	TrustBP    uint64              `json:"trust_bp"`
-	Consensus  bool                `json:"consensus"`
-	Assigned   bool                `json:"assigned"`
-	BaseRing   ring.Ring           `json:"base_ring"`
-	Effective  ring.Ring           `json:"effective_ring"`
-	Elevations []ledger.Elevation  `json:"elevations"`
-	Demote     bool                `json:"should_demote"`
-	Limits     ring.Constraints    `json:"constraints"`
+	Agent      string             `json:"agent"`
+	TrustBP    uint64             `json:"trust_bp"`
+	Consensus  bool               `json:"consensus"`
+	Assigned   bool               `json:"assigned"`
+	BaseRing   ring.Ring          `json:"base_ring"`
+	Effective  ring.Ring          `json:"effective_ring"`
+	Elevations []ledger.Elevation `json:"elevations"`
+	Demote     bool               `json:"should_demote"`
+	Limits     ring.Constraints   `json:"constraints"`
 }
 
 // Rings lists the agents the viewer oversees (root: all; an agent: itself)
@@ -474,6 +474,5 @@ func (k *Kernel) Descriptors() []ledger.Descriptor {
 	})
 	return out
 }
-
 
 func errorsIs(err, target error) bool { return errors.Is(err, target) }

@@ -97,19 +97,19 @@ type submission struct {
 	// answeredBy is the human who approved resume.
 	answeredBy string
 
-	chain       []*ledger.Envelope // the envelope acted under, then its ancestors
-	names       []string           // what policies match the action by: type, target, descriptors
+	chain []*ledger.Envelope // the envelope acted under, then its ancestors
+	names []string           // what policies match the action by: type, target, descriptors
 	// policySignal names a policy whose violation sends SIGPOLICY.
 	policySignal string
 	held         bool
-	outputBytes uint64
-	cost        uint64
-	reservation *reservation
-	decision    event.Decision
-	ev          event.Event
-	entry       []byte
-	index       uint64
-	receipt     *Receipt
+	outputBytes  uint64
+	cost         uint64
+	reservation  *reservation
+	decision     event.Decision
+	ev           event.Event
+	entry        []byte
+	index        uint64
+	receipt      *Receipt
 }
 
 type stage struct {

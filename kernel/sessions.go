@@ -2,10 +2,10 @@ package kernel
 
 import (
 	"context"
-	"maps"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
