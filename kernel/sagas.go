@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"context"
+	"maps"
 	"crypto/rand"
 	"encoding/hex"
 	"slices"
@@ -19,19 +20,19 @@ type Saga = ledger.Saga
 // the action it performs and the compensation that undoes it, retries
 // (default 2) and a timeout (default 300 s). id "" picks one. In a
 // session, the agent must be an active participant of an ACTIVE session.
-func (k *Kernel) StartSaga(ctx context.Context, by *Actor, id, sessionID string, steps []saga.StepSpec) (*Receipt, error) {
+func (k *Kernel) StartSaga(ctx context.Context, by *Actor, id, sessionID string, steps []saga.StepSpec) (*Receipt, string, error) {
 	const stage = "saga"
 	if id == "" {
 		var b [6]byte
 		if _, err := rand.Read(b[:]); err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		id = "saga-" + hex.EncodeToString(b[:])
 	}
 	if _, err := saga.New(id, by.ID, sessionID, steps); err != nil {
-		return nil, denyAt(stage, GateForm, ErrInvalid, "%v", err)
+		return nil, "", denyAt(stage, GateForm, ErrInvalid, "%v", err)
 	}
-	return k.control(ctx, stage, []string{"saga/" + id}, func(now time.Time) (*event.Event, error) {
+	rc, err := k.control(ctx, stage, []string{"saga/" + id}, func(now time.Time) (*event.Event, error) {
 		a, err := k.liveActor(stage, by.ID)
 		if err != nil {
 			return nil, err
@@ -47,6 +48,7 @@ func (k *Kernel) StartSaga(ctx context.Context, by *Actor, id, sessionID string,
 		}
 		return &event.Event{Kind: event.KindSagaStarted, Actor: a.ID, Session: sessionID, Saga: &event.SagaRecord{ID: id, Steps: slices.Clone(steps)}}, nil
 	})
+	return rc, id, err
 }
 
 // agentMayAct checks the standing of an agent reporting on its own work:
@@ -114,22 +116,53 @@ func (k *Kernel) ReportSagaStep(ctx context.Context, by *Actor, sagaID string, r
 	})
 }
 
-// SagaByID returns a saga, with the retry delay (§15.2: linear backoff)
-// its current step waits before it starts again.
-func (k *Kernel) SagaByID(id string) (*Saga, time.Duration, error) {
+// SagaView is a saga with what its agent should do next.
+type SagaView struct {
+	Saga
+	// RetryAfterSeconds is the linear backoff (§15.2) before the current
+	// step, which failed with attempts left, starts again.
+	RetryAfterSeconds float64 `json:"retry_after_seconds,omitempty"`
+	// NextCompensation is the step to undo next while compensating
+	// (reverse order, §15.3).
+	NextCompensation string `json:"next_compensation,omitempty"`
+}
+
+// SagaStatus returns a saga and its next move.
+func (k *Kernel) SagaStatus(id string) (*SagaView, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	s, ok := k.ledger.Sagas[id]
 	if !ok {
-		return nil, 0, denyAt("saga", GateForm, ErrNotFound, "saga %s does not exist", id)
+		return nil, denyAt("saga", GateForm, ErrNotFound, "saga %s does not exist", id)
 	}
-	c := *s
-	c.Saga = *s.Saga.Clone()
-	var wait time.Duration
-	if cur := c.Current(); cur != nil && cur.State == saga.StepFailed && c.State == saga.Running {
-		wait = saga.RetryDelay(cur.Attempts)
+	v := &SagaView{Saga: *s}
+	v.Saga.Saga = *s.Saga.Clone()
+	v.StepStarted = maps.Clone(s.StepStarted)
+	if cur := v.Current(); cur != nil && cur.State == saga.StepFailed && v.State == saga.Running {
+		v.RetryAfterSeconds = saga.RetryDelay(cur.Attempts).Seconds()
 	}
-	return &c, wait, nil
+	v.NextCompensation, _ = v.Saga.Saga.NextCompensation()
+	return v, nil
+}
+
+// ViewSaga returns a saga to its agent, to whoever runs one of its steps,
+// and to the humans who oversee its agent.
+func (k *Kernel) ViewSaga(viewer *Actor, id string) (*SagaView, error) {
+	v, err := k.SagaStatus(id)
+	if err != nil {
+		return nil, err
+	}
+	k.mu.Lock()
+	a := k.ledger.Actors[v.Agent]
+	k.mu.Unlock()
+	mayView := viewer.ID == RootID || viewer.ID == v.Agent || (a != nil && a.Creator == viewer.ID)
+	for _, st := range v.Steps {
+		mayView = mayView || st.Agent == viewer.ID
+	}
+	if !mayView {
+		return nil, denyAt("saga", GateAuthority, ErrForbidden, "%s may not see saga %s", viewer.ID, id)
+	}
+	return v, nil
 }
 
 // Sagas lists the sagas the viewer runs or oversees.

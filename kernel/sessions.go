@@ -22,22 +22,22 @@ type Session = ledger.Session
 // CreateSession opens a session (§10) in state CREATED with a validated
 // configuration; id "" picks one. Any active actor may: the creator then
 // moves it through the state machine and admits participants.
-func (k *Kernel) CreateSession(ctx context.Context, by *Actor, id string, cfg session.Config) (*Receipt, error) {
+func (k *Kernel) CreateSession(ctx context.Context, by *Actor, id string, cfg session.Config) (*Receipt, *Session, error) {
 	const stage = "session"
 	if id == "" {
 		var b [6]byte
 		if _, err := rand.Read(b[:]); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		id = "session-" + hex.EncodeToString(b[:])
 	}
 	if err := ring.ValidIdentifier(id); err != nil {
-		return nil, denyAt(stage, GateForm, ErrInvalid, "session id: %v", err)
+		return nil, nil, denyAt(stage, GateForm, ErrInvalid, "session id: %v", err)
 	}
 	if err := cfg.Validate(); err != nil {
-		return nil, denyAt(stage, GateForm, ErrInvalid, "%v", err)
+		return nil, nil, denyAt(stage, GateForm, ErrInvalid, "%v", err)
 	}
-	return k.control(ctx, stage, []string{"session/" + id}, func(time.Time) (*event.Event, error) {
+	rc, err := k.control(ctx, stage, []string{"session/" + id}, func(time.Time) (*event.Event, error) {
 		if _, err := k.liveActor(stage, by.ID); err != nil {
 			return nil, err
 		}
@@ -46,6 +46,11 @@ func (k *Kernel) CreateSession(ctx context.Context, by *Actor, id string, cfg se
 		}
 		return &event.Event{Kind: event.KindSessionCreated, Actor: by.ID, Session: id, SessionRecord: &event.SessionRecord{Config: cfg}}, nil
 	})
+	if err != nil {
+		return nil, nil, err
+	}
+	se, err := k.SessionByID(id)
+	return rc, se, err
 }
 
 // SessionChange is one change to a session: a state, a participant
@@ -306,6 +311,19 @@ func (k *Kernel) Sessions(viewer *Actor) []Session {
 	return out
 }
 
+// ViewSession returns a session to root, its creator and its
+// participants (past or present).
+func (k *Kernel) ViewSession(viewer *Actor, id string) (*Session, error) {
+	se, err := k.SessionByID(id)
+	if err != nil {
+		return nil, err
+	}
+	if _, took := se.Participants[viewer.ID]; viewer.ID != RootID && viewer.ID != se.Creator && !took {
+		return nil, denyAt("session", GateAuthority, ErrForbidden, "%s is neither the creator nor a participant of session %s", viewer.ID, id)
+	}
+	return se, nil
+}
+
 // SessionByID returns one session.
 func (k *Kernel) SessionByID(id string) (*Session, error) {
 	k.mu.Lock()
@@ -315,6 +333,10 @@ func (k *Kernel) SessionByID(id string) (*Session, error) {
 		return nil, fmt.Errorf("session %s: %w", id, ErrNotFound)
 	}
 	c := *se
+	c.Session = *se.Session.Clone()
+	c.Files = maps.Clone(se.Files)
+	c.Turns = maps.Clone(se.Turns)
+	c.DeltaIndices = slices.Clone(se.DeltaIndices)
 	return &c, nil
 }
 

@@ -50,6 +50,7 @@ func New(k *kernel.Kernel, logger *slog.Logger) *Server {
 	s.mux.HandleFunc("GET /v1/events/{index}", s.handleEvent)
 	s.mux.HandleFunc("GET /v1/proof/consistency", s.handleConsistency)
 	s.mux.HandleFunc("GET /v1/proof/{index}", s.handleProof)
+	s.routeControl()
 	s.mux.Handle("GET /metrics", s.metrics.handler())
 	return s
 }
@@ -68,13 +69,22 @@ func (s *Server) authenticate(r *http.Request) (*kernel.Actor, error) {
 
 // readJSON reads a body of at most limit bytes and decodes it strictly into
 // v: valid UTF-8, no duplicate or unknown members, one value.
-func readJSON(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
+// readBody reads a request body of at most limit bytes.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	var tooBig *http.MaxBytesError
 	if errors.As(err, &tooBig) {
-		return fmt.Errorf("%w: request body is larger than %d bytes", kernel.ErrTooLarge, limit)
+		return nil, fmt.Errorf("%w: request body is larger than %d bytes", kernel.ErrTooLarge, limit)
 	} else if err != nil {
-		return fmt.Errorf("%w: reading body: %v", kernel.ErrInvalid, err)
+		return nil, fmt.Errorf("%w: reading body: %v", kernel.ErrInvalid, err)
+	}
+	return body, nil
+}
+
+func readJSON(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
+	body, err := readBody(w, r, limit)
+	if err != nil {
+		return err
 	}
 	if err := event.CheckJSON(body); err != nil {
 		return fmt.Errorf("%w: body: %v", kernel.ErrInvalid, err)
@@ -108,7 +118,7 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 	}
 	rc, err := s.k.Submit(r.Context(), actor, kernel.ActionRequest{
 		Type: event.ActionType(req.Type), Target: req.Target, Payload: req.Payload, PayloadHash: req.PayloadHash,
-		Envelope: req.Envelope,
+		Envelope: req.Envelope, Session: req.Session, ActionID: req.ActionID, Resources: resourcesIn(req.Resources),
 	})
 	if err != nil {
 		var d *kernel.Denial
@@ -160,7 +170,7 @@ func (s *Server) handleCreateAgent(w http.ResponseWriter, r *http.Request) {
 	}
 	na, err := s.k.CreateAgent(r.Context(), actor, kernel.AgentRequest{
 		Kind: event.ActorKind(req.Kind), Name: req.Name, Purpose: req.Purpose, Expires: req.Expires,
-		Grants: grantsIn(req.Grants), Energy: req.Energy, Share: req.Share,
+		Grants: grantsIn(req.Grants), Energy: req.Energy, Share: req.Share, Trust: req.Trust, Consensus: req.Consensus,
 	})
 	if err != nil {
 		s.fail(w, r, err)
@@ -275,6 +285,9 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		status = http.StatusNotFound
 	case errors.Is(err, kernel.ErrNotPublished):
 		status = http.StatusConflict
+	case errors.Is(err, kernel.ErrRateLimited):
+		status = http.StatusTooManyRequests
+		w.Header().Set("Retry-After", "1")
 	case errors.Is(err, kernel.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
 		status = http.StatusServiceUnavailable
 		w.Header().Set("Retry-After", "1")
@@ -287,6 +300,10 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 			index := d.Index
 			body.DenialIndex = &index
 		}
+	}
+	var ed *kernel.ElevationDenied
+	if errors.As(err, &ed) {
+		body.Reason = string(ed.Reason)
 	}
 	if status >= 500 {
 		s.logger.Error("request failed", "method", r.Method, "path", r.URL.Path, "status", status, "err", err)

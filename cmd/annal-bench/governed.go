@@ -32,8 +32,9 @@ func governedPhases(ctx context.Context, url, rootCred string, o options, ungove
 	writable := []api.Grant{{Pattern: "workspace/**", Actions: []string{"create", "mutate"}}}
 	holdOn := []api.Grant{{Pattern: "workspace/held/*", Actions: []string{"mutate"}}}
 	agents := make([]*client.Client, most)
+	trust := 0.8 // Ring 2: every gate applies, the ring's included
 	for i := range agents {
-		a, err := root.CreateAgent(ctx, api.AgentRequest{Name: fmt.Sprintf("bench-%d", i), Purpose: "benchmark", Energy: 1 << 32, Grants: writable})
+		a, err := root.CreateAgent(ctx, api.AgentRequest{Name: fmt.Sprintf("bench-%d", i), Purpose: "benchmark", Energy: 1 << 32, Grants: writable, Trust: &trust})
 		if err != nil {
 			return nil, err
 		}

@@ -51,7 +51,7 @@ func runCLI(t *testing.T, args ...string) (string, error) {
 func TestCLI_SubmitEventProofCheckpoint(t *testing.T) {
 	url, credFile, k := startServer(t)
 	dir := t.TempDir()
-	out, err := runCLI(t, "--server", url, "--credential-file", credFile, "agents", "create", "--name", "scribe", "--purpose", "notes",
+	out, err := runCLI(t, "--server", url, "--credential-file", credFile, "agents", "create", "--name", "scribe", "--purpose", "notes", "--trust", "0.8",
 		"--grant", "workspace/**:create,mutate", "--energy", "100")
 	if err != nil {
 		t.Fatal(err)

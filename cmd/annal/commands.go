@@ -37,7 +37,9 @@ func newRootCommand() *cobra.Command {
 	pf.StringVar(&g.credential, "credential", os.Getenv("ANNAL_CREDENTIAL"), "bearer credential (env ANNAL_CREDENTIAL)")
 	pf.StringVar(&g.credentialFile, "credential-file", os.Getenv("ANNAL_CREDENTIAL_FILE"), "file holding the credential (env ANNAL_CREDENTIAL_FILE)")
 	pf.DurationVar(&g.timeout, "timeout", time.Minute, "give up after this long")
-	root.AddCommand(submitCommand(&g), proofCommand(&g), eventCommand(&g), checkpointCommand(&g), consistencyCommand(&g), infoCommand(&g), agentsCommand(&g), envelopesCommand(&g), holdsCommand(&g))
+	root.AddCommand(submitCommand(&g), proofCommand(&g), eventCommand(&g), checkpointCommand(&g), consistencyCommand(&g), infoCommand(&g), agentsCommand(&g), envelopesCommand(&g), holdsCommand(&g),
+		ringsCommand(&g), descriptorsCommand(&g), elevateCommand(&g), sessionsCommand(&g), killCommand(&g), quarantineCommand(&g),
+		signalCommand(&g), sagasCommand(&g), policiesCommand(&g))
 	return root
 }
 
@@ -85,8 +87,10 @@ func parseIndexArg(s string) (uint64, error) {
 func submitCommand(g *globalFlags) *cobra.Command {
 	var typ, target, payload, payloadFile, payloadHash, proofOut string
 	var wait bool
+	var session, actionID string
+	var res api.Resources
 	cmd := &cobra.Command{
-		Use:   "submit --type TYPE --target PATH [--payload JSON | --payload-file FILE | --payload-hash sha256:HEX]",
+		Use:   "submit --type TYPE --target PATH [--payload JSON | --payload-file FILE | --payload-hash sha256:HEX] [--session S] [--network HOST]...",
 		Short: "Submit an action; prints the receipt once it is durably logged",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -94,7 +98,10 @@ func submitCommand(g *globalFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			req := api.ActionRequest{Type: typ, Target: target, PayloadHash: payloadHash}
+			req := api.ActionRequest{Type: typ, Target: target, PayloadHash: payloadHash, Session: session, ActionID: actionID}
+			if len(res.Network)+len(res.FilesystemRead)+len(res.FilesystemWrite) > 0 || res.Subprocess || res.Tools > 0 {
+				req.Resources = &res
+			}
 			switch {
 			case payload != "" && payloadFile != "":
 				return errors.New("give --payload or --payload-file, not both")
@@ -140,6 +147,13 @@ func submitCommand(g *globalFlags) *cobra.Command {
 	f.StringVar(&payloadHash, "payload-hash", "", "sha256:<hex> of a payload kept outside the log")
 	f.BoolVar(&wait, "wait", false, "wait until a signed checkpoint covers the action; the receipt then holds the proof")
 	f.StringVar(&proofOut, "proof-out", "", "with --wait implied: write the tlog-proof to this file")
+	f.StringVar(&session, "session", "", "the session the action runs in")
+	f.StringVar(&actionID, "action-id", "", "a registered action descriptor the action is")
+	f.StringArrayVar(&res.Network, "network", nil, "a network destination the action uses, host[:port] (repeatable)")
+	f.StringArrayVar(&res.FilesystemRead, "fs-read", nil, "a path the action reads (repeatable)")
+	f.StringArrayVar(&res.FilesystemWrite, "fs-write", nil, "a path the action writes (repeatable)")
+	f.BoolVar(&res.Subprocess, "subprocess", false, "the action starts a process")
+	f.Uint64Var(&res.Tools, "tools", 0, "concurrent tool executions the action uses")
 	_ = cmd.MarkFlagRequired("type")
 	_ = cmd.MarkFlagRequired("target")
 	return cmd
@@ -308,6 +322,8 @@ func agentsCommand(g *globalFlags) *cobra.Command {
 	var grants []string
 	var energy uint64
 	var share int64
+	var trust float64
+	var consensus bool
 	create := &cobra.Command{
 		Use:   "create --name NAME --purpose TEXT [--grant PATTERN:ACTIONS]... [--energy N]",
 		Short: "Create an agent (humans only; root may create humans with --kind human); prints its credential once",
@@ -322,6 +338,9 @@ func agentsCommand(g *globalFlags) *cobra.Command {
 				sh := uint64(share)
 				req.Share = &sh
 			}
+			if cmd.Flags().Changed("trust") {
+				req.Trust, req.Consensus = &trust, consensus
+			}
 			return g.call(cmd, func(ctx context.Context, c *client.Client) (any, error) {
 				return c.CreateAgent(ctx, req)
 			})
@@ -334,6 +353,8 @@ func agentsCommand(g *globalFlags) *cobra.Command {
 	create.Flags().StringArrayVar(&grants, "grant", nil, "writable targets, PATTERN:ACTIONS, e.g. 'workspace/**:create,mutate' (repeatable; '*' for all actions)")
 	create.Flags().Uint64Var(&energy, "energy", 0, "energy to give the agent from your own balance")
 	create.Flags().Int64Var(&share, "share", -1, "share of energy production (default: 1 for humans, 0 for agents)")
+	create.Flags().Float64Var(&trust, "trust", 0, "the agent's trust score, 0 to 1: above 0.60 gives Ring 2, above 0.95 with --consensus Ring 1 (default: none, Ring 3)")
+	create.Flags().BoolVar(&consensus, "consensus", false, "the agent's trust has consensus (needed for Ring 1)")
 	_ = create.MarkFlagRequired("name")
 	_ = create.MarkFlagRequired("purpose")
 	show := &cobra.Command{

@@ -216,7 +216,7 @@ func TestEndToEnd(t *testing.T) {
 		t.Fatalf("info %+v, %v", info, err)
 	}
 	writable := []api.Grant{{Pattern: "workspace/**", Actions: []string{"*"}}, {Pattern: "tools/*", Actions: []string{"execute"}}}
-	agent, err := root.CreateAgent(ctx, api.AgentRequest{Name: "writer", Purpose: "end-to-end test", Energy: 1000, Grants: writable})
+	agent, err := root.CreateAgent(ctx, api.AgentRequest{Name: "writer", Purpose: "end-to-end test", Energy: 1000, Grants: writable, Trust: ptr(0.8)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -475,7 +475,7 @@ func TestCrash_RepeatedSIGKILLWithAgentsAndHolds(t *testing.T) {
 	writable := []api.Grant{{Pattern: "workspace/**", Actions: []string{"create", "mutate"}}}
 	var creds []string
 	for range 4 {
-		a, err := root.CreateAgent(ctx, api.AgentRequest{Name: "worker", Purpose: "crash test", Energy: 200_000, Grants: writable})
+		a, err := root.CreateAgent(ctx, api.AgentRequest{Name: "worker", Purpose: "crash test", Energy: 200_000, Grants: writable, Trust: ptr(0.8)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -571,3 +571,5 @@ func TestCrash_RepeatedSIGKILLWithAgentsAndHolds(t *testing.T) {
 		}
 	}
 }
+
+func ptr[T any](v T) *T { return &v }

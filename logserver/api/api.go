@@ -27,6 +27,23 @@ type ActionRequest struct {
 	// Envelope names the envelope an agent acts under; empty lets the
 	// kernel pick the oldest live one that grants the action.
 	Envelope string `json:"envelope,omitempty"`
+	// Session is the session the action runs in.
+	Session string `json:"session,omitempty"`
+	// ActionID names a registered action descriptor.
+	ActionID string `json:"action_id,omitempty"`
+	// Resources declares what the action uses (network destinations,
+	// files read and written, a subprocess, concurrent tools), checked
+	// against the agent's ring.
+	Resources *Resources `json:"resources,omitempty"`
+}
+
+// Resources is what an action declares it uses.
+type Resources struct {
+	Network         []string `json:"network,omitempty"`
+	FilesystemRead  []string `json:"fs_read,omitempty"`
+	FilesystemWrite []string `json:"fs_write,omitempty"`
+	Subprocess      bool     `json:"subprocess,omitempty"`
+	Tools           uint64   `json:"tools,omitempty"`
 }
 
 // Receipt is the answer to a committed or held action. Status is
@@ -71,6 +88,10 @@ type AgentRequest struct {
 	// Energy moves from the creator's balance to the new actor.
 	Energy uint64  `json:"energy,omitempty"`
 	Share  *uint64 `json:"share,omitempty"`
+	// Trust (0.0–1.0) and Consensus give an agent its ring; without them
+	// it starts in Ring 3, the sandbox.
+	Trust     *float64 `json:"trust,omitempty"`
+	Consensus bool     `json:"consensus,omitempty"`
 }
 
 // Agent is the answer to POST /v1/agents. The credential is shown once.
@@ -181,4 +202,7 @@ type Error struct {
 	// DenialIndex is the log index of the action.denied event that
 	// recorded the refusal, if one did.
 	DenialIndex *uint64 `json:"denial_index,omitempty"`
+	// Reason is the spec's name of a refusal where it has one, such as an
+	// elevation's "insufficient_trust" (Execution Control §8.3).
+	Reason string `json:"reason,omitempty"`
 }

@@ -75,13 +75,21 @@ func IsStatus(err error, status int) bool {
 }
 
 func (c *Client) do(ctx context.Context, method, path string, body any) ([]byte, error) {
+	if body == nil {
+		return c.doRaw(ctx, method, path, nil)
+	}
+	raw, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	return c.doRaw(ctx, method, path, raw)
+}
+
+// doRaw sends body (JSON bytes, or nil for none) and returns the answer.
+func (c *Client) doRaw(ctx context.Context, method, path string, body []byte) ([]byte, error) {
 	var rd io.Reader
 	if body != nil {
-		raw, err := json.Marshal(body)
-		if err != nil {
-			return nil, err
-		}
-		rd = bytes.NewReader(raw)
+		rd = bytes.NewReader(body)
 	}
 	u, err := c.base.Parse(strings.TrimPrefix(path, "/"))
 	if err != nil {
