@@ -2,9 +2,9 @@ package kernel
 
 import (
 	"context"
-	"maps"
 	"crypto/rand"
 	"encoding/hex"
+	"maps"
 	"slices"
 	"time"
 

@@ -59,7 +59,9 @@ func ringsCommand(g *globalFlags) *cobra.Command {
 	_ = assign.MarkFlagRequired("trust")
 	var allow []string
 	config := leaf(g, "config --allow HOST[:PORT]...", "Set where Ring 2 agents may connect (root); no --allow: nowhere", cobra.NoArgs,
-		func(ctx context.Context, c *client.Client, _ []string) (any, error) { return c.ConfigureRings(ctx, allow) })
+		func(ctx context.Context, c *client.Client, _ []string) (any, error) {
+			return c.ConfigureRings(ctx, allow)
+		})
 	config.Flags().StringArrayVar(&allow, "allow", nil, "host, host:port or *.domain (repeatable)")
 	rings.AddCommand(leaf(g, "list", "List the agents you oversee: base and effective ring, elevations, constraints", cobra.NoArgs,
 		func(ctx context.Context, c *client.Client, _ []string) (any, error) { return c.Rings(ctx) }), assign, config)
@@ -111,7 +113,9 @@ func elevateCommand(g *globalFlags) *cobra.Command {
 	_ = el.MarkFlagRequired("reason")
 	var why string
 	revoke := leaf(g, "revoke ELEVATION-ID", "End an elevation now", cobra.ExactArgs(1),
-		func(ctx context.Context, c *client.Client, args []string) (any, error) { return c.RevokeElevation(ctx, args[0], why) })
+		func(ctx context.Context, c *client.Client, args []string) (any, error) {
+			return c.RevokeElevation(ctx, args[0], why)
+		})
 	revoke.Flags().StringVar(&why, "reason", "", "why, recorded in the log")
 	el.AddCommand(revoke)
 	return el
@@ -145,7 +149,9 @@ func sessionsCommand(g *globalFlags) *cobra.Command {
 		return c
 	}
 	state := change("state ID STATE", "Move a session to HANDSHAKING, ACTIVE, TERMINATING or ARCHIVED", 2,
-		func(a []string) api.SessionChangeRequest { return api.SessionChangeRequest{Op: "state", State: strings.ToUpper(a[1])} })
+		func(a []string) api.SessionChangeRequest {
+			return api.SessionChangeRequest{Op: "state", State: strings.ToUpper(a[1])}
+		})
 	var agent string
 	join := change("join ID [--agent AGENT]", "Join a session (an agent itself, or its creator for it)", 1,
 		func(a []string) api.SessionChangeRequest { return api.SessionChangeRequest{Op: "join", Agent: agent} })
@@ -156,7 +162,9 @@ func sessionsCommand(g *globalFlags) *cobra.Command {
 	grant := change("grant ID OTHER", "Let session ID read session OTHER (READ_COMMITTED only, §11.5)", 2,
 		func(a []string) api.SessionChangeRequest { return api.SessionChangeRequest{Op: "grant", Granted: a[1]} })
 	substitute := change("substitute ID AGENT", "Register the agent that takes over a killed agent's steps (§12.3)", 2,
-		func(a []string) api.SessionChangeRequest { return api.SessionChangeRequest{Op: "substitute", Agent: a[1]} })
+		func(a []string) api.SessionChangeRequest {
+			return api.SessionChangeRequest{Op: "substitute", Agent: a[1]}
+		})
 	var turn string
 	var changes []string
 	deltaCmd := leaf(g, "delta ID --turn TURN --change OP:PATH[:sha256:HEX]...", "Record one turn's file changes (create|modify|delete) as a SemanticDelta", cobra.ExactArgs(1),
@@ -179,7 +187,9 @@ func sessionsCommand(g *globalFlags) *cobra.Command {
 	deltaCmd.Flags().StringArrayVar(&changes, "change", nil, "OP:PATH[:sha256:HEX], e.g. create:src/a.go:sha256:9f86… (repeatable)")
 	_ = deltaCmd.MarkFlagRequired("turn")
 	rollback := leaf(g, "rollback ID --turn TURN", "Reconstruct a session's files after a turn, and the changes that restore them", cobra.ExactArgs(1),
-		func(ctx context.Context, c *client.Client, args []string) (any, error) { return c.Rollback(ctx, args[0], turn) })
+		func(ctx context.Context, c *client.Client, args []string) (any, error) {
+			return c.Rollback(ctx, args[0], turn)
+		})
 	rollback.Flags().StringVar(&turn, "turn", "", "the turn to roll back to")
 	_ = rollback.MarkFlagRequired("turn")
 	ss.AddCommand(create, state, join, leave, grant, substitute, deltaCmd, rollback,
@@ -232,7 +242,9 @@ func signalCommand(g *globalFlags) *cobra.Command {
 	s.Flags().StringVar(&reason, "reason", "", "recorded in the log")
 	s.AddCommand(
 		leaf(g, "mask [SIGNAL]...", "Set the maskable signals you (an agent) handle yourself", cobra.ArbitraryArgs,
-			func(ctx context.Context, c *client.Client, args []string) (any, error) { return c.SetSignalMask(ctx, args) }),
+			func(ctx context.Context, c *client.Client, args []string) (any, error) {
+				return c.SetSignalMask(ctx, args)
+			}),
 		leaf(g, "queued", "Show the signals queued for you (an agent)", cobra.NoArgs,
 			func(ctx context.Context, c *client.Client, _ []string) (any, error) { return c.Signals(ctx) }))
 	return s
