@@ -71,6 +71,9 @@ type Config struct {
 	RateLimits       map[ring.Ring]ratelimit.Limit
 	MaxRateBuckets   int
 	DisableRateLimit bool
+	// RateClock is the rate limiter's monotonic clock (nil: time.Now,
+	// whose readings carry Go's monotonic clock).
+	RateClock func() time.Time
 	// KillCallback, if set, is called when an agent is killed, to have the
 	// agent's runtime stop it (§12); KillCallbackTimeout bounds it
 	// (0: 5 s). Without one a kill still freezes the agent and revokes its

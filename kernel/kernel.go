@@ -108,7 +108,7 @@ func Open(cfg Config) (_ *Kernel, err error) {
 		policies: map[string]*policy.Compiled{},
 	}
 	if !cfg.DisableRateLimit {
-		k.limiter = ratelimit.New(cfg.RateLimits, cfg.MaxRateBuckets, time.Now)
+		k.limiter = ratelimit.New(cfg.RateLimits, cfg.MaxRateBuckets, cfg.RateClock)
 	}
 	l.group.onDurable = k.foldDurable
 	if err := k.recover(context.Background()); err != nil {
