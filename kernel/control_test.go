@@ -152,14 +152,14 @@ func TestSpec22_2_ActionClassification(t *testing.T) {
 		target string
 		gate   string
 	}{
-		{r3, event.Observe, "books/2026", ""},               // read-only: Ring 3
-		{r3, event.Mutate, "docs/a", GateRing},               // FULL, not read-only: Ring 2
-		{r2, event.Mutate, "docs/a", ""},                     // Ring 2
-		{r2, event.Mutate, "payments/x", GateRing},           // NONE: Ring 1
-		{r1, event.Mutate, "payments/x", ""},                 // Ring 1
-		{r1, event.Mutate, "hypervisor/cfg", GateRing},       // admin: Ring 0, never
-		{r2, event.Mutate, "workspace/plain", ""},            // no descriptor: mutate needs Ring 2
-		{r3, event.Mutate, "workspace/plain", GateRing},      // ... which Ring 3 is not
+		{r3, event.Observe, "books/2026", ""},           // read-only: Ring 3
+		{r3, event.Mutate, "docs/a", GateRing},          // FULL, not read-only: Ring 2
+		{r2, event.Mutate, "docs/a", ""},                // Ring 2
+		{r2, event.Mutate, "payments/x", GateRing},      // NONE: Ring 1
+		{r1, event.Mutate, "payments/x", ""},            // Ring 1
+		{r1, event.Mutate, "hypervisor/cfg", GateRing},  // admin: Ring 0, never
+		{r2, event.Mutate, "workspace/plain", ""},       // no descriptor: mutate needs Ring 2
+		{r3, event.Mutate, "workspace/plain", GateRing}, // ... which Ring 3 is not
 	} {
 		_, err := g.submit(tc.who, tc.t, tc.target)
 		if tc.gate == "" {
