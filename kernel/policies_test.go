@@ -1,0 +1,110 @@
+package kernel
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/annal-dev/annal/kernel/event"
+	"github.com/annal-dev/annal/kernel/policy"
+)
+
+func defaultPolicy(t *testing.T, name string) policy.Policy {
+	t.Helper()
+	for _, p := range policy.Defaults() {
+		if p.Name == name {
+			return p
+		}
+	}
+	t.Fatalf("no default policy %s", name)
+	return policy.Policy{}
+}
+
+// Agent OS policies through the kernel: blocked actions and payload
+// patterns deny at the policy gate; policies bind an agent directly or
+// through an envelope (and what is delegated from it); changes are
+// versioned in the log; a policy may ask for SIGPOLICY on violation.
+func TestAgentOS_PolicyGate(t *testing.T) {
+	g := openGov(t)
+	ctx := context.Background()
+	a := g.ringAgent(ptr(0.8), false, "workspace/**:mutate,create")
+	b := g.ringAgent(ptr(0.8), false, "workspace/**:mutate,create")
+	if _, err := g.SetPolicy(ctx, g.root, defaultPolicy(t, "no_pii")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.SetPolicy(ctx, a, defaultPolicy(t, "strict")); !errors.Is(err, ErrForbidden) {
+		t.Fatalf("an agent defined a policy: %v", err)
+	}
+	if _, err := g.AttachPolicy(ctx, g.root, PolicyAttachment{Policy: "no_pii", Agent: a.ID}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.AttachPolicy(ctx, g.root, PolicyAttachment{Policy: "no_pii", Agent: a.ID}); !errors.Is(err, ErrConflict) {
+		t.Fatalf("attached twice: %v", err)
+	}
+	if _, err := g.AttachPolicy(ctx, g.root, PolicyAttachment{Policy: "nope", Agent: a.ID}); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("attached an undefined policy: %v", err)
+	}
+	write := func(who *Actor, payload string) error {
+		_, err := g.Submit(ctx, who, ActionRequest{Type: event.Mutate, Target: "workspace/notes", Payload: []byte(payload)})
+		return err
+	}
+	g.wantGate(write(a, `{"text":"my Password is hunter2"}`), GatePolicy)
+	if err := write(a, `{"text":"nothing to see"}`); err != nil {
+		t.Fatalf("clean payload: %v", err)
+	}
+	if err := write(b, `{"text":"password"}`); err != nil {
+		t.Fatalf("b has no policy: %v", err)
+	}
+	// Version 2 blocks the action type itself; bound through b's envelope.
+	p := policy.Policy{Name: "no_writes", BlockedActions: []string{"create"}}
+	if _, err := g.SetPolicy(ctx, g.root, p); err != nil {
+		t.Fatal(err)
+	}
+	p.BlockedActions = []string{"mutate"}
+	if _, err := g.SetPolicy(ctx, g.root, p); err != nil {
+		t.Fatal(err)
+	}
+	if ps := g.Policies(); len(ps) != 2 || ps[1].Name != "no_writes" || ps[1].Version != 2 {
+		t.Fatalf("policies %+v", ps)
+	}
+	bv := g.Envelopes(b)[0]
+	if _, err := g.AttachPolicy(ctx, g.root, PolicyAttachment{Policy: "no_writes", Envelope: bv.ID}); err != nil {
+		t.Fatal(err)
+	}
+	g.wantGate(write(b, `{}`), GatePolicy)
+	if _, err := g.Submit(ctx, b, ActionRequest{Type: event.Create, Target: "workspace/new"}); err != nil {
+		t.Fatalf("version 2 no longer blocks create: %v", err)
+	}
+	// Delegated from b's envelope: still bound.
+	c := g.ringAgent(ptr(0.8), false, "workspace/**:mutate")
+	cv, _, err := g.IssueEnvelope(ctx, b, EnvelopeRequest{Holder: c.ID, Parent: bv.ID, Budget: 10, Grants: grants("workspace/**:mutate")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = g.Submit(ctx, c, ActionRequest{Type: event.Mutate, Target: "workspace/x", Envelope: cv.ID})
+	g.wantGate(err, GatePolicy)
+	// Detached: allowed again.
+	if _, err := g.AttachPolicy(ctx, g.root, PolicyAttachment{Policy: "no_writes", Envelope: bv.ID, Detach: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := write(b, `{}`); err != nil {
+		t.Fatalf("after detach: %v", err)
+	}
+	// signal_on_violation: the kernel sends SIGPOLICY, which terminates.
+	strict := defaultPolicy(t, "strict")
+	strict.SignalOnViolation = true
+	if _, err := g.SetPolicy(ctx, g.root, strict); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.AttachPolicy(ctx, g.root, PolicyAttachment{Policy: "strict", Agent: b.ID}); err != nil {
+		t.Fatal(err)
+	}
+	g.wantGate(write(b, `{"sql":"DROP TABLE users"}`), GatePolicy)
+	after, _ := g.Actor(b.ID)
+	if after.Status != event.StatusFrozen {
+		t.Fatalf("SIGPOLICY did not stop the agent: %s", after.Status)
+	}
+	if err := write(b, `{}`); denialOf(t, err).Gate != GateActor {
+		t.Fatalf("agent acted after SIGPOLICY: %v", err)
+	}
+}

@@ -1,0 +1,274 @@
+package kernel
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/annal-dev/annal/kernel/delta"
+	"github.com/annal-dev/annal/kernel/event"
+	"github.com/annal-dev/annal/kernel/session"
+)
+
+// activeSession creates a session by root with cfg, admits the agents and
+// makes it ACTIVE.
+func (g *govKernel) activeSession(id string, cfg session.Config, agents ...*Actor) {
+	g.t.Helper()
+	ctx := context.Background()
+	if _, _, err := g.CreateSession(ctx, g.root, id, cfg); err != nil {
+		g.t.Fatal(err)
+	}
+	g.changeSession(g.root, id, SessionChange{Op: event.SessionOpState, State: string(session.Handshaking)})
+	for _, a := range agents {
+		g.changeSession(a, id, SessionChange{Op: event.SessionOpJoin})
+	}
+	g.changeSession(g.root, id, SessionChange{Op: event.SessionOpState, State: string(session.Active)})
+}
+
+func (g *govKernel) changeSession(by *Actor, id string, c SessionChange) {
+	g.t.Helper()
+	if _, err := g.ChangeSession(context.Background(), by, id, c); err != nil {
+		g.t.Fatalf("session %s %+v: %v", id, c, err)
+	}
+}
+
+func oid(c byte) string { return "sha256:" + strings.Repeat(string(c), 64) }
+
+// §10.1 through the kernel: the state machine, joins only while
+// HANDSHAKING, actions only while ACTIVE, ARCHIVED is final.
+func TestSpec10_1_SessionLifecycle(t *testing.T) {
+	g := openGov(t)
+	ctx := context.Background()
+	a := g.ringAgent(ptr(0.8), false, "sessions/**:mutate,create")
+	if _, _, err := g.CreateSession(ctx, g.root, "s1", session.DefaultConfig()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.ChangeSession(ctx, a, "s1", SessionChange{Op: event.SessionOpJoin}); denialOf(t, err).Gate != GateSession {
+		t.Fatalf("joined a CREATED session: %v", err)
+	}
+	if _, err := g.ChangeSession(ctx, g.root, "s1", SessionChange{Op: event.SessionOpState, State: "ACTIVE"}); err == nil {
+		t.Fatal("CREATED → ACTIVE skipped HANDSHAKING")
+	}
+	g.changeSession(g.root, "s1", SessionChange{Op: event.SessionOpState, State: "HANDSHAKING"})
+	g.changeSession(a, "s1", SessionChange{Op: event.SessionOpJoin})
+	act := func() error {
+		_, err := g.Submit(ctx, a, ActionRequest{Type: event.Mutate, Target: "sessions/s1/notes", Session: "s1"})
+		return err
+	}
+	g.wantGate(act(), GateSession) // HANDSHAKING: no actions yet
+	g.changeSession(g.root, "s1", SessionChange{Op: event.SessionOpState, State: "ACTIVE"})
+	if err := act(); err != nil {
+		t.Fatalf("ACTIVE session: %v", err)
+	}
+	if _, err := g.ChangeSession(ctx, a, "s1", SessionChange{Op: event.SessionOpState, State: "TERMINATING"}); !errors.Is(err, ErrForbidden) {
+		t.Fatalf("a participant changed the state: %v", err)
+	}
+	g.changeSession(g.root, "s1", SessionChange{Op: event.SessionOpState, State: "TERMINATING"})
+	g.wantGate(act(), GateSession)
+	g.changeSession(g.root, "s1", SessionChange{Op: event.SessionOpState, State: "ARCHIVED"})
+	if _, err := g.ChangeSession(ctx, g.root, "s1", SessionChange{Op: event.SessionOpState, State: "ACTIVE"}); err == nil {
+		t.Fatal("ARCHIVED is not final")
+	}
+	// §10.2: max_duration_seconds; the kernel moves an expired session to
+	// TERMINATING.
+	cfg := session.DefaultConfig()
+	cfg.MaxDurationSeconds = 60
+	g.activeSession("short", cfg, a)
+	g.clock.advance(61 * time.Second)
+	g.expireControl(ctx)
+	se, _ := g.SessionByID("short")
+	if se.State != session.Terminating {
+		t.Fatalf("expired session is %s", se.State)
+	}
+}
+
+// §10.2, §17.3: configuration is validated; min_eff_score and
+// max_participants hold at join.
+func TestSpec17_3_SessionConfigValidation(t *testing.T) {
+	g := openGov(t)
+	ctx := context.Background()
+	for _, bad := range []func(*session.Config){
+		func(c *session.Config) { c.MaxParticipants = 0 },
+		func(c *session.Config) { c.MaxParticipants = 1001 },
+		func(c *session.Config) { c.MaxDurationSeconds = 604801 },
+		func(c *session.Config) { c.MinEffScore = 10001 },
+		func(c *session.Config) { c.Isolation = "LOOSE" },
+	} {
+		cfg := session.DefaultConfig()
+		bad(&cfg)
+		if _, _, err := g.CreateSession(ctx, g.root, "", cfg); !errors.Is(err, ErrInvalid) {
+			t.Errorf("config %+v accepted: %v", cfg, err)
+		}
+	}
+	for _, id := range []string{"s1\n", "-s", "s/1", strings.Repeat("s", 257)} {
+		if _, _, err := g.CreateSession(ctx, g.root, id, session.DefaultConfig()); !errors.Is(err, ErrInvalid) {
+			t.Errorf("session id %q accepted: %v", id, err)
+		}
+	}
+	cfg := session.DefaultConfig()
+	cfg.MaxParticipants, cfg.MinEffScore = 1, 7000
+	if _, _, err := g.CreateSession(ctx, g.root, "picky", cfg); err != nil {
+		t.Fatal(err)
+	}
+	g.changeSession(g.root, "picky", SessionChange{Op: event.SessionOpState, State: "HANDSHAKING"})
+	weak := g.ringAgent(ptr(0.65), false)
+	if _, err := g.ChangeSession(ctx, weak, "picky", SessionChange{Op: event.SessionOpJoin}); err == nil {
+		t.Fatal("trust 0.65 joined a session with min_eff_score 0.70")
+	}
+	strong := g.ringAgent(ptr(0.75), false)
+	g.changeSession(strong, "picky", SessionChange{Op: event.SessionOpJoin})
+	other := g.ringAgent(ptr(0.9), false)
+	if _, err := g.ChangeSession(ctx, other, "picky", SessionChange{Op: event.SessionOpJoin}); err == nil {
+		t.Fatal("max_participants 1 took a second")
+	}
+	if _, err := g.ChangeSession(ctx, strong, "picky", SessionChange{Op: event.SessionOpJoin, Agent: other.ID}); !errors.Is(err, ErrForbidden) {
+		t.Fatalf("a participant admitted another agent: %v", err)
+	}
+}
+
+// §11.3–11.5 and §20.5 through the kernel: an agent in a session writes
+// only its own session's folder; a granted session is readable under
+// READ_COMMITTED and never writable; a grant under SNAPSHOT is refused;
+// prefix and traversal tricks are denied; no session, no session paths.
+func TestAttack_SessionPathTraversal(t *testing.T) {
+	g := openGov(t)
+	ctx := context.Background()
+	a := g.ringAgent(ptr(0.8), false, "sessions/**:mutate,create")
+	rc := session.DefaultConfig()
+	rc.Isolation = session.ReadCommitted
+	g.activeSession("session-1", rc, a)
+	g.activeSession("session-2", session.DefaultConfig(), a)
+	g.activeSession("session-10", session.DefaultConfig())
+	try := func(t event.ActionType, target, sess string) error {
+		_, err := g.Submit(ctx, a, ActionRequest{Type: t, Target: target, Session: sess})
+		return err
+	}
+	if err := try(event.Mutate, "sessions/session-1/notes.md", "session-1"); err != nil {
+		t.Fatalf("own session: %v", err)
+	}
+	for _, tc := range []struct {
+		t      event.ActionType
+		target string
+		sess   string
+	}{
+		{event.Mutate, "sessions/session-10/x", "session-1"},        // a prefix is not a folder
+		{event.Mutate, "sessions/session-1x/x", "session-1"},        // nor this one
+		{event.Mutate, "sessions/session-2/x", "session-1"},         // another session
+		{event.Observe, "sessions/session-2/x", "session-1"},        // not granted yet
+		{event.Mutate, "sessions/session-1/x", ""},                  // no session, no scope (§11.4)
+		{event.Mutate, "sessions/session-1/x", "session-2"},         // acting in session-2
+		{event.Mutate, "sessions", "session-1"},                     // the root of all sessions
+		{event.Observe, "sessions/session-10/secret", "session-10"}, // not a participant
+	} {
+		g.wantGate(try(tc.t, tc.target, tc.sess), GateSession)
+	}
+	// "session-1/../session-2/x" never reaches the gate: targets have one
+	// spelling, and ".." is refused as malformed.
+	if err := try(event.Mutate, "sessions/session-1/../session-2/x", "session-1"); denialOf(t, err).Gate != GateForm {
+		t.Fatalf("a .. target: %v", err)
+	}
+	// A resource path with .. is cleaned first, then checked.
+	g.wantGate(func() error {
+		_, err := g.Submit(ctx, a, ActionRequest{Type: event.Mutate, Target: "sessions/session-1/x", Session: "session-1",
+			Resources: &event.Resources{FilesystemWrite: []string{"sessions/session-1/../session-2/x"}}})
+		return err
+	}(), GateResources)
+	// §11.5: grants only under READ_COMMITTED; then reads, never writes.
+	if _, err := g.ChangeSession(ctx, g.root, "session-2", SessionChange{Op: event.SessionOpGrant, Granted: "session-1"}); err == nil {
+		t.Fatal("a grant under SNAPSHOT was accepted")
+	}
+	g.changeSession(g.root, "session-1", SessionChange{Op: event.SessionOpGrant, Granted: "session-2"})
+	if err := try(event.Observe, "sessions/session-2/x", "session-1"); err != nil {
+		t.Fatalf("read of a granted session: %v", err)
+	}
+	g.wantGate(try(event.Mutate, "sessions/session-2/x", "session-1"), GateSession)
+	g.wantGate(try(event.Observe, "sessions/session-10/x", "session-1"), GateSession)
+}
+
+// ADR-0023 and §14: an agent's turns become SemanticDeltas chained by
+// hash and committed to the log; the chain verifies, each delta is at its
+// index under a signed checkpoint, rollback reconstructs any turn, and
+// changes that do not fit, repeated turns and outsiders are refused.
+func TestADR0023_DeltaChain(t *testing.T) {
+	g := openGov(t)
+	ctx := context.Background()
+	a := g.ringAgent(ptr(0.8), false)
+	outsider := g.ringAgent(ptr(0.8), false)
+	g.activeSession("work", session.DefaultConfig(), a)
+	turn := func(by *Actor, id string, changes ...delta.Change) (*Receipt, *delta.Delta, error) {
+		return g.AppendDelta(ctx, by, "work", DeltaRequest{TurnID: id, Changes: changes})
+	}
+	must := func(by *Actor, id string, changes ...delta.Change) *delta.Delta {
+		t.Helper()
+		_, d, err := turn(by, id, changes...)
+		if err != nil {
+			t.Fatalf("turn %s: %v", id, err)
+		}
+		return d
+	}
+	d1 := must(a, "t1", delta.Change{Path: "a.go", Operation: delta.OpCreate, ContentHash: oid('1')}, delta.Change{Path: "b.go", Operation: delta.OpCreate, ContentHash: oid('2')})
+	d2 := must(a, "t2", delta.Change{Path: "a.go", Operation: delta.OpModify, ContentHash: oid('3')})
+	d3 := must(a, "t3", delta.Change{Path: "b.go", Operation: delta.OpDelete}, delta.Change{Path: "c.go", Operation: delta.OpCreate, ContentHash: oid('4')})
+	if d1.ParentHash != delta.ZeroHash || d2.ParentHash != d1.DeltaHash || d3.ParentHash != d2.DeltaHash {
+		t.Fatal("deltas are not chained")
+	}
+	for _, bad := range []struct {
+		by      *Actor
+		id      string
+		changes []delta.Change
+		class   error
+	}{
+		{a, "t4", []delta.Change{{Path: "zzz", Operation: delta.OpModify, ContentHash: oid('5')}}, ErrConflict},  // no such file
+		{a, "t5", []delta.Change{{Path: "a.go", Operation: delta.OpCreate, ContentHash: oid('5')}}, ErrConflict}, // exists
+		{a, "t1", []delta.Change{{Path: "d.go", Operation: delta.OpCreate, ContentHash: oid('5')}}, ErrConflict}, // turn again
+		{a, "t6", []delta.Change{{Path: "../x", Operation: delta.OpCreate, ContentHash: oid('5')}}, ErrInvalid},  // climbs out
+		{a, "t7\n", []delta.Change{{Path: "e.go", Operation: delta.OpCreate, ContentHash: oid('5')}}, ErrInvalid},
+		{outsider, "t8", []delta.Change{{Path: "f.go", Operation: delta.OpCreate, ContentHash: oid('5')}}, ErrForbidden},
+	} {
+		if _, _, err := turn(bad.by, bad.id, bad.changes...); !errors.Is(err, bad.class) {
+			t.Errorf("turn %q %+v: %v, want %v", bad.id, bad.changes, err, bad.class)
+		}
+	}
+	deltas, indices, err := g.SessionChain(ctx, "work")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(deltas) != 3 {
+		t.Fatalf("%d deltas in the chain", len(deltas))
+	}
+	if err := delta.VerifyChain(deltas); err != nil {
+		t.Fatal(err)
+	}
+	// Merkle-anchored: each delta's event is at its index, with a proof.
+	for i, index := range indices {
+		p, err := g.AwaitInclusionProof(ctx, index)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Index != index || deltas[i].DeltaHash == "" {
+			t.Fatalf("delta %d: proof for %d", i, p.Index)
+		}
+	}
+	plan, err := g.Rollback(ctx, "work", "t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.Files) != 2 || plan.Files["a.go"] != oid('1') || plan.Files["b.go"] != oid('2') {
+		t.Fatalf("files after t1: %v", plan.Files)
+	}
+	// Undo from the head (a=3, c=4) back to t1 (a=1, b=2): restore a, b; delete c.
+	want := map[string]string{"a.go": delta.OpModify + oid('1'), "b.go": delta.OpCreate + oid('2'), "c.go": delta.OpDelete}
+	if len(plan.Undo) != len(want) {
+		t.Fatalf("undo %+v", plan.Undo)
+	}
+	for _, c := range plan.Undo {
+		if want[c.Path] != c.Operation+c.ContentHash {
+			t.Fatalf("undo %+v", plan.Undo)
+		}
+	}
+	if _, err := g.Rollback(ctx, "work", "t9"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("rollback to an unknown turn: %v", err)
+	}
+}
