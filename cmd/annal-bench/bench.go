@@ -21,6 +21,8 @@ import (
 
 	"github.com/annal-dev/annal/checkpoints"
 	"github.com/annal-dev/annal/kernel"
+	"github.com/annal-dev/annal/kernel/ratelimit"
+	"github.com/annal-dev/annal/kernel/ring"
 	"github.com/annal-dev/annal/logserver"
 	"github.com/annal-dev/annal/logserver/api"
 	"github.com/annal-dev/annal/logserver/client"
@@ -233,6 +235,13 @@ func startKernel(dir string, o options) (*kernel.Kernel, string, string, func(),
 	cfg.BatchMaxSize, cfg.BatchMaxAge, cfg.CheckpointInterval = o.batchSize, o.batchAge, o.checkpointIv
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	cfg.Energy.Genesis = 1 << 50 // root funds every phase's agents
+	// The rate limit gate runs on every agent action, with limits no
+	// closed loop reaches: the phases measure what the gates cost, not
+	// the limits they enforce.
+	cfg.RateLimits = map[ring.Ring]ratelimit.Limit{}
+	for _, r := range []ring.Ring{ring.Root, ring.Privileged, ring.Standard, ring.Sandbox} {
+		cfg.RateLimits[r] = ratelimit.Limit{Rate: 1e9, Burst: 1e9}
+	}
 	k, err := kernel.Open(cfg)
 	if err != nil {
 		return nil, "", "", nil, err

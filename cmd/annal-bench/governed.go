@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -29,7 +30,7 @@ func governedPhases(ctx context.Context, url, rootCred string, o options, ungove
 		most = max(most, c)
 	}
 	most = max(most, 1)
-	writable := []api.Grant{{Pattern: "workspace/**", Actions: []string{"create", "mutate"}}}
+	writable := []api.Grant{{Pattern: "workspace/**", Actions: []string{"create", "mutate"}}, {Pattern: "sessions/**", Actions: []string{"create", "mutate"}}}
 	holdOn := []api.Grant{{Pattern: "workspace/held/*", Actions: []string{"mutate"}}}
 	agents := make([]*client.Client, most)
 	trust := 0.8 // Ring 2: every gate applies, the ring's included
@@ -76,6 +77,12 @@ func governedPhases(ctx context.Context, url, rootCred string, o options, ungove
 		}
 		rows = append(rows, row{fmt.Sprintf("governed actions, %d concurrent agents", c), fmt.Sprintf("%.0f actions/s", rate), note})
 	}
+
+	ctl, err := allGatesPhases(ctx, root, agents, o, ungoverned)
+	if err != nil {
+		return nil, fmt.Errorf("all gates: %w", err)
+	}
+	rows = append(rows, ctl...)
 
 	// Hold latency (the paper's Table 6): trigger, approve, reject, one at a time.
 	agent := agents[0]
@@ -178,4 +185,100 @@ func rebuildPhase(ctx context.Context, dir string, o options) ([]row, error) {
 		{fmt.Sprintf("in-process governed writes, %d agents", workers), fmt.Sprintf("%.0f actions/s", float64(o.rebuildN)/writeElapsed.Seconds()), fmt.Sprintf("%d events", o.rebuildN)},
 		{fmt.Sprintf("annald rebuild of %d events", report.Size), report.Elapsed.Round(time.Millisecond).String(), fmt.Sprintf("%.0f events/s, state equal", float64(report.Size)/report.Elapsed.Seconds())},
 	}, nil
+}
+
+// allGatesPhases measures agents' actions with every execution control
+// gate doing work: each agent at Ring 2 in an ACTIVE session (isolation
+// checks its target), under a policy with payload patterns (no_pii), a
+// registered descriptor classifying the target, declared resources checked
+// against the ring, the quarantine gate and the rate limiter, beside the
+// capability, envelope, hold and energy gates of the governed phase.
+func allGatesPhases(ctx context.Context, root *client.Client, agents []*client.Client, o options, ungoverned map[int]float64) ([]row, error) {
+	if _, err := root.SetDefaultPolicy(ctx, "no_pii"); err != nil {
+		return nil, fmt.Errorf("policy: %w", err)
+	}
+	desc := json.RawMessage(`{"action_id":"edit","name":"edit a session file","execute_api":"/edit","reversibility":"FULL","is_read_only":false,"is_admin":false}`)
+	if _, err := root.RegisterDescriptor(ctx, "edit", api.DescriptorRequest{Descriptor: desc, AppliesTo: []api.Grant{{Pattern: "sessions/**", Actions: []string{"mutate"}}}}); err != nil {
+		return nil, fmt.Errorf("descriptor: %w", err)
+	}
+	sessions := make([]string, len(agents))
+	for i, a := range agents {
+		if i%8 == 0 {
+			c, err := root.CreateSession(ctx, api.SessionRequest{})
+			if err != nil {
+				return nil, err
+			}
+			var se struct {
+				ID string `json:"session_id"`
+			}
+			if err := json.Unmarshal(c.Record, &se); err != nil || se.ID == "" {
+				return nil, fmt.Errorf("session record %s: %v", c.Record, err)
+			}
+			sessions[i] = se.ID
+			if _, err := root.ChangeSession(ctx, se.ID, api.SessionChangeRequest{Op: "state", State: "HANDSHAKING"}); err != nil {
+				return nil, err
+			}
+		} else {
+			sessions[i] = sessions[i-1]
+		}
+		if _, err := a.ChangeSession(ctx, sessions[i], api.SessionChangeRequest{Op: "join"}); err != nil {
+			return nil, err
+		}
+		info, err := a.Rings(ctx)
+		if err != nil {
+			return nil, err
+		}
+		var views []struct {
+			Agent string `json:"agent"`
+		}
+		if err := json.Unmarshal(info, &views); err != nil || len(views) != 1 {
+			return nil, fmt.Errorf("ring view of agent %d: %v", i, err)
+		}
+		if _, err := root.AttachPolicy(ctx, "no_pii", api.AttachRequest{Agent: views[0].Agent}); err != nil {
+			return nil, err
+		}
+	}
+	for i, id := range sessions {
+		if i%8 == 0 {
+			if _, err := root.ChangeSession(ctx, id, api.SessionChangeRequest{Op: "state", State: "ACTIVE"}); err != nil {
+				return nil, err
+			}
+		}
+	}
+	var rows []row
+	for _, c := range o.governed {
+		var n atomic.Int64
+		var firstErr atomic.Value
+		deadline := time.Now().Add(o.duration)
+		start := time.Now()
+		var wg sync.WaitGroup
+		for w := 0; w < c; w++ {
+			wg.Add(1)
+			go func(cl *client.Client, sess string) {
+				defer wg.Done()
+				for i := 0; time.Now().Before(deadline); i++ {
+					target := fmt.Sprintf("sessions/%s/%d/%d", sess, w, i)
+					_, err := cl.Submit(ctx, api.ActionRequest{Type: "mutate", Target: target, Session: sess,
+						Payload:   []byte(fmt.Sprintf(`{"content_oid":"sha256:%064x","bytes":%d}`, i, i)),
+						Resources: &api.Resources{FilesystemWrite: []string{target}, Tools: 1}})
+					if err != nil {
+						firstErr.CompareAndSwap(nil, err)
+						return
+					}
+					n.Add(1)
+				}
+			}(agents[w], sessions[w])
+		}
+		wg.Wait()
+		if err, ok := firstErr.Load().(error); ok {
+			return nil, err
+		}
+		rate := float64(n.Load()) / time.Since(start).Seconds()
+		note := ""
+		if base := ungoverned[c]; base > 0 {
+			note = fmt.Sprintf("%.2fx of ungoverned at %d", rate/base, c)
+		}
+		rows = append(rows, row{fmt.Sprintf("all gates (ring, rate, quarantine, session, resources, policy), %d agents", c), fmt.Sprintf("%.0f actions/s", rate), note})
+	}
+	return rows, nil
 }

@@ -59,6 +59,9 @@ type Error struct {
 	Message, Stage, Gate string
 	// DenialIndex is where the refusal was recorded in the log, if it was.
 	DenialIndex *uint64
+	// Reason is the spec's name of the refusal, where it has one (an
+	// elevation's "insufficient_trust").
+	Reason string
 }
 
 func (e *Error) Error() string {
@@ -121,7 +124,7 @@ func (c *Client) doRaw(ctx context.Context, method, path string, body []byte) ([
 		e := &Error{Status: resp.StatusCode, Message: strings.TrimSpace(string(raw))}
 		var body api.Error
 		if json.Unmarshal(raw, &body) == nil && body.Error != "" {
-			e.Message, e.Stage, e.Gate, e.DenialIndex = body.Error, body.Stage, body.Gate, body.DenialIndex
+			e.Message, e.Stage, e.Gate, e.DenialIndex, e.Reason = body.Error, body.Stage, body.Gate, body.DenialIndex, body.Reason
 		}
 		return nil, e
 	}
