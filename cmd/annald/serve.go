@@ -47,6 +47,10 @@ type serveFlags struct {
 	tick                 time.Duration
 	witnessPolicy        string
 	witnessTimeout       time.Duration
+	rateLimits           []string
+	noRateLimit          bool
+	killWebhook          string
+	killTimeout          time.Duration
 }
 
 func newServeCommand() *cobra.Command {
@@ -75,6 +79,10 @@ func newServeCommand() *cobra.Command {
 	fl.Uint64Var(&f.energyPerTick, "energy-per-tick", event.DefaultEnergy.PerTick, "energy produced each tick, the configured capacity λ·Δt (first start only)")
 	fl.StringVar(&f.witnessPolicy, "witness-policy", "", "c2sp.org/tlog-policy file: checkpoints are published only once its quorum of witnesses cosigned them")
 	fl.DurationVar(&f.witnessTimeout, "witness-timeout", 10*time.Second, "how long to wait for a witness quorum before trying the next checkpoint")
+	fl.StringArrayVar(&f.rateLimits, "rate-limit", nil, "RING=RATE/BURST, requests per second per agent of that ring, e.g. 2=20/40 (repeatable; default: the spec's 100/200, 50/100, 20/40, 5/10)")
+	fl.BoolVar(&f.noRateLimit, "no-rate-limit", false, "turn the rate limit gate off")
+	fl.StringVar(&f.killWebhook, "kill-webhook", "", "URL to POST {agent, session, reason} to when an agent is killed; a 2xx answer confirms termination")
+	fl.DurationVar(&f.killTimeout, "kill-timeout", 5*time.Second, "how long the kill webhook may take (§12.5)")
 	fl.DurationVar(&f.tick, "tick", time.Duration(event.DefaultEnergy.TickMillis)*time.Millisecond, "tick length Δt, in milliseconds or more (first start only)")
 	return cmd
 }
@@ -97,6 +105,21 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 	cfg.Energy.Genesis = f.genesisEnergy
 	cfg.Energy.PerTick = f.energyPerTick
 	cfg.Energy.TickMillis = uint64(f.tick / time.Millisecond)
+	cfg.DisableRateLimit = f.noRateLimit
+	if len(f.rateLimits) > 0 {
+		limits, err := parseRateLimits(f.rateLimits)
+		if err != nil {
+			return fmt.Errorf("--rate-limit: %w", err)
+		}
+		cfg.RateLimits = limits
+	}
+	if f.killWebhook != "" {
+		cb, err := killWebhook(f.killWebhook)
+		if err != nil {
+			return fmt.Errorf("--kill-webhook: %w", err)
+		}
+		cfg.KillCallback, cfg.KillCallbackTimeout = cb, f.killTimeout
+	}
 	if f.witnessPolicy != "" {
 		policy, err := os.ReadFile(f.witnessPolicy)
 		if err != nil {
