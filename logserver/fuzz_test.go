@@ -75,3 +75,49 @@ func FuzzTilePath(f *testing.F) {
 		}
 	})
 }
+
+// FuzzControlBody: a body sent to an execution control endpoint is either
+// taken (2xx, one event more) or refused with a 4xx naming the error and
+// nothing appended; never a 5xx.
+func FuzzControlBody(f *testing.F) {
+	paths := []string{"/v1/elevations", "/v1/sessions", "/v1/sagas", "/v1/policies/p", "/v1/descriptors/d", "/v1/rings/config"}
+	for i, s := range []string{
+		`{"agent":"agent-x","ring":1,"reason":"r"}`,
+		`{"id":"s1","config":{"isolation":"READ_COMMITTED","min_eff_score":0.5}}`,
+		`{"id":"sg","steps":[{"id":"a","action":"x","compensation":"y"}]}`,
+		`{"name":"p","blocked_actions":["x"],"blocked_patterns":["\\bssn\\b"]}`,
+		`{"descriptor":{"action_id":"d","name":"d","execute_api":"/d","reversibility":"NONE","is_read_only":false,"is_admin":false},"applies_to":[{"pattern":"x/**","actions":["mutate"]}]}`,
+		`{"network_allowlist":["api.example.com","*.corp.example:443"]}`,
+		`{"config":{"max_participants":"10"}}`, `{"id":"s\n"}`, `{"name":"p","blocked_patterns":["x*"]}`, ``, `null`,
+	} {
+		f.Add(uint8(i), []byte(s))
+	}
+	ts := newTestServer(f)
+	f.Fuzz(func(t *testing.T, which uint8, body []byte) {
+		path := paths[int(which)%len(paths)]
+		method := http.MethodPost
+		if strings.HasPrefix(path, "/v1/policies/") || strings.HasPrefix(path, "/v1/descriptors/") || path == "/v1/rings/config" {
+			method = http.MethodPut
+		}
+		before := ts.size(t)
+		req := httptest.NewRequest(method, path, bytes.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+ts.rootCred)
+		rec := httptest.NewRecorder()
+		New(ts.k, discardLogger()).ServeHTTP(rec, req)
+		switch {
+		case rec.Code >= 200 && rec.Code < 300:
+			if ts.size(t) != before+1 {
+				t.Fatalf("%s %s: %d but the log went from %d to %d", method, path, rec.Code, before, ts.size(t))
+			}
+		case rec.Code >= 400 && rec.Code < 500:
+			if !strings.Contains(rec.Body.String(), `"error"`) {
+				t.Fatalf("%d without an error message: %s", rec.Code, rec.Body)
+			}
+			if ts.size(t) != before {
+				t.Fatalf("refused with %d but the log went from %d to %d", rec.Code, before, ts.size(t))
+			}
+		default:
+			t.Fatalf("%s %s: status %d for body %q: %s", method, path, rec.Code, body, rec.Body)
+		}
+	})
+}

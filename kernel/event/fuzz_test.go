@@ -3,6 +3,7 @@ package event
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 
@@ -14,6 +15,20 @@ import (
 func FuzzParse(f *testing.F) {
 	for _, e := range sampleEvents() {
 		f.Add(mustEncode(f, e))
+	}
+	// Every kind, from the known-answer vectors.
+	if raw, err := os.ReadFile("../../testvectors/events.json"); err == nil {
+		var vectors struct {
+			Vectors []struct {
+				Entry string `json:"entry"`
+			} `json:"vectors"`
+		}
+		if err := json.Unmarshal(raw, &vectors); err != nil {
+			f.Fatal(err)
+		}
+		for _, v := range vectors.Vectors {
+			f.Add([]byte(v.Entry))
+		}
 	}
 	good := string(mustEncode(f, actionEvent(Mutate)))
 	for _, bad := range []string{
