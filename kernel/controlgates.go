@@ -79,8 +79,8 @@ func (k *Kernel) quarantined(agent, sess string, now time.Time) *ledger.Quaranti
 // rateLimit: an agent's actions draw from its token bucket (§9).
 func (s *submission) rateLimit() error {
 	k, a := s.k, s.actor
-	if a.IsHuman() || k.limiter == nil {
-		return nil
+	if a.IsHuman() || k.limiter == nil || s.resume != nil {
+		return nil // a hold's approval is the human's act, not the agent's request
 	}
 	eff, _ := k.effectiveRing(a, s.req.Session, s.now)
 	if err := k.limiter.Allow(a.ID, eff); err != nil {

@@ -144,7 +144,7 @@ func (k *Kernel) AnswerHold(ctx context.Context, by *Actor, id, decision, reason
 	now := k.cfg.Now()
 	if decision == event.HoldApprove {
 		req := ActionRequest{Type: hold.Action.Type, Target: hold.Action.Target, Payload: hold.Action.Payload,
-			PayloadHash: hold.Action.PayloadHash, Envelope: hold.Envelope}
+			PayloadHash: hold.Action.PayloadHash, Envelope: hold.Envelope, Session: hold.Session, Resources: hold.Action.Resources}
 		r, err := k.run(ctx, &submission{k: k, actor: agent, req: req, now: now, resume: &hold, answeredBy: by.ID})
 		if err == nil {
 			return r, nil

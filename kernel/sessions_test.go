@@ -272,3 +272,31 @@ func TestADR0023_DeltaChain(t *testing.T) {
 		t.Fatalf("rollback to an unknown turn: %v", err)
 	}
 }
+
+// A held action in a session keeps its session: approval re-runs the
+// pipeline in that session (and is not rate limited: it is the human's
+// act), and commits the action there.
+func TestHoldInSessionIsApprovedInThatSession(t *testing.T) {
+	g := openGov(t, func(c *Config) { c.DisableRateLimit = false })
+	ctx := context.Background()
+	na, err := g.CreateAgent(ctx, g.root, ActorRequest{Name: "h", Purpose: "p", Energy: 1000, Grants: grants("sessions/**:mutate"), Trust: ptr(0.8)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := g.Authenticate(na.Credential)
+	g.envelope(g.root, EnvelopeRequest{Holder: a.ID, Budget: 500, Grants: grants("sessions/**:mutate"), HoldOn: grants("sessions/*/release/*:mutate")})
+	g.activeSession("rel", session.DefaultConfig(), a)
+	rc, err := g.Submit(ctx, a, ActionRequest{Type: event.Mutate, Target: "sessions/rel/release/v1", Session: "rel"})
+	if err != nil || rc.Status != StatusHeld {
+		t.Fatalf("held: %+v %v", rc, err)
+	}
+	done, err := g.AnswerHold(ctx, g.root, rc.HoldID, event.HoldApprove, "ok")
+	if err != nil {
+		t.Fatal(err)
+	}
+	entry, _ := g.Entry(ctx, done.Index)
+	ev, err := event.Parse(entry)
+	if err != nil || ev.Kind != event.KindAction || ev.Session != "rel" {
+		t.Fatalf("approved action %s (%v)", entry, err)
+	}
+}

@@ -259,7 +259,7 @@ func (l *Ledger) applyAction(index uint64, ev *event.Event) error {
 		if err != nil {
 			return err
 		}
-		if h.Actor != a.ID || h.Envelope != ev.Action.Envelope || h.Action.Type != ev.Action.Type || h.Action.Target != ev.Action.Target {
+		if h.Actor != a.ID || h.Envelope != ev.Action.Envelope || h.Action.Type != ev.Action.Type || h.Action.Target != ev.Action.Target || h.Session != ev.Session {
 			return inconsistent(index, "the action does not match hold %s", h.ID)
 		}
 		if amount != h.Reserved {
@@ -319,7 +319,7 @@ func (l *Ledger) applyHoldRequested(index uint64, ev *event.Event) error {
 		v.Reserved += hr.Reserved
 		l.touchEnvelope(v)
 	}
-	h := &Hold{ID: hr.ID, Actor: a.ID, Envelope: hr.Envelope, Action: *ev.Action, Reserved: hr.Reserved,
+	h := &Hold{ID: hr.ID, Actor: a.ID, Envelope: hr.Envelope, Session: ev.Session, Action: *ev.Action, Reserved: hr.Reserved,
 		Deadline: hr.Deadline, RequestedAt: index, Status: HoldPending}
 	l.Holds[h.ID] = h
 	l.touchHold(h)

@@ -90,6 +90,7 @@ type Hold struct {
 	ID          string       `json:"id"`
 	Actor       string       `json:"actor"`
 	Envelope    string       `json:"envelope"`
+	Session     string       `json:"session,omitempty"`
 	Action      event.Action `json:"action"`
 	Reserved    uint64       `json:"reserved"`
 	Deadline    string       `json:"deadline,omitempty"`
