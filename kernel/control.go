@@ -268,6 +268,9 @@ func (k *Kernel) RequestElevation(ctx context.Context, by *Actor, req ElevationR
 		if !a.Active() || a.Stopped {
 			return nil, denyAt(stage, GateActor, ErrForbidden, "agent %s is %s", a.ID, statusOf(a))
 		}
+		if err := k.drawToken(stage, by, req.Session, now); err != nil {
+			return nil, err
+		}
 		if req.Session != "" {
 			if _, ok := k.ledger.Sessions[req.Session]; !ok {
 				return nil, denyAt(stage, GateSession, ErrNotFound, "session %s does not exist", req.Session)

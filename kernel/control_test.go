@@ -407,8 +407,13 @@ func TestSpec22_4_RateLimitExhaustion(t *testing.T) {
 	if g.size() != before {
 		t.Fatalf("a rate-limited request was written to the log")
 	}
+	// The agent's own requests to the kernel draw from the same bucket.
+	if _, _, err := g.RequestElevation(context.Background(), a, ElevationRequest{Agent: a.ID, Ring: 2, Reason: "burst"}); !errors.Is(err, ErrRateLimited) {
+		t.Fatalf("elevation request with an empty bucket: %v", err)
+	}
 	// §9.5: elevation to Ring 2 recreates the bucket with 20/s, burst 40,
 	// but does not hand out tokens; time does.
+	rateClock.advance(200 * time.Millisecond) // one token at 5/s, for the request
 	if _, _, err := g.RequestElevation(context.Background(), a, ElevationRequest{Agent: a.ID, Ring: 2, Reason: "burst"}); err != nil {
 		t.Fatal(err)
 	}

@@ -78,13 +78,23 @@ func (k *Kernel) quarantined(agent, sess string, now time.Time) *ledger.Quaranti
 
 // rateLimit: an agent's actions draw from its token bucket (§9).
 func (s *submission) rateLimit() error {
-	k, a := s.k, s.actor
-	if a.IsHuman() || k.limiter == nil || s.resume != nil {
+	if s.resume != nil {
 		return nil // a hold's approval is the human's act, not the agent's request
 	}
-	eff, _ := k.effectiveRing(a, s.req.Session, s.now)
+	return s.k.drawToken(StageValidate, s.actor, s.req.Session, s.now)
+}
+
+// drawToken takes one token from an agent's bucket, at its effective ring
+// in sess: every request an agent makes that writes to the log (actions,
+// deltas, saga reports, joins, its own elevations and signal masks) draws
+// from the same bucket. Humans are not limited. The caller holds k.mu.
+func (k *Kernel) drawToken(stage string, a *Actor, sess string, now time.Time) error {
+	if a.IsHuman() || k.limiter == nil {
+		return nil
+	}
+	eff, _ := k.effectiveRing(a, sess, now)
 	if err := k.limiter.Allow(a.ID, eff); err != nil {
-		return denyAt(StageValidate, GateRateLimit, ErrRateLimited, "%v", err)
+		return denyAt(stage, GateRateLimit, ErrRateLimited, "%v", err)
 	}
 	return nil
 }

@@ -61,6 +61,9 @@ func (k *Kernel) agentMayAct(stage string, a *Actor, sessionID string, now time.
 	if q := k.quarantined(a.ID, sessionID, now); q != nil {
 		return denyAt(stage, GateQuarantine, ErrForbidden, "agent %s is quarantined (%s) until %s", a.ID, q.Reason, q.ExpiresAt)
 	}
+	if err := k.drawToken(stage, a, sessionID, now); err != nil {
+		return err
+	}
 	if sessionID == "" {
 		return nil
 	}

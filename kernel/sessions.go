@@ -96,6 +96,9 @@ func (k *Kernel) ChangeSession(ctx context.Context, by *Actor, id string, c Sess
 			if agent != b.ID && !owner {
 				return nil, denyAt(stage, GateAuthority, ErrForbidden, "%s may add or remove only itself in session %s", b.ID, id)
 			}
+			if err := k.drawToken(stage, b, id, now); err != nil {
+				return nil, err
+			}
 			if c.Op == event.SessionOpJoin {
 				a, ok := k.ledger.Actors[agent]
 				if !ok || a.IsHuman() {
@@ -213,6 +216,12 @@ func (k *Kernel) AppendDelta(ctx context.Context, by *Actor, sessionID string, r
 		}
 		if q := k.quarantined(a.ID, sessionID, now); q != nil {
 			return nil, denyAt(stage, GateQuarantine, ErrForbidden, "agent %s is quarantined (%s) until %s", a.ID, q.Reason, q.ExpiresAt)
+		}
+		if eff, _ := k.effectiveRing(a, sessionID, now); !k.constraintsFor(eff).FilesystemWritable {
+			return nil, denyAt(stage, GateResources, ErrForbidden, "agent %s at %s may not write files (§7.2), so it has no file changes to record", a.ID, eff)
+		}
+		if err := k.drawToken(stage, a, sessionID, now); err != nil {
+			return nil, err
 		}
 		d = delta.Delta{DeltaID: id, TurnID: req.TurnID, SessionID: sessionID, AgentDID: a.ID, Timestamp: event.FormatTime(now),
 			Changes: slices.Clone(req.Changes), ParentHash: se.DeltaHead}

@@ -196,7 +196,8 @@ func TestADR0023_DeltaChain(t *testing.T) {
 	ctx := context.Background()
 	a := g.ringAgent(ptr(0.8), false)
 	outsider := g.ringAgent(ptr(0.8), false)
-	g.activeSession("work", session.DefaultConfig(), a)
+	sandboxed := g.ringAgent(ptr(0.6), false) // Ring 3: no file writes
+	g.activeSession("work", session.DefaultConfig(), a, sandboxed)
 	turn := func(by *Actor, id string, changes ...delta.Change) (*Receipt, *delta.Delta, error) {
 		return g.AppendDelta(ctx, by, "work", DeltaRequest{TurnID: id, Changes: changes})
 	}
@@ -226,6 +227,7 @@ func TestADR0023_DeltaChain(t *testing.T) {
 		{a, "t6", []delta.Change{{Path: "../x", Operation: delta.OpCreate, ContentHash: oid('5')}}, ErrInvalid},  // climbs out
 		{a, "t7\n", []delta.Change{{Path: "e.go", Operation: delta.OpCreate, ContentHash: oid('5')}}, ErrInvalid},
 		{outsider, "t8", []delta.Change{{Path: "f.go", Operation: delta.OpCreate, ContentHash: oid('5')}}, ErrForbidden},
+		{sandboxed, "t9", []delta.Change{{Path: "g.go", Operation: delta.OpCreate, ContentHash: oid('5')}}, ErrForbidden},
 	} {
 		if _, _, err := turn(bad.by, bad.id, bad.changes...); !errors.Is(err, bad.class) {
 			t.Errorf("turn %q %+v: %v, want %v", bad.id, bad.changes, err, bad.class)
