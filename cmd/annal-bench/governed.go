@@ -46,38 +46,13 @@ func governedPhases(ctx context.Context, url, rootCred string, o options, ungove
 			return nil, err
 		}
 	}
-	var rows []row
-	for _, c := range o.governed {
-		var n atomic.Int64
-		var firstErr atomic.Value
-		deadline := time.Now().Add(o.duration)
-		start := time.Now()
-		var wg sync.WaitGroup
-		for w := 0; w < c; w++ {
-			wg.Add(1)
-			go func(cl *client.Client) {
-				defer wg.Done()
-				for i := 0; time.Now().Before(deadline); i++ {
-					if _, err := cl.Submit(ctx, api.ActionRequest{Type: "mutate", Target: fmt.Sprintf("workspace/gov/%d/%d", w, i)}); err != nil {
-						firstErr.CompareAndSwap(nil, err)
-						return
-					}
-					n.Add(1)
-				}
-			}(agents[w])
-		}
-		wg.Wait()
-		if err, ok := firstErr.Load().(error); ok {
-			return nil, err
-		}
-		rate := float64(n.Load()) / time.Since(start).Seconds()
-		note := ""
-		if base := ungoverned[c]; base > 0 {
-			note = fmt.Sprintf("%.2fx of ungoverned at %d", rate/base, c)
-		}
-		rows = append(rows, row{fmt.Sprintf("governed actions, %d concurrent agents", c), fmt.Sprintf("%.0f actions/s", rate), note})
+	rows, err := agentPhases(o, ungoverned, "governed actions, %d concurrent agents", func(w, i int) error {
+		_, err := agents[w].Submit(ctx, api.ActionRequest{Type: "mutate", Target: fmt.Sprintf("workspace/gov/%d/%d", w, i)})
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
-
 	ctl, err := allGatesPhases(ctx, root, agents, o, ungoverned)
 	if err != nil {
 		return nil, fmt.Errorf("all gates: %w", err)
@@ -245,6 +220,20 @@ func allGatesPhases(ctx context.Context, root *client.Client, agents []*client.C
 			}
 		}
 	}
+	return agentPhases(o, ungoverned, "all gates (ring, rate, quarantine, session, resources, policy), %d agents", func(w, i int) error {
+		target := fmt.Sprintf("sessions/%s/%d/%d", sessions[w], w, i)
+		_, err := agents[w].Submit(ctx, api.ActionRequest{Type: "mutate", Target: target, Session: sessions[w],
+			Payload:   []byte(fmt.Sprintf(`{"content_oid":"sha256:%064x","bytes":%d}`, i, i)),
+			Resources: &api.Resources{FilesystemWrite: []string{target}, Tools: 1}})
+		return err
+	})
+}
+
+// agentPhases runs, for each concurrency of o.governed, that many agents
+// in a closed loop for o.duration, agent w doing its i-th action with
+// submit, and reports actions/s against the ungoverned figure at the same
+// concurrency. The first error ends the phase.
+func agentPhases(o options, ungoverned map[int]float64, name string, submit func(w, i int) error) ([]row, error) {
 	var rows []row
 	for _, c := range o.governed {
 		var n atomic.Int64
@@ -254,20 +243,16 @@ func allGatesPhases(ctx context.Context, root *client.Client, agents []*client.C
 		var wg sync.WaitGroup
 		for w := 0; w < c; w++ {
 			wg.Add(1)
-			go func(cl *client.Client, sess string) {
+			go func() {
 				defer wg.Done()
 				for i := 0; time.Now().Before(deadline); i++ {
-					target := fmt.Sprintf("sessions/%s/%d/%d", sess, w, i)
-					_, err := cl.Submit(ctx, api.ActionRequest{Type: "mutate", Target: target, Session: sess,
-						Payload:   []byte(fmt.Sprintf(`{"content_oid":"sha256:%064x","bytes":%d}`, i, i)),
-						Resources: &api.Resources{FilesystemWrite: []string{target}, Tools: 1}})
-					if err != nil {
+					if err := submit(w, i); err != nil {
 						firstErr.CompareAndSwap(nil, err)
 						return
 					}
 					n.Add(1)
 				}
-			}(agents[w], sessions[w])
+			}()
 		}
 		wg.Wait()
 		if err, ok := firstErr.Load().(error); ok {
@@ -278,7 +263,7 @@ func allGatesPhases(ctx context.Context, root *client.Client, agents []*client.C
 		if base := ungoverned[c]; base > 0 {
 			note = fmt.Sprintf("%.2fx of ungoverned at %d", rate/base, c)
 		}
-		rows = append(rows, row{fmt.Sprintf("all gates (ring, rate, quarantine, session, resources, policy), %d agents", c), fmt.Sprintf("%.0f actions/s", rate), note})
+		rows = append(rows, row{fmt.Sprintf(name, c), fmt.Sprintf("%.0f actions/s", rate), note})
 	}
 	return rows, nil
 }
