@@ -12,6 +12,13 @@
 //     and integrated: a receipt's index and leaf hash survive SIGKILL.
 //   - No call acts as an actor without that actor's credential: callers
 //     authenticate with Authenticate and pass the Actor it returns.
+//   - Execution control (Agent Hypervisor Execution Control 1.0, Agent OS
+//     policies) is a set of gates on the same pipeline, in one documented
+//     order (controlgates.go), and every gate fails closed. Every decision
+//     that changes what an agent may do — ring, elevation, session state,
+//     quarantine, kill, saga step, policy, signal — is an event, so replay
+//     reproduces it; expiries are compared with the clock at each decision
+//     and only recorded afterwards, so a late tick never extends them.
 //   - One data folder is opened by at most one kernel, across processes (an
 //     flock) and within a process (Tessera's POSIX lock is per process, so two
 //     appenders in one process would lose entries).
