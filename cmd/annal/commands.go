@@ -38,6 +38,7 @@ func newRootCommand() *cobra.Command {
 	pf.StringVar(&g.credentialFile, "credential-file", os.Getenv("ANNAL_CREDENTIAL_FILE"), "file holding the credential (env ANNAL_CREDENTIAL_FILE)")
 	pf.DurationVar(&g.timeout, "timeout", time.Minute, "give up after this long")
 	root.AddCommand(submitCommand(&g), proofCommand(&g), eventCommand(&g), checkpointCommand(&g), consistencyCommand(&g), infoCommand(&g), agentsCommand(&g), envelopesCommand(&g), holdsCommand(&g))
+	root.AddCommand(exportCommand(&g))
 	return root
 }
 
