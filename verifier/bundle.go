@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -332,3 +333,12 @@ func appendEventLine(dst []byte, index uint64, entry []byte, proof [][sha256.Siz
 }
 
 func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
+
+// KeyPolicy is the policy of one log key and no witnesses: a checkpoint
+// needs only the log's signature.
+func KeyPolicy(vkey string) (*Policy, error) {
+	if _, err := LogVerifier(vkey); err != nil {
+		return nil, err
+	}
+	return ParsePolicy([]byte("log " + strings.TrimSpace(vkey) + "\nquorum none\n"))
+}
