@@ -182,9 +182,10 @@ func TestVerifyBundle_Refuses(t *testing.T) {
 	}
 }
 
-// TestVerifyBundle_EverySingleByteFlipFails flips each byte of a range and
-// a sparse bundle, at every position, to several values: verification must
-// fail with a *Error, never panic, never pass.
+// TestVerifyBundle_EverySingleByteFlipFails flips the low bit of every byte
+// of a range and of a sparse bundle (and two more bits of every 11th byte):
+// verification must fail with a *Error, never panic, never pass. Under
+// -short, every third byte.
 func TestVerifyBundle_EverySingleByteFlipFails(t *testing.T) {
 	l := newTestLog(t, testOrigin, 6)
 	parent := ZeroDeltaHash
@@ -205,7 +206,14 @@ func TestVerifyBundle_EverySingleByteFlipFails(t *testing.T) {
 			t.Fatalf("%s bundle: %v", spec.proof, err)
 		}
 		for i := range good {
-			for _, x := range []byte{0x01, 0x20, 0x80} {
+			values := []byte{0x01}
+			if i%11 == 0 {
+				values = append(values, 0x20, 0x80)
+			}
+			if testing.Short() && i%3 != 0 {
+				continue
+			}
+			for _, x := range values {
 				bad := bytes.Clone(good)
 				bad[i] ^= x
 				_, err := verifyBytes(bad, p)
