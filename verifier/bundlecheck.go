@@ -86,6 +86,7 @@ type bundleVerifier struct {
 
 	h         BundleHeader
 	res       *BundleResult
+	factory   *compact.RangeFactory
 	rng       *compact.Range
 	right     *compact.Range
 	next      uint64 // the smallest index the next event may have
@@ -161,6 +162,7 @@ func (v *bundleVerifier) header(line []byte) error {
 			return fail(CheckIndex, "range [%d, %d) is not inside the checkpoint's %d entries", *sel.From, *sel.To, cp.Size)
 		}
 		f := &compact.RangeFactory{Hash: hasher.HashChildren}
+		v.factory = f
 		left, err := parseHashList("left", h.Left)
 		if err != nil {
 			return fail(CheckBundle, "line 1: %v", err)
@@ -241,8 +243,17 @@ type batch struct {
 	buf       []byte // the lines' bytes
 	ends      []int  // end offset of each line in buf
 	results   []lineResult
-	trailer   []byte // set on the batch that ends with the trailer
-	err       error  // a read error after the batch's lines
+	// chunks are the runs of lines each worker checked and, for a range
+	// bundle, the compact range of their leaves (nil if the run's indices
+	// are not consecutive or a line failed: mergeBatch then reports why).
+	chunks  []chunk
+	trailer []byte // set on the batch that ends with the trailer
+	err     error  // a read error after the batch's lines
+}
+
+type chunk struct {
+	end int // one past the chunk's last line in the batch
+	rng *compact.Range
 }
 
 type lineResult struct {
@@ -366,9 +377,13 @@ func (v *bundleVerifier) checkBatch(b *batch, workers int) {
 		return
 	}
 	per := (n + workers - 1) / workers
-	var wg sync.WaitGroup
+	b.chunks = b.chunks[:0]
 	for w := 0; w*per < n; w++ {
-		from, to := w*per, min(n, (w+1)*per)
+		b.chunks = append(b.chunks, chunk{end: min(n, (w+1)*per)})
+	}
+	var wg sync.WaitGroup
+	for w := range b.chunks {
+		from, to := w*per, b.chunks[w].end
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -379,6 +394,9 @@ func (v *bundleVerifier) checkBatch(b *batch, workers int) {
 					start = b.ends[i-1]
 				}
 				b.results[i], buf = v.checkLine(b.firstLine+i, b.buf[start:b.ends[i]], buf)
+			}
+			if v.factory != nil {
+				b.chunks[w].rng = v.chunkRange(b.results[from:to])
 			}
 		}()
 	}
@@ -426,12 +444,35 @@ func (v *bundleVerifier) checkLineInto(lineNo int, line, buf []byte) (r lineResu
 	return r, buf
 }
 
+// chunkRange is the compact range of a run of consecutive leaves, hashed
+// on a worker so that merging costs O(log n) per chunk; nil if the run
+// holds a failed line or a gap.
+func (v *bundleVerifier) chunkRange(results []lineResult) *compact.Range {
+	if len(results) == 0 || results[0].err != nil {
+		return nil
+	}
+	r := v.factory.NewEmptyRange(results[0].index)
+	for i := range results {
+		if results[i].err != nil || results[i].index != r.End() {
+			return nil
+		}
+		if err := r.Append(results[i].leaf[:], nil); err != nil {
+			return nil
+		}
+	}
+	return r
+}
+
 // mergeBatch applies a checked batch in order: index order, selection,
 // counts, the compact range, the delta chains.
 func (v *bundleVerifier) mergeBatch(b *batch) error {
 	res := v.res
+	c := 0 // the chunk of line i
 	for i := range b.results {
 		r := &b.results[i]
+		if i == b.chunks[c].end {
+			c++
+		}
 		lineNo := b.firstLine + i
 		if r.err != nil {
 			return r.err
@@ -449,7 +490,14 @@ func (v *bundleVerifier) mergeBatch(b *batch) error {
 			return fail(CheckSelection, "line %d: entry %d does not match the bundle's selection: %s", lineNo, r.index, why)
 		}
 		if v.rng != nil {
-			if err := v.rng.Append(r.leaf[:], nil); err != nil {
+			var err error
+			switch ch := b.chunks[c]; {
+			case ch.rng == nil: // cannot happen once the checks above passed
+				err = v.rng.Append(r.leaf[:], nil)
+			case i == ch.end-1:
+				err = v.rng.AppendRange(ch.rng, nil)
+			}
+			if err != nil {
 				return fail(CheckInclusion, "line %d: %v", lineNo, err)
 			}
 		}
