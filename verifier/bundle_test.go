@@ -162,6 +162,7 @@ func TestVerifyBundle_Refuses(t *testing.T) {
 		{"unknown event member", bytes.Replace(good, []byte(`,"index":3}`), []byte(`,"index":3,"x":1}`), 1), CheckBundle, "should end"},
 		{"index with leading zero", bytes.Replace(good, []byte(`,"index":3}`), []byte(`,"index":03}`), 1), CheckBundle, "index"},
 		{"non-canonical base64", bytes.Replace(good, []byte(`"entry":"eyJ`), []byte(`"entry":"eyJ\n`), 1), CheckBundle, ""},
+		{"base64 with non-zero padding bits", replaceLine(good, 2, []byte(`{"entry":"eB==","index":2}`+"\n")), CheckBundle, "not canonical base64"},
 		{"trailer miscounts", bytes.Replace(good, []byte(`"events":4`), []byte(`"events":5`), 1), CheckBundle, "counts 5"},
 		{"other log's entry", replaceLine(good, 3, appendEventLine(nil, 3, actionEntry(77), nil, false)), CheckInclusion, "lead to root"},
 		{"index beyond the checkpoint", replaceLine(sparse, 3, appendEventLine(nil, 9, l.entries[4], nil, true)), CheckIndex, "not inside"},
