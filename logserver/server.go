@@ -51,6 +51,7 @@ func New(k *kernel.Kernel, logger *slog.Logger) *Server {
 	s.mux.HandleFunc("GET /v1/proof/consistency", s.handleConsistency)
 	s.mux.HandleFunc("GET /v1/proof/{index}", s.handleProof)
 	s.routeControl()
+	s.mux.HandleFunc("GET /v1/bundle", s.handleBundle)
 	s.mux.Handle("GET /metrics", s.metrics.handler())
 	return s
 }

@@ -28,6 +28,11 @@ type Event struct {
 	Actor  string
 	Type   string // action type, for kinds action, action.denied, hold.requested
 	Target string // action target, for those kinds
+	// Session is the event's "session" member, for session-scoped events.
+	Session string
+
+	hasSession bool
+	delta      []byte // the "delta" member's JSON, for session.delta events
 }
 
 var (
@@ -44,6 +49,15 @@ var (
 // "action", "action.denied" or "hold.requested" event must carry a known
 // type and a target.
 func ParseEvent(entry []byte) (*Event, error) {
+	if ev, ok := fastEvent(entry); ok {
+		return ev, nil
+	}
+	return parseEventSlow(entry)
+}
+
+// parseEventSlow is ParseEvent without the fast path: it re-encodes the
+// entry and compares.
+func parseEventSlow(entry []byte) (*Event, error) {
 	switch {
 	case len(entry) == 0:
 		return nil, errors.New("entry is empty")
@@ -60,12 +74,14 @@ func ParseEvent(entry []byte) (*Event, error) {
 		return nil, errors.New("entry is not in canonical form (RFC 8785)")
 	}
 	var fields struct {
-		V      *int    `json:"v"`
-		ID     *string `json:"id"`
-		Time   *string `json:"time"`
-		Kind   *string `json:"kind"`
-		Actor  *string `json:"actor"`
-		Action *struct {
+		V       *int             `json:"v"`
+		ID      *string          `json:"id"`
+		Time    *string          `json:"time"`
+		Kind    *string          `json:"kind"`
+		Actor   *string          `json:"actor"`
+		Session *string          `json:"session"`
+		Delta   *json.RawMessage `json:"delta"`
+		Action  *struct {
 			Type   *string `json:"type"`
 			Target *string `json:"target"`
 		} `json:"action"`
@@ -90,6 +106,12 @@ func ParseEvent(entry []byte) (*Event, error) {
 		return nil, fmt.Errorf("event %s: time %q is not RFC 3339 UTC in canonical form", ev.ID, *fields.Time)
 	}
 	ev.Time = t
+	if fields.Session != nil {
+		ev.Session, ev.hasSession = *fields.Session, true
+	}
+	if fields.Delta != nil {
+		ev.delta = *fields.Delta
+	}
 	if !kindPattern.MatchString(ev.Kind) {
 		return nil, fmt.Errorf("event %s: kind %q is malformed", ev.ID, ev.Kind)
 	}

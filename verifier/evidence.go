@@ -158,7 +158,7 @@ func checkJSONSyntax(data []byte) error {
 
 func noDuplicates(dec *json.Decoder, depth int) error {
 	if depth > 8 {
-		return fmt.Errorf("evidence nests deeper than its format does")
+		return fmt.Errorf("the JSON nests deeper than its format does")
 	}
 	tok, err := dec.Token()
 	if err != nil {
@@ -174,7 +174,7 @@ func noDuplicates(dec *json.Decoder, depth int) error {
 			}
 			name, _ := k.(string)
 			if seen[name] {
-				return fmt.Errorf("evidence has the member %q twice", name)
+				return fmt.Errorf("the member %q appears twice", name)
 			}
 			seen[name] = true
 			if err := noDuplicates(dec, depth+1); err != nil {

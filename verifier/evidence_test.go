@@ -1,7 +1,6 @@
 package verifier
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -33,8 +32,6 @@ func evidenceJSON(t testing.TB, ev Evidence) []byte {
 	}
 	return b
 }
-
-func b64(h []byte) string { return base64.StdEncoding.EncodeToString(h) }
 
 // splitEvidence: the honest log at small, a fork at large, with the fork's
 // prefix root and proof.

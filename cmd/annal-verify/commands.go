@@ -27,6 +27,7 @@ func newRootCommand(stdin io.Reader) *cobra.Command {
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(newProofCommand(stdin), newConsistencyCommand(stdin), newEvidenceCommand(stdin))
+	root.AddCommand(newBundleCommand(stdin), newChainCommand(stdin))
 	return root
 }
 

@@ -1,5 +1,6 @@
 // Command annal-verify checks what an Annal log hands out, offline: a
-// tlog-proof for an entry, or a consistency proof between two checkpoints.
+// tlog-proof for an entry, a consistency proof between two checkpoints,
+// equivocation evidence, an audit bundle, or one session's delta chain.
 // It needs only the log's verifier key, makes no network connection, and
 // exits non-zero naming the first check that failed.
 //

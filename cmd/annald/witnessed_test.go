@@ -125,4 +125,17 @@ func TestWitnessedCheckpoints(t *testing.T) {
 	if _, err := p.OpenCheckpoint(cp); err != nil {
 		t.Fatalf("published checkpoint: %v", err)
 	}
+	// An audit bundle of the whole log carries the cosigned checkpoint.
+	body, err := root.Bundle(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer body.Close()
+	br, err := verifier.VerifyBundle(body, p, nil)
+	if err != nil {
+		t.Fatalf("bundle under the policy: %v", err)
+	}
+	if strings.Join(br.Cosigners, ",") != "w1,w2" || br.Events != br.Size {
+		t.Fatalf("bundle: %d of %d events, cosigned by %v", br.Events, br.Size, br.Cosigners)
+	}
 }

@@ -1,0 +1,439 @@
+package kernel
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strconv"
+	"time"
+
+	"github.com/annal-dev/annal/checkpoints"
+	"github.com/annal-dev/annal/kernel/delta"
+	"github.com/annal-dev/annal/kernel/event"
+	"github.com/gowebpki/jcs"
+	"github.com/transparency-dev/merkle/compact"
+	"github.com/transparency-dev/merkle/proof"
+	"github.com/transparency-dev/merkle/rfc6962"
+	"github.com/transparency-dev/tessera/api"
+	"github.com/transparency-dev/tessera/api/layout"
+)
+
+// BundleFormat names the audit bundle format the kernel writes
+// (testvectors/FORMATS.md, "Audit bundles").
+const BundleFormat = "annal.dev/audit-bundle/v1"
+
+// kindPattern is the shape of an event kind (testvectors/FORMATS.md).
+var kindPattern = regexp.MustCompile(`^[a-z][a-z_]*(\.[a-z][a-z_]*)*$`)
+
+// maxCachedTiles bounds the tiles an export keeps hashed (about 16 KiB
+// each).
+const maxCachedTiles = 1024
+
+// ExportSelection chooses the events of an audit bundle. With none of
+// Actor, Session, Kind, Since and Until the bundle is the contiguous range
+// [From, To), proven by one compact range; otherwise it holds the events of
+// [From, To) that match all of them, each with its own inclusion proof, and
+// none of the others (selective disclosure).
+type ExportSelection struct {
+	From, To *uint64 // default: 0 and the checkpoint's size
+	Actor    string
+	Session  string
+	Kind     string
+	Since    time.Time // inclusive; zero: no bound
+	Until    time.Time // exclusive; zero: no bound
+	// OldSize, if not 0, adds the consistency proof from the tree of that
+	// size (an older checkpoint the auditor holds) to the checkpoint's.
+	OldSize uint64
+}
+
+// Filtered reports whether the selection filters events by content, which
+// makes the bundle sparse.
+func (s ExportSelection) Filtered() bool {
+	return s.Actor != "" || s.Session != "" || s.Kind != "" || !s.Since.IsZero() || !s.Until.IsZero()
+}
+
+// ExportResult says what Export wrote.
+type ExportResult struct {
+	Size   uint64 // the checkpoint's tree size
+	Events uint64
+	Bytes  int64
+}
+
+// bundleHeader is the first line; its members are in RFC 8785 order and it
+// is canonicalised once more before writing.
+type bundleHeader struct {
+	Bundle      string             `json:"bundle"`
+	Checkpoint  string             `json:"checkpoint"`
+	Consistency *bundleConsistency `json:"consistency,omitempty"`
+	Left        []string           `json:"left,omitempty"`
+	Proof       string             `json:"proof"`
+	Right       []string           `json:"right,omitempty"`
+	Selection   bundleSelection    `json:"selection"`
+}
+
+type bundleConsistency struct {
+	OldRoot string   `json:"old_root"`
+	OldSize uint64   `json:"old_size"`
+	Proof   []string `json:"proof,omitempty"`
+}
+
+type bundleSelection struct {
+	Actor   string  `json:"actor,omitempty"`
+	From    *uint64 `json:"from,omitempty"`
+	Kind    string  `json:"kind,omitempty"`
+	Session string  `json:"session,omitempty"`
+	Since   string  `json:"since,omitempty"`
+	To      *uint64 `json:"to,omitempty"`
+	Until   string  `json:"until,omitempty"`
+}
+
+// Export writes an audit bundle of the selected events to w, against the
+// latest published checkpoint exactly as the log serves it (with the
+// witnesses' cosignatures when the kernel runs with a witness policy). It
+// reads the log's entry bundles in order and holds one of them, a few tiles
+// and one output buffer at a time, whatever the number of events. Nothing
+// is written until the first selected event is found: a selection of no
+// event is ErrNotFound with w untouched. progress, if not nil, is called
+// with the entries scanned and the entries to scan.
+func (k *Kernel) Export(ctx context.Context, sel ExportSelection, w io.Writer, progress func(done, total uint64)) (*ExportResult, error) {
+	cp, err := k.log.latestCheckpoint(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read checkpoint: %w", err)
+	}
+	from, to := uint64(0), cp.Size
+	if sel.From != nil {
+		from = *sel.From
+	}
+	if sel.To != nil {
+		to = *sel.To
+	}
+	switch {
+	case cp.Size == 0:
+		return nil, fmt.Errorf("%w: the latest checkpoint has no entries", ErrNotFound)
+	case from >= to:
+		return nil, fmt.Errorf("%w: from %d is not below to %d", ErrInvalid, from, to)
+	case to > cp.Size:
+		return nil, fmt.Errorf("%w: to %d is beyond the latest checkpoint's %d entries", ErrInvalid, to, cp.Size)
+	case sel.OldSize > cp.Size:
+		return nil, fmt.Errorf("%w: old size %d is larger than the latest checkpoint's %d", ErrInvalid, sel.OldSize, cp.Size)
+	case !sel.Since.IsZero() && !sel.Until.IsZero() && !sel.Since.Before(sel.Until):
+		return nil, fmt.Errorf("%w: since is not before until", ErrInvalid)
+	case sel.Actor != "" && !event.ValidActorID(sel.Actor):
+		return nil, fmt.Errorf("%w: actor %q is not an actor id", ErrInvalid, sel.Actor)
+	case sel.Session != "" && !delta.ValidIdentifier(sel.Session):
+		return nil, fmt.Errorf("%w: session %q is not a session id", ErrInvalid, sel.Session)
+	case sel.Kind != "" && (len(sel.Kind) > 64 || !kindPattern.MatchString(sel.Kind)):
+		return nil, fmt.Errorf("%w: kind %q is not an event kind", ErrInvalid, sel.Kind)
+	}
+	x := &exporter{k: k, ctx: ctx, cp: cp, tiles: map[[2]uint64][][][]byte{}}
+	h := bundleHeader{Bundle: BundleFormat, Checkpoint: string(cp.Raw)}
+	if sel.Filtered() {
+		h.Proof = "inclusion"
+		h.Selection = bundleSelection{Actor: sel.Actor, Kind: sel.Kind, Session: sel.Session, From: sel.From, To: sel.To}
+		if !sel.Since.IsZero() {
+			h.Selection.Since = event.FormatTime(sel.Since)
+		}
+		if !sel.Until.IsZero() {
+			h.Selection.Until = event.FormatTime(sel.Until)
+		}
+	} else {
+		h.Proof = "range"
+		h.Selection = bundleSelection{From: &from, To: &to}
+		if h.Left, err = x.rangeHashes(0, from); err != nil {
+			return nil, err
+		}
+		if h.Right, err = x.rangeHashes(to, cp.Size); err != nil {
+			return nil, err
+		}
+	}
+	if sel.OldSize > 0 {
+		if h.Consistency, err = x.consistency(sel.OldSize); err != nil {
+			return nil, err
+		}
+	}
+	header, err := canonicalLine(h)
+	if err != nil {
+		return nil, err
+	}
+	cw := &countingWriter{w: w}
+	out := bufio.NewWriterSize(cw, 256<<10)
+	res := &ExportResult{Size: cp.Size}
+	var line []byte
+	for index, entry := range x.entries(from, to, &err) {
+		if progress != nil && index%4096 == 0 {
+			progress(index-from, to-from)
+		}
+		if sel.Filtered() && !matches(entry, sel) {
+			continue
+		}
+		if res.Events == 0 {
+			if _, err := out.Write(header); err != nil {
+				return nil, err
+			}
+		}
+		line = append(line[:0], `{"entry":"`...)
+		line = base64.StdEncoding.AppendEncode(line, entry)
+		line = append(line, `","index":`...)
+		line = strconv.AppendUint(line, index, 10)
+		if sel.Filtered() {
+			hashes, err := x.inclusionProof(index)
+			if err != nil {
+				return nil, err
+			}
+			line = append(line, `,"proof":[`...)
+			for i, hash := range hashes {
+				if i > 0 {
+					line = append(line, ',')
+				}
+				line = append(line, '"')
+				line = base64.StdEncoding.AppendEncode(line, hash[:])
+				line = append(line, '"')
+			}
+			line = append(line, ']')
+		}
+		line = append(line, '}', '\n')
+		if _, err := out.Write(line); err != nil {
+			return nil, err
+		}
+		res.Events++
+	}
+	if err != nil {
+		return nil, err
+	}
+	if res.Events == 0 {
+		return nil, fmt.Errorf("%w: no event in [%d, %d) matches the selection", ErrNotFound, from, to)
+	}
+	if progress != nil {
+		progress(to-from, to-from)
+	}
+	trailer, err := canonicalLine(struct {
+		End    string `json:"end"`
+		Events uint64 `json:"events"`
+	}{BundleFormat, res.Events})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := out.Write(trailer); err != nil {
+		return nil, err
+	}
+	if err := out.Flush(); err != nil {
+		return nil, err
+	}
+	res.Bytes = cw.n
+	return res, nil
+}
+
+// matches reads the members of an entry that a selection looks at.
+func matches(entry []byte, sel ExportSelection) bool {
+	var e struct {
+		Time    string `json:"time"`
+		Kind    string `json:"kind"`
+		Actor   string `json:"actor"`
+		Session string `json:"session"`
+	}
+	if json.Unmarshal(entry, &e) != nil {
+		return false
+	}
+	if sel.Actor != "" && e.Actor != sel.Actor || sel.Session != "" && e.Session != sel.Session || sel.Kind != "" && e.Kind != sel.Kind {
+		return false
+	}
+	if !sel.Since.IsZero() || !sel.Until.IsZero() {
+		t, err := time.Parse(time.RFC3339Nano, e.Time)
+		if err != nil || !sel.Since.IsZero() && t.Before(sel.Since) || !sel.Until.IsZero() && !t.Before(sel.Until) {
+			return false
+		}
+	}
+	return true
+}
+
+func canonicalLine(v any) ([]byte, error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	c, err := jcs.Transform(raw)
+	if err != nil {
+		return nil, err
+	}
+	return append(c, '\n'), nil
+}
+
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// exporter reads one checkpoint's tree for Export.
+type exporter struct {
+	k     *Kernel
+	ctx   context.Context
+	cp    *checkpoints.SignedCheckpoint
+	tiles map[[2]uint64][][][]byte // a tile's levels, bottom row first
+}
+
+// entries yields the entries of [from, to) in order, one entry bundle in
+// memory at a time. A read error ends the loop and is left in *errp.
+func (x *exporter) entries(from, to uint64, errp *error) func(func(uint64, []byte) bool) {
+	return func(yield func(uint64, []byte) bool) {
+		for b := from / layout.EntryBundleWidth; b*layout.EntryBundleWidth < to; b++ {
+			if err := x.ctx.Err(); err != nil {
+				*errp = err
+				return
+			}
+			bundle, err := x.readBundle(b)
+			if err != nil {
+				*errp = err
+				return
+			}
+			first := b * layout.EntryBundleWidth
+			for i := max(from, first); i < min(to, first+layout.EntryBundleWidth); i++ {
+				if !yield(i, bundle.Entries[i-first]) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// readBundle reads entry bundle b as of the checkpoint's size. Tessera may
+// have replaced a partial bundle by a wider one since: entries never change,
+// so the wider one serves.
+func (x *exporter) readBundle(b uint64) (*api.EntryBundle, error) {
+	l := x.k.log
+	p := layout.PartialTileSize(0, b, x.cp.Size)
+	raw, err := l.reader.ReadEntryBundle(x.ctx, b, p)
+	if errors.Is(err, os.ErrNotExist) && p != 0 {
+		size, serr := l.reader.IntegratedSize(x.ctx)
+		if serr != nil {
+			return nil, serr
+		}
+		raw, err = l.reader.ReadEntryBundle(x.ctx, b, layout.PartialTileSize(0, b, size))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("entry bundle %d: %w", b, err)
+	}
+	var eb api.EntryBundle
+	if err := eb.UnmarshalText(raw); err != nil {
+		return nil, fmt.Errorf("entry bundle %d: %w", b, err)
+	}
+	want := uint64(layout.EntryBundleWidth)
+	if p != 0 {
+		want = uint64(p)
+	}
+	if uint64(len(eb.Entries)) < want {
+		return nil, fmt.Errorf("entry bundle %d has %d entries, want %d", b, len(eb.Entries), want)
+	}
+	return &eb, nil
+}
+
+// rangeHashes returns the compact range of [begin, end) in the checkpoint's
+// tree, base64, left to right.
+func (x *exporter) rangeHashes(begin, end uint64) ([]string, error) {
+	var out []string
+	for _, id := range compact.RangeNodes(begin, end, nil) {
+		h, err := x.nodeHash(id)
+		if err != nil {
+			return nil, fmt.Errorf("node %d/%d of the compact range [%d, %d): %w", id.Level, id.Index, begin, end, err)
+		}
+		out = append(out, base64.StdEncoding.EncodeToString(h))
+	}
+	return out, nil
+}
+
+// nodeHash is the hash of a perfect subtree of the checkpoint's tree, from
+// the tile that holds its bottom row. Each tile read is hashed up once, all
+// its levels kept, so that the proofs of nearby entries cost no hashing.
+func (x *exporter) nodeHash(id compact.NodeID) ([]byte, error) {
+	tileLevel, tileIndex, nodeLevel, nodeIndex := layout.NodeCoordsToTileAddress(uint64(id.Level), id.Index)
+	key := [2]uint64{tileLevel, tileIndex}
+	levels, ok := x.tiles[key]
+	if !ok {
+		raw, err := x.k.log.readTile(x.ctx, tileLevel, tileIndex, layout.PartialTileSize(tileLevel, tileIndex, x.cp.Size))
+		if err != nil {
+			return nil, err
+		}
+		var tile api.HashTile
+		if err := tile.UnmarshalText(raw); err != nil {
+			return nil, err
+		}
+		levels = [][][]byte{tile.Nodes}
+		for below := tile.Nodes; len(below) > 1; {
+			up := make([][]byte, len(below)/2)
+			for i := range up {
+				up[i] = rfc6962.DefaultHasher.HashChildren(below[2*i], below[2*i+1])
+			}
+			levels, below = append(levels, up), up
+		}
+		if len(x.tiles) >= maxCachedTiles {
+			clear(x.tiles)
+		}
+		x.tiles[key] = levels
+	}
+	if nodeLevel >= uint(len(levels)) || nodeIndex >= uint64(len(levels[nodeLevel])) {
+		return nil, fmt.Errorf("tile %d/%d holds no node %d at level %d", tileLevel, tileIndex, nodeIndex, nodeLevel)
+	}
+	return levels[nodeLevel][nodeIndex], nil
+}
+
+// consistency proves the tree of old entries a prefix of the checkpoint's.
+func (x *exporter) consistency(old uint64) (*bundleConsistency, error) {
+	f := &compact.RangeFactory{Hash: rfc6962.DefaultHasher.HashChildren}
+	var hashes [][]byte
+	for _, id := range compact.RangeNodes(0, old, nil) {
+		h, err := x.nodeHash(id)
+		if err != nil {
+			return nil, fmt.Errorf("old root: %w", err)
+		}
+		hashes = append(hashes, h)
+	}
+	r, err := f.NewRange(0, old, hashes)
+	if err != nil {
+		return nil, err
+	}
+	root, err := r.GetRootHash(nil)
+	if err != nil {
+		return nil, err
+	}
+	c := &bundleConsistency{OldSize: old, OldRoot: base64.StdEncoding.EncodeToString(root)}
+	if old < x.cp.Size {
+		proof, err := x.k.log.consistencyProof(x.ctx, old, x.cp.Size)
+		if err != nil {
+			return nil, fmt.Errorf("consistency proof from %d to %d: %w", old, x.cp.Size, err)
+		}
+		for _, h := range proof {
+			c.Proof = append(c.Proof, base64.StdEncoding.EncodeToString(h[:]))
+		}
+	}
+	return c, nil
+}
+
+// inclusionProof of index in the checkpoint's tree (RFC 6962), from tiles.
+func (x *exporter) inclusionProof(index uint64) ([][sha256.Size]byte, error) {
+	nodes, err := proof.Inclusion(index, x.cp.Size)
+	if err != nil {
+		return nil, err
+	}
+	hashes := make([][]byte, len(nodes.IDs))
+	for i, id := range nodes.IDs {
+		if hashes[i], err = x.nodeHash(id); err != nil {
+			return nil, fmt.Errorf("inclusion proof of %d in %d: node %d/%d: %w", index, x.cp.Size, id.Level, id.Index, err)
+		}
+	}
+	if hashes, err = nodes.Rehash(hashes, rfc6962.DefaultHasher.HashChildren); err != nil {
+		return nil, err
+	}
+	return toHashes(hashes)
+}

@@ -1,0 +1,310 @@
+package verifier
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"errors"
+	"io"
+	"runtime"
+	"sync"
+
+	"github.com/transparency-dev/merkle/compact"
+	"github.com/transparency-dev/merkle/proof"
+)
+
+// The event lines of a bundle stream through three stages: one goroutine
+// reads batches of lines, one checks each batch on the workers (parsing,
+// leaf hashes, proofs, the compact range of each worker's run), and the
+// caller merges the checked batches in order (index order, selection,
+// counts, the range, the delta chains).
+
+// A batch is a run of consecutive event lines, checked in parallel and
+// then merged in order.
+type batch struct {
+	firstLine int
+	buf       []byte // the lines' bytes
+	ends      []int  // end offset of each line in buf
+	results   []lineResult
+	// chunks are the runs of lines each worker checked and, for a range
+	// bundle, the compact range of their leaves (nil if the run's indices
+	// are not consecutive or a line failed: mergeBatch then reports why).
+	chunks  []chunk
+	trailer []byte // set on the batch that ends with the trailer
+	err     error  // a read error after the batch's lines
+}
+
+type chunk struct {
+	end int // one past the chunk's last line in the batch
+	rng *compact.Range
+}
+
+type lineResult struct {
+	index uint64
+	ev    *Event
+	leaf  [sha256.Size]byte
+	delta *DeltaLink
+	err   *Error
+}
+
+const (
+	batchLines = 4096
+	batchBytes = 4 << 20
+)
+
+// events reads the event lines and the trailer. Three stages overlap: one
+// goroutine reads batches of lines, one checks each batch on the workers,
+// and this one merges the checked batches in order.
+func (v *bundleVerifier) events() error {
+	workers := v.opts.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	read := make(chan *batch, 2)
+	checked := make(chan *batch, 2)
+	free := make(chan *batch, 6)
+	stop := make(chan struct{})
+	defer close(stop)
+	go v.readBatches(read, free, stop)
+	go func() {
+		defer close(checked)
+		for b := range read {
+			v.checkBatch(b, workers)
+			select {
+			case checked <- b:
+			case <-stop:
+				return
+			}
+		}
+	}()
+	var lastProgress uint64
+	for b := range checked {
+		if err := v.mergeBatch(b); err != nil {
+			return err
+		}
+		if b.err != nil {
+			return b.err
+		}
+		if b.trailer != nil {
+			return v.trailer(b.trailer)
+		}
+		if v.opts.Progress != nil && v.res.Events-lastProgress >= 1<<16 {
+			v.opts.Progress(v.res.Events)
+			lastProgress = v.res.Events
+		}
+		select {
+		case free <- b:
+		default:
+		}
+	}
+	return fail(CheckBundle, "the bundle ends after line %d without its trailer: it is truncated", v.line)
+}
+
+// readBatches runs on its own goroutine, so reading overlaps hashing.
+func (v *bundleVerifier) readBatches(out chan<- *batch, free <-chan *batch, stop <-chan struct{}) {
+	defer close(out)
+	for {
+		var b *batch
+		select {
+		case b = <-free:
+			b.buf, b.ends, b.results, b.trailer, b.err = b.buf[:0], b.ends[:0], b.results[:0], nil, nil
+		default:
+			b = &batch{}
+		}
+		b.firstLine = v.line + 1
+		for len(b.ends) < batchLines && len(b.buf) < batchBytes {
+			line, err := v.readLine()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				b.err = err
+				break
+			}
+			if bytes.HasPrefix(line, trailerPrefix) {
+				b.trailer = bytes.Clone(line)
+				if _, err := v.readLine(); !errors.Is(err, io.EOF) {
+					b.err = fail(CheckBundle, "line %d comes after the trailer", v.line)
+					if err != nil {
+						b.err = err
+					}
+				}
+				break
+			}
+			b.buf = append(b.buf, line...)
+			b.ends = append(b.ends, len(b.buf))
+		}
+		if len(b.ends) == 0 && b.trailer == nil && b.err == nil {
+			return // end of input
+		}
+		select {
+		case out <- b:
+		case <-stop:
+			return
+		}
+		if b.trailer != nil || b.err != nil {
+			return
+		}
+	}
+}
+
+// checkBatch parses, hashes and proves each line of a batch on workers
+// goroutines; everything that needs order is left to mergeBatch.
+func (v *bundleVerifier) checkBatch(b *batch, workers int) {
+	n := len(b.ends)
+	if cap(b.results) < n {
+		b.results = make([]lineResult, n)
+	}
+	b.results = b.results[:n]
+	if n == 0 {
+		return
+	}
+	per := (n + workers - 1) / workers
+	b.chunks = b.chunks[:0]
+	for w := 0; w*per < n; w++ {
+		b.chunks = append(b.chunks, chunk{end: min(n, (w+1)*per)})
+	}
+	var wg sync.WaitGroup
+	for w := range b.chunks {
+		from, to := w*per, b.chunks[w].end
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var buf []byte
+			for i := from; i < to; i++ {
+				start := 0
+				if i > 0 {
+					start = b.ends[i-1]
+				}
+				b.results[i], buf = v.checkLine(b.firstLine+i, b.buf[start:b.ends[i]], buf)
+			}
+			if v.factory != nil {
+				b.chunks[w].rng = v.chunkRange(b.results[from:to])
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// checkLine checks what one event line shows on its own. buf is scratch
+// space it may reuse, returned for the next line.
+func (v *bundleVerifier) checkLine(lineNo int, line, buf []byte) (lineResult, []byte) {
+	r, buf := v.checkLineInto(lineNo, line, buf)
+	if r.ev != nil {
+		r.ev.delta = nil // it points into buf; CheckDeltaEvent has read it
+	}
+	return r, buf
+}
+
+func (v *bundleVerifier) checkLineInto(lineNo int, line, buf []byte) (r lineResult, _ []byte) {
+	e, buf, err := parseEventLine(line, v.withProof, buf)
+	if err != nil {
+		r.err = fail(CheckBundle, "line %d: %v", lineNo, err)
+		return r, buf
+	}
+	r.index = e.index
+	if e.index >= v.res.Size {
+		r.err = fail(CheckIndex, "line %d: index %d is not inside the checkpoint's %d entries", lineNo, e.index, v.res.Size)
+		return r, buf
+	}
+	if r.ev, err = ParseEvent(e.entry); err != nil {
+		r.err = fail(CheckEntry, "line %d: entry %d: %v", lineNo, e.index, err)
+		return r, buf
+	}
+	r.leaf = sha256.Sum256(buf[:1+len(e.entry)]) // the prefix byte, then the entry
+	if v.withProof {
+		if err := proof.VerifyInclusion(hasher, e.index, v.res.Size, r.leaf[:], e.proof, v.res.RootHash[:]); err != nil {
+			r.err = fail(CheckInclusion, "line %d: entry %d (leaf hash %x) is not at index %d of %s size %d: %v",
+				lineNo, e.index, r.leaf, e.index, v.res.Origin, v.res.Size, describe(err))
+			return r, buf
+		}
+	}
+	if r.ev.Kind == DeltaKind {
+		if r.delta, err = CheckDeltaEvent(r.ev); err != nil {
+			r.err = fail(CheckDelta, "line %d: entry %d: %v", lineNo, e.index, err)
+		}
+	}
+	return r, buf
+}
+
+// chunkRange is the compact range of a run of consecutive leaves, hashed
+// on a worker so that merging costs O(log n) per chunk; nil if the run
+// holds a failed line or a gap.
+func (v *bundleVerifier) chunkRange(results []lineResult) *compact.Range {
+	if len(results) == 0 || results[0].err != nil {
+		return nil
+	}
+	r := v.factory.NewEmptyRange(results[0].index)
+	for i := range results {
+		if results[i].err != nil || results[i].index != r.End() {
+			return nil
+		}
+		if err := r.Append(results[i].leaf[:], nil); err != nil {
+			return nil
+		}
+	}
+	return r
+}
+
+// mergeBatch applies a checked batch in order: index order, selection,
+// counts, the compact range, the delta chains.
+func (v *bundleVerifier) mergeBatch(b *batch) error {
+	res := v.res
+	c := 0 // the chunk of line i
+	for i := range b.results {
+		r := &b.results[i]
+		if i == b.chunks[c].end {
+			c++
+		}
+		lineNo := b.firstLine + i
+		if r.err != nil {
+			return r.err
+		}
+		switch {
+		case v.rng != nil && r.index != v.next:
+			return fail(CheckBundle, "line %d: index %d is not %d: a range bundle holds every index in order", lineNo, r.index, v.next)
+		case r.index < v.next:
+			if res.Events > 0 {
+				return fail(CheckBundle, "line %d: index %d is not above the previous event's %d", lineNo, r.index, res.LastIndex)
+			}
+			return fail(CheckSelection, "line %d: index %d is below the selection's from %d", lineNo, r.index, v.next)
+		}
+		if why := res.Selection.match(r.index, r.ev); why != "" {
+			return fail(CheckSelection, "line %d: entry %d does not match the bundle's selection: %s", lineNo, r.index, why)
+		}
+		if v.rng != nil {
+			var err error
+			switch ch := b.chunks[c]; {
+			case ch.rng == nil: // cannot happen once the checks above passed
+				err = v.rng.Append(r.leaf[:], nil)
+			case i == ch.end-1:
+				err = v.rng.AppendRange(ch.rng, nil)
+			}
+			if err != nil {
+				return fail(CheckInclusion, "line %d: %v", lineNo, err)
+			}
+		}
+		if r.delta != nil {
+			if err := v.chains.add(r.index, r.delta); err != nil {
+				return fail(CheckDelta, "line %d: %v", lineNo, err)
+			}
+		}
+		if res.Events == 0 {
+			res.FirstIndex, res.FirstTime, res.LastTime = r.index, r.ev.Time, r.ev.Time
+		}
+		res.Events++
+		res.LastIndex = r.index
+		v.next = r.index + 1
+		if r.ev.Time.Before(res.FirstTime) {
+			res.FirstTime = r.ev.Time
+		}
+		if r.ev.Time.After(res.LastTime) {
+			res.LastTime = r.ev.Time
+		}
+		res.ByActor[r.ev.Actor]++
+		res.ByKind[r.ev.Kind]++
+		if r.ev.Type != "" {
+			res.ByActionType[r.ev.Type]++
+		}
+	}
+	return nil
+}
