@@ -108,7 +108,9 @@ func (v *bundleVerifier) readBatches(out chan<- *batch, free <-chan *batch, stop
 		case b = <-free:
 			b.buf, b.ends, b.results, b.trailer, b.err = b.buf[:0], b.ends[:0], b.results[:0], nil, nil
 		default:
-			b = &batch{}
+			// A batch's buffers are sized once: growing them line by line
+			// was a fifth of the time of a small bundle.
+			b = &batch{buf: make([]byte, 0, batchBytes+MaxBundleLineSize), ends: make([]int, 0, batchLines)}
 		}
 		b.firstLine = v.line + 1
 		for len(b.ends) < batchLines && len(b.buf) < batchBytes {
