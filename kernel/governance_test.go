@@ -35,12 +35,12 @@ func (c *clock) advance(d time.Duration) {
 
 type govKernel struct {
 	*Kernel
-	t     *testing.T
+	t     testing.TB
 	root  *Actor
 	clock *clock
 }
 
-func openGov(t *testing.T, mutate ...func(*Config)) *govKernel {
+func openGov(t testing.TB, mutate ...func(*Config)) *govKernel {
 	t.Helper()
 	cfg := testConfig(t, t.TempDir())
 	c := &clock{now: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)}
@@ -132,7 +132,7 @@ func (g *govKernel) kindAt(index uint64) event.Kind {
 	return ev.Kind
 }
 
-func denialOf(t *testing.T, err error) *Denial {
+func denialOf(t testing.TB, err error) *Denial {
 	t.Helper()
 	var d *Denial
 	if !errors.As(err, &d) {

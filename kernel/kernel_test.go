@@ -17,7 +17,7 @@ import (
 	"github.com/transparency-dev/merkle/rfc6962"
 )
 
-func testConfig(t *testing.T, dir string) Config {
+func testConfig(t testing.TB, dir string) Config {
 	t.Helper()
 	cfg := DefaultConfig(dir)
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -37,7 +37,7 @@ func openTest(t *testing.T, dir string) *Kernel {
 	return k
 }
 
-func rootOf(t *testing.T, k *Kernel) *Actor {
+func rootOf(t testing.TB, k *Kernel) *Actor {
 	t.Helper()
 	cred, err := os.ReadFile(k.RootCredentialPath())
 	if err != nil {

@@ -144,6 +144,12 @@ func (k *Kernel) Submit(ctx context.Context, actor *Actor, req ActionRequest) (*
 }
 
 func (k *Kernel) run(ctx context.Context, s *submission) (*Receipt, error) {
+	// The request's form depends on nothing the kernel holds: checking and
+	// canonicalising it before taking the lock keeps the locked part of
+	// the pipeline short. Malformed requests are refused and not recorded.
+	if err := s.form(); err != nil {
+		return nil, err
+	}
 	k.mu.Lock()
 	locked := true
 	unlock := func() {
@@ -204,9 +210,7 @@ func (s *submission) validate(context.Context) error {
 	if a.Stopped {
 		return denyAt(StageValidate, GateActor, ErrForbidden, "agent %s is stopped by SIGSTOP; SIGCONT resumes it", a.ID)
 	}
-	if err := s.form(); err != nil {
-		return err
-	}
+	// form ran before the lock (run); its gate is second in this order.
 	if err := s.rateLimit(); err != nil {
 		return err
 	}

@@ -282,7 +282,7 @@ func httpThroughput(ctx context.Context, url, cred string, concurrency int, d ti
 	rate := closedLoop(concurrency, d, func(i uint64) error {
 		_, err := c.Submit(ctx, api.ActionRequest{
 			Type: "mutate", Target: fmt.Sprintf("workspace/bench/%d", i),
-			Payload: []byte(fmt.Sprintf(`{"content_oid":"sha256:%064x","bytes":%d}`, i, i)),
+			Payload: benchPayload(int(i)),
 		})
 		if err != nil {
 			firstErr.CompareAndSwap(nil, err)

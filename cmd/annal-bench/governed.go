@@ -46,8 +46,10 @@ func governedPhases(ctx context.Context, url, rootCred string, o options, ungove
 			return nil, err
 		}
 	}
+	// The governed and all-gates phases send the same payload as the
+	// ungoverned phase, so that their ratios are the gates' cost alone.
 	rows, err := agentPhases(o, ungoverned, "governed actions, %d concurrent agents", func(w, i int) error {
-		_, err := agents[w].Submit(ctx, api.ActionRequest{Type: "mutate", Target: fmt.Sprintf("workspace/gov/%d/%d", w, i)})
+		_, err := agents[w].Submit(ctx, api.ActionRequest{Type: "mutate", Target: fmt.Sprintf("workspace/gov/%d/%d", w, i), Payload: benchPayload(i)})
 		return err
 	})
 	if err != nil {
@@ -223,10 +225,16 @@ func allGatesPhases(ctx context.Context, root *client.Client, agents []*client.C
 	return agentPhases(o, ungoverned, "all gates (ring, rate, quarantine, session, resources, policy), %d agents", func(w, i int) error {
 		target := fmt.Sprintf("sessions/%s/%d/%d", sessions[w], w, i)
 		_, err := agents[w].Submit(ctx, api.ActionRequest{Type: "mutate", Target: target, Session: sessions[w],
-			Payload:   []byte(fmt.Sprintf(`{"content_oid":"sha256:%064x","bytes":%d}`, i, i)),
+			Payload:   benchPayload(i),
 			Resources: &api.Resources{FilesystemWrite: []string{target}, Tools: 1}})
 		return err
 	})
+}
+
+// benchPayload is the payload of every phase's actions: a content id and
+// a size, as an agent recording a file write would send.
+func benchPayload(i int) []byte {
+	return []byte(fmt.Sprintf(`{"content_oid":"sha256:%064x","bytes":%d}`, i, i))
 }
 
 // agentPhases runs, for each concurrency of o.governed, that many agents
