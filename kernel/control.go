@@ -7,6 +7,7 @@ import (
 	"errors"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/annal-dev/annal/kernel/event"
@@ -461,20 +462,23 @@ func (k *Kernel) constraintsFor(r ring.Ring) ring.Constraints {
 	return c
 }
 
+// DescriptorView is a registered descriptor with what it implies: the ring
+// its actions need (§5.2) and its default risk weight (§16.2).
+type DescriptorView struct {
+	ledger.Descriptor
+	RequiredRing ring.Ring `json:"required_ring"`
+	RiskWeight   float64   `json:"risk_weight"`
+}
+
 // Descriptors lists the registered action descriptors.
-func (k *Kernel) Descriptors() []ledger.Descriptor {
+func (k *Kernel) Descriptors() []DescriptorView {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	out := []ledger.Descriptor{}
+	out := []DescriptorView{}
 	for _, d := range k.ledger.Descriptors {
-		out = append(out, *d)
+		out = append(out, DescriptorView{Descriptor: *d, RequiredRing: d.Descriptor.RequiredRing(), RiskWeight: ring.RiskWeight(d.Descriptor.Reversibility)})
 	}
-	slices.SortFunc(out, func(a, b ledger.Descriptor) int {
-		if a.Descriptor.ActionID < b.Descriptor.ActionID {
-			return -1
-		}
-		return 1
-	})
+	slices.SortFunc(out, func(a, b DescriptorView) int { return strings.Compare(a.Descriptor.Descriptor.ActionID, b.Descriptor.Descriptor.ActionID) })
 	return out
 }
 

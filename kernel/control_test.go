@@ -173,6 +173,13 @@ func TestSpec22_2_ActionClassification(t *testing.T) {
 			t.Errorf("Ring 0 denial does not say an SRE witness is needed: %s", d.Reason)
 		}
 	}
+	// §16: the view gives each descriptor's ring and default risk weight.
+	for _, v := range g.Descriptors() {
+		want := map[string]float64{"pay": 0.95, "reconfigure": 0.2, "read-ledger": 0.2, "edit": 0.2}[v.Descriptor.Descriptor.ActionID]
+		if v.RiskWeight != want || v.RequiredRing != v.Descriptor.Descriptor.RequiredRing() {
+			t.Errorf("descriptor %s: risk %v ring %s", v.Descriptor.Descriptor.ActionID, v.RiskWeight, v.RequiredRing)
+		}
+	}
 	// Naming a descriptor that does not apply, or none that exists, is denied.
 	if _, err := g.Submit(ctx, r1, ActionRequest{Type: event.Mutate, Target: "docs/a", ActionID: "pay"}); denialOf(t, err).Gate != GateRing {
 		t.Fatalf("action_id of another target accepted: %v", err)
