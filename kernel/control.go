@@ -478,7 +478,9 @@ func (k *Kernel) Descriptors() []DescriptorView {
 	for _, d := range k.ledger.Descriptors {
 		out = append(out, DescriptorView{Descriptor: *d, RequiredRing: d.Descriptor.RequiredRing(), RiskWeight: ring.RiskWeight(d.Descriptor.Reversibility)})
 	}
-	slices.SortFunc(out, func(a, b DescriptorView) int { return strings.Compare(a.Descriptor.Descriptor.ActionID, b.Descriptor.Descriptor.ActionID) })
+	slices.SortFunc(out, func(a, b DescriptorView) int {
+		return strings.Compare(a.Descriptor.Descriptor.ActionID, b.Descriptor.Descriptor.ActionID)
+	})
 	return out
 }
 
