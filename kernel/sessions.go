@@ -37,9 +37,15 @@ func (k *Kernel) CreateSession(ctx context.Context, by *Actor, id string, cfg se
 	if err := cfg.Validate(); err != nil {
 		return nil, nil, denyAt(stage, GateForm, ErrInvalid, "%v", err)
 	}
-	rc, err := k.control(ctx, stage, []string{"session/" + id}, func(time.Time) (*event.Event, error) {
-		if _, err := k.liveActor(stage, by.ID); err != nil {
+	rc, err := k.control(ctx, stage, []string{"session/" + id}, func(now time.Time) (*event.Event, error) {
+		a, err := k.liveActor(stage, by.ID)
+		if err != nil {
 			return nil, err
+		}
+		if !a.IsHuman() {
+			if err := k.agentMayAct(stage, a, "", now); err != nil {
+				return nil, err
+			}
 		}
 		if _, ok := k.ledger.Sessions[id]; ok {
 			return nil, denyAt(stage, GateSession, ErrConflict, "session %s already exists", id)
