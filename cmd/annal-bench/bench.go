@@ -230,18 +230,24 @@ func closedLoop(concurrency int, d time.Duration, op func(i uint64) error) float
 	return float64(n.Load()) / time.Since(start).Seconds()
 }
 
-func startKernel(dir string, o options) (*kernel.Kernel, string, string, func(), error) {
+// benchConfig is the kernel configuration of every phase: the options'
+// batching, a rich root, and the rate limit gate running on every agent
+// action with limits no closed loop reaches, so that the phases measure
+// what the gates cost, not the limits they enforce.
+func benchConfig(dir string, o options) kernel.Config {
 	cfg := kernel.DefaultConfig(dir)
 	cfg.BatchMaxSize, cfg.BatchMaxAge, cfg.CheckpointInterval = o.batchSize, o.batchAge, o.checkpointIv
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	cfg.Energy.Genesis = 1 << 50 // root funds every phase's agents
-	// The rate limit gate runs on every agent action, with limits no
-	// closed loop reaches: the phases measure what the gates cost, not
-	// the limits they enforce.
 	cfg.RateLimits = map[ring.Ring]ratelimit.Limit{}
 	for _, r := range []ring.Ring{ring.Root, ring.Privileged, ring.Standard, ring.Sandbox} {
 		cfg.RateLimits[r] = ratelimit.Limit{Rate: 1e9, Burst: 1e9}
 	}
+	return cfg
+}
+
+func startKernel(dir string, o options) (*kernel.Kernel, string, string, func(), error) {
+	cfg := benchConfig(dir, o)
 	k, err := kernel.Open(cfg)
 	if err != nil {
 		return nil, "", "", nil, err

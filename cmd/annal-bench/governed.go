@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -97,10 +95,7 @@ func governedPhases(ctx context.Context, url, rootCred string, o options, ungove
 // rebuildPhase writes rebuildN governed events into a fresh log, in process
 // (the HTTP phases measure the front end), then times annald rebuild on it.
 func rebuildPhase(ctx context.Context, dir string, o options) ([]row, error) {
-	cfg := kernel.DefaultConfig(dir)
-	cfg.BatchMaxSize, cfg.BatchMaxAge, cfg.CheckpointInterval = o.batchSize, o.batchAge, o.checkpointIv
-	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	cfg.Energy.Genesis = 1 << 50
+	cfg := benchConfig(dir, o)
 	cfg.DisableProduction = true
 	k, err := kernel.Open(cfg)
 	if err != nil {
@@ -114,7 +109,8 @@ func rebuildPhase(ctx context.Context, dir string, o options) ([]row, error) {
 	const workers = 64
 	agents := make([]*kernel.Actor, workers)
 	for i := range agents {
-		na, err := k.CreateAgent(ctx, rootActor, kernel.ActorRequest{Name: "r", Purpose: "rebuild bench", Energy: 1 << 40, Grants: grants})
+		trust := 0.8
+		na, err := k.CreateAgent(ctx, rootActor, kernel.ActorRequest{Name: "r", Purpose: "rebuild bench", Energy: 1 << 40, Grants: grants, Trust: &trust})
 		if err != nil {
 			return nil, err
 		}
@@ -158,10 +154,15 @@ func rebuildPhase(ctx context.Context, dir string, o options) ([]row, error) {
 	if len(report.Differences) > 0 {
 		return nil, fmt.Errorf("rebuild found differences: %v", report.Differences)
 	}
-	return []row{
+	rows := []row{
 		{fmt.Sprintf("in-process governed writes, %d agents", workers), fmt.Sprintf("%.0f actions/s", float64(o.rebuildN)/writeElapsed.Seconds()), fmt.Sprintf("%d events", o.rebuildN)},
 		{fmt.Sprintf("annald rebuild of %d events", report.Size), report.Elapsed.Round(time.Millisecond).String(), fmt.Sprintf("%.0f events/s, state equal", float64(report.Size)/report.Elapsed.Seconds())},
-	}, nil
+	}
+	exp, err := exportPhases(ctx, cfg, agents[0].ID)
+	if err != nil {
+		return nil, fmt.Errorf("export: %w", err)
+	}
+	return append(rows, exp...), nil
 }
 
 // allGatesPhases measures agents' actions with every execution control
