@@ -481,3 +481,29 @@ func TestAttack_RateLimitBypassWithManyIdentities(t *testing.T) {
 		t.Fatalf("the flood restarted the drained bucket: %v", err)
 	}
 }
+
+// An elevation run out by the clock, whose end the kernel has not yet
+// recorded, does not block a new one: live and in the fold, which decide
+// with the same time.
+func TestSpec8_6_NewElevationAfterUnrecordedExpiry(t *testing.T) {
+	g := openGov(t)
+	ctx := context.Background()
+	a := g.ringAgent(ptr(0.9), false)
+	if _, _, err := g.RequestElevation(ctx, g.root, ElevationRequest{Agent: a.ID, Ring: 1, TTL: time.Minute, Reason: "one"}); err != nil {
+		t.Fatal(err)
+	}
+	g.clock.advance(time.Minute)
+	if _, _, err := g.RequestElevation(ctx, g.root, ElevationRequest{Agent: a.ID, Ring: 1, TTL: time.Minute, Reason: "two"}); err != nil {
+		t.Fatalf("second elevation after the first ran out: %v", err)
+	}
+	g.mu.Lock()
+	failed := g.failed
+	g.mu.Unlock()
+	if failed != nil {
+		t.Fatalf("the fold refused the second elevation: %v", failed)
+	}
+	g.expireControl(ctx) // ends the first, not the second
+	if g.ringOf(a.ID) != ring.Privileged {
+		t.Fatalf("the second elevation ended with the first")
+	}
+}

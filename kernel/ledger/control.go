@@ -367,7 +367,10 @@ func (l *Ledger) applyElevation(index uint64, ev *event.Event) error {
 	if v.From != int(a.BaseRing()) {
 		return inconsistent(index, "elevation %s starts from ring %d, %s is at ring %d", v.ID, v.From, a.ID, a.BaseRing())
 	}
-	if old := l.ActiveElevation(a.ID, ev.Session); old != nil {
+	// An elevation whose expiry has passed at this event's time no longer
+	// holds, even before the kernel records its end: the kernel decided
+	// with the same time.
+	if old := l.ActiveElevation(a.ID, ev.Session); old != nil && !expiredBy(old.Expires, ev.Time) {
 		return inconsistent(index, "elevation %s: %s already holds elevation %s in this session (duplicate_elevation)", v.ID, a.ID, old.ID)
 	}
 	l.Elevations[v.ID] = &Elevation{Elevation: *v, Session: ev.Session, GrantedAt: index}
@@ -615,4 +618,12 @@ func (l *Ledger) applySignal(index uint64, ev *event.Event) error {
 	}
 	l.touchActor(a)
 	return nil
+}
+
+// expiredBy reports whether expires is at or before at; both are event
+// times (RFC 3339), which Encode has checked.
+func expiredBy(expires, at string) bool {
+	e, err1 := time.Parse(time.RFC3339Nano, expires)
+	t, err2 := time.Parse(time.RFC3339Nano, at)
+	return err1 == nil && err2 == nil && !t.Before(e)
 }
