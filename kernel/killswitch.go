@@ -94,7 +94,10 @@ func (k *Kernel) Kill(ctx context.Context, by *Actor, agentID string, req KillRe
 			}
 		}
 		for id, s := range k.ledger.Sagas {
-			if req.Session != "" && s.Session != req.Session {
+			// Only sagas claimed above: a step the agent started since is
+			// left to time out, rather than handed off while a report of
+			// it may be in flight.
+			if (req.Session != "" && s.Session != req.Session) || !slices.Contains(claims, "saga/"+id) {
 				continue
 			}
 			for _, step := range s.RunningStepsOf(a.ID) {
