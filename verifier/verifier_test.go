@@ -383,3 +383,21 @@ func TestVerifyProof_RefusesNonCanonicalSignatureBase64(t *testing.T) {
 		t.Fatalf("non-canonical signature: %v", err)
 	}
 }
+
+// The verifier works offline: neither the package nor the annal-verify
+// command links an HTTP or TLS client, nor Annal's own client. (Package net
+// is linked, by crypto/x509, which the note library needs for its key
+// types; nothing here dials.)
+func TestNoNetworkPackages(t *testing.T) {
+	for _, dir := range []string{".", "../cmd/annal-verify"} {
+		out, err := exec.Command("go", "list", "-deps", dir).Output()
+		if err != nil {
+			t.Fatalf("go list %s: %v", dir, err)
+		}
+		for _, pkg := range strings.Fields(string(out)) {
+			if pkg == "net/http" || strings.HasPrefix(pkg, "net/http/") || pkg == "crypto/tls" || strings.Contains(pkg, "annal/logserver") {
+				t.Errorf("%s depends on %s: the verifier must work with no network", dir, pkg)
+			}
+		}
+	}
+}
