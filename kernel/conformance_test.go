@@ -18,7 +18,7 @@ var conformance = map[string][]string{
 	"§21.2 action classification to rings":       {"TestSpec5_2_RequiredRingDerivation", "TestSpec22_2_ActionClassification"},
 	"§21.2 ring enforcement (allow/deny)":        {"TestSpec21_2_RingEnforcement", "TestSpec6_1_Ring0NeverAllowed", "TestSpec8_8_ChildNeverExceedsParent"},
 	"§21.2 resource constraints per ring":        {"TestSpec21_2_ResourceConstraintEnforcement", "TestSpec7_ResourceConstraints", "TestAttack_AllowlistWildcard"},
-	"§21.2 elevation approval and denial":        {"TestSpec21_2_ElevationApprovalAndDenial", "TestSpec22_3_ElevationDenial", "TestSpec8_6_ElevationExpires"},
+	"§21.2 elevation approval and denial":        {"TestSpec21_2_ElevationApprovalAndDenial", "TestSpec22_3_ElevationDenial", "TestAttack_ElevationReplayAfterExpiry"},
 	"§21.2 token consumption and exhaustion":     {"TestSpec21_2_TokenConsumptionAndExhaustion", "TestSpec22_4_RateLimitExhaustion", "TestAttack_RateLimitBypassWithManyIdentities"},
 	"§21.2 session configuration validation":     {"TestSpec17_3_ConfigTypeMismatch", "TestSpec17_3_ConfigRange", "TestSpec17_3_SessionConfigValidation"},
 	"§21.2 session isolation path checks":        {"TestSpec11_3_PathAccess", "TestSpec11_4_FailClosed", "TestSpec11_5_CrossSessionOnlyReadCommitted", "TestAttack_SessionPathTraversal"},

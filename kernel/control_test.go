@@ -312,10 +312,10 @@ func TestSpec22_3_ElevationDenial(t *testing.T) {
 	}
 }
 
-// §8.5–8.6: an elevation lifts the effective ring until it expires on
+// §8.5–8.6 and the replay attack: an elevation lifts the effective ring until it expires on
 // its own; the TTL is clamped to an hour; using it after expiry is denied
 // (the replay attack), and the kernel records the end.
-func TestSpec8_6_ElevationExpires(t *testing.T) {
+func TestAttack_ElevationReplayAfterExpiry(t *testing.T) {
 	g := openGov(t)
 	ctx := context.Background()
 	a := g.ringAgent(ptr(0.9), false, "payments/**:mutate")
