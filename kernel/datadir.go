@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
@@ -13,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/annal-dev/annal/checkpoints"
+	"github.com/annal-dev/annal/internal/atomicfile"
 )
 
 // The files of a data folder.
@@ -198,36 +200,8 @@ func newCredential() (string, error) {
 	return "annal_" + base64.RawURLEncoding.EncodeToString(b[:]), nil
 }
 
-// writeFileAtomic writes data to a temporary file, syncs it, and renames it
-// into place, so a crash leaves either the old file or the new one.
+// writeFileAtomic writes data so that a crash leaves either the old file
+// or the new one.
 func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	dir, err := os.Open(filepath.Dir(path))
-	if err != nil {
-		return err
-	}
-	defer dir.Close()
-	return dir.Sync()
+	return atomicfile.Write(path, bytes.NewReader(data), mode)
 }

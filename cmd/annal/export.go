@@ -8,10 +8,10 @@ import (
 	"io"
 	"net/url"
 	"os"
-	"path/filepath"
 	"strconv"
 	"time"
 
+	"github.com/annal-dev/annal/internal/atomicfile"
 	"github.com/spf13/cobra"
 )
 
@@ -76,7 +76,7 @@ to stderr when it is a terminal.`,
 			if out == "" {
 				_, err = io.Copy(cmd.OutOrStdout(), src)
 			} else {
-				err = writeAtomically(out, src)
+				err = atomicfile.Write(out, src, 0o644) // a failed export leaves no bundle behind
 			}
 			if pr != nil {
 				pr.done()
@@ -104,32 +104,6 @@ to stderr when it is a terminal.`,
 func isTerminal(f *os.File) bool {
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
-}
-
-// writeAtomically writes r to a temporary file next to name and renames it
-// to name once all of r is written, so that a failed export leaves no
-// bundle behind.
-func writeAtomically(name string, r io.Reader) error {
-	tmp, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := io.Copy(tmp, r); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), name)
 }
 
 // progressReader counts the lines of a bundle as they stream and redraws
