@@ -19,8 +19,9 @@ import (
 
 // handle adapts a kernel call to an authenticated JSON endpoint: it
 // authenticates the caller, reads a JSON body of at most limit bytes into
-// Req (no body when limit is 0), calls, and writes the answer as JSON with
-// status, or the error with its status.
+// Req (no body when limit is 0; an empty body leaves Req zero, and the
+// kernel then names what is missing), calls, and writes the answer as JSON
+// with status, or the error with its status.
 func handle[Req any](s *Server, limit int64, status int, call func(r *http.Request, by *kernel.Actor, req *Req) (any, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		by, err := s.authenticate(r)
@@ -30,7 +31,7 @@ func handle[Req any](s *Server, limit int64, status int, call func(r *http.Reque
 		}
 		var req Req
 		if limit > 0 {
-			if err := readJSON(w, r, limit, &req); err != nil {
+			if err := readOptionalJSON(w, r, limit, &req); err != nil {
 				s.fail(w, r, err)
 				return
 			}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 
 	"github.com/annal-dev/annal/kernel"
@@ -42,173 +41,92 @@ func envelopeOut(v *kernel.Envelope) api.Envelope {
 	}
 }
 
-// handleActor shows an actor's record and energy to itself, its creator
-// and root.
-func (s *Server) handleActor(w http.ResponseWriter, r *http.Request) {
-	viewer, err := s.authenticate(r)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	a, err := s.k.Actor(r.PathValue("id"))
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	if viewer.ID != a.ID && viewer.ID != kernel.RootID && a.Creator != viewer.ID {
-		s.fail(w, r, fmt.Errorf("%w: %s may not see %s", kernel.ErrForbidden, viewer.ID, a.ID))
-		return
-	}
-	writeJSON(w, http.StatusOK, api.Actor{
-		ID: a.ID, Kind: string(a.Kind), Name: a.Name, Purpose: a.Purpose, Creator: a.Creator, Expires: a.Expires,
-		Status: a.Status, Grants: grantsOut(a.Grants), Share: a.Share, Balance: a.Balance, Reserved: a.Reserved, Consumed: a.Consumed,
-	})
-}
-
-func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
-	by, err := s.authenticate(r)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	var req api.StatusRequest
-	if err := readJSON(w, r, api.MaxSmallBody, &req); err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	rc, err := s.k.SetStatus(r.Context(), by, r.PathValue("id"), req.Status, req.Reason)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, receiptOf(rc))
-}
-
-func (s *Server) handleIssueEnvelope(w http.ResponseWriter, r *http.Request) {
-	issuer, err := s.authenticate(r)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	var req api.EnvelopeRequest
-	if err := readJSON(w, r, api.MaxEnvelopeBody, &req); err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	v, _, err := s.k.IssueEnvelope(r.Context(), issuer, kernel.EnvelopeRequest{
-		Holder: req.Holder, Parent: req.Parent, Budget: req.Budget, Grants: grantsIn(req.Grants),
-		HoldOn: grantsIn(req.HoldOn), HoldTimeoutSecs: req.HoldTimeoutSecs, Expires: req.Expires,
-	})
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusCreated, envelopeOut(v))
-}
-
-func (s *Server) handleEnvelopes(w http.ResponseWriter, r *http.Request) {
-	viewer, err := s.authenticate(r)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	out := []api.Envelope{}
-	for _, v := range s.k.Envelopes(viewer) {
-		out = append(out, envelopeOut(&v))
-	}
-	writeJSON(w, http.StatusOK, out)
-}
-
-func (s *Server) handleEnvelope(w http.ResponseWriter, r *http.Request) {
-	viewer, err := s.authenticate(r)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	v, err := s.k.Envelope(r.PathValue("id"))
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	if viewer.ID != kernel.RootID && viewer.ID != v.Holder && viewer.ID != v.Issuer {
-		s.fail(w, r, fmt.Errorf("%w: %s may not see envelope %s", kernel.ErrForbidden, viewer.ID, v.ID))
-		return
-	}
-	writeJSON(w, http.StatusOK, envelopeOut(v))
-}
-
-func (s *Server) handleRevoke(w http.ResponseWriter, r *http.Request) {
-	by, err := s.authenticate(r)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	var req api.HoldAnswer
-	if err := readOptionalJSON(w, r, api.MaxSmallBody, &req); err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	rc, err := s.k.RevokeEnvelope(r.Context(), by, r.PathValue("id"), req.Reason)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, receiptOf(rc))
-}
-
-func (s *Server) handleHolds(w http.ResponseWriter, r *http.Request) {
-	viewer, err := s.authenticate(r)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	out := []api.Hold{}
-	for _, h := range s.k.Holds(viewer, r.URL.Query().Get("status")) {
-		out = append(out, api.Hold{
-			ID: h.ID, Actor: h.Actor, Envelope: h.Envelope, Type: string(h.Action.Type), Target: h.Action.Target,
-			Reserved: h.Reserved, Deadline: h.Deadline, Status: h.Status, RequestedAt: h.RequestedAt,
-			AnsweredBy: h.AnsweredBy, Settled: h.Settled,
+// routeGovernance registers the governance API: actors, envelopes, holds.
+func (s *Server) routeGovernance() {
+	const small = api.MaxSmallBody
+	m := s.mux
+	// An actor's record and energy, to itself, its creator and root.
+	m.HandleFunc("GET /v1/actors/{id}", handle(s, 0, http.StatusOK, func(r *http.Request, viewer *kernel.Actor, _ *none) (any, error) {
+		a, err := s.k.Actor(r.PathValue("id"))
+		if err != nil {
+			return nil, err
+		}
+		if viewer.ID != a.ID && viewer.ID != kernel.RootID && a.Creator != viewer.ID {
+			return nil, fmt.Errorf("%w: %s may not see %s", kernel.ErrForbidden, viewer.ID, a.ID)
+		}
+		return api.Actor{
+			ID: a.ID, Kind: string(a.Kind), Name: a.Name, Purpose: a.Purpose, Creator: a.Creator, Expires: a.Expires,
+			Status: a.Status, Grants: grantsOut(a.Grants), Share: a.Share, Balance: a.Balance, Reserved: a.Reserved, Consumed: a.Consumed,
+		}, nil
+	}))
+	m.HandleFunc("POST /v1/actors/{id}/status", handle(s, small, http.StatusOK, func(r *http.Request, by *kernel.Actor, req *api.StatusRequest) (any, error) {
+		return receiptOrErr(s.k.SetStatus(r.Context(), by, r.PathValue("id"), req.Status, req.Reason))
+	}))
+	m.HandleFunc("POST /v1/envelopes", handle(s, api.MaxEnvelopeBody, http.StatusCreated, func(r *http.Request, issuer *kernel.Actor, req *api.EnvelopeRequest) (any, error) {
+		v, _, err := s.k.IssueEnvelope(r.Context(), issuer, kernel.EnvelopeRequest{
+			Holder: req.Holder, Parent: req.Parent, Budget: req.Budget, Grants: grantsIn(req.Grants),
+			HoldOn: grantsIn(req.HoldOn), HoldTimeoutSecs: req.HoldTimeoutSecs, Expires: req.Expires,
 		})
-	}
-	writeJSON(w, http.StatusOK, out)
+		if err != nil {
+			return nil, err
+		}
+		return envelopeOut(v), nil
+	}))
+	m.HandleFunc("GET /v1/envelopes", handle(s, 0, http.StatusOK, func(r *http.Request, viewer *kernel.Actor, _ *none) (any, error) {
+		out := []api.Envelope{}
+		for _, v := range s.k.Envelopes(viewer) {
+			out = append(out, envelopeOut(&v))
+		}
+		return out, nil
+	}))
+	m.HandleFunc("GET /v1/envelopes/{id}", handle(s, 0, http.StatusOK, func(r *http.Request, viewer *kernel.Actor, _ *none) (any, error) {
+		v, err := s.k.Envelope(r.PathValue("id"))
+		if err != nil {
+			return nil, err
+		}
+		if viewer.ID != kernel.RootID && viewer.ID != v.Holder && viewer.ID != v.Issuer {
+			return nil, fmt.Errorf("%w: %s may not see envelope %s", kernel.ErrForbidden, viewer.ID, v.ID)
+		}
+		return envelopeOut(v), nil
+	}))
+	m.HandleFunc("POST /v1/envelopes/{id}/revoke", handle(s, small, http.StatusOK, func(r *http.Request, by *kernel.Actor, req *api.HoldAnswer) (any, error) {
+		return receiptOrErr(s.k.RevokeEnvelope(r.Context(), by, r.PathValue("id"), req.Reason))
+	}))
+	m.HandleFunc("GET /v1/holds", handle(s, 0, http.StatusOK, func(r *http.Request, viewer *kernel.Actor, _ *none) (any, error) {
+		out := []api.Hold{}
+		for _, h := range s.k.Holds(viewer, r.URL.Query().Get("status")) {
+			out = append(out, api.Hold{
+				ID: h.ID, Actor: h.Actor, Envelope: h.Envelope, Type: string(h.Action.Type), Target: h.Action.Target,
+				Reserved: h.Reserved, Deadline: h.Deadline, Status: h.Status, RequestedAt: h.RequestedAt,
+				AnsweredBy: h.AnsweredBy, Settled: h.Settled,
+			})
+		}
+		return out, nil
+	}))
+	m.HandleFunc("POST /v1/holds/{id}/{decision}", handle(s, small, http.StatusOK, func(r *http.Request, by *kernel.Actor, req *api.HoldAnswer) (any, error) {
+		decision := r.PathValue("decision")
+		if decision != event.HoldApprove && decision != event.HoldReject {
+			return nil, errors.Join(kernel.ErrNotFound, fmt.Errorf("POST /v1/holds/<id>/approve or /reject"))
+		}
+		return receiptOrErr(s.k.AnswerHold(r.Context(), by, r.PathValue("id"), decision, req.Reason))
+	}))
 }
 
-func (s *Server) handleAnswerHold(w http.ResponseWriter, r *http.Request) {
-	by, err := s.authenticate(r)
+func receiptOrErr(rc *kernel.Receipt, err error) (any, error) {
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return nil, err
 	}
-	decision := r.PathValue("decision")
-	if decision != event.HoldApprove && decision != event.HoldReject {
-		s.fail(w, r, errors.Join(kernel.ErrNotFound, fmt.Errorf("POST /v1/holds/<id>/approve or /reject")))
-		return
-	}
-	var req api.HoldAnswer
-	if err := readOptionalJSON(w, r, api.MaxSmallBody, &req); err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	rc, err := s.k.AnswerHold(r.Context(), by, r.PathValue("id"), decision, req.Reason)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, receiptOf(rc))
+	return receiptOf(rc), nil
 }
 
 // readOptionalJSON is readJSON for bodies that may be left empty.
 func readOptionalJSON(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
-	var tooBig *http.MaxBytesError
-	if errors.As(err, &tooBig) {
-		return fmt.Errorf("%w: request body is larger than %d bytes", kernel.ErrTooLarge, limit)
-	} else if err != nil {
-		return fmt.Errorf("%w: reading body: %v", kernel.ErrInvalid, err)
+	body, err := readBody(w, r, limit)
+	if err != nil {
+		return err
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		return nil
 	}
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	return readJSON(w, r, limit, v)
+	return decodeJSON(body, v)
 }

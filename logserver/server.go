@@ -39,14 +39,7 @@ func New(k *kernel.Kernel, logger *slog.Logger) *Server {
 	s.mux.HandleFunc("GET /v1/info", s.handleInfo)
 	s.mux.HandleFunc("POST /v1/actions", s.handleSubmit)
 	s.mux.HandleFunc("POST /v1/agents", s.handleCreateAgent)
-	s.mux.HandleFunc("GET /v1/actors/{id}", s.handleActor)
-	s.mux.HandleFunc("POST /v1/actors/{id}/status", s.handleStatus)
-	s.mux.HandleFunc("POST /v1/envelopes", s.handleIssueEnvelope)
-	s.mux.HandleFunc("GET /v1/envelopes", s.handleEnvelopes)
-	s.mux.HandleFunc("GET /v1/envelopes/{id}", s.handleEnvelope)
-	s.mux.HandleFunc("POST /v1/envelopes/{id}/revoke", s.handleRevoke)
-	s.mux.HandleFunc("GET /v1/holds", s.handleHolds)
-	s.mux.HandleFunc("POST /v1/holds/{id}/{decision}", s.handleAnswerHold)
+	s.routeGovernance()
 	s.mux.HandleFunc("GET /v1/events/{index}", s.handleEvent)
 	s.mux.HandleFunc("GET /v1/proof/consistency", s.handleConsistency)
 	s.mux.HandleFunc("GET /v1/proof/{index}", s.handleProof)
@@ -87,6 +80,12 @@ func readJSON(w http.ResponseWriter, r *http.Request, limit int64, v any) error 
 	if err != nil {
 		return err
 	}
+	return decodeJSON(body, v)
+}
+
+// decodeJSON decodes a request body strictly: JSON that canonicalisation
+// would not change the meaning of, no unknown fields.
+func decodeJSON(body []byte, v any) error {
 	if err := event.CheckJSON(body); err != nil {
 		return fmt.Errorf("%w: body: %v", kernel.ErrInvalid, err)
 	}
