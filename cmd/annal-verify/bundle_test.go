@@ -18,6 +18,7 @@ import (
 	"github.com/annal-dev/annal/kernel"
 	"github.com/annal-dev/annal/kernel/delta"
 	"github.com/annal-dev/annal/kernel/event"
+	"github.com/annal-dev/annal/kernel/session"
 	"github.com/gowebpki/jcs"
 	"github.com/transparency-dev/merkle/compact"
 	"github.com/transparency-dev/merkle/rfc6962"
@@ -149,5 +150,63 @@ func TestChain(t *testing.T) {
 	code, _, errOut = runCLI("chain", "--key", vkey, file)
 	if code != 1 || !strings.Contains(errOut, "delta chain") || !strings.Contains(errOut, "is not the hash of its members") {
 		t.Fatalf("a changed delta: exit %d, %s", code, errOut)
+	}
+}
+
+// TestChain_RealKernel: an agent's turns recorded through the kernel, the
+// session's deltas exported; annal-verify chain accepts the whole chain
+// and refuses a bundle that starts mid-chain.
+func TestChain_RealKernel(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	k := openKernel(t, filepath.Join(dir, "data"))
+	defer k.Close()
+	root := authenticateRoot(t, k)
+	trust := 0.8
+	na, err := k.CreateAgent(ctx, root, kernel.ActorRequest{Name: "coder", Purpose: "writes code", Trust: &trust})
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent, _ := k.Authenticate(na.Credential)
+	if _, _, err := k.CreateSession(ctx, root, "work", session.DefaultConfig()); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []kernel.SessionChange{{Op: "state", State: "HANDSHAKING"}, {Op: "join", Agent: agent.ID}, {Op: "state", State: "ACTIVE"}} {
+		if _, err := k.ChangeSession(ctx, root, "work", c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var second uint64
+	for i := range 3 {
+		rc, _, err := k.AppendDelta(ctx, agent, "work", kernel.DeltaRequest{TurnID: fmt.Sprint("turn-", i),
+			Changes: []delta.Change{{Path: fmt.Sprint("f", i), Operation: delta.OpCreate, ContentHash: "sha256:" + strings.Repeat("ab", 32)}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 1 {
+			second = rc.Index
+		}
+		awaitCheckpoint(t, ctx, k, rc.Index+1)
+	}
+	export := func(sel kernel.ExportSelection) string {
+		t.Helper()
+		var buf bytes.Buffer
+		if _, err := k.Export(ctx, sel, &buf, nil); err != nil {
+			t.Fatal(err)
+		}
+		file := filepath.Join(dir, fmt.Sprint(len(buf.Bytes()), ".bundle"))
+		os.WriteFile(file, buf.Bytes(), 0o644)
+		return file
+	}
+	whole := export(kernel.ExportSelection{Session: "work", Kind: string(event.KindSessionDelta)})
+	code, out, errOut := runCLI("chain", "--key", k.VerifierKey(), whole)
+	if code != 0 || !strings.Contains(out, "complete chain of 3 deltas") {
+		t.Fatalf("whole chain: exit %d: %s%s", code, out, errOut)
+	}
+	mid := export(kernel.ExportSelection{From: &second, Session: "work", Kind: string(event.KindSessionDelta)})
+	code, _, errOut = runCLI("chain", "--key", k.VerifierKey(), mid)
+	if code != 1 || !strings.Contains(errOut, "the chain is not complete") {
+		t.Fatalf("mid-chain bundle: exit %d, %s", code, errOut)
 	}
 }
