@@ -22,27 +22,15 @@ import (
 // decide returns, once it is durable and folded. decide fills in the
 // event's kind, actor and parts; control gives it its id and time.
 func (k *Kernel) control(ctx context.Context, stage string, claims []string, decide func(now time.Time) (*event.Event, error)) (*Receipt, error) {
-	claims = slices.Clone(claims)
-	sort.Strings(claims) // one order, so two decisions never wait on each other
-	claims = slices.Compact(claims)
-	for i, key := range claims {
-		if err := k.claim(ctx, key); err != nil {
-			for _, taken := range claims[:i] {
-				k.unclaim(taken)
-			}
-			return nil, denyAt(stage, "", ErrUnavailable, "%v", err)
-		}
+	release, err := k.claimAll(ctx, stage, claims)
+	if err != nil {
+		return nil, err
 	}
-	defer func() {
-		for _, key := range claims {
-			k.unclaim(key)
-		}
-	}()
+	defer release()
 	now := k.cfg.Now()
 	k.mu.Lock()
 	var ev *event.Event
-	err := k.failed
-	if err != nil {
+	if err = k.failed; err != nil {
 		err = denyAt(stage, "", ErrUnavailable, "the kernel has stopped taking work: %v", err)
 	} else {
 		ev, err = decide(now)
@@ -57,6 +45,27 @@ func (k *Kernel) control(ctx context.Context, stage string, claims []string, dec
 	}
 	ev.V, ev.ID, ev.Time = event.Version, id, event.FormatTime(now)
 	return k.appendControl(ctx, stage, ev, "", "")
+}
+
+// claimAll takes the claims on keys, in one order (so two decisions never
+// wait on each other), and returns what releases them.
+func (k *Kernel) claimAll(ctx context.Context, stage string, keys []string) (release func(), _ error) {
+	keys = slices.Clone(keys)
+	sort.Strings(keys)
+	keys = slices.Compact(keys)
+	for i, key := range keys {
+		if err := k.claim(ctx, key); err != nil {
+			for _, taken := range keys[:i] {
+				k.unclaim(taken)
+			}
+			return nil, denyAt(stage, "", ErrUnavailable, "%v", err)
+		}
+	}
+	return func() {
+		for _, key := range keys {
+			k.unclaim(key)
+		}
+	}, nil
 }
 
 // liveActor returns the ledger's record of an active actor. The caller
@@ -445,12 +454,7 @@ func (k *Kernel) Rings(viewer *Actor) []RingView {
 		}
 		out = append(out, v)
 	}
-	slices.SortFunc(out, func(a, b RingView) int {
-		if a.Agent < b.Agent {
-			return -1
-		}
-		return 1
-	})
+	slices.SortFunc(out, func(a, b RingView) int { return strings.Compare(a.Agent, b.Agent) })
 	return out
 }
 
@@ -483,5 +487,3 @@ func (k *Kernel) Descriptors() []DescriptorView {
 	})
 	return out
 }
-
-func errorsIs(err, target error) bool { return errors.Is(err, target) }

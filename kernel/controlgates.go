@@ -155,22 +155,18 @@ func (s *submission) controlGates() error {
 			}
 			return denyAt(StageValidate, GateResources, ErrForbidden, "agent %s at %s: %s (§7.2)", a.ID, eff, strings.Join(why, "; "))
 		}
-		for _, p := range append(append([]string{}, r.FilesystemRead...), r.FilesystemWrite...) {
-			if err := s.sessionPath(p, !contains(r.FilesystemRead, p)); err != nil {
+		for _, p := range r.FilesystemRead {
+			if err := s.sessionPath(p, false); err != nil {
+				return err
+			}
+		}
+		for _, p := range r.FilesystemWrite {
+			if err := s.sessionPath(p, true); err != nil {
 				return err
 			}
 		}
 	}
 	return s.policyGate()
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // sessionGate: an action in a session needs the session ACTIVE and the

@@ -47,20 +47,11 @@ func (k *Kernel) Kill(ctx context.Context, by *Actor, agentID string, req KillRe
 		}
 	}
 	k.mu.Unlock()
-	slices.Sort(claims)
-	for i, key := range claims {
-		if err := k.claim(ctx, key); err != nil {
-			for _, taken := range claims[:i] {
-				k.unclaim(taken)
-			}
-			return nil, nil, denyAt(stage, "", ErrUnavailable, "%v", err)
-		}
+	release, err := k.claimAll(ctx, stage, claims)
+	if err != nil {
+		return nil, nil, err
 	}
-	defer func() {
-		for _, key := range claims {
-			k.unclaim(key)
-		}
-	}()
+	defer release()
 	now := k.cfg.Now()
 	killID, err := newEventID()
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"maps"
 	"slices"
 	"time"
@@ -211,7 +212,7 @@ func (k *Kernel) timeOutSagaSteps(ctx context.Context, now time.Time) {
 			return &event.Event{Kind: event.KindSagaStep, Actor: event.KernelActor, Session: s.Session,
 				SagaStep: &event.SagaStep{Saga: d.saga, Step: d.step, Transition: event.SagaTimedOut, Reason: "step_timeout_seconds passed"}}, nil
 		})
-		if err != nil && !errorsIs(err, ErrConflict) {
+		if err != nil && !errors.Is(err, ErrConflict) {
 			k.logger.Warn("time out saga step", "saga", d.saga, "step", d.step, "err", err)
 		}
 	}

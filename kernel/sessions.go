@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -164,7 +165,7 @@ func applySessionChange(s *session.Session, c event.SessionChange, now string) e
 }
 
 func classOfSessionError(err error) error {
-	if errorsIs(err, session.ErrType) || errorsIs(err, session.ErrRange) {
+	if errors.Is(err, session.ErrType) || errors.Is(err, session.ErrRange) {
 		return ErrInvalid
 	}
 	return ErrConflict
@@ -375,7 +376,7 @@ func (k *Kernel) expireSessions(ctx context.Context, now time.Time) {
 			return &event.Event{Kind: event.KindSessionChanged, Actor: event.KernelActor, Session: id,
 				SessionChange: &event.SessionChange{Op: event.SessionOpState, State: string(session.Terminating), Reason: "session_timeout: max_duration_seconds passed"}}, nil
 		})
-		if err != nil && !errorsIs(err, ErrConflict) {
+		if err != nil && !errors.Is(err, ErrConflict) {
 			k.logger.Warn("expire session", "session", id, "err", err)
 		}
 	}
