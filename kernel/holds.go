@@ -26,15 +26,7 @@ func newHoldID() (string, error) {
 }
 
 // pendingHolds counts the pending holds of an envelope. The caller holds k.mu.
-func (k *Kernel) pendingHolds(envelope string) int {
-	n := 0
-	for _, h := range k.ledger.Holds {
-		if h.Envelope == envelope && h.Status == ledger.HoldPending {
-			n++
-		}
-	}
-	return n
-}
+func (k *Kernel) pendingHolds(envelope string) int { return k.ledger.PendingHolds(envelope) }
 
 // Holds lists holds, oldest first: all of them for root, otherwise those
 // the actor may see — its own (an agent) or those it may answer (a human).

@@ -276,6 +276,7 @@ func (l *Ledger) applyAction(index uint64, ev *event.Event) error {
 	l.settle(a, chain, amount, release)
 	if h != nil {
 		h.Status, h.AnsweredBy, h.AnsweredAt, h.Settled = HoldApproved, ev.Hold.AnsweredBy, index, amount
+		l.pendingHolds[h.Envelope]--
 		l.touchHold(h)
 	}
 	return nil
@@ -321,6 +322,7 @@ func (l *Ledger) applyHoldRequested(index uint64, ev *event.Event) error {
 	}
 	h := &Hold{ID: hr.ID, Actor: a.ID, Envelope: hr.Envelope, Session: ev.Session, Action: *ev.Action, Reserved: hr.Reserved,
 		Deadline: hr.Deadline, RequestedAt: index, Status: HoldPending}
+	l.pendingHolds[h.Envelope]++
 	l.Holds[h.ID] = h
 	l.touchHold(h)
 	return nil
@@ -362,6 +364,7 @@ func (l *Ledger) applyHoldAnswered(index uint64, ev *event.Event) error {
 	case event.HoldApprove:
 		h.Status = HoldFailed
 	}
+	l.pendingHolds[h.Envelope]--
 	h.AnsweredBy, h.AnsweredAt, h.Settled = ha.AnsweredBy, index, ha.Settled
 	l.touchHold(h)
 	return nil

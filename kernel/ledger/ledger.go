@@ -117,6 +117,7 @@ type Ledger struct {
 	byCredential map[string]string
 	byHolder     map[string][]string // agent -> its envelopes, in issue order
 	elevationsOf map[string][]string // agent -> its elevations, in grant order
+	pendingHolds map[string]int      // envelope -> its pending holds
 	dirty        map[string]bool
 }
 
@@ -124,7 +125,7 @@ type Ledger struct {
 func New() *Ledger {
 	return &Ledger{
 		Actors: map[string]*Actor{}, Envelopes: map[string]*Envelope{}, Holds: map[string]*Hold{},
-		byCredential: map[string]string{}, byHolder: map[string][]string{}, elevationsOf: map[string][]string{},
+		byCredential: map[string]string{}, byHolder: map[string][]string{}, elevationsOf: map[string][]string{}, pendingHolds: map[string]int{},
 		dirty: map[string]bool{}, Control: newControl(),
 	}
 }
@@ -138,6 +139,9 @@ func (l *Ledger) ActorByCredential(hash string) (*Actor, bool) {
 	a, ok := l.Actors[id]
 	return a, ok
 }
+
+// PendingHolds returns how many holds under envelope await an answer.
+func (l *Ledger) PendingHolds(envelope string) int { return l.pendingHolds[envelope] }
 
 // EnvelopesOf returns the ids of the envelopes held by actor, oldest first.
 func (l *Ledger) EnvelopesOf(actor string) []string { return l.byHolder[actor] }

@@ -176,6 +176,11 @@ func Load(stored map[string][]byte) (*Ledger, error) {
 	for _, e := range envs {
 		l.byHolder[e.Holder] = append(l.byHolder[e.Holder], e.ID)
 	}
+	for _, h := range l.Holds {
+		if h.Status == HoldPending {
+			l.pendingHolds[h.Envelope]++
+		}
+	}
 	var elevs []*Elevation
 	for _, v := range l.Elevations {
 		elevs = append(elevs, v)
