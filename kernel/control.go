@@ -291,10 +291,8 @@ func (k *Kernel) RequestElevation(ctx context.Context, by *Actor, req ElevationR
 		if a.Ring != nil {
 			trustp = &trust // no recorded score: "trust score is missing" (§8.3)
 		}
-		active := k.ledger.ActiveElevation(a.ID, req.Session)
-		if active != nil && expiredAt(active.Expires, now) {
-			active = nil // run out; the expiry loop records its end, and the fold sees it first
-		}
+		// The fold decides with the event's time, which is now.
+		active := k.ledger.ActiveElevation(a.ID, req.Session, now)
 		ttl, denial := ring.DecideElevation(ring.ElevationRequest{Agent: a.ID, Session: req.Session, Current: a.BaseRing(),
 			Target: target, TTL: req.TTL, Attested: attested != "", Reason: req.Reason, Trust: trustp}, active != nil)
 		if denial != "" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -110,6 +111,13 @@ func TestConcurrentControlDecisionsFoldInAnyOrder(t *testing.T) {
 	failed := g.failed
 	g.mu.Unlock()
 	if failed != nil {
+		size, _ := g.log.integratedSize(ctx)
+		for i := uint64(0); i < size; i++ {
+			entry, err := g.log.readEntry(ctx, i)
+			if err == nil && (strings.Contains(string(entry), "elev") || strings.Contains(string(entry), "agent.ring")) {
+				t.Logf("%d: %s", i, entry)
+			}
+		}
 		t.Fatalf("the kernel logged an event its fold refused: %v", failed)
 	}
 	t.Logf("successful decisions by kind: %v", done)

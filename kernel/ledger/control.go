@@ -1,6 +1,8 @@
 package ledger
 
 import (
+	"time"
+
 	"github.com/annal-dev/annal/kernel/event"
 	"github.com/annal-dev/annal/kernel/policy"
 	"github.com/annal-dev/annal/kernel/ring"
@@ -116,11 +118,13 @@ func (a *Actor) BaseRing() ring.Ring {
 }
 
 // ActiveElevation returns the agent's elevation in session (or for all
-// sessions, ""), if one has not ended. Whether it has run out by the clock
-// is the caller's question.
-func (l *Ledger) ActiveElevation(agent, sess string) *Elevation {
+// sessions, "") that holds at time at: not ended, and not run out by then.
+// An elevation can have run out before the kernel records its end, so an
+// agent may have an ended-in-all-but-name one beside the one that holds;
+// every one is looked at.
+func (l *Ledger) ActiveElevation(agent, sess string, at time.Time) *Elevation {
 	for _, id := range l.elevationsOf[agent] {
-		if v := l.Elevations[id]; v.Ended == "" && v.Session == sess {
+		if v := l.Elevations[id]; v.Ended == "" && v.Session == sess && !expiredBy(v.Expires, at) {
 			return v
 		}
 	}

@@ -236,7 +236,8 @@ func (l *Ledger) applyElevation(index uint64, ev *event.Event) error {
 	// An elevation whose expiry has passed at this event's time no longer
 	// holds, even before the kernel records its end: the kernel decided
 	// with the same time.
-	if old := l.ActiveElevation(a.ID, ev.Session); old != nil && !expiredBy(old.Expires, ev.Time) {
+	at, _ := time.Parse(time.RFC3339Nano, ev.Time) // Encode checked the form
+	if old := l.ActiveElevation(a.ID, ev.Session, at); old != nil {
 		return inconsistent(index, "elevation %s: %s already holds elevation %s in this session (duplicate_elevation)", v.ID, a.ID, old.ID)
 	}
 	l.Elevations[v.ID] = &Elevation{Elevation: *v, Session: ev.Session, GrantedAt: index}
@@ -486,10 +487,9 @@ func (l *Ledger) applySignal(index uint64, ev *event.Event) error {
 	return nil
 }
 
-// expiredBy reports whether expires is at or before at; both are event
-// times (RFC 3339), which Encode has checked.
-func expiredBy(expires, at string) bool {
-	e, err1 := time.Parse(time.RFC3339Nano, expires)
-	t, err2 := time.Parse(time.RFC3339Nano, at)
-	return err1 == nil && err2 == nil && !t.Before(e)
+// expiredBy reports whether expires (an event's RFC 3339 time, which
+// Encode has checked) is at or before at.
+func expiredBy(expires string, at time.Time) bool {
+	e, err := time.Parse(time.RFC3339Nano, expires)
+	return err == nil && !at.Before(e)
 }
