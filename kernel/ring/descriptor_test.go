@@ -133,18 +133,7 @@ func TestParseDescriptor(t *testing.T) {
 		t.Fatalf("ParseDescriptor = %+v", d)
 	}
 	// The JSON form round-trips with the specification's names.
-	out, err := json.Marshal(d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d2, err := ParseDescriptor(out)
-	if err != nil {
-		t.Fatalf("re-parsing %s: %v", out, err)
-	}
-	out2, _ := json.Marshal(d2)
-	if string(out) != string(out2) {
-		t.Fatalf("round trip changed %s into %s", out, out2)
-	}
+	out, _ := roundTrip(t, d)
 	for _, field := range []string{`"action_id"`, `"execute_api"`, `"undo_api"`, `"reversibility"`, `"undo_window_seconds"`, `"is_read_only"`, `"is_admin"`} {
 		if !strings.Contains(string(out), field) {
 			t.Errorf("JSON %s lacks %s", out, field)
@@ -276,4 +265,23 @@ func TestSpec16_RiskWeight(t *testing.T) {
 			t.Errorf("RiskWeightBasisPoints(%q) = %d, want %d", tc.r, bp, tc.bp)
 		}
 	}
+}
+
+// roundTrip encodes d, parses it back, and checks that the second
+// encoding is the first; it returns the encoding and the parsed copy.
+func roundTrip(t testing.TB, d Descriptor) ([]byte, Descriptor) {
+	t.Helper()
+	out, err := json.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d2, err := ParseDescriptor(out)
+	if err != nil {
+		t.Fatalf("re-parsing %s: %v", out, err)
+	}
+	out2, _ := json.Marshal(d2)
+	if string(out) != string(out2) {
+		t.Fatalf("round trip changed %s into %s", out, out2)
+	}
+	return out, d2
 }
