@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/annal-dev/annal/kernel/event"
-	"github.com/annal-dev/annal/kernel/killswitch"
-	"github.com/annal-dev/annal/kernel/ratelimit"
+	"github.com/annal-dev/annal/kernel/internal/killswitch"
+	"github.com/annal-dev/annal/kernel/internal/ratelimit"
 	"github.com/annal-dev/annal/kernel/ring"
 )
 
@@ -24,6 +24,22 @@ const (
 	DefaultFoldInterval       = time.Second
 	DefaultMaxPendingHolds    = 16
 )
+
+// RateLimit is one ring's token bucket (Execution Control §9.2): a rate
+// per second and a burst.
+type RateLimit = ratelimit.Limit
+
+// DefaultRateLimits returns the per-ring limits of §9.2.
+func DefaultRateLimits() map[ring.Ring]RateLimit { return ratelimit.DefaultLimits() }
+
+// ValidateRateLimits checks per-ring limits as Open does.
+func ValidateRateLimits(m map[ring.Ring]RateLimit) error { return ratelimit.ValidateLimits(m) }
+
+// KillCallback asks an agent's runtime to stop the agent (§12).
+type KillCallback = killswitch.Callback
+
+// KillReason is one of §12.2's kill reasons.
+type KillReason = killswitch.Reason
 
 // Config configures a kernel. Start from DefaultConfig.
 type Config struct {
@@ -68,7 +84,7 @@ type Config struct {
 	// nil means ratelimit.DefaultLimits. MaxRateBuckets bounds the buckets
 	// (0: ratelimit.DefaultMaxBuckets). DisableRateLimit turns the gate off,
 	// for tools that replay or load a log.
-	RateLimits       map[ring.Ring]ratelimit.Limit
+	RateLimits       map[ring.Ring]RateLimit
 	MaxRateBuckets   int
 	DisableRateLimit bool
 	// RateClock is the rate limiter's monotonic clock (nil: time.Now,
@@ -78,7 +94,7 @@ type Config struct {
 	// agent's runtime stop it (§12); KillCallbackTimeout bounds it
 	// (0: 5 s). Without one a kill still freezes the agent and revokes its
 	// envelopes, and records terminated=false.
-	KillCallback        killswitch.Callback
+	KillCallback        KillCallback
 	KillCallbackTimeout time.Duration
 	// Now is the kernel's clock.
 	Now func() time.Time

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/annal-dev/annal/kernel/event"
-	"github.com/annal-dev/annal/kernel/ratelimit"
+	"github.com/annal-dev/annal/kernel/internal/ratelimit"
 	"github.com/annal-dev/annal/kernel/ring"
 )
 

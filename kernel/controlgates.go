@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/annal-dev/annal/kernel/event"
-	"github.com/annal-dev/annal/kernel/ledger"
+	"github.com/annal-dev/annal/kernel/internal/ledger"
 	"github.com/annal-dev/annal/kernel/policy"
 	"github.com/annal-dev/annal/kernel/ring"
 	"github.com/annal-dev/annal/kernel/session"

@@ -9,7 +9,7 @@ import (
 
 	"github.com/annal-dev/annal/kernel/delta"
 	"github.com/annal-dev/annal/kernel/event"
-	"github.com/annal-dev/annal/kernel/ledger"
+	"github.com/annal-dev/annal/kernel/internal/ledger"
 )
 
 // recordedGates are the gates whose denials go into the log as

@@ -5,8 +5,8 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/annal-dev/annal/kernel/capability"
 	"github.com/annal-dev/annal/kernel/event"
+	"github.com/annal-dev/annal/kernel/internal/capability"
 )
 
 // patterns caches parsed capability patterns: grants are checked on every

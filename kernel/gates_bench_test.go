@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/annal-dev/annal/kernel/event"
+	"github.com/annal-dev/annal/kernel/internal/ratelimit"
 	"github.com/annal-dev/annal/kernel/policy"
-	"github.com/annal-dev/annal/kernel/ratelimit"
 	"github.com/annal-dev/annal/kernel/ring"
 	"github.com/annal-dev/annal/kernel/session"
 )

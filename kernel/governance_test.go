@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/annal-dev/annal/kernel/event"
-	"github.com/annal-dev/annal/kernel/ledger"
+	"github.com/annal-dev/annal/kernel/internal/ledger"
 )
 
 // clock is a settable clock for tests of expiry and hold timeouts.

@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/annal-dev/annal/kernel/event"
-	"github.com/annal-dev/annal/kernel/ledger"
+	"github.com/annal-dev/annal/kernel/internal/ledger"
 )
 
 // Actor is an actor as the ledger knows it: record, status and energy.

@@ -15,9 +15,9 @@ import (
 
 	"github.com/annal-dev/annal/checkpoints"
 	"github.com/annal-dev/annal/kernel/event"
-	"github.com/annal-dev/annal/kernel/ledger"
+	"github.com/annal-dev/annal/kernel/internal/ledger"
+	"github.com/annal-dev/annal/kernel/internal/ratelimit"
 	"github.com/annal-dev/annal/kernel/policy"
-	"github.com/annal-dev/annal/kernel/ratelimit"
 	"github.com/google/uuid"
 )
 

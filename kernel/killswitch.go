@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"github.com/annal-dev/annal/kernel/event"
-	"github.com/annal-dev/annal/kernel/killswitch"
-	"github.com/annal-dev/annal/kernel/ledger"
-	"github.com/annal-dev/annal/kernel/quarantine"
-	"github.com/annal-dev/annal/kernel/signal"
+	"github.com/annal-dev/annal/kernel/internal/killswitch"
+	"github.com/annal-dev/annal/kernel/internal/ledger"
+	"github.com/annal-dev/annal/kernel/internal/quarantine"
+	"github.com/annal-dev/annal/kernel/internal/signal"
 )
 
 // KillRequest asks for an agent to be killed (§12).

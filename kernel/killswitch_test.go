@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/annal-dev/annal/kernel/event"
-	"github.com/annal-dev/annal/kernel/killswitch"
+	"github.com/annal-dev/annal/kernel/internal/killswitch"
 	"github.com/annal-dev/annal/kernel/saga"
 	"github.com/annal-dev/annal/kernel/session"
 )

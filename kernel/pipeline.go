@@ -9,10 +9,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/annal-dev/annal/kernel/capability"
 	"github.com/annal-dev/annal/kernel/delta"
 	"github.com/annal-dev/annal/kernel/event"
-	"github.com/annal-dev/annal/kernel/ledger"
+	"github.com/annal-dev/annal/kernel/internal/capability"
+	"github.com/annal-dev/annal/kernel/internal/ledger"
 	"github.com/gowebpki/jcs"
 	"github.com/transparency-dev/tessera"
 )

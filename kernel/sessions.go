@@ -12,7 +12,7 @@ import (
 
 	"github.com/annal-dev/annal/kernel/delta"
 	"github.com/annal-dev/annal/kernel/event"
-	"github.com/annal-dev/annal/kernel/ledger"
+	"github.com/annal-dev/annal/kernel/internal/ledger"
 	"github.com/annal-dev/annal/kernel/ring"
 	"github.com/annal-dev/annal/kernel/session"
 )

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/annal-dev/annal/kernel/event"
-	"github.com/annal-dev/annal/kernel/ledger"
+	"github.com/annal-dev/annal/kernel/internal/ledger"
 	"github.com/transparency-dev/tessera/api/layout"
 	bolt "go.etcd.io/bbolt"
 )

@@ -21,7 +21,6 @@ import (
 
 	"github.com/annal-dev/annal/checkpoints"
 	"github.com/annal-dev/annal/kernel"
-	"github.com/annal-dev/annal/kernel/ratelimit"
 	"github.com/annal-dev/annal/kernel/ring"
 	"github.com/annal-dev/annal/logserver"
 	"github.com/annal-dev/annal/logserver/api"
@@ -239,9 +238,9 @@ func benchConfig(dir string, o options) kernel.Config {
 	cfg.BatchMaxSize, cfg.BatchMaxAge, cfg.CheckpointInterval = o.batchSize, o.batchAge, o.checkpointIv
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	cfg.Energy.Genesis = 1 << 50 // root funds every phase's agents
-	cfg.RateLimits = map[ring.Ring]ratelimit.Limit{}
+	cfg.RateLimits = map[ring.Ring]kernel.RateLimit{}
 	for _, r := range []ring.Ring{ring.Root, ring.Privileged, ring.Standard, ring.Sandbox} {
-		cfg.RateLimits[r] = ratelimit.Limit{Rate: 1e9, Burst: 1e9}
+		cfg.RateLimits[r] = kernel.RateLimit{Rate: 1e9, Burst: 1e9}
 	}
 	return cfg
 }

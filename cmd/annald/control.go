@@ -11,14 +11,13 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/annal-dev/annal/kernel/killswitch"
-	"github.com/annal-dev/annal/kernel/ratelimit"
+	"github.com/annal-dev/annal/kernel"
 	"github.com/annal-dev/annal/kernel/ring"
 )
 
 // parseRateLimits reads RING=RATE/BURST flags over the spec's defaults.
-func parseRateLimits(flags []string) (map[ring.Ring]ratelimit.Limit, error) {
-	limits := ratelimit.DefaultLimits()
+func parseRateLimits(flags []string) (map[ring.Ring]kernel.RateLimit, error) {
+	limits := kernel.DefaultRateLimits()
 	for _, f := range flags {
 		r, rb, ok := strings.Cut(f, "=")
 		rate, burst, ok2 := strings.Cut(rb, "/")
@@ -33,7 +32,7 @@ func parseRateLimits(flags []string) (map[ring.Ring]ratelimit.Limit, error) {
 		if err != nil {
 			return nil, err
 		}
-		var l ratelimit.Limit
+		var l kernel.RateLimit
 		if l.Rate, err = strconv.ParseFloat(rate, 64); err != nil {
 			return nil, fmt.Errorf("%q: rate: %v", f, err)
 		}
@@ -42,18 +41,18 @@ func parseRateLimits(flags []string) (map[ring.Ring]ratelimit.Limit, error) {
 		}
 		limits[rg] = l
 	}
-	return limits, ratelimit.ValidateLimits(limits)
+	return limits, kernel.ValidateRateLimits(limits)
 }
 
 // killWebhook returns a kill callback that POSTs the kill to u; any 2xx
 // answer confirms the agent's runtime stopped it.
-func killWebhook(u string) (killswitch.Callback, error) {
+func killWebhook(u string) (kernel.KillCallback, error) {
 	parsed, err := url.Parse(u)
 	if err != nil || (parsed.Scheme != "http" && parsed.Scheme != "https") || parsed.Host == "" {
 		return nil, fmt.Errorf("%q is not an http(s) URL", u)
 	}
 	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	return func(ctx context.Context, agent, session string, reason killswitch.Reason) error {
+	return func(ctx context.Context, agent, session string, reason kernel.KillReason) error {
 		body, _ := json.Marshal(map[string]string{"agent": agent, "session": session, "reason": string(reason)})
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
 		if err != nil {

@@ -6,13 +6,13 @@ import (
 	"slices"
 
 	"github.com/annal-dev/annal/kernel/delta"
-	"github.com/annal-dev/annal/kernel/killswitch"
+	"github.com/annal-dev/annal/kernel/internal/killswitch"
+	"github.com/annal-dev/annal/kernel/internal/quarantine"
+	"github.com/annal-dev/annal/kernel/internal/signal"
 	"github.com/annal-dev/annal/kernel/policy"
-	"github.com/annal-dev/annal/kernel/quarantine"
 	"github.com/annal-dev/annal/kernel/ring"
 	"github.com/annal-dev/annal/kernel/saga"
 	"github.com/annal-dev/annal/kernel/session"
-	"github.com/annal-dev/annal/kernel/signal"
 )
 
 var elevationIDPattern = regexp.MustCompile(`^elev-[0-9a-f]{12,32}$`)
