@@ -6,102 +6,14 @@ import (
 	"encoding/hex"
 	"errors"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/annal-dev/annal/kernel/event"
 	"github.com/annal-dev/annal/kernel/internal/ledger"
 	"github.com/annal-dev/annal/kernel/ring"
+	"github.com/annal-dev/annal/kernel/session"
 )
-
-// control runs one execution-control decision: it takes the claims on the
-// objects the event changes (so no other change to them is in flight and
-// the fold stays independent of Tessera's order within a batch), decides
-// under the kernel's lock against the ledger, and appends the event that
-// decide returns, once it is durable and folded. decide fills in the
-// event's kind, actor and parts; control gives it its id and time.
-func (k *Kernel) control(ctx context.Context, stage string, claims []string, decide func(now time.Time) (*event.Event, error)) (*Receipt, error) {
-	release, err := k.claimAll(ctx, stage, claims)
-	if err != nil {
-		return nil, err
-	}
-	defer release()
-	now := k.cfg.Now()
-	k.mu.Lock()
-	var ev *event.Event
-	if err = k.failed; err != nil {
-		err = denyAt(stage, "", ErrUnavailable, "the kernel has stopped taking work: %v", err)
-	} else {
-		ev, err = decide(now)
-	}
-	k.mu.Unlock()
-	if err != nil {
-		return nil, err
-	}
-	id, err := newEventID()
-	if err != nil {
-		return nil, err
-	}
-	ev.V, ev.ID, ev.Time = event.Version, id, event.FormatTime(now)
-	return k.appendControl(ctx, stage, ev, "", "")
-}
-
-// claimAll takes the claims on keys, in one order (so two decisions never
-// wait on each other), and returns what releases them.
-func (k *Kernel) claimAll(ctx context.Context, stage string, keys []string) (release func(), _ error) {
-	keys = slices.Clone(keys)
-	sort.Strings(keys)
-	keys = slices.Compact(keys)
-	for i, key := range keys {
-		if err := k.claim(ctx, key); err != nil {
-			for _, taken := range keys[:i] {
-				k.unclaim(taken)
-			}
-			return nil, denyAt(stage, "", ErrUnavailable, "%v", err)
-		}
-	}
-	return func() {
-		for _, key := range keys {
-			k.unclaim(key)
-		}
-	}, nil
-}
-
-// liveActor returns the ledger's record of an active actor. The caller
-// holds k.mu.
-func (k *Kernel) liveActor(stage, id string) (*Actor, error) {
-	a, ok := k.ledger.Actors[id]
-	switch {
-	case !ok:
-		return nil, denyAt(stage, GateActor, ErrUnauthenticated, "actor %s does not exist", id)
-	case !a.Active():
-		return nil, denyAt(stage, GateActor, ErrForbidden, "actor %s is %s", id, a.Status)
-	}
-	return a, nil
-}
-
-// oversee checks that by is an active human who oversees agent (root or
-// its creator) and returns the agent. The caller holds k.mu.
-func (k *Kernel) oversee(stage string, by *Actor, agentID string) (*Actor, error) {
-	b, err := k.liveActor(stage, by.ID)
-	if err != nil {
-		return nil, err
-	}
-	if !b.IsHuman() {
-		return nil, denyAt(stage, GateAuthority, ErrForbidden, "%s is an agent: only a human (root or the agent's creator) may do this", b.ID)
-	}
-	a, ok := k.ledger.Actors[agentID]
-	switch {
-	case !ok:
-		return nil, denyAt(stage, GateAuthority, ErrNotFound, "actor %s does not exist", agentID)
-	case a.IsHuman():
-		return nil, denyAt(stage, GateAuthority, ErrForbidden, "%s is a human: execution control applies to agents (Axiom 4.1)", a.ID)
-	case b.ID != RootID && a.Creator != b.ID:
-		return nil, denyAt(stage, GateAuthority, ErrForbidden, "only root or %s's creator oversees it", a.ID)
-	}
-	return a, nil
-}
 
 func checkReason(stage, reason string) error {
 	if len(reason) > 1024 {
@@ -146,10 +58,7 @@ func (k *Kernel) AssignRing(ctx context.Context, by *Actor, agentID string, req 
 		}
 		assigned = r
 	}
-	rc, err := k.control(ctx, stage, []string{"actor/" + agentID}, func(time.Time) (*event.Event, error) {
-		if _, err := k.oversee(stage, by, agentID); err != nil {
-			return nil, err
-		}
+	d, err := k.decide(ctx, stage, func(*ledger.Ledger, event.Instant) (*event.Event, error) {
 		return &event.Event{Kind: event.KindRingAssigned, Actor: by.ID, Ring: &event.RingAssignment{
 			Agent: agentID, TrustBP: uint64(score), Consensus: req.Consensus, Ring: int(assigned), Reason: req.Reason}}, nil
 	})
@@ -157,7 +66,7 @@ func (k *Kernel) AssignRing(ctx context.Context, by *Actor, agentID string, req 
 		return nil, err
 	}
 	k.revokeUntrustedElevations(ctx, by, agentID, score)
-	return rc, nil
+	return receiptOf(d, "", ""), nil
 }
 
 // revokeUntrustedElevations ends the agent's elevations that its trust
@@ -186,10 +95,7 @@ func (k *Kernel) ConfigureRings(ctx context.Context, by *Actor, allowlist []stri
 			return nil, denyAt(stage, GateForm, ErrInvalid, "%v", err)
 		}
 	}
-	return k.control(ctx, stage, []string{"rings"}, func(time.Time) (*event.Event, error) {
-		if by.ID != RootID {
-			return nil, denyAt(stage, GateAuthority, ErrForbidden, "only root configures the rings")
-		}
+	return k.decideControl(ctx, stage, func(*ledger.Ledger, event.Instant) (*event.Event, error) {
 		return &event.Event{Kind: event.KindRingsConfigured, Actor: by.ID, RingConfig: &event.RingConfig{NetworkAllowlist: slices.Clone(allowlist)}}, nil
 	})
 }
@@ -209,10 +115,7 @@ func (k *Kernel) RegisterAction(ctx context.Context, by *Actor, d ring.Descripto
 		}
 		return nil, denyAt(stage, GateForm, ErrInvalid, "descriptor %s: %v", d.ActionID, err)
 	}
-	return k.control(ctx, stage, []string{"descriptor/" + d.ActionID}, func(time.Time) (*event.Event, error) {
-		if by.ID != RootID {
-			return nil, denyAt(stage, GateAuthority, ErrForbidden, "only root registers action descriptors")
-		}
+	return k.decideControl(ctx, stage, func(*ledger.Ledger, event.Instant) (*event.Event, error) {
 		return &event.Event{Kind: event.KindActionRegistered, Actor: by.ID,
 			Descriptor: &event.DescriptorRegistration{Descriptor: d, AppliesTo: grants}}, nil
 	})
@@ -259,74 +162,42 @@ func (k *Kernel) RequestElevation(ctx context.Context, by *Actor, req ElevationR
 	if err != nil {
 		return nil, nil, err
 	}
-	rc, err := k.control(ctx, stage, []string{"actor/" + req.Agent}, func(now time.Time) (*event.Event, error) {
-		var a *Actor
-		var err error
-		attested := ""
-		if by.ID == req.Agent {
-			a, err = k.liveActor(stage, by.ID)
-			if err == nil && a.IsHuman() {
-				err = denyAt(stage, GateAuthority, ErrInvalid, "%s is a human: humans stand outside the rings", a.ID)
-			}
-		} else {
-			a, err = k.oversee(stage, by, req.Agent)
-			attested = by.ID
+	attested := ""
+	if by.ID != req.Agent {
+		attested = by.ID
+	}
+	d, err := k.decide(ctx, stage, func(l *ledger.Ledger, now event.Instant) (*event.Event, error) {
+		a, ok := l.Actors[req.Agent]
+		if !ok {
+			return nil, denyAt(stage, GateAuthority, ErrNotFound, "actor %s does not exist", req.Agent)
 		}
-		if err != nil {
-			return nil, err
+		if a.IsHuman() {
+			return nil, denyAt(stage, GateAuthority, ErrInvalid, "%s is a human: humans stand outside the rings", a.ID)
 		}
-		if !a.Active() || a.Stopped {
-			return nil, denyAt(stage, GateActor, ErrForbidden, "agent %s is %s", a.ID, statusOf(a))
-		}
-		if err := k.drawToken(stage, by, req.Session, now); err != nil {
-			return nil, err
-		}
-		if req.Session != "" {
-			if _, ok := k.ledger.Sessions[req.Session]; !ok {
-				return nil, denyAt(stage, GateSession, ErrNotFound, "session %s does not exist", req.Session)
-			}
-		}
-		trust := ring.Score(a.TrustBP)
-		var trustp *ring.Score
-		if a.Ring != nil {
-			trustp = &trust // no recorded score: "trust score is missing" (§8.3)
-		}
-		// The fold decides with the event's time, which is now.
-		active := k.ledger.ActiveElevation(a.ID, req.Session, now)
-		ttl, denial := ring.DecideElevation(ring.ElevationRequest{Agent: a.ID, Session: req.Session, Current: a.BaseRing(),
-			Target: target, TTL: req.TTL, Attested: attested != "", Reason: req.Reason, Trust: trustp}, active != nil)
-		if denial != "" {
-			return nil, &ElevationDenied{Denial: denyAt(stage, GateRing, ErrForbidden, "elevation of %s from %s to %s denied: %s", a.ID, a.BaseRing(), target, describeElevationDenial(denial)), Reason: denial}
+		ttl := req.TTL
+		switch {
+		case ttl == 0:
+			ttl = ring.DefaultElevationTTL
+		case ttl > ring.MaxElevationTTL:
+			ttl = ring.MaxElevationTTL
+		case ttl < 0:
+			ttl = 0 // the ring gate refuses it: expired_ttl
 		}
 		return &event.Event{Kind: event.KindElevationGranted, Actor: by.ID, Session: req.Session, Elevation: &event.Elevation{
-			ID: id, Agent: a.ID, From: int(a.BaseRing()), Ring: int(target), TrustBP: uint64(trust),
-			Expires: event.FormatTime(now.Add(ttl)), AttestedBy: attested, Reason: req.Reason}}, nil
+			ID: id, Agent: a.ID, From: int(a.BaseRing()), Ring: int(target), TrustBP: a.TrustBP,
+			Expires: now.Add(ttl), AttestedBy: attested, Reason: req.Reason}}, nil
 	})
 	if err != nil {
+		var den *Denial
+		if errors.As(err, &den) && den.Code != "" {
+			return nil, nil, &ElevationDenied{Denial: den, Reason: ring.DenialReason(den.Code)}
+		}
 		return nil, nil, err
 	}
 	k.mu.Lock()
 	v := *k.ledger.Elevations[id]
 	k.mu.Unlock()
-	return rc, &v, nil
-}
-
-func describeElevationDenial(r ring.DenialReason) string {
-	switch r {
-	case ring.Ring0Forbidden:
-		return "ring_0_forbidden (Ring 0 is never granted through the API, §8.7)"
-	case ring.InvalidTarget:
-		return "invalid_target (the target must be more privileged than the current ring)"
-	case ring.DuplicateElevation:
-		return "duplicate_elevation (the agent already holds an elevation in this session)"
-	case ring.InsufficientTrust:
-		return "insufficient_trust (Ring 1 needs a recorded trust score >= 0.85, Ring 2 >= 0.50, §8.4)"
-	case ring.NoSponsorship:
-		return "no_sponsorship (Ring 1 needs the attestation of a human who oversees the agent: the human requests it)"
-	case ring.ExpiredTTL:
-		return "expired_ttl (the requested time to live is negative)"
-	}
-	return string(r)
+	return receiptOf(d, "", ""), &v, nil
 }
 
 // RevokeElevation ends an elevation at once (§8.6): the agent itself or a
@@ -336,18 +207,10 @@ func (k *Kernel) RevokeElevation(ctx context.Context, by *Actor, id, reason stri
 	if err := checkReason(stage, reason); err != nil {
 		return nil, err
 	}
-	return k.control(ctx, stage, []string{"elevation/" + id}, func(time.Time) (*event.Event, error) {
-		v, ok := k.ledger.Elevations[id]
+	return k.decideControl(ctx, stage, func(l *ledger.Ledger, _ event.Instant) (*event.Event, error) {
+		v, ok := l.Elevations[id]
 		if !ok {
-			return nil, denyAt(stage, GateForm, ErrNotFound, "elevation %s does not exist", id)
-		}
-		if by.ID != v.Agent {
-			if _, err := k.oversee(stage, by, v.Agent); err != nil {
-				return nil, err
-			}
-		}
-		if v.Ended != "" {
-			return nil, denyAt(stage, GateRing, ErrConflict, "elevation %s already %s", id, v.Ended)
+			return nil, denyAt(stage, GateAuthority, ErrNotFound, "elevation %s does not exist", id)
 		}
 		return &event.Event{Kind: event.KindElevationEnded, Actor: by.ID, Session: v.Session,
 			ElevationEnd: &event.ElevationEnd{ID: id, Agent: v.Agent, End: event.EndRevoked, Reason: reason}}, nil
@@ -355,53 +218,60 @@ func (k *Kernel) RevokeElevation(ctx context.Context, by *Actor, id, reason stri
 }
 
 // expireControl records the end of every elevation and quarantine whose
-// time has run out (§8.6 tick(), §13.4 tick()). The gates never rely on
-// it: they compare expiry with the clock themselves.
+// time has run out (§8.6 tick(), §13.4 tick()), sessions past their
+// duration and saga steps past their timeout. The gates never rely on it:
+// they compare expiries with each event's time.
 func (k *Kernel) expireControl(ctx context.Context) {
-	now := k.cfg.Now()
+	now := event.At(k.cfg.Now())
 	k.mu.Lock()
-	var elevations []*ledger.Elevation
+	var ends []*event.Event
 	for _, v := range k.ledger.Elevations {
-		if v.Ended == "" && expiredAt(v.Expires, now) {
-			c := *v
-			elevations = append(elevations, &c)
+		if v.Ended == "" && v.Expires.ReachedBy(now) {
+			ends = append(ends, &event.Event{Kind: event.KindElevationEnded, Actor: event.KernelActor, Session: v.Session,
+				ElevationEnd: &event.ElevationEnd{ID: v.ID, Agent: v.Agent, End: event.EndExpired}})
 		}
 	}
-	var quarantines []*ledger.Quarantine
 	for _, q := range k.ledger.Quarantines {
-		if q.Ended == "" && expiredAt(q.ExpiresAt, now) {
-			c := *q
-			quarantines = append(quarantines, &c)
+		if q.Ended == "" && q.ExpiresAt.ReachedBy(now) {
+			ends = append(ends, &event.Event{Kind: event.KindQuarantineEnded, Actor: event.KernelActor, Session: q.Session,
+				Quarantine: &event.Quarantine{Agent: q.Agent, End: event.EndExpired}})
+		}
+	}
+	for id, se := range k.ledger.Sessions {
+		if se.Expired(now.Time) && session.CanTransition(se.State, session.Terminating) {
+			ends = append(ends, &event.Event{Kind: event.KindSessionChanged, Actor: event.KernelActor, Session: id,
+				SessionChange: &event.SessionChange{Op: event.SessionOpState, State: string(session.Terminating), Reason: "session_timeout: max_duration_seconds passed"}})
+		}
+	}
+	for id, s := range k.ledger.Sagas {
+		if step, deadline, ok := s.StepDeadline(); ok && deadline.ReachedBy(now) {
+			ends = append(ends, &event.Event{Kind: event.KindSagaStep, Actor: event.KernelActor, Session: s.Session,
+				SagaStep: &event.SagaStep{Saga: id, Step: step, Transition: event.SagaTimedOut, Reason: "step_timeout_seconds passed"}})
 		}
 	}
 	k.mu.Unlock()
-	for _, v := range elevations {
-		_, err := k.control(ctx, "elevation", []string{"elevation/" + v.ID}, func(time.Time) (*event.Event, error) {
-			if cur := k.ledger.Elevations[v.ID]; cur.Ended != "" {
-				return nil, denyAt("elevation", GateRing, ErrConflict, "elevation %s already ended", v.ID)
-			}
-			return &event.Event{Kind: event.KindElevationEnded, Actor: event.KernelActor, Session: v.Session,
-				ElevationEnd: &event.ElevationEnd{ID: v.ID, Agent: v.Agent, End: event.EndExpired}}, nil
+	for _, ev := range ends {
+		_, err := k.decide(ctx, "expire", func(*ledger.Ledger, event.Instant) (*event.Event, error) {
+			c := *ev
+			return &c, nil
 		})
-		if err != nil && !errors.Is(err, ErrConflict) {
-			k.logger.Warn("expire elevation", "elevation", v.ID, "err", err)
+		switch {
+		case err == nil, errors.Is(err, ErrConflict):
+		case errors.Is(err, ErrUnavailable):
+			return
+		default:
+			k.logger.Warn("record an expiry", "kind", ev.Kind, "err", err)
 		}
 	}
-	for _, q := range quarantines {
-		key := ledger.QuarantineKey(q.Agent, q.Session)
-		_, err := k.control(ctx, "quarantine", []string{"quarantine/" + key}, func(time.Time) (*event.Event, error) {
-			if cur := k.ledger.Quarantines[key]; cur.Ended != "" || cur.StartedAt != q.StartedAt {
-				return nil, denyAt("quarantine", GateQuarantine, ErrConflict, "quarantine of %s already ended", q.Agent)
-			}
-			return &event.Event{Kind: event.KindQuarantineEnded, Actor: event.KernelActor, Session: q.Session,
-				Quarantine: &event.Quarantine{Agent: q.Agent, End: event.EndExpired}}, nil
-		})
-		if err != nil && !errors.Is(err, ErrConflict) {
-			k.logger.Warn("expire quarantine", "agent", q.Agent, "err", err)
-		}
+}
+
+// decideControl decides one control event and returns its receipt.
+func (k *Kernel) decideControl(ctx context.Context, stage string, build builder) (*Receipt, error) {
+	d, err := k.decide(ctx, stage, build)
+	if err != nil {
+		return nil, err
 	}
-	k.expireSessions(ctx, now)
-	k.timeOutSagaSteps(ctx, now)
+	return receiptOf(d, "", ""), nil
 }
 
 func newElevationID() (string, error) {
@@ -435,7 +305,7 @@ type RingView struct {
 // Rings lists the agents the viewer oversees (root: all; an agent: itself)
 // with their base and effective rings.
 func (k *Kernel) Rings(viewer *Actor) []RingView {
-	now := k.cfg.Now()
+	now := event.At(k.cfg.Now())
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	var out []RingView
@@ -443,10 +313,10 @@ func (k *Kernel) Rings(viewer *Actor) []RingView {
 		if a.IsHuman() || (viewer.ID != RootID && viewer.ID != a.ID && viewer.ID != a.Creator) {
 			continue
 		}
-		eff, _ := k.effectiveRing(a, "", now)
+		eff, _ := k.ledger.EffectiveRing(a, "", now)
 		v := RingView{Agent: a.ID, TrustBP: a.TrustBP, Consensus: a.Consensus, Assigned: a.Ring != nil, BaseRing: a.BaseRing(),
 			Effective: eff, Demote: a.Ring != nil && ring.ShouldDemote(a.BaseRing(), ring.Score(a.TrustBP), a.Consensus),
-			Limits: k.constraintsFor(eff), Elevations: []ledger.Elevation{}}
+			Limits: k.ledger.ConstraintsFor(eff), Elevations: []ledger.Elevation{}}
 		for _, e := range k.ledger.ElevationsOf(a.ID) {
 			v.Elevations = append(v.Elevations, *e)
 		}
@@ -454,14 +324,6 @@ func (k *Kernel) Rings(viewer *Actor) []RingView {
 	}
 	slices.SortFunc(out, func(a, b RingView) int { return strings.Compare(a.Agent, b.Agent) })
 	return out
-}
-
-func (k *Kernel) constraintsFor(r ring.Ring) ring.Constraints {
-	c := ring.ConstraintsFor(ring.DefaultConstraints(), r)
-	if r == ring.Standard {
-		c.NetworkAllowlist = slices.Clone(k.ledger.RingConfig.NetworkAllowlist)
-	}
-	return c
 }
 
 // DescriptorView is a registered descriptor with what it implies: the ring

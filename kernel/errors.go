@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+
+	"github.com/annal-dev/annal/kernel/internal/ledger"
 )
 
 // Error classes. Every error the kernel returns to a caller wraps one of
@@ -43,6 +45,11 @@ type Denial struct {
 	Reason   string
 	Recorded bool
 	Index    uint64
+	// Policy names a broken policy that asks for SIGPOLICY.
+	Policy string
+	// Code is a reason code a specification names (an elevation's §8.3
+	// reason), if any.
+	Code string
 }
 
 func (d *Denial) Error() string {
@@ -59,17 +66,29 @@ func deny(stage string, class error, format string, args ...any) *Denial {
 	return &Denial{Stage: stage, Class: class, Reason: fmt.Sprintf(format, args...)}
 }
 
-// The gates inside the validate stage, in the order they run.
+// The gates a refusal names. The rules behind them are the ledger's
+// (kernel/internal/ledger): one rule per event kind, whose gates run in one
+// documented order (ActionGateOrder for actions).
 const (
-	GateActor     = "actor"     // the actor exists, is active and not expired
-	GateForm      = "form"      // type, target and payload are well formed
-	GateBoundary  = "boundary"  // (target, type) ∈ W(actor); system/ and ledger/ are root's (Def. 4.11–4.12)
-	GateEnvelope  = "envelope"  // an agent's state-changing action is within a live envelope (Def. 4.13)
-	GateHold      = "hold"      // a hold rule matches: the action waits for a human (Def. 4.20)
-	GateEnergy    = "energy"    // the actor and every envelope of the chain can pay (INV-5)
-	GatePayload   = "payload"   // execute payloads carry §5.6's fields
-	GateAuthority = "authority" // who may create actors, issue envelopes, answer holds
+	GateForm       = ledger.GateForm       // the request and its event are well formed
+	GateActor      = ledger.GateActor      // the actor exists, is active, not expired, not stopped
+	GateRateLimit  = ledger.GateRateLimit  // token bucket per agent and ring (§9); never logged
+	GateAuthority  = ledger.GateAuthority  // who may create actors, issue envelopes, answer holds, control agents
+	GateBoundary   = ledger.GateBoundary   // (target, type) ∈ W(actor); system/ and ledger/ are root's (Def. 4.11–4.12)
+	GateEnvelope   = ledger.GateEnvelope   // an agent's state-changing action is within a live envelope (Def. 4.13)
+	GateQuarantine = ledger.GateQuarantine // the agent, or a delegator of its envelope, is quarantined (§13)
+	GateSession    = ledger.GateSession    // session state, participation, path isolation (§10–§11)
+	GateRing       = ledger.GateRing       // effective ring against the action's required ring (§4–§6, §8)
+	GateResources  = ledger.GateResources  // the ring's resource constraints (§7)
+	GatePolicy     = ledger.GatePolicy     // attached policies (Agent OS)
+	GateHold       = ledger.GateHold       // a hold rule matches: the action waits for a human (Def. 4.20)
+	GateEnergy     = ledger.GateEnergy     // the actor and every envelope of the chain can pay (INV-5)
+	GatePayload    = ledger.GatePayload    // execute payloads carry §5.6's fields
 )
+
+// ActionGateOrder is the order in which an action's gates run, after its
+// form is checked where it enters.
+var ActionGateOrder = ledger.ActionGateOrder
 
 func denyAt(stage, gate string, class error, format string, args ...any) *Denial {
 	return &Denial{Stage: stage, Gate: gate, Class: class, Reason: fmt.Sprintf(format, args...)}

@@ -14,15 +14,16 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/annal-dev/annal/checkpoints"
-	"github.com/annal-dev/annal/kernel/delta"
-	"github.com/annal-dev/annal/kernel/event"
 	"github.com/gowebpki/jcs"
 	"github.com/transparency-dev/merkle/compact"
 	"github.com/transparency-dev/merkle/proof"
 	"github.com/transparency-dev/merkle/rfc6962"
 	"github.com/transparency-dev/tessera/api"
 	"github.com/transparency-dev/tessera/api/layout"
+
+	"github.com/annal-dev/annal/checkpoints"
+	"github.com/annal-dev/annal/kernel/delta"
+	"github.com/annal-dev/annal/kernel/event"
 )
 
 // BundleFormat names the audit bundle format the kernel writes

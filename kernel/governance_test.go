@@ -577,7 +577,8 @@ func TestAuthorityOfHumans(t *testing.T) {
 
 func TestEnergyProductionIsLoggedAndShared(t *testing.T) {
 	g := openGov(t)
-	_, err := g.CreateAgent(context.Background(), g.root, ActorRequest{Name: "s", Purpose: "p", Share: ptr(uint64(3))})
+	// Root holds every share at genesis and gives three quarters away.
+	_, err := g.CreateAgent(context.Background(), g.root, ActorRequest{Name: "s", Purpose: "p", Share: ptr(uint64(3 * MaxShare / 4))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -595,7 +596,7 @@ func TestEnergyProductionIsLoggedAndShared(t *testing.T) {
 	if total != event.DefaultEnergy.PerTick {
 		t.Fatalf("credits add up to %d, want %d", total, event.DefaultEnergy.PerTick)
 	}
-	// Shares 1 (root) and 3: 25 and 75.
+	// Shares 1/4 (root) and 3/4: 25 and 75.
 	if b, _ := g.balance(RootID); b != rootBefore+25 {
 		t.Fatalf("root got %d, want 25", b-rootBefore)
 	}
@@ -700,10 +701,10 @@ func TestInvalidExecutePayloadLeaksNoReservation(t *testing.T) {
 		}
 	}
 	g.mu.Lock()
-	inflight := len(g.flight.actor) + len(g.flight.envelope)
+	inflight := len(g.pending.Actors) + len(g.pending.Envelopes) + len(g.claims.m)
 	g.mu.Unlock()
 	if inflight != 0 {
-		t.Fatalf("%d reservations left in flight", inflight)
+		t.Fatalf("%d reservations or claims left in flight", inflight)
 	}
 	// The whole balance and budget are still there for a valid execute.
 	good := fmt.Sprintf(`{"input_oid":"sha256:%[1]s","output_oid":"sha256:%[1]s","artifact_hash":"sha256:%[1]s","exit_code":1}`, strings.Repeat("c", 64))

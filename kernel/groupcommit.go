@@ -5,8 +5,9 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/annal-dev/annal/kernel/event"
 	"github.com/transparency-dev/tessera"
+
+	"github.com/annal-dev/annal/kernel/event"
 )
 
 // groupCommitter hands entries to Tessera in groups, one group in flight at
@@ -37,8 +38,11 @@ type groupCommitter struct {
 }
 
 type commitRequest struct {
-	entry  []byte
-	ev     *event.Event // the decoded entry, for onDurable
+	entry []byte
+	ev    *event.Event // the decoded entry, for onDurable
+	// folded, if set, is called by onDurable once the entry is folded (or
+	// failed), in the same critical section.
+	folded func()
 	result chan commitResult
 }
 
@@ -57,8 +61,8 @@ func newGroupCommitter(add tessera.AddFn, maxGroup, maxPending int) *groupCommit
 }
 
 // append queues entry and waits until Tessera has durably sequenced it.
-func (g *groupCommitter) append(ctx context.Context, entry []byte, ev *event.Event) (uint64, error) {
-	r := &commitRequest{entry: entry, ev: ev, result: make(chan commitResult, 1)}
+func (g *groupCommitter) append(ctx context.Context, entry []byte, ev *event.Event, folded func()) (uint64, error) {
+	r := &commitRequest{entry: entry, ev: ev, folded: folded, result: make(chan commitResult, 1)}
 	g.mu.Lock()
 	if len(g.pending) >= g.maxPending {
 		g.mu.Unlock()

@@ -6,9 +6,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
+	"errors"
 	"slices"
-	"time"
 
 	"github.com/annal-dev/annal/kernel/event"
 	"github.com/annal-dev/annal/kernel/internal/ledger"
@@ -25,13 +24,11 @@ func newHoldID() (string, error) {
 	return "hold-" + hex.EncodeToString(b[:]), nil
 }
 
-// pendingHolds counts the pending holds of an envelope. The caller holds k.mu.
-func (k *Kernel) pendingHolds(envelope string) int { return k.ledger.PendingHolds(envelope) }
-
 // Holds lists holds, oldest first: all of them for root, otherwise those
 // the actor may see — its own (an agent) or those it may answer (a human).
 // status filters by state ("" for all).
 func (k *Kernel) Holds(viewer *Actor, status string) []Hold {
+	now := event.At(k.cfg.Now())
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	var out []Hold
@@ -39,35 +36,12 @@ func (k *Kernel) Holds(viewer *Actor, status string) []Hold {
 		if status != "" && h.Status != status {
 			continue
 		}
-		if h.Actor == viewer.ID || k.mayAnswer(viewer, h) == nil {
+		if h.Actor == viewer.ID || k.ledger.MayAnswer(viewer.ID, h, now) == nil {
 			out = append(out, *h)
 		}
 	}
 	slices.SortFunc(out, func(a, b Hold) int { return int(a.RequestedAt) - int(b.RequestedAt) })
 	return out
-}
-
-// mayAnswer says whether actor may answer hold h: a human, and root, the
-// agent's creator, or the human who issued the root of the envelope chain.
-// The caller holds k.mu.
-func (k *Kernel) mayAnswer(actor *Actor, h *ledger.Hold) error {
-	a, ok := k.ledger.Actors[actor.ID]
-	if !ok || !a.IsHuman() {
-		return fmt.Errorf("only humans answer holds; %s is not one", actor.ID)
-	}
-	if !a.Active() {
-		return fmt.Errorf("%s is %s", a.ID, a.Status)
-	}
-	if a.ID == RootID {
-		return nil
-	}
-	if agent, ok := k.ledger.Actors[h.Actor]; ok && agent.Creator == a.ID {
-		return nil
-	}
-	if chain, err := k.ledger.Chain(h.Envelope); err == nil && chain[len(chain)-1].Issuer == a.ID {
-		return nil
-	}
-	return fmt.Errorf("%s may not answer hold %s: only root, the agent's creator or the envelope's issuer may", a.ID, h.ID)
 }
 
 // holdAnswer is the payload of a hold answer sent as mutate ledger/hold/<id>.
@@ -104,109 +78,71 @@ func (k *Kernel) AnswerHold(ctx context.Context, by *Actor, id, decision, reason
 	if !event.ValidHoldID(id) {
 		return nil, denyAt(StageValidate, GateForm, ErrInvalid, "%q is not a hold id", id)
 	}
-	key := "hold/" + id
-	if err := k.claim(ctx, key); err != nil {
-		return nil, denyAt(StageValidate, GateAuthority, ErrUnavailable, "%v", err)
-	}
-	defer k.unclaim(key)
-
 	k.mu.Lock()
 	h, ok := k.ledger.Holds[id]
-	var err error
-	switch {
-	case !ok:
-		err = denyAt(StageValidate, GateAuthority, ErrNotFound, "hold %s does not exist", id)
-	case h.Status != ledger.HoldPending:
-		err = denyAt(StageValidate, GateAuthority, ErrConflict, "hold %s is already %s", id, h.Status)
-	default:
-		if e := k.mayAnswer(by, h); e != nil {
-			err = denyAt(StageValidate, GateAuthority, ErrForbidden, "%v", e)
-		}
-	}
 	var hold ledger.Hold
-	var agent *Actor
-	if err == nil {
+	if ok {
 		hold = *h
-		agent = copyActor(k.ledger.Actors[h.Actor])
 	}
 	k.mu.Unlock()
-	if err != nil {
-		return nil, err
+	if !ok {
+		return nil, denyAt(StageValidate, GateAuthority, ErrNotFound, "hold %s does not exist", id)
 	}
-	now := k.cfg.Now()
 	if decision == event.HoldApprove {
-		req := ActionRequest{Type: hold.Action.Type, Target: hold.Action.Target, Payload: hold.Action.Payload,
-			PayloadHash: hold.Action.PayloadHash, Envelope: hold.Envelope, Session: hold.Session, Resources: hold.Action.Resources}
-		r, err := k.run(ctx, &submission{k: k, actor: agent, req: req, now: now, resume: &hold, answeredBy: by.ID})
+		agent := &Actor{ActorRecord: event.ActorRecord{ID: hold.Actor}}
+		req := ActionRequest{Type: hold.Action.Type, Target: hold.Action.Target, Envelope: hold.Envelope, Session: hold.Session}
+		r, err := k.act(ctx, agent, req, hold.Action, &event.Hold{ID: id, Decision: event.HoldApprove, AnsweredBy: by.ID})
 		if err == nil {
 			return r, nil
 		}
-		d, ok := err.(*Denial)
-		if !ok || d.Stage == StageAppend {
+		var d *Denial
+		if !errors.As(err, &d) || d.Stage == StageAppend || d.Class == ErrUnavailable {
 			return nil, err
 		}
 		reason = "approved, but refused on re-check: " + d.Error()
 	}
-	return k.endHold(ctx, &hold, by.ID, decision, reason, now)
+	return k.endHold(ctx, &hold, by.ID, decision, reason)
 }
 
 // endHold appends the hold.answered event that ends a hold without its
-// action, charging the commitment cost. The caller holds the hold's claim.
-func (k *Kernel) endHold(ctx context.Context, h *ledger.Hold, by, decision, reason string, now time.Time) (*Receipt, error) {
-	k.mu.Lock()
-	settled := k.ledger.Energy.Commitment(h.Reserved)
-	k.mu.Unlock()
-	id, err := newEventID()
-	if err != nil {
-		return nil, err
-	}
+// action, charging the commitment cost.
+func (k *Kernel) endHold(ctx context.Context, h *ledger.Hold, by, decision, reason string) (*Receipt, error) {
 	if len(reason) > 2048 {
 		reason = reason[:2048]
 	}
-	ev := &event.Event{V: event.Version, ID: id, Time: event.FormatTime(now), Kind: event.KindHoldAnswered, Actor: by,
-		Hold: &event.Hold{ID: h.ID, Decision: decision, AnsweredBy: by, Settled: settled, Reason: reason}}
-	entry, err := event.Encode(ev)
+	reason = string(bytes.ToValidUTF8([]byte(reason), nil))
+	d, err := k.decide(ctx, StageValidate, func(l *ledger.Ledger, _ event.Instant) (*event.Event, error) {
+		return &event.Event{Kind: event.KindHoldAnswered, Actor: by,
+			Hold: &event.Hold{ID: h.ID, Decision: decision, AnsweredBy: by, Settled: l.Energy.Commitment(h.Reserved), Reason: reason}}, nil
+	})
 	if err != nil {
-		return nil, denyAt(StageAppend, GateForm, ErrInvalid, "%v", err)
+		return nil, err
 	}
-	index, err := k.log.append(ctx, entry, ev)
-	if err != nil {
-		return nil, denyAt(StageAppend, "", ErrUnavailable, "log append failed: %v", err)
-	}
-	leaf := event.LeafHash(entry)
-	return &Receipt{Status: StatusCommitted, HoldID: h.ID, EventID: id, Index: index, LeafHash: hex.EncodeToString(leaf[:]),
-		Time: ev.Time, Actor: by, Type: h.Action.Type, Target: h.Action.Target, Envelope: h.Envelope, Cost: settled}, nil
+	rc := receiptOf(d, h.Action.Type, h.Action.Target)
+	rc.HoldID, rc.Envelope, rc.Cost = h.ID, h.Envelope, d.ev.Hold.Settled
+	return rc, nil
 }
 
 // timeOutHolds ends every pending hold whose deadline has passed.
 func (k *Kernel) timeOutHolds(ctx context.Context) {
-	now := k.cfg.Now()
+	now := event.At(k.cfg.Now())
 	k.mu.Lock()
-	var due []string
-	for id, h := range k.ledger.Holds {
-		if h.Status == ledger.HoldPending && h.Deadline != "" && expiredAt(h.Deadline, now) {
-			due = append(due, id)
+	var due []ledger.Hold
+	for _, h := range k.ledger.Holds {
+		if h.Status == ledger.HoldPending && h.Deadline.ReachedBy(now) {
+			due = append(due, *h)
 		}
 	}
 	k.mu.Unlock()
-	slices.Sort(due)
-	for _, id := range due {
-		key := "hold/" + id
-		if k.claim(ctx, key) != nil {
-			return
+	slices.SortFunc(due, func(a, b ledger.Hold) int { return int(a.RequestedAt) - int(b.RequestedAt) })
+	for _, h := range due {
+		_, err := k.endHold(ctx, &h, event.KernelActor, event.HoldTimeout, "no answer before "+h.Deadline.String())
+		switch {
+		case err == nil, errors.Is(err, ErrConflict):
+		case errors.Is(err, ErrUnavailable):
+			return // the kernel has stopped taking work
+		default:
+			k.logger.Error("time out hold", "hold", h.ID, "err", err)
 		}
-		k.mu.Lock()
-		h, ok := k.ledger.Holds[id]
-		var hold ledger.Hold
-		if ok && h.Status == ledger.HoldPending {
-			hold = *h
-		}
-		k.mu.Unlock()
-		if hold.ID != "" {
-			if _, err := k.endHold(ctx, &hold, event.KernelActor, event.HoldTimeout, "no answer before "+hold.Deadline, now); err != nil {
-				k.logger.Error("time out hold", "hold", id, "err", err)
-			}
-		}
-		k.unclaim(key)
 	}
 }

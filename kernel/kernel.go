@@ -13,12 +13,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/annal-dev/annal/checkpoints"
 	"github.com/annal-dev/annal/kernel/event"
 	"github.com/annal-dev/annal/kernel/internal/ledger"
 	"github.com/annal-dev/annal/kernel/internal/ratelimit"
-	"github.com/annal-dev/annal/kernel/policy"
-	"github.com/google/uuid"
 )
 
 // Software names this kernel in the genesis event.
@@ -35,21 +35,25 @@ type Kernel struct {
 	store  *store
 	logger *slog.Logger
 
-	// mu guards the ledger and what is in flight. Decisions are taken under
-	// it against the durable ledger less the in-flight reservations; the
-	// group committer folds each durable group into the ledger under it.
-	mu     sync.Mutex
-	ledger *ledger.Ledger
-	flight inFlight
-	// failed is set when a durable event could not be folded: the ledger
-	// and the log disagree, and the kernel refuses all further work.
+	// mu guards the ledger, the claims and the pending energy. Decisions
+	// are taken under it against the durable ledger less what decided
+	// events hold; the group committer folds each durable group into the
+	// ledger under it.
+	mu      sync.Mutex
+	ledger  *ledger.Ledger
+	claims  claims
+	pending *ledger.Pending
+	// ids are actor ids handed to creations in flight.
+	ids map[string]bool
+	// failed is set when an append failed or a durable event could not be
+	// folded: the ledger may no longer match the log, and the kernel
+	// refuses all further work until it is restarted and folds the log
+	// again.
 	failed error
 
 	// limiter is the rate limit gate's token buckets (in memory: a
 	// restart refills them, which the limits' burst sizes allow).
 	limiter *ratelimit.Limiter
-	// policies caches compiled policies by name and version; under mu.
-	policies map[string]*policy.Compiled
 
 	prod           producer
 	lastProducedAt uint64
@@ -103,9 +107,9 @@ func Open(cfg Config) (_ *Kernel, err error) {
 		return nil, err
 	}
 	k := &Kernel{
-		cfg: cfg, dir: dir, log: l, store: st, ledger: led, flight: newInFlight(), logger: cfg.Logger,
+		cfg: cfg, dir: dir, log: l, store: st, ledger: led, claims: newClaims(), pending: ledger.NewPending(),
+		ids: map[string]bool{}, logger: cfg.Logger,
 		stopFold: make(chan struct{}), foldDone: make(chan struct{}), stopLoops: make(chan struct{}),
-		policies: map[string]*policy.Compiled{},
 	}
 	if !cfg.DisableRateLimit {
 		k.limiter = ratelimit.New(cfg.RateLimits, cfg.MaxRateBuckets, cfg.RateClock)
@@ -140,14 +144,33 @@ func (k *Kernel) recover(ctx context.Context) error {
 	if err := foldLog(ctx, k.log, k.ledger, size); err != nil {
 		return fmt.Errorf("fold log into state: %w", err)
 	}
-	if size > 0 {
-		if _, ok := k.ledger.Actors[RootID]; !ok {
-			return errors.New("log has events but no genesis event creating the root human")
-		}
-		k.logger.Info("kernel recovered", "origin", k.dir.Origin, "size", size)
-		return nil
+	if size == 0 {
+		return k.genesis(ctx)
 	}
-	return k.genesis(ctx)
+	if _, ok := k.ledger.Actors[RootID]; !ok {
+		return errors.New("log has events but no genesis event creating the root human")
+	}
+	k.logger.Info("kernel recovered", "origin", k.dir.Origin, "size", size, "rules", k.ledger.Rules)
+	if k.ledger.Rules < ledger.Rules {
+		return k.adoptRules(ctx)
+	}
+	return nil
+}
+
+// adoptRules brings a log written under older rules under this release's:
+// one log.rules entry, from which on the fold checks every rule. Entries
+// before it that broke a rule introduced since were tolerated (and are
+// counted; annald audit lists them).
+func (k *Kernel) adoptRules(ctx context.Context) error {
+	_, err := k.decide(ctx, "rules", func(l *ledger.Ledger, _ event.Instant) (*event.Event, error) {
+		return &event.Event{Kind: event.KindRulesAdopted, Actor: event.KernelActor,
+			Log: &event.LogInfo{Origin: k.dir.Origin, Software: Software, Rules: ledger.Rules}}, nil
+	})
+	if err != nil {
+		return fmt.Errorf("adopt rules %d: %w", ledger.Rules, err)
+	}
+	k.logger.Info("log adopted rules", "rules", ledger.Rules, "tolerated_before", k.ledger.Legacy)
+	return nil
 }
 
 func (k *Kernel) genesis(ctx context.Context) error {
@@ -160,36 +183,21 @@ func (k *Kernel) genesis(ctx context.Context) error {
 	if err := writeFileAtomic(k.dir.RootCredentialPath(), []byte(cred+"\n"), 0o600); err != nil {
 		return fmt.Errorf("write root credential: %w", err)
 	}
-	id, err := newEventID()
-	if err != nil {
-		return err
-	}
 	energy := k.cfg.Energy
-	ev := &event.Event{
-		V: event.Version, ID: id, Time: event.FormatTime(k.cfg.Now()), Kind: event.KindGenesis, Actor: RootID,
-		Log: &event.LogInfo{Origin: k.dir.Origin, Software: Software, Energy: &energy},
-		Subject: &event.ActorRecord{ID: RootID, Kind: event.Human, Name: "root", CredentialSHA256: event.CredentialHash(cred),
-			Grants: []event.Grant{{Pattern: "**", Actions: allActions}}, Share: 1},
-	}
-	index, err := k.appendEvent(ctx, ev)
+	d, err := k.decide(ctx, "genesis", func(*ledger.Ledger, event.Instant) (*event.Event, error) {
+		return &event.Event{Kind: event.KindGenesis, Actor: RootID,
+			Log: &event.LogInfo{Origin: k.dir.Origin, Software: Software, Energy: &energy, Rules: ledger.Rules},
+			Subject: &event.ActorRecord{ID: RootID, Kind: event.Human, Name: "root", CredentialSHA256: event.CredentialHash(cred),
+				Grants: []event.Grant{{Pattern: "**", Actions: allActions}}, Share: ledger.GenesisShare}}, nil
+	})
 	if err != nil {
 		return fmt.Errorf("append genesis event: %w", err)
 	}
-	if index != 0 {
-		return fmt.Errorf("genesis event landed at index %d, not 0", index)
+	if d.index != 0 {
+		return fmt.Errorf("genesis event landed at index %d, not 0", d.index)
 	}
 	k.logger.Info("log created", "origin", k.dir.Origin, "root_credential", k.dir.RootCredentialPath())
 	return nil
-}
-
-// appendEvent appends an event and returns once it is durable and folded
-// into the ledger, so the caller's next request sees its effect.
-func (k *Kernel) appendEvent(ctx context.Context, ev *event.Event) (uint64, error) {
-	entry, err := event.Encode(ev)
-	if err != nil {
-		return 0, err
-	}
-	return k.log.append(ctx, entry, ev)
 }
 
 // foldDurable folds a durable group into the ledger, in log order. It runs
@@ -203,20 +211,28 @@ func (k *Kernel) foldDurable(group []*commitRequest, results []commitResult) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	for _, i := range order {
-		if results[i].err != nil {
+		// Claims and held energy go in the same critical section as the
+		// fold, so the next decision sees the event's effect, not its hold.
+		if f := group[i].folded; f != nil {
+			defer f()
+		}
+		switch {
+		case results[i].err != nil:
+			// The entry may still be in the log (Tessera can fail after
+			// sequencing it): nothing more is decided on a ledger that may
+			// not match the log; a restart folds what the log holds.
 			if k.failed == nil {
 				k.failed = fmt.Errorf("the log failed to take an entry: %w", results[i].err)
+				k.logger.Error("an append failed; the kernel stops taking work until it is restarted", "err", results[i].err)
 			}
-			continue
-		}
-		if k.failed != nil {
+		case k.failed != nil:
 			results[i].err = k.failed
-			continue
-		}
-		if err := k.ledger.Apply(results[i].index, group[i].ev); err != nil {
-			k.failed = err
-			results[i].err = err
-			k.logger.Error("a durable event cannot be folded into the ledger; the kernel stops taking work (run annald rebuild)", "index", results[i].index, "err", err)
+		default:
+			if err := k.ledger.Fold(results[i].index, group[i].ev); err != nil {
+				k.failed = err
+				results[i].err = err
+				k.logger.Error("a durable event cannot be folded into the ledger; the kernel stops taking work (run annald audit)", "index", results[i].index, "err", err)
+			}
 		}
 	}
 }

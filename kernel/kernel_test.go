@@ -11,10 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/annal-dev/annal/checkpoints"
-	"github.com/annal-dev/annal/kernel/event"
 	"github.com/transparency-dev/merkle/proof"
 	"github.com/transparency-dev/merkle/rfc6962"
+
+	"github.com/annal-dev/annal/checkpoints"
+	"github.com/annal-dev/annal/kernel/event"
 )
 
 func testConfig(t testing.TB, dir string) Config {

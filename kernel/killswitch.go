@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/annal-dev/annal/kernel/delta"
 	"github.com/annal-dev/annal/kernel/event"
 	"github.com/annal-dev/annal/kernel/internal/killswitch"
 	"github.com/annal-dev/annal/kernel/internal/ledger"
@@ -24,74 +25,60 @@ type KillRequest struct {
 // Kill is the kill switch (§12). It hands the agent's in-flight saga steps
 // to the session's registered substitute (or marks them for compensation),
 // calls the agent runtime's termination callback with a timeout, and then
-// records one agent.killed event, which freezes the agent and revokes its
-// envelopes: in Annal "terminate" is the kernel refusing everything the
-// agent does from then on. The event is written whatever the callback did
-// (no callback, timeout, error, panic: terminated=false, §12.6). Only a
-// human who oversees the agent may kill it.
+// records one agent.killed event, which terminates the agent for good and
+// revokes its envelopes. The event is written whatever the callback did (no
+// callback, timeout, error, panic: terminated=false, §12.6). Only a human
+// who oversees the agent may kill it; the rule is checked before the
+// callback is called, and again when the kill is decided.
 func (k *Kernel) Kill(ctx context.Context, by *Actor, agentID string, req KillRequest) (*Receipt, *event.Kill, error) {
 	const stage = "kill"
 	if !killswitch.Reason(req.Reason).Valid() {
-		return nil, nil, denyAt(stage, GateForm, ErrInvalid, "kill reason %q is not one of %s (§12.2)", req.Reason, strings.Join(killswitch.Reasons(), ", "))
+		return nil, nil, formError(stage, "kill reason %q is not one of %s (§12.2)", req.Reason, strings.Join(killswitch.Reasons(), ", "))
 	}
 	if err := checkReason(stage, req.Details); err != nil {
 		return nil, nil, err
 	}
-	// Claim the agent and every saga it has a step running in, so that no
-	// step report or status change lands between the plan and the event.
-	k.mu.Lock()
-	claims := []string{"actor/" + agentID}
-	for id, s := range k.ledger.Sagas {
-		if len(s.RunningStepsOf(agentID)) > 0 {
-			claims = append(claims, "saga/"+id)
-		}
+	if !event.ValidActorID(agentID) || (req.Session != "" && !delta.ValidIdentifier(req.Session)) {
+		return nil, nil, formError(stage, "agent %q or session %q is not a valid id", agentID, req.Session)
 	}
-	k.mu.Unlock()
-	release, err := k.claimAll(ctx, stage, claims)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer release()
-	now := k.cfg.Now()
 	killID, err := newEventID()
 	if err != nil {
 		return nil, nil, err
 	}
-	k.mu.Lock()
-	a, err := k.oversee(stage, by, agentID)
-	var (
-		revoked  []string
-		steps    []string
-		sub      string
-		eligible bool
-	)
-	if err == nil && a.Status == event.StatusTerminated {
-		err = denyAt(stage, GateAuthority, ErrConflict, "%s is terminated already", a.ID)
+	now := event.At(k.cfg.Now())
+	draft := func(l *ledger.Ledger) *event.Event {
+		kill := &event.Kill{KillID: killID, Agent: agentID, Reason: req.Reason}
+		for _, id := range l.EnvelopesOf(agentID) {
+			if !l.Envelopes[id].Revoked {
+				kill.Revoked = append(kill.Revoked, id)
+			}
+		}
+		return &event.Event{V: event.Version, ID: killID, Time: now, Kind: event.KindAgentKilled, Actor: by.ID, Session: req.Session, Kill: kill}
 	}
+	// Plan: the steps to hand off, and whether the substitute may take them.
+	k.mu.Lock()
+	if err = k.ledger.Check(draft(k.ledger), ledger.Options{}); err != nil {
+		err = k.denial(stage, draft(k.ledger), err)
+	}
+	var steps []string
+	var sub string
+	var eligible bool
 	if err == nil && req.Session != "" {
 		se, ok := k.ledger.Sessions[req.Session]
 		if !ok {
 			err = denyAt(stage, GateSession, ErrNotFound, "session %s does not exist", req.Session)
-		} else if se.Substitute != "" && se.Substitute != a.ID {
+		} else if se.Substitute != "" && se.Substitute != agentID {
 			sub = se.Substitute
 			s := k.ledger.Actors[sub]
-			eligible = s != nil && s.Active() && !s.Stopped && k.quarantined(sub, req.Session, now) == nil
+			eligible = s != nil && s.Active() && !s.Stopped && k.ledger.Quarantined(sub, req.Session, now) == nil
 		}
 	}
 	if err == nil {
-		for _, id := range k.ledger.EnvelopesOf(a.ID) {
-			if !k.ledger.Envelopes[id].Revoked {
-				revoked = append(revoked, id)
-			}
-		}
 		for id, s := range k.ledger.Sagas {
-			// Only sagas claimed above: a step the agent started since is
-			// left to time out, rather than handed off while a report of
-			// it may be in flight.
-			if (req.Session != "" && s.Session != req.Session) || !slices.Contains(claims, "saga/"+id) {
+			if req.Session != "" && s.Session != req.Session {
 				continue
 			}
-			for _, step := range s.RunningStepsOf(a.ID) {
+			for _, step := range s.RunningStepsOf(agentID) {
 				steps = append(steps, id+"|"+step)
 			}
 		}
@@ -103,38 +90,45 @@ func (k *Kernel) Kill(ctx context.Context, by *Actor, agentID string, req KillRe
 	}
 	sw := killswitch.New(k.cfg.KillCallbackTimeout)
 	if k.cfg.KillCallback != nil {
-		sw.Register(a.ID, k.cfg.KillCallback)
+		sw.Register(agentID, k.cfg.KillCallback)
 	}
 	if sub != "" {
 		sw.RegisterSubstitute(req.Session, sub)
 	}
-	res := sw.Kill(ctx, killID, a.ID, req.Session, killswitch.Reason(req.Reason), steps, func(step, to string) error {
+	res := sw.Kill(ctx, killID, agentID, req.Session, killswitch.Reason(req.Reason), steps, func(step, to string) error {
 		if !eligible {
 			return fmt.Errorf("substitute %s is not an active, unquarantined agent", to)
 		}
 		return nil
-	}, now)
-	kill := &event.Kill{KillID: killID, Agent: a.ID, Reason: req.Reason, Terminated: res.Terminated,
-		Details: joinDetails(req.Details, res.Details), Revoked: revoked}
-	for _, h := range res.Handoffs {
-		sagaID, step, _ := strings.Cut(h.StepID, "|")
-		out := event.Handoff{Saga: sagaID, Step: step, From: a.ID, Status: event.HandoffCompensation}
-		if h.Status == killswitch.StatusHandedOff {
-			out.To, out.Status = h.To, event.HandoffDone
-			kill.HandoffSuccessCount++
-		} else {
-			kill.CompensationTriggered = true
+	}, now.Time)
+	var kill *event.Kill
+	d, err := k.decide(ctx, stage, func(l *ledger.Ledger, _ event.Instant) (*event.Event, error) {
+		ev := draft(l)
+		kill = ev.Kill
+		kill.Terminated, kill.Details = res.Terminated, joinDetails(req.Details, res.Details)
+		for _, h := range res.Handoffs {
+			sagaID, step, _ := strings.Cut(h.StepID, "|")
+			// A step that moved on since the plan is no longer in flight.
+			if s, ok := l.Sagas[sagaID]; !ok || !slices.Contains(s.RunningStepsOf(agentID), step) {
+				continue
+			}
+			out := event.Handoff{Saga: sagaID, Step: step, From: agentID, Status: event.HandoffCompensation}
+			if h.Status == killswitch.StatusHandedOff {
+				out.To, out.Status = h.To, event.HandoffDone
+				kill.HandoffSuccessCount++
+			} else {
+				kill.CompensationTriggered = true
+			}
+			kill.Handoffs = append(kill.Handoffs, out)
 		}
-		kill.Handoffs = append(kill.Handoffs, out)
-	}
-	ev := &event.Event{V: event.Version, ID: killID, Time: event.FormatTime(now), Kind: event.KindAgentKilled,
-		Actor: by.ID, Session: req.Session, Kill: kill}
-	rc, err := k.appendControl(ctx, stage, ev, "", "")
+		ev.ID = killID
+		return ev, nil
+	})
 	if err != nil {
 		return nil, nil, err
 	}
-	k.forgetAgent(a.ID)
-	return rc, kill, nil
+	k.forgetAgent(agentID)
+	return receiptOf(d, "", ""), kill, nil
 }
 
 func joinDetails(a, b string) string {
@@ -172,32 +166,26 @@ func (k *Kernel) Quarantine(ctx context.Context, by *Actor, agentID string, req 
 	if !quarantine.Reason(req.Reason).Valid() {
 		return nil, nil, denyAt(stage, GateForm, ErrInvalid, "quarantine reason %q is not one of %s (§13.1)", req.Reason, strings.Join(quarantine.Reasons(), ", "))
 	}
-	if req.Duration < 0 || req.Duration > 30*24*time.Hour {
-		return nil, nil, denyAt(stage, GateForm, ErrInvalid, "duration %v is not between 0 (the default, %v) and 30 days", req.Duration, quarantine.DefaultDuration)
+	if req.Duration < 0 || req.Duration > ledger.MaxQuarantine {
+		return nil, nil, denyAt(stage, GateForm, ErrInvalid, "duration %v is not between 0 (the default, %v) and %v", req.Duration, quarantine.DefaultDuration, ledger.MaxQuarantine)
 	}
 	if req.Duration == 0 {
 		req.Duration = quarantine.DefaultDuration
 	}
-	key := ledger.QuarantineKey(agentID, req.Session)
-	rc, err := k.control(ctx, stage, []string{"quarantine/" + key}, func(now time.Time) (*event.Event, error) {
-		if _, err := k.oversee(stage, by, agentID); err != nil {
-			return nil, err
-		}
-		if req.Session != "" {
-			if _, ok := k.ledger.Sessions[req.Session]; !ok {
-				return nil, denyAt(stage, GateSession, ErrNotFound, "session %s does not exist", req.Session)
-			}
-		}
+	if !event.ValidActorID(agentID) || (req.Session != "" && !delta.ValidIdentifier(req.Session)) {
+		return nil, nil, formError(stage, "agent %q or session %q is not a valid id", agentID, req.Session)
+	}
+	d, err := k.decide(ctx, stage, func(_ *ledger.Ledger, now event.Instant) (*event.Event, error) {
 		return &event.Event{Kind: event.KindQuarantineStarted, Actor: by.ID, Session: req.Session, Quarantine: &event.Quarantine{
-			Agent: agentID, Reason: req.Reason, StartedAt: event.FormatTime(now), ExpiresAt: event.FormatTime(now.Add(req.Duration))}}, nil
+			Agent: agentID, Reason: req.Reason, StartedAt: now, ExpiresAt: now.Add(req.Duration)}}, nil
 	})
 	if err != nil {
 		return nil, nil, err
 	}
 	k.mu.Lock()
-	q := *k.ledger.Quarantines[key]
+	q := *k.ledger.Quarantines[ledger.QuarantineKey(agentID, req.Session)]
 	k.mu.Unlock()
-	return rc, &q, nil
+	return receiptOf(d, "", ""), &q, nil
 }
 
 // Release ends an agent's quarantine (§13.4).
@@ -206,15 +194,7 @@ func (k *Kernel) Release(ctx context.Context, by *Actor, agentID, sessionID, rea
 	if err := checkReason(stage, reason); err != nil {
 		return nil, err
 	}
-	key := ledger.QuarantineKey(agentID, sessionID)
-	return k.control(ctx, stage, []string{"quarantine/" + key}, func(now time.Time) (*event.Event, error) {
-		if _, err := k.oversee(stage, by, agentID); err != nil {
-			return nil, err
-		}
-		q, ok := k.ledger.Quarantines[key]
-		if !ok || q.Ended != "" {
-			return nil, denyAt(stage, GateQuarantine, ErrConflict, "%s is not quarantined (session %q)", agentID, sessionID)
-		}
+	return k.decideControl(ctx, stage, func(*ledger.Ledger, event.Instant) (*event.Event, error) {
 		return &event.Event{Kind: event.KindQuarantineEnded, Actor: by.ID, Session: sessionID,
 			Quarantine: &event.Quarantine{Agent: agentID, End: event.EndReleased, Reason: reason}}, nil
 	})
@@ -223,7 +203,7 @@ func (k *Kernel) Release(ctx context.Context, by *Actor, agentID, sessionID, rea
 // Quarantines lists quarantine records (active and ended) of the agents
 // the viewer oversees.
 func (k *Kernel) Quarantines(viewer *Actor) []ledger.Quarantine {
-	now := k.cfg.Now()
+	now := event.At(k.cfg.Now())
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	out := []ledger.Quarantine{}
@@ -233,12 +213,12 @@ func (k *Kernel) Quarantines(viewer *Actor) []ledger.Quarantine {
 			continue
 		}
 		c := *q
-		if c.Ended == "" && expiredAt(c.ExpiresAt, now) {
+		if c.Ended == "" && c.ExpiresAt.ReachedBy(now) {
 			c.Ended = event.EndExpired // run out; the expiry loop will record it
 		}
 		out = append(out, c)
 	}
-	slices.SortFunc(out, func(a, b ledger.Quarantine) int { return strings.Compare(a.StartedAt, b.StartedAt) })
+	slices.SortFunc(out, func(a, b ledger.Quarantine) int { return a.StartedAt.Compare(b.StartedAt.Time) })
 	return out
 }
 
@@ -259,21 +239,17 @@ func (k *Kernel) Signal(ctx context.Context, by *Actor, agentID, name, reason st
 	if err := checkReason(stage, reason); err != nil {
 		return nil, "", err
 	}
+	if !event.ValidActorID(agentID) {
+		return nil, "", formError(stage, "%q is not an actor id", agentID)
+	}
 	var effect string
-	rc, err := k.control(ctx, stage, []string{"actor/" + agentID}, func(time.Time) (*event.Event, error) {
-		var a *Actor
-		var err error
-		if by.ID == event.KernelActor {
-			a = k.ledger.Actors[agentID]
-		} else {
-			a, err = k.oversee(stage, by, agentID)
-		}
-		if err != nil {
-			return nil, err
-		}
-		rec, err := k.deliver(a, sig, reason)
-		if err != nil {
-			return nil, denyAt(stage, GateActor, ErrConflict, "%v", err)
+	d, err := k.decide(ctx, stage, func(l *ledger.Ledger, _ event.Instant) (*event.Event, error) {
+		rec := &event.SignalRecord{Agent: agentID, Signal: sig.String(), Reason: reason}
+		if a, ok := l.Actors[agentID]; ok {
+			var err error
+			if rec.Effect, rec.Revoked, err = l.Deliver(a, sig); err != nil {
+				return nil, denyAt(stage, GateActor, ErrConflict, "%v", err)
+			}
 		}
 		effect = rec.Effect
 		return &event.Event{Kind: event.KindSignalSent, Actor: by.ID, Signal: rec}, nil
@@ -284,41 +260,7 @@ func (k *Kernel) Signal(ctx context.Context, by *Actor, agentID, name, reason st
 	if effect == event.EffectTerminate {
 		k.forgetAgent(agentID)
 	}
-	return rc, effect, nil
-}
-
-// deliver decides a signal's effect on an agent. The caller holds k.mu.
-func (k *Kernel) deliver(a *Actor, sig signal.Signal, reason string) (*event.SignalRecord, error) {
-	state := signal.Running
-	switch {
-	case !a.Active():
-		state = signal.Terminated
-	case a.Stopped:
-		state = signal.Stopped
-	}
-	var mask signal.Mask
-	for _, name := range a.SignalMask {
-		s, err := signal.Parse(name)
-		if err != nil {
-			return nil, err
-		}
-		if mask, err = mask.With(s); err != nil {
-			return nil, err
-		}
-	}
-	effect, _, err := signal.Deliver(state, mask, sig)
-	if err != nil {
-		return nil, fmt.Errorf("agent %s: %w", a.ID, err)
-	}
-	rec := &event.SignalRecord{Agent: a.ID, Signal: sig.String(), Effect: string(effect), Reason: reason}
-	if rec.Effect == event.EffectTerminate {
-		for _, id := range k.ledger.EnvelopesOf(a.ID) {
-			if !k.ledger.Envelopes[id].Revoked {
-				rec.Revoked = append(rec.Revoked, id)
-			}
-		}
-	}
-	return rec, nil
+	return receiptOf(d, "", ""), effect, nil
 }
 
 var kernelActor = &Actor{ActorRecord: event.ActorRecord{ID: event.KernelActor}}
@@ -350,15 +292,8 @@ func (k *Kernel) SetSignalMask(ctx context.Context, by *Actor, names []string) (
 		}
 	}
 	list := maskNames(mask)
-	return k.control(ctx, stage, []string{"actor/" + by.ID}, func(time.Time) (*event.Event, error) {
-		a, err := k.liveActor(stage, by.ID)
-		if err != nil {
-			return nil, err
-		}
-		if a.IsHuman() {
-			return nil, denyAt(stage, GateAuthority, ErrInvalid, "%s is a human: signals are for agents", a.ID)
-		}
-		return &event.Event{Kind: event.KindSignalMasked, Actor: a.ID, SignalMask: &event.SignalMask{Agent: a.ID, Mask: list}}, nil
+	return k.decideControl(ctx, stage, func(*ledger.Ledger, event.Instant) (*event.Event, error) {
+		return &event.Event{Kind: event.KindSignalMasked, Actor: by.ID, SignalMask: &event.SignalMask{Agent: by.ID, Mask: list}}, nil
 	})
 }
 

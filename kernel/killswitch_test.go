@@ -58,8 +58,8 @@ func TestSpec12_KillSwitch(t *testing.T) {
 				t.Fatalf("revoked %v", kill.Revoked)
 			}
 			after, _ := g.Actor(a.ID)
-			if after.Status != event.StatusFrozen {
-				t.Fatalf("killed agent is %s", after.Status)
+			if after.Status != event.StatusTerminated {
+				t.Fatalf("killed agent is %s, want terminated", after.Status)
 			}
 			if _, err := g.submit(a, event.Mutate, "workspace/x"); denialOf(t, err).Gate != GateActor {
 				t.Fatalf("killed agent acted: %v", err)

@@ -2,19 +2,15 @@ package kernel
 
 import (
 	"context"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strings"
-	"time"
+
+	"github.com/gowebpki/jcs"
 
 	"github.com/annal-dev/annal/kernel/delta"
 	"github.com/annal-dev/annal/kernel/event"
-	"github.com/annal-dev/annal/kernel/internal/capability"
 	"github.com/annal-dev/annal/kernel/internal/ledger"
-	"github.com/gowebpki/jcs"
-	"github.com/transparency-dev/tessera"
 )
 
 // ActionRequest is what an actor asks the kernel to record.
@@ -68,12 +64,14 @@ type Receipt struct {
 	Proof      string `json:"proof,omitempty"`
 }
 
-// The pipeline stages of the paper, §5.2, in order.
+// The pipeline stages of the paper, §5.2, in order. validate, reserve and
+// validate_payload are the ledger's gates (ActionGateOrder); quote and
+// settle are the figures the decision records.
 const (
-	StageValidate        = "validate"
+	StageValidate        = ledger.StageValidate
 	StageQuote           = "quote"
-	StageReserve         = "reserve"
-	StageValidatePayload = "validate_payload"
+	StageReserve         = ledger.StageReserve
+	StageValidatePayload = ledger.StageValidatePayload
 	StageSettle          = "settle"
 	StageAppend          = "append"
 	StageReceipt         = "receipt"
@@ -81,194 +79,161 @@ const (
 
 // MaxOutputBytes bounds an execute payload's output_bytes, so that a cost
 // always fits the ledger's integers.
-const MaxOutputBytes = 1 << 40
+const MaxOutputBytes = ledger.MaxOutputBytes
 
-// submission carries one action through the pipeline.
-type submission struct {
-	k      *Kernel
-	actor  *Actor // the ledger's record; read only under k.mu
-	req    ActionRequest
-	now    time.Time
-	action event.Action
-	// resume is the approved hold this submission commits, if any: kernel
-	// state, never anything the caller sent.
-	resume *ledger.Hold
-	// answeredBy is the human who approved resume.
-	answeredBy string
-
-	chain []*ledger.Envelope // the envelope acted under, then its ancestors
-	names []string           // what policies match the action by: type, target, descriptors
-	// policySignal names a policy whose violation sends SIGPOLICY.
-	policySignal string
-	held         bool
-	outputBytes  uint64
-	cost         uint64
-	reservation  *reservation
-	decision     event.Decision
-	ev           event.Event
-	entry        []byte
-	index        uint64
-	receipt      *Receipt
-}
-
-type stage struct {
-	name string
-	run  func(*submission, context.Context) error
-}
-
-// pipeline is the one path every action takes. The stages up to settle
-// decide, under the kernel's lock, against the durable ledger less what is
-// in flight; append and receipt run unlocked. A denial after reserve
-// releases the reservation.
-var pipeline = []stage{
-	{StageValidate, (*submission).validate},
-	{StageQuote, (*submission).quote},
-	{StageReserve, (*submission).reserve},
-	{StageValidatePayload, (*submission).validatePayload},
-	{StageSettle, (*submission).settle},
-	{StageAppend, (*submission).append},
-	{StageReceipt, (*submission).makeReceipt},
-}
-
-// Submit runs an action by actor through the pipeline. It returns a receipt
-// only once the event is durably sequenced. A denial is a *Denial naming
-// the stage and gate; unless the kernel runs with StrictDenials, a denial
-// of a well-formed action is itself recorded as a zero-cost action.denied
-// event. A mutate of ledger/hold/<id> is a human's answer to a hold.
+// Submit runs an action by actor through the pipeline and returns a
+// receipt only once its event is durably sequenced and folded. Its form is
+// checked and canonicalised first; then the kernel builds the event it
+// would log — picking the envelope, computing the cost from the exact
+// payload, holding it if a hold rule matches — and decides it by the
+// action rule of the ledger, whose gates run in ActionGateOrder. A denial
+// is a *Denial naming the stage and gate; unless the kernel runs with
+// StrictDenials, a denial of a well-formed action is itself recorded as a
+// zero-cost action.denied event. A mutate of ledger/hold/<id> is a human's
+// answer to a hold.
 func (k *Kernel) Submit(ctx context.Context, actor *Actor, req ActionRequest) (*Receipt, error) {
 	if id, ok := strings.CutPrefix(req.Target, "ledger/hold/"); ok && req.Type == event.Mutate {
 		return k.answerHoldAction(ctx, actor, id, req)
 	}
-	return k.run(ctx, &submission{k: k, actor: actor, req: req, now: k.cfg.Now()})
-}
-
-func (k *Kernel) run(ctx context.Context, s *submission) (*Receipt, error) {
-	// The request's form depends on nothing the kernel holds: checking and
-	// canonicalising it before taking the lock keeps the locked part of
-	// the pipeline short. Malformed requests are refused and not recorded.
-	if err := s.form(); err != nil {
+	action, err := actionForm(req)
+	if err != nil {
 		return nil, err
 	}
-	k.mu.Lock()
-	locked := true
-	unlock := func() {
-		if locked {
-			k.mu.Unlock()
-			locked = false
-		}
-	}
-	defer func() {
-		unlock()
-		if s.reservation != nil {
-			k.mu.Lock()
-			k.flight.release(*s.reservation)
-			k.mu.Unlock()
-		}
-	}()
-	if k.failed != nil {
-		return nil, denyAt(StageValidate, GateActor, ErrUnavailable, "the kernel has stopped taking work: %v", k.failed)
-	}
-	for _, st := range pipeline {
-		if st.name == StageAppend {
-			unlock()
-		}
-		if err := st.run(s, ctx); err != nil {
-			var d *Denial
-			if !errors.As(err, &d) {
-				d = &Denial{Stage: st.name, Class: ErrUnavailable, Reason: err.Error()}
-			}
-			if st.name != StageAppend {
-				unlock()
-				k.recordDenial(ctx, s, d)
-				if s.policySignal != "" {
-					k.signalPolicyViolation(ctx, s.actor.ID, s.policySignal, d.Reason)
-				}
-			}
-			return nil, d
-		}
-	}
-	return s.receipt, nil
+	return k.act(ctx, actor, req, action, nil)
 }
 
-// validate: the actor exists and is active, the action is well formed, it
-// lies within the actor's boundary and, for an agent's state-changing
-// action, within a live envelope; then the hold rules. [INV-4]
-func (s *submission) validate(context.Context) error {
-	k := s.k
-	a, ok := k.ledger.Actors[s.actor.ID]
-	if !ok {
-		return denyAt(StageValidate, GateActor, ErrUnauthenticated, "actor %s does not exist", s.actor.ID)
-	}
-	s.actor = a
-	if !a.Active() {
-		return denyAt(StageValidate, GateActor, ErrForbidden, "actor %s is %s", a.ID, a.Status)
-	}
-	if actorExpired(a, s.now) {
-		return denyAt(StageValidate, GateActor, ErrForbidden, "actor %s expired at %s", a.ID, a.Expires)
-	}
-	if a.Stopped {
-		return denyAt(StageValidate, GateActor, ErrForbidden, "agent %s is stopped by SIGSTOP; SIGCONT resumes it", a.ID)
-	}
-	// form ran before the lock (run); its gate is second in this order.
-	if err := s.rateLimit(); err != nil {
-		return err
-	}
-	t, target := s.action.Type, s.action.Target
-	if t != event.Observe {
-		if capability.IsPrivileged(target) && a.ID != RootID {
-			return denyAt(StageValidate, GateBoundary, ErrForbidden, "%s is a privileged target: only root writes system/ and ledger/ (Def. 4.12)", target)
-		}
-		if !allows(a.Grants, target, t) {
-			return denyAt(StageValidate, GateBoundary, ErrForbidden, "%s on %s is outside %s's writable targets (Axiom 4.3: default deny)", t, target, a.ID)
-		}
-		if !a.IsHuman() {
-			if err := s.pickEnvelope(); err != nil {
-				return err
+// act decides an action (or, with approval, a held action a human
+// approved) and records a denial.
+func (k *Kernel) act(ctx context.Context, actor *Actor, req ActionRequest, action event.Action, approval *event.Hold) (*Receipt, error) {
+	d, err := k.decide(ctx, StageValidate, func(l *ledger.Ledger, now event.Instant) (*event.Event, error) {
+		if req.ActionID != "" {
+			if err := namedDescriptor(l, req.ActionID, action.Type, action.Target); err != nil {
+				return nil, err
 			}
 		}
-	}
-	if err := s.controlGates(); err != nil {
-		return err
-	}
-	if s.resume == nil && len(s.chain) > 0 {
-		for _, v := range s.chain {
-			if allows(v.HoldOn, target, t) {
-				s.held = true
+		return buildAction(l, actor.ID, req.Session, action, approval, now)
+	})
+	if err != nil {
+		var den *Denial
+		if errors.As(err, &den) && approval == nil && den.Stage != StageAppend {
+			k.recordDenial(ctx, actor, req, den)
+			if den.Policy != "" {
+				k.signalPolicyViolation(ctx, actor.ID, den.Policy, den.Reason)
 			}
 		}
-		if s.held && k.pendingHolds(s.chain[0].ID) >= k.cfg.MaxPendingHolds {
-			return denyAt(StageValidate, GateHold, ErrForbidden, "envelope %s already has %d pending holds, the most allowed", s.chain[0].ID, k.cfg.MaxPendingHolds)
-		}
+		return nil, err
 	}
-	return nil
+	rc := receiptOf(d, action.Type, action.Target)
+	rc.Envelope = d.ev.Action.Envelope
+	if d.ev.Kind == event.KindHoldRequested {
+		rc.Status, rc.HoldID, rc.Cost = StatusHeld, d.ev.Hold.ID, d.ev.Hold.Reserved
+	} else {
+		rc.Cost = d.ev.Decision.Settled
+	}
+	return rc, nil
 }
 
-// form checks the action's shape and canonicalises its payload.
-func (s *submission) form() error {
-	s.action = event.Action{Type: s.req.Type, Target: s.req.Target, PayloadHash: s.req.PayloadHash, Resources: s.req.Resources}
-	if s.req.Session != "" && !delta.ValidIdentifier(s.req.Session) {
-		return denyAt(StageValidate, GateForm, ErrInvalid, "session %q does not match ^[a-zA-Z0-9]([a-zA-Z0-9._:-]*[a-zA-Z0-9])?$ (at most 256, §17.1)", s.req.Session)
+// buildAction builds the event an action becomes: under the envelope the
+// request names or, for an agent's state-changing action, the oldest live
+// one that grants it; held when a hold rule of its chain matches; with the
+// cost its exact payload gives.
+func buildAction(l *ledger.Ledger, actor, sess string, action event.Action, approval *event.Hold, now event.Instant) (*event.Event, error) {
+	ev := &event.Event{Kind: event.KindAction, Actor: actor, Session: sess, Action: &action}
+	if a, ok := l.Actors[actor]; ok && !a.IsHuman() && action.Envelope == "" && action.Type != event.Observe {
+		action.Envelope = pickEnvelope(l, a.ID, action.Type, action.Target, now)
 	}
-	if s.req.ActionID != "" && !delta.ValidIdentifier(s.req.ActionID) {
-		return denyAt(StageValidate, GateForm, ErrInvalid, "action_id %q does not match ^[a-zA-Z0-9]([a-zA-Z0-9._:-]*[a-zA-Z0-9])?$ (at most 256, §5.3)", s.req.ActionID)
+	chain, _ := l.Chain(action.Envelope)
+	var outputBytes uint64
+	if action.Type == event.Execute {
+		outputBytes, _ = ledger.ExecuteOutputBytes(action.Payload) // the payload gate judges it
 	}
-	if s.req.Payload != nil {
-		if err := event.CheckJSON(s.req.Payload); err != nil {
-			return denyAt(StageValidate, GateForm, ErrInvalid, "payload: %v", err)
+	cost := l.Energy.Costs.Quote(action.Type, outputBytes)
+	switch {
+	case approval != nil:
+		if h, ok := l.Holds[approval.ID]; ok {
+			cost = h.Reserved
 		}
-		canonical, err := jcs.Transform(s.req.Payload)
+		ev.Hold = approval
+	case ledger.MustHold(chain, action.Type, action.Target):
+		holdID, err := newHoldID()
 		if err != nil {
-			return denyAt(StageValidate, GateForm, ErrInvalid, "payload: %v", err)
+			return nil, err
 		}
-		s.action.Payload = canonical
-		if field := controlField(canonical); field != "" {
-			return denyAt(StageValidate, GateForm, ErrInvalid, "payload carries the reserved control field %q: the kernel keeps its own control state and takes none from callers", field)
+		ev.Kind = event.KindHoldRequested
+		ev.Hold = &event.Hold{ID: holdID, Envelope: action.Envelope, Reserved: cost, Deadline: ledger.HoldDeadline(chain, now)}
+		return ev, nil
+	}
+	ev.Decision = &event.Decision{Outcome: event.OutcomeCommitted, Cost: cost, Reserved: cost, Settled: cost}
+	return ev, nil
+}
+
+// pickEnvelope returns the oldest of agent's envelopes that it may act
+// under now for t on target, or "" (the envelope gate then refuses).
+func pickEnvelope(l *ledger.Ledger, agent string, t event.ActionType, target string, now event.Instant) string {
+	for _, id := range l.EnvelopesOf(agent) {
+		chain, v := l.Chain(id)
+		if v == nil && l.LiveChain(chain, now) == nil && ledger.Allows(chain[0].Grants, target, t) {
+			return id
 		}
 	}
-	if err := s.action.Validate(); err != nil {
-		return denyAt(StageValidate, GateForm, ErrInvalid, "%v", err)
+	return ""
+}
+
+// namedDescriptor checks a descriptor the request names (§5.3): it must be
+// registered and apply to the action. Descriptors that apply count whether
+// named or not; the name itself is not logged.
+func namedDescriptor(l *ledger.Ledger, id string, t event.ActionType, target string) error {
+	d, ok := l.Descriptors[id]
+	if !ok {
+		return denyAt(StageValidate, GateRing, ErrForbidden, "action %s is not registered", id)
+	}
+	if !ledger.Allows(d.AppliesTo, target, t) {
+		return denyAt(StageValidate, GateRing, ErrForbidden, "action %s does not apply to %s on %s", id, t, target)
 	}
 	return nil
+}
+
+// actionForm checks an action request's shape and canonicalises what will
+// be logged: the payload in RFC 8785 form, declared paths cleaned.
+func actionForm(req ActionRequest) (event.Action, error) {
+	a := event.Action{Type: req.Type, Target: req.Target, PayloadHash: req.PayloadHash, Envelope: req.Envelope}
+	if req.Session != "" && !delta.ValidIdentifier(req.Session) {
+		return a, formError(StageValidate, "session %q does not match ^[a-zA-Z0-9]([a-zA-Z0-9._:-]*[a-zA-Z0-9])?$ (at most 256, §17.1)", req.Session)
+	}
+	if req.ActionID != "" && !delta.ValidIdentifier(req.ActionID) {
+		return a, formError(StageValidate, "action_id %q does not match ^[a-zA-Z0-9]([a-zA-Z0-9._:-]*[a-zA-Z0-9])?$ (at most 256, §5.3)", req.ActionID)
+	}
+	if req.Envelope != "" && !event.ValidEnvelopeID(req.Envelope) {
+		return a, formError(StageValidate, "envelope %q is not an envelope id", req.Envelope)
+	}
+	if req.Payload != nil {
+		if err := event.CheckJSON(req.Payload); err != nil {
+			return a, formError(StageValidate, "payload: %v", err)
+		}
+		canonical, err := jcs.Transform(req.Payload)
+		if err != nil {
+			return a, formError(StageValidate, "payload: %v", err)
+		}
+		a.Payload = canonical
+		if field := controlField(canonical); field != "" {
+			return a, formError(StageValidate, "payload carries the reserved control field %q: the kernel keeps its own control state and takes none from callers", field)
+		}
+	}
+	if r := req.Resources; r != nil {
+		res := *r
+		var err error
+		if res.FilesystemRead, err = cleanResourcePaths(r.FilesystemRead); err == nil {
+			res.FilesystemWrite, err = cleanResourcePaths(r.FilesystemWrite)
+		}
+		if err != nil {
+			return a, formError(StageValidate, "resources: %v", err)
+		}
+		a.Resources = &res
+	}
+	if err := a.Validate(); err != nil {
+		return a, formError(StageValidate, "%v", err)
+	}
+	return a, nil
 }
 
 // controlField returns a top-level payload member that looks like kernel
@@ -291,184 +256,4 @@ func controlField(payload []byte) string {
 		}
 	}
 	return ""
-}
-
-// pickEnvelope finds the live envelope an agent acts under: the one the
-// request names, or the oldest that grants the action.
-func (s *submission) pickEnvelope() error {
-	k, a := s.k, s.actor
-	t, target := s.action.Type, s.action.Target
-	try := func(id string) error {
-		chain, err := k.ledger.Chain(id)
-		if err != nil {
-			return err
-		}
-		if chain[0].Holder != a.ID {
-			return fmt.Errorf("envelope %s is not %s's", id, a.ID)
-		}
-		for i, v := range chain {
-			if v.Revoked {
-				return fmt.Errorf("envelope %s is revoked", v.ID)
-			}
-			if h := k.ledger.Actors[v.Holder]; i > 0 && (h == nil || !h.Active()) {
-				return fmt.Errorf("envelope %s was delegated by %s, who is no longer active", chain[0].ID, v.Holder)
-			}
-			if envelopeExpired(v, s.now) {
-				return fmt.Errorf("envelope %s expired at %s", v.ID, v.Expires)
-			}
-		}
-		if !allows(chain[0].Grants, target, t) {
-			return fmt.Errorf("envelope %s does not grant %s on %s", id, t, target)
-		}
-		s.chain = chain
-		return nil
-	}
-	if s.req.Envelope != "" {
-		if err := try(s.req.Envelope); err != nil {
-			return denyAt(StageValidate, GateEnvelope, ErrForbidden, "%v", err)
-		}
-		return nil
-	}
-	for _, id := range k.ledger.EnvelopesOf(a.ID) {
-		if try(id) == nil {
-			return nil
-		}
-	}
-	return denyAt(StageValidate, GateEnvelope, ErrForbidden, "agent %s holds no live envelope that grants %s on %s", a.ID, t, target)
-}
-
-// quote: the action's energy cost (Def. 4.17). An approved hold costs what
-// was reserved when it was held.
-func (s *submission) quote(context.Context) error {
-	if s.resume != nil {
-		s.cost = s.resume.Reserved
-		return nil
-	}
-	if s.action.Type == event.Execute && s.action.Payload != nil {
-		var p struct {
-			OutputBytes *uint64 `json:"output_bytes"`
-		}
-		if json.Unmarshal(s.action.Payload, &p) == nil && p.OutputBytes != nil {
-			s.outputBytes = min(*p.OutputBytes, MaxOutputBytes)
-		}
-	}
-	s.cost = s.k.ledger.Energy.Costs.Quote(s.action.Type, s.outputBytes)
-	return nil
-}
-
-// reserve: lock the quoted energy on the actor and every envelope of the
-// chain: consumed + reserved never exceeds a budget, and no balance goes
-// below zero, whatever else is in flight. [INV-5]
-func (s *submission) reserve(context.Context) error {
-	if s.resume != nil || s.cost == 0 {
-		return nil // an approved hold's energy is reserved in the ledger already
-	}
-	k, a := s.k, s.actor
-	if have := a.Available() - min(a.Available(), k.flight.actor[a.ID]); have < s.cost {
-		return denyAt(StageReserve, GateEnergy, ErrInsufficientEnergy, "%s costs %d, actor %s has %d available", s.action.Type, s.cost, a.ID, have)
-	}
-	r := reservation{actor: a.ID, amount: s.cost}
-	for _, v := range s.chain {
-		if have := v.Remaining() - min(v.Remaining(), k.flight.envelope[v.ID]); have < s.cost {
-			return denyAt(StageReserve, GateEnergy, ErrInsufficientEnergy, "%s costs %d, envelope %s has %d of its budget %d left", s.action.Type, s.cost, v.ID, have, v.Budget)
-		}
-		r.envelopes = append(r.envelopes, v.ID)
-	}
-	k.flight.reserve(r)
-	s.reservation = &r
-	return nil
-}
-
-// validatePayload: the payload has the shape its action type requires.
-func (s *submission) validatePayload(context.Context) error {
-	if s.action.Type != event.Execute {
-		return nil
-	}
-	if s.action.Payload == nil {
-		return denyAt(StageValidatePayload, GatePayload, ErrInvalid, "execute needs an inline payload with input_oid, output_oid, artifact_hash and exit_code (§5.6)")
-	}
-	if err := validateExecutePayload(s.action.Payload); err != nil {
-		return denyAt(StageValidatePayload, GatePayload, ErrInvalid, "execute payload: %v", err)
-	}
-	return nil
-}
-
-// settle: decide what the event records. A committed action settles its
-// cost; a held one keeps it reserved until a human answers.
-func (s *submission) settle(context.Context) error {
-	if len(s.chain) > 0 {
-		s.action.Envelope = s.chain[0].ID
-	}
-	s.decision = event.Decision{Outcome: event.OutcomeCommitted, Cost: s.cost, Reserved: s.cost, Settled: s.cost}
-	return nil
-}
-
-// append: encode the event and add it to the log; returns once durable and
-// folded. [INV-1, INV-2, INV-3]
-func (s *submission) append(ctx context.Context) error {
-	id, err := newEventID()
-	if err != nil {
-		return err
-	}
-	action := s.action
-	s.ev = event.Event{V: event.Version, ID: id, Time: event.FormatTime(s.now), Actor: s.actor.ID, Session: s.req.Session, Action: &action}
-	switch {
-	case s.held:
-		holdID, err := newHoldID()
-		if err != nil {
-			return err
-		}
-		s.ev.Kind = event.KindHoldRequested
-		s.ev.Hold = &event.Hold{ID: holdID, Envelope: action.Envelope, Reserved: s.cost, Deadline: s.holdDeadline()}
-	default:
-		s.ev.Kind = event.KindAction
-		s.ev.Decision = &s.decision
-		if s.resume != nil {
-			s.ev.Hold = &event.Hold{ID: s.resume.ID, Decision: event.HoldApprove, AnsweredBy: s.answeredBy}
-		}
-	}
-	entry, err := event.Encode(&s.ev)
-	var tooLarge *event.TooLargeError
-	if errors.As(err, &tooLarge) {
-		return denyAt(StageAppend, GateForm, ErrTooLarge, "%v", err)
-	} else if err != nil {
-		return denyAt(StageAppend, GateForm, ErrInvalid, "%v", err)
-	}
-	s.entry = entry
-	if s.index, err = s.k.log.append(ctx, entry, &s.ev); err != nil {
-		if errors.Is(err, tessera.ErrPushback) {
-			return denyAt(StageAppend, "", ErrUnavailable, "the log is busy, retry: %v", err)
-		}
-		return denyAt(StageAppend, "", ErrUnavailable, "log append failed: %v", err)
-	}
-	return nil
-}
-
-// holdDeadline is when an unanswered hold times out, if its envelope (or
-// an ancestor) sets a timeout: the shortest applies.
-func (s *submission) holdDeadline() string {
-	var secs uint64
-	for _, v := range s.chain {
-		if v.HoldTimeoutSecs > 0 && (secs == 0 || v.HoldTimeoutSecs < secs) {
-			secs = v.HoldTimeoutSecs
-		}
-	}
-	if secs == 0 {
-		return ""
-	}
-	return event.FormatTime(s.now.Add(time.Duration(secs) * time.Second))
-}
-
-// makeReceipt: the verifiable receipt.
-func (s *submission) makeReceipt(context.Context) error {
-	leaf := event.LeafHash(s.entry)
-	s.receipt = &Receipt{
-		Status: StatusCommitted, EventID: s.ev.ID, Index: s.index, LeafHash: hex.EncodeToString(leaf[:]),
-		Time: s.ev.Time, Actor: s.actor.ID, Type: s.action.Type, Target: s.action.Target,
-		Envelope: s.action.Envelope, Cost: s.cost,
-	}
-	if s.held {
-		s.receipt.Status, s.receipt.HoldID = StatusHeld, s.ev.Hold.ID
-	}
-	return nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/annal-dev/annal/kernel/event"
 	"github.com/annal-dev/annal/kernel/internal/ledger"
@@ -23,19 +22,12 @@ func (k *Kernel) SetPolicy(ctx context.Context, by *Actor, p policy.Policy) (*Re
 	if _, err := policy.Compile(p); err != nil {
 		return nil, denyAt(stage, GateForm, ErrInvalid, "%v", err)
 	}
-	return k.control(ctx, stage, []string{"policy/" + p.Name}, func(time.Time) (*event.Event, error) {
-		b, err := k.liveActor(stage, by.ID)
-		if err != nil {
-			return nil, err
-		}
-		if !b.IsHuman() {
-			return nil, denyAt(stage, GateAuthority, ErrForbidden, "%s is an agent: only humans define policies", b.ID)
-		}
+	return k.decideControl(ctx, stage, func(l *ledger.Ledger, _ event.Instant) (*event.Event, error) {
 		var version uint64 = 1
-		if old, ok := k.ledger.Policies[p.Name]; ok {
+		if old, ok := l.Policies[p.Name]; ok {
 			version = old.Version + 1
 		}
-		return &event.Event{Kind: event.KindPolicySet, Actor: b.ID, Policy: &event.PolicyRecord{Policy: p, Version: version}}, nil
+		return &event.Event{Kind: event.KindPolicySet, Actor: by.ID, Policy: &event.PolicyRecord{Policy: p, Version: version}}, nil
 	})
 }
 
@@ -54,39 +46,8 @@ func (k *Kernel) AttachPolicy(ctx context.Context, by *Actor, at PolicyAttachmen
 	if (at.Agent == "") == (at.Envelope == "") {
 		return nil, denyAt(stage, GateForm, ErrInvalid, "name exactly one agent or one envelope")
 	}
-	key := "actor/" + at.Agent
-	if at.Envelope != "" {
-		key = "envelope/" + at.Envelope
-	}
-	return k.control(ctx, stage, []string{key}, func(time.Time) (*event.Event, error) {
-		b, err := k.liveActor(stage, by.ID)
-		if err != nil {
-			return nil, err
-		}
-		var attached []string
-		if at.Agent != "" {
-			a, err := k.oversee(stage, b, at.Agent)
-			if err != nil {
-				return nil, err
-			}
-			attached = a.Policies
-		} else {
-			v, ok := k.ledger.Envelopes[at.Envelope]
-			switch {
-			case !ok:
-				return nil, denyAt(stage, GateEnvelope, ErrNotFound, "envelope %s does not exist", at.Envelope)
-			case !b.IsHuman() || (b.ID != RootID && v.Issuer != b.ID):
-				return nil, denyAt(stage, GateAuthority, ErrForbidden, "only root or envelope %s's issuer binds policies to it", v.ID)
-			}
-			attached = v.Policies
-		}
-		if _, ok := k.ledger.Policies[at.Policy]; !ok && !at.Detach {
-			return nil, denyAt(stage, GatePolicy, ErrNotFound, "policy %s is not defined", at.Policy)
-		}
-		if slices.Contains(attached, at.Policy) != at.Detach {
-			return nil, denyAt(stage, GatePolicy, ErrConflict, "policy %s is %s", at.Policy, map[bool]string{true: "not attached", false: "already attached"}[at.Detach])
-		}
-		return &event.Event{Kind: event.KindPolicyAttached, Actor: b.ID, PolicyAttachment: &at}, nil
+	return k.decideControl(ctx, stage, func(*ledger.Ledger, event.Instant) (*event.Event, error) {
+		return &event.Event{Kind: event.KindPolicyAttached, Actor: by.ID, PolicyAttachment: &at}, nil
 	})
 }
 

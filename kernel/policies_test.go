@@ -101,8 +101,8 @@ func TestAgentOS_PolicyGate(t *testing.T) {
 	}
 	g.wantGate(write(b, `{"sql":"DROP TABLE users"}`), GatePolicy)
 	after, _ := g.Actor(b.ID)
-	if after.Status != event.StatusFrozen {
-		t.Fatalf("SIGPOLICY did not stop the agent: %s", after.Status)
+	if after.Status != event.StatusTerminated {
+		t.Fatalf("SIGPOLICY did not terminate the agent: %s", after.Status)
 	}
 	if err := write(b, `{}`); denialOf(t, err).Gate != GateActor {
 		t.Fatalf("agent acted after SIGPOLICY: %v", err)

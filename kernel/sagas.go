@@ -4,11 +4,10 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"maps"
 	"slices"
-	"time"
 
+	"github.com/annal-dev/annal/kernel/delta"
 	"github.com/annal-dev/annal/kernel/event"
 	"github.com/annal-dev/annal/kernel/internal/ledger"
 	"github.com/annal-dev/annal/kernel/saga"
@@ -33,51 +32,16 @@ func (k *Kernel) StartSaga(ctx context.Context, by *Actor, id, sessionID string,
 	if _, err := saga.New(id, by.ID, sessionID, steps); err != nil {
 		return nil, "", denyAt(stage, GateForm, ErrInvalid, "%v", err)
 	}
-	rc, err := k.control(ctx, stage, []string{"saga/" + id}, func(now time.Time) (*event.Event, error) {
-		a, err := k.liveActor(stage, by.ID)
-		if err != nil {
-			return nil, err
-		}
-		if a.IsHuman() {
-			return nil, denyAt(stage, GateAuthority, ErrInvalid, "%s is a human: agents run sagas", a.ID)
-		}
-		if err := k.agentMayAct(stage, a, sessionID, now); err != nil {
-			return nil, err
-		}
-		if _, ok := k.ledger.Sagas[id]; ok {
-			return nil, denyAt(stage, GateForm, ErrConflict, "saga %s already exists", id)
-		}
-		return &event.Event{Kind: event.KindSagaStarted, Actor: a.ID, Session: sessionID, Saga: &event.SagaRecord{ID: id, Steps: slices.Clone(steps)}}, nil
+	if sessionID != "" && !delta.ValidIdentifier(sessionID) {
+		return nil, "", formError(stage, "session %q is not a valid identifier", sessionID)
+	}
+	d, err := k.decide(ctx, stage, func(*ledger.Ledger, event.Instant) (*event.Event, error) {
+		return &event.Event{Kind: event.KindSagaStarted, Actor: by.ID, Session: sessionID, Saga: &event.SagaRecord{ID: id, Steps: slices.Clone(steps)}}, nil
 	})
-	return rc, id, err
-}
-
-// agentMayAct checks the standing of an agent reporting on its own work:
-// active, not stopped, not quarantined, and in a session an active
-// participant of an ACTIVE session. The caller holds k.mu.
-func (k *Kernel) agentMayAct(stage string, a *Actor, sessionID string, now time.Time) error {
-	if a.Stopped {
-		return denyAt(stage, GateActor, ErrForbidden, "agent %s is stopped by SIGSTOP", a.ID)
+	if err != nil {
+		return nil, "", err
 	}
-	if q := k.quarantined(a.ID, sessionID, now); q != nil {
-		return denyAt(stage, GateQuarantine, ErrForbidden, "agent %s is quarantined (%s) until %s", a.ID, q.Reason, q.ExpiresAt)
-	}
-	if err := k.drawToken(stage, a, sessionID, now); err != nil {
-		return err
-	}
-	if sessionID == "" {
-		return nil
-	}
-	se, ok := k.ledger.Sessions[sessionID]
-	switch {
-	case !ok:
-		return denyAt(stage, GateSession, ErrNotFound, "session %s does not exist", sessionID)
-	case !se.State.AcceptsActions():
-		return denyAt(stage, GateSession, ErrForbidden, "session %s is %s, not ACTIVE", sessionID, se.State)
-	case !se.IsActiveParticipant(a.ID):
-		return denyAt(stage, GateSession, ErrForbidden, "%s is not an active participant of session %s", a.ID, sessionID)
-	}
-	return nil
+	return receiptOf(d, "", ""), id, nil
 }
 
 // SagaReport is one transition an agent reports for a step.
@@ -97,26 +61,16 @@ func (k *Kernel) ReportSagaStep(ctx context.Context, by *Actor, sagaID string, r
 	if err := checkReason(stage, r.Reason); err != nil {
 		return nil, err
 	}
-	return k.control(ctx, stage, []string{"saga/" + sagaID}, func(now time.Time) (*event.Event, error) {
-		a, err := k.liveActor(stage, by.ID)
-		if err != nil {
-			return nil, err
-		}
-		s, ok := k.ledger.Sagas[sagaID]
+	if !delta.ValidIdentifier(sagaID) {
+		return nil, formError(stage, "saga %q is not a valid identifier", sagaID)
+	}
+	return k.decideControl(ctx, stage, func(l *ledger.Ledger, _ event.Instant) (*event.Event, error) {
+		s, ok := l.Sagas[sagaID]
 		if !ok {
-			return nil, denyAt(stage, GateForm, ErrNotFound, "saga %s does not exist", sagaID)
+			return nil, denyAt(stage, GateAuthority, ErrNotFound, "saga %s does not exist", sagaID)
 		}
-		if owner := s.OwnerOf(r.Step); owner != a.ID {
-			return nil, denyAt(stage, GateAuthority, ErrForbidden, "step %s of saga %s is %s's to report", r.Step, sagaID, owner)
-		}
-		if err := k.agentMayAct(stage, a, s.Session, now); err != nil {
-			return nil, err
-		}
-		st := &event.SagaStep{Saga: sagaID, Step: r.Step, Transition: r.Transition, Reason: r.Reason}
-		if err := ledger.ApplySagaTransition(s.Saga.Clone(), st); err != nil {
-			return nil, denyAt(stage, GateForm, ErrConflict, "%v", err)
-		}
-		return &event.Event{Kind: event.KindSagaStep, Actor: a.ID, Session: s.Session, SagaStep: st}, nil
+		return &event.Event{Kind: event.KindSagaStep, Actor: by.ID, Session: s.Session,
+			SagaStep: &event.SagaStep{Saga: sagaID, Step: r.Step, Transition: r.Transition, Reason: r.Reason}}, nil
 	})
 }
 
@@ -184,44 +138,4 @@ func (k *Kernel) Sagas(viewer *Actor) []Saga {
 	}
 	slices.SortFunc(out, func(a, b Saga) int { return int(a.StartedAt) - int(b.StartedAt) })
 	return out
-}
-
-// timeOutSagaSteps fails steps that have run past their timeout (§15.2).
-func (k *Kernel) timeOutSagaSteps(ctx context.Context, now time.Time) {
-	type late struct{ saga, step, started string }
-	k.mu.Lock()
-	var due []late
-	for id, s := range k.ledger.Sagas {
-		if s.State != saga.Running {
-			continue
-		}
-		if cur := s.Current(); cur != nil && cur.State == saga.StepRunning {
-			if expiredAt(addSeconds(s.StepStarted[cur.Spec.ID], cur.Spec.TimeoutSeconds), now) {
-				due = append(due, late{id, cur.Spec.ID, s.StepStarted[cur.Spec.ID]})
-			}
-		}
-	}
-	k.mu.Unlock()
-	for _, d := range due {
-		_, err := k.control(ctx, "saga", []string{"saga/" + d.saga}, func(time.Time) (*event.Event, error) {
-			s := k.ledger.Sagas[d.saga]
-			cur := s.Current()
-			if cur == nil || cur.Spec.ID != d.step || cur.State != saga.StepRunning || s.StepStarted[d.step] != d.started {
-				return nil, denyAt("saga", GateForm, ErrConflict, "step %s of saga %s moved on", d.step, d.saga)
-			}
-			return &event.Event{Kind: event.KindSagaStep, Actor: event.KernelActor, Session: s.Session,
-				SagaStep: &event.SagaStep{Saga: d.saga, Step: d.step, Transition: event.SagaTimedOut, Reason: "step_timeout_seconds passed"}}, nil
-		})
-		if err != nil && !errors.Is(err, ErrConflict) {
-			k.logger.Warn("time out saga step", "saga", d.saga, "step", d.step, "err", err)
-		}
-	}
-}
-
-func addSeconds(t string, secs int) string {
-	start, err := time.Parse(time.RFC3339Nano, t)
-	if err != nil {
-		return ""
-	}
-	return event.FormatTime(start.Add(time.Duration(secs) * time.Second))
 }

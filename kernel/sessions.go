@@ -4,11 +4,10 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
-	"time"
+	"strings"
 
 	"github.com/annal-dev/annal/kernel/delta"
 	"github.com/annal-dev/annal/kernel/event"
@@ -38,26 +37,14 @@ func (k *Kernel) CreateSession(ctx context.Context, by *Actor, id string, cfg se
 	if err := cfg.Validate(); err != nil {
 		return nil, nil, denyAt(stage, GateForm, ErrInvalid, "%v", err)
 	}
-	rc, err := k.control(ctx, stage, []string{"session/" + id}, func(now time.Time) (*event.Event, error) {
-		a, err := k.liveActor(stage, by.ID)
-		if err != nil {
-			return nil, err
-		}
-		if !a.IsHuman() {
-			if err := k.agentMayAct(stage, a, "", now); err != nil {
-				return nil, err
-			}
-		}
-		if _, ok := k.ledger.Sessions[id]; ok {
-			return nil, denyAt(stage, GateSession, ErrConflict, "session %s already exists", id)
-		}
+	d, err := k.decide(ctx, stage, func(*ledger.Ledger, event.Instant) (*event.Event, error) {
 		return &event.Event{Kind: event.KindSessionCreated, Actor: by.ID, Session: id, SessionRecord: &event.SessionRecord{Config: cfg}}, nil
 	})
 	if err != nil {
 		return nil, nil, err
 	}
 	se, err := k.SessionByID(id)
-	return rc, se, err
+	return receiptOf(d, "", ""), se, err
 }
 
 // SessionChange is one change to a session: a state, a participant
@@ -65,123 +52,44 @@ func (k *Kernel) CreateSession(ctx context.Context, by *Actor, id string, cfg se
 type SessionChange = event.SessionChange
 
 // ChangeSession applies one change. The creator or root changes state,
-// grants and substitutes; an agent joins and leaves itself (or its
-// creator's session admits it). A join records the agent's ring and trust
-// score at that moment; the session's min_eff_score applies (§10.2).
+// grants reads of sessions they also own, and names substitutes; an agent
+// joins and leaves itself (or its creator's session admits it). A join
+// records the agent's effective ring and trust score at that moment; the
+// session's min_eff_score applies (§10.2).
 func (k *Kernel) ChangeSession(ctx context.Context, by *Actor, id string, c SessionChange) (*Receipt, error) {
 	const stage = "session"
 	if err := checkReason(stage, c.Reason); err != nil {
 		return nil, err
 	}
-	claims := []string{"session/" + id}
-	if c.Granted != "" {
-		claims = append(claims, "session/"+c.Granted)
+	if err := ring.ValidIdentifier(id); err != nil {
+		return nil, formError(stage, "session id: %v", err)
 	}
-	return k.control(ctx, stage, claims, func(now time.Time) (*event.Event, error) {
-		b, err := k.liveActor(stage, by.ID)
-		if err != nil {
-			return nil, err
-		}
-		se, ok := k.ledger.Sessions[id]
-		if !ok {
-			return nil, denyAt(stage, GateSession, ErrNotFound, "session %s does not exist", id)
-		}
-		owner := b.ID == se.Creator || b.ID == RootID
-		change := event.SessionChange{Op: c.Op, Reason: c.Reason}
-		switch c.Op {
-		case event.SessionOpState:
-			change.State = c.State
-			if !owner {
-				return nil, denyAt(stage, GateAuthority, ErrForbidden, "only session %s's creator or root changes its state", id)
-			}
-		case event.SessionOpJoin, event.SessionOpLeave:
-			agent := c.Agent
-			if agent == "" {
-				agent = b.ID
-			}
-			change.Agent = agent
-			if agent != b.ID && !owner {
-				return nil, denyAt(stage, GateAuthority, ErrForbidden, "%s may add or remove only itself in session %s", b.ID, id)
-			}
-			if err := k.drawToken(stage, b, id, now); err != nil {
-				return nil, err
-			}
-			if c.Op == event.SessionOpJoin {
-				a, ok := k.ledger.Actors[agent]
-				if !ok || a.IsHuman() {
-					return nil, denyAt(stage, GateSession, ErrInvalid, "%s is not an agent", agent)
-				}
-				if !a.Active() || a.Stopped {
-					return nil, denyAt(stage, GateActor, ErrForbidden, "agent %s is %s", a.ID, statusOf(a))
-				}
-				if q := k.quarantined(a.ID, id, now); q != nil {
-					return nil, denyAt(stage, GateQuarantine, ErrForbidden, "agent %s is quarantined (%s) until %s", a.ID, q.Reason, q.ExpiresAt)
-				}
-				eff, _ := k.effectiveRing(a, id, now)
-				change.Ring, change.EffScoreBP = int(eff), a.TrustBP
-			}
-		case event.SessionOpGrant:
-			change.Granted = c.Granted
-			if !owner {
-				return nil, denyAt(stage, GateAuthority, ErrForbidden, "only session %s's creator or root grants cross-session reads", id)
-			}
-			if _, ok := k.ledger.Sessions[c.Granted]; !ok {
-				return nil, denyAt(stage, GateSession, ErrNotFound, "session %s does not exist", c.Granted)
-			}
-		case event.SessionOpSubstitute:
-			change.Agent = c.Agent
-			if !owner {
-				return nil, denyAt(stage, GateAuthority, ErrForbidden, "only session %s's creator or root registers a substitute", id)
-			}
-		default:
-			return nil, denyAt(stage, GateForm, ErrInvalid, "op %q is not state, join, leave, grant or substitute", c.Op)
-		}
-		// Try the change on a copy: the rules of kernel/session decide, and
-		// a refusal changes nothing.
-		trial := se.Session.Clone()
-		if err := applySessionChange(trial, change, event.FormatTime(now)); err != nil {
-			return nil, denyAt(stage, GateSession, classOfSessionError(err), "session %s: %v", id, err)
-		}
-		return &event.Event{Kind: event.KindSessionChanged, Actor: b.ID, Session: id, SessionChange: &change}, nil
-	})
-}
-
-// applySessionChange is the ledger's rule, run on a copy before deciding.
-func applySessionChange(s *session.Session, c event.SessionChange, now string) error {
+	change := event.SessionChange{Op: c.Op, Reason: c.Reason}
 	switch c.Op {
 	case event.SessionOpState:
-		return s.Transition(session.State(c.State))
-	case event.SessionOpJoin:
-		return s.Join(session.Participant{AgentDID: c.Agent, Ring: c.Ring, EffScoreBP: uint16(c.EffScoreBP),
-			SigmaRawBP: uint16(c.EffScoreBP), JoinedAt: now, IsActive: true}, uint16(c.EffScoreBP))
-	case event.SessionOpLeave:
-		return s.Leave(c.Agent)
+		change.State = c.State
+	case event.SessionOpJoin, event.SessionOpLeave:
+		change.Agent = c.Agent
+		if change.Agent == "" {
+			change.Agent = by.ID
+		}
 	case event.SessionOpGrant:
-		return s.GrantRead(c.Granted)
+		change.Granted = c.Granted
 	case event.SessionOpSubstitute:
-		return s.SetSubstitute(c.Agent)
+		change.Agent = c.Agent
+	default:
+		return nil, formError(stage, "op %q is not state, join, leave, grant or substitute", c.Op)
 	}
-	return fmt.Errorf("op %q is unknown", c.Op)
-}
-
-func classOfSessionError(err error) error {
-	if errors.Is(err, session.ErrType) || errors.Is(err, session.ErrRange) {
-		return ErrInvalid
-	}
-	return ErrConflict
-}
-
-// sessionPathFor checks that an agent may write a changed file: paths of
-// a delta are relative to the session's working directory, so they always
-// lie inside it; they must still not climb out (delta.ValidatePath refuses
-// "..") and the agent must be a participant. The caller holds k.mu.
-func (k *Kernel) sessionPathFor(a *Actor, se *ledger.Session, p string) error {
-	full := session.WorkDir(se.ID) + "/" + p
-	scope := &session.Scope{Session: se.ID, Isolation: se.Config.Isolation, Granted: se.Grants}
-	if err := session.IsPathAllowed(scope, full, true); err != nil {
-		return denyAt("delta", GateSession, ErrForbidden, "%v", err)
-	}
-	return nil
+	return k.decideControl(ctx, stage, func(l *ledger.Ledger, now event.Instant) (*event.Event, error) {
+		ch := change
+		if ch.Op == event.SessionOpJoin {
+			if a, ok := l.Actors[ch.Agent]; ok && !a.IsHuman() {
+				eff, _ := l.EffectiveRing(a, id, now)
+				ch.Ring, ch.EffScoreBP = int(eff), a.TrustBP
+			}
+		}
+		return &event.Event{Kind: event.KindSessionChanged, Actor: by.ID, Session: id, SessionChange: &ch}, nil
+	})
 }
 
 // DeltaRequest is one agent turn's file changes.
@@ -204,58 +112,27 @@ func (k *Kernel) AppendDelta(ctx context.Context, by *Actor, sessionID string, r
 		return nil, nil, err
 	}
 	var d delta.Delta
-	rc, err := k.control(ctx, stage, []string{"session/" + sessionID}, func(now time.Time) (*event.Event, error) {
-		a, err := k.liveActor(stage, by.ID)
-		if err != nil {
-			return nil, err
-		}
-		if a.Stopped {
-			return nil, denyAt(stage, GateActor, ErrForbidden, "agent %s is stopped by SIGSTOP", a.ID)
-		}
-		se, ok := k.ledger.Sessions[sessionID]
-		switch {
-		case !ok:
-			return nil, denyAt(stage, GateSession, ErrNotFound, "session %s does not exist", sessionID)
-		case !se.State.AcceptsActions():
-			return nil, denyAt(stage, GateSession, ErrForbidden, "session %s is %s; deltas are recorded only while it is ACTIVE", sessionID, se.State)
-		case !se.IsActiveParticipant(a.ID):
-			return nil, denyAt(stage, GateSession, ErrForbidden, "%s is not an active participant of session %s", a.ID, sessionID)
-		}
-		if q := k.quarantined(a.ID, sessionID, now); q != nil {
-			return nil, denyAt(stage, GateQuarantine, ErrForbidden, "agent %s is quarantined (%s) until %s", a.ID, q.Reason, q.ExpiresAt)
-		}
-		if eff, _ := k.effectiveRing(a, sessionID, now); !k.constraintsFor(eff).FilesystemWritable {
-			return nil, denyAt(stage, GateResources, ErrForbidden, "agent %s at %s may not write files (§7.2), so it has no file changes to record", a.ID, eff)
-		}
-		if err := k.drawToken(stage, a, sessionID, now); err != nil {
-			return nil, err
-		}
-		d = delta.Delta{DeltaID: id, TurnID: req.TurnID, SessionID: sessionID, AgentDID: a.ID, Timestamp: event.FormatTime(now),
-			Changes: slices.Clone(req.Changes), ParentHash: se.DeltaHead}
+	rc, err := k.decide(ctx, stage, func(l *ledger.Ledger, now event.Instant) (*event.Event, error) {
+		d = delta.Delta{DeltaID: id, TurnID: req.TurnID, SessionID: sessionID, AgentDID: by.ID, Timestamp: now.String(),
+			Changes: slices.Clone(req.Changes), ParentHash: zeroHashIfNone(l, sessionID)}
 		if err := d.Seal(); err != nil {
-			return nil, denyAt(stage, GateForm, ErrInvalid, "%v", err)
+			return nil, formError(stage, "%v", err)
 		}
-		if _, dup := se.Turns[req.TurnID]; dup {
-			return nil, denyAt(stage, GateForm, ErrConflict, "session %s already has turn %s", sessionID, req.TurnID)
-		}
-		files := maps.Clone(se.Files)
-		if files == nil {
-			files = map[string]string{}
-		}
-		if err := delta.ApplyChanges(files, d.Changes); err != nil {
-			return nil, denyAt(stage, GateForm, ErrConflict, "delta of turn %s: %v", req.TurnID, err)
-		}
-		for _, c := range d.Changes {
-			if err := k.sessionPathFor(a, se, c.Path); err != nil {
-				return nil, err
-			}
-		}
-		return &event.Event{Kind: event.KindSessionDelta, Actor: a.ID, Session: sessionID, Delta: &d}, nil
+		return &event.Event{Kind: event.KindSessionDelta, Actor: by.ID, Session: sessionID, Delta: &d}, nil
 	})
 	if err != nil {
 		return nil, nil, err
 	}
-	return rc, &d, nil
+	return receiptOf(rc, "", ""), &d, nil
+}
+
+// zeroHashIfNone is the head of a session's chain, which the next delta
+// names as its parent (32 zero bytes before the first).
+func zeroHashIfNone(l *ledger.Ledger, sessionID string) string {
+	if se, ok := l.Sessions[sessionID]; ok {
+		return se.DeltaHead
+	}
+	return strings.Repeat("0", 64)
 }
 
 // SessionChain returns a session's deltas in order with their log indices.
@@ -354,30 +231,4 @@ func (k *Kernel) SessionByID(id string) (*Session, error) {
 	c.Turns = maps.Clone(se.Turns)
 	c.DeltaIndices = slices.Clone(se.DeltaIndices)
 	return &c, nil
-}
-
-// expireSessions moves sessions past their max_duration_seconds to
-// TERMINATING (§10.2; the kill reason session_timeout).
-func (k *Kernel) expireSessions(ctx context.Context, now time.Time) {
-	k.mu.Lock()
-	var ids []string
-	for id, se := range k.ledger.Sessions {
-		if se.Expired(now) && (se.State == session.Created || se.State == session.Handshaking || se.State == session.Active) {
-			ids = append(ids, id)
-		}
-	}
-	k.mu.Unlock()
-	for _, id := range ids {
-		_, err := k.control(ctx, "session", []string{"session/" + id}, func(now time.Time) (*event.Event, error) {
-			se := k.ledger.Sessions[id]
-			if !se.Expired(now) || !session.CanTransition(se.State, session.Terminating) {
-				return nil, denyAt("session", GateSession, ErrConflict, "session %s is %s", id, se.State)
-			}
-			return &event.Event{Kind: event.KindSessionChanged, Actor: event.KernelActor, Session: id,
-				SessionChange: &event.SessionChange{Op: event.SessionOpState, State: string(session.Terminating), Reason: "session_timeout: max_duration_seconds passed"}}, nil
-		})
-		if err != nil && !errors.Is(err, ErrConflict) {
-			k.logger.Warn("expire session", "session", id, "err", err)
-		}
-	}
 }

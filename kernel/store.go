@@ -7,10 +7,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/annal-dev/annal/kernel/event"
-	"github.com/annal-dev/annal/kernel/internal/ledger"
 	"github.com/transparency-dev/tessera/api/layout"
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/annal-dev/annal/kernel/event"
+	"github.com/annal-dev/annal/kernel/internal/ledger"
 )
 
 var (
@@ -125,7 +126,7 @@ func foldLog(ctx context.Context, tl *tileLog, l *ledger.Ledger, size uint64) er
 			if errs[j] != nil {
 				return fmt.Errorf("log entry %d: %w", i, errs[j])
 			}
-			if err := l.Apply(i, events[j]); err != nil {
+			if err := l.Fold(i, events[j]); err != nil {
 				return err
 			}
 		}

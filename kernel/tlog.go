@@ -8,14 +8,15 @@ import (
 	"os"
 	"time"
 
-	"github.com/annal-dev/annal/checkpoints"
-	"github.com/annal-dev/annal/kernel/event"
 	"github.com/transparency-dev/tessera"
 	"github.com/transparency-dev/tessera/api"
 	"github.com/transparency-dev/tessera/api/layout"
 	"github.com/transparency-dev/tessera/client"
 	"github.com/transparency-dev/tessera/storage/posix"
 	"golang.org/x/mod/sumdb/note"
+
+	"github.com/annal-dev/annal/checkpoints"
+	"github.com/annal-dev/annal/kernel/event"
 )
 
 // tileLog is the kernel's view of its Tessera POSIX log: append, read back,
@@ -74,8 +75,9 @@ func (l *tileLog) close(ctx context.Context) error {
 
 // append adds an entry and returns once it is durably sequenced and
 // integrated (a resolved Tessera POSIX future).
-func (l *tileLog) append(ctx context.Context, entry []byte, ev *event.Event) (uint64, error) {
-	return l.group.append(ctx, entry, ev)
+// folded, if set, is called once the kernel has folded the entry.
+func (l *tileLog) append(ctx context.Context, entry []byte, ev *event.Event, folded func()) (uint64, error) {
+	return l.group.append(ctx, entry, ev, folded)
 }
 
 // integratedSize is the number of entries durably in the tree, which may be

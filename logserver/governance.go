@@ -37,7 +37,7 @@ func envelopeOut(v *kernel.Envelope) api.Envelope {
 	return api.Envelope{
 		ID: v.ID, Holder: v.Holder, Issuer: v.Issuer, Parent: v.Parent, Budget: v.Budget, Consumed: v.Consumed,
 		Reserved: v.Reserved, Grants: grantsOut(v.Grants), HoldOn: grantsOut(v.HoldOn), HoldTimeoutSecs: v.HoldTimeoutSecs,
-		Expires: v.Expires, Revoked: v.Revoked, Index: v.IssuedAt,
+		Expires: v.Expires.String(), Revoked: v.Revoked, Index: v.IssuedAt,
 	}
 }
 
@@ -55,7 +55,7 @@ func (s *Server) routeGovernance() {
 			return nil, fmt.Errorf("%w: %s may not see %s", kernel.ErrForbidden, viewer.ID, a.ID)
 		}
 		return api.Actor{
-			ID: a.ID, Kind: string(a.Kind), Name: a.Name, Purpose: a.Purpose, Creator: a.Creator, Expires: a.Expires,
+			ID: a.ID, Kind: string(a.Kind), Name: a.Name, Purpose: a.Purpose, Creator: a.Creator, Expires: a.Expires.String(),
 			Status: a.Status, Grants: grantsOut(a.Grants), Share: a.Share, Balance: a.Balance, Reserved: a.Reserved, Consumed: a.Consumed,
 		}, nil
 	}))
@@ -97,7 +97,7 @@ func (s *Server) routeGovernance() {
 		for _, h := range s.k.Holds(viewer, r.URL.Query().Get("status")) {
 			out = append(out, api.Hold{
 				ID: h.ID, Actor: h.Actor, Envelope: h.Envelope, Type: string(h.Action.Type), Target: h.Action.Target,
-				Reserved: h.Reserved, Deadline: h.Deadline, Status: h.Status, RequestedAt: h.RequestedAt,
+				Reserved: h.Reserved, Deadline: h.Deadline.String(), Status: h.Status, RequestedAt: h.RequestedAt,
 				AnsweredBy: h.AnsweredBy, Settled: h.Settled,
 			})
 		}

@@ -178,7 +178,7 @@ func (s *Server) handleCreateAgent(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusCreated, api.Agent{
 		ID: na.Actor.ID, Name: na.Actor.Name, Purpose: na.Actor.Purpose, Creator: na.Actor.Creator,
-		Expires: na.Actor.Expires, Kind: string(na.Actor.Kind), Grants: grantsOut(na.Actor.Grants),
+		Expires: na.Actor.Expires.String(), Kind: string(na.Actor.Kind), Grants: grantsOut(na.Actor.Grants),
 		Energy: na.Actor.Balance, Credential: na.Credential, Index: na.Index,
 	})
 }

@@ -91,7 +91,7 @@ func TestDeltaVectors(t *testing.T) {
 			t.Errorf("delta %s: kernel/delta refuses it: %v", d.DeltaID, err)
 		}
 		l.Delta.ParentHash, l.Delta.DeltaHash = parent, hash
-		entry, err := event.Encode(&event.Event{V: 1, ID: l.EventID, Time: d.Timestamp, Kind: event.KindSessionDelta,
+		entry, err := event.Encode(&event.Event{V: 1, ID: l.EventID, Time: mustInstant(t, d.Timestamp), Kind: event.KindSessionDelta,
 			Actor: d.AgentDID, Session: d.SessionID, Delta: &d})
 		if err != nil {
 			t.Fatalf("delta %s: the kernel does not encode its event: %v", d.DeltaID, err)
@@ -123,12 +123,12 @@ func TestDeltaVectors(t *testing.T) {
 			entry := entries[at]
 			if r.Change != nil && *r.Change == at {
 				d = changeDelta(t, r, d)
-				if e, err := event.Encode(&event.Event{V: 1, ID: f.Chain[at].EventID, Time: d.Timestamp, Kind: event.KindSessionDelta,
+				if e, err := event.Encode(&event.Event{V: 1, ID: f.Chain[at].EventID, Time: mustInstant(t, d.Timestamp), Kind: event.KindSessionDelta,
 					Actor: d.AgentDID, Session: d.SessionID, Delta: &d}); err == nil {
 					entry = e
 				} else {
 					kernelOK = false // kernel/delta refuses it: encode by hand
-					raw, _ := json.Marshal(&event.Event{V: 1, ID: f.Chain[at].EventID, Time: d.Timestamp, Kind: event.KindSessionDelta, Actor: d.AgentDID, Session: d.SessionID, Delta: &d})
+					raw, _ := json.Marshal(&event.Event{V: 1, ID: f.Chain[at].EventID, Time: mustInstant(t, d.Timestamp), Kind: event.KindSessionDelta, Actor: d.AgentDID, Session: d.SessionID, Delta: &d})
 					entry, _ = jcs.Transform(raw)
 				}
 			}
@@ -176,4 +176,13 @@ func changeDelta(t *testing.T, r *deltaReject, d delta.Delta) delta.Delta {
 		out.DeltaHash = h
 	}
 	return out
+}
+
+func mustInstant(t *testing.T, s string) event.Instant {
+	t.Helper()
+	i, err := event.ParseInstant(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return i
 }

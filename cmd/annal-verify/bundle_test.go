@@ -106,7 +106,7 @@ func deltaLog(t *testing.T, n, broken int) (bundle []byte, vkey string) {
 		if i == broken {
 			d.Changes[0].Path = "SECRET.md"
 		}
-		entry, err := event.Encode(&event.Event{V: 1, ID: fmt.Sprintf("019a5c3e-0000-7000-8000-%012x", i), Time: ts, Kind: event.KindSessionDelta,
+		entry, err := event.Encode(&event.Event{V: 1, ID: fmt.Sprintf("019a5c3e-0000-7000-8000-%012x", i), Time: mustInstant(t, ts), Kind: event.KindSessionDelta,
 			Actor: "agent-b", Session: "s-9", Delta: d})
 		if err != nil && i != broken {
 			t.Fatal(err)
@@ -115,7 +115,7 @@ func deltaLog(t *testing.T, n, broken int) (bundle []byte, vkey string) {
 			t.Fatal("the kernel encoded a delta whose hash does not recompute")
 		}
 		if i == broken { // encode by hand what the kernel refuses to
-			raw, _ := json.Marshal(&event.Event{V: 1, ID: fmt.Sprintf("019a5c3e-0000-7000-8000-%012x", i), Time: ts, Kind: event.KindSessionDelta, Actor: "agent-b", Session: "s-9", Delta: d})
+			raw, _ := json.Marshal(&event.Event{V: 1, ID: fmt.Sprintf("019a5c3e-0000-7000-8000-%012x", i), Time: mustInstant(t, ts), Kind: event.KindSessionDelta, Actor: "agent-b", Session: "s-9", Delta: d})
 			entry, _ = jcs.Transform(raw)
 		}
 		leaf := sha256.Sum256(append([]byte{0}, entry...))
@@ -209,4 +209,13 @@ func TestChain_RealKernel(t *testing.T) {
 	if code != 1 || !strings.Contains(errOut, "the chain is not complete") {
 		t.Fatalf("mid-chain bundle: exit %d, %s", code, errOut)
 	}
+}
+
+func mustInstant(t *testing.T, s string) event.Instant {
+	t.Helper()
+	i, err := event.ParseInstant(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return i
 }

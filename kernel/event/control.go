@@ -82,12 +82,12 @@ type DescriptorRegistration struct {
 
 // Elevation is carried by elevation.granted.
 type Elevation struct {
-	ID      string `json:"id"`
-	Agent   string `json:"agent"`
-	From    int    `json:"from"`
-	Ring    int    `json:"ring"`
-	TrustBP uint64 `json:"trust_bp"`
-	Expires string `json:"expires"`
+	ID      string  `json:"id"`
+	Agent   string  `json:"agent"`
+	From    int     `json:"from"`
+	Ring    int     `json:"ring"`
+	TrustBP uint64  `json:"trust_bp"`
+	Expires Instant `json:"expires"`
 	// AttestedBy is the human whose authenticated request granted a Ring 1
 	// elevation (§8.2's sponsor attestation).
 	AttestedBy string `json:"attested_by,omitempty"`
@@ -141,10 +141,10 @@ type SessionChange struct {
 // Quarantine is carried by quarantine.started and quarantine.ended; the
 // event's Session, if set, limits it to one session.
 type Quarantine struct {
-	Agent     string `json:"agent"`
-	Reason    string `json:"reason,omitempty"`
-	StartedAt string `json:"started_at,omitempty"`
-	ExpiresAt string `json:"expires_at,omitempty"`
+	Agent     string  `json:"agent"`
+	Reason    string  `json:"reason,omitempty"`
+	StartedAt Instant `json:"started_at,omitzero"`
+	ExpiresAt Instant `json:"expires_at,omitzero"`
 	// End is "released" or "expired" (quarantine.ended).
 	End string `json:"end,omitempty"`
 }

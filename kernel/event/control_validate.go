@@ -2,8 +2,10 @@ package event
 
 import (
 	"fmt"
+	"path"
 	"regexp"
 	"slices"
+	"strings"
 
 	"github.com/annal-dev/annal/kernel/delta"
 	"github.com/annal-dev/annal/kernel/internal/killswitch"
@@ -74,7 +76,7 @@ func (e *Event) validateControl() error {
 			err = fmt.Errorf("elevation %s from ring %d to ring %d: the target must be more privileged, and never ring 0 (§8.7)", v.ID, v.From, v.Ring)
 		case v.TrustBP > 10000:
 			err = fmt.Errorf("elevation %s: trust_bp %d is more than 10000", v.ID, v.TrustBP)
-		case v.Expires == "":
+		case v.Expires.IsZero():
 			err = fmt.Errorf("elevation %s has no expiry (§8.5: elevations are time-bounded)", v.ID)
 		case v.Ring == int(ring.Privileged) && v.AttestedBy == "":
 			err = fmt.Errorf("elevation %s to ring 1 has no attestation (§8.3 no_sponsorship)", v.ID)
@@ -176,7 +178,7 @@ func (q *Quarantine) validate(kind Kind) error {
 		return err
 	}
 	if kind == KindQuarantineStarted {
-		if q.End != "" || q.StartedAt == "" || q.ExpiresAt == "" {
+		if q.End != "" || q.StartedAt.IsZero() || q.ExpiresAt.IsZero() {
 			return fmt.Errorf("quarantine of %s: a start carries started_at and expires_at, no end", q.Agent)
 		}
 		if err := validateQuarantineReason(q.Reason); err != nil {
@@ -188,7 +190,7 @@ func (q *Quarantine) validate(kind Kind) error {
 		if err := validateTime("quarantine expiry", q.ExpiresAt); err != nil {
 			return err
 		}
-		if q.ExpiresAt <= q.StartedAt {
+		if !q.ExpiresAt.After(q.StartedAt) {
 			return fmt.Errorf("quarantine of %s expires at %s, not after its start %s", q.Agent, q.ExpiresAt, q.StartedAt)
 		}
 		return nil
@@ -196,7 +198,7 @@ func (q *Quarantine) validate(kind Kind) error {
 	if q.End != EndReleased && q.End != EndExpired {
 		return fmt.Errorf("quarantine of %s: end %q is not released or expired", q.Agent, q.End)
 	}
-	if q.StartedAt != "" || q.ExpiresAt != "" {
+	if !q.StartedAt.IsZero() || !q.ExpiresAt.IsZero() {
 		return fmt.Errorf("quarantine end of %s carries no times", q.Agent)
 	}
 	return validateText("quarantine reason", q.Reason, 1024)
@@ -295,6 +297,13 @@ func (r *Resources) validate() error {
 			if err := validateText("resource entry", s, MaxTargetSize); err != nil {
 				return err
 			}
+		}
+	}
+	// Declared paths are logged clean, so every rule judges the path the
+	// action will use: "x/../sessions/s" is "sessions/s".
+	for _, p := range slices.Concat(r.FilesystemRead, r.FilesystemWrite) {
+		if c := path.Clean(p); c != p || c == ".." || strings.HasPrefix(c, "../") {
+			return fmt.Errorf("resources: path %q is not in clean form (%q) inside the target namespace", p, c)
 		}
 	}
 	if r.Tools > 1024 {

@@ -46,6 +46,9 @@ const (
 	KindActorCreated Kind = "actor.created"
 	// KindAction records an action that passed the pipeline.
 	KindAction Kind = "action"
+	// KindRulesAdopted records the kernel adopting a newer rules version
+	// for a log written under an older one (LogInfo.Rules).
+	KindRulesAdopted Kind = "log.rules"
 )
 
 // ActionType is one of the four action types of the paper (§4.2).
@@ -79,11 +82,11 @@ const (
 
 // Event is one log entry. Exactly the fields its Kind calls for are set.
 type Event struct {
-	V     int    `json:"v"`
-	ID    string `json:"id"`
-	Time  string `json:"time"`
-	Kind  Kind   `json:"kind"`
-	Actor string `json:"actor"`
+	V     int     `json:"v"`
+	ID    string  `json:"id"`
+	Time  Instant `json:"time"`
+	Kind  Kind    `json:"kind"`
+	Actor string  `json:"actor"`
 	// Session names the session a session-scoped event belongs to
 	// (Execution Control §10), so that a session's events can be selected
 	// from the log without knowing every kind.
@@ -125,6 +128,9 @@ type LogInfo struct {
 	Software string `json:"software"`
 	// Energy is the energy model of the log; absent means DefaultEnergy.
 	Energy *EnergyConfig `json:"energy,omitempty"`
+	// Rules is the version of the rules the log is written under; absent
+	// means 1, the rules of the first releases (kernel/internal/ledger).
+	Rules int `json:"rules,omitempty"`
 }
 
 // ActorRecord describes an actor at creation.
@@ -134,7 +140,7 @@ type ActorRecord struct {
 	Name    string    `json:"name"`
 	Purpose string    `json:"purpose,omitempty"`
 	Creator string    `json:"creator,omitempty"`
-	Expires string    `json:"expires,omitempty"`
+	Expires Instant   `json:"expires,omitzero"`
 	// CredentialSHA256 is the hex SHA-256 of the actor's bearer credential.
 	// The credential is 256 random bits, so its hash reveals nothing.
 	CredentialSHA256 string `json:"credential_sha256"`

@@ -3,7 +3,6 @@ package event
 import (
 	"fmt"
 	"strings"
-	"time"
 	"unicode/utf8"
 )
 
@@ -106,8 +105,8 @@ type Envelope struct {
 	// HoldOn lists the actions that wait for a human's answer (Def. 4.19).
 	HoldOn []Grant `json:"hold_on,omitempty"`
 	// HoldTimeoutSecs, if set, ends an unanswered hold as a timeout.
-	HoldTimeoutSecs uint64 `json:"hold_timeout_secs,omitempty"`
-	Expires         string `json:"expires,omitempty"`
+	HoldTimeoutSecs uint64  `json:"hold_timeout_secs,omitempty"`
+	Expires         Instant `json:"expires,omitzero"`
 }
 
 // EnvelopeEnd is carried by envelope.revoked.
@@ -139,9 +138,9 @@ type Denial struct {
 type Hold struct {
 	ID string `json:"id"`
 	// Envelope, Reserved and Deadline are set in hold.requested.
-	Envelope string `json:"envelope,omitempty"`
-	Reserved uint64 `json:"reserved,omitempty"`
-	Deadline string `json:"deadline,omitempty"`
+	Envelope string  `json:"envelope,omitempty"`
+	Reserved uint64  `json:"reserved,omitempty"`
+	Deadline Instant `json:"deadline,omitzero"`
 	// Decision and AnsweredBy are set when the hold ends; Settled is what
 	// its end charged (hold.answered).
 	Decision   string `json:"decision,omitempty"`
@@ -187,13 +186,12 @@ func validateText(what, s string, limit int) error {
 	return nil
 }
 
-func validateTime(what, s string) error {
-	if s == "" {
-		return nil
-	}
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil || FormatTime(t) != s {
-		return fmt.Errorf("%s %q is not RFC 3339 UTC in canonical form", what, s)
+// validateTime checks that a set instant has an RFC 3339 form, which
+// needs a four-digit year: an expiry in the year 10000 would encode to an
+// entry that Parse refuses.
+func validateTime(what string, t Instant) error {
+	if !t.IsZero() && (t.Year() < 1 || t.Year() > 9999) {
+		return fmt.Errorf("%s %v is outside the years 0001 to 9999 that RFC 3339 can write", what, t.Time)
 	}
 	return nil
 }
@@ -300,7 +298,7 @@ func (h *Hold) validate(kind Kind) error {
 	if h.Reserved > MaxEnergy || h.Settled > MaxEnergy {
 		return fmt.Errorf("hold %s: energy above 2^53", h.ID)
 	}
-	requested := h.Envelope != "" || h.Deadline != ""
+	requested := h.Envelope != "" || !h.Deadline.IsZero()
 	answered := h.Decision != "" || h.AnsweredBy != "" || h.Settled != 0
 	switch kind {
 	case KindHoldRequested:

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/annal-dev/annal/kernel/delta"
-	"time"
 	"unicode/utf8"
 )
 
@@ -15,9 +14,11 @@ func (e *Event) validate() error {
 	if !uuidPattern.MatchString(e.ID) {
 		return fmt.Errorf("event id %q is not a lower-case UUID", e.ID)
 	}
-	t, err := time.Parse(time.RFC3339Nano, e.Time)
-	if err != nil || FormatTime(t) != e.Time {
-		return fmt.Errorf("event %s: time %q is not RFC 3339 UTC in canonical form", e.ID, e.Time)
+	if e.Time.IsZero() {
+		return fmt.Errorf("event %s has no time", e.ID)
+	}
+	if err := validateTime("event "+e.ID+" time", e.Time); err != nil {
+		return err
 	}
 	if !ValidActorID(e.Actor) {
 		return fmt.Errorf("event %s: actor %q is not a valid actor id", e.ID, e.Actor)
@@ -64,6 +65,9 @@ func (e *Event) validate() error {
 	}
 	if err := e.validateParts(); err != nil {
 		return fmt.Errorf("event %s: %w", e.ID, err)
+	}
+	if e.Log != nil && (e.Log.Rules < 0 || e.Log.Rules > 1000 || (e.Kind == KindRulesAdopted && e.Log.Rules == 0)) {
+		return fmt.Errorf("event %s: rules version %d is not valid", e.ID, e.Log.Rules)
 	}
 	if e.Log != nil && (e.Log.Origin == "" || e.Log.Software == "") {
 		return fmt.Errorf("event %s: log origin and software must be set", e.ID)
@@ -122,6 +126,7 @@ const (
 // kindFields lists the parts each kind carries; parts not listed are forbidden.
 var kindFields = map[Kind]map[string]presence{
 	KindGenesis:         {"log": required, "subject": required},
+	KindRulesAdopted:    {"log": required},
 	KindActorCreated:    {"subject": required},
 	KindAction:          {"action": required, "decision": required, "hold": optional},
 	KindActorStatus:     {"status": required},
@@ -209,7 +214,7 @@ func (e *Event) validateParts() error {
 			return err
 		}
 		d := e.Delta
-		if d.SessionID != e.Session || d.AgentDID != e.Actor || d.Timestamp != e.Time {
+		if d.SessionID != e.Session || d.AgentDID != e.Actor || d.Timestamp != e.Time.String() {
 			return fmt.Errorf("delta %s: session_id, agent_did and timestamp must be the event's session, actor and time", d.DeltaID)
 		}
 	}
@@ -241,11 +246,8 @@ func (a *ActorRecord) validate() error {
 	if a.Creator != "" && !ValidActorID(a.Creator) {
 		return fmt.Errorf("actor %s: creator %q is not a valid actor id", a.ID, a.Creator)
 	}
-	if a.Expires != "" {
-		t, err := time.Parse(time.RFC3339Nano, a.Expires)
-		if err != nil || FormatTime(t) != a.Expires {
-			return fmt.Errorf("actor %s: expiry %q is not RFC 3339 UTC in canonical form", a.ID, a.Expires)
-		}
+	if err := validateTime("actor "+a.ID+" expiry", a.Expires); err != nil {
+		return err
 	}
 	if err := validateGrants("actor "+a.ID, a.Grants); err != nil {
 		return err

@@ -1,21 +1,20 @@
 package ledger
 
 import (
+	"fmt"
+	"slices"
 	"time"
 
 	"github.com/annal-dev/annal/kernel/event"
-	"github.com/annal-dev/annal/kernel/policy"
-	"github.com/annal-dev/annal/kernel/ring"
+	"github.com/annal-dev/annal/kernel/internal/signal"
 	"github.com/annal-dev/annal/kernel/saga"
-	"github.com/annal-dev/annal/kernel/session"
 )
 
 // Control is the execution control state (Agent Hypervisor Execution
 // Control 1.0, Agent OS policies): what the fold of agent.ring,
 // elevation.*, session.*, quarantine.*, agent.killed, saga.*, policy.* and
-// signal.* events gives. Like the rest of the ledger it reads no clock:
-// whether an elevation or a quarantine has run out by now is the
-// kernel's question, answered from the expiry recorded here.
+// signal.* events gives. Whether an elevation or a quarantine has run out
+// is decided against an event's time, from the expiry recorded here.
 type Control struct {
 	RingConfig  event.RingConfig       `json:"ring_config"`
 	Descriptors map[string]*Descriptor `json:"descriptors"`
@@ -26,6 +25,8 @@ type Control struct {
 	Sagas       map[string]*Saga       `json:"sagas"`
 	Policies    map[string]*Policy     `json:"policies"`
 	Kills       uint64                 `json:"kills"`
+
+	descriptorIDs []string // sorted, for a deterministic classification
 }
 
 func newControl() Control {
@@ -33,37 +34,6 @@ func newControl() Control {
 		Descriptors: map[string]*Descriptor{}, Elevations: map[string]*Elevation{}, Sessions: map[string]*Session{},
 		Quarantines: map[string]*Quarantine{}, Sagas: map[string]*Saga{}, Policies: map[string]*Policy{},
 	}
-}
-
-// Descriptor is a registered action descriptor and what it classifies.
-type Descriptor struct {
-	event.DescriptorRegistration
-	Version      uint64 `json:"version"`
-	RegisteredAt uint64 `json:"registered_at"`
-}
-
-// Elevation is a granted elevation; Ended is empty while it holds.
-type Elevation struct {
-	event.Elevation
-	Session   string `json:"session,omitempty"`
-	GrantedAt uint64 `json:"granted_at"`
-	Ended     string `json:"ended,omitempty"`
-	EndedAt   uint64 `json:"ended_at,omitempty"`
-}
-
-// Session is a session, its chain of deltas and where they are in the log.
-type Session struct {
-	session.Session
-	CreatedIndex uint64 `json:"created_index"`
-	// DeltaHead is the delta_hash of the last delta (ZeroHash before any).
-	DeltaHead string `json:"delta_head"`
-	// DeltaIndices are the log indices of the session's deltas, in order.
-	DeltaIndices []uint64 `json:"delta_indices,omitempty"`
-	// Files are the session's files (path → content hash) after its last
-	// delta: what the next delta's changes must fit.
-	Files map[string]string `json:"files,omitempty"`
-	// Turns maps each turn id of the chain to its delta's log index.
-	Turns map[string]uint64 `json:"turns,omitempty"`
 }
 
 // Quarantine is a quarantine record; Ended is empty while it holds.
@@ -82,20 +52,157 @@ func QuarantineKey(agent, session string) string {
 	return agent + "/" + session
 }
 
-// Saga is a saga and when its steps started.
-type Saga struct {
-	saga.Saga
-	StartedAt uint64 `json:"started_at"`
-	// StepStarted is the event time each step (or its compensation) last
-	// started, for the step timeout (§15.2).
-	StepStarted map[string]string `json:"step_started,omitempty"`
+// MaxQuarantine bounds one quarantine.
+const MaxQuarantine = 30 * 24 * time.Hour
+
+// Quarantined returns the quarantine that holds agent in sess (or in all
+// sessions) at time at: not ended, and not run out by then.
+func (l *Ledger) Quarantined(agent, sess string, at event.Instant) *Quarantine {
+	for _, key := range []string{QuarantineKey(agent, ""), QuarantineKey(agent, sess)} {
+		if q, ok := l.Quarantines[key]; ok && q.Ended == "" && !q.ExpiresAt.ReachedBy(at) {
+			return q
+		}
+		if sess == "" {
+			break
+		}
+	}
+	return nil
 }
 
-// Policy is the latest version of a named policy.
-type Policy struct {
-	policy.Policy
-	Version uint64 `json:"version"`
-	SetAt   uint64 `json:"set_at"`
+// quarantine.started: a human who oversees an agent quarantines it, in one
+// session or in all, from the event's time for at most MaxQuarantine.
+// Quarantining it again restarts the period.
+var quarantineStartedRule = &rule{
+	gates: byActor(validate(GateAuthority, func(c *checker) *Violation {
+		q := c.ev.Quarantine
+		if _, v := c.l.oversee(c.ev.Actor, q.Agent); v != nil {
+			return v
+		}
+		if c.ev.Session != "" {
+			if _, ok := c.l.Sessions[c.ev.Session]; !ok {
+				return refuse(NotFound, "session %s does not exist", c.ev.Session)
+			}
+		}
+		if !q.StartedAt.Equal(c.at.Time) || q.ExpiresAt.Sub(q.StartedAt.Time) > MaxQuarantine {
+			return refuse(Invalid, "a quarantine starts at its event's time (%s, not %s) and lasts at most %v", c.at, q.StartedAt, MaxQuarantine)
+		}
+		return nil
+	})),
+	apply: func(l *Ledger, _ uint64, ev *event.Event) {
+		key := QuarantineKey(ev.Quarantine.Agent, ev.Session)
+		l.Quarantines[key] = &Quarantine{Quarantine: *ev.Quarantine, Session: ev.Session}
+		l.touch("quarantine/" + key)
+	},
+}
+
+// quarantine.ended: a human who oversees the agent releases it, or the
+// kernel records a quarantine that has run out.
+var quarantineEndedRule = &rule{
+	byKernel: true,
+	gates: byActor(validate(GateAuthority, func(c *checker) *Violation {
+		q := c.ev.Quarantine
+		rec, ok := c.l.Quarantines[QuarantineKey(q.Agent, c.ev.Session)]
+		switch {
+		case !ok || rec.Ended != "":
+			return inconsistent(Conflict, "%s is not quarantined (session %q)", q.Agent, c.ev.Session)
+		case q.End == event.EndExpired && c.ev.Actor != event.KernelActor:
+			return inconsistent(Forbidden, "only the kernel expires a quarantine")
+		case q.End == event.EndExpired && !rec.ExpiresAt.ReachedBy(c.at):
+			return refuse(Conflict, "the quarantine of %s runs until %s, not out at %s", q.Agent, rec.ExpiresAt, c.at)
+		case q.End == event.EndReleased:
+			_, v := c.l.oversee(c.ev.Actor, q.Agent)
+			return v
+		}
+		return nil
+	})),
+	apply: func(l *Ledger, _ uint64, ev *event.Event) {
+		key := QuarantineKey(ev.Quarantine.Agent, ev.Session)
+		l.Quarantines[key].Ended = ev.Quarantine.End
+		l.touch("quarantine/" + key)
+	},
+}
+
+// checkRevokes checks that every listed envelope is the agent's.
+func (l *Ledger) checkRevokes(agent string, ids []string) *Violation {
+	for _, id := range ids {
+		if v, ok := l.Envelopes[id]; !ok || v.Holder != agent {
+			return inconsistent(Invalid, "envelope %s is not %s's", id, agent)
+		}
+	}
+	return nil
+}
+
+// terminate ends an agent for good: under Rules a terminated agent is
+// final; logs under RulesLegacy froze it.
+func (l *Ledger) terminate(a *Actor) {
+	switch {
+	case l.Rules >= Rules:
+		a.Status = event.StatusTerminated
+	case a.Status != event.StatusTerminated:
+		a.Status = event.StatusFrozen
+	}
+	l.touchActor(a)
+}
+
+// agent.killed: a human who oversees an agent kills it (§12): its envelopes
+// are revoked, its in-flight saga steps handed off or marked for
+// compensation, and it is terminated, for good.
+var killRule = &rule{
+	gates: byActor(validate(GateAuthority, func(c *checker) *Violation {
+		k := c.ev.Kill
+		a, v := c.l.oversee(c.ev.Actor, k.Agent)
+		if v != nil {
+			return v
+		}
+		if a.Status == event.StatusTerminated {
+			return refuse(Conflict, "%s is terminated already", a.ID)
+		}
+		if v := c.l.checkRevokes(a.ID, k.Revoked); v != nil {
+			return v
+		}
+		if _, err := c.l.handOff(k); err != nil {
+			return inconsistent(Conflict, "kill %s: %v", k.KillID, err)
+		}
+		return nil
+	})),
+	apply: func(l *Ledger, _ uint64, ev *event.Event) {
+		k := ev.Kill
+		changed, _ := l.handOff(k)
+		for id, s := range changed {
+			l.Sagas[id].Saga = *s
+			l.touch("saga/" + id)
+		}
+		l.revoke(k.Revoked)
+		l.terminate(l.Actors[k.Agent])
+		l.Kills++
+		l.touch("meta")
+	},
+}
+
+// handOff applies a kill's handoffs to copies of the sagas they name.
+func (l *Ledger) handOff(k *event.Kill) (map[string]*saga.Saga, error) {
+	changed := map[string]*saga.Saga{}
+	for _, h := range k.Handoffs {
+		s, ok := changed[h.Saga]
+		if !ok {
+			cur, exists := l.Sagas[h.Saga]
+			if !exists {
+				return nil, fmt.Errorf("kill hands off a step of unknown saga %s", h.Saga)
+			}
+			s = cur.Saga.Clone()
+			changed[h.Saga] = s
+		}
+		var err error
+		if h.Status == event.HandoffDone {
+			err = s.HandOff(h.Step, h.To)
+		} else if s.State == saga.Running {
+			err = s.Abort("agent " + k.Agent + " killed (" + k.Reason + ")")
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return changed, nil
 }
 
 // QueuedSignal is a signal handed to an agent's own handler.
@@ -108,38 +215,108 @@ type QueuedSignal struct {
 // MaxQueuedSignals bounds what the ledger keeps of an agent's queue.
 const MaxQueuedSignals = 32
 
-// BaseRing is the agent's assigned ring, Ring 3 until a human assigns one
-// (§3.3). Humans stand outside the rings.
-func (a *Actor) BaseRing() ring.Ring {
-	if a.Ring == nil {
-		return ring.Default
+// SignalState is the agent's state as signals see it.
+func (l *Ledger) SignalState(a *Actor) signal.AgentState {
+	switch {
+	case a.Status == event.StatusTerminated || (a.Status != event.StatusActive && l.Rules < Rules):
+		return signal.Terminated
+	case a.Stopped || a.Status == event.StatusFrozen:
+		return signal.Stopped
 	}
-	return ring.Ring(*a.Ring)
+	return signal.Running
 }
 
-// ActiveElevation returns the agent's elevation in session (or for all
-// sessions, "") that holds at time at: not ended, and not run out by then.
-// An elevation can have run out before the kernel records its end, so an
-// agent may have an ended-in-all-but-name one beside the one that holds;
-// every one is looked at.
-func (l *Ledger) ActiveElevation(agent, sess string, at time.Time) *Elevation {
-	for _, id := range l.elevationsOf[agent] {
-		if v := l.Elevations[id]; v.Ended == "" && v.Session == sess && !expiredBy(v.Expires, at) {
+// Deliver decides a signal's effect on an agent (Agent OS signal dispatch)
+// from its state and mask, and which envelopes a terminating one revokes.
+func (l *Ledger) Deliver(a *Actor, sig signal.Signal) (effect string, revoked []string, err error) {
+	var mask signal.Mask
+	for _, name := range a.SignalMask {
+		s, err := signal.Parse(name)
+		if err != nil {
+			return "", nil, err
+		}
+		if mask, err = mask.With(s); err != nil {
+			return "", nil, err
+		}
+	}
+	e, _, err := signal.Deliver(l.SignalState(a), mask, sig)
+	if err != nil {
+		return "", nil, fmt.Errorf("agent %s: %w", a.ID, err)
+	}
+	if string(e) == event.EffectTerminate {
+		for _, id := range l.byHolder[a.ID] {
+			if !l.Envelopes[id].Revoked {
+				revoked = append(revoked, id)
+			}
+		}
+	}
+	return string(e), revoked, nil
+}
+
+// signal.sent: a human who oversees an agent sends it a signal, or the
+// kernel sends SIGPOLICY on a policy violation; the recorded effect is the
+// one Deliver gives. SIGKILL, SIGPOLICY, SIGTRUST and an unmasked SIGTERM
+// terminate the agent for good.
+var signalSentRule = &rule{
+	byKernel: true,
+	gates: byActor(validate(GateAuthority, func(c *checker) *Violation {
+		s := c.ev.Signal
+		a, v := c.l.agent(s.Agent)
+		if v != nil {
 			return v
 		}
-	}
-	return nil
-}
-
-// ElevationsOf lists the agent's elevations that have not ended.
-func (l *Ledger) ElevationsOf(agent string) []*Elevation {
-	var out []*Elevation
-	for _, id := range l.elevationsOf[agent] {
-		if v := l.Elevations[id]; v.Ended == "" {
-			out = append(out, v)
+		if c.ev.Actor == event.KernelActor {
+			if s.Signal != signal.SIGPOLICY.String() {
+				return refuse(Forbidden, "the kernel sends SIGPOLICY only, not %s", s.Signal)
+			}
+		} else if _, v := c.l.oversee(c.ev.Actor, a.ID); v != nil {
+			return v
 		}
-	}
-	return out
+		sig, err := signal.Parse(s.Signal)
+		if err != nil {
+			return inconsistent(Invalid, "%v", err)
+		}
+		effect, _, err := c.l.Deliver(a, sig)
+		switch {
+		case err != nil:
+			return refuse(Conflict, "%v", err)
+		case effect != s.Effect:
+			return refuse(Invalid, "%s to %s has effect %s, not %s", s.Signal, a.ID, effect, s.Effect)
+		}
+		return c.l.checkRevokes(a.ID, s.Revoked)
+	})),
+	apply: func(l *Ledger, index uint64, ev *event.Event) {
+		sig := ev.Signal
+		a := l.Actors[sig.Agent]
+		switch sig.Effect {
+		case event.EffectStop:
+			a.Stopped = true
+		case event.EffectContinue:
+			a.Stopped = false
+		case event.EffectTerminate:
+			l.revoke(sig.Revoked)
+			l.terminate(a)
+		case event.EffectQueue:
+			a.Signals = append(a.Signals, QueuedSignal{Index: index, Signal: sig.Signal, Reason: sig.Reason})
+			if len(a.Signals) > MaxQueuedSignals {
+				a.Signals = slices.Delete(a.Signals, 0, len(a.Signals)-MaxQueuedSignals)
+			}
+		}
+		l.touchActor(a)
+	},
 }
 
-func (l *Ledger) touch(key string) { l.dirty[key] = true }
+// signal.masked: an agent sets which maskable signals it handles itself.
+var signalMaskedRule = &rule{
+	gates: byActor(validate(GateAuthority, func(c *checker) *Violation {
+		if c.ev.Actor != c.ev.SignalMask.Agent || c.actor.IsHuman() {
+			return inconsistent(Forbidden, "%s set %s's signal mask; an agent sets only its own", c.ev.Actor, c.ev.SignalMask.Agent)
+		}
+		return nil
+	})),
+	apply: func(l *Ledger, _ uint64, ev *event.Event) {
+		a := l.Actors[ev.SignalMask.Agent]
+		a.SignalMask = slices.Clone(ev.SignalMask.Mask)
+		l.touchActor(a)
+	},
+}

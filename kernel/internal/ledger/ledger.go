@@ -1,29 +1,46 @@
-// Package ledger is the kernel's state as a pure fold of the log: actors,
-// their energy, envelopes and holds (paper §4.3–§4.5). Apply takes events
-// in log order and nothing else — no clock, no configuration file, no
-// randomness — so replaying a log always gives the same ledger, and the
-// live kernel, a restart and `annald rebuild` cannot disagree.
+// Package ledger is the kernel's state as a fold of the log, and the one
+// place where the rules of every event kind are written.
 //
-// Apply checks, at every event, the invariants the kernel promises:
-// balance ≥ reserved for every actor (INV-5, E(p) ≥ 0 with holds' locks),
-// consumed + reserved ≤ budget for every envelope (Def. 4.18), references
-// to existing actors, envelopes and holds, and final states staying final.
-// An event that breaks one is refused with an error and changes nothing:
-// the log or the kernel is wrong, and the caller must stop.
+// Each kind of event has one rule (rules.go): a list of gates, run in order
+// by one loop, that read the ledger and say whether the event may follow the
+// events folded so far, and an apply that folds it and cannot fail once the
+// gates passed. The kernel decides by building the event it would log and
+// running the same gates against the ledger it will be folded onto (Check);
+// replay, restart, `annald rebuild` and `annald audit` run them again on
+// every entry (Fold). So a rule cannot drift between deciding and folding,
+// and replaying any log under the rules either reproduces every decision or
+// names the first entry that breaks one.
 //
-// Effects commute where the kernel may put events in one Tessera batch
-// (balances are sums); events that are not commutative (status changes,
-// hold answers, revocations) are never in flight together for one object,
-// which the kernel ensures with claims. So the order Tessera gives a
-// batch's entries never changes the ledger it folds to.
+// The fold reads nothing but the log: no clock (an event's own time stands
+// for "now"), no configuration file, no randomness. What only the live
+// kernel knows — credentials, the rate limit, the energy held by decided
+// events not yet folded, the bound on pending holds — reaches the gates
+// through Options, which replay leaves empty.
+//
+// Order: events whose effects do not commute (an action and a revoke,
+// freeze, quarantine or stop of its actor or envelope; two answers to one
+// hold) must be folded in the order they were decided. Claims (claims.go)
+// say which objects an event reads and writes; the kernel never has two
+// events in flight that claim one object when either writes it. Energy is a
+// sum, and decided events hold what they draw (Draw) until they are folded,
+// so the order Tessera gives the events of one batch never changes whether
+// a rule holds nor the ledger it folds to.
+//
+// Rules versions: logs written before Rules name none in their genesis and
+// fold under RulesLegacy until a log.rules entry adopts Rules. A rule
+// introduced by Rules that such a log broke before adopting it is reported
+// (Legacy) and tolerated; a log can never break a rule it had adopted, nor
+// an inconsistency (a missing reference, energy below zero, a final state
+// undone) at any version.
 package ledger
 
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/annal-dev/annal/kernel/event"
+	"github.com/annal-dev/annal/kernel/policy"
+	"github.com/annal-dev/annal/kernel/ring"
 )
 
 // RootID is the root human, created by the genesis event.
@@ -32,103 +49,217 @@ const RootID = "root"
 // MaxChain bounds envelope delegation depth.
 const MaxChain = 16
 
-// Actor is an actor with its energy.
-type Actor struct {
-	event.ActorRecord
-	Status    string `json:"status"`
-	CreatedAt uint64 `json:"created_at"`
-	// Balance is E(p): energy received, less energy given and settled.
-	Balance uint64 `json:"balance"`
-	// Reserved is locked by the actor's pending holds; Balance ≥ Reserved.
-	Reserved uint64 `json:"reserved"`
-	// Consumed is all energy the actor's actions and holds settled.
-	Consumed uint64 `json:"consumed"`
-
-	// Execution control (control.go). Ring is the assigned ring, nil
-	// until a human assigns one (BaseRing then gives Ring 3).
-	Ring       *int           `json:"ring,omitempty"`
-	TrustBP    uint64         `json:"trust_bp,omitempty"`
-	Consensus  bool           `json:"consensus,omitempty"`
-	Stopped    bool           `json:"stopped,omitempty"`
-	SignalMask []string       `json:"signal_mask,omitempty"`
-	Signals    []QueuedSignal `json:"signals,omitempty"`
-	Policies   []string       `json:"policies,omitempty"`
-}
-
-// Available is what the actor may reserve now.
-func (a *Actor) Available() uint64 { return a.Balance - a.Reserved }
-
-// Active reports whether the actor may act.
-func (a *Actor) Active() bool { return a.Status == event.StatusActive }
-
-// Envelope is an issued envelope and its spending.
-type Envelope struct {
-	event.Envelope
-	IssuedAt uint64 `json:"issued_at"`
-	Revoked  bool   `json:"revoked"`
-	Consumed uint64 `json:"consumed"`
-	Reserved uint64 `json:"reserved"`
-	// Policies are attached to the envelope and bind whoever acts under
-	// it or under an envelope delegated from it.
-	Policies []string `json:"policies,omitempty"`
-}
-
-// Remaining is budget − consumed − reserved.
-func (v *Envelope) Remaining() uint64 { return v.Budget - v.Consumed - v.Reserved }
-
-// Hold states.
+// Versions of the rules a log is folded under.
 const (
-	HoldPending  = "pending"
-	HoldApproved = "approved"
-	HoldRejected = "rejected"
-	HoldTimedOut = "timed_out"
-	HoldFailed   = "approve_failed"
+	// RulesLegacy is the version of a log whose genesis names none: the
+	// rules of the releases before Rules, which checked references, energy
+	// and final states but not every rule the kernel decided by.
+	RulesLegacy = 1
+	// Rules is the version of this release: every rule the log can show is
+	// checked by the fold.
+	Rules = 2
 )
 
-// Hold is a held action.
-type Hold struct {
-	ID          string       `json:"id"`
-	Actor       string       `json:"actor"`
-	Envelope    string       `json:"envelope"`
-	Session     string       `json:"session,omitempty"`
-	Action      event.Action `json:"action"`
-	Reserved    uint64       `json:"reserved"`
-	Deadline    string       `json:"deadline,omitempty"`
-	RequestedAt uint64       `json:"requested_at"`
-	Status      string       `json:"status"`
-	AnsweredBy  string       `json:"answered_by,omitempty"`
-	AnsweredAt  uint64       `json:"answered_at,omitempty"`
-	Settled     uint64       `json:"settled"`
-}
-
 // Ledger is the folded state. Its maps are exported for reading and for
-// persistence; only Apply changes them.
+// persistence; only Fold changes them.
 type Ledger struct {
+	// Origin is the log's origin, from its genesis.
+	Origin string `json:"origin,omitempty"`
+	// Rules is the rules version in force (RulesLegacy or Rules).
+	Rules     int                  `json:"rules"`
 	Energy    event.EnergyConfig   `json:"energy"`
 	Actors    map[string]*Actor    `json:"actors"`
 	Envelopes map[string]*Envelope `json:"envelopes"`
 	Holds     map[string]*Hold     `json:"holds"`
-	// Size is the number of events folded: the next index Apply expects.
+	// Size is the number of events folded: the next index Fold expects.
 	Size uint64 `json:"size"`
 	// Denials counts action.denied events.
 	Denials uint64 `json:"denials"`
+	// Legacy counts entries folded under RulesLegacy that broke a rule of
+	// Rules (tolerated; `annald audit` lists them).
+	Legacy uint64 `json:"legacy,omitempty"`
 	Control
 
 	byCredential map[string]string
-	byHolder     map[string][]string // agent -> its envelopes, in issue order
-	elevationsOf map[string][]string // agent -> its elevations, in grant order
-	pendingHolds map[string]int      // envelope -> its pending holds
+	byHolder     map[string][]string         // agent -> its envelopes, in issue order
+	elevationsOf map[string][]string         // agent -> its elevations, in grant order
+	pendingHolds map[string]int              // envelope -> its pending holds
+	compiled     map[string]*policy.Compiled // policy name -> its latest version, compiled
 	dirty        map[string]bool
 }
 
 // New returns the ledger of an empty log.
 func New() *Ledger {
 	return &Ledger{
+		Rules:  RulesLegacy,
 		Actors: map[string]*Actor{}, Envelopes: map[string]*Envelope{}, Holds: map[string]*Hold{},
-		byCredential: map[string]string{}, byHolder: map[string][]string{}, elevationsOf: map[string][]string{}, pendingHolds: map[string]int{},
+		byCredential: map[string]string{}, byHolder: map[string][]string{}, elevationsOf: map[string][]string{},
+		pendingHolds: map[string]int{}, compiled: map[string]*policy.Compiled{},
 		dirty: map[string]bool{}, Control: newControl(),
 	}
 }
+
+// Options are what only the live kernel knows. The zero Options is replay.
+type Options struct {
+	// Pending is the energy decided events not yet folded hold; nil in
+	// replay.
+	Pending *Pending
+	// Admit draws one token from agent's rate-limit bucket at its effective
+	// ring (Execution Control §9); nil in replay, where the limit was
+	// enforced when the event was decided.
+	Admit func(agent string, effective ring.Ring) error
+	// MaxPendingHolds bounds the pending holds of one envelope (threat T2:
+	// locking energy with holds); 0 in replay.
+	MaxPendingHolds int
+}
+
+// Check reports whether ev may follow the events folded so far: it runs
+// the gates of ev's kind in order and returns the first *Violation. It
+// reads the ledger only.
+func (l *Ledger) Check(ev *event.Event, opts Options) error {
+	if v, _ := l.check(ev, opts, Rules); v != nil {
+		return v
+	}
+	return nil
+}
+
+// check runs ev's gates and returns the first violation of a rule that
+// holds at rules version `in force`. A violation of a rule introduced
+// later is tolerated (counted in tolerated) and the gates go on, so that no
+// inconsistency behind it goes unseen.
+func (l *Ledger) check(ev *event.Event, opts Options, inForce int) (v *Violation, tolerated []*Violation) {
+	r, ok := rules[ev.Kind]
+	if !ok {
+		return malformed("kind %s has no rule", ev.Kind), nil
+	}
+	c := &checker{l: l, ev: ev, rule: r, opts: opts, at: ev.Time}
+	if r.actionFacts {
+		c.actionFacts()
+	}
+	for _, g := range r.gates {
+		if v := g.check(c); v != nil {
+			v.Stage, v.Gate = g.stage, g.name
+			if v.since <= inForce {
+				return v, tolerated
+			}
+			tolerated = append(tolerated, v)
+		}
+	}
+	return nil, tolerated
+}
+
+// Fold checks the event at index and folds it into the ledger. index MUST
+// be l.Size: events are folded in log order, each once. On error nothing
+// changes; the error is a *FoldError naming the entry and the rule.
+func (l *Ledger) Fold(index uint64, ev *event.Event) error {
+	_, err := l.FoldReport(index, ev)
+	return err
+}
+
+// FoldReport is Fold, and also returns the rules of a later version than
+// the log had adopted that the event broke (tolerated: an older release
+// wrote it).
+func (l *Ledger) FoldReport(index uint64, ev *event.Event) (tolerated []*Violation, err error) {
+	switch {
+	case index != l.Size:
+		return nil, &FoldError{Index: index, Kind: ev.Kind, Actor: ev.Actor, Violation: malformed("the ledger expects entry %d next", l.Size)}
+	case index == 0 && ev.Kind != event.KindGenesis:
+		return nil, &FoldError{Index: index, Kind: ev.Kind, Actor: ev.Actor, Violation: malformed("the first entry is %s, not the genesis", ev.Kind)}
+	case index > 0 && ev.Kind == event.KindGenesis:
+		return nil, &FoldError{Index: index, Kind: ev.Kind, Actor: ev.Actor, Violation: malformed("a second genesis")}
+	}
+	v, tolerated := l.check(ev, Options{}, l.Rules)
+	if v != nil {
+		return nil, &FoldError{Index: index, Kind: ev.Kind, Actor: ev.Actor, Violation: v}
+	}
+	if len(tolerated) > 0 {
+		l.Legacy++ // it broke a rule the log had not adopted yet
+	}
+	rules[ev.Kind].apply(l, index, ev)
+	l.Size++
+	l.dirty["meta"] = true
+	return tolerated, nil
+}
+
+// Violation is an event that breaks a rule: the gate that refused it, in
+// which stage, the class of refusal and why.
+type Violation struct {
+	Stage  string
+	Gate   string
+	Class  Class
+	Reason string
+	// Policy names a broken policy that asks for SIGPOLICY (policy gate).
+	Policy string
+	// Code is a reason code a specification names, if any (an elevation's
+	// §8.3 denial reason).
+	Code string
+	// since is the rules version that introduced the rule.
+	since int
+}
+
+func (v *Violation) Error() string { return v.Gate + ": " + v.Reason }
+
+// Since is the rules version that introduced the broken rule.
+func (v *Violation) Since() int { return v.since }
+
+// Class says what kind of refusal a violation is, for the kernel's answer.
+type Class int
+
+// Classes of violation.
+const (
+	// Forbidden: the actor may not do this.
+	Forbidden Class = iota
+	// Invalid: the event is malformed for its kind.
+	Invalid
+	// NotFound: the event names an object that does not exist.
+	NotFound
+	// Conflict: the object is not in a state that allows this.
+	Conflict
+	// NoEnergy: an actor or an envelope cannot pay.
+	NoEnergy
+	// RateLimited: the agent's token bucket is empty (live only).
+	RateLimited
+	// Unauthenticated: the actor does not exist.
+	Unauthenticated
+)
+
+// refuse is a violation of a rule of this release.
+func refuse(class Class, format string, args ...any) *Violation {
+	return &Violation{Class: class, Reason: fmt.Sprintf(format, args...), since: Rules}
+}
+
+// inconsistent is a violation no log may hold at any rules version: a
+// reference to nothing, energy below zero, a final state undone. apply
+// relies on these gates alone.
+func inconsistent(class Class, format string, args ...any) *Violation {
+	return &Violation{Class: class, Reason: fmt.Sprintf(format, args...), since: RulesLegacy}
+}
+
+// malformed is an event out of place in any log: gate form.
+func malformed(format string, args ...any) *Violation {
+	v := inconsistent(Invalid, format, args...)
+	v.Stage, v.Gate = StageValidate, GateForm
+	return v
+}
+
+// ErrInconsistent is wrapped by every FoldError: the event cannot follow
+// the events before it.
+var ErrInconsistent = errors.New("event is inconsistent with the log before it")
+
+// FoldError is an entry that breaks a rule.
+type FoldError struct {
+	Index uint64
+	Kind  event.Kind
+	Actor string
+	*Violation
+}
+
+func (e *FoldError) Error() string {
+	return fmt.Sprintf("%v: entry %d (%s by %s) breaks the %s rule: %s", ErrInconsistent, e.Index, e.Kind, e.Actor, e.Gate, e.Reason)
+}
+
+// Unwrap returns ErrInconsistent.
+func (e *FoldError) Unwrap() error { return ErrInconsistent }
 
 // ActorByCredential finds the actor whose credential hashes to hash.
 func (l *Ledger) ActorByCredential(hash string) (*Actor, bool) {
@@ -140,35 +271,18 @@ func (l *Ledger) ActorByCredential(hash string) (*Actor, bool) {
 	return a, ok
 }
 
-// PendingHolds returns how many holds under envelope await an answer.
-func (l *Ledger) PendingHolds(envelope string) int { return l.pendingHolds[envelope] }
+func (l *Ledger) touch(key string)          { l.dirty[key] = true }
+func (l *Ledger) touchActor(a *Actor)       { l.dirty["actor/"+a.ID] = true }
+func (l *Ledger) touchEnvelope(v *Envelope) { l.dirty["envelope/"+v.ID] = true }
+func (l *Ledger) touchHold(h *Hold)         { l.dirty["hold/"+h.ID] = true }
 
-// EnvelopesOf returns the ids of the envelopes held by actor, oldest first.
-func (l *Ledger) EnvelopesOf(actor string) []string { return l.byHolder[actor] }
-
-// Chain returns the envelope and its ancestors, the envelope first.
-func (l *Ledger) Chain(id string) ([]*Envelope, error) {
-	var chain []*Envelope
-	for id != "" {
-		v, ok := l.Envelopes[id]
-		if !ok {
-			return nil, fmt.Errorf("envelope %s does not exist", id)
-		}
-		if len(chain) == MaxChain {
-			return nil, fmt.Errorf("envelope %s is delegated more than %d deep", chain[0].ID, MaxChain)
-		}
-		chain = append(chain, v)
-		id = v.Parent
+// TakeDirty returns the keys ("meta", "actor/<id>", "envelope/<id>", ...)
+// changed since the last call, for persistence.
+func (l *Ledger) TakeDirty() []string {
+	keys := make([]string, 0, len(l.dirty))
+	for k := range l.dirty {
+		keys = append(keys, k)
 	}
-	return chain, nil
-}
-
-var zeroHash = strings.Repeat("0", 64)
-
-// ErrInconsistent wraps every refusal of Apply: the event cannot follow
-// the events before it.
-var ErrInconsistent = errors.New("event is inconsistent with the log before it")
-
-func inconsistent(index uint64, format string, args ...any) error {
-	return fmt.Errorf("%w: entry %d: %s", ErrInconsistent, index, fmt.Sprintf(format, args...))
+	clear(l.dirty)
+	return keys
 }

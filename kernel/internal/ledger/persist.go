@@ -12,6 +12,9 @@ import (
 
 // meta is what the "meta" key holds.
 type meta struct {
+	Origin     string             `json:"origin,omitempty"`
+	Rules      int                `json:"rules"`
+	Legacy     uint64             `json:"legacy,omitempty"`
 	Energy     event.EnergyConfig `json:"energy"`
 	Size       uint64             `json:"size"`
 	Denials    uint64             `json:"denials"`
@@ -74,7 +77,7 @@ func (l *Ledger) Encode(key string) ([]byte, bool) {
 	kind, id, _ := strings.Cut(key, "/")
 	switch kind {
 	case "meta":
-		v = meta{Energy: l.Energy, Size: l.Size, Denials: l.Denials, RingConfig: l.RingConfig, Kills: l.Kills}
+		v = meta{Origin: l.Origin, Rules: l.Rules, Legacy: l.Legacy, Energy: l.Energy, Size: l.Size, Denials: l.Denials, RingConfig: l.RingConfig, Kills: l.Kills}
 	case "actor":
 		a, ok := l.Actors[id]
 		if !ok {
@@ -140,6 +143,7 @@ func Load(stored map[string][]byte) (*Ledger, error) {
 		case "meta":
 			var m meta
 			if err = json.Unmarshal(raw, &m); err == nil {
+				l.Origin, l.Rules, l.Legacy = m.Origin, m.Rules, m.Legacy
 				l.Energy, l.Size, l.Denials, l.RingConfig, l.Kills = m.Energy, m.Size, m.Denials, m.RingConfig, m.Kills
 			}
 		case "actor":
@@ -181,6 +185,15 @@ func Load(stored map[string][]byte) (*Ledger, error) {
 			l.pendingHolds[h.Envelope]++
 		}
 	}
+	for id, p := range l.Policies {
+		if p.Name == id {
+			l.compile(p.Policy)
+		}
+	}
+	for id := range l.Descriptors {
+		l.descriptorIDs = append(l.descriptorIDs, id)
+	}
+	slices.Sort(l.descriptorIDs)
 	var elevs []*Elevation
 	for _, v := range l.Elevations {
 		elevs = append(elevs, v)
@@ -201,9 +214,6 @@ func (l *Ledger) Snapshot() []byte {
 	}
 	return b
 }
-
-// IsHuman reports whether the actor is a human.
-func (a *Actor) IsHuman() bool { return a.Kind == event.Human }
 
 func mapKeys[T any](m map[string]*T) []string {
 	keys := make([]string, 0, len(m))

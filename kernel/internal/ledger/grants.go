@@ -1,7 +1,6 @@
-package kernel
+package ledger
 
 import (
-	"fmt"
 	"slices"
 	"sync"
 
@@ -37,9 +36,12 @@ func (p *patterns) get(s string) (capability.Pattern, error) {
 
 var patternCache patterns
 
-// allows reports whether some grant lists t and matches target (Axiom 4.3:
+// ParsePattern parses a capability pattern through the cache the rules use.
+func ParsePattern(s string) (capability.Pattern, error) { return patternCache.get(s) }
+
+// Allows reports whether some grant lists t and matches target (Axiom 4.3:
 // default deny).
-func allows(grants []event.Grant, target string, t event.ActionType) bool {
+func Allows(grants []event.Grant, target string, t event.ActionType) bool {
 	for _, g := range grants {
 		if !slices.Contains(g.Actions, t) {
 			continue
@@ -54,7 +56,7 @@ func allows(grants []event.Grant, target string, t event.ActionType) bool {
 // covers checks that everything child grants is granted by parent: each
 // child grant, for each of its action types, by one parent grant whose
 // pattern matches every target the child's does (capability.Set.CheckCovers,
-// whose search is bounded, so no request can make it run long). A child
+// whose search is bounded, so no event can make it run long). A child
 // covered only by the union of several parent grants is refused: sound, if
 // sometimes stricter than needed.
 func covers(parent, child []event.Grant) error {
@@ -67,36 +69,4 @@ func covers(parent, child []event.Grant) error {
 		return err
 	}
 	return p.CheckCovers(c)
-}
-
-// normalizeGrants checks and canonicalises requested grants: patterns
-// parse, action types are known ("*" means all four), sorted, distinct.
-func normalizeGrants(in []event.Grant) ([]event.Grant, error) {
-	if len(in) > event.MaxGrants {
-		return nil, fmt.Errorf("%d grants, more than %d", len(in), event.MaxGrants)
-	}
-	out := make([]event.Grant, 0, len(in))
-	for _, g := range in {
-		p, err := patternCache.get(g.Pattern)
-		if err != nil {
-			return nil, fmt.Errorf("pattern %q: %v", g.Pattern, err)
-		}
-		var acts []event.ActionType
-		for _, t := range g.Actions {
-			if t == "*" {
-				acts = append(acts, allActions...)
-				continue
-			}
-			if !t.Valid() {
-				return nil, fmt.Errorf("grant %q: action type %q is not one of observe, create, mutate, execute", g.Pattern, t)
-			}
-			acts = append(acts, t)
-		}
-		if len(acts) == 0 {
-			return nil, fmt.Errorf("grant %q lists no action type", g.Pattern)
-		}
-		slices.Sort(acts)
-		out = append(out, event.Grant{Pattern: p.String(), Actions: slices.Compact(acts)})
-	}
-	return out, nil
 }

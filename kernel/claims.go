@@ -1,0 +1,108 @@
+package kernel
+
+import (
+	"github.com/annal-dev/annal/kernel/internal/ledger"
+)
+
+// claims are the objects that decided events not yet folded read and
+// change (ledger.Claims). An event is decided only once it holds its
+// claims, and holds them until it is folded, so two events whose effects
+// may not commute are never in flight together: the second is decided on
+// a ledger that has folded the first, and log order is decision order.
+//
+// A claim is shared (many readers) or exclusive (one writer). Writers are
+// preferred: while one waits for an object, new readers of it wait too, so
+// a stream of actions cannot starve a revoke. Nobody waits while holding
+// claims — a decision that cannot take all of its claims at once takes
+// none and waits — so claims cannot deadlock. The table is guarded by k.mu.
+type claims struct {
+	m map[string]*claimState
+}
+
+type claimState struct {
+	readers int
+	writer  bool
+	// writersWaiting counts writers waiting for the object; readers yield
+	// to them.
+	writersWaiting int
+	// released is closed (and replaced) each time a holder lets go.
+	released chan struct{}
+}
+
+func newClaims() claims { return claims{m: map[string]*claimState{}} }
+
+func (t *claims) state(key string) *claimState {
+	s, ok := t.m[key]
+	if !ok {
+		s = &claimState{released: make(chan struct{})}
+		t.m[key] = s
+	}
+	return s
+}
+
+// free reports whether c could be taken now.
+func (s *claimState) free(c ledger.Claim) bool {
+	if c.Exclusive {
+		return !s.writer && s.readers == 0
+	}
+	return !s.writer && s.writersWaiting == 0
+}
+
+// tryTake takes every claim of want at once and returns nil, or takes none
+// and returns a channel closed when the first busy one is released. The
+// caller holds k.mu.
+func (t *claims) tryTake(want []ledger.Claim) <-chan struct{} {
+	for _, c := range want {
+		if s, ok := t.m[c.Key]; ok && !s.free(c) {
+			return s.released
+		}
+	}
+	for _, c := range want {
+		s := t.state(c.Key)
+		if c.Exclusive {
+			s.writer = true
+		} else {
+			s.readers++
+		}
+	}
+	return nil
+}
+
+// wait registers want's writers as waiting (so that readers yield to them)
+// or unregisters them (done). The caller holds k.mu.
+func (t *claims) wait(want []ledger.Claim, done bool) {
+	for _, c := range want {
+		if !c.Exclusive {
+			continue
+		}
+		s := t.state(c.Key)
+		if done {
+			s.writersWaiting--
+			t.wake(c.Key, s)
+		} else {
+			s.writersWaiting++
+		}
+	}
+}
+
+// release lets go of claims taken by tryTake. The caller holds k.mu.
+func (t *claims) release(held []ledger.Claim) {
+	for _, c := range held {
+		s := t.m[c.Key]
+		if c.Exclusive {
+			s.writer = false
+		} else {
+			s.readers--
+		}
+		t.wake(c.Key, s)
+	}
+}
+
+func (t *claims) wake(key string, s *claimState) {
+	close(s.released)
+	if s.readers == 0 && !s.writer && s.writersWaiting == 0 {
+		delete(t.m, key)
+		return
+	}
+	s.released = make(chan struct{})
+}

@@ -1,0 +1,187 @@
+package kernel
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+
+	"github.com/transparency-dev/tessera"
+
+	"github.com/annal-dev/annal/kernel/event"
+	"github.com/annal-dev/annal/kernel/internal/ledger"
+	"github.com/annal-dev/annal/kernel/ring"
+)
+
+// builder builds the event a request asks for from the ledger as it is
+// (the caller holds k.mu): its kind, actor and parts. It chooses what the
+// kernel chooses (new ids, the envelope an agent acts under, the envelopes
+// a kill revokes) and refuses only what the log cannot show (a request's
+// form, a descriptor named but not logged). Every rule the log can show is
+// the ledger's, which decide runs on what builder returns.
+type builder func(l *ledger.Ledger, now event.Instant) (*event.Event, error)
+
+// decided is an event the kernel decided, appended and folded.
+type decided struct {
+	ev    *event.Event
+	entry []byte
+	index uint64
+}
+
+// decide is the one path every event takes to the log:
+//
+//  1. under k.mu, build the event at the kernel's time now;
+//  2. take its claims (ledger.Claims), or wait until they are free and
+//     start again, so that no event it does not commute with is in flight;
+//  3. run its kind's rule (ledger.Check) against the ledger it will be
+//     folded onto: the durable ledger less the energy decided events hold;
+//  4. hold the energy it draws, encode it and append it; the group
+//     committer folds it before decide returns, and releases its claims
+//     and energy in the same critical section.
+//
+// A refusal is a *Denial naming stage (the operation's, or for an action
+// the pipeline stage of the gate) and the gate.
+func (k *Kernel) decide(ctx context.Context, stage string, build builder) (*decided, error) {
+	id, err := newEventID()
+	if err != nil {
+		return nil, err
+	}
+	for {
+		now := event.At(k.cfg.Now())
+		k.mu.Lock()
+		if k.failed != nil {
+			err := k.failed
+			k.mu.Unlock()
+			return nil, denyAt(stage, "", ErrUnavailable, "the kernel has stopped taking work: %v", err)
+		}
+		ev, err := build(k.ledger, now)
+		if err != nil {
+			k.mu.Unlock()
+			return nil, err
+		}
+		ev.V, ev.Time = event.Version, now
+		if ev.ID == "" {
+			ev.ID = id
+		}
+		want := k.ledger.Claims(ev)
+		if busy := k.claims.tryTake(want); busy != nil {
+			k.claims.wait(want, false)
+			k.mu.Unlock()
+			var cancelled error
+			select {
+			case <-busy:
+			case <-ctx.Done():
+				cancelled = ctx.Err()
+			}
+			k.mu.Lock()
+			k.claims.wait(want, true)
+			k.mu.Unlock()
+			if cancelled != nil {
+				return nil, denyAt(stage, "", ErrUnavailable, "waiting for events in flight: %v", cancelled)
+			}
+			continue
+		}
+		if err := k.ledger.Check(ev, k.checkOptions()); err != nil {
+			k.claims.release(want)
+			k.mu.Unlock()
+			return nil, k.denial(stage, ev, err)
+		}
+		draw := k.ledger.Draw(ev)
+		k.pending.Hold(draw)
+		released := false
+		release := func() { // under k.mu
+			if !released {
+				released = true
+				k.pending.Release(draw)
+				k.claims.release(want)
+			}
+		}
+		k.mu.Unlock()
+		index, entry, err := k.appendDecided(ctx, stage, ev, release)
+		k.mu.Lock()
+		release()
+		k.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
+		return &decided{ev: ev, entry: entry, index: index}, nil
+	}
+}
+
+func (k *Kernel) appendDecided(ctx context.Context, stage string, ev *event.Event, folded func()) (uint64, []byte, error) {
+	if ev.Kind == event.KindAction || ev.Kind == event.KindHoldRequested {
+		stage = StageAppend
+	}
+	entry, err := event.Encode(ev)
+	var tooLarge *event.TooLargeError
+	if errors.As(err, &tooLarge) {
+		return 0, nil, denyAt(stage, GateForm, ErrTooLarge, "%v", err)
+	} else if err != nil {
+		return 0, nil, denyAt(stage, GateForm, ErrInvalid, "%v", err)
+	}
+	index, err := k.log.append(ctx, entry, ev, folded)
+	if errors.Is(err, tessera.ErrPushback) {
+		return 0, nil, denyAt(StageAppend, "", ErrUnavailable, "the log is busy, retry: %v", err)
+	} else if err != nil {
+		return 0, nil, denyAt(StageAppend, "", ErrUnavailable, "log append failed: %v", err)
+	}
+	return index, entry, nil
+}
+
+// checkOptions are what the kernel alone knows, for ledger.Check. The
+// caller holds k.mu.
+func (k *Kernel) checkOptions() ledger.Options {
+	o := ledger.Options{Pending: k.pending, MaxPendingHolds: k.cfg.MaxPendingHolds}
+	if k.limiter != nil {
+		o.Admit = func(agent string, eff ring.Ring) error { return k.limiter.Allow(agent, eff) }
+	}
+	return o
+}
+
+// denial turns a rule's refusal into the kernel's answer. An action's
+// denial names the pipeline stage of its gate; any other operation's names
+// the operation.
+func (k *Kernel) denial(stage string, ev *event.Event, err error) error {
+	var d *Denial
+	if errors.As(err, &d) {
+		return d
+	}
+	var v *ledger.Violation
+	if !errors.As(err, &v) {
+		return denyAt(stage, "", ErrUnavailable, "%v", err)
+	}
+	if ev.Kind == event.KindAction || ev.Kind == event.KindHoldRequested {
+		stage = v.Stage
+	}
+	return &Denial{Stage: stage, Gate: v.Gate, Class: classOf(v.Class), Reason: v.Reason, Policy: v.Policy, Code: v.Code}
+}
+
+func classOf(c ledger.Class) error {
+	switch c {
+	case ledger.Invalid:
+		return ErrInvalid
+	case ledger.NotFound:
+		return ErrNotFound
+	case ledger.Conflict:
+		return ErrConflict
+	case ledger.NoEnergy:
+		return ErrInsufficientEnergy
+	case ledger.RateLimited:
+		return ErrRateLimited
+	case ledger.Unauthenticated:
+		return ErrUnauthenticated
+	}
+	return ErrForbidden
+}
+
+// receiptOf is the receipt of a decided event.
+func receiptOf(d *decided, t event.ActionType, target string) *Receipt {
+	leaf := event.LeafHash(d.entry)
+	return &Receipt{Status: StatusCommitted, EventID: d.ev.ID, Index: d.index, LeafHash: hex.EncodeToString(leaf[:]),
+		Time: d.ev.Time.String(), Actor: d.ev.Actor, Type: t, Target: target}
+}
+
+// errorf is a refusal of what only the kernel judges: a request's form.
+func formError(stage string, format string, args ...any) *Denial {
+	return denyAt(stage, GateForm, ErrInvalid, "%s", fmt.Sprintf(format, args...))
+}

@@ -1,0 +1,462 @@
+package ledger
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/annal-dev/annal/kernel/event"
+	"github.com/annal-dev/annal/kernel/internal/capability"
+	"github.com/annal-dev/annal/kernel/policy"
+	"github.com/annal-dev/annal/kernel/ring"
+	"github.com/annal-dev/annal/kernel/session"
+)
+
+// The gates of an action, in ActionGateOrder. A hold request passes the
+// same gates: it is the action, waiting for a human.
+var actionGates = []gate{
+	validate(GateActor, checkActionActor),
+	rateLimitGate,
+	validate(GateBoundary, checkBoundary),
+	validate(GateEnvelope, checkEnvelope),
+	validate(GateQuarantine, checkActionQuarantine),
+	validate(GateSession, checkActionSession),
+	validate(GateRing, checkRing),
+	validate(GateResources, checkResources),
+	validate(GatePolicy, checkPolicy),
+	validate(GateHold, checkHold),
+	{StageReserve, GateEnergy, checkActionEnergy},
+	{StageValidatePayload, GatePayload, checkPayload},
+}
+
+// action: an action that passed every gate, committed with its cost; or
+// an approved hold's action, committed with what the hold reserved.
+var actionRule = &rule{
+	gates:       actionGates,
+	actionFacts: true,
+	draw: func(l *Ledger, ev *event.Event) Draw {
+		if ev.Hold != nil {
+			return Draw{} // reserved in the ledger since the hold was requested
+		}
+		return actionDraw(ev, ev.Decision.Settled, l)
+	},
+	apply: func(l *Ledger, index uint64, ev *event.Event) {
+		a := l.Actors[ev.Actor]
+		chain, _ := l.Chain(ev.Action.Envelope)
+		amount, release := ev.Decision.Settled, uint64(0)
+		if ev.Hold != nil {
+			h := l.Holds[ev.Hold.ID]
+			release = h.Reserved
+			h.Status, h.AnsweredBy, h.AnsweredAt, h.Settled = HoldApproved, ev.Hold.AnsweredBy, index, amount
+			l.pendingHolds[h.Envelope]--
+			l.touchHold(h)
+		}
+		l.settle(a, chain, amount, release)
+	},
+}
+
+// hold.requested: an action that matched a hold rule, its cost reserved
+// until a human answers (Def. 4.20).
+var holdRequestedRule = &rule{
+	gates:       actionGates,
+	actionFacts: true,
+	draw: func(l *Ledger, ev *event.Event) Draw {
+		return actionDraw(ev, ev.Hold.Reserved, l)
+	},
+	apply: func(l *Ledger, index uint64, ev *event.Event) {
+		a := l.Actors[ev.Actor]
+		hr := ev.Hold
+		chain, _ := l.Chain(hr.Envelope)
+		a.Reserved += hr.Reserved
+		l.touchActor(a)
+		for _, v := range chain {
+			v.Reserved += hr.Reserved
+			l.touchEnvelope(v)
+		}
+		h := &Hold{ID: hr.ID, Actor: a.ID, Envelope: hr.Envelope, Session: ev.Session, Action: *ev.Action, Reserved: hr.Reserved,
+			Deadline: hr.Deadline, RequestedAt: index, Status: HoldPending}
+		l.pendingHolds[h.Envelope]++
+		l.Holds[h.ID] = h
+		l.touchHold(h)
+	},
+}
+
+// action.denied: a record of an action a gate refused, at no cost. It
+// changes nothing but the count: its actor need not be able to act.
+var deniedRule = &rule{
+	byRecord: true,
+	gates:    []gate{actorGate},
+	apply:    func(l *Ledger, _ uint64, _ *event.Event) { l.Denials++ },
+}
+
+func actionDraw(ev *event.Event, amount uint64, l *Ledger) Draw {
+	d := Draw{Actor: ev.Actor, Amount: amount}
+	if chain, v := l.Chain(ev.Action.Envelope); v == nil {
+		for _, e := range chain {
+			d.Envelopes = append(d.Envelopes, e.ID)
+		}
+	}
+	return d
+}
+
+// checkActionActor: the actor may act; for an approval, the hold is
+// pending, is this action's, and its answerer may answer it.
+func checkActionActor(c *checker) *Violation {
+	if v := checkActor(c); v != nil {
+		return v
+	}
+	if !c.isApproval() {
+		return nil
+	}
+	h, ok := c.l.Holds[c.ev.Hold.ID]
+	switch {
+	case c.ev.Kind != event.KindAction:
+		return inconsistent(Invalid, "only an action commits a hold")
+	case !ok:
+		return inconsistent(NotFound, "hold %s does not exist", c.ev.Hold.ID)
+	case h.Status != HoldPending:
+		return inconsistent(Conflict, "hold %s is already %s", h.ID, h.Status)
+	case h.Actor != c.actor.ID || h.Envelope != c.ev.Action.Envelope || h.Session != c.ev.Session || !sameAction(&h.Action, c.ev.Action):
+		return inconsistent(Invalid, "the action does not match hold %s", h.ID)
+	}
+	return c.l.MayAnswer(c.ev.Hold.AnsweredBy, h, c.at)
+}
+
+func sameAction(a, b *event.Action) bool {
+	return a.Type == b.Type && a.Target == b.Target && string(a.Payload) == string(b.Payload) && a.PayloadHash == b.PayloadHash &&
+		a.Envelope == b.Envelope && fmt.Sprint(a.Resources) == fmt.Sprint(b.Resources)
+}
+
+// checkBoundary: a state-changing action lies within the actor's writable
+// targets W(p), and system/ and ledger/ are root's alone (Def. 4.11–4.12).
+// Observe is a recorded claim and needs no grant.
+func checkBoundary(c *checker) *Violation {
+	t, target := c.ev.Action.Type, c.ev.Action.Target
+	if t == event.Observe {
+		return nil
+	}
+	if capability.IsPrivileged(target) && c.actor.ID != RootID {
+		return refuse(Forbidden, "%s is a privileged target: only root writes system/ and ledger/ (Def. 4.12)", target)
+	}
+	if !Allows(c.actor.Grants, target, t) {
+		return refuse(Forbidden, "%s on %s is outside %s's writable targets (Axiom 4.3: default deny)", t, target, c.actor.ID)
+	}
+	return nil
+}
+
+// checkEnvelope: an agent's create, mutate and execute run under a live
+// envelope it holds that grants them; the envelope's delegators must
+// still be able to act (Def. 4.13).
+func checkEnvelope(c *checker) *Violation {
+	f := c.actionFacts()
+	t, target := c.ev.Action.Type, c.ev.Action.Target
+	if c.ev.Action.Envelope == "" {
+		if t != event.Observe && !c.actor.IsHuman() {
+			return refuse(Forbidden, "agent %s holds no live envelope that grants %s on %s", c.actor.ID, t, target)
+		}
+		return nil
+	}
+	if f.chainErr != nil {
+		return f.chainErr
+	}
+	if f.chain[0].Holder != c.actor.ID {
+		return inconsistent(Forbidden, "actor %s acted under envelope %s, held by %s", c.actor.ID, f.chain[0].ID, f.chain[0].Holder)
+	}
+	if v := c.l.LiveChain(f.chain, c.at); v != nil {
+		return v
+	}
+	if !Allows(f.chain[0].Grants, target, t) {
+		return refuse(Forbidden, "envelope %s does not grant %s on %s", f.chain[0].ID, t, target)
+	}
+	return nil
+}
+
+// checkActionQuarantine: neither the agent nor any agent that delegated its
+// envelope is quarantined in the action's session or in all (§13). Annal
+// enforces quarantine; the reference implementation only recorded it.
+func checkActionQuarantine(c *checker) *Violation {
+	if c.actor.IsHuman() {
+		return nil
+	}
+	sess := c.ev.Session
+	if q := c.l.Quarantined(c.actor.ID, sess, c.at); q != nil {
+		return refuse(Forbidden, "agent %s is quarantined (%s) until %s", c.actor.ID, q.Reason, q.ExpiresAt)
+	}
+	f := c.actionFacts()
+	for _, v := range f.chain[min(1, len(f.chain)):] {
+		if q := c.l.Quarantined(v.Holder, sess, c.at); q != nil {
+			return refuse(Forbidden, "envelope %s was delegated by %s, who is quarantined (%s) until %s", f.chain[0].ID, v.Holder, q.Reason, q.ExpiresAt)
+		}
+	}
+	return nil
+}
+
+// checkActionSession: an action in a session needs the session ACTIVE and
+// the actor an active participant (or its creator, or root); a target
+// under sessions/ is checked against the session's isolation (§10–§11).
+func checkActionSession(c *checker) *Violation {
+	f := c.actionFacts()
+	if sess := c.ev.Session; sess != "" {
+		se := f.session
+		switch {
+		case se == nil:
+			return refuse(NotFound, "session %s does not exist", sess)
+		case !se.State.AcceptsActions():
+			return refuse(Forbidden, "session %s is %s; actions run only in an ACTIVE session (§10.1)", sess, se.State)
+		case !se.IsActiveParticipant(c.actor.ID) && c.actor.ID != se.Creator && c.actor.ID != RootID:
+			return refuse(Forbidden, "%s is not an active participant of session %s", c.actor.ID, sess)
+		}
+	}
+	return c.sessionPath(c.ev.Action.Target, c.ev.Action.Type != event.Observe)
+}
+
+// sessionPath checks one path of the target namespace: a path under
+// sessions/ is open to an agent only inside its own session, or, to read,
+// a session granted to it under READ_COMMITTED. Without a session there is
+// no isolation scope, and every session path is denied (§11.4). Humans
+// overseeing sessions may read and write them all. p is clean: an absolute
+// p is taken as the same path below the namespace root.
+func (c *checker) sessionPath(p string, write bool) *Violation {
+	p = strings.TrimPrefix(p, "/")
+	if p != session.SessionsRoot && !strings.HasPrefix(p, session.SessionsRoot+"/") || c.actor.IsHuman() {
+		return nil
+	}
+	var scope *session.Scope
+	if se := c.actionFacts().session; se != nil {
+		scope = &session.Scope{Session: se.ID, Isolation: se.Config.Isolation, Granted: se.Grants}
+	}
+	if err := session.IsPathAllowed(scope, p, write); err != nil {
+		return refuse(Forbidden, "%v", err)
+	}
+	return nil
+}
+
+// checkRing: an agent's effective ring meets the ring the action requires
+// (§6). Humans stand outside the rings.
+func checkRing(c *checker) *Violation {
+	if c.actor.IsHuman() {
+		return nil
+	}
+	f := c.actionFacts()
+	if res := ring.Check(f.eff, f.required, ring.Score(c.actor.TrustBP)); !res.Allowed {
+		hint := ""
+		if f.elevation == nil && f.required != ring.Root {
+			hint = "; a human may assign a trust score (annal rings assign) or grant an elevation (annal elevate)"
+		}
+		return refuse(Forbidden, "%s on %s needs %s, agent %s is at %s: %s%s", c.ev.Action.Type, c.ev.Action.Target, f.required, c.actor.ID, f.eff, res.Reason, hint)
+	}
+	return nil
+}
+
+// checkResources: what the action declares it uses fits its ring's
+// constraints (§7), and its declared paths the session's isolation.
+func checkResources(c *checker) *Violation {
+	r := c.ev.Action.Resources
+	if r == nil || c.actor.IsHuman() {
+		return nil
+	}
+	f := c.actionFacts()
+	own := []string{"agents/" + c.actor.ID}
+	if c.ev.Session != "" {
+		own = append(own, session.WorkDir(c.ev.Session))
+	}
+	use := ring.Use{Network: r.Network, FilesystemRead: r.FilesystemRead, FilesystemWrite: r.FilesystemWrite, Subprocess: r.Subprocess, Tools: int(r.Tools)}
+	if denied := c.l.ConstraintsFor(f.eff).CheckUse(use, own); len(denied) > 0 {
+		var why []string
+		for _, d := range denied {
+			why = append(why, fmt.Sprintf("%s %s: %s", d.Resource, d.Target, d.Reason))
+		}
+		return refuse(Forbidden, "agent %s at %s: %s (§7.2)", c.actor.ID, f.eff, strings.Join(why, "; "))
+	}
+	for _, p := range r.FilesystemRead {
+		if v := c.sessionPath(p, false); v != nil {
+			return v
+		}
+	}
+	for _, p := range r.FilesystemWrite {
+		if v := c.sessionPath(p, true); v != nil {
+			return v
+		}
+	}
+	return nil
+}
+
+// ConstraintsFor is the resource constraints of ring r (§7.2), with the
+// Ring 2 network allowlist root configured.
+func (l *Ledger) ConstraintsFor(r ring.Ring) ring.Constraints {
+	c := ring.ConstraintsFor(ring.DefaultConstraints(), r)
+	if r == ring.Standard {
+		c.NetworkAllowlist = append([]string(nil), l.RingConfig.NetworkAllowlist...)
+	}
+	return c
+}
+
+// checkPolicy: every policy attached to the agent or to an envelope of its
+// chain; the first violation denies (fail closed on a policy that is not
+// defined).
+func checkPolicy(c *checker) *Violation {
+	if c.actor.IsHuman() {
+		return nil
+	}
+	f := c.actionFacts()
+	names := append([]string{}, c.actor.Policies...)
+	for _, v := range f.chain {
+		names = append(names, v.Policies...)
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	compiled := make([]*policy.Compiled, 0, len(names))
+	for _, name := range names {
+		p, ok := c.l.compiled[name]
+		if !ok {
+			return refuse(Forbidden, "policy %s: not defined (fail closed)", name)
+		}
+		compiled = append(compiled, p)
+	}
+	if pv := policy.Evaluate(compiled, f.names, c.ev.Action.Payload); pv != nil {
+		v := refuse(Forbidden, "%v", pv)
+		if p := c.l.Policies[pv.Policy]; p != nil && p.SignalOnViolation {
+			v.Policy = pv.Policy
+		}
+		return v
+	}
+	return nil
+}
+
+// MustHold reports whether an action of type t on target under chain waits
+// for a human: a hold rule of the envelope or of an ancestor matches it
+// (Def. 4.19–4.20).
+func MustHold(chain []*Envelope, t event.ActionType, target string) bool {
+	for _, v := range chain {
+		if Allows(v.HoldOn, target, t) {
+			return true
+		}
+	}
+	return false
+}
+
+// HoldDeadline is when a hold requested at `at` under chain times out: the
+// shortest hold timeout of the chain, or never (zero).
+func HoldDeadline(chain []*Envelope, at event.Instant) event.Instant {
+	var secs uint64
+	for _, v := range chain {
+		if v.HoldTimeoutSecs > 0 && (secs == 0 || v.HoldTimeoutSecs < secs) {
+			secs = v.HoldTimeoutSecs
+		}
+	}
+	if secs == 0 {
+		return event.Instant{}
+	}
+	return at.Add(time.Duration(secs) * time.Second)
+}
+
+// checkHold: an action a hold rule matches is held, not committed; a hold
+// request is an action a hold rule matches, with the deadline its chain
+// gives and room among its envelope's pending holds.
+func checkHold(c *checker) *Violation {
+	f := c.actionFacts()
+	match := MustHold(f.chain, c.ev.Action.Type, c.ev.Action.Target)
+	if c.ev.Kind == event.KindAction {
+		if match && !c.isApproval() {
+			return refuse(Forbidden, "%s on %s matches a hold rule of envelope %s: it waits for a human (Def. 4.20)", c.ev.Action.Type, c.ev.Action.Target, f.chain[0].ID)
+		}
+		return nil
+	}
+	hr := c.ev.Hold
+	switch {
+	case hr.Envelope != c.ev.Action.Envelope:
+		return inconsistent(Invalid, "hold %s names envelope %s, its action %s", hr.ID, hr.Envelope, c.ev.Action.Envelope)
+	case c.l.Holds[hr.ID] != nil:
+		return inconsistent(Conflict, "hold %s already exists", hr.ID)
+	case !match:
+		return refuse(Invalid, "hold %s: no hold rule of envelope %s matches %s on %s", hr.ID, hr.Envelope, c.ev.Action.Type, c.ev.Action.Target)
+	case !hr.Deadline.Equal(HoldDeadline(f.chain, c.at).Time):
+		return refuse(Invalid, "hold %s has deadline %q; its envelopes' hold timeout gives %q", hr.ID, hr.Deadline, HoldDeadline(f.chain, c.at))
+	case c.opts.MaxPendingHolds > 0 && c.l.pendingHolds[hr.Envelope] >= c.opts.MaxPendingHolds:
+		return refuse(Forbidden, "envelope %s already has %d pending holds, the most allowed", hr.Envelope, c.opts.MaxPendingHolds)
+	}
+	return nil
+}
+
+// checkActionEnergy: the decision records the action's cost as the logged
+// payload gives it, and the actor and every envelope of the chain can pay
+// it (INV-5, Def. 4.18).
+func checkActionEnergy(c *checker) *Violation {
+	f := c.actionFacts()
+	amount, release := f.cost, uint64(0)
+	if c.ev.Kind == event.KindHoldRequested {
+		if c.ev.Hold.Reserved != f.cost {
+			return refuse(Invalid, "hold %s reserves %d; %s costs %d", c.ev.Hold.ID, c.ev.Hold.Reserved, c.ev.Action.Type, f.cost)
+		}
+		return c.canSpend(f.chain, amount, 0)
+	}
+	d := c.ev.Decision
+	if c.isApproval() {
+		release = f.cost
+		if d.Settled != f.cost {
+			return inconsistent(Invalid, "approved hold %s reserved %d but settles %d", c.ev.Hold.ID, f.cost, d.Settled)
+		}
+	}
+	if d.Cost != f.cost || d.Reserved != f.cost || d.Settled != f.cost {
+		if v := c.canSpend(f.chain, d.Settled, release); v != nil {
+			return v
+		}
+		return refuse(Invalid, "the decision records cost %d, reserved %d, settled %d; %s of this payload costs %d (Def. 4.17)", d.Cost, d.Reserved, d.Settled, c.ev.Action.Type, f.cost)
+	}
+	return c.canSpend(f.chain, amount, release)
+}
+
+// canSpend checks that the actor and every envelope of chain can settle
+// amount, release first returned from their reservations, less what events
+// in flight hold.
+func (c *checker) canSpend(chain []*Envelope, amount, release uint64) *Violation {
+	a, what := c.actor, "settling"
+	if c.ev.Action != nil {
+		what = string(c.ev.Action.Type)
+	}
+	if a.Reserved < release || a.Balance < amount || a.Balance-amount < a.Reserved-release {
+		return inconsistent(NoEnergy, "actor %s cannot settle %d (balance %d, reserved %d)", a.ID, amount, a.Balance, a.Reserved)
+	}
+	if need := amount - min(amount, release); need > 0 {
+		if have := c.available(a); need > have {
+			return inconsistent(NoEnergy, "%s costs %d, actor %s has %d available", what, amount, a.ID, have)
+		}
+	}
+	for _, v := range chain {
+		if v.Reserved < release || v.Consumed+amount+v.Reserved-release > v.Budget {
+			return inconsistent(NoEnergy, "envelope %s cannot settle %d (budget %d, consumed %d, reserved %d)", v.ID, amount, v.Budget, v.Consumed, v.Reserved)
+		}
+		if need := amount - min(amount, release); need > 0 {
+			if have := c.remaining(v); need > have {
+				return inconsistent(NoEnergy, "%s costs %d, envelope %s has %d of its budget %d left", what, amount, v.ID, have, v.Budget)
+			}
+		}
+	}
+	return nil
+}
+
+// settle moves amount from balance to consumed on the actor and every
+// envelope of chain, returning release from their reservations first.
+func (l *Ledger) settle(a *Actor, chain []*Envelope, amount, release uint64) {
+	a.Reserved -= release
+	a.Balance -= amount
+	a.Consumed += amount
+	l.touchActor(a)
+	for _, v := range chain {
+		v.Reserved -= release
+		v.Consumed += amount
+		l.touchEnvelope(v)
+	}
+}
+
+// checkPayload: an execute action carries §5.6's fields.
+func checkPayload(c *checker) *Violation {
+	if c.ev.Action.Type != event.Execute {
+		return nil
+	}
+	if err := c.actionFacts().payloadErr; err != nil {
+		return refuse(Invalid, "%v", err)
+	}
+	return nil
+}

@@ -1,0 +1,206 @@
+package ledger
+
+import (
+	"github.com/annal-dev/annal/kernel/event"
+	"github.com/annal-dev/annal/kernel/ring"
+)
+
+// The stages of the paper's pipeline (§5.2) that gates belong to.
+const (
+	StageValidate        = "validate"
+	StageReserve         = "reserve"
+	StageValidatePayload = "validate_payload"
+)
+
+// The gates. Every event passes the gates of its kind's rule in order; an
+// action passes them in the order ActionGateOrder documents.
+const (
+	GateForm       = "form"       // the event is well formed for its kind
+	GateActor      = "actor"      // the actor exists, is active, not expired, not stopped (SIGSTOP)
+	GateRateLimit  = "rate_limit" // the agent's token bucket (Execution Control §9); live only
+	GateAuthority  = "authority"  // who may do this: humans create actors and answer holds, overseers control agents
+	GateBoundary   = "boundary"   // (target, type) ∈ W(actor); system/ and ledger/ are root's (Def. 4.11–4.12); grant subsets
+	GateEnvelope   = "envelope"   // a live envelope, delegated by agents that may still act, grants the action (Def. 4.13)
+	GateQuarantine = "quarantine" // the agent, or a delegator of its envelope, is quarantined (§13)
+	GateSession    = "session"    // session state, participation, path isolation (§10–§11)
+	GateRing       = "ring"       // effective ring against the action's required ring (§4–§6, §8)
+	GateResources  = "resources"  // the ring's resource constraints (§7)
+	GatePolicy     = "policy"     // attached policies: blocked actions and payload patterns (Agent OS)
+	GateHold       = "hold"       // a hold rule matches: the action waits for a human (Def. 4.20)
+	GateEnergy     = "energy"     // the actor and every envelope of the chain can pay (INV-5)
+	GatePayload    = "payload"    // execute payloads carry §5.6's fields
+)
+
+// ActionGateOrder is the documented order of an action's gates. The form of
+// a request is checked where it enters, before any of them.
+var ActionGateOrder = []string{
+	GateActor, GateRateLimit, GateBoundary, GateEnvelope, GateQuarantine, GateSession,
+	GateRing, GateResources, GatePolicy, GateHold, GateEnergy, GatePayload,
+}
+
+// ActionGates returns the stage and gate names of the action rule, in the
+// order its loop runs them.
+func ActionGates() [][2]string {
+	var out [][2]string
+	for _, g := range rules[event.KindAction].gates {
+		out = append(out, [2]string{g.stage, g.name})
+	}
+	return out
+}
+
+// gate is one check of a rule.
+type gate struct {
+	stage string
+	name  string
+	check func(*checker) *Violation
+}
+
+func validate(name string, check func(*checker) *Violation) gate {
+	return gate{stage: StageValidate, name: name, check: check}
+}
+
+// checker carries one event through its gates, with the facts they share,
+// computed once by the first gate that needs them (facts.go).
+type checker struct {
+	l    *Ledger
+	ev   *event.Event
+	rule *rule
+	opts Options
+	at   event.Instant
+	// actor is the acting actor (nil for the kernel), set by the actor gate.
+	actor *Actor
+
+	facts *actionFacts
+}
+
+// The gates every event by an actor passes first: who it is, the rate
+// limit, and quarantine. An event the kernel writes on its own passes them
+// as the kernel.
+var (
+	actorGate      = validate(GateActor, checkActor)
+	rateLimitGate  = validate(GateRateLimit, checkRateLimit)
+	quarantineGate = validate(GateQuarantine, checkOwnQuarantine)
+)
+
+// byActor is the common gates and then a kind's own.
+func byActor(own ...gate) []gate {
+	return append([]gate{actorGate, rateLimitGate, quarantineGate}, own...)
+}
+
+// checkActor: the actor exists and may act now — active, not expired, not
+// stopped. The kernel acts only in the kinds whose rule lets it.
+func checkActor(c *checker) *Violation {
+	if c.ev.Actor == event.KernelActor {
+		if !c.rule.byKernel {
+			return inconsistent(Forbidden, "the kernel does not write %s events", c.ev.Kind)
+		}
+		return nil
+	}
+	a, ok := c.l.Actors[c.ev.Actor]
+	if !ok {
+		return inconsistent(Unauthenticated, "actor %s does not exist", c.ev.Actor)
+	}
+	c.actor = a
+	if c.rule.byRecord {
+		return nil // a record of a refusal: the actor need not be able to act
+	}
+	return c.l.standing(a, c.at)
+}
+
+// standing says whether actor a may act at time at.
+func (l *Ledger) standing(a *Actor, at event.Instant) *Violation {
+	switch {
+	case a.Status != event.StatusActive:
+		return refuse(Forbidden, "actor %s is %s", a.ID, a.Status)
+	case a.Expires.ReachedBy(at):
+		return refuse(Forbidden, "actor %s expired at %s", a.ID, a.Expires)
+	case a.Stopped:
+		return refuse(Forbidden, "agent %s is stopped by SIGSTOP; SIGCONT resumes it", a.ID)
+	}
+	return nil
+}
+
+// checkRateLimit: every request an agent makes draws from its token bucket
+// at its effective ring. Humans and the kernel are not limited, nor is a
+// hold's approval (the human's act, not the agent's request).
+func checkRateLimit(c *checker) *Violation {
+	if c.opts.Admit == nil || c.actor == nil || c.actor.IsHuman() || c.rule.byRecord || c.isApproval() {
+		return nil
+	}
+	eff, _ := c.l.EffectiveRing(c.actor, c.ev.Session, c.at)
+	if err := c.opts.Admit(c.actor.ID, eff); err != nil {
+		return refuse(RateLimited, "%v", err)
+	}
+	return nil
+}
+
+// checkOwnQuarantine: a quarantined agent does nothing (§13), in the
+// event's session or in all. A quarantine is lifted only by a human or by
+// its expiry.
+func checkOwnQuarantine(c *checker) *Violation {
+	if c.actor == nil || c.actor.IsHuman() || c.rule.byRecord {
+		return nil
+	}
+	if q := c.l.Quarantined(c.actor.ID, c.ev.Session, c.at); q != nil {
+		return refuse(Forbidden, "agent %s is quarantined (%s) until %s", c.actor.ID, q.Reason, q.ExpiresAt)
+	}
+	return nil
+}
+
+func (c *checker) isApproval() bool {
+	return c.ev.Kind == event.KindAction && c.ev.Hold != nil
+}
+
+// human returns the acting actor if it is a human.
+func (c *checker) human() *Violation {
+	if c.actor == nil || !c.actor.IsHuman() {
+		return inconsistent(Forbidden, "%s is not a human; only humans may do this", c.ev.Actor)
+	}
+	return nil
+}
+
+// oversee checks that the acting actor (or by) oversees agent id: root or
+// the agent's creator, a human. It returns the agent.
+func (l *Ledger) oversee(by, id string) (*Actor, *Violation) {
+	b, ok := l.Actors[by]
+	if !ok || !b.IsHuman() {
+		return nil, inconsistent(Forbidden, "%s is not a human: only a human (root or the agent's creator) may do this", by)
+	}
+	a, ok := l.Actors[id]
+	switch {
+	case !ok:
+		return nil, inconsistent(NotFound, "actor %s does not exist", id)
+	case a.IsHuman():
+		return nil, inconsistent(Forbidden, "%s is a human: execution control applies to agents (Axiom 4.1)", id)
+	case by != RootID && a.Creator != by:
+		return nil, refuse(Forbidden, "only root or %s's creator oversees it", id)
+	}
+	return a, nil
+}
+
+// agent returns the agent with this id.
+func (l *Ledger) agent(id string) (*Actor, *Violation) {
+	a, ok := l.Actors[id]
+	switch {
+	case !ok:
+		return nil, inconsistent(NotFound, "actor %s does not exist", id)
+	case a.IsHuman():
+		return nil, inconsistent(Invalid, "%s is a human, not an agent", id)
+	}
+	return a, nil
+}
+
+// EffectiveRing is the agent's ring at time at in session sess: its base
+// ring, or the most privileged unexpired elevation for that session or for
+// all sessions (§8.6 get_effective_ring), and the elevation that gave it.
+func (l *Ledger) EffectiveRing(a *Actor, sess string, at event.Instant) (ring.Ring, *Elevation) {
+	eff := a.BaseRing()
+	var used *Elevation
+	for _, id := range l.elevationsOf[a.ID] {
+		v := l.Elevations[id]
+		if v.Ended == "" && (v.Session == "" || v.Session == sess) && !v.Expires.ReachedBy(at) && ring.Ring(v.Ring).MorePrivilegedThan(eff) {
+			eff, used = ring.Ring(v.Ring), v
+		}
+	}
+	return eff, used
+}
