@@ -3,9 +3,10 @@ package verifier
 import (
 	"bytes"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"reflect"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/annal-dev/annal/checkpoints"
@@ -52,6 +53,9 @@ func VerifyEvidence(data []byte, logKey string) (*EvidenceResult, error) {
 	}
 	if dec.More() {
 		return nil, fail(CheckFormat, "evidence has data after its object")
+	}
+	if err := exactMemberNames(data); err != nil {
+		return nil, wrap(CheckFormat, err)
 	}
 	if ev.Format != evidence.Format {
 		return nil, fail(CheckFormat, "format %q is not %q", ev.Format, evidence.Format)
@@ -100,11 +104,11 @@ func VerifyEvidence(data []byte, logKey string) (*EvidenceResult, error) {
 	}
 	hashes := make([][]byte, len(ev.ConsistencyProof))
 	for i, h := range ev.ConsistencyProof {
-		raw, err := base64.StdEncoding.Strict().DecodeString(h)
-		if err != nil || len(raw) != sha256.Size {
-			return nil, fail(CheckFormat, "consistency proof hash %d is not a base64 SHA-256 hash", i+1)
+		raw, err := checkpoints.ParseHash(h)
+		if err != nil {
+			return nil, fail(CheckFormat, "consistency proof hash %d is not a base64 SHA-256 hash: %v", i+1, err)
 		}
-		hashes[i] = raw
+		hashes[i] = raw[:]
 	}
 	if err := proof.VerifyConsistency(rfc6962.DefaultHasher, small.Size, large.Size, hashes, prefix[:], large.Hash[:]); err != nil {
 		return nil, fail(CheckConsistency, "the proof does not show that the tree of %d entries has root %s at %d: %v",
@@ -124,6 +128,48 @@ func checkJSONSyntax(data []byte) error {
 		return fmt.Errorf("evidence is not valid UTF-8 JSON")
 	}
 	return noDuplicates(json.NewDecoder(bytes.NewReader(data)), 0)
+}
+
+// exactMemberNames refuses a member whose name is another spelling of one
+// the format declares ("FORMAT", "Log_Key"): encoding/json matches names
+// without regard to case, so the decoder alone would take it for the
+// declared member.
+func exactMemberNames(data []byte) error {
+	var file map[string]json.RawMessage
+	if err := json.Unmarshal(data, &file); err != nil {
+		return err
+	}
+	if err := knownMembers("evidence", file, reflect.TypeFor[evidence.File]()); err != nil {
+		return err
+	}
+	if raw, ok := file["observations"]; ok {
+		var list []map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &list); err != nil {
+			return err
+		}
+		for i, o := range list {
+			if err := knownMembers(fmt.Sprintf("observation %d", i+1), o, reflect.TypeFor[evidence.Observation]()); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// knownMembers refuses a member of obj that is not exactly the JSON name of
+// a field of the struct type t.
+func knownMembers(what string, obj map[string]json.RawMessage, t reflect.Type) error {
+	names := map[string]bool{}
+	for f := range t.Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		names[name] = true
+	}
+	for name := range obj {
+		if !names[name] {
+			return fmt.Errorf("%s has the member %q, which its format does not declare (member names are case-sensitive)", what, abbreviate(name))
+		}
+	}
+	return nil
 }
 
 func noDuplicates(dec *json.Decoder, depth int) error {

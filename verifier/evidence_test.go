@@ -113,6 +113,11 @@ func TestVerifyEvidence_Refuses(t *testing.T) {
 		{"origin not the key's", mutate(func(e *evidence.File) { e.Origin = "x" }), "", CheckKey, "does not name origin"},
 		{"unknown member", []byte(strings.Replace(string(mutate(func(*evidence.File) {})), `"format"`, `"extra":1,"format"`, 1)), "", CheckFormat, "unknown field"},
 		{"duplicate member", []byte(strings.Replace(string(mutate(func(*evidence.File) {})), `"format"`, `"origin":"x","format"`, 1)), "", CheckFormat, "twice"},
+		{"member in capitals", []byte(strings.Replace(string(mutate(func(*evidence.File) {})), `"format"`, `"FORMAT"`, 1)), "", CheckFormat, "case-sensitive"},
+		{"observation member in capitals", []byte(strings.Replace(string(mutate(func(e *evidence.File) {
+			e.Observations = []evidence.Observation{{Checkpoint: 1, By: "w", At: "2026-11-22T10:00:00Z"}}
+		})), `"by"`, `"By"`, 1)), "", CheckFormat, "case-sensitive"},
+		{"line break in a proof hash", []byte(strings.Replace(string(mutate(func(*evidence.File) {})), `"consistency_proof":["`, `"consistency_proof":["\n`, 1)), "", CheckFormat, "line break"},
 		{"not JSON", []byte("evidence"), "", CheckFormat, "not valid"},
 		{"trailing data", append(mutate(func(*evidence.File) {}), []byte(" {}")...), "", CheckFormat, ""},
 	} {
