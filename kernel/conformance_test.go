@@ -26,7 +26,7 @@ var conformance = map[string][]string{
 	"§21.2 audit hash chain":                     {"TestSpec14_4_ChainVerification", "TestSpec14_5_TamperDetection", "TestADR0023_DeltaChain"},
 	"§21.2 identifier and config validation":     {"TestSpec21_2_IdentifierValidation", "TestSpec21_2_APIPathValidation", "TestSpec5_3_DescriptorValidation"},
 	"§13 quarantine enforced at runtime":         {"TestSpec13_1_Reasons", "TestAttack_QuarantinedAgentThroughDelegatedEnvelope"},
-	"§15 sagas":                                  {"TestSpec15_3_ReverseCompensation", "TestSpec15_3_SagaThroughTheKernel", "TestSpec15_2_Orchestrator_Timeout"},
+	"§15 sagas":                                  {"TestSpec15_3_ReverseCompensation", "TestSpec15_3_SagaThroughTheKernel", "TestSpec15_2_Retries"},
 	"replay reproduces control state":            {"TestReplayReproducesExecutionControlState"},
 }
 
