@@ -113,9 +113,6 @@ func (s StepSpec) Validate() error {
 	return nil
 }
 
-// Timeout returns the step timeout as a duration.
-func (s StepSpec) Timeout() time.Duration { return time.Duration(s.TimeoutSeconds) * time.Second }
-
 // Step is one step's state. Attempts counts its starts; Error is the reason
 // of its last failure.
 type Step struct {
