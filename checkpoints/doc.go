@@ -5,7 +5,7 @@
 //
 // The package is pure: no I/O, no clocks, no state. Parsers are strict: they
 // refuse anything the format does not allow rather than guess, and every
-// parser has a fuzz test. The offline verifier imports this package and
-// nothing else of Annal's, so nothing here may import kernel, logserver or
-// witness code.
+// parser has a fuzz test. The offline verifier imports this package and,
+// besides it, only the format declarations of format/, so nothing here may
+// import kernel, logserver or witness code.
 package checkpoints

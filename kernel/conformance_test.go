@@ -25,8 +25,8 @@ var conformance = map[string][]string{
 	"§21.2 kill switch operation, failure modes": {"TestSpec12_6_CallbackTimeout", "TestSpec12_6_CallbackPanic", "TestSpec12_6_NoCallback", "TestSpec12_KillSwitch", "TestSpec12_3_KillWithoutSubstituteCompensates"},
 	"§21.2 audit hash chain":                     {"TestSpec14_4_ChainVerification", "TestSpec14_5_TamperDetection", "TestADR0023_DeltaChain"},
 	"§21.2 identifier and config validation":     {"TestSpec21_2_IdentifierValidation", "TestSpec21_2_APIPathValidation", "TestSpec5_3_DescriptorValidation"},
-	"§13 quarantine enforced at runtime":         {"TestSpec13_4_IsQuarantined", "TestAttack_QuarantinedAgentThroughDelegatedEnvelope"},
-	"§15 sagas":                                  {"TestSpec15_3_ReverseCompensation", "TestSpec15_3_SagaThroughTheKernel", "TestSpec15_2_Orchestrator_Timeout"},
+	"§13 quarantine enforced at runtime":         {"TestSpec13_1_Reasons", "TestAttack_QuarantinedAgentThroughDelegatedEnvelope"},
+	"§15 sagas":                                  {"TestSpec15_3_ReverseCompensation", "TestSpec15_3_SagaThroughTheKernel", "TestSpec15_2_Retries"},
 	"replay reproduces control state":            {"TestReplayReproducesExecutionControlState"},
 }
 

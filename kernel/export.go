@@ -11,24 +11,19 @@ import (
 	"io"
 	"os"
 	"regexp"
-	"strconv"
 	"time"
 
+	"github.com/annal-dev/annal/checkpoints"
+	"github.com/annal-dev/annal/format/bundle"
+	"github.com/annal-dev/annal/kernel/delta"
+	"github.com/annal-dev/annal/kernel/event"
 	"github.com/gowebpki/jcs"
 	"github.com/transparency-dev/merkle/compact"
 	"github.com/transparency-dev/merkle/proof"
 	"github.com/transparency-dev/merkle/rfc6962"
 	"github.com/transparency-dev/tessera/api"
 	"github.com/transparency-dev/tessera/api/layout"
-
-	"github.com/annal-dev/annal/checkpoints"
-	"github.com/annal-dev/annal/kernel/delta"
-	"github.com/annal-dev/annal/kernel/event"
 )
-
-// BundleFormat names the audit bundle format the kernel writes
-// (testvectors/FORMATS.md, "Audit bundles").
-const BundleFormat = "annal.dev/audit-bundle/v1"
 
 // kindPattern is the shape of an event kind (testvectors/FORMATS.md).
 var kindPattern = regexp.MustCompile(`^[a-z][a-z_]*(\.[a-z][a-z_]*)*$`)
@@ -67,35 +62,8 @@ type ExportResult struct {
 	Bytes  int64
 }
 
-// bundleHeader is the first line; its members are in RFC 8785 order and it
-// is canonicalised once more before writing.
-type bundleHeader struct {
-	Bundle      string             `json:"bundle"`
-	Checkpoint  string             `json:"checkpoint"`
-	Consistency *bundleConsistency `json:"consistency,omitempty"`
-	Left        []string           `json:"left,omitempty"`
-	Proof       string             `json:"proof"`
-	Right       []string           `json:"right,omitempty"`
-	Selection   bundleSelection    `json:"selection"`
-}
-
-type bundleConsistency struct {
-	OldRoot string   `json:"old_root"`
-	OldSize uint64   `json:"old_size"`
-	Proof   []string `json:"proof,omitempty"`
-}
-
-type bundleSelection struct {
-	Actor   string  `json:"actor,omitempty"`
-	From    *uint64 `json:"from,omitempty"`
-	Kind    string  `json:"kind,omitempty"`
-	Session string  `json:"session,omitempty"`
-	Since   string  `json:"since,omitempty"`
-	To      *uint64 `json:"to,omitempty"`
-	Until   string  `json:"until,omitempty"`
-}
-
-// Export writes an audit bundle of the selected events to w, against the
+// Export writes an audit bundle (format/bundle, testvectors/FORMATS.md,
+// "Audit bundles") of the selected events to w, against the
 // latest published checkpoint exactly as the log serves it (with the
 // witnesses' cosignatures when the kernel runs with a witness policy). It
 // reads the log's entry bundles in order and holds one of them, a few tiles
@@ -134,10 +102,10 @@ func (k *Kernel) Export(ctx context.Context, sel ExportSelection, w io.Writer, p
 		return nil, fmt.Errorf("%w: kind %q is not an event kind", ErrInvalid, sel.Kind)
 	}
 	x := &exporter{k: k, ctx: ctx, cp: cp, tiles: map[[2]uint64][][][]byte{}}
-	h := bundleHeader{Bundle: BundleFormat, Checkpoint: string(cp.Raw)}
+	h := bundle.Header{Bundle: bundle.Format, Checkpoint: string(cp.Raw)}
 	if sel.Filtered() {
-		h.Proof = "inclusion"
-		h.Selection = bundleSelection{Actor: sel.Actor, Kind: sel.Kind, Session: sel.Session, From: sel.From, To: sel.To}
+		h.Proof = bundle.ProofInclusion
+		h.Selection = bundle.Selection{Actor: sel.Actor, Kind: sel.Kind, Session: sel.Session, From: sel.From, To: sel.To}
 		if !sel.Since.IsZero() {
 			h.Selection.Since = event.FormatTime(sel.Since)
 		}
@@ -145,8 +113,8 @@ func (k *Kernel) Export(ctx context.Context, sel ExportSelection, w io.Writer, p
 			h.Selection.Until = event.FormatTime(sel.Until)
 		}
 	} else {
-		h.Proof = "range"
-		h.Selection = bundleSelection{From: &from, To: &to}
+		h.Proof = bundle.ProofRange
+		h.Selection = bundle.Selection{From: &from, To: &to}
 		if h.Left, err = x.rangeHashes(0, from); err != nil {
 			return nil, err
 		}
@@ -179,27 +147,15 @@ func (k *Kernel) Export(ctx context.Context, sel ExportSelection, w io.Writer, p
 				return nil, err
 			}
 		}
-		line = append(line[:0], `{"entry":"`...)
-		line = base64.StdEncoding.AppendEncode(line, entry)
-		line = append(line, `","index":`...)
-		line = strconv.AppendUint(line, index, 10)
 		if sel.Filtered() {
 			hashes, err := x.inclusionProof(index)
 			if err != nil {
 				return nil, err
 			}
-			line = append(line, `,"proof":[`...)
-			for i, hash := range hashes {
-				if i > 0 {
-					line = append(line, ',')
-				}
-				line = append(line, '"')
-				line = base64.StdEncoding.AppendEncode(line, hash[:])
-				line = append(line, '"')
-			}
-			line = append(line, ']')
+			line = bundle.AppendInclusionLine(line[:0], index, entry, hashes)
+		} else {
+			line = bundle.AppendRangeLine(line[:0], index, entry)
 		}
-		line = append(line, '}', '\n')
 		if _, err := out.Write(line); err != nil {
 			return nil, err
 		}
@@ -214,10 +170,7 @@ func (k *Kernel) Export(ctx context.Context, sel ExportSelection, w io.Writer, p
 	if progress != nil {
 		progress(to-from, to-from)
 	}
-	trailer, err := canonicalLine(struct {
-		End    string `json:"end"`
-		Events uint64 `json:"events"`
-	}{BundleFormat, res.Events})
+	trailer, err := canonicalLine(bundle.Trailer{End: bundle.Format, Events: res.Events})
 	if err != nil {
 		return nil, err
 	}
@@ -294,14 +247,14 @@ func (x *exporter) entries(from, to uint64, errp *error) func(func(uint64, []byt
 				*errp = err
 				return
 			}
-			bundle, err := x.readBundle(b)
+			eb, err := x.readBundle(b)
 			if err != nil {
 				*errp = err
 				return
 			}
 			first := b * layout.EntryBundleWidth
 			for i := max(from, first); i < min(to, first+layout.EntryBundleWidth); i++ {
-				if !yield(i, bundle.Entries[i-first]) {
+				if !yield(i, eb.Entries[i-first]) {
 					return
 				}
 			}
@@ -390,7 +343,7 @@ func (x *exporter) nodeHash(id compact.NodeID) ([]byte, error) {
 }
 
 // consistency proves the tree of old entries a prefix of the checkpoint's.
-func (x *exporter) consistency(old uint64) (*bundleConsistency, error) {
+func (x *exporter) consistency(old uint64) (*bundle.Consistency, error) {
 	f := &compact.RangeFactory{Hash: rfc6962.DefaultHasher.HashChildren}
 	var hashes [][]byte
 	for _, id := range compact.RangeNodes(0, old, nil) {
@@ -408,7 +361,7 @@ func (x *exporter) consistency(old uint64) (*bundleConsistency, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &bundleConsistency{OldSize: old, OldRoot: base64.StdEncoding.EncodeToString(root)}
+	c := &bundle.Consistency{OldSize: old, OldRoot: base64.StdEncoding.EncodeToString(root)}
 	if old < x.cp.Size {
 		proof, err := x.k.log.consistencyProof(x.ctx, old, x.cp.Size)
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/annal-dev/annal/format/evidence"
 	"github.com/annal-dev/annal/verifier"
 )
 
@@ -61,7 +62,7 @@ func TestEvidenceVectors(t *testing.T) {
 		if small == nil || large == nil || v.Small.Size > uint64(len(small)) || v.Large.Size > uint64(len(large)) {
 			t.Fatalf("vector %q: bad inputs", v.Name)
 		}
-		ev := verifier.Evidence{Format: verifier.EvidenceFormat, Origin: log.name, LogKey: log.vkey,
+		ev := evidence.File{Format: evidence.Format, Origin: log.name, LogKey: log.vkey,
 			Checkpoints: [2]string{signTree(t, log, small, v.Small.Size), signTree(t, log, large, v.Large.Size)}}
 		if v.Small.Size != v.Large.Size {
 			ev.PrefixRoot = base64.StdEncoding.EncodeToString(mth(large[:v.Small.Size]))

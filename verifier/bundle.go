@@ -2,42 +2,19 @@ package verifier
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/annal-dev/annal/checkpoints"
+	"github.com/annal-dev/annal/format/bundle"
 	"github.com/gowebpki/jcs"
 	"github.com/transparency-dev/merkle/rfc6962"
 )
-
-// BundleFormat names version 1 of the audit bundle (testvectors/FORMATS.md,
-// "Audit bundles"). It is the first member of the header line and of the
-// trailer line.
-const BundleFormat = "annal.dev/audit-bundle/v1"
-
-// Proof kinds of a bundle.
-const (
-	// BundleRange: the events are every entry of the index range
-	// [selection.from, selection.to), proven together by the compact
-	// ranges of [0, from) and [to, size).
-	BundleRange = "range"
-	// BundleInclusion: the events are any entries in increasing index
-	// order, each proven by its own RFC 6962 inclusion proof (selective
-	// disclosure: the other entries are not in the bundle).
-	BundleInclusion = "inclusion"
-)
-
-// MaxBundleLineSize bounds every line of a bundle, its LF excluded: an event
-// line holds at most the base64 of a 65,535-byte entry and 64 proof hashes;
-// the header a 16 KiB checkpoint and three lists of at most 64 hashes.
-const MaxBundleLineSize = 128 << 10
 
 // Limits on the strings of a selection.
 const (
@@ -53,48 +30,10 @@ const (
 	CheckDelta     Check = "delta chain"
 )
 
-// BundleHeader is the first line of a bundle.
-type BundleHeader struct {
-	Bundle string `json:"bundle"`
-	// Checkpoint is the signed checkpoint note, verbatim, cosignatures
-	// included.
-	Checkpoint  string             `json:"checkpoint"`
-	Consistency *BundleConsistency `json:"consistency,omitempty"`
-	// Left and Right, for a range bundle: the compact-range hashes of
-	// [0, from) and [to, size), base64, left to right.
-	Left      []string        `json:"left,omitempty"`
-	Proof     string          `json:"proof"`
-	Right     []string        `json:"right,omitempty"`
-	Selection BundleSelection `json:"selection"`
-}
-
-// BundleConsistency proves that the tree of OldSize entries with root
-// OldRoot is a prefix of the checkpoint's tree.
-type BundleConsistency struct {
-	OldRoot string   `json:"old_root"`
-	OldSize uint64   `json:"old_size"`
-	Proof   []string `json:"proof,omitempty"`
-}
-
-// BundleSelection says which events the bundle holds. Every event MUST match
-// every member present: From <= index < To, the actor, the session, the
-// kind, and Since <= time < Until.
-type BundleSelection struct {
-	Actor   string  `json:"actor,omitempty"`
-	From    *uint64 `json:"from,omitempty"`
-	Kind    string  `json:"kind,omitempty"`
-	Session string  `json:"session,omitempty"`
-	Since   string  `json:"since,omitempty"`
-	To      *uint64 `json:"to,omitempty"`
-	Until   string  `json:"until,omitempty"`
-
+// selection is a header's selection with its times parsed by check.
+type selection struct {
+	bundle.Selection
 	since, until time.Time
-}
-
-// BundleTrailer is the last line of a bundle.
-type BundleTrailer struct {
-	End    string `json:"end"`
-	Events uint64 `json:"events"`
 }
 
 // bundleEvent is one parsed event line.
@@ -138,7 +77,7 @@ func parseJSONLine(line []byte, v any) error {
 }
 
 // check validates a selection's own values.
-func (s *BundleSelection) check() error {
+func (s *selection) check() error {
 	if len(s.Actor) > maxSelectionActor || s.Actor != "" && !isActorID(s.Actor) {
 		return fmt.Errorf("selection actor %q is not an actor id", abbreviate(s.Actor))
 	}
@@ -169,12 +108,12 @@ func (s *BundleSelection) check() error {
 }
 
 // filtered reports whether the selection has members other than from and to.
-func (s *BundleSelection) filtered() bool {
+func (s *selection) filtered() bool {
 	return s.Actor != "" || s.Kind != "" || s.Session != "" || s.Since != "" || s.Until != ""
 }
 
 // match says why an event does not match the selection, or "".
-func (s *BundleSelection) match(index uint64, ev *Event) string {
+func (s *selection) match(index uint64, ev *Event) string {
 	switch {
 	case s.From != nil && index < *s.From:
 		return fmt.Sprintf("index %d is below from %d", index, *s.From)
@@ -218,14 +157,14 @@ func parseHashList(what string, list []string) ([][]byte, error) {
 	return out, nil
 }
 
-// Event lines have exactly one layout, the RFC 8785 encoding of
-// {"entry": <base64>, "index": <decimal>[, "proof": [<base64>...]]}. They
-// are parsed by hand: a bundle holds millions of them.
+// The fixed parts of event lines and the trailer (bundle.EventLinePrefix
+// and the rest), as bytes. Event lines are parsed by hand: a bundle holds
+// millions of them.
 var (
-	eventLinePrefix = []byte(`{"entry":"`)
-	eventLineIndex  = []byte(`","index":`)
-	eventLineProof  = []byte(`,"proof":[`)
-	trailerPrefix   = []byte(`{"end":`)
+	eventLinePrefix = []byte(bundle.EventLinePrefix)
+	eventLineIndex  = []byte(bundle.EventLineIndex)
+	eventLineProof  = []byte(bundle.EventLineProof)
+	trailerPrefix   = []byte(bundle.TrailerPrefix)
 )
 
 // parseEventLine parses one event line; withProof says whether the bundle's
@@ -308,28 +247,6 @@ func parseEventLine(line []byte, withProof bool, buf []byte) (e bundleEvent, _ [
 		return e, buf, fmt.Errorf("unexpected %q where the event line should end with }", abbreviate(string(rest)))
 	}
 	return e, buf, nil
-}
-
-// appendEventLine writes an event line: the verifier's own encoder, used by
-// its tests and fuzzers; the kernel has its own.
-func appendEventLine(dst []byte, index uint64, entry []byte, proof [][sha256.Size]byte, withProof bool) []byte {
-	dst = append(dst, eventLinePrefix...)
-	dst = base64.StdEncoding.AppendEncode(dst, entry)
-	dst = append(dst, eventLineIndex...)
-	dst = strconv.AppendUint(dst, index, 10)
-	if withProof {
-		dst = append(dst, eventLineProof...)
-		for i, h := range proof {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = append(dst, '"')
-			dst = base64.StdEncoding.AppendEncode(dst, h[:])
-			dst = append(dst, '"')
-		}
-		dst = append(dst, ']')
-	}
-	return append(dst, '}', '\n')
 }
 
 func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }

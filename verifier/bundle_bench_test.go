@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/annal-dev/annal/checkpoints"
+	"github.com/annal-dev/annal/format/bundle"
 	"github.com/transparency-dev/merkle/compact"
 )
 
@@ -30,7 +31,7 @@ func syntheticBundle(b *testing.B, n int) ([]byte, *Policy) {
 		if err := r.Append(leaf[:], nil); err != nil {
 			b.Fatal(err)
 		}
-		events = appendEventLine(events, uint64(i), e, nil, false)
+		events = bundle.AppendRangeLine(events, uint64(i), e)
 	}
 	root, err := r.GetRootHash(nil)
 	if err != nil {
@@ -45,10 +46,10 @@ func syntheticBundle(b *testing.B, n int) ([]byte, *Policy) {
 		b.Fatal(err)
 	}
 	from, to := uint64(0), uint64(n)
-	out := canonicalLine(b, BundleHeader{Bundle: BundleFormat, Checkpoint: string(cp), Proof: BundleRange,
-		Selection: BundleSelection{From: &from, To: &to}})
+	out := canonicalLine(b, bundle.Header{Bundle: bundle.Format, Checkpoint: string(cp), Proof: bundle.ProofRange,
+		Selection: bundle.Selection{From: &from, To: &to}})
 	out = append(out, events...)
-	out = append(out, canonicalLine(b, BundleTrailer{End: BundleFormat, Events: uint64(n)})...)
+	out = append(out, canonicalLine(b, bundle.Trailer{End: bundle.Format, Events: uint64(n)})...)
 	p, err := ParsePolicy([]byte("log " + vkey + "\nquorum none\n"))
 	if err != nil {
 		b.Fatal(err)
@@ -64,12 +65,12 @@ func BenchmarkVerifyBundle(b *testing.B) {
 			if n > 100_000 && testing.Short() {
 				b.Skip("1M events under -short")
 			}
-			bundle, p := syntheticBundle(b, n)
-			b.SetBytes(int64(len(bundle)))
+			data, p := syntheticBundle(b, n)
+			b.SetBytes(int64(len(data)))
 			b.ResetTimer()
 			cpu0 := cpuTime()
 			for b.Loop() {
-				res, err := VerifyBundle(bytes.NewReader(bundle), p, nil)
+				res, err := VerifyBundle(bytes.NewReader(data), p, nil)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -102,11 +103,11 @@ func BenchmarkVerifyBundleInclusion(b *testing.B) {
 	for i := uint64(0); i < 30_000; i += 3 {
 		idx = append(idx, i)
 	}
-	bundle := l.bundle(bundleSpec{proof: BundleInclusion, indices: idx})
+	data := l.bundle(bundleSpec{proof: bundle.ProofInclusion, indices: idx})
 	p := policyFor(b, l, "none")
 	b.ResetTimer()
 	for b.Loop() {
-		if _, err := VerifyBundle(bytes.NewReader(bundle), p, nil); err != nil {
+		if _, err := VerifyBundle(bytes.NewReader(data), p, nil); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"testing"
+
+	"github.com/annal-dev/annal/format/bundle"
 )
 
 // FuzzVerifyBundle feeds arbitrary bundles to the verifier under a fixed
@@ -19,12 +21,12 @@ func FuzzVerifyBundle(f *testing.F) {
 		parent = h
 	}
 	p := policyFor(f, l, "none")
-	f.Add(l.bundle(bundleSpec{proof: BundleRange, from: 0, to: 7}))
-	f.Add(l.bundle(bundleSpec{proof: BundleRange, from: 3, to: 6, oldSize: 2}))
-	f.Add(l.bundle(bundleSpec{proof: BundleInclusion, indices: []uint64{1, 5, 6}, selection: BundleSelection{Session: "s-1"}}))
+	f.Add(l.bundle(bundleSpec{proof: bundle.ProofRange, from: 0, to: 7}))
+	f.Add(l.bundle(bundleSpec{proof: bundle.ProofRange, from: 3, to: 6, oldSize: 2}))
+	f.Add(l.bundle(bundleSpec{proof: bundle.ProofInclusion, indices: []uint64{1, 5, 6}, selection: bundle.Selection{Session: "s-1"}}))
 	f.Add([]byte("{}\n"))
-	f.Fuzz(func(t *testing.T, bundle []byte) {
-		res, err := VerifyBundle(bytes.NewReader(bundle), p, &BundleOptions{Workers: 2})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		res, err := VerifyBundle(bytes.NewReader(data), p, &BundleOptions{Workers: 2})
 		if err != nil {
 			var verr *Error
 			if !errors.As(err, &verr) {
@@ -35,19 +37,19 @@ func FuzzVerifyBundle(f *testing.F) {
 		if res.Events == 0 || res.LastIndex >= uint64(len(l.entries)) {
 			t.Fatalf("accepted %d events up to index %d", res.Events, res.LastIndex)
 		}
-		for _, line := range bytes.Split(bundle, []byte("\n")) {
-			if e, _, err := parseEventLine(line, res.Proof == BundleInclusion, nil); err == nil && !bytes.Equal(e.entry, l.entries[e.index]) {
+		for _, line := range bytes.Split(data, []byte("\n")) {
+			if e, _, err := parseEventLine(line, res.Proof == bundle.ProofInclusion, nil); err == nil && !bytes.Equal(e.entry, l.entries[e.index]) {
 				t.Fatalf("accepted an entry that is not the log's at index %d", e.index)
 			}
 		}
 	})
 }
 
-// FuzzParseEventLine: what parses re-encodes to the same bytes (one
-// spelling per line).
+// FuzzParseEventLine: what parses re-encodes, with the format's encoder, to
+// the same bytes (one spelling per line).
 func FuzzParseEventLine(f *testing.F) {
-	f.Add(appendEventLine(nil, 3, actionEntry(3), nil, false), false)
-	f.Add(appendEventLine(nil, 0, []byte("x"), [][32]byte{{1}, {2}}, true), true)
+	f.Add(eventLine(3, actionEntry(3), nil, false), false)
+	f.Add(eventLine(0, []byte("x"), [][32]byte{{1}, {2}}, true), true)
 	f.Add([]byte(`{"entry":"eA==","index":01}`), false)
 	f.Fuzz(func(t *testing.T, line []byte, withProof bool) {
 		e, _, err := parseEventLine(line, withProof, nil)
@@ -58,11 +60,19 @@ func FuzzParseEventLine(f *testing.F) {
 		for _, h := range e.proof {
 			proof = append(proof, [32]byte(h))
 		}
-		again := appendEventLine(nil, e.index, e.entry, proof, withProof)
+		again := eventLine(e.index, e.entry, proof, withProof)
 		if !bytes.Equal(again[:len(again)-1], line) {
 			t.Fatalf("line %q parses, but encodes back as %q", line, again)
 		}
 	})
+}
+
+// eventLine is the event line of either kind of bundle, LF included.
+func eventLine(index uint64, entry []byte, proof [][32]byte, withProof bool) []byte {
+	if withProof {
+		return bundle.AppendInclusionLine(nil, index, entry, proof)
+	}
+	return bundle.AppendRangeLine(nil, index, entry)
 }
 
 // FuzzCheckDeltaEvent: a delta the checker accepts has a hash that

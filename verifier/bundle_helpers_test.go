@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/annal-dev/annal/format/bundle"
 	"github.com/gowebpki/jcs"
 	"github.com/transparency-dev/merkle/compact"
 )
@@ -13,26 +14,26 @@ import (
 // bundleSpec says what testBundle writes; tests change the result to make
 // it wrong.
 type bundleSpec struct {
-	proof      string // BundleRange or BundleInclusion
+	proof      string // bundle.ProofRange or bundle.ProofInclusion
 	from, to   uint64 // range bundles: the events [from, to)
 	indices    []uint64
-	selection  BundleSelection
+	selection  bundle.Selection
 	checkpoint []byte // default: the log's plain checkpoint at its size
 	oldSize    uint64 // with a consistency proof from this size
 }
 
-// testBundle writes a bundle of the test log with the verifier's own
-// encoder and the merkle module's reference tree.
+// testBundle writes a bundle of the test log with the format's event line
+// encoder, RFC 8785 by gowebpki/jcs, and the merkle module's reference tree.
 func (l *testLog) bundle(spec bundleSpec) []byte {
 	l.t.Helper()
 	size := uint64(len(l.entries))
-	h := BundleHeader{Bundle: BundleFormat, Proof: spec.proof, Selection: spec.selection}
+	h := bundle.Header{Bundle: bundle.Format, Proof: spec.proof, Selection: spec.selection}
 	h.Checkpoint = string(spec.checkpoint)
 	if spec.checkpoint == nil {
 		h.Checkpoint = string(l.checkpoint(size))
 	}
 	indices := spec.indices
-	if spec.proof == BundleRange {
+	if spec.proof == bundle.ProofRange {
 		from, to := spec.from, spec.to
 		h.Selection.From, h.Selection.To = &from, &to
 		h.Left = rangeHashes(l, 0, from)
@@ -47,7 +48,7 @@ func (l *testLog) bundle(spec bundleSpec) []byte {
 		if err != nil {
 			l.t.Fatal(err)
 		}
-		c := &BundleConsistency{OldSize: spec.oldSize, OldRoot: b64(l.tree.HashAt(spec.oldSize))}
+		c := &bundle.Consistency{OldSize: spec.oldSize, OldRoot: b64(l.tree.HashAt(spec.oldSize))}
 		for _, x := range hashes {
 			c.Proof = append(c.Proof, b64(x))
 		}
@@ -56,19 +57,21 @@ func (l *testLog) bundle(spec bundleSpec) []byte {
 	var out []byte
 	out = append(out, canonicalLine(l.t, h)...)
 	for _, i := range indices {
-		var p [][32]byte
-		if spec.proof == BundleInclusion {
-			hashes, err := l.tree.InclusionProof(i, size)
-			if err != nil {
-				l.t.Fatal(err)
-			}
-			for _, x := range hashes {
-				p = append(p, [32]byte(x))
-			}
+		if spec.proof != bundle.ProofInclusion {
+			out = bundle.AppendRangeLine(out, i, l.entries[i])
+			continue
 		}
-		out = appendEventLine(out, i, l.entries[i], p, spec.proof == BundleInclusion)
+		hashes, err := l.tree.InclusionProof(i, size)
+		if err != nil {
+			l.t.Fatal(err)
+		}
+		var p [][32]byte
+		for _, x := range hashes {
+			p = append(p, [32]byte(x))
+		}
+		out = bundle.AppendInclusionLine(out, i, l.entries[i], p)
 	}
-	out = append(out, canonicalLine(l.t, BundleTrailer{End: BundleFormat, Events: uint64(len(indices))})...)
+	out = append(out, canonicalLine(l.t, bundle.Trailer{End: bundle.Format, Events: uint64(len(indices))})...)
 	return out
 }
 

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/annal-dev/annal/format/bundle"
 )
 
 func verifyBytes(b []byte, p *Policy) (*BundleResult, error) {
@@ -16,7 +18,7 @@ func TestVerifyBundle_RangeOfEverySize(t *testing.T) {
 	p := policyFor(t, l, "none")
 	for from := uint64(0); from < 13; from++ {
 		for to := from + 1; to <= 13; to++ {
-			res, err := verifyBytes(l.bundle(bundleSpec{proof: BundleRange, from: from, to: to}), p)
+			res, err := verifyBytes(l.bundle(bundleSpec{proof: bundle.ProofRange, from: from, to: to}), p)
 			if err != nil {
 				t.Fatalf("[%d, %d): %v", from, to, err)
 			}
@@ -30,7 +32,7 @@ func TestVerifyBundle_RangeOfEverySize(t *testing.T) {
 func TestVerifyBundle_SelectiveDisclosure(t *testing.T) {
 	l := newTestLog(t, testOrigin, 20)
 	p := policyFor(t, l, "none")
-	b := l.bundle(bundleSpec{proof: BundleInclusion, indices: []uint64{1, 7, 8, 19}, selection: BundleSelection{Actor: "root"}})
+	b := l.bundle(bundleSpec{proof: bundle.ProofInclusion, indices: []uint64{1, 7, 8, 19}, selection: bundle.Selection{Actor: "root"}})
 	res, err := verifyBytes(b, p)
 	if err != nil {
 		t.Fatal(err)
@@ -42,7 +44,7 @@ func TestVerifyBundle_SelectiveDisclosure(t *testing.T) {
 		if i == 1 || i == 7 || i == 8 || i == 19 {
 			continue
 		}
-		enc := appendEventLine(nil, uint64(i), e, nil, false)
+		enc := bundle.AppendRangeLine(nil, uint64(i), e)
 		entryB64 := enc[len(eventLinePrefix) : bytes.IndexByte(enc[len(eventLinePrefix):], '"')+len(eventLinePrefix)]
 		if bytes.Contains(b, entryB64) {
 			t.Fatalf("the bundle carries entry %d, which was not selected", i)
@@ -54,7 +56,7 @@ func TestVerifyBundle_Quorum(t *testing.T) {
 	l := newTestLog(t, testOrigin, 5)
 	w1, w2, stranger := newWitness(t, "w1"), newWitness(t, "w2"), newWitness(t, "stranger")
 	p := policyFor(t, l, "w1", w1, w2)
-	spec := bundleSpec{proof: BundleRange, from: 1, to: 4}
+	spec := bundleSpec{proof: bundle.ProofRange, from: 1, to: 4}
 
 	spec.checkpoint = l.cosigned(5, w2)
 	_, err := verifyBytes(l.bundle(spec), p)
@@ -74,7 +76,7 @@ func TestVerifyBundle_Quorum(t *testing.T) {
 func TestVerifyBundle_Consistency(t *testing.T) {
 	l := newTestLog(t, testOrigin, 11)
 	p := policyFor(t, l, "none")
-	b := l.bundle(bundleSpec{proof: BundleRange, from: 4, to: 9, oldSize: 6})
+	b := l.bundle(bundleSpec{proof: bundle.ProofRange, from: 4, to: 9, oldSize: 6})
 	old := l.checkpoint(6)
 	res, err := VerifyBundle(bytes.NewReader(b), p, &BundleOptions{OldCheckpoint: old})
 	if err != nil {
@@ -91,7 +93,7 @@ func TestVerifyBundle_Consistency(t *testing.T) {
 	if _, err := VerifyBundle(bytes.NewReader(b), p, &BundleOptions{OldCheckpoint: l2.checkpoint(6)}); err == nil {
 		t.Fatal("a bundle consistent with another old root passed")
 	}
-	if _, err := VerifyBundle(bytes.NewReader(l.bundle(bundleSpec{proof: BundleRange, from: 4, to: 9})), p, &BundleOptions{OldCheckpoint: old}); err == nil {
+	if _, err := VerifyBundle(bytes.NewReader(l.bundle(bundleSpec{proof: bundle.ProofRange, from: 4, to: 9})), p, &BundleOptions{OldCheckpoint: old}); err == nil {
 		t.Fatal("a bundle without a consistency proof passed with an old checkpoint")
 	}
 }
@@ -108,7 +110,7 @@ func TestVerifyBundle_DeltaChains(t *testing.T) {
 		hashes = append(hashes, h)
 	}
 	p := policyFor(t, l, "none")
-	res, err := verifyBytes(l.bundle(bundleSpec{proof: BundleRange, from: 0, to: uint64(len(l.entries))}), p)
+	res, err := verifyBytes(l.bundle(bundleSpec{proof: bundle.ProofRange, from: 0, to: uint64(len(l.entries))}), p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +118,7 @@ func TestVerifyBundle_DeltaChains(t *testing.T) {
 		t.Fatalf("sessions %+v", res.Sessions)
 	}
 	// Mid-chain: from the second delta on (index 5).
-	res, err = verifyBytes(l.bundle(bundleSpec{proof: BundleRange, from: 5, to: uint64(len(l.entries))}), p)
+	res, err = verifyBytes(l.bundle(bundleSpec{proof: bundle.ProofRange, from: 5, to: uint64(len(l.entries))}), p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +126,7 @@ func TestVerifyBundle_DeltaChains(t *testing.T) {
 		t.Fatalf("mid-chain session %+v", s)
 	}
 	// A session's deltas with one left out do not link.
-	_, err = verifyBytes(l.bundle(bundleSpec{proof: BundleInclusion, indices: []uint64{3, 7, 9}}), p)
+	_, err = verifyBytes(l.bundle(bundleSpec{proof: bundle.ProofInclusion, indices: []uint64{3, 7, 9}}), p)
 	var verr *Error
 	if !errors.As(err, &verr) || verr.Check != CheckDelta || !strings.Contains(err.Error(), "is not the hash") {
 		t.Fatalf("a gap in the chain: %v", err)
@@ -134,8 +136,8 @@ func TestVerifyBundle_DeltaChains(t *testing.T) {
 func TestVerifyBundle_Refuses(t *testing.T) {
 	l := newTestLog(t, testOrigin, 9)
 	p := policyFor(t, l, "none")
-	good := l.bundle(bundleSpec{proof: BundleRange, from: 2, to: 6})
-	sparse := l.bundle(bundleSpec{proof: BundleInclusion, indices: []uint64{1, 4}})
+	good := l.bundle(bundleSpec{proof: bundle.ProofRange, from: 2, to: 6})
+	sparse := l.bundle(bundleSpec{proof: bundle.ProofInclusion, indices: []uint64{1, 4}})
 	lines := bytes.SplitAfter(good, []byte("\n"))
 	sparseLines := bytes.SplitAfter(sparse, []byte("\n"))
 	other := newTestLog(t, testOrigin, 9)
@@ -164,11 +166,11 @@ func TestVerifyBundle_Refuses(t *testing.T) {
 		{"non-canonical base64", bytes.Replace(good, []byte(`"entry":"eyJ`), []byte(`"entry":"eyJ\n`), 1), CheckBundle, ""},
 		{"base64 with non-zero padding bits", replaceLine(good, 2, []byte(`{"entry":"eB==","index":2}`+"\n")), CheckBundle, "not canonical base64"},
 		{"trailer miscounts", bytes.Replace(good, []byte(`"events":4`), []byte(`"events":5`), 1), CheckBundle, "counts 5"},
-		{"other log's entry", replaceLine(good, 3, appendEventLine(nil, 3, actionEntry(77), nil, false)), CheckInclusion, "lead to root"},
-		{"index beyond the checkpoint", replaceLine(sparse, 3, appendEventLine(nil, 9, l.entries[4], nil, true)), CheckIndex, "not inside"},
-		{"sparse proof of another entry", replaceLine(sparse, 3, appendEventLine(nil, 4, l.entries[5], nil, true)), CheckInclusion, "not at index 4"},
-		{"other checkpoint", l.bundle(bundleSpec{proof: BundleRange, from: 2, to: 6, checkpoint: other.checkpoint(9)}), CheckCheckpoint, ""},
-		{"a line too long", append(append(bytes.Clone(lines[0]), bytes.Repeat([]byte("x"), MaxBundleLineSize+1)...), '\n'), CheckBundle, "longer than"},
+		{"other log's entry", replaceLine(good, 3, bundle.AppendRangeLine(nil, 3, actionEntry(77))), CheckInclusion, "lead to root"},
+		{"index beyond the checkpoint", replaceLine(sparse, 3, bundle.AppendInclusionLine(nil, 9, l.entries[4], nil)), CheckIndex, "not inside"},
+		{"sparse proof of another entry", replaceLine(sparse, 3, bundle.AppendInclusionLine(nil, 4, l.entries[5], nil)), CheckInclusion, "not at index 4"},
+		{"other checkpoint", l.bundle(bundleSpec{proof: bundle.ProofRange, from: 2, to: 6, checkpoint: other.checkpoint(9)}), CheckCheckpoint, ""},
+		{"a line too long", append(append(bytes.Clone(lines[0]), bytes.Repeat([]byte("x"), bundle.MaxLineSize+1)...), '\n'), CheckBundle, "longer than"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := verifyBytes(c.bundle, p)
@@ -199,8 +201,8 @@ func TestVerifyBundle_EverySingleByteFlipFails(t *testing.T) {
 	p := policyFor(t, l, "w1", w)
 	size := uint64(len(l.entries))
 	for _, spec := range []bundleSpec{
-		{proof: BundleRange, from: 1, to: size, checkpoint: l.cosigned(size, w), oldSize: 3},
-		{proof: BundleInclusion, indices: []uint64{0, 4, 6, 7}, checkpoint: l.cosigned(size, w)},
+		{proof: bundle.ProofRange, from: 1, to: size, checkpoint: l.cosigned(size, w), oldSize: 3},
+		{proof: bundle.ProofInclusion, indices: []uint64{0, 4, 6, 7}, checkpoint: l.cosigned(size, w)},
 	} {
 		good := l.bundle(spec)
 		if _, err := verifyBytes(good, p); err != nil {

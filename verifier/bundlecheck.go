@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/annal-dev/annal/checkpoints"
+	"github.com/annal-dev/annal/format/bundle"
 	"github.com/transparency-dev/merkle/compact"
 	"github.com/transparency-dev/merkle/proof"
 	"github.com/transparency-dev/merkle/rfc6962"
@@ -39,8 +40,8 @@ type BundleResult struct {
 	LogKey     string
 	Cosigners  []string
 	Checkpoint *checkpoints.SignedCheckpoint
-	Proof      string // BundleRange or BundleInclusion
-	Selection  BundleSelection
+	Proof      string // bundle.ProofRange or bundle.ProofInclusion
+	Selection  bundle.Selection
 	Events     uint64
 	// FirstIndex and LastIndex of the events; FirstTime and LastTime, the
 	// earliest and latest event times.
@@ -72,7 +73,7 @@ func VerifyBundle(r io.Reader, p *Policy, opts *BundleOptions) (*BundleResult, e
 	if opts == nil {
 		opts = &BundleOptions{}
 	}
-	v := &bundleVerifier{p: p, opts: opts, in: bufio.NewReaderSize(r, MaxBundleLineSize+1)}
+	v := &bundleVerifier{p: p, opts: opts, in: bufio.NewReaderSize(r, bundle.MaxLineSize+1)}
 	return v.run()
 }
 
@@ -82,7 +83,8 @@ type bundleVerifier struct {
 	in   *bufio.Reader
 	line int // lines read so far
 
-	h         BundleHeader
+	h         bundle.Header
+	sel       selection // h.Selection, its times parsed
 	res       *BundleResult
 	factory   *compact.RangeFactory
 	rng       *compact.Range
@@ -100,7 +102,7 @@ func (v *bundleVerifier) readLine() ([]byte, error) {
 		v.line++
 		return line[:len(line)-1], nil
 	case errors.Is(err, bufio.ErrBufferFull):
-		return nil, fail(CheckBundle, "line %d is longer than %d bytes", v.line+1, MaxBundleLineSize)
+		return nil, fail(CheckBundle, "line %d is longer than %d bytes", v.line+1, bundle.MaxLineSize)
 	case errors.Is(err, io.EOF) && len(line) == 0:
 		return nil, io.EOF
 	case errors.Is(err, io.EOF):
@@ -131,10 +133,11 @@ func (v *bundleVerifier) header(line []byte) error {
 		return fail(CheckBundle, "line 1 (header): %v", err)
 	}
 	h := &v.h
-	if h.Bundle != BundleFormat {
-		return fail(CheckBundle, "line 1: bundle format %q is not %q", abbreviate(h.Bundle), BundleFormat)
+	if h.Bundle != bundle.Format {
+		return fail(CheckBundle, "line 1: bundle format %q is not %q", abbreviate(h.Bundle), bundle.Format)
 	}
-	if err := h.Selection.check(); err != nil {
+	v.sel = selection{Selection: h.Selection}
+	if err := v.sel.check(); err != nil {
 		return fail(CheckBundle, "line 1: %v", err)
 	}
 	pr, err := v.p.OpenCheckpoint([]byte(h.Checkpoint))
@@ -150,9 +153,9 @@ func (v *bundleVerifier) header(line []byte) error {
 	if cp.Size == 0 {
 		return fail(CheckIndex, "the checkpoint has no entries")
 	}
-	sel := &h.Selection
+	sel := &v.sel
 	switch h.Proof {
-	case BundleRange:
+	case bundle.ProofRange:
 		if sel.From == nil || sel.To == nil || sel.filtered() {
 			return fail(CheckBundle, "line 1: a range bundle's selection is exactly from and to")
 		}
@@ -176,7 +179,7 @@ func (v *bundleVerifier) header(line []byte) error {
 			return fail(CheckBundle, "line 1: right has %d hashes, the compact range of [%d, %d) has %d", len(right), *sel.To, cp.Size, compact.RangeSize(*sel.To, cp.Size))
 		}
 		v.next = *sel.From
-	case BundleInclusion:
+	case bundle.ProofInclusion:
 		if len(h.Left) > 0 || len(h.Right) > 0 {
 			return fail(CheckBundle, "line 1: an inclusion bundle has no left or right hashes")
 		}
@@ -185,7 +188,7 @@ func (v *bundleVerifier) header(line []byte) error {
 			v.next = *sel.From
 		}
 	default:
-		return fail(CheckBundle, "line 1: proof %q is neither %q nor %q", abbreviate(h.Proof), BundleRange, BundleInclusion)
+		return fail(CheckBundle, "line 1: proof %q is neither %q nor %q", abbreviate(h.Proof), bundle.ProofRange, bundle.ProofInclusion)
 	}
 	return v.consistency(cp)
 }
@@ -235,12 +238,12 @@ func (v *bundleVerifier) consistency(cp *checkpoints.SignedCheckpoint) error {
 }
 
 func (v *bundleVerifier) trailer(line []byte) error {
-	var t BundleTrailer
+	var t bundle.Trailer
 	if err := parseJSONLine(line, &t); err != nil {
 		return fail(CheckBundle, "line %d (trailer): %v", v.line, err)
 	}
-	if t.End != BundleFormat {
-		return fail(CheckBundle, "line %d: trailer end %q is not %q", v.line, abbreviate(t.End), BundleFormat)
+	if t.End != bundle.Format {
+		return fail(CheckBundle, "line %d: trailer end %q is not %q", v.line, abbreviate(t.End), bundle.Format)
 	}
 	if t.Events != v.res.Events {
 		return fail(CheckBundle, "the trailer counts %d events, the bundle holds %d", t.Events, v.res.Events)

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"sync"
 
+	"github.com/annal-dev/annal/format/bundle"
 	"github.com/transparency-dev/merkle/compact"
 	"github.com/transparency-dev/merkle/proof"
 )
@@ -110,7 +111,7 @@ func (v *bundleVerifier) readBatches(out chan<- *batch, free <-chan *batch, stop
 		default:
 			// A batch's buffers are sized once: growing them line by line
 			// was a fifth of the time of a small bundle.
-			b = &batch{buf: make([]byte, 0, batchBytes+MaxBundleLineSize), ends: make([]int, 0, batchLines)}
+			b = &batch{buf: make([]byte, 0, batchBytes+bundle.MaxLineSize), ends: make([]int, 0, batchLines)}
 		}
 		b.firstLine = v.line + 1
 		for len(b.ends) < batchLines && len(b.buf) < batchBytes {
@@ -270,7 +271,7 @@ func (v *bundleVerifier) mergeBatch(b *batch) error {
 			}
 			return fail(CheckSelection, "line %d: index %d is below the selection's from %d", lineNo, r.index, v.next)
 		}
-		if why := res.Selection.match(r.index, r.ev); why != "" {
+		if why := v.sel.match(r.index, r.ev); why != "" {
 			return fail(CheckSelection, "line %d: entry %d does not match the bundle's selection: %s", lineNo, r.index, why)
 		}
 		if v.rng != nil {

@@ -5,12 +5,16 @@
 //
 // Its contract:
 //
-//   - It imports only the checkpoints package of this repository and public
-//     libraries (x/mod note, transparency-dev merkle and formats,
-//     gowebpki/jcs), never kernel/, logserver/ or witness/, so a bug shared
+//   - Of this repository it imports only the checkpoints package and the
+//     format declarations (format/bundle, format/evidence: names, members
+//     and limits that writer and reader share, no checking code), besides
+//     public libraries (x/mod note, transparency-dev merkle and formats,
+//     gowebpki/jcs); never kernel/, logserver/ or witness/, so a bug shared
 //     with the kernel cannot make a bad proof pass (a test enforces this).
-//     The delta-chain rules in particular are written again here from
-//     testvectors/FORMATS.md, not taken from kernel/delta.
+//     Every check is its own: it parses bundle and evidence lines strictly
+//     into the shared declarations, and the delta-chain rules in particular
+//     are written again here from testvectors/FORMATS.md, not taken from
+//     kernel/delta.
 //   - It does no network I/O. VerifyBundle reads the io.Reader it is given
 //     once, as a stream, holding a bounded number of lines at a time, so a
 //     bundle of millions of events needs bounded memory.

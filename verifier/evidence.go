@@ -3,50 +3,20 @@ package verifier
 import (
 	"bytes"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"reflect"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/annal-dev/annal/checkpoints"
+	"github.com/annal-dev/annal/format/evidence"
 	"github.com/transparency-dev/merkle/proof"
 	"github.com/transparency-dev/merkle/rfc6962"
 )
 
-// EvidenceFormat names version 1 of the equivocation evidence file.
-const EvidenceFormat = "annal.dev/equivocation-evidence/v1"
-
-// MaxEvidenceSize bounds an evidence file: two checkpoints and a proof.
-const MaxEvidenceSize = 2*checkpoints.MaxCheckpointSize + 16<<10
-
 // CheckEvidence names the check of an evidence file that failed.
 const CheckEvidence Check = "evidence"
-
-// Evidence is an equivocation evidence file (testvectors/FORMATS.md,
-// "Equivocation evidence"): two checkpoints of one log, both signed by its
-// key, that cannot both be true. Checkpoints holds the smaller one first.
-// When their sizes differ, PrefixRoot is the root of the larger tree's
-// first entries up to the smaller size, and ConsistencyProof proves that
-// prefix of the larger tree; the smaller checkpoint names another root for
-// the same entries.
-type Evidence struct {
-	Format           string    `json:"format"`
-	Origin           string    `json:"origin"`
-	LogKey           string    `json:"log_key"`
-	Checkpoints      [2]string `json:"checkpoints"`
-	PrefixRoot       string    `json:"prefix_root,omitempty"`
-	ConsistencyProof []string  `json:"consistency_proof,omitempty"`
-	// Observations say who saw each checkpoint, for the record; they prove
-	// nothing and a verifier ignores them.
-	Observations []Observation `json:"observations,omitempty"`
-}
-
-// Observation records who saw one of the checkpoints, and when.
-type Observation struct {
-	Checkpoint int    `json:"checkpoint"`
-	By         string `json:"by"`
-	At         string `json:"at"`
-}
 
 // EvidenceResult is what verified evidence establishes.
 type EvidenceResult struct {
@@ -60,7 +30,8 @@ type EvidenceResult struct {
 	PrefixRoot [sha256.Size]byte
 }
 
-// VerifyEvidence checks an equivocation evidence file. logKey, if not
+// VerifyEvidence checks an equivocation evidence file (evidence.File,
+// testvectors/FORMATS.md, "Equivocation evidence"). logKey, if not
 // empty, is the key the caller trusts for the log and must be the file's;
 // if empty, the file's key is used and the result proves that whoever holds
 // that key signed two histories. The evidence holds if both checkpoints are
@@ -68,13 +39,13 @@ type EvidenceResult struct {
 // or the consistency proof shows the larger tree's prefix root, which
 // differs from the smaller checkpoint's root.
 func VerifyEvidence(data []byte, logKey string) (*EvidenceResult, error) {
-	if len(data) > MaxEvidenceSize {
-		return nil, fail(CheckFormat, "evidence is %d bytes, more than %d", len(data), MaxEvidenceSize)
+	if len(data) > evidence.MaxSize {
+		return nil, fail(CheckFormat, "evidence is %d bytes, more than %d", len(data), evidence.MaxSize)
 	}
 	if err := checkJSONSyntax(data); err != nil {
 		return nil, wrap(CheckFormat, err)
 	}
-	var ev Evidence
+	var ev evidence.File
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&ev); err != nil {
@@ -83,8 +54,11 @@ func VerifyEvidence(data []byte, logKey string) (*EvidenceResult, error) {
 	if dec.More() {
 		return nil, fail(CheckFormat, "evidence has data after its object")
 	}
-	if ev.Format != EvidenceFormat {
-		return nil, fail(CheckFormat, "format %q is not %q", ev.Format, EvidenceFormat)
+	if err := exactMemberNames(data); err != nil {
+		return nil, wrap(CheckFormat, err)
+	}
+	if ev.Format != evidence.Format {
+		return nil, fail(CheckFormat, "format %q is not %q", ev.Format, evidence.Format)
 	}
 	if logKey != "" && logKey != ev.LogKey {
 		return nil, fail(CheckKey, "the evidence is about key %q, not the trusted key %q", abbreviate(ev.LogKey), abbreviate(logKey))
@@ -130,11 +104,11 @@ func VerifyEvidence(data []byte, logKey string) (*EvidenceResult, error) {
 	}
 	hashes := make([][]byte, len(ev.ConsistencyProof))
 	for i, h := range ev.ConsistencyProof {
-		raw, err := base64.StdEncoding.Strict().DecodeString(h)
-		if err != nil || len(raw) != sha256.Size {
-			return nil, fail(CheckFormat, "consistency proof hash %d is not a base64 SHA-256 hash", i+1)
+		raw, err := checkpoints.ParseHash(h)
+		if err != nil {
+			return nil, fail(CheckFormat, "consistency proof hash %d is not a base64 SHA-256 hash: %v", i+1, err)
 		}
-		hashes[i] = raw
+		hashes[i] = raw[:]
 	}
 	if err := proof.VerifyConsistency(rfc6962.DefaultHasher, small.Size, large.Size, hashes, prefix[:], large.Hash[:]); err != nil {
 		return nil, fail(CheckConsistency, "the proof does not show that the tree of %d entries has root %s at %d: %v",
@@ -154,6 +128,48 @@ func checkJSONSyntax(data []byte) error {
 		return fmt.Errorf("evidence is not valid UTF-8 JSON")
 	}
 	return noDuplicates(json.NewDecoder(bytes.NewReader(data)), 0)
+}
+
+// exactMemberNames refuses a member whose name is another spelling of one
+// the format declares ("FORMAT", "Log_Key"): encoding/json matches names
+// without regard to case, so the decoder alone would take it for the
+// declared member.
+func exactMemberNames(data []byte) error {
+	var file map[string]json.RawMessage
+	if err := json.Unmarshal(data, &file); err != nil {
+		return err
+	}
+	if err := knownMembers("evidence", file, reflect.TypeFor[evidence.File]()); err != nil {
+		return err
+	}
+	if raw, ok := file["observations"]; ok {
+		var list []map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &list); err != nil {
+			return err
+		}
+		for i, o := range list {
+			if err := knownMembers(fmt.Sprintf("observation %d", i+1), o, reflect.TypeFor[evidence.Observation]()); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// knownMembers refuses a member of obj that is not exactly the JSON name of
+// a field of the struct type t.
+func knownMembers(what string, obj map[string]json.RawMessage, t reflect.Type) error {
+	names := map[string]bool{}
+	for f := range t.Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		names[name] = true
+	}
+	for name := range obj {
+		if !names[name] {
+			return fmt.Errorf("%s has the member %q, which its format does not declare (member names are case-sensitive)", what, abbreviate(name))
+		}
+	}
+	return nil
 }
 
 func noDuplicates(dec *json.Decoder, depth int) error {

@@ -327,25 +327,51 @@ func TestParseEvent_Rejects(t *testing.T) {
 	}
 }
 
-// The verifier's whole point is independence from what it verifies.
-func TestImportsOnlyCheckpoints(t *testing.T) {
+// The verifier's whole point is independence from what it verifies: of
+// this module it may import checkpoints and the format declarations
+// (format/...), never kernel, logserver or witness code.
+func TestImportsOnlyCheckpointsAndFormats(t *testing.T) {
 	out, err := exec.Command("go", "list", "-deps", ".").Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}
 	const module = "github.com/annal-dev/annal/"
-	allowed := map[string]bool{module + "verifier": true, module + "checkpoints": true}
-	checked := 0
+	allowed := map[string]bool{module + "verifier": true, module + "checkpoints": true,
+		module + "format/bundle": true, module + "format/evidence": true}
+	seen := map[string]bool{}
 	for _, pkg := range strings.Fields(string(out)) {
-		if strings.HasPrefix(pkg, module) {
-			checked++
-			if !allowed[pkg] {
-				t.Errorf("verifier depends on %s; it may import only checkpoints/ of this module", pkg)
+		if !strings.HasPrefix(pkg, module) {
+			continue
+		}
+		seen[pkg] = true
+		for _, banned := range []string{"kernel", "logserver", "witness"} {
+			if pkg == module+banned || strings.HasPrefix(pkg, module+banned+"/") {
+				t.Errorf("verifier depends on %s: it must never import %s/", pkg, banned)
 			}
 		}
+		if !allowed[pkg] {
+			t.Errorf("verifier depends on %s; it may import only checkpoints/ and format/ of this module", pkg)
+		}
 	}
-	if checked != 2 {
-		t.Fatalf("go list found %d packages of this module, want verifier and checkpoints", checked)
+	for pkg := range allowed {
+		if !seen[pkg] {
+			t.Errorf("go list does not show %s among the verifier's dependencies", pkg)
+		}
+	}
+}
+
+// The format declarations are shared by the writers and the verifier, so
+// they may hold nothing of either: only the standard library.
+func TestFormatsImportOnlyTheStandardLibrary(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}} {{.Standard}}", "../format/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		pkg, standard, _ := strings.Cut(line, " ")
+		if standard != "true" && !strings.HasPrefix(pkg, "github.com/annal-dev/annal/format/") {
+			t.Errorf("format/ depends on %s; it may import only the standard library", pkg)
+		}
 	}
 }
 

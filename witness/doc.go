@@ -158,8 +158,9 @@
 // # Equivocation evidence
 //
 // An equivocation becomes an evidence file in the format of
-// testvectors/FORMATS.md, "Equivocation evidence" (EvidenceFormat), that
-// `annal-verify evidence` checks offline: the two checkpoints, smaller
+// testvectors/FORMATS.md, "Equivocation evidence" (declared once, for the
+// witness and the verifier, in format/evidence), that `annal-verify
+// evidence` checks offline: the two checkpoints, smaller
 // first, each with the log's signature (and only signatures that verified:
 // the log's and witnesses' cosignatures), the log's key, and when the sizes
 // differ the larger tree's root at the smaller size and the consistency

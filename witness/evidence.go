@@ -9,49 +9,17 @@ import (
 	"time"
 
 	"github.com/annal-dev/annal/checkpoints"
+	"github.com/annal-dev/annal/format/evidence"
 	"github.com/transparency-dev/merkle/proof"
 	"github.com/transparency-dev/merkle/rfc6962"
 	"golang.org/x/mod/sumdb/note"
 )
-
-// EvidenceFormat names version 1 of the equivocation evidence file, the
-// format of testvectors/FORMATS.md ("Equivocation evidence") that
-// `annal-verify evidence` checks.
-const EvidenceFormat = "annal.dev/equivocation-evidence/v1"
-
-// MaxEvidenceSize bounds an evidence file, as the format does.
-const MaxEvidenceSize = 48 << 10
 
 // ErrNoEvidenceKey is returned when two checkpoints of a log contradict
 // each other but no configured key of the log can stand as the evidence's
 // log_key: the format needs one Ed25519 key, named after the origin, whose
 // signature is on both.
 var ErrNoEvidenceKey = errors.New("no configured key of the log signed both checkpoints as the evidence format requires")
-
-// Evidence is an equivocation evidence file: two checkpoints of one log,
-// each with the log's valid signature, that cannot both be true.
-// Checkpoints holds the smaller first. When the sizes differ, PrefixRoot is
-// the root of the larger tree's first entries up to the smaller size and
-// ConsistencyProof proves it against the larger checkpoint's root; the
-// smaller checkpoint names another root for those entries. When the sizes
-// are equal, the roots differ and both fields are empty.
-type Evidence struct {
-	Format           string        `json:"format"`
-	Origin           string        `json:"origin"`
-	LogKey           string        `json:"log_key"`
-	Checkpoints      [2]string     `json:"checkpoints"`
-	PrefixRoot       string        `json:"prefix_root,omitempty"`
-	ConsistencyProof []string      `json:"consistency_proof,omitempty"`
-	Observations     []Observation `json:"observations,omitempty"`
-}
-
-// Observation records who saw one of the checkpoints of an Evidence, and
-// when (RFC 3339, UTC). It is for the record and proves nothing.
-type Observation struct {
-	Checkpoint int    `json:"checkpoint"`
-	By         string `json:"by"`
-	At         string `json:"at"`
-}
 
 // sighting is a checkpoint signed by its log, and who saw it. note holds the
 // checkpoint text and only signatures that verified: the log's, and a
@@ -80,7 +48,7 @@ func evidenceID(origin string, a, b checkpoints.Checkpoint) [sha256.Size]byte {
 	if treeLess(b, a) {
 		a, b = b, a
 	}
-	return sha256.Sum256(fmt.Appendf(nil, "%s\n%s\n%d\n%s\n%d\n%s\n", EvidenceFormat, origin, a.Size, b64(a.Hash[:]), b.Size, b64(b.Hash[:])))
+	return sha256.Sum256(fmt.Appendf(nil, "%s\n%s\n%d\n%s\n%d\n%s\n", evidence.Format, origin, a.Size, b64(a.Hash[:]), b.Size, b64(b.Hash[:])))
 }
 
 // treeLess orders checkpoints by size, then root.
@@ -91,8 +59,9 @@ func treeLess(a, b checkpoints.Checkpoint) bool {
 	return bytes.Compare(a.Hash[:], b.Hash[:]) < 0
 }
 
-// makeEvidence writes the evidence file of s and checks it as a verifier
-// would: a file this returns verifies with `annal-verify evidence`.
+// makeEvidence writes the evidence file (format/evidence) of s and checks it
+// as a verifier would: a file this returns verifies with `annal-verify
+// evidence`.
 func makeEvidence(cfg LogConfig, s split) ([]byte, error) {
 	if s.small.cp.Size == s.large.cp.Size && treeLess(s.large.cp, s.small.cp) {
 		s.small, s.large = s.large, s.small
@@ -101,12 +70,12 @@ func makeEvidence(cfg LogConfig, s split) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	ev := Evidence{
-		Format:      EvidenceFormat,
+	ev := evidence.File{
+		Format:      evidence.Format,
 		Origin:      cfg.Origin,
 		LogKey:      key,
 		Checkpoints: [2]string{string(s.small.note), string(s.large.note)},
-		Observations: []Observation{
+		Observations: []evidence.Observation{
 			{Checkpoint: 0, By: s.small.by, At: s.small.at.UTC().Format(time.RFC3339)},
 			{Checkpoint: 1, By: s.large.by, At: s.large.at.UTC().Format(time.RFC3339)},
 		},
@@ -151,7 +120,7 @@ next:
 }
 
 // checkEvidence applies the format's rules to an evidence file: at most
-// MaxEvidenceSize bytes, no unknown member, both checkpoints signed by
+// evidence.MaxSize bytes, no unknown member, both checkpoints signed by
 // log_key (whose name is the origin), sizes at least 1 in order, and
 // either equal sizes with different roots, or a consistency proof from
 // the prefix root to the larger root with a prefix root other than the
@@ -159,17 +128,17 @@ next:
 // never keeps a file the verifier would refuse; it does not import the
 // verifier, which knows nothing of the witness.
 func checkEvidence(file []byte) error {
-	if len(file) > MaxEvidenceSize {
-		return fmt.Errorf("evidence is %d bytes, more than %d", len(file), MaxEvidenceSize)
+	if len(file) > evidence.MaxSize {
+		return fmt.Errorf("evidence is %d bytes, more than %d", len(file), evidence.MaxSize)
 	}
-	var ev Evidence
+	var ev evidence.File
 	dec := json.NewDecoder(bytes.NewReader(file))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&ev); err != nil || dec.More() {
 		return fmt.Errorf("evidence is not one evidence object: %v", err)
 	}
-	if ev.Format != EvidenceFormat {
-		return fmt.Errorf("format %q is not %q", ev.Format, EvidenceFormat)
+	if ev.Format != evidence.Format {
+		return fmt.Errorf("format %q is not %q", ev.Format, evidence.Format)
 	}
 	v, err := checkpoints.NewLogVerifier(ev.LogKey)
 	if err != nil {

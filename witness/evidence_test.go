@@ -11,15 +11,10 @@ import (
 	"time"
 
 	"github.com/annal-dev/annal/checkpoints"
+	"github.com/annal-dev/annal/format/evidence"
 	"github.com/annal-dev/annal/verifier"
 	"golang.org/x/mod/sumdb/note"
 )
-
-func TestEvidence_FormatIsTheVerifiers(t *testing.T) {
-	if EvidenceFormat != verifier.EvidenceFormat || MaxEvidenceSize != verifier.MaxEvidenceSize {
-		t.Errorf("witness writes %q up to %d bytes, the verifier reads %q up to %d", EvidenceFormat, MaxEvidenceSize, verifier.EvidenceFormat, verifier.MaxEvidenceSize)
-	}
-}
 
 // TestEvidence_AddCheckpointSameSize: the case the core witness refuses
 // with 422 (or 409 when the old size is wrong too), a checkpoint of the
@@ -214,11 +209,11 @@ func TestEvidence_CheckRefusesWhatTheVerifierRefuses(t *testing.T) {
 	}
 	good, _ := tw.store.EvidenceFile(list[0].ID)
 	for i, bad := range []string{
-		strings.Replace(string(good), EvidenceFormat, EvidenceFormat+"x", 1),
+		strings.Replace(string(good), evidence.Format, evidence.Format+"x", 1),
 		strings.Replace(string(good), `"origin":"example.com/log"`, `"origin":"example.com/other"`, 1),
 		strings.Replace(string(good), `"format"`, `"extra":1,"format"`, 1),
 		string(good[:len(good)/2]),
-		fmt.Sprintf(`{"format":%q,"origin":"example.com/log","log_key":%q,"checkpoints":[%q,%q]}`, EvidenceFormat, l.vkey, l.checkpoint(10), l.checkpoint(10)),
+		fmt.Sprintf(`{"format":%q,"origin":"example.com/log","log_key":%q,"checkpoints":[%q,%q]}`, evidence.Format, l.vkey, l.checkpoint(10), l.checkpoint(10)),
 	} {
 		_, verr := verifier.VerifyEvidence([]byte(bad), "")
 		if err := checkEvidence([]byte(bad)); err == nil || verr == nil {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/annal-dev/annal/checkpoints"
+	"github.com/annal-dev/annal/format/bundle"
 	"github.com/annal-dev/annal/verifier"
 	"github.com/spf13/cobra"
 )
@@ -202,7 +203,7 @@ func printBundle(w io.Writer, res *verifier.BundleResult) {
 	if len(res.Cosigners) > 0 {
 		fmt.Fprintf(w, "  witness quorum met, cosigned by %s\n", strings.Join(res.Cosigners, ", "))
 	}
-	if res.Proof == verifier.BundleRange {
+	if res.Proof == bundle.ProofRange {
 		fmt.Fprintf(w, "  every entry of [%d, %d), proven as one range\n", res.FirstIndex, res.LastIndex+1)
 	} else {
 		fmt.Fprintf(w, "  selected entries from %d to %d, each with its inclusion proof (the others are not disclosed)\n", res.FirstIndex, res.LastIndex)

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/annal-dev/annal/checkpoints"
+	"github.com/annal-dev/annal/format/evidence"
 	"github.com/annal-dev/annal/verifier"
 	"github.com/spf13/cobra"
 )
@@ -187,7 +188,7 @@ signed two histories.`,
 					return err
 				}
 			}
-			data, err := readInput(stdin, args[0], verifier.MaxEvidenceSize)
+			data, err := readInput(stdin, args[0], evidence.MaxSize)
 			if err != nil {
 				return err
 			}

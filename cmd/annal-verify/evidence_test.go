@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/annal-dev/annal/checkpoints"
-	"github.com/annal-dev/annal/verifier"
+	"github.com/annal-dev/annal/format/evidence"
 	"github.com/transparency-dev/merkle/rfc6962"
 	"github.com/transparency-dev/merkle/testonly"
 )
@@ -36,7 +36,7 @@ func TestEvidence(t *testing.T) {
 		}
 		return string(note)
 	}
-	ev := verifier.Evidence{Format: verifier.EvidenceFormat, Origin: origin, LogKey: vkey,
+	ev := evidence.File{Format: evidence.Format, Origin: origin, LogKey: vkey,
 		Checkpoints: [2]string{sign(honest, 5), sign(forked, 9)},
 		PrefixRoot:  base64.StdEncoding.EncodeToString(forked.HashAt(5))}
 	hashes, _ := forked.ConsistencyProof(5, 9)

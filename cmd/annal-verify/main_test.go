@@ -93,6 +93,9 @@ func openKernel(t *testing.T, dir string) *kernel.Kernel {
 	cfg := kernel.DefaultConfig(dir)
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	cfg.CheckpointInterval = 100 * time.Millisecond
+	// No energy.produced event in the middle of a test's actions, however
+	// slowly a loaded machine runs them.
+	cfg.Energy.TickMillis = uint64(time.Hour / time.Millisecond)
 	k, err := kernel.Open(cfg)
 	if err != nil {
 		t.Fatal(err)

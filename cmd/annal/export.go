@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/annal-dev/annal/format/bundle"
 	"github.com/annal-dev/annal/internal/atomicfile"
 	"github.com/spf13/cobra"
 )
@@ -133,13 +134,9 @@ func (p *progressReader) Read(b []byte) (int, error) {
 		}
 		p.header = append(p.header, chunk[:i]...)
 		p.inBody, chunk = true, chunk[i+1:]
-		var h struct {
-			Proof     string `json:"proof"`
-			Selection struct {
-				From, To *uint64
-			} `json:"selection"`
-		}
-		if json.Unmarshal(p.header, &h) == nil && h.Proof == "range" && h.Selection.From != nil && h.Selection.To != nil {
+		// Only for the display: annal-verify checks the header strictly.
+		var h bundle.Header
+		if json.Unmarshal(p.header, &h) == nil && h.Proof == bundle.ProofRange && h.Selection.From != nil && h.Selection.To != nil {
 			p.total = *h.Selection.To - *h.Selection.From
 		}
 		p.header = nil

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/annal-dev/annal/format/bundle"
 	"github.com/annal-dev/annal/kernel"
 	"github.com/annal-dev/annal/verifier"
 )
@@ -39,7 +40,7 @@ func TestCLI_Export(t *testing.T) {
 	}
 	b, _ := os.ReadFile(file)
 	res, err := verifier.VerifyBundle(bytes.NewReader(b), p, nil)
-	if err != nil || res.Events != 3 || res.Proof != verifier.BundleRange {
+	if err != nil || res.Events != 3 || res.Proof != bundle.ProofRange {
 		t.Fatalf("exported bundle: %+v, %v", res, err)
 	}
 	out, err := runCLI(t, "--server", url, "--credential-file", credFile, "export", "--actor", "root", "--kind", "action", "--old-size", "2")
@@ -47,7 +48,7 @@ func TestCLI_Export(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, err = verifier.VerifyBundle(strings.NewReader(out), p, nil)
-	if err != nil || res.Events != 4 || res.Proof != verifier.BundleInclusion || res.OldSize != 2 {
+	if err != nil || res.Events != 4 || res.Proof != bundle.ProofInclusion || res.OldSize != 2 {
 		t.Fatalf("exported bundle on stdout: %+v, %v", res, err)
 	}
 	if _, err := runCLI(t, "--server", url, "--credential-file", credFile, "export", "--actor", "nobody", "-o", filepath.Join(dir, "none")); err == nil {

@@ -53,9 +53,6 @@ func NewChain(session string) *Chain {
 	return &Chain{session: session, ids: map[string]bool{}, turns: map[string]bool{}, files: map[string]string{}}
 }
 
-// Session returns the chain's session id.
-func (c *Chain) Session() string { return c.session }
-
 // Head returns the delta_hash of the last delta, or ZeroHash when the chain
 // is empty: the parent_hash the next delta must carry.
 func (c *Chain) Head() string {

@@ -44,12 +44,6 @@ func Compile(p Policy) (*Compiled, error) {
 	return c, nil
 }
 
-// Policy returns a copy of the policy c was compiled from.
-func (c *Compiled) Policy() Policy { return clonePolicy(c.policy) }
-
-// Name returns the policy's name.
-func (c *Compiled) Name() string { return c.policy.Name }
-
 func clonePolicy(p Policy) Policy {
 	p.BlockedActions = slices.Clone(p.BlockedActions)
 	p.BlockedPatterns = slices.Clone(p.BlockedPatterns)

@@ -68,9 +68,10 @@
 // violation. It fails closed: a nil entry is a violation (RuleMissingPolicy)
 // rather than skipped, where the seed skips an unknown policy name.
 //
-// AuditAll and SignalOnViolation do not change what Check returns: the
-// kernel reads them from Compiled.Policy to decide whether to record every
-// action and whether a violation also sends SIGPOLICY (default: deny only).
+// AuditAll and SignalOnViolation do not change what Check returns. They
+// travel in the logged policy: the kernel reads SignalOnViolation from its
+// record of the policy to decide whether a violation also sends SIGPOLICY
+// (default: deny only). The kernel does not read AuditAll.
 //
 // Everything here is pure and deterministic (no clock, randomness or I/O),
 // so the kernel may call it both live and when replaying its log. A

@@ -4,9 +4,11 @@
 //
 // A Saga is a deterministic state machine with no clock and no I/O; the
 // kernel logs every transition and replays it through the same methods. A
-// method that refuses a move MUST leave the Saga unchanged. Orchestrator
-// drives a Saga for Go callers: it runs the steps, times them out, retries
-// them with linear backoff, compensates, and reports every transition.
+// method that refuses a move MUST leave the Saga unchanged. The kernel does
+// not run steps: the agent that started a saga runs each step and its
+// compensation and reports every start and result, the kernel logs each
+// transition (and times steps out), and RetryDelay is the backoff it
+// advises before a failed step is started again.
 //
 // # Machine
 //
@@ -57,9 +59,6 @@ const (
 	Compensated  State = "compensated"
 	Failed       State = "failed"
 )
-
-// Final reports whether no transition leaves s.
-func (s State) Final() bool { return s == Succeeded || s == Compensated || s == Failed }
 
 // Defaults (§15.2) and limits.
 const (
@@ -113,9 +112,6 @@ func (s StepSpec) Validate() error {
 	}
 	return nil
 }
-
-// Timeout returns the step timeout as a duration.
-func (s StepSpec) Timeout() time.Duration { return time.Duration(s.TimeoutSeconds) * time.Second }
 
 // Step is one step's state. Attempts counts its starts; Error is the reason
 // of its last failure.
@@ -415,13 +411,11 @@ func (s *Saga) HandOff(id, to string) error {
 
 // RetryDelay returns the linear backoff before retry number attempt (1 for
 // the first retry): attempt × DefaultRetryDelay; 0 for attempt ≤ 0.
-func RetryDelay(attempt int) time.Duration { return linearDelay(attempt, DefaultRetryDelay) }
-
-func linearDelay(attempt int, base time.Duration) time.Duration {
+func RetryDelay(attempt int) time.Duration {
 	if attempt <= 0 {
 		return 0
 	}
-	return time.Duration(attempt) * base
+	return time.Duration(attempt) * DefaultRetryDelay
 }
 
 func clip(s string) string {

@@ -5,12 +5,10 @@ import (
 	"time"
 )
 
-// Rings are 0..3, 0 the most privileged (§3); a participant joins at
-// DefaultRing unless the kernel says otherwise (§10.3).
+// Rings are 0..3, 0 the most privileged (§3).
 const (
-	MinRing     = 0
-	MaxRing     = 3
-	DefaultRing = 3
+	MinRing = 0
+	MaxRing = 3
 )
 
 // Participant is a session participant (§10.3) in its event form: scores in

@@ -84,18 +84,6 @@ func (s *Session) ActiveCount() int {
 	return n
 }
 
-// ActiveParticipants returns the active participants' agents, sorted.
-func (s *Session) ActiveParticipants() []string {
-	out := []string{}
-	for k, p := range s.Participants {
-		if p.IsActive {
-			out = append(out, k)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
 // IsActiveParticipant reports whether agent is an active participant.
 func (s *Session) IsActiveParticipant(agent string) bool {
 	p, ok := s.Participants[agent]

@@ -29,7 +29,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -118,9 +117,6 @@ func New(timeout time.Duration) *Switch {
 	return &Switch{timeout: timeout, cbs: map[string]Callback{}, subs: map[string]string{}}
 }
 
-// Timeout returns the callback timeout.
-func (s *Switch) Timeout() time.Duration { return s.timeout }
-
 // Register sets agent's termination callback, replacing any previous one.
 // A nil cb unregisters the agent.
 func (s *Switch) Register(agent string, cb Callback) {
@@ -142,21 +138,6 @@ func (s *Switch) RegisterSubstitute(session, agent string) {
 		return
 	}
 	s.subs[session] = agent
-}
-
-// Registered reports whether agent has a callback.
-func (s *Switch) Registered(agent string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	_, ok := s.cbs[agent]
-	return ok
-}
-
-// Substitute returns the substitute of session, "" if none.
-func (s *Switch) Substitute(session string) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.subs[session]
 }
 
 // take removes and returns agent's callback and session's substitute, and
@@ -280,16 +261,4 @@ func safeHandoff(handoff func(step, to string) error, step, to string) (err erro
 		}
 	}()
 	return handoff(step, to)
-}
-
-// Sessions returns the sessions with a registered substitute, sorted.
-func (s *Switch) Sessions() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]string, 0, len(s.subs))
-	for k := range s.subs {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

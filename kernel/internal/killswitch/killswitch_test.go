@@ -28,7 +28,7 @@ func TestSpec12_2_Reasons(t *testing.T) {
 }
 
 func TestSpec12_5_DefaultTimeout(t *testing.T) {
-	if New(0).Timeout() != 5*time.Second || New(-1).Timeout() != 5*time.Second || New(time.Second).Timeout() != time.Second {
+	if New(0).timeout != 5*time.Second || New(-1).timeout != 5*time.Second || New(time.Second).timeout != time.Second {
 		t.Fatal("timeout defaults wrong")
 	}
 }
@@ -164,6 +164,21 @@ func TestSpec12_6_UnknownReasonStillKills(t *testing.T) {
 	}
 }
 
+// registered reports whether agent has a callback in s.
+func registered(s *Switch, agent string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.cbs[agent]
+	return ok
+}
+
+// substitute is the substitute registered for session in s, "" if none.
+func substitute(s *Switch, session string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.subs[session]
+}
+
 func TestSpec12_7_Cleanup(t *testing.T) {
 	for _, cb := range []Callback{ok, func(context.Context, string, string, Reason) error { return errors.New("x") }} {
 		s := New(time.Second)
@@ -173,10 +188,10 @@ func TestSpec12_7_Cleanup(t *testing.T) {
 		s.RegisterSubstitute("s2", "a")
 		s.RegisterSubstitute("s3", "c")
 		s.Kill(context.Background(), "k", "a", "s1", Manual, nil, nil, t0)
-		if s.Registered("a") || s.Substitute("s1") != "" || s.Substitute("s2") != "" {
-			t.Fatalf("not cleaned up: registered=%v s1=%q s2=%q", s.Registered("a"), s.Substitute("s1"), s.Substitute("s2"))
+		if registered(s, "a") || substitute(s, "s1") != "" || substitute(s, "s2") != "" {
+			t.Fatalf("not cleaned up: registered=%v s1=%q s2=%q", registered(s, "a"), substitute(s, "s1"), substitute(s, "s2"))
 		}
-		if !s.Registered("c") || s.Substitute("s3") != "c" {
+		if !registered(s, "c") || substitute(s, "s3") != "c" {
 			t.Fatal("cleanup removed another agent's registrations")
 		}
 		res := s.Kill(context.Background(), "k2", "a", "s1", Manual, nil, nil, t0)

@@ -135,12 +135,6 @@ func (b *Bucket) Tokens(now time.Time) float64 {
 	return b.tokens
 }
 
-// Capacity returns the bucket's burst size.
-func (b *Bucket) Capacity() float64 { return b.capacity }
-
-// Rate returns the tokens added per second.
-func (b *Bucket) Rate() float64 { return b.rate }
-
 // fullAt returns when the bucket will be full if nothing is consumed, and
 // false when it never will be (a rate of 0).
 func (b *Bucket) fullAt() (time.Time, bool) {

@@ -169,23 +169,3 @@ func (l *Limiter) Forget(agent string) {
 	defer l.mu.Unlock()
 	delete(l.buckets, agent)
 }
-
-// Len returns the number of buckets held.
-func (l *Limiter) Len() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.buckets)
-}
-
-// Tokens returns the tokens agent has at the Limiter's current time, and
-// false when it has no bucket (it would start full).
-func (l *Limiter) Tokens(agent string) (float64, bool) {
-	now := l.now()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	e, ok := l.buckets[agent]
-	if !ok {
-		return 0, false
-	}
-	return e.bucket.Tokens(now), true
-}

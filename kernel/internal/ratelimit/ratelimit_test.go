@@ -103,7 +103,7 @@ func TestLimitValidate(t *testing.T) {
 func TestSpec21_2_TokenConsumptionAndExhaustion(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	b := NewBucket(Limit{Rate: 2, Burst: 4}, t0)
-	if b.Capacity() != 4 || b.Rate() != 2 || b.Tokens(t0) != 4 {
+	if b.capacity != 4 || b.rate != 2 || b.Tokens(t0) != 4 {
 		t.Fatalf("new bucket: %+v", b)
 	}
 	for i := range 4 {
@@ -219,8 +219,8 @@ func TestAllowInvalidAgent(t *testing.T) {
 			t.Errorf("Allow(%q) = %v", a, err)
 		}
 	}
-	if l.Len() != 0 {
-		t.Errorf("invalid agents made %d buckets", l.Len())
+	if l.bucketCount() != 0 {
+		t.Errorf("invalid agents made %d buckets", l.bucketCount())
 	}
 }
 
@@ -236,23 +236,23 @@ func TestSpec9_5_RingChange(t *testing.T) {
 	if err := l.Allow("a", ring.Sandbox); err != nil {
 		t.Fatal(err)
 	}
-	if tok, _ := l.Tokens("a"); tok != 9 {
+	if tok, _ := l.tokens("a"); tok != 9 {
 		t.Fatalf("tokens after demotion = %v, want 9", tok)
 	}
 	// Elevation to Privileged: the 9 tokens are kept, not topped up to 100.
 	if err := l.Allow("a", ring.Privileged); err != nil {
 		t.Fatal(err)
 	}
-	if tok, _ := l.Tokens("a"); tok != 8 {
+	if tok, _ := l.tokens("a"); tok != 8 {
 		t.Fatalf("tokens after elevation = %v, want 8", tok)
 	}
 	// ...and refill at the new rate (50/s) up to the new burst (100).
 	c.advance(time.Second)
-	if tok, _ := l.Tokens("a"); tok != 58 {
+	if tok, _ := l.tokens("a"); tok != 58 {
 		t.Fatalf("tokens 1 s after elevation = %v, want 58", tok)
 	}
 	c.advance(time.Hour)
-	if tok, _ := l.Tokens("a"); tok != 100 {
+	if tok, _ := l.tokens("a"); tok != 100 {
 		t.Fatalf("tokens an hour after elevation = %v, want 100", tok)
 	}
 }
@@ -287,8 +287,8 @@ func TestAttack_SessionMultiplication(t *testing.T) {
 			}
 		}
 	}
-	if passed != 10 || l.Len() != 1 {
-		t.Fatalf("%d requests passed over %d buckets, want 10 over 1", passed, l.Len())
+	if passed != 10 || l.bucketCount() != 1 {
+		t.Fatalf("%d requests passed over %d buckets, want 10 over 1", passed, l.bucketCount())
 	}
 }
 
@@ -305,16 +305,16 @@ func TestSpec9_6_BucketLimit(t *testing.T) {
 	if err := l.Allow("d", ring.Sandbox); !errors.Is(err, ErrTooManyBuckets) {
 		t.Fatalf("4th agent at the bound: %v", err)
 	}
-	if l.Len() != 3 {
-		t.Fatalf("Len = %d", l.Len())
+	if l.bucketCount() != 3 {
+		t.Fatalf("Len = %d", l.bucketCount())
 	}
 	// After 0.2 s at 5/s every bucket is full again and may be forgotten.
 	c.advance(200 * time.Millisecond)
 	if err := l.Allow("d", ring.Sandbox); err != nil {
 		t.Fatalf("4th agent after the others refilled: %v", err)
 	}
-	if l.Len() != 1 {
-		t.Fatalf("Len = %d, want 1 (the three full buckets forgotten)", l.Len())
+	if l.bucketCount() != 1 {
+		t.Fatalf("Len = %d, want 1 (the three full buckets forgotten)", l.bucketCount())
 	}
 	// Forget frees a slot at once.
 	l.Allow("e", ring.Sandbox)
@@ -352,10 +352,10 @@ func TestAttack_FloodEvictsDrainedBucket(t *testing.T) {
 		if err := l.Allow(fmt.Sprintf("sybil-%d", i), ring.Sandbox); errors.Is(err, ErrTooManyBuckets) {
 			refused++
 		}
-		if l.Len() > 100 {
-			t.Fatalf("%d buckets, bound 100", l.Len())
+		if l.bucketCount() > 100 {
+			t.Fatalf("%d buckets, bound 100", l.bucketCount())
 		}
-		if _, ok := l.Tokens("victim"); !ok {
+		if _, ok := l.tokens("victim"); !ok {
 			t.Fatalf("after %d sybils the drained bucket was forgotten", i+1)
 		}
 	}
@@ -398,8 +398,8 @@ func TestSweepAmortised(t *testing.T) {
 	if err := l.Allow("late", ring.Standard); err != nil {
 		t.Fatal(err)
 	}
-	if l.Len() != 1 {
-		t.Fatalf("Len = %d after the sweep, want 1", l.Len())
+	if l.bucketCount() != 1 {
+		t.Fatalf("Len = %d after the sweep, want 1", l.bucketCount())
 	}
 }
 
@@ -459,4 +459,24 @@ func BenchmarkAllowAtBound(b *testing.B) {
 		}
 		i++
 	}
+}
+
+// bucketCount is the number of buckets l holds.
+func (l *Limiter) bucketCount() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.buckets)
+}
+
+// tokens is what agent has at l's current time; false when it has no bucket
+// (it would start full).
+func (l *Limiter) tokens(agent string) (float64, bool) {
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e, ok := l.buckets[agent]
+	if !ok {
+		return 0, false
+	}
+	return e.bucket.Tokens(now), true
 }

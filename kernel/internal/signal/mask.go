@@ -23,15 +23,6 @@ func (m Mask) With(s Signal) (Mask, error) {
 	return m | 1<<s, nil
 }
 
-// Without returns m with s removed; a signal m does not hold leaves it as
-// it is.
-func (m Mask) Without(s Signal) Mask {
-	if !s.Maskable() {
-		return m
-	}
-	return m &^ (1 << s)
-}
-
 // Has reports whether m holds s; never for a signal that is not maskable.
 func (m Mask) Has(s Signal) bool {
 	return s.Maskable() && m&(1<<s) != 0
