@@ -11,18 +11,13 @@ import (
 	"github.com/annal-dev/annal/kernel/event"
 )
 
-// orderRounds is how many rounds TestAttack_ActionsAfterControl races;
-// raceRounds lowers it under the race detector, which slows each round
-// tenfold.
-var orderRounds = 100
-
 // Finding 1: with many clients acting as one agent, a human revokes its
 // envelope, freezes, quarantines, stops or kills it. Log order must be
 // decision order: no action of that agent (or under that envelope) may
 // come after the control event in the log, and the fold must agree.
 func TestAttack_ActionsAfterControl(t *testing.T) {
 	const clients = 64
-	rounds := orderRounds
+	rounds := 100
 	if testing.Short() {
 		rounds = 10
 	}
@@ -41,8 +36,14 @@ func TestAttack_ActionsAfterControl(t *testing.T) {
 			_, _, err := g.Quarantine(ctx, g.root, a.ID, QuarantineRequest{Reason: "manual", Duration: time.Hour})
 			return err
 		}},
-		{"stop", func(a *Actor, _ string) error { _, _, err := g.Signal(ctx, g.root, a.ID, "SIGSTOP", "race"); return err }},
-		{"kill", func(a *Actor, _ string) error { _, _, err := g.Kill(ctx, g.root, a.ID, KillRequest{Reason: "manual"}); return err }},
+		{"stop", func(a *Actor, _ string) error {
+			_, _, err := g.Signal(ctx, g.root, a.ID, "SIGSTOP", "race")
+			return err
+		}},
+		{"kill", func(a *Actor, _ string) error {
+			_, _, err := g.Kill(ctx, g.root, a.ID, KillRequest{Reason: "manual"})
+			return err
+		}},
 	}
 	committed := 0
 	for round := range rounds {

@@ -6,11 +6,10 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/transparency-dev/tessera"
-
 	"github.com/annal-dev/annal/kernel/event"
 	"github.com/annal-dev/annal/kernel/internal/ledger"
 	"github.com/annal-dev/annal/kernel/ring"
+	"github.com/transparency-dev/tessera"
 )
 
 // builder builds the event a request asks for from the ledger as it is

@@ -5,9 +5,8 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/transparency-dev/tessera"
-
 	"github.com/annal-dev/annal/kernel/event"
+	"github.com/transparency-dev/tessera"
 )
 
 // groupCommitter hands entries to Tessera in groups, one group in flight at

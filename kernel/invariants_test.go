@@ -9,12 +9,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/transparency-dev/merkle/proof"
-	"github.com/transparency-dev/merkle/rfc6962"
-
 	"github.com/annal-dev/annal/checkpoints"
 	"github.com/annal-dev/annal/kernel/event"
 	"github.com/annal-dev/annal/verifier"
+	"github.com/transparency-dev/merkle/proof"
+	"github.com/transparency-dev/merkle/rfc6962"
 )
 
 // INV-1 (§6.2): five actions, then the third entry's payload is changed on

@@ -13,12 +13,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/annal-dev/annal/checkpoints"
 	"github.com/annal-dev/annal/kernel/event"
 	"github.com/annal-dev/annal/kernel/internal/ledger"
 	"github.com/annal-dev/annal/kernel/internal/ratelimit"
+	"github.com/google/uuid"
 )
 
 // Software names this kernel in the genesis event.

@@ -6,11 +6,10 @@ import (
 	"errors"
 	"strings"
 
-	"github.com/gowebpki/jcs"
-
 	"github.com/annal-dev/annal/kernel/delta"
 	"github.com/annal-dev/annal/kernel/event"
 	"github.com/annal-dev/annal/kernel/internal/ledger"
+	"github.com/gowebpki/jcs"
 )
 
 // ActionRequest is what an actor asks the kernel to record.

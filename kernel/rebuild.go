@@ -9,13 +9,12 @@ import (
 	"slices"
 	"time"
 
-	"github.com/transparency-dev/merkle/compact"
-	"github.com/transparency-dev/merkle/rfc6962"
-	"github.com/transparency-dev/tessera/api/layout"
-
 	"github.com/annal-dev/annal/checkpoints"
 	"github.com/annal-dev/annal/kernel/event"
 	"github.com/annal-dev/annal/kernel/internal/ledger"
+	"github.com/transparency-dev/merkle/compact"
+	"github.com/transparency-dev/merkle/rfc6962"
+	"github.com/transparency-dev/tessera/api/layout"
 )
 
 // RebuildReport says what Rebuild found.

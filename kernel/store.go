@@ -7,11 +7,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/transparency-dev/tessera/api/layout"
-	bolt "go.etcd.io/bbolt"
-
 	"github.com/annal-dev/annal/kernel/event"
 	"github.com/annal-dev/annal/kernel/internal/ledger"
+	"github.com/transparency-dev/tessera/api/layout"
+	bolt "go.etcd.io/bbolt"
 )
 
 var (

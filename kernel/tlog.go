@@ -8,15 +8,14 @@ import (
 	"os"
 	"time"
 
+	"github.com/annal-dev/annal/checkpoints"
+	"github.com/annal-dev/annal/kernel/event"
 	"github.com/transparency-dev/tessera"
 	"github.com/transparency-dev/tessera/api"
 	"github.com/transparency-dev/tessera/api/layout"
 	"github.com/transparency-dev/tessera/client"
 	"github.com/transparency-dev/tessera/storage/posix"
 	"golang.org/x/mod/sumdb/note"
-
-	"github.com/annal-dev/annal/checkpoints"
-	"github.com/annal-dev/annal/kernel/event"
 )
 
 // tileLog is the kernel's view of its Tessera POSIX log: append, read back,
