@@ -55,6 +55,12 @@ func openGov(t testing.TB, mutate ...func(*Config)) *govKernel {
 	}
 	g := &govKernel{Kernel: k, t: t, root: rootOf(t, k), clock: c}
 	t.Cleanup(func() {
+		k.closeMu.Lock()
+		closed := k.closed
+		k.closeMu.Unlock()
+		if closed {
+			return // the test closed it, and checked what it needed
+		}
 		if diff, err := k.StateMatchesReplay(context.Background()); err != nil || len(diff) > 0 {
 			t.Errorf("state differs from a replay of the log at %v (%v)", diff, err)
 		}
