@@ -1,7 +1,6 @@
 package logserver
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/annal-dev/annal/checkpoints"
+	"github.com/annal-dev/annal/internal/strictjson"
 	"github.com/annal-dev/annal/kernel"
 	"github.com/annal-dev/annal/kernel/event"
 	"github.com/annal-dev/annal/logserver/api"
@@ -61,8 +61,6 @@ func (s *Server) authenticate(r *http.Request) (*kernel.Actor, error) {
 	return s.k.Authenticate(strings.TrimSpace(cred))
 }
 
-// readJSON reads a body of at most limit bytes and decodes it strictly into
-// v: valid UTF-8, no duplicate or unknown members, one value.
 // readBody reads a request body of at most limit bytes.
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
@@ -75,6 +73,8 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 	return body, nil
 }
 
+// readJSON reads a body of at most limit bytes and decodes it strictly into
+// v (see decodeJSON).
 func readJSON(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
 	body, err := readBody(w, r, limit)
 	if err != nil {
@@ -83,15 +83,12 @@ func readJSON(w http.ResponseWriter, r *http.Request, limit int64, v any) error 
 	return decodeJSON(body, v)
 }
 
-// decodeJSON decodes a request body strictly: JSON that canonicalisation
-// would not change the meaning of, no unknown fields.
+// decodeJSON decodes a request body strictly (strictjson.Decode): JSON
+// that canonicalisation would not change the meaning of, member names
+// exactly those of v's fields, no unknown or duplicate member. Every request
+// body goes through it; on error v is unchanged.
 func decodeJSON(body []byte, v any) error {
-	if err := event.CheckJSON(body); err != nil {
-		return fmt.Errorf("%w: body: %v", kernel.ErrInvalid, err)
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	if err := strictjson.Decode(body, v); err != nil {
 		return fmt.Errorf("%w: body: %v", kernel.ErrInvalid, err)
 	}
 	return nil
