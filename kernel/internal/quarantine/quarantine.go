@@ -30,6 +30,8 @@ import (
 	"fmt"
 	"sort"
 	"time"
+
+	"github.com/annal-dev/annal/internal/strictjson"
 )
 
 // Reason is why an agent is quarantined (§13.1).
@@ -99,12 +101,13 @@ func (r Record) MarshalJSON() ([]byte, error) {
 		r.StartedAt.UTC().Format(time.RFC3339Nano), r.ExpiresAt.UTC().Format(time.RFC3339Nano), r.Active})
 }
 
-// UnmarshalJSON reads what MarshalJSON writes, refusing an unknown reason
-// and unparseable times.
+// UnmarshalJSON reads what MarshalJSON writes, strictly (member names
+// exactly as MarshalJSON writes them, none unknown or twice), refusing an
+// unknown reason and unparseable times.
 func (r *Record) UnmarshalJSON(data []byte) error {
 	var j recordJSON
-	if err := json.Unmarshal(data, &j); err != nil {
-		return err
+	if err := strictjson.Decode(data, &j); err != nil {
+		return fmt.Errorf("%w: record: %v", ErrInvalid, err)
 	}
 	if !j.Reason.Valid() {
 		return fmt.Errorf("%w: %q", ErrReason, j.Reason)
