@@ -137,3 +137,52 @@ func TestAttack_UnicodeFoldedMember(t *testing.T) {
 		})
 	}
 }
+
+// TestAttack_HoldAnswerCaseVariant: the paper's form of a hold answer,
+// mutate ledger/hold/<id> with {"decision", "reason"}, reads its payload
+// exactly. With encoding/json, {"decision":"reject","Decision":"approve"},
+// which a reviewer reads as a rejection, approved the held action.
+func TestAttack_HoldAnswerCaseVariant(t *testing.T) {
+	ts := newTestServer(t)
+	ctx := context.Background()
+	grants := []api.Grant{{Pattern: "workspace/**", Actions: []string{"*"}}}
+	trust := 0.8
+	na, err := ts.root.CreateAgent(ctx, api.AgentRequest{Name: "w", Purpose: "held", Energy: 10_000, Grants: grants, Trust: &trust})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ts.root.IssueEnvelope(ctx, api.EnvelopeRequest{Holder: na.ID, Budget: 5000, Grants: grants, HoldOn: grants}); err != nil {
+		t.Fatal(err)
+	}
+	status, msg := ts.send(t, "POST", "/v1/actions", na.Credential, `{"type":"mutate","target":"workspace/gated"}`)
+	if status != http.StatusAccepted {
+		t.Fatalf("held action: %d %q", status, msg)
+	}
+	holds, err := ts.root.Holds(ctx, "pending")
+	if err != nil || len(holds) != 1 {
+		t.Fatalf("holds %+v %v", holds, err)
+	}
+	id := holds[0].ID
+	for _, payload := range []string{
+		`{"decision":"reject","Decision":"approve"}`,
+		`{"Decision":"approve"}`,
+		`{"decision":"reject","DECISION":"approve","reason":"no"}`,
+		`{"decision":"approve","reaſon":"x"}`,
+	} {
+		before := ts.size(t)
+		status, msg := ts.send(t, "POST", "/v1/actions", ts.rootCred, `{"type":"mutate","target":"ledger/hold/`+id+`","payload":`+payload+`}`)
+		if status != http.StatusBadRequest || !strings.Contains(msg, "is not known") {
+			t.Fatalf("answer %s: %d %q, want 400 naming the member", payload, status, msg)
+		}
+		if after := ts.size(t); after != before {
+			t.Fatalf("answer %s: log grew from %d to %d", payload, before, after)
+		}
+	}
+	if holds, err := ts.root.Holds(ctx, "pending"); err != nil || len(holds) != 1 || holds[0].ID != id {
+		t.Fatalf("the hold is no longer pending: %+v %v", holds, err)
+	}
+	status, msg = ts.send(t, "POST", "/v1/actions", ts.rootCred, `{"type":"mutate","target":"ledger/hold/`+id+`","payload":{"decision":"reject","reason":"no"}}`)
+	if status != http.StatusOK {
+		t.Fatalf("exact answer: %d %q", status, msg)
+	}
+}
