@@ -53,12 +53,43 @@ func New(k *kernel.Kernel, logger *slog.Logger) *Server {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
 
 func (s *Server) authenticate(r *http.Request) (*kernel.Actor, error) {
-	h := r.Header.Get("Authorization")
-	cred, ok := strings.CutPrefix(h, "Bearer ")
-	if !ok || cred == "" {
+	cred, ok := bearerCredential(r.Header.Get("Authorization"))
+	if !ok {
 		return nil, fmt.Errorf("%w: send \"Authorization: Bearer <credential>\"", kernel.ErrUnauthenticated)
 	}
-	return s.k.Authenticate(strings.TrimSpace(cred))
+	return s.k.Authenticate(cred)
+}
+
+// bearerCredential returns the credential of an Authorization header value
+// of the Bearer scheme. RFC 9110 §11.1: the scheme is case-insensitive
+// ("bearer", "BEARER"), and one or more spaces separate it from the
+// credential. The scheme is compared in ASCII only, since it is a token.
+func bearerCredential(h string) (string, bool) {
+	scheme, cred, ok := strings.Cut(h, " ")
+	if !ok || !asciiEqualFold(scheme, "bearer") {
+		return "", false
+	}
+	cred = strings.TrimRight(strings.TrimLeft(cred, " "), " \t")
+	return cred, cred != ""
+}
+
+// asciiEqualFold reports whether s equals the lower-case ASCII word lower,
+// ignoring the case of ASCII letters only (strings.EqualFold would also
+// fold non-ASCII letters onto ASCII ones).
+func asciiEqualFold(s, lower string) bool {
+	if len(s) != len(lower) {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != lower[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // readBody reads a request body of at most limit bytes.
