@@ -5,10 +5,10 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"slices"
 
+	"github.com/annal-dev/annal/internal/strictjson"
 	"github.com/annal-dev/annal/kernel/event"
 	"github.com/annal-dev/annal/kernel/internal/ledger"
 )
@@ -53,11 +53,14 @@ type holdAnswer struct {
 // answerHoldAction is the paper's form of an answer: mutate ledger/hold/<id>
 // with {"decision": "approve"|"reject", "reason": ...}.
 func (k *Kernel) answerHoldAction(ctx context.Context, actor *Actor, id string, req ActionRequest) (*Receipt, error) {
+	// Exact member names: with encoding/json, {"decision":"reject",
+	// "Decision":"approve"} approved.
 	var ans holdAnswer
-	dec := json.NewDecoder(bytes.NewReader(req.Payload))
-	dec.DisallowUnknownFields()
-	if req.Payload == nil || dec.Decode(&ans) != nil {
+	if req.Payload == nil {
 		return nil, denyAt(StageValidate, GateForm, ErrInvalid, `a hold answer's payload is {"decision": "approve" or "reject", "reason": "..."}`)
+	}
+	if err := strictjson.Decode(req.Payload, &ans); err != nil {
+		return nil, denyAt(StageValidate, GateForm, ErrInvalid, `a hold answer's payload is {"decision": "approve" or "reject", "reason": "..."}: %v`, err)
 	}
 	return k.AnswerHold(ctx, actor, id, ans.Decision, ans.Reason)
 }

@@ -5,7 +5,9 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/annal-dev/annal/checkpoints"
@@ -27,6 +29,22 @@ type tileLog struct {
 	shutdown func(context.Context) error
 	verifier note.Verifier
 	cancel   context.CancelFunc
+	cp       verifiedCheckpoint
+}
+
+// checkpointGrace is how long, from the first published checkpoint that
+// does not verify, latestCheckpoint serves the last one that did.
+const checkpointGrace = 5 * time.Second
+
+// verifiedCheckpoint remembers the last published checkpoint that verified,
+// and since when reads have failed to verify.
+type verifiedCheckpoint struct {
+	now    func() time.Time
+	logger *slog.Logger
+	mu     sync.Mutex
+	last   *checkpoints.SignedCheckpoint
+	failed time.Time // zero while the latest read verified
+	gaveUp bool      // failing for longer than checkpointGrace
 }
 
 func openTileLog(path string, signer note.Signer, verifier note.Verifier, cfg Config) (*tileLog, error) {
@@ -62,6 +80,7 @@ func openTileLog(path string, signer note.Signer, verifier note.Verifier, cfg Co
 		shutdown: shutdown,
 		verifier: verifier,
 		cancel:   cancel,
+		cp:       verifiedCheckpoint{now: cfg.Now, logger: cfg.Logger},
 	}, nil
 }
 
@@ -86,7 +105,29 @@ func (l *tileLog) integratedSize(ctx context.Context) (uint64, error) {
 }
 
 // latestCheckpoint reads and verifies the published checkpoint.
+//
+// Tessera's POSIX driver replaces the checkpoint file whole (a temporary
+// file renamed over it) with a checkpoint it has just signed, so a read
+// that does not verify is not expected. Should one fail all the same (a
+// read that raced the replacement on a file system whose rename is not
+// atomic to readers, or a file changed behind Tessera's back), the file is
+// read once more. If that fails too, the last checkpoint that verified is
+// served instead, and an error is logged: it is a checkpoint of this log
+// signed by its key, only older, so every proof against it holds, and an
+// entry it does not cover is answered ErrNotPublished (retry). That lasts at
+// most checkpointGrace from the first failure: a checkpoint that stays
+// unverifiable, corrupted on disk or signed by another key, then makes
+// every read fail with the verification error, and keeps doing so until a
+// verifiable checkpoint is published. It is never hidden for longer.
 func (l *tileLog) latestCheckpoint(ctx context.Context) (*checkpoints.SignedCheckpoint, error) {
+	cp, err := l.readCheckpoint(ctx)
+	if err != nil && ctx.Err() == nil {
+		cp, err = l.readCheckpoint(ctx)
+	}
+	return l.cp.settle(cp, err)
+}
+
+func (l *tileLog) readCheckpoint(ctx context.Context) (*checkpoints.SignedCheckpoint, error) {
 	raw, err := l.reader.ReadCheckpoint(ctx)
 	if err != nil {
 		return nil, err
@@ -94,14 +135,53 @@ func (l *tileLog) latestCheckpoint(ctx context.Context) (*checkpoints.SignedChec
 	return checkpoints.OpenCheckpoint(raw, l.verifier)
 }
 
+// settle records the outcome of reading the published checkpoint and says
+// what to answer: cp when it verified, else the last verified checkpoint
+// within the grace period, else err.
+func (v *verifiedCheckpoint) settle(cp *checkpoints.SignedCheckpoint, err error) (*checkpoints.SignedCheckpoint, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if err == nil {
+		if !v.failed.IsZero() {
+			v.logger.Info("published checkpoint verifies again", "size", cp.Size, "after", v.now().Sub(v.failed))
+			v.failed, v.gaveUp = time.Time{}, false
+		}
+		if v.last == nil || cp.Size >= v.last.Size {
+			v.last = cp
+		}
+		return cp, nil
+	}
+	if errors.Is(err, os.ErrNotExist) || v.last == nil {
+		return nil, err
+	}
+	now := v.now()
+	if v.failed.IsZero() {
+		v.failed = now
+		v.logger.Error("published checkpoint does not verify; serving the last one that did", "size", v.last.Size, "grace", checkpointGrace, "err", err)
+	}
+	if since := now.Sub(v.failed); since > checkpointGrace {
+		if !v.gaveUp {
+			v.gaveUp = true
+			v.logger.Error("published checkpoint still does not verify; reads now fail", "for", since, "err", err)
+		}
+		return nil, fmt.Errorf("the published checkpoint has not verified for %v: %w", since.Round(time.Millisecond), err)
+	}
+	return v.last, nil
+}
+
 // awaitPublished blocks until a published checkpoint covers index, and
-// returns that checkpoint.
+// returns that checkpoint. One that does not verify is handled as
+// latestCheckpoint handles it.
 func (l *tileLog) awaitPublished(ctx context.Context, index uint64) (*checkpoints.SignedCheckpoint, error) {
 	_, raw, err := l.awaiter.Await(ctx, func() (tessera.Index, error) { return tessera.Index{Index: index}, nil })
 	if err != nil {
 		return nil, err
 	}
-	return checkpoints.OpenCheckpoint(raw, l.verifier)
+	cp, err := checkpoints.OpenCheckpoint(raw, l.verifier)
+	if err != nil {
+		return l.latestCheckpoint(ctx)
+	}
+	return l.cp.settle(cp, nil)
 }
 
 // readTile reads a tile of at least width p (0: full). Hashes in a tile never

@@ -2,14 +2,19 @@ package logserver
 
 import (
 	"bytes"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/annal-dev/annal/logserver/api"
 )
 
 // FuzzSubmitBody: any body sent to POST /v1/actions gets 200 or a 4xx with
-// a message, never a 5xx or a panic; a refused body appends nothing.
+// a message, never a 5xx or a panic; a refused body appends nothing; an
+// accepted one commits the type and target its members spelt exactly
+// "type" and "target" say.
 func FuzzSubmitBody(f *testing.F) {
 	for _, s := range []string{
 		`{"type":"mutate","target":"workspace/a","payload":{"x":1}}`,
@@ -21,6 +26,9 @@ func FuzzSubmitBody(f *testing.F) {
 		"{\"type\":\"mutate\",\"target\":\"\xff\"}",
 		`{"type":"mutate"`,
 		``,
+		`{"type":"mutate","target":"workspace/checked","Target":"workspace/logged"}`,
+		`{"type":"observe","TYPE":"mutate","target":"a"}`,
+		`{"type":"observe","target":"a","ſession":"s"}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -35,6 +43,16 @@ func FuzzSubmitBody(f *testing.F) {
 		case rec.Code == http.StatusOK:
 			if ts.size(t) != before+1 {
 				t.Fatalf("200 but the log went from %d to %d", before, ts.size(t))
+			}
+			var members map[string]json.RawMessage // exact keys
+			var rc api.Receipt
+			var typ, target string
+			if err := json.Unmarshal(body, &members); err != nil || json.Unmarshal(rec.Body.Bytes(), &rc) != nil ||
+				json.Unmarshal(members["type"], &typ) != nil || json.Unmarshal(members["target"], &target) != nil {
+				t.Fatalf("200 for body %q: %v", body, err)
+			}
+			if rc.Type != typ || rc.Target != target {
+				t.Fatalf("body %q says %s %q, but %s %q was committed", body, typ, target, rc.Type, rc.Target)
 			}
 		case rec.Code >= 400 && rec.Code < 500:
 			if !strings.Contains(rec.Body.String(), `"error"`) {

@@ -1,7 +1,6 @@
 package logserver
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/annal-dev/annal/checkpoints"
+	"github.com/annal-dev/annal/internal/strictjson"
 	"github.com/annal-dev/annal/kernel"
 	"github.com/annal-dev/annal/kernel/event"
 	"github.com/annal-dev/annal/logserver/api"
@@ -53,16 +53,45 @@ func New(k *kernel.Kernel, logger *slog.Logger) *Server {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
 
 func (s *Server) authenticate(r *http.Request) (*kernel.Actor, error) {
-	h := r.Header.Get("Authorization")
-	cred, ok := strings.CutPrefix(h, "Bearer ")
-	if !ok || cred == "" {
+	cred, ok := bearerCredential(r.Header.Get("Authorization"))
+	if !ok {
 		return nil, fmt.Errorf("%w: send \"Authorization: Bearer <credential>\"", kernel.ErrUnauthenticated)
 	}
-	return s.k.Authenticate(strings.TrimSpace(cred))
+	return s.k.Authenticate(cred)
 }
 
-// readJSON reads a body of at most limit bytes and decodes it strictly into
-// v: valid UTF-8, no duplicate or unknown members, one value.
+// bearerCredential returns the credential of an Authorization header value
+// of the Bearer scheme. RFC 9110 §11.1: the scheme is case-insensitive
+// ("bearer", "BEARER"), and one or more spaces separate it from the
+// credential. The scheme is compared in ASCII only, since it is a token.
+func bearerCredential(h string) (string, bool) {
+	scheme, cred, ok := strings.Cut(h, " ")
+	if !ok || !asciiEqualFold(scheme, "bearer") {
+		return "", false
+	}
+	cred = strings.TrimRight(strings.TrimLeft(cred, " "), " \t")
+	return cred, cred != ""
+}
+
+// asciiEqualFold reports whether s equals the lower-case ASCII word lower,
+// ignoring the case of ASCII letters only (strings.EqualFold would also
+// fold non-ASCII letters onto ASCII ones).
+func asciiEqualFold(s, lower string) bool {
+	if len(s) != len(lower) {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != lower[i] {
+			return false
+		}
+	}
+	return true
+}
+
 // readBody reads a request body of at most limit bytes.
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
@@ -75,6 +104,8 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 	return body, nil
 }
 
+// readJSON reads a body of at most limit bytes and decodes it strictly into
+// v (see decodeJSON).
 func readJSON(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
 	body, err := readBody(w, r, limit)
 	if err != nil {
@@ -83,15 +114,12 @@ func readJSON(w http.ResponseWriter, r *http.Request, limit int64, v any) error 
 	return decodeJSON(body, v)
 }
 
-// decodeJSON decodes a request body strictly: JSON that canonicalisation
-// would not change the meaning of, no unknown fields.
+// decodeJSON decodes a request body strictly (strictjson.Decode): JSON
+// that canonicalisation would not change the meaning of, member names
+// exactly those of v's fields, no unknown or duplicate member. Every request
+// body goes through it; on error v is unchanged.
 func decodeJSON(body []byte, v any) error {
-	if err := event.CheckJSON(body); err != nil {
-		return fmt.Errorf("%w: body: %v", kernel.ErrInvalid, err)
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	if err := strictjson.Decode(body, v); err != nil {
 		return fmt.Errorf("%w: body: %v", kernel.ErrInvalid, err)
 	}
 	return nil

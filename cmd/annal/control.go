@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/annal-dev/annal/internal/strictjson"
 	"github.com/annal-dev/annal/logserver/api"
 	"github.com/annal-dev/annal/logserver/client"
 	"github.com/spf13/cobra"
@@ -78,15 +79,19 @@ func descriptorsCommand(g *globalFlags) *cobra.Command {
 			if err != nil {
 				return nil, err
 			}
-			var id struct {
-				ActionID string `json:"action_id"`
+			// The path names the descriptor by its "action_id", spelt
+			// exactly: the server refuses any other spelling, so the
+			// path must not be taken from one.
+			var members map[string]json.RawMessage
+			var id string
+			if json.Unmarshal(raw, &members) != nil || json.Unmarshal(members["action_id"], &id) != nil {
+				return nil, fmt.Errorf("the descriptor is not a JSON object with a string \"action_id\"")
 			}
-			_ = json.Unmarshal(raw, &id)
 			gs, err := parseGrants(appliesTo)
 			if err != nil {
 				return nil, err
 			}
-			return c.RegisterDescriptor(ctx, id.ActionID, api.DescriptorRequest{Descriptor: raw, AppliesTo: gs})
+			return c.RegisterDescriptor(ctx, id, api.DescriptorRequest{Descriptor: raw, AppliesTo: gs})
 		})
 	register.Flags().StringVar(&descriptor, "descriptor", "", "the descriptor's JSON (action_id, name, execute_api, reversibility, is_read_only, is_admin, ...), or @FILE")
 	register.Flags().StringArrayVar(&appliesTo, "applies-to", nil, "actions it classifies, PATTERN:ACTIONS (repeatable)")
@@ -260,8 +265,8 @@ func sagasCommand(g *globalFlags) *cobra.Command {
 				return nil, err
 			}
 			var req api.SagaRequest
-			if err := json.Unmarshal(raw, &req); err != nil {
-				return nil, err
+			if err := strictjson.Decode(raw, &req); err != nil {
+				return nil, fmt.Errorf("--spec: %w", err)
 			}
 			return c.StartSaga(ctx, req)
 		})

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -74,5 +75,37 @@ func TestCLI_ExecutionControl(t *testing.T) {
 	}
 	if out := root("kill", agent.ID, "--reason", "manual"); !strings.Contains(out, `"terminated": false`) || !strings.Contains(out, `"revoked"`) {
 		t.Fatalf("kill: %s", out)
+	}
+}
+
+// TestAttack_CLISpecCaseVariantMember: JSON a user gives the command line is
+// read as the server reads it. A saga spec with "Steps" beside "steps" was
+// read by encoding/json (the variant winning) and sent on normalised, so
+// the server never saw it; now the command refuses it and names the member.
+// A descriptor's path is taken from "action_id" spelt exactly.
+func TestAttack_CLISpecCaseVariantMember(t *testing.T) {
+	url, credFile, k := startServer(t)
+	run := func(args ...string) (string, error) {
+		return runCLI(t, append([]string{"--server", url, "--credential-file", credFile}, args...)...)
+	}
+	info, _ := k.Info(context.Background())
+	before := info.Size
+	for _, tc := range []struct {
+		args   []string
+		member string
+	}{
+		{[]string{"sagas", "start", "--spec", `{"id":"sg","steps":[],"Steps":[{"id":"a","action":"x","compensation":"y"}]}`}, `"Steps"`},
+		{[]string{"sagas", "start", "--spec", `{"id":"sg","ſession":"s","steps":[{"id":"a","action":"x","compensation":"y"}]}`}, `"ſession"`},
+		{[]string{"sagas", "start", "--spec", `{"id":"sg","steps":[{"id":"a","action":"x","compensation":"y","Compensation":"z"}]}`}, `"Compensation"`},
+		{[]string{"descriptors", "register", "--applies-to", "x/**:mutate", "--descriptor",
+			`{"ACTION_ID":"d","name":"d","execute_api":"/d","reversibility":"NONE","is_read_only":false,"is_admin":false}`}, `"action_id"`},
+	} {
+		out, err := run(tc.args...)
+		if err == nil || !strings.Contains(err.Error(), tc.member) {
+			t.Errorf("annal %s: %q, %v; want an error naming %s", strings.Join(tc.args, " "), out, err, tc.member)
+		}
+	}
+	if info, _ := k.Info(context.Background()); info.Size != before {
+		t.Fatalf("log grew from %d to %d", before, info.Size)
 	}
 }

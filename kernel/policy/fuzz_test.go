@@ -23,6 +23,7 @@ func FuzzParse(f *testing.F) {
 		`{"name":"x","blocked_patterns":["a*"]}`, `{"name":"x","blocked_patterns":["(?-i)a"]}`,
 		`{"name":"x","blocked_patterns":["(a+)+b"]}`, `{"name":"x","blocked_actions":["\u0000"]}`,
 		`{"name":"x","blocked_actions":null,"blocked_patterns":null}`, `null`, `[]`, `"x"`, ``,
+		`{"name":"x","Name":"y"}`, `{"name":"x","blocked_actionſ":["a"]}`, `{"name":"x","audit_all":true,"AUDIT_ALL":false}`,
 	} {
 		f.Add([]byte(seed), []byte(`aaaaaaaab`))
 	}

@@ -1,15 +1,14 @@
 package policy
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"regexp"
 	"regexp/syntax"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/annal-dev/annal/internal/strictjson"
 )
 
 // Limits of one policy.
@@ -47,69 +46,27 @@ var (
 	// "\(?\-"). The parsed tree cannot tell: RE2 drops the fold flag from
 	// caseless classes.
 	flagsOff = regexp.MustCompile(`\(\?[A-Za-z]*-`)
-	keys     = map[string]bool{"name": true, "blocked_actions": true, "blocked_patterns": true, "audit_all": true, "signal_on_violation": true}
 )
 
 func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidPolicy}, args...)...)
 }
 
-// Parse reads one policy from strict JSON (see the package comment) and
-// validates it.
+// Parse reads one policy from strict JSON (see the package comment and
+// strictjson.Decode: member names exactly those of Policy, none unknown or
+// twice) and validates it.
 func Parse(data []byte) (Policy, error) {
 	if len(data) > MaxPolicySize {
 		return Policy{}, invalid("%d bytes, more than %d", len(data), MaxPolicySize)
 	}
-	if err := checkKeys(data); err != nil {
-		return Policy{}, err
-	}
 	var p Policy
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&p); err != nil {
+	if err := strictjson.Decode(data, &p); err != nil {
 		return Policy{}, invalid("%v", err)
 	}
 	if err := p.Validate(); err != nil {
 		return Policy{}, err
 	}
 	return p, nil
-}
-
-// checkKeys makes sure data is one JSON object whose keys are the known
-// ones, spelt exactly, each at most once, with nothing after it.
-// encoding/json alone would match keys case-insensitively and let the last
-// of two equal keys win.
-func checkKeys(data []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return invalid("not a JSON object")
-	}
-	seen := map[string]bool{}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return invalid("%v", err)
-		}
-		key, _ := tok.(string)
-		if !keys[key] {
-			return invalid("unknown key %q", key)
-		}
-		if seen[key] {
-			return invalid("key %q given twice", key)
-		}
-		seen[key] = true
-		var skip json.RawMessage
-		if err := dec.Decode(&skip); err != nil {
-			return invalid("key %q: %v", key, err)
-		}
-	}
-	if _, err := dec.Token(); err != nil {
-		return invalid("%v", err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return invalid("data after the policy object")
-	}
-	return nil
 }
 
 // ValidName checks a policy name: ^[a-z][a-z0-9_-]{0,63}$.

@@ -19,6 +19,8 @@ func TestAgentOS_PolicyParse(t *testing.T) {
 		{"no name", `{}`, nil},
 		{"unknown key", `{"name":"x","max_calls_per_minute":10}`, nil},
 		{"key in another case", `{"Name":"x"}`, nil},
+		{"key in another case beside the exact one", `{"name":"x","Name":"y"}`, nil},
+		{"key with a long s (U+017F), which folds to s", `{"name":"x","blocked_actionſ":["transfer_funds"]}`, nil},
 		{"key twice", `{"name":"x","name":"y"}`, nil},
 		{"trailing data", `{"name":"x"} {}`, nil},
 		{"trailing garbage", `{"name":"x"}]`, nil},

@@ -199,6 +199,8 @@ func TestAttack_DescriptorStrictJSON(t *testing.T) {
 		{"duplicate is_admin", strings.Replace(goodJSON, `"is_admin":false`, `"is_admin":true,"is_admin":false`, 1)},
 		{"case-folded member", strings.Replace(goodJSON, `"is_admin":false`, `"is_admin":true,"IS_ADMIN":false`, 1)},
 		{"case-folded only", strings.Replace(goodJSON, `"is_admin"`, `"Is_Admin"`, 1)},
+		{"long s (U+017F), which folds to s", strings.Replace(goodJSON, `"reversibility"`, `"reverſibility"`, 1)},
+		{"escaped long s beside the exact member", strings.Replace(goodJSON, `"undo_window_seconds":60`, `"undo_window_seconds":60,"undo_window_\u017feconds":0`, 1)},
 		{"unknown member", strings.Replace(goodJSON, `}`, `,"ring":0}`, 1)},
 		{"missing is_admin", strings.Replace(goodJSON, `,"is_admin":false`, ``, 1)},
 		{"missing is_read_only", strings.Replace(goodJSON, `"is_read_only":false,`, ``, 1)},

@@ -1,6 +1,7 @@
 package ring
 
 import (
+	"encoding/json"
 	"regexp"
 	"strings"
 	"testing"
@@ -44,6 +45,8 @@ func FuzzParseDescriptor(f *testing.F) {
 		`{"undo_window_seconds":1e400}`,
 		`{"name":"\ud800"}`,
 		`[`, `{`, `"\`, `{"name":"\u`, `null`, ``,
+		strings.Replace(goodJSON, `"is_admin":false`, `"is_admin":false,"IS_ADMIN":true`, 1),
+		strings.Replace(goodJSON, `"reversibility"`, `"reverſibility"`, 1),
 	} {
 		f.Add([]byte(s))
 	}
@@ -51,6 +54,15 @@ func FuzzParseDescriptor(f *testing.F) {
 		d, err := ParseDescriptor(data)
 		if err != nil {
 			return
+		}
+		var members map[string]json.RawMessage // exact keys
+		if err := json.Unmarshal(data, &members); err != nil {
+			t.Fatalf("ParseDescriptor accepted %q, which is not an object: %v", data, err)
+		}
+		for name := range members {
+			if _, ok := descriptorFields[name]; !ok {
+				t.Fatalf("ParseDescriptor accepted %q with the member %q", data, name)
+			}
 		}
 		if err := d.Validate(); err != nil {
 			t.Fatalf("accepted descriptor does not validate: %v", err)

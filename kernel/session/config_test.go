@@ -115,15 +115,18 @@ func TestSpec17_3_ConfigRange(t *testing.T) {
 
 func TestSpec17_3_ConfigStrict(t *testing.T) {
 	cases := map[string]error{
-		`{"max_participants":5,"max_participants":5}`: ErrSyntax,
-		`{"min_eff_score_bp":6000}`:                   ErrUnknown,
-		`{"Max_Participants":5}`:                      ErrUnknown,
-		`{} {}`:                                       ErrSyntax,
-		`{}x`:                                         ErrSyntax,
-		`{"max_participants":5`:                       ErrSyntax,
-		``:                                            ErrSyntax,
-		"{\"isolation\":\"SNAPSHOT\xff\"}":            ErrSyntax,
-		`{"max_participants":05}`:                     ErrSyntax,
+		`{"max_participants":5,"max_participants":5}`:     ErrSyntax,
+		`{"min_eff_score_bp":6000}`:                       ErrUnknown,
+		`{"Max_Participants":5}`:                          ErrUnknown,
+		`{"max_participants":10,"Max_Participants":1000}`: ErrUnknown,
+		`{"iſolation":"SERIALIZABLE"}`:                    ErrUnknown, // ſ (U+017F) folds to s
+		`{"enable_bloc\u212achain_commitment":true}`:      ErrUnknown, // the Kelvin sign folds to k
+		`{} {}`:                            ErrSyntax,
+		`{}x`:                              ErrSyntax,
+		`{"max_participants":5`:            ErrSyntax,
+		``:                                 ErrSyntax,
+		"{\"isolation\":\"SNAPSHOT\xff\"}": ErrSyntax,
+		`{"max_participants":05}`:          ErrSyntax,
 	}
 	for in, want := range cases {
 		if _, err := ParseConfig([]byte(in)); !errors.Is(err, want) {

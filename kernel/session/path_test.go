@@ -1,6 +1,7 @@
 package session
 
 import (
+	"encoding/json"
 	"errors"
 	"path"
 	"strings"
@@ -159,9 +160,12 @@ func FuzzParseConfig(f *testing.F) {
 		`{}`, `{"max_participants":10}`, `{"max_participants":"10"}`, `{"max_participants":10.5}`,
 		`{"min_eff_score":0.6}`, `{"min_eff_score":1e400}`, `{"isolation":"READ_COMMITTED","consistency_mode":"STRONG"}`,
 		`{"enable_audit":true,"enable_audit":false}`, `[]`, `{"x":1}`,
+		`{"max_participants":10,"Max_Participants":1000}`, `{"iſolation":"SERIALIZABLE"}`, `{"ENABLE_AUDIT":false}`,
 	} {
 		f.Add([]byte(s))
 	}
+	apiNames := map[string]bool{"consistency_mode": true, "max_participants": true, "max_duration_seconds": true,
+		"min_eff_score": true, "enable_audit": true, "enable_blockchain_commitment": true, "isolation": true}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := ParseConfig(data)
 		if err != nil {
@@ -172,6 +176,15 @@ func FuzzParseConfig(f *testing.F) {
 		}
 		if err := c.Validate(); err != nil {
 			t.Fatalf("ParseConfig accepted %q giving an invalid %+v: %v", data, c, err)
+		}
+		var members map[string]json.RawMessage // exact keys
+		if err := json.Unmarshal(data, &members); err != nil {
+			t.Fatalf("ParseConfig accepted %q, which is not an object: %v", data, err)
+		}
+		for name := range members {
+			if !apiNames[name] {
+				t.Fatalf("ParseConfig accepted %q with the member %q", data, name)
+			}
 		}
 	})
 }

@@ -118,6 +118,7 @@ func FuzzParseSet(f *testing.F) {
 		`[{"pattern":"a","pattern":"b","actions":["observe"]}]`, `[{"pattern":"a**","actions":["observe"]}]`,
 		`[{"pattern":"a","actions":[]}]`, `[{"pattern":"a","actions":[null]}]`, `[null]`,
 		`[{"pattern":"b","actions":["mutate"]},{"pattern":"a","actions":["create"]},{"pattern":"b","actions":["create"]}]`,
+		`[{"pattern":"a","actions":["observe"],"Actions":["*"]}]`, `[{"pattern":"a","actionſ":["observe"]}]`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -128,6 +129,17 @@ func FuzzParseSet(f *testing.F) {
 				t.Fatalf("ParseSet(%q): error %v does not wrap ErrInvalidGrant", data, err)
 			}
 			return
+		}
+		var grants []map[string]json.RawMessage // exact keys
+		if err := json.Unmarshal(data, &grants); err != nil {
+			t.Fatalf("ParseSet accepted %q, which is not an array of objects: %v", data, err)
+		}
+		for _, g := range grants {
+			for name := range g {
+				if name != "pattern" && name != "actions" {
+					t.Fatalf("ParseSet accepted %q with the member %q", data, name)
+				}
+			}
 		}
 		out, err := json.Marshal(s)
 		if err != nil {

@@ -57,6 +57,8 @@ func TestParseGrant_Rejects(t *testing.T) {
 		{"array", `[]`, "a grant is a JSON object"},
 		{"unknown member", `{"pattern":"a","actions":["observe"],"budget":1}`, `unknown member "budget"`},
 		{"member in another case", `{"Pattern":"a","actions":["observe"]}`, `unknown member "Pattern"`},
+		{"member in another case beside the exact one", `{"pattern":"a","actions":["observe"],"Actions":["*"]}`, `unknown member "Actions"`},
+		{"long s (U+017F), which folds to s", `{"pattern":"a","actionſ":["observe"]}`, `unknown member "actionſ"`},
 		{"duplicate member", `{"pattern":"a","pattern":"b","actions":["observe"]}`, `member "pattern" twice`},
 		{"no pattern", `{"actions":["observe"]}`, `"pattern" must be a string`},
 		{"null pattern", `{"pattern":null,"actions":["observe"]}`, `"pattern" must be a string`},

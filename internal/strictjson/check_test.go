@@ -1,4 +1,4 @@
-package event
+package strictjson
 
 import (
 	"encoding/json"
@@ -8,7 +8,7 @@ import (
 	"github.com/gowebpki/jcs"
 )
 
-func TestCheckJSON_Accepts(t *testing.T) {
+func TestCheck_Accepts(t *testing.T) {
 	for _, in := range []string{
 		`{}`, `[]`, `null`, `true`, `false`, `"x"`, `""`,
 		`0`, `-0`, `1`, `-1`, `0.5`, `-1.25`, `1E2`, `1e+2`, `1e22`, `1e21`, `100e-2`,
@@ -23,18 +23,18 @@ func TestCheckJSON_Accepts(t *testing.T) {
 		`"\\\ud83d\ude00"`,
 		`{"a":1,"b":1}`,
 		`{"a":{"x":1},"b":{"x":1}}`, // the same member name in two objects
-		string(nested(MaxJSONDepth)),
+		string(nested(MaxDepth)),
 	} {
-		if err := CheckJSON([]byte(in)); err != nil {
-			t.Errorf("CheckJSON(%s) = %v", in, err)
+		if err := Check([]byte(in)); err != nil {
+			t.Errorf("Check(%s) = %v", in, err)
 		}
 		if _, err := jcs.Transform([]byte(in)); err != nil {
-			t.Errorf("CheckJSON accepts %s, which RFC 8785 cannot canonicalise: %v", in, err)
+			t.Errorf("Check accepts %s, which RFC 8785 cannot canonicalise: %v", in, err)
 		}
 	}
 }
 
-func TestCheckJSON_Rejects(t *testing.T) {
+func TestCheck_Rejects(t *testing.T) {
 	for _, tc := range []struct{ name, in, wantErr string }{
 		{"empty", ``, "JSON is malformed: EOF"},
 		{"invalid UTF-8 in string", "\"a\xffb\"", "JSON is not valid UTF-8"},
@@ -56,8 +56,8 @@ func TestCheckJSON_Rejects(t *testing.T) {
 		{"missing value", `{"a":}`, "JSON is malformed"},
 		{"NaN", `NaN`, "JSON is malformed"},
 		{"single quotes", `{'a':1}`, "JSON is malformed"},
-		{"arrays too deep", string(nested(MaxJSONDepth + 1)), "JSON nests deeper than 32 levels"},
-		{"objects too deep", strings.Repeat(`{"a":`, MaxJSONDepth+1) + "1" + strings.Repeat("}", MaxJSONDepth+1), "JSON nests deeper than 32 levels"},
+		{"arrays too deep", string(nested(MaxDepth + 1)), "JSON nests deeper than 32 levels"},
+		{"objects too deep", strings.Repeat(`{"a":`, MaxDepth+1) + "1" + strings.Repeat("}", MaxDepth+1), "JSON nests deeper than 32 levels"},
 		{"2^53+1", `9007199254740993`, "JSON number 9007199254740993 would be written 9007199254740992 in canonical JSON"},
 		{"0.1 with too many digits", `0.10000000000000000001`, "would be written 0.1 in canonical JSON"},
 		{"2^64", `18446744073709551616`, "JSON number 18446744073709551616 would be written 18446744073709552000 in canonical JSON"},
@@ -70,9 +70,9 @@ func TestCheckJSON_Rejects(t *testing.T) {
 		{"number in a payload", `{"n":[1,2,9007199254740993]}`, "JSON number 9007199254740993"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := CheckJSON([]byte(tc.in))
+			err := Check([]byte(tc.in))
 			if err == nil {
-				t.Fatalf("CheckJSON(%q) accepts", tc.in)
+				t.Fatalf("Check(%q) accepts", tc.in)
 			}
 			if !strings.Contains(err.Error(), tc.wantErr) {
 				t.Errorf("error %q does not say %q", err, tc.wantErr)
@@ -81,23 +81,28 @@ func TestCheckJSON_Rejects(t *testing.T) {
 	}
 }
 
-// TestCheckJSON_CanonicalFormIsAccepted checks that CheckJSON accepts what
+// TestCheck_CanonicalFormIsAccepted checks that Check accepts what
 // RFC 8785 writes for every number it accepts, so an entry Encode writes
 // passes Parse.
-func TestCheckJSON_CanonicalFormIsAccepted(t *testing.T) {
+func TestCheck_CanonicalFormIsAccepted(t *testing.T) {
 	for _, in := range []string{`[0.5, 1e21, 1e22, 100000000000000000000, 0.00000095367431640625, -0, 9007199254740992, -1.25, 1E2, 0.1, 1e23, 3.14159, 1.7976931348623157e308, 5e-324]`} {
-		if err := CheckJSON([]byte(in)); err != nil {
-			t.Fatalf("CheckJSON(%s) = %v", in, err)
+		if err := Check([]byte(in)); err != nil {
+			t.Fatalf("Check(%s) = %v", in, err)
 		}
 		canonical, err := jcs.Transform([]byte(in))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := CheckJSON(canonical); err != nil {
-			t.Errorf("CheckJSON refuses RFC 8785's form %s of %s: %v", canonical, in, err)
+		if err := Check(canonical); err != nil {
+			t.Errorf("Check refuses RFC 8785's form %s of %s: %v", canonical, in, err)
 		}
 		if !json.Valid(canonical) {
 			t.Errorf("%s is not valid JSON", canonical)
 		}
 	}
+}
+
+// nested returns depth nested JSON arrays around 1: nested(2) is [[1]].
+func nested(depth int) []byte {
+	return []byte(strings.Repeat("[", depth) + "1" + strings.Repeat("]", depth))
 }
