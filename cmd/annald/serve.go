@@ -30,7 +30,7 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newServeCommand(), newRebuildCommand(), newVerifyCommand())
+	root.AddCommand(newServeCommand(), newRebuildCommand(), newVerifyCommand(), newAuditCommand())
 	return root
 }
 

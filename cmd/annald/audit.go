@@ -1,0 +1,107 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/annal-dev/annal/kernel"
+	"github.com/spf13/cobra"
+	"k8s.io/klog/v2"
+)
+
+// errRuleBroken makes annald exit 1 once the report is printed.
+var errRuleBroken = errors.New("the log breaks a rule")
+
+func newAuditCommand() *cobra.Command {
+	var data, url, key string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "audit",
+		Short: "Replay a log from its tiles under the rules and name the first entry that breaks one",
+		Long: `audit reads a log as c2sp.org/tlog-tiles — an annald data folder (--data) or
+any URL that serves the tiles (--url, with the log's verifier key in --key) —
+verifies its signed checkpoint, replays every entry below it under the rules of
+every event kind, and checks that the entries hash to the checkpoint's root.
+It names the index, the rule (gate) and the reason of the first entry that
+breaks a rule, and exits 1; it changes nothing. annald may be running.
+
+Entries written under the rules of an older release that break a rule it did
+not have yet are listed as tolerated; the log adopted the current rules at a
+log.rules entry.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			klog.SetOutput(io.Discard)
+			klog.LogToStderr(false)
+			var src kernel.LogSource
+			switch {
+			case url != "" && data != "":
+				return errors.New("give --data or --url, not both")
+			case url != "":
+				if key == "" {
+					return errors.New("--url needs the log's verifier key (--key KEY or --key @FILE)")
+				}
+				var err error
+				if src, err = kernel.RemoteLog(url); err != nil {
+					return err
+				}
+			default:
+				if data == "" {
+					data = "./annal-data"
+				}
+				if _, err := os.Stat(data); err != nil {
+					return fmt.Errorf("data folder: %w", err)
+				}
+				src = kernel.LocalLog(data)
+				if key == "" {
+					var err error
+					if key, err = kernel.LocalVerifierKey(data); err != nil {
+						return err
+					}
+				}
+			}
+			if rest, ok := strings.CutPrefix(key, "@"); ok {
+				b, err := os.ReadFile(rest)
+				if err != nil {
+					return fmt.Errorf("--key: %w", err)
+				}
+				key = strings.TrimSpace(string(b))
+			}
+			rep, err := kernel.Audit(cmd.Context(), src, key)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(rep); err != nil {
+					return err
+				}
+			} else {
+				fmt.Fprintf(out, "annald: log %s, signed checkpoint of %d entries, hashes to its root\n", rep.Origin, rep.Size)
+				fmt.Fprintf(out, "annald: replayed %d entries under rules %d in %v (%.0f entries/s)\n", rep.Folded, rep.Rules,
+					rep.Elapsed.Round(time.Millisecond), float64(rep.Folded)/max(rep.Elapsed.Seconds(), 1e-9))
+				for _, f := range rep.Tolerated {
+					fmt.Fprintf(out, "annald: tolerated (written under older rules): %v\n", f)
+				}
+				if rep.Broken != nil {
+					fmt.Fprintf(out, "annald: BROKEN: %v\n", rep.Broken)
+				}
+			}
+			if rep.Broken != nil {
+				return fmt.Errorf("%w: %v", errRuleBroken, rep.Broken)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&data, "data", "", "data folder of the log (default ./annal-data)")
+	cmd.Flags().StringVar(&url, "url", "", "URL that serves the log as tlog-tiles (annald's root URL)")
+	cmd.Flags().StringVar(&key, "key", "", "the log's verifier key, or @FILE (default: the data folder's log.pub)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
+	return cmd
+}
