@@ -10,6 +10,7 @@ import (
 	"github.com/annal-dev/annal/kernel/internal/killswitch"
 	"github.com/annal-dev/annal/kernel/internal/ratelimit"
 	"github.com/annal-dev/annal/kernel/ring"
+	"github.com/transparency-dev/tessera"
 )
 
 // Defaults for Config. The batching defaults trade a little throughput for
@@ -96,6 +97,9 @@ type Config struct {
 	// envelopes, and records terminated=false.
 	KillCallback        KillCallback
 	KillCallbackTimeout time.Duration
+	// wrapAdd, if set, wraps Tessera's Add: tests use it to make appends
+	// fail the way a full disk does.
+	wrapAdd func(tessera.AddFn) tessera.AddFn
 	// Now is the kernel's clock.
 	Now func() time.Time
 	// Logger receives one structured line per notable event.

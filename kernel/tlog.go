@@ -73,8 +73,12 @@ func openTileLog(path string, signer note.Signer, verifier note.Verifier, cfg Co
 		return nil, fmt.Errorf("tessera appender: %w", err)
 	}
 	poll := min(cfg.CheckpointInterval/4, 25*time.Millisecond)
+	add := appender.Add
+	if cfg.wrapAdd != nil {
+		add = cfg.wrapAdd(add)
+	}
 	return &tileLog{
-		group:    newGroupCommitter(appender.Add, int(cfg.BatchMaxSize), int(cfg.MaxOutstanding)),
+		group:    newGroupCommitter(add, int(cfg.BatchMaxSize), int(cfg.MaxOutstanding)),
 		reader:   reader,
 		awaiter:  tessera.NewPublicationAwaiter(ctx, reader.ReadCheckpoint, poll),
 		shutdown: shutdown,
