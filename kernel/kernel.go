@@ -98,6 +98,11 @@ func Open(cfg Config) (_ *Kernel, err error) {
 		}
 	}()
 	led, err := st.load()
+	if errors.Is(err, ledger.ErrStaleState) {
+		// A cache of the log in an older form: fold the log from its start.
+		cfg.Logger.Info("the state file was written by an older release; folding the log again")
+		led, err = ledger.New(), st.write(nil, true)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w (annald rebuild recomputes the state from the log)", err)
 	}

@@ -3,6 +3,7 @@ package ledger
 import (
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -133,6 +134,10 @@ func (l *Ledger) Keys() []string {
 	return keys
 }
 
+// ErrStaleState is a stored ledger written by a release before rules
+// versions: its form and meaning differ, so the log must be folded again.
+var ErrStaleState = errors.New("the state was written by an older release")
+
 // Load rebuilds a ledger from stored keys and values, as Encode wrote them.
 func Load(stored map[string][]byte) (*Ledger, error) {
 	l := New()
@@ -171,6 +176,9 @@ func Load(stored map[string][]byte) (*Ledger, error) {
 		if err != nil {
 			return nil, fmt.Errorf("stored state %s: %w", key, err)
 		}
+	}
+	if l.Size > 0 && l.Rules == 0 {
+		return nil, ErrStaleState
 	}
 	var envs []*Envelope
 	for _, e := range l.Envelopes {
