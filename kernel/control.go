@@ -167,12 +167,9 @@ func (k *Kernel) RequestElevation(ctx context.Context, by *Actor, req ElevationR
 		attested = by.ID
 	}
 	d, err := k.decide(ctx, stage, func(l *ledger.Ledger, now event.Instant) (*event.Event, error) {
-		a, ok := l.Actors[req.Agent]
-		if !ok {
-			return nil, denyAt(stage, GateAuthority, ErrNotFound, "actor %s does not exist", req.Agent)
-		}
-		if a.IsHuman() {
-			return nil, denyAt(stage, GateAuthority, ErrInvalid, "%s is a human: humans stand outside the rings", a.ID)
+		from, trust := ring.Default, uint64(0) // the rule refuses what is not an agent
+		if a, ok := l.Actors[req.Agent]; ok {
+			from, trust = a.BaseRing(), a.TrustBP
 		}
 		ttl := req.TTL
 		switch {
@@ -184,7 +181,7 @@ func (k *Kernel) RequestElevation(ctx context.Context, by *Actor, req ElevationR
 			ttl = 0 // the ring gate refuses it: expired_ttl
 		}
 		return &event.Event{Kind: event.KindElevationGranted, Actor: by.ID, Session: req.Session, Elevation: &event.Elevation{
-			ID: id, Agent: a.ID, From: int(a.BaseRing()), Ring: int(target), TrustBP: a.TrustBP,
+			ID: id, Agent: req.Agent, From: int(from), Ring: int(target), TrustBP: trust,
 			Expires: now.Add(ttl), AttestedBy: attested, Reason: req.Reason}}, nil
 	})
 	if err != nil {

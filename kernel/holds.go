@@ -83,15 +83,12 @@ func (k *Kernel) AnswerHold(ctx context.Context, by *Actor, id, decision, reason
 	}
 	k.mu.Lock()
 	h, ok := k.ledger.Holds[id]
-	var hold ledger.Hold
+	hold := ledger.Hold{ID: id} // the rule refuses a hold that does not exist
 	if ok {
 		hold = *h
 	}
 	k.mu.Unlock()
-	if !ok {
-		return nil, denyAt(StageValidate, GateAuthority, ErrNotFound, "hold %s does not exist", id)
-	}
-	if decision == event.HoldApprove {
+	if decision == event.HoldApprove && ok {
 		agent := &Actor{ActorRecord: event.ActorRecord{ID: hold.Actor}}
 		req := ActionRequest{Type: hold.Action.Type, Target: hold.Action.Target, Envelope: hold.Envelope, Session: hold.Session}
 		r, err := k.act(ctx, agent, req, hold.Action, &event.Hold{ID: id, Decision: event.HoldApprove, AnsweredBy: by.ID})

@@ -64,10 +64,7 @@ func (k *Kernel) Kill(ctx context.Context, by *Actor, agentID string, req KillRe
 	var sub string
 	var eligible bool
 	if err == nil && req.Session != "" {
-		se, ok := k.ledger.Sessions[req.Session]
-		if !ok {
-			err = denyAt(stage, GateSession, ErrNotFound, "session %s does not exist", req.Session)
-		} else if se.Substitute != "" && se.Substitute != agentID {
+		if se := k.ledger.Sessions[req.Session]; se.Substitute != "" && se.Substitute != agentID {
 			sub = se.Substitute
 			s := k.ledger.Actors[sub]
 			eligible = s != nil && s.Active() && !s.Stopped && k.ledger.Quarantined(sub, req.Session, now) == nil

@@ -65,11 +65,11 @@ func (k *Kernel) ReportSagaStep(ctx context.Context, by *Actor, sagaID string, r
 		return nil, formError(stage, "saga %q is not a valid identifier", sagaID)
 	}
 	return k.decideControl(ctx, stage, func(l *ledger.Ledger, _ event.Instant) (*event.Event, error) {
-		s, ok := l.Sagas[sagaID]
-		if !ok {
-			return nil, denyAt(stage, GateAuthority, ErrNotFound, "saga %s does not exist", sagaID)
+		var sess string // the rule refuses a saga that does not exist
+		if s, ok := l.Sagas[sagaID]; ok {
+			sess = s.Session
 		}
-		return &event.Event{Kind: event.KindSagaStep, Actor: by.ID, Session: s.Session,
+		return &event.Event{Kind: event.KindSagaStep, Actor: by.ID, Session: sess,
 			SagaStep: &event.SagaStep{Saga: sagaID, Step: r.Step, Transition: r.Transition, Reason: r.Reason}}, nil
 	})
 }

@@ -157,6 +157,11 @@ var killRule = &rule{
 		if a.Status == event.StatusTerminated {
 			return refuse(Conflict, "%s is terminated already", a.ID)
 		}
+		if c.ev.Session != "" {
+			if _, ok := c.l.Sessions[c.ev.Session]; !ok {
+				return refuse(NotFound, "session %s does not exist", c.ev.Session)
+			}
+		}
 		if v := c.l.checkRevokes(a.ID, k.Revoked); v != nil {
 			return v
 		}
