@@ -1,24 +1,28 @@
 // Package kernel is Annal's sovereignty kernel: the sole committer of agent
-// actions. Every action passes the pipeline of the paper (§5.2: validate,
-// quote, reserve, validate_payload, settle, append, receipt) and, if it
-// passes, becomes one event in a Tessera tile log.
+// actions. Every request becomes at most one event in a Tessera tile log,
+// decided by the rule of its kind.
 //
 // Contracts:
-//   - The log is the source of truth. Kernel state in bbolt is a materialised
-//     view of it: a fold of the log's events in index order. Folding is
-//     idempotent, so after a crash at any instant the kernel folds again from
-//     its last recorded position and reaches the state a fresh replay gives.
-//   - Submit MUST NOT return a receipt until the event is durably sequenced
-//     and integrated: a receipt's index and leaf hash survive SIGKILL.
+//   - The log is the source of truth. Kernel state in bbolt is a cache of a
+//     fold of the log's events in index order (kernel/internal/ledger), so
+//     after a crash at any instant the kernel folds again from its last
+//     recorded position and reaches the state a fresh replay gives.
+//   - One rule per event kind, in the ledger: the kernel decides every
+//     request on one path (decide.go) by building the event it would log and
+//     running that rule — the same gates replay, rebuild and Audit run —
+//     against the ledger the event will be folded onto. The kernel keeps only
+//     what the log cannot show: credentials, the clock, the rate limit, the
+//     bound on pending holds, new ids. Action gates run in ActionGateOrder.
+//   - Log order is decision order for events that do not commute: an event
+//     claims what it reads and changes, and no two events in flight claim one
+//     object when either changes it. Energy an event will draw is held until
+//     it is folded, so the order Tessera gives one batch never matters.
+//   - The kernel never writes what it cannot fold: after a failed append it
+//     refuses all work until a restart folds what the log holds.
+//   - Submit MUST NOT return a receipt until the event is durably sequenced,
+//     integrated and folded: a receipt's index and leaf hash survive SIGKILL.
 //   - No call acts as an actor without that actor's credential: callers
 //     authenticate with Authenticate and pass the Actor it returns.
-//   - Execution control (Agent Hypervisor Execution Control 1.0, Agent OS
-//     policies) is a set of gates on the same pipeline, in one documented
-//     order (controlgates.go), and every gate fails closed. Every decision
-//     that changes what an agent may do — ring, elevation, session state,
-//     quarantine, kill, saga step, policy, signal — is an event, so replay
-//     reproduces it; expiries are compared with the clock at each decision
-//     and only recorded afterwards, so a late tick never extends them.
 //   - One data folder is opened by at most one kernel, across processes (an
 //     flock) and within a process (Tessera's POSIX lock is per process, so two
 //     appenders in one process would lose entries).
