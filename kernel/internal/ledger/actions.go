@@ -32,6 +32,13 @@ var actionGates = []gate{
 // action: an action that passed every gate, committed with its cost; or
 // an approved hold's action, committed with what the hold reserved.
 var actionRule = &rule{
+	claims: func(c *claimSet, ev *event.Event) {
+		c.read(ClaimRules)
+		c.chain(ev.Action.Envelope)
+		if ev.Hold != nil {
+			c.write("hold/" + ev.Hold.ID)
+		}
+	},
 	gates:       actionGates,
 	actionFacts: true,
 	draw: func(l *Ledger, ev *event.Event) Draw {
@@ -58,6 +65,11 @@ var actionRule = &rule{
 // hold.requested: an action that matched a hold rule, its cost reserved
 // until a human answers (Def. 4.20).
 var holdRequestedRule = &rule{
+	claims: func(c *claimSet, ev *event.Event) {
+		c.read(ClaimRules)
+		c.chain(ev.Action.Envelope)
+		c.write("holds-of/" + ev.Hold.Envelope) // pending holds per envelope are bounded: counted one by one
+	},
 	gates:       actionGates,
 	actionFacts: true,
 	draw: func(l *Ledger, ev *event.Event) Draw {

@@ -85,6 +85,9 @@ var genesisRule = &rule{
 // log.rules: the kernel adopts the rules of a newer release for a log that
 // was written under older ones; from this entry on they all hold.
 var rulesRule = &rule{
+	claims: func(c *claimSet, ev *event.Event) {
+		c.write(ClaimCensus, ClaimRules)
+	},
 	byKernel: true,
 	gates: []gate{actorGate, validate(GateAuthority, func(c *checker) *Violation {
 		switch {
@@ -104,6 +107,10 @@ var rulesRule = &rule{
 // agents; only root creates humans), within its own grants, giving it
 // energy and a share it has.
 var actorCreatedRule = &rule{
+	claims: func(c *claimSet, ev *event.Event) {
+		c.read(ClaimCensus)
+		c.write(actorKey(ev.Subject.ID))
+	},
 	gates: byActor(
 		validate(GateAuthority, func(c *checker) *Violation {
 			rec := c.ev.Subject
@@ -166,6 +173,10 @@ var actorCreatedRule = &rule{
 // terminates it; humans are never frozen (Axiom 4.1) and terminated is
 // final.
 var actorStatusRule = &rule{
+	claims: func(c *claimSet, ev *event.Event) {
+		c.read(ClaimCensus)
+		c.write(actorKey(ev.Status.Actor))
+	},
 	gates: byActor(validate(GateAuthority, func(c *checker) *Violation {
 		sc := c.ev.Status
 		if v := c.human(); v != nil {
@@ -193,6 +204,9 @@ var actorStatusRule = &rule{
 // energy.produced: the kernel logs the energy of some ticks (Def.
 // 4.15–4.16), divided exactly as Credits divides it.
 var productionRule = &rule{
+	claims: func(c *claimSet, ev *event.Event) {
+		c.write(ClaimCensus)
+	},
 	byKernel: true,
 	gates: []gate{actorGate, validate(GateAuthority, func(c *checker) *Violation {
 		p := c.ev.Production

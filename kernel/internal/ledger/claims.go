@@ -30,112 +30,51 @@ func actorKey(id string) string    { return "actor/" + id }
 func envelopeKey(id string) string { return "envelope/" + id }
 func sessionKey(id string) string  { return "session/" + id }
 
+// claimSet collects an event's claims.
+type claimSet struct {
+	l  *Ledger
+	cs []Claim
+}
+
+func (c *claimSet) read(keys ...string) {
+	for _, k := range keys {
+		c.cs = append(c.cs, Claim{Key: k})
+	}
+}
+
+func (c *claimSet) write(keys ...string) {
+	for _, k := range keys {
+		c.cs = append(c.cs, Claim{Key: k, Exclusive: true})
+	}
+}
+
+// chain reads an envelope's chain and the agents that hold it.
+func (c *claimSet) chain(id string) {
+	if chain, v := c.l.Chain(id); v == nil {
+		for _, e := range chain {
+			c.read(envelopeKey(e.ID), actorKey(e.Holder))
+		}
+	}
+}
+
 // Claims returns what ev reads and changes, sorted by key, each key once
-// (exclusive if ev both reads and changes it). It reads the ledger only to
-// follow an envelope's chain, which never changes once issued.
+// (exclusive if ev both reads and changes it): its actor and session, read,
+// and what the rule of its kind names. It reads the ledger only to follow
+// an envelope's chain, which never changes once issued.
 func (l *Ledger) Claims(ev *event.Event) []Claim {
-	var cs []Claim
-	read := func(keys ...string) {
-		for _, k := range keys {
-			cs = append(cs, Claim{Key: k})
-		}
-	}
-	write := func(keys ...string) {
-		for _, k := range keys {
-			cs = append(cs, Claim{Key: k, Exclusive: true})
-		}
-	}
-	chain := func(id string) {
-		if c, v := l.Chain(id); v == nil {
-			for _, e := range c {
-				read(envelopeKey(e.ID), actorKey(e.Holder))
-			}
-		}
-	}
+	c := &claimSet{l: l}
 	if ev.Actor != event.KernelActor {
-		read(actorKey(ev.Actor))
+		c.read(actorKey(ev.Actor))
 	}
 	if ev.Session != "" {
-		read(sessionKey(ev.Session))
+		c.read(sessionKey(ev.Session))
 	}
-	switch ev.Kind {
-	case event.KindAction, event.KindHoldRequested:
-		read(ClaimRules)
-		chain(ev.Action.Envelope)
-		if ev.Kind == event.KindHoldRequested {
-			// Pending holds per envelope are bounded: count them one by one.
-			write("holds-of/" + ev.Hold.Envelope)
-		} else if ev.Hold != nil {
-			write("hold/" + ev.Hold.ID)
-		}
-	case event.KindHoldAnswered:
-		write("hold/" + ev.Hold.ID)
-	case event.KindActorCreated:
-		read(ClaimCensus)
-		write(actorKey(ev.Subject.ID))
-	case event.KindActorStatus:
-		read(ClaimCensus)
-		write(actorKey(ev.Status.Actor))
-	case event.KindEnergyProduced:
-		write(ClaimCensus)
-	case event.KindRulesAdopted:
-		write(ClaimCensus, ClaimRules)
-	case event.KindEnvelopeIssued:
-		read(actorKey(ev.Envelope.Holder))
-		chain(ev.Envelope.Parent)
-		write(envelopeKey(ev.Envelope.ID))
-	case event.KindEnvelopeRevoked:
-		write(envelopeKey(ev.EnvelopeEnd.ID))
-	case event.KindRingAssigned:
-		write(actorKey(ev.Ring.Agent))
-	case event.KindRingsConfigured, event.KindActionRegistered, event.KindPolicySet:
-		write(ClaimRules)
-	case event.KindElevationGranted:
-		write(actorKey(ev.Elevation.Agent))
-	case event.KindElevationEnded:
-		write(actorKey(ev.ElevationEnd.Agent))
-	case event.KindSessionCreated, event.KindSessionDelta:
-		write(sessionKey(ev.Session))
-	case event.KindSessionChanged:
-		write(sessionKey(ev.Session))
-		if c := ev.SessionChange; c.Granted != "" {
-			read(sessionKey(c.Granted))
-		} else if c.Agent != "" {
-			read(actorKey(c.Agent))
-		}
-	case event.KindQuarantineStarted, event.KindQuarantineEnded:
-		write(actorKey(ev.Quarantine.Agent))
-	case event.KindAgentKilled:
-		read(ClaimCensus)
-		write(actorKey(ev.Kill.Agent))
-		for _, id := range ev.Kill.Revoked {
-			write(envelopeKey(id))
-		}
-		for _, h := range ev.Kill.Handoffs {
-			write("saga/" + h.Saga)
-		}
-	case event.KindSignalSent:
-		read(ClaimCensus)
-		write(actorKey(ev.Signal.Agent))
-		for _, id := range ev.Signal.Revoked {
-			write(envelopeKey(id))
-		}
-	case event.KindSignalMasked:
-		write(actorKey(ev.SignalMask.Agent))
-	case event.KindSagaStarted:
-		write("saga/" + ev.Saga.ID)
-	case event.KindSagaStep:
-		write("saga/" + ev.SagaStep.Saga)
-	case event.KindPolicyAttached:
-		if a := ev.PolicyAttachment.Agent; a != "" {
-			write(actorKey(a))
-		} else {
-			write(envelopeKey(ev.PolicyAttachment.Envelope))
-		}
+	if r := rules[ev.Kind]; r != nil && r.claims != nil {
+		r.claims(c, ev)
 	}
-	slices.SortFunc(cs, func(a, b Claim) int {
-		if c := strings.Compare(a.Key, b.Key); c != 0 {
-			return c
+	slices.SortFunc(c.cs, func(a, b Claim) int {
+		if d := strings.Compare(a.Key, b.Key); d != 0 {
+			return d
 		}
 		if a.Exclusive == b.Exclusive {
 			return 0
@@ -145,5 +84,5 @@ func (l *Ledger) Claims(ev *event.Event) []Claim {
 		}
 		return 1
 	})
-	return slices.CompactFunc(cs, func(a, b Claim) bool { return a.Key == b.Key })
+	return slices.CompactFunc(c.cs, func(a, b Claim) bool { return a.Key == b.Key })
 }

@@ -73,6 +73,9 @@ func (l *Ledger) Quarantined(agent, sess string, at event.Instant) *Quarantine {
 // session or in all, from the event's time for at most MaxQuarantine.
 // Quarantining it again restarts the period.
 var quarantineStartedRule = &rule{
+	claims: func(c *claimSet, ev *event.Event) {
+		c.write(actorKey(ev.Quarantine.Agent))
+	},
 	gates: byActor(validate(GateAuthority, func(c *checker) *Violation {
 		q := c.ev.Quarantine
 		if _, v := c.l.oversee(c.ev.Actor, q.Agent); v != nil {
@@ -98,6 +101,9 @@ var quarantineStartedRule = &rule{
 // quarantine.ended: a human who oversees the agent releases it, or the
 // kernel records a quarantine that has run out.
 var quarantineEndedRule = &rule{
+	claims: func(c *claimSet, ev *event.Event) {
+		c.write(actorKey(ev.Quarantine.Agent))
+	},
 	byKernel: true,
 	gates: byActor(validate(GateAuthority, func(c *checker) *Violation {
 		q := c.ev.Quarantine
@@ -148,6 +154,16 @@ func (l *Ledger) terminate(a *Actor) {
 // are revoked, its in-flight saga steps handed off or marked for
 // compensation, and it is terminated, for good.
 var killRule = &rule{
+	claims: func(c *claimSet, ev *event.Event) {
+		c.read(ClaimCensus)
+		c.write(actorKey(ev.Kill.Agent))
+		for _, id := range ev.Kill.Revoked {
+			c.write(envelopeKey(id))
+		}
+		for _, h := range ev.Kill.Handoffs {
+			c.write("saga/" + h.Saga)
+		}
+	},
 	gates: byActor(validate(GateAuthority, func(c *checker) *Violation {
 		k := c.ev.Kill
 		a, v := c.l.oversee(c.ev.Actor, k.Agent)
@@ -263,6 +279,13 @@ func (l *Ledger) Deliver(a *Actor, sig signal.Signal) (effect string, revoked []
 // one Deliver gives. SIGKILL, SIGPOLICY, SIGTRUST and an unmasked SIGTERM
 // terminate the agent for good.
 var signalSentRule = &rule{
+	claims: func(c *claimSet, ev *event.Event) {
+		c.read(ClaimCensus)
+		c.write(actorKey(ev.Signal.Agent))
+		for _, id := range ev.Signal.Revoked {
+			c.write(envelopeKey(id))
+		}
+	},
 	byKernel: true,
 	gates: byActor(validate(GateAuthority, func(c *checker) *Violation {
 		s := c.ev.Signal
@@ -313,6 +336,9 @@ var signalSentRule = &rule{
 
 // signal.masked: an agent sets which maskable signals it handles itself.
 var signalMaskedRule = &rule{
+	claims: func(c *claimSet, ev *event.Event) {
+		c.write(actorKey(ev.SignalMask.Agent))
+	},
 	gates: byActor(validate(GateAuthority, func(c *checker) *Violation {
 		if c.ev.Actor != c.ev.SignalMask.Agent || c.actor.IsHuman() {
 			return inconsistent(Forbidden, "%s set %s's signal mask; an agent sets only its own", c.ev.Actor, c.ev.SignalMask.Agent)

@@ -64,6 +64,11 @@ func (l *Ledger) LiveChain(chain []*Envelope, at event.Instant) *Violation {
 // holds to another agent, within what the parent grants, has left and
 // lasts (Def. 4.13, Remark 4.3).
 var envelopeIssuedRule = &rule{
+	claims: func(c *claimSet, ev *event.Event) {
+		c.read(actorKey(ev.Envelope.Holder))
+		c.chain(ev.Envelope.Parent)
+		c.write(envelopeKey(ev.Envelope.ID))
+	},
 	gates: byActor(
 		validate(GateAuthority, func(c *checker) *Violation {
 			e := c.ev.Envelope
@@ -180,6 +185,9 @@ var envelopeIssuedRule = &rule{
 // envelope.revoked: root, the envelope's issuer or the human at the root of
 // its chain revokes it; its sub-envelopes stop working with it.
 var envelopeRevokedRule = &rule{
+	claims: func(c *claimSet, ev *event.Event) {
+		c.write(envelopeKey(ev.EnvelopeEnd.ID))
+	},
 	gates: byActor(validate(GateAuthority, func(c *checker) *Violation {
 		id := c.ev.EnvelopeEnd.ID
 		chain, v := c.l.Chain(id)

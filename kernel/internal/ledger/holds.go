@@ -60,6 +60,9 @@ func (l *Ledger) MayAnswer(by string, h *Hold, at event.Instant) *Violation {
 // has passed, or approved but refused on re-check — settles the commitment
 // cost ⌈percent × reserved⌉ (Def. 4.22) and releases the rest.
 var holdAnsweredRule = &rule{
+	claims: func(c *claimSet, ev *event.Event) {
+		c.write("hold/" + ev.Hold.ID)
+	},
 	byKernel: true,
 	gates: byActor(
 		validate(GateAuthority, func(c *checker) *Violation {

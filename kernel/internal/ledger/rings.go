@@ -50,6 +50,9 @@ func (l *Ledger) ElevationsOf(agent string) []*Elevation {
 // agent.ring: a human who oversees an agent records its trust score and
 // the ring it gives, or a less privileged one (§4).
 var ringAssignedRule = &rule{
+	claims: func(c *claimSet, ev *event.Event) {
+		c.write(actorKey(ev.Ring.Agent))
+	},
 	gates: byActor(validate(GateAuthority, func(c *checker) *Violation {
 		_, v := c.l.oversee(c.ev.Actor, c.ev.Ring.Agent)
 		return v
@@ -65,6 +68,9 @@ var ringAssignedRule = &rule{
 
 // rings.configured: root sets the Ring 2 network allowlist (§7.2).
 var ringsConfiguredRule = &rule{
+	claims: func(c *claimSet, ev *event.Event) {
+		c.write(ClaimRules)
+	},
 	gates: byActor(validate(GateAuthority, func(c *checker) *Violation {
 		if c.ev.Actor != RootID {
 			return inconsistent(Forbidden, "only root configures the rings")
@@ -80,6 +86,9 @@ var ringsConfiguredRule = &rule{
 // action.registered: root registers an action descriptor (§5): it decides
 // the ring every agent needs for the actions it applies to.
 var actionRegisteredRule = &rule{
+	claims: func(c *claimSet, ev *event.Event) {
+		c.write(ClaimRules)
+	},
 	gates: byActor(validate(GateAuthority, func(c *checker) *Violation {
 		if v := c.human(); v != nil {
 			return v
@@ -108,6 +117,9 @@ var actionRegisteredRule = &rule{
 // Ring 1 elevation), decided by ring.DecideElevation on the agent's
 // recorded trust score.
 var elevationGrantedRule = &rule{
+	claims: func(c *claimSet, ev *event.Event) {
+		c.write(actorKey(ev.Elevation.Agent))
+	},
 	gates: byActor(
 		validate(GateAuthority, func(c *checker) *Violation {
 			e := c.ev.Elevation
@@ -202,6 +214,9 @@ func DescribeElevationDenial(r ring.DenialReason) string {
 // elevation.ended: the agent or a human who oversees it revokes an
 // elevation; the kernel records one that has run out.
 var elevationEndedRule = &rule{
+	claims: func(c *claimSet, ev *event.Event) {
+		c.write(actorKey(ev.ElevationEnd.Agent))
+	},
 	byKernel: true,
 	gates: byActor(validate(GateAuthority, func(c *checker) *Violation {
 		e := c.ev.ElevationEnd

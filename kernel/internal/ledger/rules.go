@@ -20,6 +20,9 @@ type rule struct {
 	byRecord bool
 	// actionFacts: the gates share an action's facts, computed before them.
 	actionFacts bool
+	// claims names what an event of this kind reads and changes beyond its
+	// actor and session (ledger.Claims).
+	claims func(c *claimSet, ev *event.Event)
 }
 
 // rules is the table of rules, keyed by kind: one rule per kind.

@@ -53,6 +53,9 @@ func (l *Ledger) sessionStanding(actor, sess string) *Violation {
 
 // saga.started: an agent records a saga it will run (§15).
 var sagaStartedRule = &rule{
+	claims: func(c *claimSet, ev *event.Event) {
+		c.write("saga/" + ev.Saga.ID)
+	},
 	gates: byActor(validate(GateAuthority, func(c *checker) *Violation {
 		if c.actor.IsHuman() {
 			return inconsistent(Forbidden, "%s is a human: agents run sagas", c.actor.ID)
@@ -76,6 +79,9 @@ var sagaStartedRule = &rule{
 // saga's rules (steps in order, compensation in reverse, §15.3); the kernel
 // reports a step that ran past its timeout.
 var sagaStepRule = &rule{
+	claims: func(c *claimSet, ev *event.Event) {
+		c.write("saga/" + ev.SagaStep.Saga)
+	},
 	byKernel: true,
 	gates: byActor(validate(GateAuthority, func(c *checker) *Violation {
 		st := c.ev.SagaStep
@@ -150,6 +156,9 @@ type Policy struct {
 // policy.set: a human defines a policy or changes it; each change is the
 // next version.
 var policySetRule = &rule{
+	claims: func(c *claimSet, ev *event.Event) {
+		c.write(ClaimRules)
+	},
 	gates: byActor(validate(GateAuthority, func(c *checker) *Violation {
 		if v := c.human(); v != nil {
 			return v
@@ -187,6 +196,13 @@ func (l *Ledger) compile(p policy.Policy) {
 // unbinds it); root or an envelope's issuer binds one to the envelope and
 // so to every envelope delegated from it.
 var policyAttachedRule = &rule{
+	claims: func(c *claimSet, ev *event.Event) {
+		if a := ev.PolicyAttachment.Agent; a != "" {
+			c.write(actorKey(a))
+		} else {
+			c.write(envelopeKey(ev.PolicyAttachment.Envelope))
+		}
+	},
 	gates: byActor(validate(GateAuthority, func(c *checker) *Violation {
 		p := c.ev.PolicyAttachment
 		if v := c.human(); v != nil {

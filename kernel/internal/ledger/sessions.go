@@ -33,6 +33,9 @@ func owns(actor string, s *Session) bool { return actor == s.Creator || actor ==
 // session.created: an actor that may act opens a session in state CREATED
 // with a valid configuration (§10).
 var sessionCreatedRule = &rule{
+	claims: func(c *claimSet, ev *event.Event) {
+		c.write(sessionKey(ev.Session))
+	},
 	gates: byActor(validate(GateSession, func(c *checker) *Violation {
 		if _, ok := c.l.Sessions[c.ev.Session]; ok {
 			return inconsistent(Conflict, "session %s already exists", c.ev.Session)
@@ -55,6 +58,14 @@ var sessionCreatedRule = &rule{
 // agent joins or leaves (itself, or admitted by the owner) with its ring
 // and score at that moment; the kernel ends a session whose time is up.
 var sessionChangedRule = &rule{
+	claims: func(c *claimSet, ev *event.Event) {
+		c.write(sessionKey(ev.Session))
+		if ch := ev.SessionChange; ch.Granted != "" {
+			c.read(sessionKey(ch.Granted))
+		} else if ch.Agent != "" {
+			c.read(actorKey(ch.Agent))
+		}
+	},
 	byKernel: true,
 	gates: byActor(
 		validate(GateAuthority, func(c *checker) *Violation {
@@ -159,6 +170,9 @@ func sessionClass(err error) Class {
 // fitting the files the chain has, in paths the session's isolation lets
 // it write, at a ring that may write files.
 var sessionDeltaRule = &rule{
+	claims: func(c *claimSet, ev *event.Event) {
+		c.write(sessionKey(ev.Session))
+	},
 	gates: byActor(
 		validate(GateSession, func(c *checker) *Violation {
 			s, ok := c.l.Sessions[c.ev.Session]
