@@ -169,17 +169,6 @@ func (k *Kernel) newActorID(kind event.ActorKind) (string, error) {
 // (Axiom 4.1), and termination is final.
 func (k *Kernel) SetStatus(ctx context.Context, by *Actor, actorID, status, reason string) (*Receipt, error) {
 	const stage = "actor_status"
-	switch status {
-	case event.StatusActive, event.StatusFrozen, event.StatusTerminated:
-	default:
-		return nil, formError(stage, "status %q is not active, frozen or terminated", status)
-	}
-	if err := checkReason(stage, reason); err != nil {
-		return nil, err
-	}
-	if !event.ValidActorID(actorID) {
-		return nil, formError(stage, "%q is not an actor id", actorID)
-	}
 	d, err := k.decide(ctx, stage, func(*ledger.Ledger, event.Instant) (*event.Event, error) {
 		return &event.Event{Kind: event.KindActorStatus, Actor: by.ID, Status: &event.StatusChange{Actor: actorID, Status: status, Reason: reason}}, nil
 	})

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/annal-dev/annal/kernel/event"
 	"github.com/annal-dev/annal/kernel/internal/ledger"
@@ -111,12 +112,14 @@ func (k *Kernel) appendDecided(ctx context.Context, stage string, ev *event.Even
 	if ev.Kind == event.KindAction || ev.Kind == event.KindHoldRequested {
 		stage = StageAppend
 	}
+	// The event's own form (kernel/event) is the form gate of what the
+	// request built: checked once, here, where it is encoded.
 	entry, err := event.Encode(ev)
 	var tooLarge *event.TooLargeError
 	if errors.As(err, &tooLarge) {
 		return 0, nil, denyAt(stage, GateForm, ErrTooLarge, "%v", err)
 	} else if err != nil {
-		return 0, nil, denyAt(stage, GateForm, ErrInvalid, "%v", err)
+		return 0, nil, denyAt(stage, GateForm, ErrInvalid, "%s", strings.TrimPrefix(err.Error(), "event "+ev.ID+": "))
 	}
 	index, err := k.log.append(ctx, entry, ev, folded)
 	if errors.Is(err, tessera.ErrPushback) {

@@ -38,15 +38,9 @@ func (k *Kernel) IssueEnvelope(ctx context.Context, issuer *Actor, req EnvelopeR
 	if err != nil {
 		return nil, nil, formError(stage, "grants: %v", err)
 	}
-	if len(grants) == 0 {
-		return nil, nil, formError(stage, "an envelope must grant something")
-	}
 	holdOn, err := normalizeGrants(req.HoldOn)
 	if err != nil {
 		return nil, nil, formError(stage, "hold_on: %v", err)
-	}
-	if !event.ValidActorID(req.Holder) || (req.Parent != "" && !event.ValidEnvelopeID(req.Parent)) {
-		return nil, nil, formError(stage, "holder %q or parent %q is not a valid id", req.Holder, req.Parent)
 	}
 	env := event.Envelope{Holder: req.Holder, Issuer: issuer.ID, Parent: req.Parent, Budget: req.Budget,
 		Grants: grants, HoldOn: holdOn, HoldTimeoutSecs: req.HoldTimeoutSecs}
@@ -106,9 +100,6 @@ func (k *Kernel) Envelopes(viewer *Actor) []Envelope {
 // No action under it is decided after the revocation, nor logged after it.
 func (k *Kernel) RevokeEnvelope(ctx context.Context, by *Actor, id, reason string) (*Receipt, error) {
 	const stage = "revoke_envelope"
-	if !event.ValidEnvelopeID(id) || len(reason) > 1024 {
-		return nil, formError(stage, "bad envelope id or reason")
-	}
 	d, err := k.decide(ctx, stage, func(*ledger.Ledger, event.Instant) (*event.Event, error) {
 		return &event.Event{Kind: event.KindEnvelopeRevoked, Actor: by.ID, EnvelopeEnd: &event.EnvelopeEnd{ID: id, Reason: reason}}, nil
 	})

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/annal-dev/annal/kernel/delta"
 	"github.com/annal-dev/annal/kernel/event"
 	"github.com/annal-dev/annal/kernel/internal/killswitch"
 	"github.com/annal-dev/annal/kernel/internal/ledger"
@@ -32,15 +31,6 @@ type KillRequest struct {
 // callback is called, and again when the kill is decided.
 func (k *Kernel) Kill(ctx context.Context, by *Actor, agentID string, req KillRequest) (*Receipt, *event.Kill, error) {
 	const stage = "kill"
-	if !killswitch.Reason(req.Reason).Valid() {
-		return nil, nil, formError(stage, "kill reason %q is not one of %s (§12.2)", req.Reason, strings.Join(killswitch.Reasons(), ", "))
-	}
-	if err := checkReason(stage, req.Details); err != nil {
-		return nil, nil, err
-	}
-	if !event.ValidActorID(agentID) || (req.Session != "" && !delta.ValidIdentifier(req.Session)) {
-		return nil, nil, formError(stage, "agent %q or session %q is not a valid id", agentID, req.Session)
-	}
 	killID, err := newEventID()
 	if err != nil {
 		return nil, nil, err
@@ -57,7 +47,9 @@ func (k *Kernel) Kill(ctx context.Context, by *Actor, agentID string, req KillRe
 	}
 	// Plan: the steps to hand off, and whether the substitute may take them.
 	k.mu.Lock()
-	if err = k.ledger.Check(draft(k.ledger), ledger.Options{}); err != nil {
+	if _, err = event.Encode(draft(k.ledger)); err != nil { // its form, before the callback runs
+		err = formError(stage, "%s", strings.TrimPrefix(err.Error(), "event "+killID+": "))
+	} else if err = k.ledger.Check(draft(k.ledger), ledger.Options{}); err != nil {
 		err = k.denial(stage, draft(k.ledger), err)
 	}
 	var steps []string
@@ -160,17 +152,8 @@ type QuarantineRequest struct {
 // period.
 func (k *Kernel) Quarantine(ctx context.Context, by *Actor, agentID string, req QuarantineRequest) (*Receipt, *ledger.Quarantine, error) {
 	const stage = "quarantine"
-	if !quarantine.Reason(req.Reason).Valid() {
-		return nil, nil, denyAt(stage, GateForm, ErrInvalid, "quarantine reason %q is not one of %s (§13.1)", req.Reason, strings.Join(quarantine.Reasons(), ", "))
-	}
-	if req.Duration < 0 || req.Duration > ledger.MaxQuarantine {
-		return nil, nil, denyAt(stage, GateForm, ErrInvalid, "duration %v is not between 0 (the default, %v) and %v", req.Duration, quarantine.DefaultDuration, ledger.MaxQuarantine)
-	}
 	if req.Duration == 0 {
 		req.Duration = quarantine.DefaultDuration
-	}
-	if !event.ValidActorID(agentID) || (req.Session != "" && !delta.ValidIdentifier(req.Session)) {
-		return nil, nil, formError(stage, "agent %q or session %q is not a valid id", agentID, req.Session)
 	}
 	d, err := k.decide(ctx, stage, func(_ *ledger.Ledger, now event.Instant) (*event.Event, error) {
 		return &event.Event{Kind: event.KindQuarantineStarted, Actor: by.ID, Session: req.Session, Quarantine: &event.Quarantine{
@@ -188,9 +171,6 @@ func (k *Kernel) Quarantine(ctx context.Context, by *Actor, agentID string, req 
 // Release ends an agent's quarantine (§13.4).
 func (k *Kernel) Release(ctx context.Context, by *Actor, agentID, sessionID, reason string) (*Receipt, error) {
 	const stage = "quarantine"
-	if err := checkReason(stage, reason); err != nil {
-		return nil, err
-	}
 	return k.decideControl(ctx, stage, func(*ledger.Ledger, event.Instant) (*event.Event, error) {
 		return &event.Event{Kind: event.KindQuarantineEnded, Actor: by.ID, Session: sessionID,
 			Quarantine: &event.Quarantine{Agent: agentID, End: event.EndReleased, Reason: reason}}, nil
@@ -232,12 +212,6 @@ func (k *Kernel) Signal(ctx context.Context, by *Actor, agentID, name, reason st
 	sig, err := signal.Parse(name)
 	if err != nil {
 		return nil, "", denyAt(stage, GateForm, ErrInvalid, "%v", err)
-	}
-	if err := checkReason(stage, reason); err != nil {
-		return nil, "", err
-	}
-	if !event.ValidActorID(agentID) {
-		return nil, "", formError(stage, "%q is not an actor id", agentID)
 	}
 	var effect string
 	d, err := k.decide(ctx, stage, func(l *ledger.Ledger, _ event.Instant) (*event.Event, error) {

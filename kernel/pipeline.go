@@ -196,14 +196,8 @@ func namedDescriptor(l *ledger.Ledger, id string, t event.ActionType, target str
 // be logged: the payload in RFC 8785 form, declared paths cleaned.
 func actionForm(req ActionRequest) (event.Action, error) {
 	a := event.Action{Type: req.Type, Target: req.Target, PayloadHash: req.PayloadHash, Envelope: req.Envelope}
-	if req.Session != "" && !delta.ValidIdentifier(req.Session) {
-		return a, formError(StageValidate, "session %q does not match ^[a-zA-Z0-9]([a-zA-Z0-9._:-]*[a-zA-Z0-9])?$ (at most 256, §17.1)", req.Session)
-	}
 	if req.ActionID != "" && !delta.ValidIdentifier(req.ActionID) {
 		return a, formError(StageValidate, "action_id %q does not match ^[a-zA-Z0-9]([a-zA-Z0-9._:-]*[a-zA-Z0-9])?$ (at most 256, §5.3)", req.ActionID)
-	}
-	if req.Envelope != "" && !event.ValidEnvelopeID(req.Envelope) {
-		return a, formError(StageValidate, "envelope %q is not an envelope id", req.Envelope)
 	}
 	if req.Payload != nil {
 		if err := event.CheckJSON(req.Payload); err != nil {

@@ -7,7 +7,6 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/annal-dev/annal/kernel/delta"
 	"github.com/annal-dev/annal/kernel/event"
 	"github.com/annal-dev/annal/kernel/internal/ledger"
 	"github.com/annal-dev/annal/kernel/saga"
@@ -32,9 +31,6 @@ func (k *Kernel) StartSaga(ctx context.Context, by *Actor, id, sessionID string,
 	if _, err := saga.New(id, by.ID, sessionID, steps); err != nil {
 		return nil, "", denyAt(stage, GateForm, ErrInvalid, "%v", err)
 	}
-	if sessionID != "" && !delta.ValidIdentifier(sessionID) {
-		return nil, "", formError(stage, "session %q is not a valid identifier", sessionID)
-	}
 	d, err := k.decide(ctx, stage, func(*ledger.Ledger, event.Instant) (*event.Event, error) {
 		return &event.Event{Kind: event.KindSagaStarted, Actor: by.ID, Session: sessionID, Saga: &event.SagaRecord{ID: id, Steps: slices.Clone(steps)}}, nil
 	})
@@ -58,12 +54,6 @@ type SagaReport struct {
 // compensation runs in reverse order (§15.3).
 func (k *Kernel) ReportSagaStep(ctx context.Context, by *Actor, sagaID string, r SagaReport) (*Receipt, error) {
 	const stage = "saga"
-	if err := checkReason(stage, r.Reason); err != nil {
-		return nil, err
-	}
-	if !delta.ValidIdentifier(sagaID) {
-		return nil, formError(stage, "saga %q is not a valid identifier", sagaID)
-	}
 	return k.decideControl(ctx, stage, func(l *ledger.Ledger, _ event.Instant) (*event.Event, error) {
 		var sess string // the rule refuses a saga that does not exist
 		if s, ok := l.Sagas[sagaID]; ok {

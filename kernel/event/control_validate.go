@@ -82,6 +82,8 @@ func (e *Event) validateControl() error {
 			err = fmt.Errorf("elevation %s to ring 1 has no attestation (§8.3 no_sponsorship)", v.ID)
 		case v.AttestedBy != "" && !ValidActorID(v.AttestedBy):
 			err = fmt.Errorf("elevation %s: attested_by %q is not an actor id", v.ID, v.AttestedBy)
+		case v.Reason == "":
+			err = fmt.Errorf("elevation %s has no reason (§8.2: an elevation needs one)", v.ID)
 		default:
 			if err = validateTime("elevation expiry", v.Expires); err == nil {
 				err = validateText("elevation reason", v.Reason, 1024)
