@@ -13,6 +13,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/annal-dev/annal/internal/strictjson"
 )
 
 // AdminSocketName is the Unix socket in a data folder on which a running
@@ -50,9 +52,7 @@ func AdminHandler(store *Store) http.Handler {
 	})
 	mux.HandleFunc("POST /logs", func(rw http.ResponseWriter, r *http.Request) {
 		var cfg LogConfig
-		dec := json.NewDecoder(http.MaxBytesReader(rw, r.Body, maxAdminBody))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&cfg); err != nil {
+		if err := readStrict(rw, r, &cfg); err != nil {
 			writeError(rw, http.StatusBadRequest, fmt.Errorf("%w: %v", ErrInvalidLogConfig, err))
 			return
 		}
@@ -72,9 +72,7 @@ func AdminHandler(store *Store) http.Handler {
 	})
 	mux.HandleFunc("POST /peers", func(rw http.ResponseWriter, r *http.Request) {
 		var p PeerConfig
-		dec := json.NewDecoder(http.MaxBytesReader(rw, r.Body, maxAdminBody))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&p); err != nil {
+		if err := readStrict(rw, r, &p); err != nil {
 			writeError(rw, http.StatusBadRequest, fmt.Errorf("%w: %v", ErrInvalidPeerConfig, err))
 			return
 		}
@@ -292,3 +290,14 @@ type adminError struct {
 
 func (e *adminError) Error() string { return e.msg }
 func (e *adminError) Unwrap() error { return e.sentinel }
+
+// readStrict reads an admin request body of at most maxAdminBody bytes
+// with exact member names (internal/strictjson): encoding/json would take
+// "Origin" or "ſtate" for a field it is not.
+func readStrict(rw http.ResponseWriter, r *http.Request, v any) error {
+	body, err := io.ReadAll(http.MaxBytesReader(rw, r.Body, maxAdminBody))
+	if err != nil {
+		return err
+	}
+	return strictjson.Decode(body, v)
+}

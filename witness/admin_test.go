@@ -1,10 +1,13 @@
 package witness
 
 import (
+	"encoding/json"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -64,5 +67,36 @@ func TestAdmin_SocketChangesRunningWitness(t *testing.T) {
 	}
 	if tw.storedSize(l.origin) != -1 {
 		t.Error("remove with forget kept the state")
+	}
+}
+
+// Admin bodies are read with exact member names: encoding/json would have
+// taken "ORIGIN" for "origin", or "ſtate" for "state".
+func TestAttack_AdminCaseVariantMember(t *testing.T) {
+	tw := startWitness(t, t.TempDir(), Options{})
+	h := AdminHandler(tw.store)
+	l := newTestLog(t, "example.com/log").growTo(4)
+	good, err := json.Marshal(l.config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, body := range []string{
+		strings.Replace(string(good), `"origin"`, `"ORIGIN"`, 1),
+		strings.Replace(string(good), `"origin"`, `"\u017Frigin"`, 1),
+		strings.Replace(string(good), `{`, `{"Origin":"example.com/other",`, 1),
+	} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/logs", strings.NewReader(body)))
+		if rec.Code != http.StatusBadRequest {
+			t.Errorf("POST /logs %s: %d %s, want 400", body, rec.Code, rec.Body)
+		}
+	}
+	if logs, _ := tw.store.Logs(); len(logs) != 0 {
+		t.Fatalf("a refused body added %+v", logs)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/logs", strings.NewReader(string(good))))
+	if rec.Code/100 != 2 {
+		t.Fatalf("POST /logs with exact names: %d %s", rec.Code, rec.Body)
 	}
 }

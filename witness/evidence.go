@@ -10,6 +10,7 @@ import (
 
 	"github.com/annal-dev/annal/checkpoints"
 	"github.com/annal-dev/annal/format/evidence"
+	"github.com/annal-dev/annal/internal/strictjson"
 	"github.com/transparency-dev/merkle/proof"
 	"github.com/transparency-dev/merkle/rfc6962"
 	"golang.org/x/mod/sumdb/note"
@@ -132,9 +133,7 @@ func checkEvidence(file []byte) error {
 		return fmt.Errorf("evidence is %d bytes, more than %d", len(file), evidence.MaxSize)
 	}
 	var ev evidence.File
-	dec := json.NewDecoder(bytes.NewReader(file))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&ev); err != nil || dec.More() {
+	if err := strictjson.Decode(file, &ev); err != nil {
 		return fmt.Errorf("evidence is not one evidence object: %v", err)
 	}
 	if ev.Format != evidence.Format {
