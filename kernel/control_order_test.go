@@ -3,6 +3,8 @@ package kernel
 import (
 	"context"
 	"fmt"
+	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -102,4 +104,17 @@ func TestAttack_ActionsAfterControl(t *testing.T) {
 		t.Fatalf("the kernel logged an event its fold refused: %v", failed)
 	}
 	t.Logf("%d rounds of %d clients, %d actions committed; none after its control event", rounds, clients, committed)
+}
+
+// The order the README documents for an action's gates is the order the
+// action rule's loop runs them.
+func TestREADMEDocumentsTheActionGateOrder(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "    " + strings.Join(ActionGateOrder, " → ") + "\n"
+	if !strings.Contains(string(readme), want) {
+		t.Fatalf("README.md does not document the gate order %q", strings.TrimSpace(want))
+	}
 }
