@@ -1,6 +1,8 @@
 package kernel
 
 import (
+	"slices"
+
 	"github.com/annal-dev/annal/kernel/internal/ledger"
 )
 
@@ -11,10 +13,13 @@ import (
 // a ledger that has folded the first, and log order is decision order.
 //
 // A claim is shared (many readers) or exclusive (one writer). Writers are
-// preferred: while one waits for an object, new readers of it wait too, so
-// a stream of actions cannot starve a revoke. Nobody waits while holding
-// claims — a decision that cannot take all of its claims at once takes
-// none and waits — so claims cannot deadlock. The table is guarded by k.mu.
+// preferred: while a decision that changes an object waits for it, a
+// decision that only reads (an action) waits too, so a stream of actions
+// cannot starve a revoke. Nobody waits while holding claims — a decision
+// that cannot take all of its claims at once takes none and waits — and a
+// decision that changes something never yields to another's waiting, only
+// to claims actually held, which their holders release once folded; so
+// claims cannot deadlock. The table is guarded by k.mu.
 type claims struct {
 	m map[string]*claimState
 }
@@ -40,20 +45,22 @@ func (t *claims) state(key string) *claimState {
 	return s
 }
 
-// free reports whether c could be taken now.
-func (s *claimState) free(c ledger.Claim) bool {
+// free reports whether c could be taken now by a decision that changes
+// something (writer) or only reads.
+func (s *claimState) free(c ledger.Claim, writer bool) bool {
 	if c.Exclusive {
 		return !s.writer && s.readers == 0
 	}
-	return !s.writer && s.writersWaiting == 0
+	return !s.writer && (s.writersWaiting == 0 || writer)
 }
 
 // tryTake takes every claim of want at once and returns nil, or takes none
 // and returns a channel closed when the first busy one is released. The
 // caller holds k.mu.
 func (t *claims) tryTake(want []ledger.Claim) <-chan struct{} {
+	writer := slices.ContainsFunc(want, func(c ledger.Claim) bool { return c.Exclusive })
 	for _, c := range want {
-		if s, ok := t.m[c.Key]; ok && !s.free(c) {
+		if s, ok := t.m[c.Key]; ok && !s.free(c, writer) {
 			return s.released
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/annal-dev/annal/kernel/event"
@@ -46,16 +47,27 @@ func (k *Kernel) decide(ctx context.Context, stage string, build builder) (*deci
 	if err != nil {
 		return nil, err
 	}
+	// waiting are the claims this decision is registered as waiting for:
+	// readers of them yield until it has taken them or given up.
+	var waiting []ledger.Claim
+	stopWaiting := func() { // under k.mu
+		if waiting != nil {
+			k.claims.wait(waiting, true)
+			waiting = nil
+		}
+	}
 	for {
 		now := event.At(k.cfg.Now())
 		k.mu.Lock()
 		if k.failed != nil {
 			err := k.failed
+			stopWaiting()
 			k.mu.Unlock()
 			return nil, denyAt(stage, "", ErrUnavailable, "the kernel has stopped taking work: %v", err)
 		}
 		ev, err := build(k.ledger, now)
 		if err != nil {
+			stopWaiting()
 			k.mu.Unlock()
 			return nil, err
 		}
@@ -64,23 +76,25 @@ func (k *Kernel) decide(ctx context.Context, stage string, build builder) (*deci
 			ev.ID = id
 		}
 		want := k.ledger.Claims(ev)
-		if busy := k.claims.tryTake(want); busy != nil {
-			k.claims.wait(want, false)
+		busy := k.claims.tryTake(want)
+		if busy != nil {
+			if !slices.Equal(waiting, want) {
+				stopWaiting()
+				k.claims.wait(want, false)
+				waiting = want
+			}
 			k.mu.Unlock()
-			var cancelled error
 			select {
 			case <-busy:
+				continue
 			case <-ctx.Done():
-				cancelled = ctx.Err()
 			}
 			k.mu.Lock()
-			k.claims.wait(want, true)
+			stopWaiting()
 			k.mu.Unlock()
-			if cancelled != nil {
-				return nil, denyAt(stage, "", ErrUnavailable, "waiting for events in flight: %v", cancelled)
-			}
-			continue
+			return nil, denyAt(stage, "", ErrUnavailable, "waiting for events in flight: %v", ctx.Err())
 		}
+		stopWaiting()
 		if err := k.ledger.Check(ev, k.checkOptions()); err != nil {
 			k.claims.release(want)
 			k.mu.Unlock()
