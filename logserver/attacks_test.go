@@ -224,21 +224,25 @@ func TestAttack_NonActionsSkipActorGates(t *testing.T) {
 			good := newTwin(t, ts, "good", "")
 			tc.disable(t, ts, clock, bad.id)
 			for _, op := range ops {
-				method, path, body := op.req(good)
-				ts.call(t, method, path, good.cred, body).ok(t)
-				before := ts.logSize(t)
-				method, path, body = op.req(bad)
-				ts.call(t, method, path, bad.cred, body).refused(t, http.StatusForbidden, tc.gate)
-				if op.name == "act" {
-					ts.noNewActions(t, before, bad.id) // its denial is recorded
-				} else {
-					ts.unchanged(t, before, op.name)
-				}
+				t.Run(op.name, func(t *testing.T) {
+					method, path, body := op.req(good)
+					ts.call(t, method, path, good.cred, body).ok(t)
+					before := ts.logSize(t)
+					method, path, body = op.req(bad)
+					ts.call(t, method, path, bad.cred, body).refused(t, http.StatusForbidden, tc.gate)
+					if op.name == "act" {
+						ts.noNewActions(t, before, bad.id) // its denial is recorded
+					} else {
+						ts.unchanged(t, before, op.name)
+					}
+				})
 			}
-			ts.mutate(t, good.delegateCred, "workspace/"+good.delegate+"/after", good.delegateEnv).must(t, http.StatusOK)
-			before := ts.logSize(t)
-			ts.mutate(t, bad.delegateCred, "workspace/"+bad.delegate+"/after", bad.delegateEnv).refused(t, http.StatusForbidden, tc.delegateGate)
-			ts.noNewActions(t, before, bad.delegate)
+			t.Run("its delegate acts", func(t *testing.T) {
+				ts.mutate(t, good.delegateCred, "workspace/"+good.delegate+"/after", good.delegateEnv).must(t, http.StatusOK)
+				before := ts.logSize(t)
+				ts.mutate(t, bad.delegateCred, "workspace/"+bad.delegate+"/after", bad.delegateEnv).refused(t, http.StatusForbidden, tc.delegateGate)
+				ts.noNewActions(t, before, bad.delegate)
+			})
 		})
 	}
 }
