@@ -630,24 +630,32 @@ func TestAttack_TimesComparedAsText(t *testing.T) {
 }
 
 // TestAttack_AgentAnswersHold: only humans answer holds, and only root, the
-// agent's creator or the envelope's issuer. An agent answering its own hold
-// or another's, in either form (POST /v1/holds/<id>/approve or mutate
-// ledger/hold/<id>), and a human who oversees neither, are refused; the
-// hold stays pending and the log unchanged, and root's approval commits
-// the action.
+// agent's creator or the human who issued the root of its envelope chain.
+// The held agent itself, the agent that delegated its envelope, another
+// agent, and a human who oversees none of them, answering in either form
+// (POST /v1/holds/<id>/approve|reject or mutate ledger/hold/<id>), are
+// refused; the hold stays pending and the log unchanged, and root's
+// approval then commits the action.
 func TestAttack_AgentAnswersHold(t *testing.T) {
 	ts := newAttackServer(t, nil)
+	delegator, delegatorCred := ts.newAgent(t, agentSpec{name: "delegator", trust: 0.8, energy: 1000, grants: workspace})
+	env := ts.issue(t, ts.rootCred, api.EnvelopeRequest{Holder: delegator, Budget: 500, Grants: workspace,
+		HoldOn: []api.Grant{{Pattern: "workspace/release/**", Actions: []string{"mutate"}}}}).ID
 	agent, cred := ts.newAgent(t, agentSpec{name: "held", trust: 0.8, energy: 1000, grants: workspace})
-	ts.issue(t, ts.rootCred, api.EnvelopeRequest{Holder: agent, Budget: 500, Grants: workspace,
-		HoldOn: []api.Grant{{Pattern: "workspace/release/**", Actions: []string{"mutate"}}}})
+	sub := ts.issue(t, delegatorCred, api.EnvelopeRequest{Holder: agent, Parent: env, Budget: 200, Grants: workspace}).ID
 	_, otherCred := ts.newAgent(t, agentSpec{name: "other", trust: 0.8, energy: 1000, grants: workspace})
 	stranger := decode[api.Agent](t, ts.call(t, "POST", "/v1/agents", ts.rootCred, `{"kind":"human","name":"stranger","purpose":"p"}`).must(t, http.StatusCreated))
-	rc := decode[api.Receipt](t, ts.mutate(t, cred, "workspace/release/v1", "").must(t, http.StatusAccepted))
+	rc := decode[api.Receipt](t, ts.mutate(t, cred, "workspace/release/v1", sub).must(t, http.StatusAccepted))
 	if rc.Status != "held" || rc.HoldID == "" {
 		t.Fatalf("receipt %+v", rc)
 	}
 	before := ts.logSize(t)
-	for _, by := range []struct{ name, cred string }{{"the held agent", cred}, {"another agent", otherCred}, {"a human who oversees neither", stranger.Credential}} {
+	for _, by := range []struct{ name, cred string }{
+		{"the held agent", cred},
+		{"the agent that delegated its envelope", delegatorCred},
+		{"another agent", otherCred},
+		{"a human who oversees none of them", stranger.Credential},
+	} {
 		for _, decision := range []string{"approve", "reject"} {
 			ts.call(t, "POST", "/v1/holds/"+rc.HoldID+"/"+decision, by.cred, `{"reason":"mine"}`).refused(t, http.StatusForbidden)
 			ts.call(t, "POST", "/v1/actions", by.cred, `{"type":"mutate","target":"ledger/hold/`+rc.HoldID+`","payload":{"decision":"`+decision+`"}}`).refused(t, http.StatusForbidden)
