@@ -29,7 +29,7 @@ import (
 // agent may be logged after the control event, and every receipt a client
 // got names an index before it.
 func TestAttack_ActionsAfterControl(t *testing.T) {
-	const clients, perClient, rounds = 24, 40, 2
+	const clients, perClient, rounds = 24, 40, 2 // rounds of each control
 	ts := newAttackServer(t, func(c *kernel.Config) { c.DisableRateLimit = true })
 	ctx := context.Background()
 	controls := []struct {
@@ -44,6 +44,14 @@ func TestAttack_ActionsAfterControl(t *testing.T) {
 		}},
 		{"quarantine", "quarantine.started", "quarantine", func(agent, _ string) api.Receipt {
 			return decode[api.Controlled](t, ts.call(t, "POST", "/v1/agents/"+agent+"/quarantine", ts.rootCred, `{"reason":"manual","duration_seconds":3600}`).must(t, http.StatusOK)).Receipt
+		}},
+		// Beyond the finding: a stop and a kill do not commute with the
+		// agent's actions either.
+		{"stop", "signal.sent", "actor", func(agent, _ string) api.Receipt {
+			return decode[api.Controlled](t, ts.call(t, "POST", "/v1/agents/"+agent+"/signal", ts.rootCred, `{"signal":"SIGSTOP"}`).must(t, http.StatusOK)).Receipt
+		}},
+		{"kill", "agent.killed", "actor", func(agent, _ string) api.Receipt {
+			return decode[api.Controlled](t, ts.call(t, "POST", "/v1/agents/"+agent+"/kill", ts.rootCred, `{"reason":"manual"}`).must(t, http.StatusOK)).Receipt
 		}},
 	}
 	for round := range rounds * len(controls) {
@@ -77,8 +85,10 @@ func TestAttack_ActionsAfterControl(t *testing.T) {
 				}
 			}()
 		}
-		for deadline := time.Now().Add(30 * time.Second); acted.Load() < clients && time.Now().Before(deadline); {
-			time.Sleep(time.Millisecond) // let the clients get going
+		// Let every client get going, so that the control lands among
+		// actions in flight.
+		for deadline := time.Now().Add(30 * time.Second); acted.Load() < 5*clients && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
 		}
 		ctl := c.do(agent, env.ID)
 		wg.Wait()
@@ -518,26 +528,32 @@ func TestAttack_DeclaredPathsNotCleaned(t *testing.T) {
 // TestAttack_TerminateUndone: "Terminate can be undone: kill, SIGKILL,
 // SIGPOLICY and SIGTRUST only froze; root unfroze a killed agent and it
 // acted again." Each now terminates: unfreezing is a 409, the agent cannot
-// act, and no new envelope brings it back. A frozen agent, by contrast,
-// is unfrozen and acts again.
+// act, no new envelope brings it back, and an agent it delegated to cannot
+// act either. A frozen agent, by contrast, is unfrozen and acts again.
 func TestAttack_TerminateUndone(t *testing.T) {
 	ts := newAttackServer(t, func(c *kernel.Config) { c.DisableRateLimit = true })
-	setup := func(name string) (string, string, string) {
-		id, cred := ts.newAgent(t, agentSpec{name: name, trust: 0.8, energy: 1000, grants: workspace})
-		env := ts.issue(t, ts.rootCred, api.EnvelopeRequest{Holder: id, Budget: 500, Grants: workspace}).ID
-		ts.mutate(t, cred, "workspace/"+id+"/before", "").must(t, http.StatusOK)
-		return id, cred, env
+	type victim struct{ id, cred, env, delegate, delegateCred, sub string }
+	setup := func(name string) victim {
+		var v victim
+		v.id, v.cred = ts.newAgent(t, agentSpec{name: name, trust: 0.8, energy: 1000, grants: workspace})
+		v.env = ts.issue(t, ts.rootCred, api.EnvelopeRequest{Holder: v.id, Budget: 500, Grants: workspace}).ID
+		ts.mutate(t, v.cred, "workspace/"+v.id+"/before", "").must(t, http.StatusOK)
+		v.delegate, v.delegateCred = ts.newAgent(t, agentSpec{name: name + "-delegate", trust: 0.8, energy: 1000, grants: workspace})
+		v.sub = ts.issue(t, v.cred, api.EnvelopeRequest{Holder: v.delegate, Parent: v.env, Budget: 100, Grants: workspace}).ID
+		ts.mutate(t, v.delegateCred, "workspace/"+v.delegate+"/before", v.sub).must(t, http.StatusOK)
+		return v
 	}
 	status := func(id string) string {
 		return decode[api.Actor](t, ts.call(t, "GET", "/v1/actors/"+id, ts.rootCred, nil).must(t, http.StatusOK)).Status
 	}
 
 	// Freezing is undone by unfreezing.
-	id, cred, _ := setup("frozen")
-	ts.call(t, "POST", "/v1/actors/"+id+"/status", ts.rootCred, `{"status":"frozen"}`).must(t, http.StatusOK)
-	ts.mutate(t, cred, "workspace/"+id+"/frozen", "").refused(t, http.StatusForbidden, "actor")
-	ts.call(t, "POST", "/v1/actors/"+id+"/status", ts.rootCred, `{"status":"active"}`).must(t, http.StatusOK)
-	ts.mutate(t, cred, "workspace/"+id+"/unfrozen", "").must(t, http.StatusOK)
+	v := setup("frozen")
+	ts.call(t, "POST", "/v1/actors/"+v.id+"/status", ts.rootCred, `{"status":"frozen"}`).must(t, http.StatusOK)
+	ts.mutate(t, v.cred, "workspace/"+v.id+"/frozen", "").refused(t, http.StatusForbidden, "actor")
+	ts.call(t, "POST", "/v1/actors/"+v.id+"/status", ts.rootCred, `{"status":"active"}`).must(t, http.StatusOK)
+	ts.mutate(t, v.cred, "workspace/"+v.id+"/unfrozen", "").must(t, http.StatusOK)
+	ts.mutate(t, v.delegateCred, "workspace/"+v.delegate+"/unfrozen", v.sub).must(t, http.StatusOK)
 
 	for _, tc := range []struct {
 		name       string
@@ -552,7 +568,8 @@ func TestAttack_TerminateUndone(t *testing.T) {
 		{"status terminated", "", `{"status":"terminated"}`, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			id, cred, env := setup("victim")
+			v := setup("victim")
+			id, cred, env := v.id, v.cred, v.env
 			if tc.path == "" {
 				ts.call(t, "POST", "/v1/actors/"+id+"/status", ts.rootCred, tc.body).must(t, http.StatusOK)
 			} else {
@@ -572,9 +589,11 @@ func TestAttack_TerminateUndone(t *testing.T) {
 				t.Fatalf("the agent is %q", s)
 			}
 			ts.mutate(t, cred, "workspace/"+id+"/after", "").refused(t, http.StatusForbidden, "actor")
+			ts.mutate(t, v.delegateCred, "workspace/"+v.delegate+"/after", v.sub).refused(t, http.StatusForbidden, "envelope")
 			ts.noNewActions(t, before, id)
-			v := decode[api.Envelope](t, ts.call(t, "GET", "/v1/envelopes/"+env, ts.rootCred, nil).must(t, http.StatusOK))
-			if tc.revokes && !v.Revoked {
+			ts.noNewActions(t, before, v.delegate)
+			e := decode[api.Envelope](t, ts.call(t, "GET", "/v1/envelopes/"+env, ts.rootCred, nil).must(t, http.StatusOK))
+			if tc.revokes && !e.Revoked {
 				t.Fatalf("envelope %s is not revoked after %s", env, tc.name)
 			}
 		})
