@@ -247,7 +247,7 @@ func TestAttack_NonActionsSkipActorGates(t *testing.T) {
 					}
 				})
 			}
-			t.Run("its delegate acts", func(t *testing.T) {
+			t.Run("acting under its delegation", func(t *testing.T) {
 				ts.mutate(t, good.delegateCred, "workspace/"+good.delegate+"/after", good.delegateEnv).must(t, http.StatusOK)
 				before := ts.logSize(t)
 				ts.mutate(t, bad.delegateCred, "workspace/"+bad.delegate+"/after", bad.delegateEnv).refused(t, http.StatusForbidden, tc.delegateGate)
