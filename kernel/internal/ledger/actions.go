@@ -229,8 +229,13 @@ func checkActionSession(c *checker) *Violation {
 // overseeing sessions may read and write them all. p is clean: an absolute
 // p is taken as the same path below the namespace root.
 func (c *checker) sessionPath(p string, write bool) *Violation {
-	p = strings.TrimPrefix(p, "/")
-	if p != session.SessionsRoot && !strings.HasPrefix(p, session.SessionsRoot+"/") || c.actor.IsHuman() {
+	if c.actor.IsHuman() {
+		return nil
+	}
+	if p = strings.TrimPrefix(p, "/"); p == "" {
+		return refuse(Forbidden, "path %q is the namespace root, which holds every session's folder: an agent names a path below it (§11.3)", "/")
+	}
+	if p != session.SessionsRoot && !strings.HasPrefix(p, session.SessionsRoot+"/") {
 		return nil
 	}
 	var scope *session.Scope
