@@ -312,6 +312,27 @@ func TestSpec22_3_ElevationDenial(t *testing.T) {
 	}
 }
 
+// §19.2: a denied elevation is the specification's RingElevationError: an
+// *ElevationDenied, a forbidden request, whose Reason is the §8.3 reason
+// and whose message names the agent, both rings and the reason.
+func TestSpec19_2_ElevationError(t *testing.T) {
+	g := openGov(t)
+	high := g.ringAgent(ptr(0.9), false) // ring 2, trust 0.9
+	_, _, err := g.RequestElevation(context.Background(), high, ElevationRequest{Agent: high.ID, Ring: 1, Reason: "deploy"})
+	var ed *ElevationDenied
+	if !errors.As(err, &ed) || ed.Reason != ring.NoSponsorship || ed.Code != string(ring.NoSponsorship) {
+		t.Fatalf("an agent's own request for ring 1: %v, want a no_sponsorship elevation denial", err)
+	}
+	if !errors.Is(err, ErrForbidden) {
+		t.Errorf("%v is not ErrForbidden", err)
+	}
+	for _, want := range []string{high.ID, "ring 1", "ring 2", "no_sponsorship"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%q does not mention %q", err, want)
+		}
+	}
+}
+
 // §8.5–8.6 and the replay attack: an elevation lifts the effective ring until it expires on
 // its own; the TTL is clamped to an hour; using it after expiry is denied
 // (the replay attack), and the kernel records the end.

@@ -19,10 +19,12 @@ import (
 //     a create is of a path that does not exist, a modify or a delete of one
 //     that does (a delete removes it, so it may be created again later).
 //
-// The last rule is checked by Chain.Append as well as by VerifyChain, so a
-// delta that does not fit the state is refused when it is appended, and a
-// chain that StateAt or Rollback reads never holds one. Whoever holds a
-// valid chain can therefore always reconstruct the files after any turn.
+// Chain.Append checks every rule, the last included, as each delta comes,
+// so a delta that does not fit the state is refused when it is appended.
+// StateAt and Rollback verify the whole list they are given (§14.4) in the
+// same way before they answer, so they never read a chain that breaks a
+// rule. Whoever holds a valid chain can therefore always reconstruct the
+// files after any turn.
 //
 // Verification has no recovery (§14.5): the first failure makes the whole
 // chain invalid, and nothing after it is looked at or skipped over.
@@ -60,18 +62,6 @@ func (c *Chain) Head() string {
 		return ZeroHash
 	}
 	return c.deltas[len(c.deltas)-1].DeltaHash
-}
-
-// Len returns the number of deltas in the chain.
-func (c *Chain) Len() int { return len(c.deltas) }
-
-// Deltas returns a copy of the chain's deltas, in order.
-func (c *Chain) Deltas() []Delta {
-	out := make([]Delta, len(c.deltas))
-	for i, d := range c.deltas {
-		out[i] = cloneDelta(d)
-	}
-	return out
 }
 
 // Files returns a copy of the files after the last delta: path → content
@@ -143,17 +133,12 @@ func cloneDelta(d Delta) Delta {
 	return d
 }
 
-// VerifyChain checks that deltas form one valid chain (§14.4; the rules
-// above), the session being the first delta's. It returns nil for an empty
-// list, and otherwise the first failure, wrapping ErrBrokenChain and naming
-// the position, the delta_id and the rule.
-func VerifyChain(deltas []Delta) error {
-	_, _, err := replay(deltas, "")
-	return err
-}
-
-// replay appends every delta to a new chain and returns the files after
-// turnID (nil if turnID is "" or not found) and after the last delta.
+// replay checks that deltas form one valid chain (§14.4; the rules above),
+// the session being the first delta's, by appending each to a new chain. It
+// returns the files after turnID (nil if turnID is "" or not found) and
+// after the last delta; an empty list is a valid chain with no files. The
+// error is the first failure, wrapping ErrBrokenChain and naming the
+// position, the delta_id and the rule.
 func replay(deltas []Delta, turnID string) (at, head map[string]string, err error) {
 	if len(deltas) == 0 {
 		return nil, map[string]string{}, nil

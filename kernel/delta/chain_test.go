@@ -7,9 +7,17 @@ import (
 	"fmt"
 	"maps"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
+
+// verifyChain is the check of a whole chain (§14.4) that StateAt and
+// Rollback make before they answer.
+func verifyChain(deltas []Delta) error {
+	_, _, err := replay(deltas, "")
+	return err
+}
 
 var (
 	hashA = "sha256:" + strings.Repeat("a", 64)
@@ -73,8 +81,8 @@ func TestADR0023_KnownAnswer(t *testing.T) {
 		}
 		parent = want
 	}
-	if err := VerifyChain(ds); err != nil {
-		t.Fatalf("VerifyChain(known answer): %v", err)
+	if err := verifyChain(ds); err != nil {
+		t.Fatalf("verifyChain(known answer): %v", err)
 	}
 }
 
@@ -137,19 +145,19 @@ func TestSpec14_4_ChainVerification(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ds := tc.make()
-			err := VerifyChain(ds)
+			err := verifyChain(ds)
 			if tc.pos == 0 {
 				if err != nil {
-					t.Fatalf("VerifyChain: %v", err)
+					t.Fatalf("verifyChain: %v", err)
 				}
 				return
 			}
 			if err == nil {
-				t.Fatal("VerifyChain accepted a broken chain")
+				t.Fatal("verifyChain accepted a broken chain")
 			}
 			id := ds[tc.pos-1].DeltaID
 			if !errors.Is(err, ErrBrokenChain) || !strings.Contains(err.Error(), fmt.Sprintf("position %d (delta %s)", tc.pos, id)) || !strings.Contains(err.Error(), tc.why) {
-				t.Fatalf("VerifyChain = %v; want ErrBrokenChain at position %d (delta %s) about %q", err, tc.pos, id, tc.why)
+				t.Fatalf("verifyChain = %v; want ErrBrokenChain at position %d (delta %s) about %q", err, tc.pos, id, tc.why)
 			}
 		})
 	}
@@ -193,15 +201,15 @@ func TestSpec14_5_TamperDetection(t *testing.T) {
 			ds := build()
 			tc.tamper(&ds[mid])
 			for k := 1; k <= len(ds); k++ {
-				err := VerifyChain(ds[:k])
+				err := verifyChain(ds[:k])
 				if k <= mid {
 					if err != nil {
-						t.Fatalf("VerifyChain of the first %d deltas (before the tampered one): %v", k, err)
+						t.Fatalf("verifyChain of the first %d deltas (before the tampered one): %v", k, err)
 					}
 					continue
 				}
 				if err == nil || !errors.Is(err, ErrBrokenChain) || !strings.Contains(err.Error(), fmt.Sprintf("position %d ", mid+1)) {
-					t.Fatalf("VerifyChain of the first %d deltas = %v; want the failure at position %d", k, err, mid+1)
+					t.Fatalf("verifyChain of the first %d deltas = %v; want the failure at position %d", k, err, mid+1)
 				}
 			}
 			// Resealed: the tampered delta is whole again, so the break is
@@ -213,9 +221,9 @@ func TestSpec14_5_TamperDetection(t *testing.T) {
 			if ds[mid].Seal() != nil {
 				return // the tampered field is itself invalid; covered above
 			}
-			err := VerifyChain(ds)
+			err := verifyChain(ds)
 			if err == nil || !errors.Is(err, ErrBrokenChain) {
-				t.Fatalf("resealed: VerifyChain = %v, want a break", err)
+				t.Fatalf("resealed: verifyChain = %v, want a break", err)
 			}
 			if !strings.Contains(err.Error(), fmt.Sprintf("position %d ", mid+2)) && !strings.Contains(err.Error(), fmt.Sprintf("position %d ", mid+1)) {
 				t.Fatalf("resealed: %v, want the break at position %d or %d", err, mid+1, mid+2)
@@ -227,34 +235,33 @@ func TestSpec14_5_TamperDetection(t *testing.T) {
 func TestADR0023_ChainAppend(t *testing.T) {
 	ds := sealChain(t, kat())
 	c := NewChain("sess-1")
-	if c.Head() != ZeroHash || c.Len() != 0 || len(c.Files()) != 0 {
-		t.Fatalf("empty chain: head %s, len %d", c.Head(), c.Len())
+	if c.Head() != ZeroHash || len(c.deltas) != 0 || len(c.Files()) != 0 {
+		t.Fatalf("empty chain: head %s, %d deltas", c.Head(), len(c.deltas))
 	}
 	for i, d := range ds {
 		if err := c.Append(d); err != nil {
 			t.Fatalf("Append %d: %v", i+1, err)
 		}
-		if c.Head() != d.DeltaHash || c.Len() != i+1 {
-			t.Fatalf("after %d: head %s, len %d", i+1, c.Head(), c.Len())
+		if c.Head() != d.DeltaHash || len(c.deltas) != i+1 {
+			t.Fatalf("after %d: head %s, %d deltas", i+1, c.Head(), len(c.deltas))
 		}
 	}
-	if !reflect.DeepEqual(c.Deltas(), ds) {
-		t.Fatal("Deltas() is not what was appended")
+	if !reflect.DeepEqual(c.deltas, ds) {
+		t.Fatal("the chain holds other deltas than were appended")
 	}
 	// The chain keeps its own copies.
 	ds[0].Changes[0].Path = "changed"
-	c.Deltas()[1].Changes[0].Path = "changed"
 	c.Files()["x"] = hashA
-	if got := c.Deltas(); got[0].Changes[0].Path != "a.txt" || got[1].Changes[0].Path != "a.txt" || len(c.Files()) != 2 {
+	if c.deltas[0].Changes[0].Path != "a.txt" || len(c.Files()) != 2 {
 		t.Fatal("the chain shares memory with its caller")
 	}
-	if err := VerifyChain(c.Deltas()); err != nil {
+	if err := verifyChain(c.deltas); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // TestADR0023_AppendRefusalChangesNothing: every refused Append leaves the
-// chain's head, length, deltas and files as they were.
+// chain's head, deltas and files as they were.
 func TestADR0023_AppendRefusalChangesNothing(t *testing.T) {
 	ds := sealChain(t, kat())
 	next := kat()[2]
@@ -284,11 +291,11 @@ func TestADR0023_AppendRefusalChangesNothing(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			head, files, deltas := c.Head(), c.Files(), c.Deltas()
+			head, files, deltas := c.Head(), c.Files(), slices.Clone(c.deltas)
 			if err := c.Append(tc.d()); err == nil || !errors.Is(err, ErrBrokenChain) || !strings.Contains(err.Error(), "position 3 ") {
 				t.Fatalf("Append = %v, want an ErrBrokenChain at position 3", err)
 			}
-			if c.Head() != head || c.Len() != 2 || !maps.Equal(c.Files(), files) || !reflect.DeepEqual(c.Deltas(), deltas) {
+			if c.Head() != head || !maps.Equal(c.Files(), files) || !reflect.DeepEqual(c.deltas, deltas) {
 				t.Fatal("a refused Append changed the chain")
 			}
 			if err := c.Append(ds[2]); err != nil {

@@ -7,8 +7,9 @@ import (
 
 // FuzzDelta reads JSON into a Delta and checks that Validate, Seal, Hash
 // and Append never panic, that a sealed delta always validates and hashes
-// the same twice, and that a sealed first delta starts a chain exactly when
-// all its changes are creates.
+// the same twice, that a sealed first delta starts a chain exactly when
+// all its changes are creates, and that StateAt reads the chain Append
+// accepts.
 func FuzzDelta(f *testing.F) {
 	for _, d := range sealChain(f, kat()) {
 		b, err := json.Marshal(d)
@@ -49,8 +50,8 @@ func FuzzDelta(f *testing.F) {
 			t.Fatalf("Append of a sealed first delta: %v; want accepted = %v", err, want)
 		}
 		if err == nil {
-			if verr := VerifyChain([]Delta{d}); verr != nil {
-				t.Fatalf("Append accepts, VerifyChain refuses: %v", verr)
+			if _, verr := StateAt([]Delta{d}, d.TurnID); verr != nil {
+				t.Fatalf("Append accepts, StateAt refuses: %v", verr)
 			}
 		}
 	})

@@ -1,10 +1,6 @@
 package ring
 
-import (
-	"errors"
-	"fmt"
-	"time"
-)
+import "time"
 
 // Elevation time bounds (§8.5).
 const (
@@ -31,28 +27,12 @@ type ElevationRequest struct {
 	Trust *Score
 }
 
-// Validate checks the request's identifiers (ValidIdentifier) and that its
-// reason is a non-empty text of at most 256 characters without control or
-// format characters. DecideElevation does not call it: it decides on rings,
-// trust and time only.
-func (req ElevationRequest) Validate() error {
-	if err := ValidIdentifier(req.Agent); err != nil {
-		return fmt.Errorf("elevation request: agent: %w", err)
-	}
-	if err := ValidIdentifier(req.Session); err != nil {
-		return fmt.Errorf("elevation request: session: %w", err)
-	}
-	if err := checkName("reason", req.Reason, MaxNameLen); err != nil {
-		return fmt.Errorf("elevation request: %w", err)
-	}
-	return nil
-}
-
-// DenialReason says why an elevation was denied (§8.3). It is an error, so
-// errors.Is(err, InsufficientTrust) tells an ElevationError's reason.
+// DenialReason says why an elevation was denied (§8.3). Its values are the
+// specification's names.
 type DenialReason string
 
-// The denial reasons of §8.3.
+// The denial reasons of §8.3, but for community_edition, which §8.3
+// reserves and Annal never gives.
 const (
 	// InvalidTarget: the target is not more privileged than the current
 	// ring, or either ring is invalid.
@@ -70,38 +50,7 @@ const (
 	// ExpiredTTL: reserved by §8.3; Annal uses it for a negative TTL, a
 	// request for an elevation that would have expired before it began.
 	ExpiredTTL DenialReason = "expired_ttl"
-	// CommunityEdition: reserved by §8.3, unused.
-	CommunityEdition DenialReason = "community_edition"
 )
-
-// Error returns the reason's name.
-func (r DenialReason) Error() string { return string(r) }
-
-// ErrElevationDenied is wrapped by every ElevationError.
-var ErrElevationDenied = errors.New("ring elevation denied")
-
-// ElevationError is a denied elevation (the specification's
-// RingElevationError, §19.2). errors.Is matches it against
-// ErrElevationDenied and against its Reason.
-type ElevationError struct {
-	Agent   string
-	Session string
-	Current Ring
-	Target  Ring
-	Reason  DenialReason
-}
-
-// NewElevationError returns the error for req denied for reason.
-func NewElevationError(req ElevationRequest, reason DenialReason) *ElevationError {
-	return &ElevationError{Agent: req.Agent, Session: req.Session, Current: req.Current, Target: req.Target, Reason: reason}
-}
-
-func (e *ElevationError) Error() string {
-	return fmt.Sprintf("%v: agent %s in session %s from %v to %v: %s", ErrElevationDenied, quote(e.Agent), quote(e.Session), e.Current, e.Target, e.Reason)
-}
-
-// Unwrap returns ErrElevationDenied and the reason.
-func (e *ElevationError) Unwrap() []error { return []error{ErrElevationDenied, e.Reason} }
 
 // ElevationMinTrust returns the least trust score an elevation to target
 // needs (§8.4) and whether target can be reached by elevation at all.

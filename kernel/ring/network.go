@@ -209,7 +209,7 @@ func (e allowEntry) match(d Destination) bool {
 
 // MatchAllowlist reports whether d matches one of the allowlist entries
 // (see ParseAllowEntry). Host names compare case-insensitively. An entry
-// that does not parse matches nothing (fail closed); Constraints.Validate
+// that does not parse matches nothing (fail closed); ParseAllowEntry
 // reports such entries. An empty allowlist matches nothing.
 func MatchAllowlist(allowlist []string, d Destination) bool {
 	for _, s := range allowlist {

@@ -105,10 +105,15 @@ func TestAttack_AllowlistWildcard(t *testing.T) {
 			t.Errorf("MatchAllowlist(%q) = %v, want %v", tc.dest, got, tc.ok)
 		}
 	}
+	for _, e := range append(list, "a.b:443", "[::1]:8080") {
+		if err := ParseAllowEntry(e); err != nil {
+			t.Errorf("ParseAllowEntry(%q): %v", e, err)
+		}
+	}
 	// Malformed entries match nothing, however permissive they look.
-	for _, e := range []string{"*", "*.*", "**.example.com", "*example.com", ".example.com", "*.", "*.0.0.1", "https://*.example.com", "*.example.com/"} {
-		if ParseAllowEntry(e) == nil {
-			t.Errorf("ParseAllowEntry(%q) accepted", e)
+	for _, e := range []string{"*", "*.*", "**.example.com", "*example.com", ".example.com", "*.", "*.0.0.1", "*.10.0.0.1", "https://*.example.com", "https://a.com", "*.example.com/"} {
+		if err := ParseAllowEntry(e); !errors.Is(err, ErrInvalidValue) {
+			t.Errorf("ParseAllowEntry(%q) = %v, want ErrInvalidValue", e, err)
 		}
 		for _, dest := range []string{"a.example.com", "example.com", "10.0.0.1"} {
 			d, _ := ParseDestination(dest)

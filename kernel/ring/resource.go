@@ -90,44 +90,6 @@ func ConstraintsFor(m map[Ring]Constraints, r Ring) Constraints {
 	return DefaultConstraints()[Sandbox]
 }
 
-// Validate checks that the scope is one of §7.4's, every allowlist entry
-// parses (ParseAllowEntry) and MaxConcurrentTools is not negative. The error
-// wraps ErrInvalidValue.
-func (c Constraints) Validate() error {
-	switch c.FilesystemScope {
-	case ScopeNone, ScopeSession, ScopeScoped, ScopeFull:
-	default:
-		return fmt.Errorf("constraints: filesystem_scope %s: %w: must be none, session, scoped or full (§7.4)", quote(string(c.FilesystemScope)), ErrInvalidValue)
-	}
-	for _, e := range c.NetworkAllowlist {
-		if err := ParseAllowEntry(e); err != nil {
-			return fmt.Errorf("constraints: %w", err)
-		}
-	}
-	if c.MaxConcurrentTools < 0 {
-		return fmt.Errorf("constraints: max_concurrent_tools %d: %w: must not be negative", c.MaxConcurrentTools, ErrInvalidValue)
-	}
-	return nil
-}
-
-// AllowsResource reports whether c allows the resource type at all (§6.3):
-// NETWORK when network_allowed, FILESYSTEM when the scope is a known scope
-// other than none, SUBPROCESS when subprocess_allowed, TOOL_EXECUTION
-// always, and nothing else.
-func (c Constraints) AllowsResource(r Resource) bool {
-	switch r {
-	case Network:
-		return c.NetworkAllowed
-	case Filesystem:
-		return c.FilesystemScope == ScopeSession || c.FilesystemScope == ScopeScoped || c.FilesystemScope == ScopeFull
-	case Subprocess:
-		return c.SubprocessAllowed
-	case ToolExecution:
-		return true
-	}
-	return false
-}
-
 // Use describes the resources one action declares it will use.
 type Use struct {
 	// Network lists destinations, each host or host:port (ParseDestination).

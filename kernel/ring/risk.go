@@ -1,21 +1,9 @@
 package ring
 
-// RiskRange returns the range of risk weights of a reversibility level
-// (§16.1): FULL [0.1, 0.3], PARTIAL [0.5, 0.8], NONE [0.9, 1.0]. Any other
-// value is treated as NONE (fail closed).
-func RiskRange(r Reversibility) (lo, hi float64) {
-	switch r {
-	case Full:
-		return 0.1, 0.3
-	case Partial:
-		return 0.5, 0.8
-	}
-	return 0.9, 1.0
-}
-
 // RiskWeight returns the default risk weight of a reversibility level, the
-// midpoint of its range (§16.2): FULL 0.2, PARTIAL 0.65, NONE 0.95. Any other
-// value is treated as NONE.
+// midpoint (§16.2) of its range of risk weights (§16.1): FULL 0.2 in
+// [0.1, 0.3], PARTIAL 0.65 in [0.5, 0.8], NONE 0.95 in [0.9, 1.0]. Any other
+// value is treated as NONE (fail closed).
 func RiskWeight(r Reversibility) float64 {
 	return float64(RiskWeightBasisPoints(r)) / 10000
 }

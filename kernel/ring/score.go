@@ -21,11 +21,10 @@ const (
 	Ring1TrustThreshold Score = 9500
 	// Ring2TrustThreshold: a score strictly above it is assigned Standard.
 	Ring2TrustThreshold Score = 6000
-	// Ring1EnforcerThreshold is the specification's RING_1_ENFORCER_THRESHOLD
-	// (§4.2). It is kept for reference; Check does not use it, because §6.1
-	// says access MUST be granted once the ring conditions pass, and the
-	// reference enforcer does not consult it either.
-	Ring1EnforcerThreshold Score = 7000
+	// The specification's RING_1_ENFORCER_THRESHOLD (0.70, §4.2) has no
+	// constant: Check does not use it, because §6.1 says access MUST be
+	// granted once the ring conditions pass, and the reference enforcer
+	// does not consult it either.
 	// ElevationRing1MinTrust: elevation to Privileged needs a score at least
 	// this (§8.4).
 	ElevationRing1MinTrust Score = 8500

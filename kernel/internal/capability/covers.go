@@ -8,74 +8,29 @@ import (
 	"github.com/annal-dev/annal/kernel/event"
 )
 
-// MaxCoverStates bounds the search Covers makes. Past it, Covers refuses
-// (returns false) without deciding. It is part of the contract, like the
-// pattern syntax: a kernel that replays the log MUST decide delegations with
-// the same bound as the kernel that wrote it. Patterns people write stay far
-// below it (a few dozen states); only patterns built to make inclusion hard,
-// for instance many "**" in the child against a long run of "*" after a
-// literal in the parent, reach it.
-const MaxCoverStates = 1 << 12
+// maxCoverStates bounds the search decideCover makes for one pair of
+// patterns. Past it, the pair counts as not covered, without deciding. It is
+// part of the contract, like the pattern syntax: a kernel that replays the
+// log MUST decide delegations with the same bound as the kernel that wrote
+// it. Patterns people write stay far below it (a few dozen states); only
+// patterns built to make inclusion hard, for instance many "**" in the child
+// against a long run of "*" after a literal in the parent, reach it.
+const maxCoverStates = 1 << 12
 
-// MaxSetCoverStates bounds the search states Set.CheckCovers spends on all
+// maxSetCoverStates bounds the search states Set.CheckCovers spends on all
 // the pairs of grants it decides together; past it, it refuses. A full set of
-// MaxGrants ordinary grants against another needs about 20,000. With both
+// maxGrants ordinary grants against another needs about 20,000. With both
 // bounds a delegation is decided in tens of milliseconds at worst, whatever
 // the patterns.
-const MaxSetCoverStates = 1 << 18
+const maxSetCoverStates = 1 << 18
 
-// Covers reports whether parent matches every target that child matches
-// (language inclusion). It is sound: true only if inclusion holds. It is
-// exact: false only if some path matches child and not parent, or if the
-// search reached MaxCoverStates. The empty path is not a target and is
-// ignored, so Covers("*/**", "**") is true. The 1024-byte limit on targets is
-// ignored: a child whose only uncovered paths are longer than that is
-// refused, which errs on the safe side.
-//
-// How it decides. Call the most general instance of a child glob the glob
-// with each '*' replaced by one character that appears nowhere in parent (the
-// code uses '*' itself, which no literal can be; Counterexample picks a real
-// one). A parent glob g matches that instance if and only if g matches every
-// instance of the child glob. If: the literal runs of g do not contain the
-// fresh character, so where g matches the most general instance each of them
-// lies inside one literal run of the child glob, and stays in place in order
-// whatever the child's '*'s are replaced with. Only if: the most general
-// instance is an instance. (This is the classical inclusion test for globs
-// whose only wildcard matches any run: a child '*' can only be absorbed by a
-// parent '*'.) Likewise the fresh character alone is the most general
-// segment a child "**" can produce: it matches only the parent glob "*",
-// which every segment matches.
-//
-// The parent automaton (see Pattern) is monotone: a segment that matches
-// more of the parent's globs leads to a superset of states, and a superset
-// accepts whenever the subset does. So among all paths of one shape (each
-// child "**" producing some number k of segments, each child glob one
-// segment), the one made of most general instances is the hardest for the
-// parent: if the parent matches it, it matches them all, and if it does not,
-// that path is a counterexample. Covers therefore runs the parent's subset
-// automaton over every shape of the child: a depth-first search over
-// (child position, parent state set, whether a segment was read), where a
-// child "**" either ends or produces one more most general segment. There
-// are finitely many such states and none is explored twice, so the search
-// ends; it finds an uncovered shape if and only if inclusion fails.
-//
-// Why a bound. Inclusion for patterns with "**", "*" and literals is hard in
-// general: a parent such as "**/a/*/*/*" must remember which of the last few
-// segments were "a", and a child with many "**" can make it remember many
-// combinations. The number of search states is what grows; MaxCoverStates
-// caps it, and a capped search answers false.
-func Covers(parent, child Pattern) bool {
-	return decideCover(parent, child, MaxCoverStates).covered
-}
-
-// Counterexample returns a target that child matches and parent does not,
+// counterexample returns a target that child matches and parent does not,
 // for error messages; the search tries the shortest shapes of child first,
-// so it is usually short. ok is false when Covers(parent, child) is true, and
-// also when Covers refused without a counterexample to show (the search
-// reached MaxCoverStates, or the one it found is longer than a target may
-// be).
-func Counterexample(parent, child Pattern) (target string, ok bool) {
-	r := decideCover(parent, child, MaxCoverStates)
+// so it is usually short. ok is false when parent covers child, and also
+// when the search found no counterexample to show (it reached
+// maxCoverStates, or the one it found is longer than a target may be).
+func counterexample(parent, child Pattern) (target string, ok bool) {
+	r := decideCover(parent, child, maxCoverStates)
 	if r.uncovered == nil {
 		return "", false
 	}
@@ -105,9 +60,49 @@ type coverResult struct {
 	states    int // search states reached
 }
 
-// decideCover searches as Covers explains, reaching at most limit states.
+// decideCover decides whether parent matches every target that child
+// matches (language inclusion), reaching at most limit search states. It is
+// sound: covered only if inclusion holds. It is exact: not covered only if
+// some path matches child and not parent (uncovered holds one), or if the
+// search reached limit (gaveUp). The empty path is not a target and is
+// ignored, so "*/**" covers "**". The 1024-byte limit on targets is
+// ignored: a child whose only uncovered paths are longer than that is
+// refused, which errs on the safe side.
+//
+// How it decides. Call the most general instance of a child glob the glob
+// with each '*' replaced by one character that appears nowhere in parent (the
+// code uses '*' itself, which no literal can be; counterexample picks a real
+// one). A parent glob g matches that instance if and only if g matches every
+// instance of the child glob. If: the literal runs of g do not contain the
+// fresh character, so where g matches the most general instance each of them
+// lies inside one literal run of the child glob, and stays in place in order
+// whatever the child's '*'s are replaced with. Only if: the most general
+// instance is an instance. (This is the classical inclusion test for globs
+// whose only wildcard matches any run: a child '*' can only be absorbed by a
+// parent '*'.) Likewise the fresh character alone is the most general
+// segment a child "**" can produce: it matches only the parent glob "*",
+// which every segment matches.
+//
+// The parent automaton (see Pattern) is monotone: a segment that matches
+// more of the parent's globs leads to a superset of states, and a superset
+// accepts whenever the subset does. So among all paths of one shape (each
+// child "**" producing some number k of segments, each child glob one
+// segment), the one made of most general instances is the hardest for the
+// parent: if the parent matches it, it matches them all, and if it does not,
+// that path is a counterexample. decideCover therefore runs the parent's subset
+// automaton over every shape of the child: a depth-first search over
+// (child position, parent state set, whether a segment was read), where a
+// child "**" either ends or produces one more most general segment. There
+// are finitely many such states and none is explored twice, so the search
+// ends; it finds an uncovered shape if and only if inclusion fails.
+//
+// Why a bound. Inclusion for patterns with "**", "*" and literals is hard in
+// general: a parent such as "**/a/*/*/*" must remember which of the last few
+// segments were "a", and a child with many "**" can make it remember many
+// combinations. The number of search states is what grows; limit caps it,
+// and a capped search does not cover.
 func decideCover(parent, child Pattern, limit int) coverResult {
-	if parent.IsZero() || child.IsZero() {
+	if parent.isZero() || child.isZero() {
 		return coverResult{}
 	}
 	if parent.text == child.text {

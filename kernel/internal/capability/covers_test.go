@@ -5,6 +5,12 @@ import (
 	"testing"
 )
 
+// patternCovers is what CheckCovers asks of each pair of grants: whether
+// parent covers child, deciding within maxCoverStates search states.
+func patternCovers(parent, child Pattern) bool {
+	return decideCover(parent, child, maxCoverStates).covered
+}
+
 // coverCases are (parent, child) pairs with the answer language inclusion
 // gives. The first block is the issue's list.
 var coverCases = []struct {
@@ -90,29 +96,29 @@ var coverCases = []struct {
 	{"**/*.json", "data/**/x.json", true},
 	{"**/*.json", "data/**", false},
 
-	// Privileged roots are ordinary segments to Covers.
+	// Privileged roots are ordinary segments to the search.
 	{"**", "system/*", true},
 	{"s*/**", "system/*", true},
 	{"system/*", "s*/*", false},
 }
 
-// TestDef4_12_Covers checks Covers on the table and, where it says no, that
-// Counterexample shows a target the child matches and the parent does not.
+// TestDef4_12_Covers checks the inclusion of patterns on the table and,
+// where it does not hold, that counterexample shows a target the child matches and the parent does not.
 func TestDef4_12_Covers(t *testing.T) {
 	for _, tc := range coverCases {
-		parent, child := MustParsePattern(tc.parent), MustParsePattern(tc.child)
-		if got := Covers(parent, child); got != tc.want {
-			t.Errorf("Covers(%q, %q) = %v, want %v", tc.parent, tc.child, got, tc.want)
+		parent, child := mustParsePattern(tc.parent), mustParsePattern(tc.child)
+		if got := patternCovers(parent, child); got != tc.want {
+			t.Errorf("patternCovers(%q, %q) = %v, want %v", tc.parent, tc.child, got, tc.want)
 			continue
 		}
-		target, ok := Counterexample(parent, child)
+		target, ok := counterexample(parent, child)
 		switch {
 		case tc.want && ok:
-			t.Errorf("Counterexample(%q, %q) = %q although Covers is true", tc.parent, tc.child, target)
+			t.Errorf("counterexample(%q, %q) = %q although patternCovers is true", tc.parent, tc.child, target)
 		case !tc.want && !ok:
-			t.Errorf("Covers(%q, %q) is false but Counterexample finds no target", tc.parent, tc.child)
+			t.Errorf("patternCovers(%q, %q) is false but counterexample finds no target", tc.parent, tc.child)
 		case !tc.want && (!child.Match(target) || parent.Match(target)):
-			t.Errorf("Counterexample(%q, %q) = %q, which does not separate them", tc.parent, tc.child, target)
+			t.Errorf("counterexample(%q, %q) = %q, which does not separate them", tc.parent, tc.child, target)
 		}
 	}
 }
@@ -120,17 +126,17 @@ func TestDef4_12_Covers(t *testing.T) {
 func TestCovers_Reflexive(t *testing.T) {
 	for _, tc := range coverCases {
 		for _, s := range []string{tc.parent, tc.child} {
-			if p := MustParsePattern(s); !Covers(p, p) {
-				t.Errorf("Covers(%q, %q) is false", s, s)
+			if p := mustParsePattern(s); !patternCovers(p, p) {
+				t.Errorf("patternCovers(%q, %q) is false", s, s)
 			}
 		}
 	}
 }
 
 func TestCovers_ZeroPattern(t *testing.T) {
-	all := MustParsePattern("**")
-	if Covers(Pattern{}, all) || Covers(all, Pattern{}) || Covers(Pattern{}, Pattern{}) {
-		t.Error("Covers holds with a zero Pattern")
+	all := mustParsePattern("**")
+	if patternCovers(Pattern{}, all) || patternCovers(all, Pattern{}) || patternCovers(Pattern{}, Pattern{}) {
+		t.Error("patternCovers holds with a zero Pattern")
 	}
 }
 
@@ -146,9 +152,9 @@ func TestCounterexample_Examples(t *testing.T) {
 		{"a/**/b", "a/**", "a"},
 		{"zqxjkvwy0123456789", "*", "¡"},
 	} {
-		got, ok := Counterexample(MustParsePattern(tc.parent), MustParsePattern(tc.child))
+		got, ok := counterexample(mustParsePattern(tc.parent), mustParsePattern(tc.child))
 		if !ok || got != tc.want {
-			t.Errorf("Counterexample(%q, %q) = %q, %v; want %q", tc.parent, tc.child, got, ok, tc.want)
+			t.Errorf("counterexample(%q, %q) = %q, %v; want %q", tc.parent, tc.child, got, ok, tc.want)
 		}
 	}
 }
@@ -159,24 +165,24 @@ func TestCounterexample_Examples(t *testing.T) {
 // segments were "a", and the child can place 15 of them with gaps of any
 // length, so deciding takes about 12,000 states.
 func hardPair() (parent, child Pattern) {
-	parent = MustParsePattern("**/a/" + strings.Repeat("*/", 12) + "**")
-	child = MustParsePattern(strings.Repeat("**/a/", 15) + "**/b")
+	parent = mustParsePattern("**/a/" + strings.Repeat("*/", 12) + "**")
+	child = mustParsePattern(strings.Repeat("**/a/", 15) + "**/b")
 	return parent, child
 }
 
 // TestCovers_GivesUpAtBound checks the bounded search: on a pair that needs
-// more than MaxCoverStates states Covers refuses although inclusion holds
-// (conservative, sound), and Counterexample has nothing to show.
+// more than maxCoverStates states the pair is refused although inclusion
+// holds (conservative, sound), and counterexample has nothing to show.
 func TestCovers_GivesUpAtBound(t *testing.T) {
 	parent, child := hardPair()
-	if r := decideCover(parent, child, MaxCoverStates); !r.gaveUp || r.covered || r.uncovered != nil || r.states != MaxCoverStates {
+	if r := decideCover(parent, child, maxCoverStates); !r.gaveUp || r.covered || r.uncovered != nil || r.states != maxCoverStates {
 		t.Fatalf("decideCover on the hard pair = %+v; want it to give up", r)
 	}
-	if Covers(parent, child) {
-		t.Error("Covers is true on a pair it gave up on")
+	if patternCovers(parent, child) {
+		t.Error("patternCovers is true on a pair it gave up on")
 	}
-	if target, ok := Counterexample(parent, child); ok {
-		t.Errorf("Counterexample = %q on a pair the search gave up on", target)
+	if target, ok := counterexample(parent, child); ok {
+		t.Errorf("counterexample = %q on a pair the search gave up on", target)
 	}
 }
 
@@ -184,8 +190,8 @@ func TestCovers_GivesUpAtBound(t *testing.T) {
 // decided far below the bound.
 func TestCovers_CommonPatternsStaySmall(t *testing.T) {
 	for _, tc := range coverCases {
-		if r := decideCover(MustParsePattern(tc.parent), MustParsePattern(tc.child), MaxCoverStates); r.states > 64 {
-			t.Errorf("Covers(%q, %q) reaches %d states", tc.parent, tc.child, r.states)
+		if r := decideCover(mustParsePattern(tc.parent), mustParsePattern(tc.child), maxCoverStates); r.states > 64 {
+			t.Errorf("patternCovers(%q, %q) reaches %d states", tc.parent, tc.child, r.states)
 		}
 	}
 }

@@ -1,7 +1,8 @@
 // Package capability implements the capability patterns of the Annal kernel:
 // an actor's writable targets W(p) as pairs (glob pattern × action types)
-// (Def. 4.11), the inclusion of one actor's or envelope's grants in another's
-// (Def. 4.12), and default deny (Axiom 4.3).
+// (Def. 4.11), the matching of a target that default deny (Axiom 4.3) rests
+// on, and the inclusion of one actor's or envelope's grants in another's
+// (Def. 4.12).
 //
 // # Patterns
 //
@@ -18,7 +19,7 @@
 // "data/*.json" matches "data/x.json"; "**" matches every target.
 //
 // ParsePattern is strict. It MUST refuse: the empty pattern; a pattern over
-// MaxPatternSize bytes or over MaxPatternSegments segments; invalid UTF-8;
+// 1024 bytes (the longest target) or over 32 segments; invalid UTF-8;
 // control characters (below 0x20, and 0x7f) and backslash; empty, "." and
 // ".." segments; "**" inside a longer segment ("a**"); and any other run of
 // consecutive '*' ("***"). String returns the pattern as written.
@@ -32,46 +33,43 @@
 //
 // # Inclusion
 //
-// Covers(parent, child) MUST be sound: it returns true only if every target
-// child matches is matched by parent. The language of a pattern is the set
-// of targets it matches; the empty path is not a target, so "**" and "*/**"
-// have the same language and cover each other. Covers is exact: it returns
-// false only when some path matches child and not parent, except when
-// deciding takes more than MaxCoverStates search states, in which case it
-// refuses (false: conservative, and sound). It decides on the patterns
-// themselves, so "workspace/**" covers "workspace/*" and "workspace/a", while
-// "workspace/*" does not cover "workspace/**" (Counterexample gives
-// "workspace"). Paths are of any length: a child whose only uncovered paths
-// are longer than 1024 bytes is refused too. The comment on Covers gives the
-// method and why it is sound and exact.
+// A pattern covers another if it matches every target the other matches.
+// The decision MUST be sound: a pattern covers another only if that holds.
+// The language of a pattern is the set of targets it matches; the empty path
+// is not a target, so "**" and "*/**" have the same language and cover each
+// other. The decision is exact: a pattern fails to cover another only when
+// some path matches the other and not it, except when deciding takes more
+// than 4096 search states, in which case it is refused (conservative, and
+// sound). It decides on the patterns themselves, so "workspace/**" covers
+// "workspace/*" and "workspace/a", while "workspace/*" does not cover
+// "workspace/**" (the target "workspace" shows it). Paths are of any length:
+// a child whose only uncovered paths are longer than 1024 bytes is refused
+// too. The comment on decideCover gives the method and why it is sound and
+// exact.
 //
 // # Grants and sets
 //
 // A Grant pairs a pattern with action types (observe, create, mutate,
-// execute, as event.ActionType). Its JSON form is
+// execute, as event.ActionType). A Set is an actor's or envelope's grants,
+// at most event.MaxGrants of them. SetFromEvent reads the grants an event
+// carries, strictly: a pattern ParsePattern refuses, an action type that is
+// not one of the four names, or a grant that lists none is an error.
 //
-//	{"pattern":"workspace/**","actions":["create","mutate"]}
-//
-// with actions sorted and distinct; on input "*" stands for all four. A Set is
-// an actor's or envelope's grants, at most MaxGrants of them; its JSON form
-// is an array of grants. Parsing is strict: unknown or missing members,
-// members named in another case, duplicate members and null are refused.
-//
-// Set.Allows is default deny: an action of type t on a target is allowed only
-// if some grant's pattern matches the target and the grant lists t.
-// Set.Covers (delegation) holds only if, for each child grant and each of its
-// action types, ONE parent grant listing that type covers the child grant's
-// pattern. A child grant covered only by the union of several parent grants
-// is refused: conservative, and sound. The searches of one Set.Covers
-// together reach at most MaxSetCoverStates states, past which it refuses.
-// Both bounds are part of the contract: a kernel replaying the log MUST
-// decide with the same ones as the kernel that wrote it.
+// Default deny is the ledger's check: an action of type t on a target is
+// allowed only if some grant lists t and its pattern matches the target.
+// Set.CheckCovers (delegation) holds only if, for each child grant and each
+// of its action types, ONE parent grant listing that type covers the child
+// grant's pattern. A child grant covered only by the union of several parent
+// grants is refused: conservative, and sound. The searches of one
+// Set.CheckCovers together reach at most 2^18 states, past which it refuses.
+// Both bounds, 4096 states for a pair and 2^18 for a set, are part of the
+// contract: a kernel replaying the log MUST decide with the same ones as the
+// kernel that wrote it.
 //
 // # Privileged targets
 //
 // Targets whose first segment is "system" or "ledger" are privileged: only
 // root may write them, whatever grants another actor holds (a pattern such
-// as "**" matches them too). IsPrivileged and MayMatchPrivileged say which targets
-// and patterns are concerned; the check itself is the kernel's, which knows
-// who root is. RootSet is root's grant set: "**" with all four action types.
+// as "**" matches them too). IsPrivileged says which targets are concerned;
+// the check itself is the ledger's, which knows who root is.
 package capability

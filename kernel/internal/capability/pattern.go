@@ -10,19 +10,19 @@ import (
 	"github.com/annal-dev/annal/kernel/event"
 )
 
-// MaxPatternSize is the longest pattern in bytes: as long as the longest
+// maxPatternSize is the longest pattern in bytes: as long as the longest
 // target.
-const MaxPatternSize = event.MaxTargetSize
+const maxPatternSize = event.MaxTargetSize
 
-// MaxPatternSegments bounds the segments of a pattern. The matcher keeps one
-// bit per pattern position (MaxPatternSegments+1 of them) in a uint64.
-const MaxPatternSegments = 32
+// maxPatternSegments bounds the segments of a pattern. The matcher keeps one
+// bit per pattern position (maxPatternSegments+1 of them) in a uint64.
+const maxPatternSegments = 32
 
 // anySegments is the segment that matches zero or more whole segments.
 const anySegments = "**"
 
-// ErrInvalidPattern is wrapped by every error ParsePattern returns.
-var ErrInvalidPattern = errors.New("invalid capability pattern")
+// errInvalidPattern is wrapped by every error ParsePattern returns.
+var errInvalidPattern = errors.New("invalid capability pattern")
 
 // Pattern is a parsed capability pattern. It is immutable, so copies share
 // it safely across goroutines. The zero Pattern is not a pattern: it matches
@@ -53,16 +53,16 @@ type segment struct {
 }
 
 // ParsePattern parses a capability pattern; see the package comment for the
-// syntax. Errors wrap ErrInvalidPattern.
+// syntax.
 func ParsePattern(s string) (Pattern, error) {
 	bad := func(format string, args ...any) (Pattern, error) {
-		return Pattern{}, fmt.Errorf("%w %q: %s", ErrInvalidPattern, s, fmt.Sprintf(format, args...))
+		return Pattern{}, fmt.Errorf("%w %q: %s", errInvalidPattern, s, fmt.Sprintf(format, args...))
 	}
 	switch {
 	case s == "":
 		return bad("the pattern is empty")
-	case len(s) > MaxPatternSize:
-		return bad("%d bytes, more than %d", len(s), MaxPatternSize)
+	case len(s) > maxPatternSize:
+		return bad("%d bytes, more than %d", len(s), maxPatternSize)
 	case !utf8.ValidString(s):
 		return bad("not valid UTF-8")
 	}
@@ -71,8 +71,8 @@ func ParsePattern(s string) (Pattern, error) {
 			return bad("contains a control character or backslash")
 		}
 	}
-	if n := strings.Count(s, "/") + 1; n > MaxPatternSegments {
-		return bad("%d segments, more than %d", n, MaxPatternSegments)
+	if n := strings.Count(s, "/") + 1; n > maxPatternSegments {
+		return bad("%d segments, more than %d", n, maxPatternSegments)
 	}
 	p := Pattern{text: s}
 	for i, seg := range strings.Split(s, "/") {
@@ -96,45 +96,17 @@ func ParsePattern(s string) (Pattern, error) {
 	return p, nil
 }
 
-// MustParsePattern is ParsePattern for patterns written in the program; it
-// panics on an invalid one.
-func MustParsePattern(s string) Pattern {
-	p, err := ParsePattern(s)
-	if err != nil {
-		panic(err)
-	}
-	return p
-}
-
 // String returns the pattern as it was written (the only spelling
 // ParsePattern accepts).
 func (p Pattern) String() string { return p.text }
 
-// IsZero reports whether p is the zero Pattern.
-func (p Pattern) IsZero() bool { return len(p.segs) == 0 }
-
-// MarshalText implements encoding.TextMarshaler; the zero Pattern has no text.
-func (p Pattern) MarshalText() ([]byte, error) {
-	if p.IsZero() {
-		return nil, fmt.Errorf("%w: the zero Pattern has no text", ErrInvalidPattern)
-	}
-	return []byte(p.text), nil
-}
-
-// UnmarshalText implements encoding.TextUnmarshaler with ParsePattern.
-func (p *Pattern) UnmarshalText(text []byte) error {
-	q, err := ParsePattern(string(text))
-	if err != nil {
-		return err
-	}
-	*p = q
-	return nil
-}
+// isZero reports whether p is the zero Pattern.
+func (p Pattern) isZero() bool { return len(p.segs) == 0 }
 
 // Match reports whether p matches target. It is false for every target that
 // event.ValidateTarget refuses, and for the zero Pattern.
 func (p Pattern) Match(target string) bool {
-	if p.IsZero() || event.ValidateTarget(target) != nil {
+	if p.isZero() || event.ValidateTarget(target) != nil {
 		return false
 	}
 	accept := uint64(1) << len(p.segs)
@@ -203,7 +175,7 @@ func (p *Pattern) globsMatching(state uint64, seg string) uint64 {
 // glob byte after a '*' starts a rune, so it only equals a byte of s that
 // starts one too.
 //
-// Covers calls it with a child glob as s: a '*' in s is then a character no
+// decideCover calls it with a child glob as s: a '*' in s is then a character no
 // literal of glob can match, which is exactly what makes it a witness.
 func matchGlob(glob, s string) bool {
 	gi, si := 0, 0

@@ -58,15 +58,15 @@ func randomPatterns(rng *rand.Rand, segs []string, n int) []Pattern {
 		s := randomPath(rng, segs, 4)
 		if !seen[s] {
 			seen[s] = true
-			out = append(out, MustParsePattern(s))
+			out = append(out, mustParsePattern(s))
 		}
 	}
 	return out
 }
 
-// TestCovers_SoundBruteForce is the soundness property: whenever Covers(p,
-// c), every enumerated target c matches is matched by p. Where Covers says
-// no, Counterexample must show a target that separates them, which proves
+// TestCovers_SoundBruteForce is the soundness property: whenever p covers c,
+// every enumerated target c matches is matched by p. Where it does not,
+// counterexample must show a target that separates them, which proves
 // the "no" exact, character-level globs included.
 func TestCovers_SoundBruteForce(t *testing.T) {
 	rng := rand.New(rand.NewPCG(4, 11))
@@ -79,20 +79,20 @@ func TestCovers_SoundBruteForce(t *testing.T) {
 	covered := 0
 	for i, p := range patterns {
 		for j, c := range patterns {
-			r := decideCover(p, c, MaxCoverStates)
+			r := decideCover(p, c, maxCoverStates)
 			if r.gaveUp {
-				t.Fatalf("Covers(%q, %q) gave up", p, c)
+				t.Fatalf("decideCover(%q, %q) gave up", p, c)
 			}
 			if r.covered {
 				covered++
 				if !includedIn(sets[j], sets[i]) {
-					t.Fatalf("UNSOUND: Covers(%q, %q) but some target of %q is not matched by %q", p, c, c, p)
+					t.Fatalf("UNSOUND: decideCover(%q, %q) but some target of %q is not matched by %q", p, c, c, p)
 				}
 				continue
 			}
-			target, found := Counterexample(p, c)
+			target, found := counterexample(p, c)
 			if !found || !c.Match(target) || p.Match(target) {
-				t.Fatalf("Covers(%q, %q) is false but Counterexample gives %q, %v", p, c, target, found)
+				t.Fatalf("decideCover(%q, %q) is false but counterexample gives %q, %v", p, c, target, found)
 			}
 		}
 	}
@@ -101,8 +101,7 @@ func TestCovers_SoundBruteForce(t *testing.T) {
 
 // TestCovers_ExactBruteForce is exactness at the segment level, checked
 // against enumeration alone: for patterns of literal segments, "*" and "**",
-// if every enumerated target of c is matched by p then Covers(p, c) must
-// hold. The targets use the patterns' literals and "z", a segment no literal
+// if every enumerated target of c is matched by p then p must cover c. The targets use the patterns' literals and "z", a segment no literal
 // matches, up to 6 segments: enough for the shortest counterexample of
 // patterns of at most 4 segments.
 func TestCovers_ExactBruteForce(t *testing.T) {
@@ -116,35 +115,35 @@ func TestCovers_ExactBruteForce(t *testing.T) {
 	for i, p := range patterns {
 		for j, c := range patterns {
 			included := includedIn(sets[j], sets[i])
-			if got := Covers(p, c); got != included {
-				t.Errorf("Covers(%q, %q) = %v, enumeration of %d targets says %v", p, c, got, len(targets), included)
+			if got := patternCovers(p, c); got != included {
+				t.Errorf("patternCovers(%q, %q) = %v, enumeration of %d targets says %v", p, c, got, len(targets), included)
 			}
 		}
 	}
 }
 
-// TestCovers_RandomAgainstWitness runs Covers on larger random patterns and
-// checks both directions on paths derived from the child.
+// TestCovers_RandomAgainstWitness decides inclusion on larger random
+// patterns and checks both directions on paths derived from the child.
 func TestCovers_RandomAgainstWitness(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 8))
 	segs := []string{"a", "b", "*", "a*", "*b", "*a*", "**", "a*b", "ab"}
 	for range 20000 {
-		p := MustParsePattern(randomPath(rng, segs, 7))
-		c := MustParsePattern(randomPath(rng, segs, 7))
-		r := decideCover(p, c, MaxCoverStates)
+		p := mustParsePattern(randomPath(rng, segs, 7))
+		c := mustParsePattern(randomPath(rng, segs, 7))
+		r := decideCover(p, c, maxCoverStates)
 		if r.gaveUp {
 			continue
 		}
 		if !r.covered {
-			target, found := Counterexample(p, c)
+			target, found := counterexample(p, c)
 			if !found || !c.Match(target) || p.Match(target) {
-				t.Fatalf("Covers(%q, %q) is false but Counterexample gives %q, %v", p, c, target, found)
+				t.Fatalf("decideCover(%q, %q) is false but counterexample gives %q, %v", p, c, target, found)
 			}
 			continue
 		}
 		for _, target := range instances(rng, c, 20) {
 			if c.Match(target) && !p.Match(target) {
-				t.Fatalf("UNSOUND: Covers(%q, %q) but %q matches the child only", p, c, target)
+				t.Fatalf("UNSOUND: decideCover(%q, %q) but %q matches the child only", p, c, target)
 			}
 		}
 	}

@@ -240,7 +240,7 @@ func (c *checker) sessionPath(p string, write bool) *Violation {
 	}
 	var scope *session.Scope
 	if se := c.actionFacts().session; se != nil {
-		scope = &session.Scope{Session: se.ID, Isolation: se.Config.Isolation, Granted: se.Grants}
+		scope = se.Scope()
 	}
 	if err := session.IsPathAllowed(scope, p, write); err != nil {
 		return refuse(Forbidden, "%v", err)

@@ -196,7 +196,7 @@ var sessionDeltaRule = &rule{
 			if err := delta.ApplyChanges(files, d.Changes); err != nil {
 				return inconsistent(Conflict, "delta of turn %s: %v", d.TurnID, err)
 			}
-			scope := &session.Scope{Session: s.ID, Isolation: s.Config.Isolation, Granted: s.Grants}
+			scope := s.Scope()
 			for _, ch := range d.Changes {
 				if err := session.IsPathAllowed(scope, session.WorkDir(s.ID)+"/"+ch.Path, true); err != nil {
 					return refuse(Forbidden, "%v", err)
