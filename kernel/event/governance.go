@@ -55,7 +55,7 @@ const (
 const OutcomeDenied = "denied"
 
 // Grant is one capability: the targets a pattern matches, for some action
-// types (Def. 4.11). Patterns are parsed and matched by kernel/capability.
+// types (Def. 4.11). Patterns are parsed and matched by kernel/internal/capability.
 type Grant struct {
 	Pattern string       `json:"pattern"`
 	Actions []ActionType `json:"actions"`
