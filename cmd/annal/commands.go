@@ -353,7 +353,7 @@ func agentsCommand(g *globalFlags) *cobra.Command {
 	create.Flags().StringVar(&expires, "expires", "", "when the agent stops being able to act (RFC 3339)")
 	create.Flags().StringArrayVar(&grants, "grant", nil, "writable targets, PATTERN:ACTIONS, e.g. 'workspace/**:create,mutate' (repeatable; '*' for all actions)")
 	create.Flags().Uint64Var(&energy, "energy", 0, "energy to give the agent from your own balance")
-	create.Flags().Int64Var(&share, "share", -1, "share of energy production (default: 1 for humans, 0 for agents)")
+	create.Flags().Int64Var(&share, "share", -1, "share of energy production, given from your own (default 0)")
 	create.Flags().Float64Var(&trust, "trust", 0, "the agent's trust score, 0 to 1: above 0.60 gives Ring 2, above 0.95 with --consensus Ring 1 (default: none, Ring 3)")
 	create.Flags().BoolVar(&consensus, "consensus", false, "the agent's trust has consensus (needed for Ring 1)")
 	_ = create.MarkFlagRequired("name")

@@ -86,8 +86,9 @@ type AgentRequest struct {
 	Expires string  `json:"expires,omitempty"`
 	Grants  []Grant `json:"grants,omitempty"`
 	// Energy moves from the creator's balance to the new actor.
-	Energy uint64  `json:"energy,omitempty"`
-	Share  *uint64 `json:"share,omitempty"`
+	Energy uint64 `json:"energy,omitempty"`
+	// Share of energy production moves from the creator's share.
+	Share *uint64 `json:"share,omitempty"`
 	// Trust (0.0–1.0) and Consensus give an agent its ring; without them
 	// it starts in Ring 3, the sandbox.
 	Trust     *float64 `json:"trust,omitempty"`
