@@ -455,3 +455,18 @@ func TestParseRefusesNonCanonicalTimes(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkParse measures what replay pays per entry: the strict parse,
+// which re-encodes the event to check its canonical form.
+func BenchmarkParse(b *testing.B) {
+	entry, err := Encode(actionEvent(Mutate))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Parse(entry); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
