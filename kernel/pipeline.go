@@ -195,22 +195,9 @@ func namedDescriptor(l *ledger.Ledger, id string, t event.ActionType, target str
 // actionForm checks an action request's shape and canonicalises what will
 // be logged: the payload in RFC 8785 form, declared paths cleaned.
 func actionForm(req ActionRequest) (event.Action, error) {
-	a := event.Action{Type: req.Type, Target: req.Target, PayloadHash: req.PayloadHash, Envelope: req.Envelope}
+	a := event.Action{Type: req.Type, Target: req.Target, Payload: req.Payload, PayloadHash: req.PayloadHash, Envelope: req.Envelope}
 	if req.ActionID != "" && !delta.ValidIdentifier(req.ActionID) {
 		return a, formError(StageValidate, "action_id %q does not match ^[a-zA-Z0-9]([a-zA-Z0-9._:-]*[a-zA-Z0-9])?$ (at most 256, §5.3)", req.ActionID)
-	}
-	if req.Payload != nil {
-		if err := event.CheckJSON(req.Payload); err != nil {
-			return a, formError(StageValidate, "payload: %v", err)
-		}
-		canonical, err := jcs.Transform(req.Payload)
-		if err != nil {
-			return a, formError(StageValidate, "payload: %v", err)
-		}
-		a.Payload = canonical
-		if field := controlField(canonical); field != "" {
-			return a, formError(StageValidate, "payload carries the reserved control field %q: the kernel keeps its own control state and takes none from callers", field)
-		}
 	}
 	if r := req.Resources; r != nil {
 		res := *r
@@ -223,8 +210,20 @@ func actionForm(req ActionRequest) (event.Action, error) {
 		}
 		a.Resources = &res
 	}
+	// The action's form, its payload's JSON included (refused where RFC
+	// 8785 would change its meaning), before the payload is canonicalised.
 	if err := a.Validate(); err != nil {
 		return a, formError(StageValidate, "%v", err)
+	}
+	if a.Payload != nil {
+		canonical, err := jcs.Transform(a.Payload)
+		if err != nil {
+			return a, formError(StageValidate, "payload: %v", err)
+		}
+		a.Payload = canonical
+		if field := controlField(canonical); field != "" {
+			return a, formError(StageValidate, "payload carries the reserved control field %q: the kernel keeps its own control state and takes none from callers", field)
+		}
 	}
 	return a, nil
 }
