@@ -50,9 +50,6 @@ type ActorRequest struct {
 // genesis.
 const MaxShare = ledger.GenesisShare
 
-// AgentRequest is the request of earlier versions: an agent with no grants.
-type AgentRequest = ActorRequest
-
 // NewAgent is a created actor with its credential. The credential is shown
 // once: the kernel keeps only its hash.
 type NewAgent struct {

@@ -71,7 +71,7 @@ func auditLog(t *testing.T) (dir string, agent *Actor, env string, at time.Time)
 		t.Fatal(err)
 	}
 	at = g.clock.Now().Add(time.Second)
-	if diff, err := g.StateMatchesReplay(context.Background()); err != nil || len(diff) > 0 {
+	if diff, err := g.stateMatchesReplay(context.Background()); err != nil || len(diff) > 0 {
 		t.Fatalf("state differs from a replay: %v %v", diff, err)
 	}
 	if err := g.Close(); err != nil {

@@ -28,8 +28,8 @@ const (
 	lockFileName       = "LOCK"
 )
 
-// DataDir is an opened, locked data folder.
-type DataDir struct {
+// dataDir is an opened, locked data folder.
+type dataDir struct {
 	Path        string
 	Origin      string
 	SigningKey  string
@@ -38,13 +38,13 @@ type DataDir struct {
 }
 
 // LogPath is the folder of the Tessera POSIX log.
-func (d *DataDir) LogPath() string { return filepath.Join(d.Path, logDirName) }
+func (d *dataDir) LogPath() string { return filepath.Join(d.Path, logDirName) }
 
 // StatePath is the bbolt state file.
-func (d *DataDir) StatePath() string { return filepath.Join(d.Path, stateFileName) }
+func (d *dataDir) StatePath() string { return filepath.Join(d.Path, stateFileName) }
 
 // RootCredentialPath is where the root credential is kept.
-func (d *DataDir) RootCredentialPath() string { return filepath.Join(d.Path, rootCredentialName) }
+func (d *dataDir) RootCredentialPath() string { return filepath.Join(d.Path, rootCredentialName) }
 
 var (
 	openDirsMu sync.Mutex
@@ -54,11 +54,11 @@ var (
 // ErrDataDirInUse is returned when another kernel holds the data folder.
 var ErrDataDirInUse = errors.New("data folder is in use by another annald")
 
-// OpenDataDir creates the data folder on first use and locks it. origin is
+// openDataDir creates the data folder on first use and locks it. origin is
 // used only when the folder has no origin yet ("" generates one); on a later
 // start a different non-empty origin is an error, since a log's origin
 // never changes.
-func OpenDataDir(path, origin string) (_ *DataDir, err error) {
+func openDataDir(path, origin string) (_ *dataDir, err error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, err
@@ -75,7 +75,7 @@ func OpenDataDir(path, origin string) (_ *DataDir, err error) {
 			unlock()
 		}
 	}()
-	d := &DataDir{Path: abs, unlock: unlock}
+	d := &dataDir{Path: abs, unlock: unlock}
 	if d.Origin, err = d.ensureOrigin(origin); err != nil {
 		return nil, err
 	}
@@ -86,7 +86,7 @@ func OpenDataDir(path, origin string) (_ *DataDir, err error) {
 }
 
 // Close releases the lock.
-func (d *DataDir) Close() {
+func (d *dataDir) Close() {
 	if d.unlock != nil {
 		d.unlock()
 		d.unlock = nil
@@ -120,7 +120,7 @@ func lockDir(abs string) (func(), error) {
 	}, nil
 }
 
-func (d *DataDir) ensureOrigin(want string) (string, error) {
+func (d *dataDir) ensureOrigin(want string) (string, error) {
 	p := filepath.Join(d.Path, originFileName)
 	have, err := os.ReadFile(p)
 	switch {
@@ -146,7 +146,7 @@ func (d *DataDir) ensureOrigin(want string) (string, error) {
 	return want, writeFileAtomic(p, []byte(want+"\n"), 0o644)
 }
 
-func (d *DataDir) ensureKeys() error {
+func (d *dataDir) ensureKeys() error {
 	skPath := filepath.Join(d.Path, signingKeyFileName)
 	vkPath := filepath.Join(d.Path, verifierKeyName)
 	sk, err := os.ReadFile(skPath)

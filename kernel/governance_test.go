@@ -61,7 +61,7 @@ func openGov(t testing.TB, mutate ...func(*Config)) *govKernel {
 		if closed {
 			return // the test closed it, and checked what it needed
 		}
-		if diff, err := k.StateMatchesReplay(context.Background()); err != nil || len(diff) > 0 {
+		if diff, err := k.stateMatchesReplay(context.Background()); err != nil || len(diff) > 0 {
 			t.Errorf("state differs from a replay of the log at %v (%v)", diff, err)
 		}
 		k.Close()
@@ -666,7 +666,7 @@ func TestRandomSequencesReplayToTheSameState(t *testing.T) {
 			}
 		}
 		if step%100 == 99 {
-			if diff, err := k.StateMatchesReplay(ctx); err != nil || len(diff) > 0 {
+			if diff, err := k.stateMatchesReplay(ctx); err != nil || len(diff) > 0 {
 				t.Fatalf("step %d: state differs from replay at %v (%v)", step, diff, err)
 			}
 		}

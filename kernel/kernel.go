@@ -29,7 +29,7 @@ const RootID = ledger.RootID
 // Kernel is an open sovereignty kernel over one data folder.
 type Kernel struct {
 	cfg    Config
-	dir    *DataDir
+	dir    *dataDir
 	log    *tileLog
 	store  *store
 	logger *slog.Logger
@@ -71,7 +71,7 @@ func Open(cfg Config) (_ *Kernel, err error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	dir, err := OpenDataDir(cfg.DataDir, cfg.Origin)
+	dir, err := openDataDir(cfg.DataDir, cfg.Origin)
 	if err != nil {
 		return nil, err
 	}
@@ -250,16 +250,16 @@ func (k *Kernel) foldLoop() {
 		case <-k.stopFold:
 			return
 		case <-t.C:
-			if err := k.Persist(); err != nil {
+			if err := k.persist(); err != nil {
 				k.logger.Error("persist state", "err", err)
 			}
 		}
 	}
 }
 
-// Persist writes what changed in the ledger since the last call to the
+// persist writes what changed in the ledger since the last call to the
 // state file.
-func (k *Kernel) Persist() error {
+func (k *Kernel) persist() error {
 	k.mu.Lock()
 	values := map[string][]byte{}
 	for _, key := range k.ledger.TakeDirty() {
@@ -290,7 +290,7 @@ func (k *Kernel) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	errs := []error{k.log.close(ctx)}
-	errs = append(errs, k.Persist(), k.store.close())
+	errs = append(errs, k.persist(), k.store.close())
 	k.dir.Close()
 	return errors.Join(errs...)
 }

@@ -158,7 +158,7 @@ func TestAgentsActAndOnlyHumansCreate(t *testing.T) {
 	dir := t.TempDir()
 	k := openTest(t, dir)
 	root := rootOf(t, k)
-	na, err := k.CreateAgent(ctx, root, AgentRequest{Name: "scribe", Purpose: "takes notes", Energy: 100,
+	na, err := k.CreateAgent(ctx, root, ActorRequest{Name: "scribe", Purpose: "takes notes", Energy: 100,
 		Grants: []event.Grant{{Pattern: "workspace/**", Actions: []event.ActionType{"create"}}}, Trust: ptr(0.8)})
 	if err != nil {
 		t.Fatal(err)
@@ -177,7 +177,7 @@ func TestAgentsActAndOnlyHumansCreate(t *testing.T) {
 	if _, err := k.Submit(ctx, agent, ActionRequest{Type: event.Create, Target: "workspace/a"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := k.CreateAgent(ctx, agent, AgentRequest{Name: "child", Purpose: "x"}); !errors.Is(err, ErrForbidden) {
+	if _, err := k.CreateAgent(ctx, agent, ActorRequest{Name: "child", Purpose: "x"}); !errors.Is(err, ErrForbidden) {
 		t.Fatalf("agent created an agent: %v", err)
 	}
 	if err := k.Close(); err != nil {
@@ -207,7 +207,7 @@ func TestStateRebuiltFromLogAfterStateLoss(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	k := openTest(t, dir)
-	na, err := k.CreateAgent(ctx, rootOf(t, k), AgentRequest{Name: "a", Purpose: "p"})
+	na, err := k.CreateAgent(ctx, rootOf(t, k), ActorRequest{Name: "a", Purpose: "p"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -91,7 +91,7 @@ func TestLegacyLogFromTheFirstReleaseFolds(t *testing.T) {
 	if _, err := k.Submit(ctx, root, ActionRequest{Type: event.Mutate, Target: "workspace/after-migration"}); err != nil {
 		t.Fatalf("root acts on the migrated log: %v", err)
 	}
-	if diff, err := k.StateMatchesReplay(ctx); err != nil || len(diff) > 0 {
+	if diff, err := k.stateMatchesReplay(ctx); err != nil || len(diff) > 0 {
 		t.Fatalf("state after migration differs from a replay: %v %v", diff, err)
 	}
 	if err := k.Close(); err != nil {

@@ -41,7 +41,7 @@ func Rebuild(ctx context.Context, cfg Config) (*RebuildReport, error) {
 	if _, err := os.Stat(filepath.Join(cfg.DataDir, originFileName)); err != nil {
 		return nil, fmt.Errorf("%s is not an annald data folder: %w", cfg.DataDir, err)
 	}
-	dir, err := OpenDataDir(cfg.DataDir, "")
+	dir, err := openDataDir(cfg.DataDir, "")
 	if err != nil {
 		return nil, err
 	}
@@ -120,10 +120,10 @@ func diffLedgers(a, b *ledger.Ledger) []string {
 	return diff
 }
 
-// StateMatchesReplay compares the live ledger with a fresh replay of the
+// stateMatchesReplay compares the live ledger with a fresh replay of the
 // log up to the ledger's size, and returns the keys that differ. It is the
 // check of "state equals a fresh replay" that tests run after a crash.
-func (k *Kernel) StateMatchesReplay(ctx context.Context) ([]string, error) {
+func (k *Kernel) stateMatchesReplay(ctx context.Context) ([]string, error) {
 	k.mu.Lock()
 	size := k.ledger.Size
 	live := k.ledger.Snapshot()

@@ -196,7 +196,7 @@ func (s *Server) handleCreateAgent(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	na, err := s.k.CreateAgent(r.Context(), actor, kernel.AgentRequest{
+	na, err := s.k.CreateAgent(r.Context(), actor, kernel.ActorRequest{
 		Kind: event.ActorKind(req.Kind), Name: req.Name, Purpose: req.Purpose, Expires: req.Expires,
 		Grants: grantsIn(req.Grants), Energy: req.Energy, Share: req.Share, Trust: req.Trust, Consensus: req.Consensus,
 	})
