@@ -2,18 +2,9 @@ package strictjson
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"math/big"
-	"strconv"
-	"strings"
-	"unicode"
-	"unicode/utf16"
 	"unicode/utf8"
-
-	"github.com/gowebpki/jcs"
 )
 
 // MaxDepth bounds the nesting of objects and arrays in a caller's JSON.
@@ -30,136 +21,210 @@ const MaxDepth = 32
 //     exactly that double, such as 2^64 (written 18446744073709552000),
 //   - nesting deeper than MaxDepth, and trailing data.
 //
-// It says nothing about member names beyond their being distinct: Decode
-// runs it, then matches names exactly.
+// Names are compared after unescaping, with a lone surrogate read as U+FFFD
+// as encoding/json reads it: {"a":1,"\u0061":2} has the member "a" twice.
+// Beyond that Check says nothing about member names: Decode runs it, then
+// matches names exactly.
+//
+// When data breaks more than one rule, the error is, first, that it is not
+// UTF-8; then the first of malformed syntax, a name given twice, nesting too
+// deep or a number refused, as they come in data; then trailing data; and
+// last a lone surrogate.
 func Check(data []byte) error { return CheckDepth(data, MaxDepth) }
 
 // CheckDepth is Check with another bound on nesting, for a document that
 // carries a caller's JSON some levels down (a log entry holds a payload two
-// levels below its top).
+// levels below its top). The outermost object or array is at depth 0, and
+// one at depth d is refused unless d < maxDepth.
 func CheckDepth(data []byte, maxDepth int) error {
-	if !utf8.Valid(data) {
-		return errors.New("JSON is not valid UTF-8")
+	c := checker{data: data, maxDepth: maxDepth}
+	err := c.check()
+	// The scan decodes UTF-8 only inside strings and stops at the first
+	// error, so a refusal for any other reason may hide invalid UTF-8
+	// further on, which must be the error said.
+	if err != nil && err != errNotUTF8 && !utf8.Valid(data) {
+		return errNotUTF8
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	if err := checkValue(dec, 0, maxDepth); err != nil {
+	return err
+}
+
+var errNotUTF8 = errors.New("JSON is not valid UTF-8")
+
+// checker reads data once, from left to right, by the grammar of RFC 8259,
+// and checks each value as it ends. It allocates only to report an error,
+// to unescape a member name that holds an escape, for an object of more
+// than namesOnStack members, and for a number it cannot decide on the fast
+// path (see number).
+type checker struct {
+	data     []byte
+	maxDepth int
+	lone     bool // data has a \u escape of a lone surrogate, loneRune the first
+	loneRune rune
+}
+
+func (c *checker) check() error {
+	i, err := c.value(c.space(0), 0)
+	if err != nil {
 		return err
 	}
-	if _, err := dec.Token(); err != io.EOF {
+	if c.space(i) < len(c.data) {
 		return errors.New("JSON has data after its value")
 	}
-	return checkSurrogates(data)
-}
-
-func checkValue(dec *json.Decoder, depth, maxDepth int) error {
-	tok, err := dec.Token()
-	if err != nil {
-		return fmt.Errorf("JSON is malformed: %w", err)
+	if c.lone {
+		return fmt.Errorf("JSON string has a lone UTF-16 surrogate \\u%04x", c.loneRune)
 	}
-	return checkToken(dec, tok, depth, maxDepth)
+	return nil
 }
 
-func checkToken(dec *json.Decoder, tok json.Token, depth, maxDepth int) error {
-	switch t := tok.(type) {
-	case json.Delim:
-		if depth >= maxDepth {
-			return fmt.Errorf("JSON nests deeper than %d levels", maxDepth)
+// value reads the value that starts at data[i], at nesting depth depth,
+// and returns the index just after it.
+func (c *checker) value(i, depth int) (int, error) {
+	if i >= len(c.data) {
+		return 0, c.malformed(i, "where a value should start")
+	}
+	switch b := c.data[i]; b {
+	case '{', '[':
+		if depth >= c.maxDepth {
+			return 0, fmt.Errorf("JSON nests deeper than %d levels", c.maxDepth)
 		}
-		switch t {
-		case '{':
-			seen := map[string]bool{}
-			for dec.More() {
-				k, err := dec.Token()
-				if err != nil {
-					return fmt.Errorf("JSON is malformed: %w", err)
-				}
-				name := k.(string)
-				if seen[name] {
-					return fmt.Errorf("JSON object has the member %q twice", name)
-				}
-				seen[name] = true
-				if err := checkValue(dec, depth+1, maxDepth); err != nil {
-					return err
+		if b == '{' {
+			return c.object(i+1, depth)
+		}
+		return c.array(i+1, depth)
+	case '"':
+		end, _, err := c.str(i + 1)
+		return end, err
+	case 't':
+		return c.literal(i, "true")
+	case 'f':
+		return c.literal(i, "false")
+	case 'n':
+		return c.literal(i, "null")
+	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+		return c.number(i)
+	}
+	return 0, c.malformed(i, "where a value should start")
+}
+
+// namesOnStack is how many member names an object may have before its
+// names are looked up in a map rather than compared one by one.
+const namesOnStack = 16
+
+// object reads the members of the object whose '{' is just before data[i].
+func (c *checker) object(i, depth int) (int, error) {
+	data := c.data
+	var local [namesOnStack][]byte
+	names := local[:0]
+	var seen map[string]struct{}
+	i = c.space(i)
+	if i < len(data) && data[i] == '}' {
+		return i + 1, nil
+	}
+	for {
+		if i >= len(data) || data[i] != '"' {
+			return 0, c.malformed(i, "where a member name should start")
+		}
+		end, escaped, err := c.str(i + 1)
+		if err != nil {
+			return 0, err
+		}
+		name := data[i+1 : end-1]
+		if escaped {
+			name = unescape(name)
+		}
+		if seen == nil {
+			for _, n := range names {
+				if bytes.Equal(n, name) {
+					return 0, fmt.Errorf("JSON object has the member %q twice", name)
 				}
 			}
-		case '[':
-			for dec.More() {
-				if err := checkValue(dec, depth+1, maxDepth); err != nil {
-					return err
+			if len(names) < namesOnStack {
+				names = append(names, name)
+			} else {
+				seen = make(map[string]struct{}, 2*namesOnStack)
+				for _, n := range names {
+					seen[string(n)] = struct{}{}
 				}
 			}
 		}
-		if _, err := dec.Token(); err != nil { // the closing delimiter
-			return fmt.Errorf("JSON is malformed: %w", err)
+		if seen != nil {
+			if _, ok := seen[string(name)]; ok {
+				return 0, fmt.Errorf("JSON object has the member %q twice", name)
+			}
+			seen[string(name)] = struct{}{}
 		}
-	case json.Number:
-		return checkNumber(string(t))
+		i = c.space(end)
+		if i >= len(data) || data[i] != ':' {
+			return 0, c.malformed(i, "after a member name (want ':')")
+		}
+		if i, err = c.value(c.space(i+1), depth+1); err != nil {
+			return 0, err
+		}
+		if i = c.space(i); i < len(data) {
+			switch data[i] {
+			case ',':
+				i = c.space(i + 1)
+				continue
+			case '}':
+				return i + 1, nil
+			}
+		}
+		return 0, c.malformed(i, "after an object member (want ',' or '}')")
 	}
-	return nil
 }
 
-// checkSurrogates refuses a \u escape of a lone UTF-16 surrogate, which
-// encoding/json would quietly turn into U+FFFD. data is well-formed JSON, so
-// every backslash starts an escape inside a string.
-func checkSurrogates(data []byte) error {
-	for i := 0; i < len(data); i++ {
-		if data[i] != '\\' {
-			continue
-		}
-		i++
-		if data[i] != 'u' {
-			continue
-		}
-		r := hexRune(data[i+1 : i+5])
-		i += 4
-		switch {
-		case utf16.IsSurrogate(r) && r < 0xdc00 && i+6 < len(data) && data[i+1] == '\\' && data[i+2] == 'u' &&
-			utf16.DecodeRune(r, hexRune(data[i+3:i+7])) != unicode.ReplacementChar:
-			i += 6
-		case utf16.IsSurrogate(r):
-			return fmt.Errorf("JSON string has a lone UTF-16 surrogate \\u%04x", r)
-		}
+// array reads the elements of the array whose '[' is just before data[i].
+func (c *checker) array(i, depth int) (int, error) {
+	data := c.data
+	i = c.space(i)
+	if i < len(data) && data[i] == ']' {
+		return i + 1, nil
 	}
-	return nil
+	for {
+		var err error
+		if i, err = c.value(i, depth+1); err != nil {
+			return 0, err
+		}
+		if i = c.space(i); i < len(data) {
+			switch data[i] {
+			case ',':
+				i = c.space(i + 1)
+				continue
+			case ']':
+				return i + 1, nil
+			}
+		}
+		return 0, c.malformed(i, "after an array element (want ',' or ']')")
+	}
 }
 
-func hexRune(h []byte) rune {
-	n, _ := strconv.ParseUint(string(h), 16, 16)
-	return rune(n)
-}
-
-func checkNumber(s string) error {
-	// Bound the literal before big.Rat sees it: 1e-999999999 would make it
-	// build a number of a billion digits.
-	if len(s) > 128 {
-		return fmt.Errorf("JSON number %.20s... is longer than 128 characters", s)
-	}
-	if i := strings.IndexAny(s, "eE"); i >= 0 {
-		if e, err := strconv.Atoi(strings.TrimPrefix(s[i+1:], "+")); err != nil || e > 400 || e < -400 {
-			return fmt.Errorf("JSON number %s has an exponent outside ±400", s)
+func (c *checker) literal(i int, lit string) (int, error) {
+	for j := 0; j < len(lit); j++ {
+		if i+j >= len(c.data) || c.data[i+j] != lit[j] {
+			return 0, c.malformed(i+j, "in the literal "+lit)
 		}
 	}
-	f, err := strconv.ParseFloat(s, 64)
-	if err != nil {
-		return fmt.Errorf("JSON number %s is out of range for an IEEE 754 double", s)
+	return i + len(lit), nil
+}
+
+// space returns the index of the first byte at or after i that is not JSON
+// white space: only space, tab, line feed and carriage return are.
+func (c *checker) space(i int) int {
+	for ; i < len(c.data); i++ {
+		switch c.data[i] {
+		case ' ', '\t', '\n', '\r':
+		default:
+			return i
+		}
 	}
-	exact, ok := new(big.Rat).SetString(s)
-	if !ok {
-		return fmt.Errorf("JSON number %s is malformed", s)
+	return i
+}
+
+// malformed describes a syntax error at data[i].
+func (c *checker) malformed(i int, where string) error {
+	if i >= len(c.data) {
+		return fmt.Errorf("JSON is malformed: end of input at byte %d %s", i, where)
 	}
-	// RFC 8785 writes a number as the shortest decimal that reads back as
-	// the same double. The number is accepted when that decimal is the very
-	// value sent: 0.1 and 1e2 (written 100) are, 2^53+1 (written
-	// 9007199254740992) and 18446744073709551616 (written
-	// 18446744073709552000) are not, since the log would carry another value
-	// than the one sent.
-	canonical, err := jcs.NumberToJSON(f)
-	if err != nil {
-		return fmt.Errorf("JSON number %s: %v", s, err)
-	}
-	if short, ok := new(big.Rat).SetString(canonical); !ok || short.Cmp(exact) != 0 {
-		return fmt.Errorf("JSON number %s would be written %s in canonical JSON (RFC 8785), another value; send it as a string", s, canonical)
-	}
-	return nil
+	r, _ := utf8.DecodeRune(c.data[i:])
+	return fmt.Errorf("JSON is malformed: %q at byte %d %s", r, i, where)
 }
