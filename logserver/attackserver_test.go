@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
-	"os"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -16,7 +14,6 @@ import (
 
 	"github.com/annal-dev/annal/kernel"
 	"github.com/annal-dev/annal/logserver/api"
-	"github.com/annal-dev/annal/logserver/client"
 )
 
 // The attack tests talk to the server over HTTP only: requests in, then the
@@ -34,37 +31,18 @@ func (c *attackClock) Now() time.Time { return time.Now().Add(time.Duration(c.of
 func (c *attackClock) Advance(d time.Duration) { c.offset.Add(int64(d)) }
 
 // newAttackServer is newTestServer with a kernel configuration that
-// configure may change first (rate limits, clocks).
+// configure may change first (rate limits, clocks), and a root client that
+// keeps connections for the concurrent clients of the attacks.
 func newAttackServer(t testing.TB, configure func(*kernel.Config)) *testServer {
 	t.Helper()
-	cfg := kernel.DefaultConfig(t.TempDir())
-	cfg.Logger = discardLogger()
-	cfg.CheckpointInterval = 100 * time.Millisecond
-	cfg.DisableProduction = true // the tests count entries
+	var ts *testServer
 	if configure != nil {
-		configure(&cfg)
+		ts = newTestServer(t, configure)
+	} else {
+		ts = newTestServer(t)
 	}
-	k, err := kernel.Open(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(New(k, cfg.Logger))
-	t.Cleanup(func() {
-		srv.Close()
-		if err := k.Close(); err != nil {
-			t.Errorf("close kernel: %v", err)
-		}
-	})
-	raw, err := os.ReadFile(k.RootCredentialPath())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cred := strings.TrimSpace(string(raw))
-	c, err := client.New(srv.URL, cred)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &testServer{k: k, srv: srv, rootCred: cred, root: c.WithHTTPClient(attackHTTP)}
+	ts.root = ts.root.WithHTTPClient(attackHTTP)
+	return ts
 }
 
 // attackHTTP keeps enough idle connections for the concurrent clients of

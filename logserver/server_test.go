@@ -28,12 +28,17 @@ type testServer struct {
 
 func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-func newTestServer(t testing.TB) *testServer {
+// newTestServer serves a new kernel over HTTP; configure, if given, may
+// change its configuration first (rate limits, clocks).
+func newTestServer(t testing.TB, configure ...func(*kernel.Config)) *testServer {
 	t.Helper()
 	cfg := kernel.DefaultConfig(t.TempDir())
 	cfg.Logger = discardLogger()
 	cfg.CheckpointInterval = 100 * time.Millisecond
 	cfg.DisableProduction = true // the tests count entries
+	for _, c := range configure {
+		c(&cfg)
+	}
 	k, err := kernel.Open(cfg)
 	if err != nil {
 		t.Fatal(err)
