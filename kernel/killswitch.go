@@ -58,8 +58,7 @@ func (k *Kernel) Kill(ctx context.Context, by *Actor, agentID string, req KillRe
 	if err == nil && req.Session != "" {
 		if se := k.ledger.Sessions[req.Session]; se.Substitute != "" && se.Substitute != agentID {
 			sub = se.Substitute
-			s := k.ledger.Actors[sub]
-			eligible = s != nil && s.Active() && !s.Stopped && k.ledger.Quarantined(sub, req.Session, now) == nil
+			eligible = k.ledger.MayAct(sub, req.Session, now) == nil
 		}
 	}
 	if err == nil {
@@ -91,7 +90,7 @@ func (k *Kernel) Kill(ctx context.Context, by *Actor, agentID string, req KillRe
 		return nil
 	}, now.Time)
 	var kill *event.Kill
-	d, err := k.decide(ctx, stage, func(l *ledger.Ledger, _ event.Instant) (*event.Event, error) {
+	d, err := k.decide(ctx, stage, func(l *ledger.Ledger, at event.Instant) (*event.Event, error) {
 		ev := draft(l)
 		kill = ev.Kill
 		kill.Terminated, kill.Details = res.Terminated, joinDetails(req.Details, res.Details)
@@ -102,7 +101,9 @@ func (k *Kernel) Kill(ctx context.Context, by *Actor, agentID string, req KillRe
 				continue
 			}
 			out := event.Handoff{Saga: sagaID, Step: step, From: agentID, Status: event.HandoffCompensation}
-			if h.Status == killswitch.StatusHandedOff {
+			// A substitute that may no longer act when the kill is decided
+			// takes nothing: the step is left for compensation.
+			if h.Status == killswitch.StatusHandedOff && l.MayAct(h.To, req.Session, at) == nil {
 				out.To, out.Status = h.To, event.HandoffDone
 				kill.HandoffSuccessCount++
 			} else {

@@ -184,6 +184,14 @@ var killRule = &rule{
 		if _, err := c.l.handOff(k); err != nil {
 			return inconsistent(Conflict, "kill %s: %v", k.KillID, err)
 		}
+		for _, h := range k.Handoffs {
+			if h.Status != event.HandoffDone {
+				continue
+			}
+			if v := c.l.MayAct(h.To, c.ev.Session, c.at); v != nil {
+				return refuse(Forbidden, "kill %s hands step %s to %s, who may not act: %s", k.KillID, h.Step, h.To, v.Reason)
+			}
+		}
 		return nil
 	})),
 	apply: func(l *Ledger, _ uint64, ev *event.Event) {

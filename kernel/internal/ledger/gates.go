@@ -120,6 +120,22 @@ func (l *Ledger) standing(a *Actor, at event.Instant) *Violation {
 	return nil
 }
 
+// MayAct says why agent id may not act at time at in session sess — its
+// standing or a quarantine — or nil if it may.
+func (l *Ledger) MayAct(id, sess string, at event.Instant) *Violation {
+	a, ok := l.Actors[id]
+	if !ok {
+		return inconsistent(NotFound, "actor %s does not exist", id)
+	}
+	if v := l.standing(a, at); v != nil {
+		return v
+	}
+	if q := l.Quarantined(id, sess, at); q != nil {
+		return refuse(Forbidden, "agent %s is quarantined (%s) until %s", id, q.Reason, q.ExpiresAt)
+	}
+	return nil
+}
+
 // checkRateLimit: every request an agent makes draws from its token bucket
 // at its effective ring. Humans and the kernel are not limited, nor is a
 // hold's approval (the human's act, not the agent's request).
