@@ -255,13 +255,6 @@ func newElevationID() (string, error) {
 	return "elev-" + hex.EncodeToString(b[:]), nil
 }
 
-func statusOf(a *Actor) string {
-	if a.Stopped && a.Active() {
-		return "stopped (SIGSTOP)"
-	}
-	return a.Status
-}
-
 // RingView is an agent's place in the rings now.
 type RingView struct {
 	Agent      string             `json:"agent"`

@@ -197,7 +197,7 @@ func receiptOf(d *decided, t event.ActionType, target string) *Receipt {
 		Time: d.ev.Time.String(), Actor: d.ev.Actor, Type: t, Target: target}
 }
 
-// errorf is a refusal of what only the kernel judges: a request's form.
+// formError is a refusal of what only the kernel judges: a request's form.
 func formError(stage string, format string, args ...any) *Denial {
 	return denyAt(stage, GateForm, ErrInvalid, "%s", fmt.Sprintf(format, args...))
 }

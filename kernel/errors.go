@@ -62,10 +62,6 @@ func (d *Denial) Error() string {
 // Unwrap returns the error class.
 func (d *Denial) Unwrap() error { return d.Class }
 
-func deny(stage string, class error, format string, args ...any) *Denial {
-	return &Denial{Stage: stage, Class: class, Reason: fmt.Sprintf(format, args...)}
-}
-
 // The gates a refusal names. The rules behind them are the ledger's
 // (kernel/internal/ledger): one rule per event kind, whose gates run in one
 // documented order (ActionGateOrder for actions).
