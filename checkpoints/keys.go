@@ -1,7 +1,9 @@
 package checkpoints
 
 import (
+	"crypto/ed25519"
 	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"strings"
@@ -31,6 +33,28 @@ func NewLogSigner(skey string) (note.Signer, error) {
 		return nil, fmt.Errorf("log signing key: %w", err)
 	}
 	return s, nil
+}
+
+// VerifierKeyOf derives the verifier key of a private key made by
+// GenerateLogKey: "PRIVATE+KEY+<name>+<hash>+<base64(0x01 || seed)>".
+func VerifierKeyOf(skey string) (string, error) {
+	parts := strings.SplitN(strings.TrimSpace(skey), "+", 5) // the base64 key may hold "+"
+	if len(parts) != 5 || parts[0] != "PRIVATE" || parts[1] != "KEY" {
+		return "", errors.New("log signing key: not a PRIVATE+KEY+<name>+<hash>+<key> note key")
+	}
+	raw, err := base64.StdEncoding.DecodeString(parts[4])
+	if err != nil || len(raw) != 1+ed25519.SeedSize || raw[0] != Ed25519 {
+		return "", errors.New("log signing key: not an Ed25519 note key")
+	}
+	pub := ed25519.NewKeyFromSeed(raw[1:]).Public().(ed25519.PublicKey)
+	vkey, err := note.NewEd25519VerifierKey(parts[2], pub)
+	if err != nil {
+		return "", fmt.Errorf("log signing key: %w", err)
+	}
+	if _, err := NewLogSigner(skey); err != nil {
+		return "", err
+	}
+	return vkey, nil
 }
 
 // NewLogVerifier parses a log verifier key. It MUST be an Ed25519 key: Annal

@@ -224,3 +224,22 @@ func TestValidateOrigin_CoversNoteKeyNames(t *testing.T) {
 		}
 	}
 }
+
+func TestVerifierKeyOfDerivesThePublicKey(t *testing.T) {
+	skey, vkey, err := GenerateLogKey("example.com/log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := VerifierKeyOf(skey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != vkey {
+		t.Fatalf("derived %q, generated %q", got, vkey)
+	}
+	for _, bad := range []string{"", "PRIVATE+KEY+a+b", vkey, strings.Replace(skey, "PRIVATE", "PUBLIC", 1), skey[:len(skey)-4] + "AAAA"} {
+		if _, err := VerifierKeyOf(bad); err == nil {
+			t.Errorf("VerifierKeyOf(%q) derived a key", bad)
+		}
+	}
+}

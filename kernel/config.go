@@ -70,6 +70,9 @@ type Config struct {
 	// DisableProduction stops energy production: for tests and tools that
 	// want a log without energy.produced events.
 	DisableProduction bool
+	// DisableScrub skips the background check of the whole log after
+	// start (the start-up check of its newest files still runs).
+	DisableScrub bool
 	// MaxPendingHolds bounds the pending holds of one envelope (threat T2:
 	// locking energy with holds).
 	MaxPendingHolds int

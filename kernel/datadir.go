@@ -26,6 +26,11 @@ const (
 	originFileName     = "origin"          // the log origin, chosen once
 	rootCredentialName = "root.credential" // the root human's bearer credential, 0600
 	lockFileName       = "LOCK"
+
+	// Inside the log folder: Tessera's private tree state (the size and
+	// root it has integrated) and the published checkpoint.
+	treeStatePath      = ".state/treeState"
+	checkpointFileName = "checkpoint"
 )
 
 // dataDir is an opened, locked data folder.
@@ -146,47 +151,109 @@ func (d *dataDir) ensureOrigin(want string) (string, error) {
 	return want, writeFileAtomic(p, []byte(want+"\n"), 0o644)
 }
 
+// ensureKeys reads the log's key pair, making one only for a folder that
+// has no log yet. A log's signing key is its identity: a new key signing an
+// existing log would be a different log under the same name, so a missing,
+// unreadable or too-open log.key on an existing log refuses to start, and
+// log.pub is never rewritten once a log exists (a missing one is derived
+// again from log.key, which names exactly one public key).
 func (d *dataDir) ensureKeys() error {
 	skPath := filepath.Join(d.Path, signingKeyFileName)
 	vkPath := filepath.Join(d.Path, verifierKeyName)
+	exists, err := logExists(d.LogPath())
+	if err != nil {
+		return err
+	}
 	sk, err := os.ReadFile(skPath)
-	if errors.Is(err, os.ErrNotExist) {
-		skey, vkey, err := checkpoints.GenerateLogKey(d.Origin)
-		if err != nil {
-			return err
-		}
-		// The verifier key is derived, so it is written first: a crash
-		// between the two writes leaves no private key without its public one.
-		if err := writeFileAtomic(vkPath, []byte(vkey+"\n"), 0o644); err != nil {
-			return err
-		}
-		if err := writeFileAtomic(skPath, []byte(skey+"\n"), 0o600); err != nil {
-			return err
-		}
-		sk = []byte(skey)
-	} else if err != nil {
-		return fmt.Errorf("read log signing key: %w", err)
+	switch {
+	case errors.Is(err, os.ErrNotExist) && exists:
+		return fmt.Errorf("the log signing key %s is missing, but %s holds a log: a log's key is its identity, so annald makes no new key for an existing log; restore log.key from a backup (a new key is a new log: a new data folder)", skPath, d.LogPath())
+	case errors.Is(err, os.ErrNotExist):
+		return d.makeKeys(skPath, vkPath)
+	case err != nil:
+		return fmt.Errorf("read the log signing key: %w", err)
+	}
+	if err := checkPrivateMode(skPath); err != nil {
+		return err
 	}
 	signer, err := checkpoints.NewLogSigner(string(sk))
 	if err != nil {
-		return err
+		return fmt.Errorf("log signing key %s: %w", skPath, err)
 	}
 	if signer.Name() != d.Origin {
 		return fmt.Errorf("log signing key %s is named %q, not the origin %q", skPath, signer.Name(), d.Origin)
 	}
 	vk, err := os.ReadFile(vkPath)
-	if err != nil {
+	if errors.Is(err, os.ErrNotExist) {
+		derived, derr := checkpoints.VerifierKeyOf(string(sk))
+		if derr != nil {
+			return derr
+		}
+		if err := writeFileAtomic(vkPath, []byte(derived+"\n"), 0o644); err != nil {
+			return err
+		}
+		vk = []byte(derived)
+	} else if err != nil {
 		return fmt.Errorf("read verifier key: %w", err)
 	}
 	v, err := checkpoints.NewLogVerifier(string(vk))
 	if err != nil {
-		return err
+		return fmt.Errorf("verifier key %s: %w", vkPath, err)
 	}
 	if v.Name() != signer.Name() || v.KeyHash() != signer.KeyHash() {
 		return fmt.Errorf("verifier key %s does not match signing key %s", vkPath, skPath)
 	}
 	d.SigningKey = strings.TrimSpace(string(sk))
 	d.VerifierKey = strings.TrimSpace(string(vk))
+	return nil
+}
+
+// makeKeys makes the key pair of a new log.
+func (d *dataDir) makeKeys(skPath, vkPath string) error {
+	skey, vkey, err := checkpoints.GenerateLogKey(d.Origin)
+	if err != nil {
+		return err
+	}
+	// The verifier key is written first: a crash between the two writes
+	// leaves no private key without its public one, and a folder with no
+	// log yet may make both again.
+	if err := writeFileAtomic(vkPath, []byte(vkey+"\n"), 0o644); err != nil {
+		return err
+	}
+	if err := writeFileAtomic(skPath, []byte(skey+"\n"), 0o600); err != nil {
+		return err
+	}
+	d.SigningKey, d.VerifierKey = skey, vkey
+	return nil
+}
+
+// logExists reports whether the log folder holds a log: a tree state or a
+// checkpoint that Tessera wrote. Tessera writes both when it first opens a
+// folder, before any entry, so a folder whose key pair was just made (and
+// whose first start then crashed) has neither.
+func logExists(logPath string) (bool, error) {
+	for _, p := range []string{filepath.Join(logPath, treeStatePath), filepath.Join(logPath, checkpointFileName)} {
+		if _, err := os.Lstat(p); err == nil {
+			return true, nil
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return false, fmt.Errorf("look for the log: %w", err)
+		}
+	}
+	return false, nil
+}
+
+// checkPrivateMode refuses a secret file that others may read or write.
+func checkPrivateMode(path string) error {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a regular file (%v)", path, fi.Mode().Type())
+	}
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+		return fmt.Errorf("%s has mode %#o: a secret must be readable by its owner only; run chmod 600 %s", path, perm, path)
+	}
 	return nil
 }
 

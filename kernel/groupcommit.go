@@ -29,9 +29,10 @@ type groupCommitter struct {
 	maxGroup   int
 	maxPending int
 
-	mu      sync.Mutex
-	pending []*commitRequest
-	wake    chan struct{}
+	mu       sync.Mutex
+	pending  []*commitRequest
+	inFlight bool // a group is with Tessera
+	wake     chan struct{}
 	stop    chan struct{}
 	done    chan struct{}
 }
@@ -100,6 +101,7 @@ func (g *groupCommitter) drain() {
 		n := min(len(g.pending), g.maxGroup)
 		group := g.pending[:n:n]
 		g.pending = g.pending[n:]
+		g.inFlight = n > 0
 		g.mu.Unlock()
 		if n == 0 {
 			return
@@ -119,11 +121,48 @@ func (g *groupCommitter) drain() {
 		for i, r := range group {
 			r.result <- results[i]
 		}
+		g.mu.Lock()
+		g.inFlight = false
+		g.mu.Unlock()
 	}
 }
 
-// close writes what is pending and stops.
-func (g *groupCommitter) close() {
+// idle reports whether no entry is waiting or being written.
+func (g *groupCommitter) idle() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.pending) == 0 && !g.inFlight
+}
+
+// abandon answers every entry not yet handed to Tessera with err: they
+// are not in the log and never will be. The group in flight is not
+// touched; its entries may land.
+func (g *groupCommitter) abandon(err error) {
+	g.mu.Lock()
+	abandoned := g.pending
+	g.pending = nil
+	g.mu.Unlock()
+	results := make([]commitResult, len(abandoned))
+	for i := range results {
+		results[i].err = err
+	}
+	if g.onDurable != nil && len(abandoned) > 0 {
+		g.onDurable(abandoned, results)
+	}
+	for i, r := range abandoned {
+		r.result <- results[i]
+	}
+}
+
+// close writes what is pending and stops. Once ctx is done, entries not
+// yet handed to Tessera are abandoned (answered with an error) rather than
+// waited for.
+func (g *groupCommitter) close(ctx context.Context) {
 	close(g.stop)
-	<-g.done
+	select {
+	case <-g.done:
+	case <-ctx.Done():
+		g.abandon(fmt.Errorf("%w: the kernel is stopping; the entry was not written", ErrUnavailable))
+		<-g.done
+	}
 }

@@ -44,11 +44,15 @@ type Kernel struct {
 	pending *ledger.Pending
 	// ids are actor ids handed to creations in flight.
 	ids map[string]bool
-	// failed is set when an append failed or a durable event could not be
-	// folded: the ledger may no longer match the log, and the kernel
-	// refuses all further work until it is restarted and folds the log
-	// again.
-	failed error
+	// failed is why the kernel takes no writes, nil while it does: an
+	// append failed (resumable: the kernel resumes by itself once the
+	// storage takes writes again, after folding what did land), or a
+	// durable event could not be folded or the log is damaged (not
+	// resumable: the operator must look, annald audit or verify).
+	failed    error
+	resumable bool
+	// wakeResume starts the resume loop's attempts after a failed append.
+	wakeResume chan struct{}
 
 	// limiter is the rate limit gate's token buckets (in memory: a
 	// restart refills them, which the limits' burst sizes allow).
@@ -106,13 +110,20 @@ func Open(cfg Config) (_ *Kernel, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w (annald rebuild recomputes the state from the log)", err)
 	}
+	check, err := checkLog(context.Background(), dir.LogPath(), verifier)
+	if err != nil {
+		return nil, fmt.Errorf("start-up check of the log: %w", err)
+	}
+	if check.tempFiles > 0 {
+		cfg.Logger.Info("removed temporary files that interrupted writes left in the log folder", "count", check.tempFiles)
+	}
 	l, err := openTileLog(dir.LogPath(), signer, verifier, cfg)
 	if err != nil {
 		return nil, err
 	}
 	k := &Kernel{
 		cfg: cfg, dir: dir, log: l, store: st, ledger: led, claims: newClaims(), pending: ledger.NewPending(),
-		ids: map[string]bool{}, logger: cfg.Logger,
+		ids: map[string]bool{}, logger: cfg.Logger, wakeResume: make(chan struct{}, 1),
 		stopFold: make(chan struct{}), foldDone: make(chan struct{}), stopLoops: make(chan struct{}),
 	}
 	if !cfg.DisableRateLimit {
@@ -130,8 +141,13 @@ func Open(cfg Config) (_ *Kernel, err error) {
 		k.loopsDone.Add(1)
 		go func() { defer k.loopsDone.Done(); k.produceLoop(k.stopLoops) }()
 	}
-	k.loopsDone.Add(1)
+	k.loopsDone.Add(2)
 	go func() { defer k.loopsDone.Done(); k.holdLoop(k.stopLoops) }()
+	go func() { defer k.loopsDone.Done(); k.resumeLoop(k.stopLoops) }()
+	if check.size > 0 && !cfg.DisableScrub {
+		k.loopsDone.Add(1)
+		go func() { defer k.loopsDone.Done(); k.scrub(check.size, check.root) }()
+	}
 	return k, nil
 }
 
@@ -220,24 +236,146 @@ func (k *Kernel) foldDurable(group []*commitRequest, results []commitResult) {
 		if f := group[i].folded; f != nil {
 			defer f()
 		}
+		r := &results[i]
 		switch {
-		case results[i].err != nil:
-			// The entry may still be in the log (Tessera can fail after
-			// sequencing it): nothing more is decided on a ledger that may
-			// not match the log; a restart folds what the log holds.
-			if k.failed == nil {
-				k.failed = fmt.Errorf("the log failed to take an entry: %w", results[i].err)
-				k.logger.Error("an append failed; the kernel stops taking work until it is restarted", "err", results[i].err)
+		case r.err != nil:
+			// Tessera may fail after an entry became durable (its tree
+			// state renamed into place, the folder's fsync then failing):
+			// nothing more is decided until the ledger has folded what the
+			// log holds, which the resume loop does.
+			k.stopWriting(fmt.Errorf("the log failed to take an entry: %w", r.err), true)
+		case r.index != k.ledger.Size:
+			// Durable, but behind an entry this kernel was told had failed
+			// and which landed after all (or one already folded by a
+			// resume): the answer is the truth, the entry is in the log at
+			// r.index; the resume loop folds it in order.
+			if r.index > k.ledger.Size {
+				k.stopWriting(fmt.Errorf("entry %d landed after an append that was reported failed", r.index), true)
 			}
-		case k.failed != nil:
-			results[i].err = k.failed
 		default:
-			if err := k.ledger.Fold(results[i].index, group[i].ev); err != nil {
-				k.failed = err
-				results[i].err = err
-				k.logger.Error("a durable event cannot be folded into the ledger; the kernel stops taking work (run annald audit)", "index", results[i].index, "err", err)
+			if err := k.ledger.Fold(r.index, group[i].ev); err != nil {
+				r.err = err
+				k.stopWriting(fmt.Errorf("durable entry %d cannot be folded: %w (run annald audit)", r.index, err), false)
 			}
 		}
+	}
+}
+
+// stopWriting stops every writer (the caller holds k.mu). A resumable
+// stop wakes the resume loop; a stop that is not replaces one that is.
+func (k *Kernel) stopWriting(why error, resumable bool) {
+	if k.failed != nil && (!k.resumable || resumable) {
+		return
+	}
+	k.failed, k.resumable = why, resumable
+	if resumable {
+		k.logger.Error("the kernel stops taking writes until the log takes them again", "err", why)
+		select {
+		case k.wakeResume <- struct{}{}:
+		default:
+		}
+		return
+	}
+	k.logger.Error("the kernel stops taking writes until an operator looks", "err", why)
+}
+
+// Ready is nil while the kernel takes writes, else why it does not.
+func (k *Kernel) Ready() error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.failed
+}
+
+// resumeLoop brings the kernel back after a failed append, as soon as the
+// storage takes writes again.
+func (k *Kernel) resumeLoop(stop <-chan struct{}) {
+	for {
+		select {
+		case <-stop:
+			return
+		case <-k.wakeResume:
+		}
+		for wait := 50 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
+			select {
+			case <-stop:
+				return
+			case <-time.After(wait):
+			}
+			done, err := k.tryResume(context.Background())
+			if done {
+				break
+			}
+			k.logger.Debug("the log does not take writes yet", "err", err)
+		}
+	}
+}
+
+// resumeProbeBytes is how much the resume probe writes: room for a group
+// of entries, their tiles and the tree state.
+const resumeProbeBytes = 1 << 20
+
+// tryResume resumes writing if the data folder takes a write and fsync
+// again: once no entry is in flight, it re-reads the log's tree, checks its
+// newest tiles and bundles as the start-up check does, and folds what
+// landed although reported failed, so that nothing is written twice. done
+// is false when it should be tried again later.
+func (k *Kernel) tryResume(ctx context.Context) (done bool, err error) {
+	k.mu.Lock()
+	resumable := k.failed != nil && k.resumable
+	k.mu.Unlock()
+	if !resumable {
+		return true, nil
+	}
+	if err := probeWritable(k.dir.Path, resumeProbeBytes); err != nil {
+		return false, err
+	}
+	if !k.log.group.idle() {
+		return false, errors.New("entries are still being written")
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.failed == nil || !k.resumable {
+		return true, nil
+	}
+	check, err := verifyLogEdge(ctx, k.dir.LogPath(), k.log.verifier)
+	if err != nil {
+		k.failed, k.resumable = fmt.Errorf("after a failed append: %w", err), false
+		k.logger.Error("the log is damaged after a failed append; the kernel stops taking writes until an operator looks", "err", err)
+		return true, err
+	}
+	if err := foldLog(ctx, k.log, k.ledger, check.size); err != nil {
+		k.failed, k.resumable = fmt.Errorf("after a failed append, fold what landed: %w", err), false
+		k.logger.Error("what landed during a failed append cannot be folded; the kernel stops taking writes until an operator looks", "err", err)
+		return true, err
+	}
+	k.logger.Info("the log takes writes again; the kernel resumes", "size", check.size, "after", k.failed)
+	k.failed, k.resumable = nil, false
+	return true, nil
+}
+
+// scrub checks the whole log below size, in the background after start:
+// an entry or tile damaged on disk stops every writer (the start-up check
+// reads only the log's newest files).
+func (k *Kernel) scrub(size uint64, root []byte) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-k.stopLoops:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	start := time.Now()
+	err := scrubLog(ctx, k.dir.LogPath(), size, root)
+	switch {
+	case ctx.Err() != nil:
+	case err != nil:
+		k.mu.Lock()
+		k.stopWriting(fmt.Errorf("the log is damaged: %w", err), false)
+		k.mu.Unlock()
+	default:
+		k.logger.Info("log scrubbed: every entry and tile agrees with the signed tree", "size", size, "elapsed", time.Since(start).Round(time.Millisecond))
 	}
 }
 
@@ -274,6 +412,10 @@ func (k *Kernel) persist() error {
 	return k.store.write(values, false)
 }
 
+// closeTimeout bounds how long Close waits for entries to be written: past
+// it, entries not yet handed to Tessera are answered with an error.
+const closeTimeout = 3 * time.Second
+
 // Close stops the kernel: pending appends are integrated and published, state
 // catches up with the log, and the data folder is unlocked.
 func (k *Kernel) Close() error {
@@ -287,10 +429,14 @@ func (k *Kernel) Close() error {
 	k.loopsDone.Wait()
 	close(k.stopFold)
 	<-k.foldDone
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
 	defer cancel()
 	errs := []error{k.log.close(ctx)}
 	errs = append(errs, k.persist(), k.store.close())
+	// Tessera has stopped: what a write it gave up on left behind goes.
+	if _, err := removeTempFiles(k.dir.LogPath()); err != nil {
+		errs = append(errs, err)
+	}
 	k.dir.Close()
 	return errors.Join(errs...)
 }

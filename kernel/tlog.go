@@ -89,7 +89,7 @@ func openTileLog(path string, signer note.Signer, verifier note.Verifier, cfg Co
 }
 
 func (l *tileLog) close(ctx context.Context) error {
-	l.group.close()
+	l.group.close(ctx)
 	err := l.shutdown(ctx)
 	l.cancel()
 	return err

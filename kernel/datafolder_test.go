@@ -1,0 +1,333 @@
+package kernel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/annal-dev/annal/checkpoints"
+	"github.com/annal-dev/annal/kernel/event"
+	"github.com/annal-dev/annal/verifier"
+	"github.com/transparency-dev/tessera/api/layout"
+)
+
+// folder is a data folder with a closed log of n actions and their receipts.
+type folder struct {
+	dir      string
+	receipts []*Receipt
+	pub      string // log.pub as first written
+}
+
+func newFolder(t *testing.T, n int) *folder {
+	t.Helper()
+	f := &folder{dir: t.TempDir()}
+	k := openTest(t, f.dir)
+	root := rootOf(t, k)
+	ctx := context.Background()
+	for i := range n {
+		rc, err := k.Submit(ctx, root, ActionRequest{Type: event.Observe, Target: fmt.Sprintf("workspace/%d", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.receipts = append(f.receipts, rc)
+	}
+	if _, err := k.AwaitInclusionProof(ctx, f.receipts[n-1].Index); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Close(); err != nil {
+		t.Fatal(err)
+	}
+	pub, err := os.ReadFile(filepath.Join(f.dir, verifierKeyName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.pub = string(pub)
+	return f
+}
+
+func (f *folder) path(rel ...string) string { return filepath.Join(append([]string{f.dir}, rel...)...) }
+
+// size is the log's size from the tree state.
+func (f *folder) size(t *testing.T) uint64 {
+	t.Helper()
+	size, _, err := diskLog{root: f.path(logDirName)}.treeState()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return size
+}
+
+// newestBundle and newestTile are the right edge's files.
+func (f *folder) newestBundle(t *testing.T) string {
+	size := f.size(t)
+	return f.path(logDirName, layout.EntriesPath((size-1)/layout.EntryBundleWidth, layout.PartialTileSize(0, (size-1)/layout.EntryBundleWidth, size)))
+}
+
+func (f *folder) tile(t *testing.T, level, index uint64) string {
+	return f.path(logDirName, layout.TilePath(level, index, layout.PartialTileSize(level, index, f.size(t))))
+}
+
+// refuses opens the folder and wants a refusal naming file and saying why.
+func (f *folder) refuses(t *testing.T, file, why string) error {
+	t.Helper()
+	k, err := Open(testConfig(t, f.dir))
+	if err == nil {
+		k.Close()
+		t.Fatalf("annald started on a folder whose %s is damaged", file)
+	}
+	if !strings.Contains(err.Error(), file) || !strings.Contains(err.Error(), why) {
+		t.Fatalf("refusal %q does not name %s and %q", err, file, why)
+	}
+	return err
+}
+
+// sound opens the folder and checks that every receipt is still readable
+// and proves its inclusion under the log's original key.
+func (f *folder) sound(t *testing.T) *Kernel {
+	t.Helper()
+	k := openTest(t, f.dir)
+	t.Cleanup(func() { k.Close() })
+	if k.VerifierKey()+"\n" != f.pub {
+		t.Fatalf("the log's key changed: %s, was %s", k.VerifierKey(), f.pub)
+	}
+	ctx := context.Background()
+	for _, rc := range f.receipts {
+		entry, err := k.Entry(ctx, rc.Index)
+		if err != nil {
+			t.Fatalf("receipt %d: %v", rc.Index, err)
+		}
+		p, err := k.InclusionProof(ctx, rc.Index)
+		if err != nil {
+			t.Fatalf("receipt %d: %v", rc.Index, err)
+		}
+		if _, err := verifier.VerifyProof(entry, p.Marshal(), strings.TrimSpace(f.pub)); err != nil {
+			t.Fatalf("receipt %d under the original key: %v", rc.Index, err)
+		}
+	}
+	if _, err := k.VerifyLog(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+func repair(t *testing.T, f *folder) (*RepairReport, error) {
+	t.Helper()
+	return Repair(context.Background(), testConfig(t, f.dir))
+}
+
+func TestMissingSigningKeyRefusesAndNeverReKeys(t *testing.T) {
+	f := newFolder(t, 3)
+	if err := os.Remove(f.path(signingKeyFileName)); err != nil {
+		t.Fatal(err)
+	}
+	f.refuses(t, f.path(signingKeyFileName), "missing")
+	if pub, _ := os.ReadFile(f.path(verifierKeyName)); string(pub) != f.pub {
+		t.Fatalf("log.pub was rewritten: %q", pub)
+	}
+	if _, err := os.Stat(f.path(signingKeyFileName)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a new log.key was made: %v", err)
+	}
+	if _, err := Rebuild(context.Background(), testConfig(t, f.dir)); err == nil || !strings.Contains(err.Error(), signingKeyFileName) {
+		t.Fatalf("rebuild without the key: %v", err)
+	}
+}
+
+func TestUnreadableOrTooOpenSigningKeyRefuses(t *testing.T) {
+	f := newFolder(t, 1)
+	key := f.path(signingKeyFileName)
+	if err := os.Chmod(key, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.refuses(t, key, "chmod 600")
+	if err := os.Chmod(key, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(key); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(key, 0o700); err != nil { // unreadable as a file
+		t.Fatal(err)
+	}
+	f.refuses(t, key, "")
+	os.Remove(key)
+	// A key that is someone else's: checkpoints stop verifying.
+	other, vkey, err := generateKeyFor(t, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(key, []byte(other+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(f.path(verifierKeyName), []byte(vkey+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.refuses(t, f.path(logDirName, "checkpoint"), "does not verify")
+}
+
+func generateKeyFor(t *testing.T, f *folder) (string, string, error) {
+	origin, err := os.ReadFile(f.path(originFileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return generateLogKey(strings.TrimSpace(string(origin)))
+}
+
+func TestMissingVerifierKeyIsDerivedFromTheSigningKey(t *testing.T) {
+	f := newFolder(t, 1)
+	if err := os.Remove(f.path(verifierKeyName)); err != nil {
+		t.Fatal(err)
+	}
+	f.sound(t)
+	if pub, _ := os.ReadFile(f.path(verifierKeyName)); string(pub) != f.pub {
+		t.Fatalf("derived log.pub %q, was %q", pub, f.pub)
+	}
+}
+
+func TestCorruptCheckpointRefusesAndRepairSignsItAgain(t *testing.T) {
+	for name, damage := range map[string]func([]byte) []byte{
+		"flipped":   func(b []byte) []byte { b[len(b)-10] ^= 0x20; return b },
+		"truncated": func(b []byte) []byte { return b[:len(b)/2] },
+		"empty":     func([]byte) []byte { return nil },
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFolder(t, 3)
+			cp := f.path(logDirName, "checkpoint")
+			raw, _ := os.ReadFile(cp)
+			if err := os.WriteFile(cp, damage(raw), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			f.refuses(t, cp, "does not verify")
+			rep, err := repair(t, f)
+			if err != nil || len(rep.Mended) != 1 || !strings.Contains(rep.Mended[0], cp) {
+				t.Fatalf("repair: %+v %v", rep, err)
+			}
+			f.sound(t)
+		})
+	}
+}
+
+func TestTruncatedNewestBundleRefusesAndIsNotPapered(t *testing.T) {
+	f := newFolder(t, 5)
+	bundle := f.newestBundle(t)
+	raw, _ := os.ReadFile(bundle)
+	if err := os.WriteFile(bundle, raw[:len(raw)-30], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.refuses(t, bundle, "does not hold")
+	if _, err := repair(t, f); err == nil || !strings.Contains(err.Error(), bundle) || !strings.Contains(err.Error(), "backup") {
+		t.Fatalf("repair of lost entries: %v", err)
+	}
+	if now, _ := os.ReadFile(bundle); len(now) != len(raw)-30 {
+		t.Fatal("repair wrote the bundle")
+	}
+}
+
+func TestEditedNewestEntryRefuses(t *testing.T) {
+	f := newFolder(t, 5)
+	bundle := f.newestBundle(t)
+	raw, _ := os.ReadFile(bundle)
+	edited := strings.Replace(string(raw), "workspace/4", "workspace/X", 1)
+	if edited == string(raw) {
+		t.Fatal("the newest bundle does not hold the last action")
+	}
+	if err := os.WriteFile(bundle, []byte(edited), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.refuses(t, bundle, "changed after it was logged")
+	if _, err := repair(t, f); err == nil || !strings.Contains(err.Error(), "changed after it was logged") {
+		t.Fatalf("repair of an edited entry: %v", err)
+	}
+	// The tile that repair tried to derive from the edited entry was put back.
+	f.refuses(t, bundle, "changed after it was logged")
+}
+
+func TestDamagedNewestTileRefusesAndRepairDerivesIt(t *testing.T) {
+	for name, damage := range map[string]func(string) error{
+		"truncated": func(p string) error { raw, _ := os.ReadFile(p); return os.WriteFile(p, raw[:len(raw)-7], 0o644) },
+		"flipped":   func(p string) error { raw, _ := os.ReadFile(p); raw[5] ^= 1; return os.WriteFile(p, raw, 0o644) },
+		"missing":   os.Remove,
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFolder(t, 300) // two bundles: level-0 tiles 0 (full) and 1, and a level-1 tile
+			for _, tile := range []string{f.tile(t, 0, 1), f.tile(t, 1, 0)} {
+				if err := damage(tile); err != nil {
+					t.Fatal(err)
+				}
+				f.refuses(t, tile, "")
+				rep, err := repair(t, f)
+				if err != nil || len(rep.Mended) != 1 || !strings.Contains(rep.Mended[0], tile) {
+					t.Fatalf("repair: %+v %v", rep, err)
+				}
+				f.sound(t).Close()
+			}
+		})
+	}
+}
+
+func TestMissingTreeStateRefuses(t *testing.T) {
+	f := newFolder(t, 2)
+	if err := os.Remove(f.path(logDirName, treeStatePath)); err != nil {
+		t.Fatal(err)
+	}
+	// Tessera would start an empty log over the old one.
+	f.refuses(t, f.path(logDirName, treeStatePath), "missing")
+}
+
+func TestTempFilesOfInterruptedWritesAreRemoved(t *testing.T) {
+	f := newFolder(t, 3)
+	bundle := f.newestBundle(t)
+	temps := []string{bundle + "1234567", f.path(logDirName, "checkpoint987654"), f.path(logDirName, ".state", "treeState55555")}
+	for _, p := range temps {
+		if err := os.WriteFile(p, []byte("partial write"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	k := f.sound(t)
+	for _, p := range temps {
+		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s was left: %v", p, err)
+		}
+	}
+	if _, err := os.Stat(bundle); err != nil {
+		t.Fatalf("the bundle itself went: %v", err)
+	}
+	k.Close()
+}
+
+// An entry edited in an old bundle is beyond the bounded start-up check:
+// the background scrub finds it and stops every writer.
+func TestScrubFindsAnOldEditedEntryAndStopsWrites(t *testing.T) {
+	f := newFolder(t, 300)
+	old := f.path(logDirName, layout.EntriesPath(0, 0))
+	raw, _ := os.ReadFile(old)
+	edited := strings.Replace(string(raw), "workspace/7\"", "workspace/8\"", 1)
+	if edited == string(raw) {
+		t.Fatal("the first bundle does not hold action 7")
+	}
+	if err := os.WriteFile(old, []byte(edited), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	k := openTest(t, f.dir)
+	defer k.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for k.Ready() == nil && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	err := k.Ready()
+	if err == nil || !strings.Contains(err.Error(), old) || !strings.Contains(err.Error(), "changed after it was logged") {
+		t.Fatalf("readiness after the scrub: %v", err)
+	}
+	if _, err := k.Submit(context.Background(), rootOf(t, k), ActionRequest{Type: event.Observe, Target: "workspace/after"}); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("a write on a damaged log: %v", err)
+	}
+	if _, err := k.VerifyLog(context.Background()); err == nil {
+		t.Fatal("VerifyLog passed a damaged log")
+	}
+}
+
+func generateLogKey(origin string) (string, string, error) { return checkpoints.GenerateLogKey(origin) }

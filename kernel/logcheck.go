@@ -1,0 +1,494 @@
+package kernel
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+
+	"github.com/annal-dev/annal/checkpoints"
+	"github.com/transparency-dev/merkle/compact"
+	"github.com/transparency-dev/merkle/proof"
+	"github.com/transparency-dev/merkle/rfc6962"
+	"github.com/transparency-dev/tessera/api"
+	"github.com/transparency-dev/tessera/api/layout"
+	"github.com/transparency-dev/tessera/client"
+	"golang.org/x/mod/sumdb/note"
+)
+
+// DamageError is a log or state file that is not what it must be. It names
+// the file, what is wrong with it, and what the operator can do.
+type DamageError struct {
+	File    string
+	Problem string
+	Remedy  string
+	// Repairable is set when annald repair can mend it from the rest of the
+	// data folder without losing anything the log acknowledged.
+	Repairable bool
+	// tile is the damaged hash tile, when it is one.
+	tile *tileRef
+}
+
+// tileRef names a hash tile: its level, index and width in nodes.
+type tileRef struct {
+	level, index uint64
+	width        int
+}
+
+func (e *DamageError) Error() string {
+	return fmt.Sprintf("%s: %s; %s", e.File, e.Problem, e.Remedy)
+}
+
+// ErrDamaged matches every *DamageError.
+var ErrDamaged = errors.New("data folder damaged")
+
+func (e *DamageError) Is(target error) bool { return target == ErrDamaged }
+
+const (
+	remedyBackup = "no copy of what was lost is left in the data folder: stop annald and restore the log folder from a backup (annald verify shows every damaged file)"
+	remedyRepair = "annald repair re-derives it from the rest of the log and checks the result against the signed tree"
+)
+
+// diskLog is the read-only view of a data folder's Tessera POSIX log, with
+// the file paths that the start-up check and the scrub name.
+type diskLog struct {
+	root string
+}
+
+func (d diskLog) path(rel string) string { return filepath.Join(d.root, rel) }
+
+// treeState is what Tessera's POSIX driver has integrated: its private
+// .state/treeState file, written last in every batch.
+func (d diskLog) treeState() (size uint64, root []byte, err error) {
+	p := d.path(treeStatePath)
+	raw, err := os.ReadFile(p)
+	if err != nil {
+		return 0, nil, err
+	}
+	var ts struct {
+		Size uint64 `json:"size"`
+		Root []byte `json:"root"`
+	}
+	if err := json.Unmarshal(raw, &ts); err != nil || len(ts.Root) != rfc6962.DefaultHasher.Size() {
+		return 0, nil, &DamageError{File: p, Problem: fmt.Sprintf("not a tree state (%d bytes)", len(raw)), Remedy: remedyBackup}
+	}
+	return ts.Size, ts.Root, nil
+}
+
+// bundle reads the entry bundle of index holding want entries (its partial
+// file, or the full one once the partial has been collected).
+func (d diskLog) bundle(index uint64, want int) ([][]byte, error) {
+	raw, file, err := d.read(layout.EntriesPath(index, partialWidth(want)), layout.EntriesPath(index, 0))
+	if err != nil {
+		return nil, err
+	}
+	var b api.EntryBundle
+	if err := b.UnmarshalText(raw); err != nil || len(b.Entries) < want {
+		return nil, &DamageError{File: file, Problem: fmt.Sprintf("entry bundle %d does not hold the %d entries the tree has in it (%d bytes)", index, want, len(raw)), Remedy: remedyBackup}
+	}
+	return b.Entries[:want], nil
+}
+
+// tile reads the hash tile at level, index holding width nodes.
+func (d diskLog) tile(level, index uint64, width int) ([][]byte, string, error) {
+	rel := layout.TilePath(level, index, partialWidth(width))
+	raw, file, err := d.read(rel, layout.TilePath(level, index, 0))
+	var missing *DamageError
+	if errors.As(err, &missing) {
+		// A tile holds nothing its entries do not: it can be derived again.
+		missing.File, missing.Remedy, missing.Repairable, missing.tile = d.path(rel), remedyRepair, true, &tileRef{level, index, width}
+	}
+	if err != nil {
+		return nil, d.path(rel), err
+	}
+	var t api.HashTile
+	if err := t.UnmarshalText(raw); err != nil || len(t.Nodes) < width {
+		return nil, file, &DamageError{File: file, Problem: fmt.Sprintf("hash tile holds %d bytes, want %d hashes", len(raw), width), Remedy: remedyRepair, Repairable: true,
+			tile: &tileRef{level, index, width}}
+	}
+	return t.Nodes[:width], file, nil
+}
+
+// read reads rel, or full when rel is a partial that no longer exists.
+func (d diskLog) read(rel, full string) ([]byte, string, error) {
+	raw, err := os.ReadFile(d.path(rel))
+	if errors.Is(err, fs.ErrNotExist) && rel != full {
+		rel = full
+		raw, err = os.ReadFile(d.path(rel))
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, d.path(rel), &DamageError{File: d.path(rel), Problem: "missing", Remedy: remedyBackup}
+	}
+	return raw, d.path(rel), err
+}
+
+func (d diskLog) readTile(_ context.Context, level, index uint64, p uint8) ([]byte, error) {
+	return client.FileFetcher{Root: d.root}.ReadTile(context.Background(), level, index, p)
+}
+
+// partialWidth is the tlog-tiles partial width of a tile of n nodes (0: full).
+func partialWidth(n int) uint8 { return uint8(n % layout.TileWidth) }
+
+// rightEdge is the newest tile at each level of a tree of size leaves:
+// its index and how many nodes it holds.
+func rightEdge(size uint64) (edge []struct {
+	index uint64
+	width int
+}) {
+	for nodes := size; nodes > 0; nodes >>= layout.TileHeight {
+		last := (nodes - 1) / layout.TileWidth
+		edge = append(edge, struct {
+			index uint64
+			width int
+		}{last, int(nodes - last*layout.TileWidth)})
+	}
+	return edge
+}
+
+// deriveTile computes the tile at level, index of width nodes from what is
+// below it: a level-0 tile from its entry bundle's leaf hashes, a higher
+// one from the roots of the full tiles under it.
+func (d diskLog) deriveTile(level, index uint64, width int) ([][]byte, error) {
+	if level == 0 {
+		entries, err := d.bundle(index, width)
+		if err != nil {
+			return nil, err
+		}
+		hashes := make([][]byte, len(entries))
+		for i, e := range entries {
+			hashes[i] = rfc6962.DefaultHasher.HashLeaf(e)
+		}
+		return hashes, nil
+	}
+	nodes := make([][]byte, width)
+	for j := range width {
+		child, _, err := d.tile(level-1, index*layout.TileWidth+uint64(j), layout.TileWidth)
+		if err != nil {
+			return nil, err
+		}
+		nodes[j] = subtreeRoot(child)
+	}
+	return nodes, nil
+}
+
+// subtreeRoot is the root of a perfect subtree given its 2^k leaves.
+func subtreeRoot(level [][]byte) []byte {
+	for len(level) > 1 {
+		next := make([][]byte, len(level)/2)
+		for i := range next {
+			next[i] = rfc6962.DefaultHasher.HashChildren(level[2*i], level[2*i+1])
+		}
+		level = next
+	}
+	return level[0]
+}
+
+// logCheck is what the start-up check found.
+type logCheck struct {
+	size       uint64 // integrated entries, from the tree state
+	root       []byte
+	checkpoint *checkpoints.SignedCheckpoint // nil when none is published yet
+	tempFiles  int                           // left by interrupted writes, removed
+}
+
+// checkLog is the start-up check of the log folder, run before Tessera opens
+// it; it reads O(log n) files whatever the log's size. It removes the
+// temporary files of writes a crash or a full disk interrupted, then
+// checks that:
+//   - the published checkpoint verifies under the log's own key and is not
+//     ahead of the tree state;
+//   - the newest entry bundle holds every entry the tree state counts;
+//   - the newest tile at each level is complete and equals what the entries
+//     and tiles below it derive;
+//   - those tiles hash to the tree state's root, and the checkpoint's tree
+//     is a prefix of it (a consistency proof from the tiles).
+//
+// Anything else is a *DamageError naming the file: the kernel must neither
+// serve nor append on top of it. The whole log is checked later, in the
+// background (scrubLog), and by annald verify.
+func checkLog(ctx context.Context, logPath string, v note.Verifier) (*logCheck, error) {
+	temps, err := removeTempFiles(logPath)
+	if err != nil {
+		return nil, err
+	}
+	c, err := verifyLogEdge(ctx, logPath, v)
+	if err != nil {
+		return nil, err
+	}
+	c.tempFiles = temps
+	return c, nil
+}
+
+// verifyLogEdge is checkLog less the removal of temporary files, which
+// only a log folder no writer has open may undergo.
+func verifyLogEdge(ctx context.Context, logPath string, v note.Verifier) (*logCheck, error) {
+	d := diskLog{root: logPath}
+	c := &logCheck{}
+	size, root, err := d.treeState()
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if exists, _ := logExists(logPath); exists {
+			return nil, &DamageError{File: d.path(treeStatePath), Problem: "missing, while the log has a checkpoint", Remedy: remedyBackup}
+		}
+		if _, err := os.Stat(d.path("tile")); err == nil {
+			return nil, &DamageError{File: d.path(treeStatePath), Problem: "missing, while the log has tiles", Remedy: remedyBackup}
+		}
+		return c, nil // a new log: Tessera makes it
+	case err != nil:
+		return nil, err
+	}
+	c.size, c.root = size, root
+	raw, err := os.ReadFile(d.path(checkpointFileName))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		// Tessera publishes one from the tree state as soon as it opens.
+	case err != nil:
+		return nil, err
+	default:
+		cp, err := checkpoints.OpenCheckpoint(raw, v)
+		if err != nil {
+			return nil, &DamageError{File: d.path(checkpointFileName), Problem: fmt.Sprintf("does not verify under the log's key %s: %v", v.Name(), err),
+				Remedy: "annald repair signs a new checkpoint of the tree state once the tiles agree with it", Repairable: true}
+		}
+		if cp.Size > size {
+			return nil, &DamageError{File: d.path(treeStatePath), Problem: fmt.Sprintf("counts %d entries, but the signed checkpoint %d", size, cp.Size), Remedy: remedyBackup}
+		}
+		c.checkpoint = cp
+	}
+	if size == 0 {
+		return c, nil
+	}
+	for level, t := range rightEdge(size) {
+		have, file, err := d.tile(uint64(level), t.index, t.width)
+		if err != nil {
+			return nil, err
+		}
+		want, err := d.deriveTile(uint64(level), t.index, t.width)
+		if err != nil {
+			return nil, err
+		}
+		for j := range want {
+			if !bytes.Equal(have[j], want[j]) {
+				if level == 0 {
+					return nil, c.blameLeaf(ctx, d, t.index*layout.EntryBundleWidth+uint64(j), want[j], file)
+				}
+				return nil, &DamageError{File: file, Problem: fmt.Sprintf("hash %d is not what the entries below it hash to", j), Remedy: remedyRepair, Repairable: true,
+					tile: &tileRef{uint64(level), t.index, t.width}}
+			}
+		}
+	}
+	if err := c.verifyRoot(ctx, d); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// blameLeaf says which side is damaged when entry i hashes to leaf but its
+// level-0 tile (file) says otherwise: the tile, if the entry's inclusion
+// proof (built from the tile's other hashes) holds under the tree state's
+// root, else the entry.
+func (c *logCheck) blameLeaf(ctx context.Context, d diskLog, i uint64, leaf []byte, file string) error {
+	pb, err := client.NewProofBuilder(ctx, c.size, d.readTile)
+	if err == nil {
+		var incl [][]byte
+		if incl, err = pb.InclusionProof(ctx, i); err == nil {
+			err = proof.VerifyInclusion(rfc6962.DefaultHasher, i, c.size, leaf, incl, c.root)
+		}
+	}
+	if err == nil {
+		return &DamageError{File: file, Problem: fmt.Sprintf("the hash of entry %d is not what the entry hashes to", i), Remedy: remedyRepair, Repairable: true,
+			tile: &tileRef{0, i / layout.TileWidth, int(min(c.size-i/layout.TileWidth*layout.TileWidth, layout.TileWidth))}}
+	}
+	bundle := d.path(layout.EntriesPath(i/layout.EntryBundleWidth, partialWidth(int(min(c.size-i/layout.EntryBundleWidth*layout.EntryBundleWidth, layout.EntryBundleWidth)))))
+	return &DamageError{File: bundle, Problem: fmt.Sprintf("entry %d hashes to %x, which the signed tree does not hold: it was changed after it was logged", i, leaf), Remedy: remedyBackup}
+}
+
+// verifyRoot checks the tiles against the tree state's root (the inclusion
+// proof of the newest entry) and the checkpoint's tree against them.
+func (c *logCheck) verifyRoot(ctx context.Context, d diskLog) error {
+	last := c.size - 1
+	entries, err := d.bundle(last/layout.EntryBundleWidth, int(last%layout.EntryBundleWidth)+1)
+	if err != nil {
+		return err
+	}
+	pb, err := client.NewProofBuilder(ctx, c.size, d.readTile)
+	if err != nil {
+		return fmt.Errorf("read the tiles of the tree: %w", err)
+	}
+	incl, err := pb.InclusionProof(ctx, last)
+	if err == nil {
+		err = proof.VerifyInclusion(rfc6962.DefaultHasher, last, c.size, rfc6962.DefaultHasher.HashLeaf(entries[len(entries)-1]), incl, c.root)
+	}
+	if err != nil {
+		return &DamageError{File: d.path(treeStatePath), Problem: fmt.Sprintf("the tiles do not hash to its root %x: %v", c.root, err), Remedy: remedyBackup}
+	}
+	cp := c.checkpoint
+	if cp == nil || cp.Size == 0 {
+		return nil
+	}
+	if cp.Size == c.size {
+		if !bytes.Equal(cp.Hash[:], c.root) {
+			return &DamageError{File: d.path(checkpointFileName), Problem: fmt.Sprintf("signs root %x for size %d, the tree has %x", cp.Hash, cp.Size, c.root), Remedy: remedyBackup}
+		}
+		return nil
+	}
+	cons, err := pb.ConsistencyProof(ctx, cp.Size, c.size)
+	if err == nil {
+		err = proof.VerifyConsistency(rfc6962.DefaultHasher, cp.Size, c.size, cons, cp.Hash[:], c.root)
+	}
+	if err != nil {
+		return &DamageError{File: d.path(checkpointFileName), Problem: fmt.Sprintf("the signed tree of size %d is not a prefix of the tiles' tree of size %d: %v", cp.Size, c.size, err), Remedy: remedyBackup}
+	}
+	return nil
+}
+
+// tempFileName matches the temporary files Tessera's POSIX driver writes
+// before renaming them into place: the target's name followed by a random
+// number. A crash, or a full disk, can leave them behind.
+var tempFileName = regexp.MustCompile(`^(?:[0-9]{3}[0-9]+|(?:checkpoint|treeState|gcState|version)[0-9]+)$`)
+
+// removeTempFiles removes what interrupted writes left in the log folder
+// and returns how many there were. Inside a partial folder (NNN.p) a name is
+// a width (1 to 255); anything longer is a temporary file.
+func removeTempFiles(logPath string) (int, error) {
+	n := 0
+	err := filepath.WalkDir(logPath, func(p string, e fs.DirEntry, err error) error {
+		if err != nil || e.IsDir() {
+			return err
+		}
+		name := e.Name()
+		temp := tempFileName.MatchString(name)
+		if filepath.Ext(filepath.Dir(p)) == ".p" {
+			temp = len(name) > 3
+		}
+		if !temp {
+			return nil
+		}
+		n++
+		return os.Remove(p)
+	})
+	if errors.Is(err, fs.ErrNotExist) {
+		err = nil
+	}
+	return n, err
+}
+
+// scrubLog reads the whole log below size: every entry bundle against its
+// level-0 tile, every tile above against the tiles below it, and the root
+// of all entries against root. It names the first file that disagrees: an
+// entry changed after it was logged (the entries no longer hash to root),
+// or else a damaged tile (which annald repair re-derives).
+func scrubLog(ctx context.Context, logPath string, size uint64, root []byte) error {
+	d := diskLog{root: logPath}
+	rng := (&compact.RangeFactory{Hash: rfc6962.DefaultHasher.HashChildren}).NewEmptyRange(0)
+	var badTile, badEntry *DamageError
+	// check compares the tile at level, index with the nodes derived from
+	// the entries, and remembers the first difference.
+	check := func(level int, index uint64, nodes [][]byte) error {
+		have, file, err := d.tile(uint64(level), index, len(nodes))
+		var damage *DamageError
+		if errors.As(err, &damage) && badTile == nil {
+			badTile = damage
+			return nil
+		} else if err != nil {
+			return err
+		}
+		for j := range nodes {
+			if bytes.Equal(have[j], nodes[j]) || badTile != nil {
+				continue
+			}
+			badTile = &DamageError{File: file, Problem: fmt.Sprintf("hash %d is not what the entries below it hash to", j), Remedy: remedyRepair, Repairable: true,
+				tile: &tileRef{uint64(level), index, len(nodes)}}
+			if level == 0 {
+				i := index*layout.EntryBundleWidth + uint64(j)
+				badEntry = &DamageError{File: d.path(layout.EntriesPath(index, partialWidth(len(nodes)))),
+					Problem: fmt.Sprintf("entry %d hashes to %x, but its tile and the signed tree have %x: it was changed after it was logged", i, nodes[j], have[j]), Remedy: remedyBackup}
+			}
+		}
+		return nil
+	}
+	// pending[l] are the level-l nodes derived so far for the tile being
+	// filled at that level.
+	pending := make([][][]byte, 1)
+	var push func(level int, index uint64, nodes [][]byte) error
+	push = func(level int, index uint64, nodes [][]byte) error {
+		if err := check(level, index, nodes); err != nil || len(nodes) < layout.TileWidth {
+			return err
+		}
+		if len(pending) <= level+1 {
+			pending = append(pending, nil)
+		}
+		pending[level+1] = append(pending[level+1], subtreeRoot(nodes))
+		if len(pending[level+1]) < layout.TileWidth {
+			return nil
+		}
+		full := pending[level+1]
+		pending[level+1] = nil
+		return push(level+1, index/layout.TileWidth, full)
+	}
+	for b := uint64(0); b*layout.EntryBundleWidth < size; b++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		n := int(min(size-b*layout.EntryBundleWidth, layout.EntryBundleWidth))
+		entries, err := d.bundle(b, n)
+		if err != nil {
+			return err
+		}
+		hashes := make([][]byte, n)
+		for i, e := range entries {
+			hashes[i] = rfc6962.DefaultHasher.HashLeaf(e)
+			if err := rng.Append(hashes[i], nil); err != nil {
+				return err
+			}
+		}
+		if err := push(0, b, hashes); err != nil {
+			return err
+		}
+	}
+	// The partial tiles of the right edge above level 0.
+	for level := 1; level < len(pending); level++ {
+		if len(pending[level]) > 0 {
+			if err := check(level, (size>>(layout.TileHeight*level))/layout.TileWidth, pending[level]); err != nil {
+				return err
+			}
+		}
+	}
+	got, err := rng.GetRootHash(nil)
+	if err != nil {
+		return err
+	}
+	switch {
+	case bytes.Equal(got, root) && badTile != nil:
+		return badTile
+	case bytes.Equal(got, root):
+		return nil
+	case badEntry != nil:
+		return badEntry
+	}
+	return &DamageError{File: d.path("tile/entries"), Problem: fmt.Sprintf("the %d stored entries hash to root %x, the signed tree says %x: entries were changed after they were logged", size, got, root), Remedy: remedyBackup}
+}
+
+// probeWritable writes n bytes to a file in dir, syncs it and removes it:
+// whether the file system takes writes again after one failed.
+func probeWritable(dir string, n int) (err error) {
+	f, err := os.CreateTemp(dir, ".write-probe-*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		f.Close()
+		if rerr := os.Remove(f.Name()); err == nil {
+			err = rerr
+		}
+	}()
+	if _, err := f.Write(make([]byte, n)); err != nil {
+		return err
+	}
+	return f.Sync()
+}

@@ -1,0 +1,186 @@
+package kernel
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/annal-dev/annal/checkpoints"
+	"github.com/transparency-dev/tessera/api"
+	"github.com/transparency-dev/tessera/api/layout"
+	"golang.org/x/mod/sumdb/note"
+)
+
+// RepairReport says what Repair mended.
+type RepairReport struct {
+	// TempFiles is how many temporary files of interrupted writes it removed.
+	TempFiles int
+	// Mended lists each file rewritten, and from what.
+	Mended []string
+	// Size is the log's size, every entry and tile of which now agrees
+	// with the signed tree.
+	Size uint64
+	// State is what rebuilding the state cache found.
+	State *RebuildReport
+}
+
+// maxRepairs bounds the files one Repair rewrites: each is a damaged tile
+// or checkpoint, re-derived and then checked again.
+const maxRepairs = 64
+
+// Repair mends what can be mended in a data folder without losing anything
+// the log acknowledged, and refuses the rest: it removes the temporary
+// files of interrupted writes; re-derives a damaged or missing hash tile
+// from the entries (or tiles) below it, keeping it only if the tree then
+// hashes to the signed root; signs a new checkpoint of the tree state when
+// the published one does not verify; and rebuilds the state cache from the
+// log. A lost or changed entry, or a tree state that the entries do not
+// hash to, cannot be mended from the folder: it says so, naming the file
+// (restore the log folder from a backup). The data folder must not be in
+// use.
+func Repair(ctx context.Context, cfg Config) (*RepairReport, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(filepath.Join(cfg.DataDir, originFileName)); err != nil {
+		return nil, fmt.Errorf("%s is not an annald data folder: %w", cfg.DataDir, err)
+	}
+	dir, err := openDataDir(cfg.DataDir, "")
+	if err != nil {
+		return nil, err
+	}
+	signer, err := checkpoints.NewLogSigner(dir.SigningKey)
+	if err != nil {
+		dir.Close()
+		return nil, err
+	}
+	verifier, err := checkpoints.NewLogVerifier(dir.VerifierKey)
+	if err != nil {
+		dir.Close()
+		return nil, err
+	}
+	report := &RepairReport{}
+	if report.TempFiles, err = removeTempFiles(dir.LogPath()); err != nil {
+		dir.Close()
+		return nil, err
+	}
+	d := diskLog{root: dir.LogPath()}
+	for attempt := 0; ; attempt++ {
+		if attempt == maxRepairs {
+			dir.Close()
+			return report, fmt.Errorf("gave up after mending %d files", maxRepairs)
+		}
+		c, err := verifyLogEdge(ctx, dir.LogPath(), verifier)
+		if err == nil && c.size > 0 {
+			err = scrubLog(ctx, dir.LogPath(), c.size, c.root)
+		}
+		var damage *DamageError
+		switch {
+		case err == nil:
+			report.Size = c.size
+		case !errors.As(err, &damage) || !damage.Repairable:
+			dir.Close()
+			return report, err
+		case damage.tile != nil:
+			undo, derr := d.rederiveTile(*damage.tile)
+			if derr == nil {
+				derr = d.checkMended(ctx, verifier, damage.File)
+			}
+			if derr != nil && undo != nil {
+				// The entries below were the damaged side: keep the tile.
+				derr = errors.Join(err, derr, undo())
+			}
+			if err = derr; err == nil {
+				report.Mended = append(report.Mended, fmt.Sprintf("%s: derived again from the %s below it", damage.File, map[bool]string{true: "entries", false: "tiles"}[damage.tile.level == 0]))
+			}
+		default: // the checkpoint
+			if err = d.resignCheckpoint(ctx, dir.Origin, signer, verifier); err == nil {
+				report.Mended = append(report.Mended, fmt.Sprintf("%s: signed again from the tree state (%s)", damage.File, damage.Problem))
+			}
+		}
+		if err != nil {
+			dir.Close()
+			return report, err
+		}
+		if damage == nil {
+			break
+		}
+	}
+	// The log is sound: the state cache is rebuilt from it.
+	dir.Close()
+	if report.State, err = Rebuild(ctx, cfg); err != nil {
+		return report, fmt.Errorf("rebuild the state cache: %w", err)
+	}
+	return report, nil
+}
+
+// rederiveTile writes the tile t as the level below derives it, and
+// returns how to put back what was there.
+func (d diskLog) rederiveTile(t tileRef) (undo func() error, err error) {
+	nodes, err := d.deriveTile(t.level, t.index, t.width)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := api.HashTile{Nodes: nodes}.MarshalText()
+	if err != nil {
+		return nil, err
+	}
+	p := d.path(layout.TilePath(t.level, t.index, partialWidth(t.width)))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return nil, err
+	}
+	old, rerr := os.ReadFile(p)
+	undo = func() error { return os.Remove(p) }
+	if rerr == nil {
+		undo = func() error { return writeFileAtomic(p, old, 0o644) }
+	}
+	return undo, writeFileAtomic(p, raw, 0o644)
+}
+
+// checkMended checks the log again after file was rewritten: it must be
+// sound, or damaged only in another file that can be mended.
+func (d diskLog) checkMended(ctx context.Context, verifier note.Verifier, file string) error {
+	c, err := verifyLogEdge(ctx, d.root, verifier)
+	if err == nil && c.size > 0 {
+		err = scrubLog(ctx, d.root, c.size, c.root)
+	}
+	var damage *DamageError
+	if err == nil || (errors.As(err, &damage) && damage.Repairable && damage.File != file) {
+		return nil
+	}
+	return err
+}
+
+// resignCheckpoint replaces a published checkpoint that does not verify
+// with one of the tree state, signed by the log's key, once the tiles
+// agree with the tree state. The bad one is kept beside it.
+func (d diskLog) resignCheckpoint(ctx context.Context, origin string, signer note.Signer, verifier note.Verifier) error {
+	p := d.path(checkpointFileName)
+	bad, err := os.ReadFile(p)
+	if err != nil {
+		return err
+	}
+	if err := writeFileAtomic(p+".damaged", bad, 0o644); err != nil {
+		return err
+	}
+	if err := os.Remove(p); err != nil {
+		return err
+	}
+	c, err := verifyLogEdge(ctx, d.root, verifier)
+	if err != nil {
+		// Put it back: nothing is mended unless everything else agrees.
+		return errors.Join(err, writeFileAtomic(p, bad, 0o644))
+	}
+	cp := checkpoints.Checkpoint{Origin: origin, Size: c.size, Hash: [32]byte(c.root)}
+	signed, err := checkpoints.SignCheckpoint(cp, signer)
+	if err != nil {
+		return err
+	}
+	if bytes.Equal(signed, bad) {
+		return fmt.Errorf("%s: signing the tree state again gives the same checkpoint", p)
+	}
+	return writeFileAtomic(p, signed, 0o644)
+}
