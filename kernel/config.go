@@ -103,6 +103,9 @@ type Config struct {
 	// wrapAdd, if set, wraps Tessera's Add: tests use it to make appends
 	// fail the way a full disk does.
 	wrapAdd func(tessera.AddFn) tessera.AddFn
+	// probeWrite, if set, replaces the resume loop's probe of the data
+	// folder (probeWritable), for the same tests.
+	probeWrite func() error
 	// Now is the kernel's clock.
 	Now func() time.Time
 	// Logger receives one structured line per notable event.

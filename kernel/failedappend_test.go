@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -16,13 +17,20 @@ import (
 // reports the append of the timeout as failed although the entry landed;
 // the old kernel wrote the timeout again a second later, and then could
 // neither start nor rebuild. Now a failed append stops every writer — the
-// hold loop included — until a restart folds what the log holds, and the
-// log stays foldable.
+// hold loop included — until the storage takes writes again; then the
+// kernel folds what landed and resumes by itself, and the log stays
+// foldable.
 func TestAttack_FailedAppendNeverWritesWhatCannotFold(t *testing.T) {
 	dir := t.TempDir()
 	var diskFull atomic.Bool
 	g := openGov(t, func(c *Config) {
 		c.DataDir = dir
+		c.probeWrite = func() error {
+			if diskFull.Load() {
+				return syscall.ENOSPC
+			}
+			return nil
+		}
 		c.wrapAdd = func(add tessera.AddFn) tessera.AddFn {
 			return func(ctx context.Context, e *tessera.Entry) tessera.IndexFuture {
 				f := add(ctx, e)
@@ -52,15 +60,34 @@ func TestAttack_FailedAppendNeverWritesWhatCannotFold(t *testing.T) {
 	if landed != size+1 {
 		t.Fatalf("log grew from %d to %d; the timeout should have landed once", size, landed)
 	}
-	diskFull.Store(false) // space returns
-	g.timeOutHolds(ctx)
+	if err := g.Ready(); err == nil {
+		t.Fatal("the kernel says it is ready right after a failed append")
+	}
+	if _, err := g.submit(agent, event.Observe, "workspace/x"); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("a request while the disk is full: %v, want unavailable", err)
+	}
 	g.produce(ctx, true)
 	g.expireControl(ctx)
-	if _, err := g.submit(agent, event.Observe, "workspace/x"); !errors.Is(err, ErrUnavailable) {
-		t.Fatalf("a request after a failed append: %v, want unavailable", err)
-	}
 	if g.size() != landed {
-		t.Fatalf("after the failed append the kernel wrote %d more entries", g.size()-landed)
+		t.Fatalf("while the disk was full the kernel wrote %d more entries", g.size()-landed)
+	}
+	diskFull.Store(false) // space returns: the kernel resumes by itself
+	waitReady(t, g.Kernel)
+	g.timeOutHolds(ctx)
+	g.mu.Lock()
+	status := g.ledger.Holds[rc.HoldID].Status
+	g.mu.Unlock()
+	if status != ledger.HoldTimedOut || g.size() != landed {
+		t.Fatalf("after resuming: hold %s, log grew by %d (the timeout that landed must be folded, not written again)", status, g.size()-landed)
+	}
+	if _, err := g.submit(agent, event.Observe, "workspace/x"); err != nil {
+		t.Fatalf("a request after resuming: %v", err)
+	}
+	if g.size() != landed+1 {
+		t.Fatalf("one action after resuming grew the log by %d", g.size()-landed)
+	}
+	if diff, err := g.stateMatchesReplay(ctx); err != nil || diff != nil {
+		t.Fatalf("state after resuming differs from the replay: %v %v", diff, err)
 	}
 	if err := g.Close(); err != nil {
 		t.Logf("close after a failed append: %v", err)
@@ -83,5 +110,17 @@ func TestAttack_FailedAppendNeverWritesWhatCannotFold(t *testing.T) {
 	key, _ := LocalVerifierKey(dir)
 	if rep, err := Audit(ctx, LocalLog(dir), key); err != nil || rep.Broken != nil {
 		t.Fatalf("audit after the disk filled: %+v %v", rep, err)
+	}
+}
+
+// waitReady waits (bounded) until the kernel takes writes again.
+func waitReady(t testing.TB, k *Kernel) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for k.Ready() != nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("the kernel did not resume: %v", k.Ready())
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -33,8 +33,8 @@ type groupCommitter struct {
 	pending  []*commitRequest
 	inFlight bool // a group is with Tessera
 	wake     chan struct{}
-	stop    chan struct{}
-	done    chan struct{}
+	stop     chan struct{}
+	done     chan struct{}
 }
 
 type commitRequest struct {

@@ -326,7 +326,11 @@ func (k *Kernel) tryResume(ctx context.Context) (done bool, err error) {
 	if !resumable {
 		return true, nil
 	}
-	if err := probeWritable(k.dir.Path, resumeProbeBytes); err != nil {
+	probe := func() error { return probeWritable(k.dir.Path, resumeProbeBytes) }
+	if k.cfg.probeWrite != nil {
+		probe = k.cfg.probeWrite
+	}
+	if err := probe(); err != nil {
 		return false, err
 	}
 	if !k.log.group.idle() {
@@ -350,6 +354,11 @@ func (k *Kernel) tryResume(ctx context.Context) (done bool, err error) {
 	}
 	k.logger.Info("the log takes writes again; the kernel resumes", "size", check.size, "after", k.failed)
 	k.failed, k.resumable = nil, false
+	go func() {
+		if n, err := removeTempFilesOlder(k.dir.LogPath(), time.Minute); err != nil || n > 0 {
+			k.logger.Info("removed temporary files that failed writes left", "count", n, "err", err)
+		}
+	}()
 	return true, nil
 }
 
@@ -467,6 +476,8 @@ type Info struct {
 	VerifierKey string `json:"verifier_key"`
 	Size        uint64 `json:"size"`
 	Checkpoint  uint64 `json:"checkpoint_size"`
+	// NotReady is why the kernel takes no writes (nil while it does).
+	NotReady error `json:"-"`
 }
 
 // Info returns the origin, verifier key, integrated size and the size of
@@ -476,7 +487,7 @@ func (k *Kernel) Info(ctx context.Context) (Info, error) {
 	if err != nil {
 		return Info{}, err
 	}
-	info := Info{Origin: k.dir.Origin, VerifierKey: k.dir.VerifierKey, Size: size}
+	info := Info{Origin: k.dir.Origin, VerifierKey: k.dir.VerifierKey, Size: size, NotReady: k.Ready()}
 	if cp, err := k.log.latestCheckpoint(ctx); err == nil {
 		info.Checkpoint = cp.Size
 	}

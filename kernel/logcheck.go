@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"time"
 
 	"github.com/annal-dev/annal/checkpoints"
 	"github.com/transparency-dev/merkle/compact"
@@ -354,9 +355,16 @@ var tempFileName = regexp.MustCompile(`^(?:[0-9]{3}[0-9]+|(?:checkpoint|treeStat
 
 // removeTempFiles removes what interrupted writes left in the log folder
 // and returns how many there were. Inside a partial folder (NNN.p) a name is
-// a width (1 to 255); anything longer is a temporary file.
-func removeTempFiles(logPath string) (int, error) {
+// a width (1 to 255); anything longer is a temporary file. (Tessera v1.0.4
+// leaves one behind for every write that fails with a full disk: its
+// createTemp clears the name it then means to remove.)
+func removeTempFiles(logPath string) (int, error) { return removeTempFilesOlder(logPath, 0) }
+
+// removeTempFilesOlder removes the temporary files last written more than
+// age ago: while Tessera runs, younger ones may be writes in progress.
+func removeTempFilesOlder(logPath string, age time.Duration) (int, error) {
 	n := 0
+	cutoff := time.Now().Add(-age)
 	err := filepath.WalkDir(logPath, func(p string, e fs.DirEntry, err error) error {
 		if err != nil || e.IsDir() {
 			return err
@@ -369,8 +377,16 @@ func removeTempFiles(logPath string) (int, error) {
 		if !temp {
 			return nil
 		}
+		if age > 0 {
+			if fi, err := e.Info(); err != nil || fi.ModTime().After(cutoff) {
+				return nil
+			}
+		}
 		n++
-		return os.Remove(p)
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		return nil
 	})
 	if errors.Is(err, fs.ErrNotExist) {
 		err = nil

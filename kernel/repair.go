@@ -184,3 +184,33 @@ func (d diskLog) resignCheckpoint(ctx context.Context, origin string, signer not
 	}
 	return writeFileAtomic(p, signed, 0o644)
 }
+
+// VerifyFolder checks a data folder's log without changing anything (annald
+// may be running on it): the start-up check of its newest files under the
+// key in log.pub, then every entry and tile against the tree state's root,
+// which the signed checkpoint's tree is a prefix of. It names the first
+// damaged file.
+func VerifyFolder(ctx context.Context, dataDir string) (size uint64, err error) {
+	key, err := LocalVerifierKey(dataDir)
+	if err != nil {
+		return 0, err
+	}
+	v, err := checkpoints.NewLogVerifier(key)
+	if err != nil {
+		return 0, err
+	}
+	logPath := filepath.Join(dataDir, logDirName)
+	c, err := verifyLogEdge(ctx, logPath, v)
+	if err != nil {
+		return 0, err
+	}
+	if c.checkpoint == nil {
+		return 0, fmt.Errorf("%s: no signed checkpoint yet", filepath.Join(logPath, checkpointFileName))
+	}
+	if c.size > 0 {
+		if err := scrubLog(ctx, logPath, c.size, c.root); err != nil {
+			return 0, err
+		}
+	}
+	return c.size, nil
+}

@@ -37,6 +37,8 @@ func New(k *kernel.Kernel, logger *slog.Logger) *Server {
 	s.mux.HandleFunc("GET /checkpoint", s.handleCheckpoint)
 	s.mux.HandleFunc("GET /tile/", s.handleTile)
 	s.mux.HandleFunc("GET /v1/info", s.handleInfo)
+	s.mux.HandleFunc("GET /v1/healthz", s.handleHealth)
+	s.mux.HandleFunc("GET /v1/readyz", s.handleReady)
 	s.mux.HandleFunc("POST /v1/actions", s.handleSubmit)
 	s.mux.HandleFunc("POST /v1/agents", s.handleCreateAgent)
 	s.routeGovernance()
@@ -217,7 +219,28 @@ func (s *Server) handleInfo(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, api.Info{Origin: info.Origin, VerifierKey: info.VerifierKey, Size: info.Size, CheckpointSize: info.Checkpoint})
+	out := api.Info{Origin: info.Origin, VerifierKey: info.VerifierKey, Size: info.Size, CheckpointSize: info.Checkpoint, Ready: info.NotReady == nil}
+	if info.NotReady != nil {
+		out.NotReady = info.NotReady.Error()
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// handleHealth answers while the process serves: liveness, not readiness.
+func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, api.Readiness{Ready: s.k.Ready() == nil})
+}
+
+// handleReady answers 200 while the kernel takes writes, else 503 and why
+// (a failed append it will resume from by itself, or a damaged log).
+func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	if err := s.k.Ready(); err != nil {
+		writeJSON(w, http.StatusServiceUnavailable, api.Readiness{Reason: err.Error()})
+		return
+	}
+	writeJSON(w, http.StatusOK, api.Readiness{Ready: true})
 }
 
 func (s *Server) handleEvent(w http.ResponseWriter, r *http.Request) {

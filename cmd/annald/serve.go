@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -17,6 +19,7 @@ import (
 	"github.com/annal-dev/annal/kernel/event"
 	"github.com/annal-dev/annal/logserver"
 	"github.com/spf13/cobra"
+	"golang.org/x/net/netutil"
 	"k8s.io/klog/v2"
 )
 
@@ -30,7 +33,7 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newServeCommand(), newRebuildCommand(), newVerifyCommand(), newAuditCommand())
+	root.AddCommand(newServeCommand(), newRebuildCommand(), newVerifyCommand(), newRepairCommand(), newAuditCommand())
 	return root
 }
 
@@ -51,6 +54,8 @@ type serveFlags struct {
 	noRateLimit          bool
 	killWebhook          string
 	killTimeout          time.Duration
+	maxConnections       int
+	idleTimeout          time.Duration
 }
 
 func newServeCommand() *cobra.Command {
@@ -83,6 +88,8 @@ func newServeCommand() *cobra.Command {
 	fl.BoolVar(&f.noRateLimit, "no-rate-limit", false, "turn the rate limit gate off")
 	fl.StringVar(&f.killWebhook, "kill-webhook", "", "URL to POST {agent, session, reason} to when an agent is killed; a 2xx answer confirms termination")
 	fl.DurationVar(&f.killTimeout, "kill-timeout", 5*time.Second, "how long the kill webhook may take (§12.5)")
+	fl.IntVar(&f.maxConnections, "max-connections", 1024, "most client connections served at once; more wait to be accepted")
+	fl.DurationVar(&f.idleTimeout, "idle-timeout", 120*time.Second, "how long an idle keep-alive connection stays open")
 	fl.DurationVar(&f.tick, "tick", time.Duration(event.DefaultEnergy.TickMillis)*time.Millisecond, "tick length Δt, in milliseconds or more (first start only)")
 	return cmd
 }
@@ -127,6 +134,9 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 		}
 		cfg.WitnessPolicy, cfg.WitnessTimeout = policy, f.witnessTimeout
 	}
+	if f.maxConnections < 1 {
+		return fmt.Errorf("--max-connections must be at least 1")
+	}
 	k, err := kernel.Open(cfg)
 	if err != nil {
 		return err
@@ -140,11 +150,12 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	ln = netutil.LimitListener(ln, f.maxConnections)
 	srv := &http.Server{
 		Handler:           logserver.New(k, logger),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       60 * time.Second,
-		IdleTimeout:       120 * time.Second,
+		IdleTimeout:       f.idleTimeout,
 		MaxHeaderBytes:    64 << 10,
 	}
 	fmt.Fprintf(stdout, "annald: log %s\n", k.Origin())
@@ -159,13 +170,19 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 		return err
 	case <-ctx.Done():
 	}
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	// A stop takes at most about 5 s in every state: requests in flight get
+	// httpDrain to finish (a long poll is cut), then the kernel gets its
+	// own bound to write what it holds.
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), httpDrain)
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
+		srv.Close()
 	}
 	return nil
 }
+
+// httpDrain is how long a stop waits for requests in flight.
+const httpDrain = 1500 * time.Millisecond
 
 func newRebuildCommand() *cobra.Command {
 	var data string
@@ -206,28 +223,68 @@ func newVerifyCommand() *cobra.Command {
 	var data string
 	cmd := &cobra.Command{
 		Use:   "verify",
-		Short: "Check that the stored log still hashes to its latest signed checkpoint",
-		Long: `verify reads every entry up to the latest checkpoint, parses it strictly, and
-checks that the tree of their leaf hashes has the checkpoint's signed root: an
-entry changed on disk after it was logged is found. annald must not be running
-on the folder.`,
+		Short: "Check every entry and tile of the stored log against its signed tree",
+		Long: `verify checks that the published checkpoint verifies under the log's key
+(log.pub), that the tree state agrees with it, and that every entry and every
+hash tile on disk hashes to the signed root: an entry or tile changed on disk
+after it was logged is found, and the first damaged file is named. It changes
+nothing and may run while annald serves the folder. Exit status 1 on damage.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			origin, err := os.ReadFile(filepath.Join(data, "origin"))
+			if err != nil {
+				return fmt.Errorf("%s is not an annald data folder: %w", data, err)
+			}
+			start := time.Now()
+			size, err := kernel.VerifyFolder(cmd.Context(), data)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "annald: the %d entries of %s and their tiles hash to its signed tree (%v)\n", size, strings.TrimSpace(string(origin)), time.Since(start).Round(time.Millisecond))
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&data, "data", "./annal-data", "data folder")
+	return cmd
+}
+
+func newRepairCommand() *cobra.Command {
+	var data string
+	cmd := &cobra.Command{
+		Use:   "repair",
+		Short: "Mend what the data folder itself can mend, and name what it cannot",
+		Long: `repair removes the temporary files of interrupted writes, derives a damaged
+or missing hash tile again from the entries below it (kept only if the tree
+then hashes to the signed root), signs a new checkpoint of the tree state when
+the published one does not verify, and rebuilds the state cache from the log.
+A lost or changed entry cannot be mended from the folder: repair names the
+file and stops (restore the log folder from a backup). annald must not be
+running on the folder.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			klog.SetOutput(io.Discard)
 			klog.LogToStderr(false)
 			cfg := kernel.DefaultConfig(data)
 			cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-			cfg.DisableProduction = true
-			k, err := kernel.Open(cfg)
+			r, err := kernel.Repair(cmd.Context(), cfg)
+			out := cmd.OutOrStdout()
+			if r != nil {
+				if r.TempFiles > 0 {
+					fmt.Fprintf(out, "annald: removed %d temporary files of interrupted writes\n", r.TempFiles)
+				}
+				for _, m := range r.Mended {
+					fmt.Fprintf(out, "annald: mended %s\n", m)
+				}
+			}
 			if err != nil {
 				return err
 			}
-			defer k.Close()
-			size, err := k.VerifyLog(cmd.Context())
-			if err != nil {
-				return err
+			fmt.Fprintf(out, "annald: the log's %d entries and tiles agree with its signed tree\n", r.Size)
+			if d := r.State.Differences; len(d) > 0 {
+				fmt.Fprintf(out, "annald: rebuilt the state cache, which differed from the log in %d places\n", len(d))
+			} else {
+				fmt.Fprintf(out, "annald: the state cache equals the log's replay\n")
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "annald: the %d entries of %s hash to its signed checkpoint\n", size, k.Origin())
 			return nil
 		},
 	}

@@ -191,6 +191,16 @@ type Info struct {
 	VerifierKey    string `json:"verifier_key"`
 	Size           uint64 `json:"size"`
 	CheckpointSize uint64 `json:"checkpoint_size"`
+	// Ready says whether the kernel takes writes; NotReady is why not.
+	Ready    bool   `json:"ready"`
+	NotReady string `json:"not_ready,omitempty"`
+}
+
+// Readiness is the body of GET /v1/readyz (200 when ready, else 503) and
+// GET /v1/healthz (200 while the process serves).
+type Readiness struct {
+	Ready  bool   `json:"ready"`
+	Reason string `json:"reason,omitempty"`
 }
 
 // Error is the body of every 4xx and 5xx answer.

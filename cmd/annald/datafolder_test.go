@@ -1,0 +1,167 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/annal-dev/annal/logserver/api"
+	"github.com/transparency-dev/merkle/rfc6962"
+)
+
+func annald(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	out, err := exec.Command(annaldBinary, args...).CombinedOutput()
+	return string(out), err
+}
+
+// submitN sends n observe actions as root and returns how many succeeded.
+func submitN(t *testing.T, d *daemon, n int) {
+	t.Helper()
+	c := d.client(t, d.rootCredential(t))
+	for i := range n {
+		if _, err := c.Submit(context.Background(), api.ActionRequest{Type: "observe", Target: fmt.Sprintf("workspace/%d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestDamagedFolderIsRefusedVerifiedAndRepaired(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	d := startDaemon(t, dir)
+	submitN(t, d, 300)
+	d.stop(t)
+	pub, _ := os.ReadFile(filepath.Join(dir, "log.pub"))
+
+	tile := filepath.Join(dir, "log", "tile", "0", "001.p")
+	entries, err := os.ReadDir(tile)
+	if err != nil || len(entries) == 0 {
+		t.Fatalf("no partial level-0 tile 1: %v", err)
+	}
+	// The newest partial is the widest.
+	newest := filepath.Join(tile, entries[len(entries)-1].Name())
+	for _, e := range entries {
+		if len(e.Name()) > len(filepath.Base(newest)) || (len(e.Name()) == len(filepath.Base(newest)) && e.Name() > filepath.Base(newest)) {
+			newest = filepath.Join(tile, e.Name())
+		}
+	}
+	raw, _ := os.ReadFile(newest)
+	os.WriteFile(newest, raw[:len(raw)/2], 0o644)
+
+	if _, err := tryStartDaemon(dir); err == nil || !strings.Contains(err.Error(), newest) {
+		t.Fatalf("serve on a truncated tile: %v", err)
+	}
+	if out, err := annald(t, "verify", "--data", dir); err == nil || !strings.Contains(out, newest) {
+		t.Fatalf("verify on a truncated tile: %v\n%s", err, out)
+	}
+	out, err := annald(t, "repair", "--data", dir)
+	if err != nil || !strings.Contains(out, "mended "+newest) {
+		t.Fatalf("repair: %v\n%s", err, out)
+	}
+	if out, err := annald(t, "verify", "--data", dir); err != nil || !strings.Contains(out, "hash to its signed tree") {
+		t.Fatalf("verify after repair: %v\n%s", err, out)
+	}
+	if now, _ := os.ReadFile(filepath.Join(dir, "log.pub")); string(now) != string(pub) {
+		t.Fatal("repair changed log.pub")
+	}
+	d = startDaemon(t, dir)
+	submitN(t, d, 1)
+}
+
+func TestMissingKeyIsRefusedByEveryCommand(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	d := startDaemon(t, dir)
+	d.stop(t)
+	key := filepath.Join(dir, "log.key")
+	if err := os.Remove(key); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tryStartDaemon(dir); err == nil || !strings.Contains(err.Error(), key) {
+		t.Fatalf("serve without log.key: %v", err)
+	}
+	for _, cmd := range []string{"rebuild", "repair"} {
+		if out, err := annald(t, cmd, "--data", dir); err == nil || !strings.Contains(out, key) {
+			t.Fatalf("%s without log.key: %v\n%s", cmd, err, out)
+		}
+	}
+	if _, err := os.Stat(key); err == nil {
+		t.Fatal("a command made a new log.key")
+	}
+}
+
+// SIGTERM under load: annald stops within 5 s and leaves no temporary file;
+// every receipt it gave is in the log when it starts again.
+func TestGracefulStopIsQuickUnderLoad(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	d := startDaemon(t, dir)
+	c := d.client(t, d.rootCredential(t))
+	var mu sync.Mutex
+	var receipts []*api.Receipt
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 100000; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				rc, err := c.Submit(context.Background(), api.ActionRequest{Type: "observe", Target: fmt.Sprintf("workspace/%d/%d", w, i)})
+				if err != nil {
+					return // the daemon is stopping
+				}
+				mu.Lock()
+				receipts = append(receipts, rc)
+				mu.Unlock()
+			}
+		}()
+	}
+	time.Sleep(time.Second)
+	start := time.Now()
+	d.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-d.exited:
+		d.exited <- err
+	case <-time.After(10 * time.Second):
+		t.Fatalf("annald still runs 10 s after SIGTERM; stderr:\n%s", d.stderr)
+	}
+	took := time.Since(start)
+	close(stop)
+	wg.Wait()
+	if took > 5*time.Second {
+		t.Fatalf("a stop under load took %v", took)
+	}
+	temp := regexp.MustCompile(`^(?:[0-9]{4,}|(?:checkpoint|treeState|gcState|version)[0-9]+)$`)
+	filepath.WalkDir(filepath.Join(dir, "log"), func(p string, e os.DirEntry, err error) error {
+		if err == nil && !e.IsDir() && (temp.MatchString(e.Name()) || (filepath.Ext(filepath.Dir(p)) == ".p" && len(e.Name()) > 3)) {
+			t.Errorf("left behind: %s", p)
+		}
+		return nil
+	})
+	if len(receipts) == 0 {
+		t.Fatal("no action went through before the stop")
+	}
+	d2 := startDaemon(t, dir)
+	c2 := d2.client(t, d2.rootCredential(t))
+	for _, rc := range receipts {
+		raw, err := c2.Event(context.Background(), rc.Index)
+		if err != nil {
+			t.Fatalf("receipt %d after the stop: %v", rc.Index, err)
+		}
+		if leaf := fmt.Sprintf("%x", rfc6962.DefaultHasher.HashLeaf(raw)); leaf != rc.LeafHash {
+			t.Fatalf("receipt %d: the log holds another entry", rc.Index)
+		}
+	}
+	t.Logf("stopped in %v under load of 32 clients; %d receipts checked", took.Round(time.Millisecond), len(receipts))
+}
