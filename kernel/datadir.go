@@ -80,6 +80,12 @@ func openDataDir(path, origin string) (_ *dataDir, err error) {
 			unlock()
 		}
 	}()
+	// What a resume probe (probeWritable) left when the process died.
+	if probes, _ := filepath.Glob(filepath.Join(abs, ".write-probe-*")); len(probes) > 0 {
+		for _, p := range probes {
+			os.Remove(p)
+		}
+	}
 	d := &dataDir{Path: abs, unlock: unlock}
 	if d.Origin, err = d.ensureOrigin(origin); err != nil {
 		return nil, err
