@@ -331,3 +331,66 @@ func TestScrubFindsAnOldEditedEntryAndStopsWrites(t *testing.T) {
 }
 
 func generateLogKey(origin string) (string, string, error) { return checkpoints.GenerateLogKey(origin) }
+
+// Every kind of file in a data folder, truncated to half or with one byte
+// flipped: annald refuses to start naming the file, or stops taking
+// writes once its scrub names it, or runs with the log verifying under its
+// original key and every receipt readable. It never crashes and never
+// serves a log it has not checked.
+func TestEveryFileKindTruncatedOrFlipped(t *testing.T) {
+	kinds := map[string]func(f *folder) string{
+		"checkpoint":      func(f *folder) string { return f.path(logDirName, checkpointFileName) },
+		"tree state":      func(f *folder) string { return f.path(logDirName, treeStatePath) },
+		"newest bundle":   func(f *folder) string { return f.newestBundle(t) },
+		"old bundle":      func(f *folder) string { return f.path(logDirName, layout.EntriesPath(0, 0)) },
+		"newest tile":     func(f *folder) string { return f.tile(t, 0, 1) },
+		"old tile":        func(f *folder) string { return f.path(logDirName, layout.TilePath(0, 0, 0)) },
+		"level-1 tile":    func(f *folder) string { return f.tile(t, 1, 0) },
+		"signing key":     func(f *folder) string { return f.path(signingKeyFileName) },
+		"verifier key":    func(f *folder) string { return f.path(verifierKeyName) },
+		"origin":          func(f *folder) string { return f.path(originFileName) },
+		"tessera version": func(f *folder) string { return f.path(logDirName, ".state", "version") },
+	}
+	damages := map[string]func([]byte) []byte{
+		"truncated": func(b []byte) []byte { return b[:len(b)/2] },
+		"flipped":   func(b []byte) []byte { b = append([]byte(nil), b...); b[len(b)/3] ^= 0x04; return b },
+	}
+	base := newFolder(t, 300)
+	for kind, fileOf := range kinds {
+		for how, damage := range damages {
+			t.Run(kind+"/"+how, func(t *testing.T) {
+				f := &folder{dir: t.TempDir(), receipts: base.receipts, pub: base.pub}
+				if err := os.CopyFS(f.dir, os.DirFS(base.dir)); err != nil {
+					t.Fatal(err)
+				}
+				os.Chmod(f.path(signingKeyFileName), 0o600)
+				os.Remove(f.path(lockFileName))
+				file := fileOf(f)
+				raw, err := os.ReadFile(file)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(file, damage(raw), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				k, err := Open(testConfig(t, f.dir))
+				if err != nil {
+					if !strings.Contains(err.Error(), file) && !strings.Contains(err.Error(), filepath.Base(file)) {
+						t.Fatalf("refused without naming %s: %v", file, err)
+					}
+					return
+				}
+				<-k.scrubbed
+				if err := k.Ready(); err != nil {
+					k.Close()
+					if !strings.Contains(err.Error(), file) {
+						t.Fatalf("stopped writes without naming %s: %v", file, err)
+					}
+					return
+				}
+				k.Close()
+				f.sound(t)
+			})
+		}
+	}
+}

@@ -53,6 +53,8 @@ type Kernel struct {
 	resumable bool
 	// wakeResume starts the resume loop's attempts after a failed append.
 	wakeResume chan struct{}
+	// scrubbed is closed once the background scrub after start has ended.
+	scrubbed chan struct{}
 
 	// limiter is the rate limit gate's token buckets (in memory: a
 	// restart refills them, which the limits' burst sizes allow).
@@ -123,7 +125,7 @@ func Open(cfg Config) (_ *Kernel, err error) {
 	}
 	k := &Kernel{
 		cfg: cfg, dir: dir, log: l, store: st, ledger: led, claims: newClaims(), pending: ledger.NewPending(),
-		ids: map[string]bool{}, logger: cfg.Logger, wakeResume: make(chan struct{}, 1),
+		ids: map[string]bool{}, logger: cfg.Logger, wakeResume: make(chan struct{}, 1), scrubbed: make(chan struct{}),
 		stopFold: make(chan struct{}), foldDone: make(chan struct{}), stopLoops: make(chan struct{}),
 	}
 	if !cfg.DisableRateLimit {
@@ -146,7 +148,9 @@ func Open(cfg Config) (_ *Kernel, err error) {
 	go func() { defer k.loopsDone.Done(); k.resumeLoop(k.stopLoops) }()
 	if check.size > 0 && !cfg.DisableScrub {
 		k.loopsDone.Add(1)
-		go func() { defer k.loopsDone.Done(); k.scrub(check.size, check.root) }()
+		go func() { defer k.loopsDone.Done(); defer close(k.scrubbed); k.scrub(check.size, check.root) }()
+	} else {
+		close(k.scrubbed)
 	}
 	return k, nil
 }

@@ -75,7 +75,9 @@ func (d diskLog) treeState() (size uint64, root []byte, err error) {
 		Size uint64 `json:"size"`
 		Root []byte `json:"root"`
 	}
-	if err := json.Unmarshal(raw, &ts); err != nil || len(ts.Root) != rfc6962.DefaultHasher.Size() {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&ts); err != nil || dec.More() || len(ts.Root) != rfc6962.DefaultHasher.Size() {
 		return 0, nil, &DamageError{File: p, Problem: fmt.Sprintf("not a tree state (%d bytes)", len(raw)), Remedy: remedyBackup}
 	}
 	return ts.Size, ts.Root, nil
@@ -90,7 +92,7 @@ func (d diskLog) bundle(index uint64, want int) ([][]byte, error) {
 	}
 	var b api.EntryBundle
 	if err := b.UnmarshalText(raw); err != nil || len(b.Entries) < want {
-		return nil, &DamageError{File: file, Problem: fmt.Sprintf("entry bundle %d does not hold the %d entries the tree has in it (%d bytes)", index, want, len(raw)), Remedy: remedyBackup}
+		return nil, &DamageError{File: file, Problem: fmt.Sprintf("entry bundle %d does not hold the %d entries that the tree state (%s) counts in it (%d bytes)", index, want, d.path(treeStatePath), len(raw)), Remedy: remedyBackup}
 	}
 	return b.Entries[:want], nil
 }
