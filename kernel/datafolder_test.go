@@ -394,3 +394,42 @@ func TestEveryFileKindTruncatedOrFlipped(t *testing.T) {
 		}
 	}
 }
+
+// A hash tile truncated under a running kernel: the next write fails, and
+// instead of resuming onto it the kernel says which file is damaged and
+// stays stopped; repair and a restart bring it back.
+func TestTileDamagedWhileRunningStopsWritesNamingIt(t *testing.T) {
+	f := newFolder(t, 5)
+	k := openTest(t, f.dir)
+	defer k.Close()
+	tile := f.tile(t, 0, 0)
+	raw, _ := os.ReadFile(tile)
+	if err := os.WriteFile(tile, raw[:len(raw)-7], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	root := rootOf(t, k)
+	if _, err := k.Submit(context.Background(), root, ActionRequest{Type: event.Observe, Target: "workspace/late"}); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("a write onto a truncated tile: %v", err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := k.Ready()
+		if err != nil && strings.Contains(err.Error(), tile) && strings.Contains(err.Error(), "annald repair") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("readiness after a write onto a truncated tile: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := k.Close(); err != nil {
+		t.Logf("close: %v", err)
+	}
+	if _, err := repair(t, f); err != nil {
+		t.Fatal(err)
+	}
+	k2 := f.sound(t)
+	if _, err := k2.Submit(context.Background(), rootOf(t, k2), ActionRequest{Type: event.Observe, Target: "workspace/after"}); err != nil {
+		t.Fatal(err)
+	}
+}

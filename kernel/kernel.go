@@ -112,6 +112,9 @@ func Open(cfg Config) (_ *Kernel, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w (annald rebuild recomputes the state from the log)", err)
 	}
+	if err := checkPrivateMode(dir.RootCredentialPath()); err != nil && !errors.Is(err, os.ErrNotExist) {
+		cfg.Logger.Warn("the root credential is not private", "err", err)
+	}
 	check, err := checkLog(context.Background(), dir.LogPath(), verifier)
 	if err != nil {
 		return nil, fmt.Errorf("start-up check of the log: %w", err)
