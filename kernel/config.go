@@ -103,6 +103,9 @@ type Config struct {
 	// wrapAdd, if set, wraps Tessera's Add: tests use it to make appends
 	// fail the way a full disk does.
 	wrapAdd func(tessera.AddFn) tessera.AddFn
+	// syncScrubEntries, if set, replaces ScrubAtStartEntries, for tests of
+	// the background scrub.
+	syncScrubEntries uint64
 	// probeWrite, if set, replaces the resume loop's probe of the data
 	// folder (probeWritable), for the same tests.
 	probeWrite func() error
@@ -126,6 +129,18 @@ func DefaultConfig(dataDir string) Config {
 		Now:                time.Now,
 		Logger:             slog.Default(),
 	}
+}
+
+// ScrubAtStartEntries is the largest log that Open reads whole before it
+// serves (about 30 MB of entries, tens of milliseconds); a larger one is
+// scrubbed in the background while it serves.
+const ScrubAtStartEntries = 1 << 16
+
+func (c Config) scrubAtStart() uint64 {
+	if c.syncScrubEntries > 0 {
+		return c.syncScrubEntries
+	}
+	return ScrubAtStartEntries
 }
 
 func (c Config) validate() error {

@@ -299,8 +299,9 @@ func TestTempFilesOfInterruptedWritesAreRemoved(t *testing.T) {
 	k.Close()
 }
 
-// An entry edited in an old bundle is beyond the bounded start-up check:
-// the background scrub finds it and stops every writer.
+// An entry edited in an old bundle is beyond the start-up check of the
+// newest files: a small log is scrubbed whole before it is served, a large
+// one in the background, which stops every writer when it finds it.
 func TestScrubFindsAnOldEditedEntryAndStopsWrites(t *testing.T) {
 	f := newFolder(t, 300)
 	old := f.path(logDirName, layout.EntriesPath(0, 0))
@@ -312,13 +313,18 @@ func TestScrubFindsAnOldEditedEntryAndStopsWrites(t *testing.T) {
 	if err := os.WriteFile(old, []byte(edited), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	k := openTest(t, f.dir)
-	defer k.Close()
-	deadline := time.Now().Add(10 * time.Second)
-	for k.Ready() == nil && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
+	// A small log is read whole before it is served.
+	f.refuses(t, old, "changed after it was logged")
+	// A large one is served while the scrub reads it.
+	cfg := testConfig(t, f.dir)
+	cfg.syncScrubEntries = 1
+	k, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
 	}
-	err := k.Ready()
+	defer k.Close()
+	<-k.scrubbed
+	err = k.Ready()
 	if err == nil || !strings.Contains(err.Error(), old) || !strings.Contains(err.Error(), "changed after it was logged") {
 		t.Fatalf("readiness after the scrub: %v", err)
 	}

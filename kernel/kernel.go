@@ -116,6 +116,12 @@ func Open(cfg Config) (_ *Kernel, err error) {
 		cfg.Logger.Warn("the root credential is not private", "err", err)
 	}
 	check, err := checkLog(context.Background(), dir.LogPath(), verifier)
+	if err == nil && check.size > 0 && check.size <= cfg.scrubAtStart() && !cfg.DisableScrub {
+		// A small log is read whole before it is served (tens of ms); a
+		// larger one after, in the background.
+		err = scrubLog(context.Background(), dir.LogPath(), check.size, check.root)
+		check.size = 0
+	}
 	if err != nil {
 		return nil, fmt.Errorf("start-up check of the log: %w", err)
 	}
