@@ -356,6 +356,7 @@ func TestEveryFileKindTruncatedOrFlipped(t *testing.T) {
 		"verifier key":    func(f *folder) string { return f.path(verifierKeyName) },
 		"origin":          func(f *folder) string { return f.path(originFileName) },
 		"tessera version": func(f *folder) string { return f.path(logDirName, ".state", "version") },
+		"state cache":     func(f *folder) string { return f.path(stateFileName) },
 	}
 	damages := map[string]func([]byte) []byte{
 		"truncated": func(b []byte) []byte { return b[:len(b)/2] },

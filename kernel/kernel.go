@@ -94,24 +94,6 @@ func Open(cfg Config) (_ *Kernel, err error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := openStore(dir.StatePath(), dir.Origin)
-	if err != nil {
-		return nil, err
-	}
-	defer func() {
-		if err != nil {
-			st.close()
-		}
-	}()
-	led, err := st.load()
-	if errors.Is(err, ledger.ErrStaleState) {
-		// A cache of the log in an older form: fold the log from its start.
-		cfg.Logger.Info("the state file was written by an older release; folding the log again")
-		led, err = ledger.New(), st.write(nil, true)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("%w (annald rebuild recomputes the state from the log)", err)
-	}
 	if err := checkPrivateMode(dir.RootCredentialPath()); err != nil && !errors.Is(err, os.ErrNotExist) {
 		cfg.Logger.Warn("the root credential is not private", "err", err)
 	}
@@ -125,6 +107,16 @@ func Open(cfg Config) (_ *Kernel, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("start-up check of the log: %w", err)
 	}
+	cache, err := openCheckedState(dir, cfg.Logger)
+	if err != nil {
+		return nil, err
+	}
+	st, led := cache.store, cache.ledger
+	defer func() {
+		if err != nil {
+			st.close()
+		}
+	}()
 	if check.tempFiles > 0 {
 		cfg.Logger.Info("removed temporary files that interrupted writes left in the log folder", "count", check.tempFiles)
 	}
@@ -427,11 +419,32 @@ func (k *Kernel) persist() error {
 			values[key] = v
 		}
 	}
+	size := k.ledger.Size
 	k.mu.Unlock()
 	if len(values) == 0 {
 		return nil
 	}
-	return k.store.write(values, false)
+	folded, err := foldedAt(context.Background(), k.log, size)
+	if err != nil {
+		return err
+	}
+	return k.store.write(values, folded, false)
+}
+
+// foldedAt is the fold record of a ledger that has folded size entries:
+// the leaf hash of the last one, read back from the log (it is durable,
+// so it is read outside the kernel's lock).
+func foldedAt(ctx context.Context, tl *tileLog, size uint64) (foldedRecord, error) {
+	r := foldedRecord{size: size}
+	if size == 0 {
+		return r, nil
+	}
+	entry, err := tl.readEntry(ctx, size-1)
+	if err != nil {
+		return r, fmt.Errorf("read the last folded entry: %w", err)
+	}
+	r.leaf = event.LeafHash(entry)
+	return r, nil
 }
 
 // closeTimeout bounds how long Close waits for entries to be written: past

@@ -54,10 +54,16 @@ func Rebuild(ctx context.Context, cfg Config) (*RebuildReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := openStore(dir.StatePath(), dir.Origin)
+	// Tessera would start an empty tree on a log folder that lost its tree
+	// state: nothing is replayed from a log that fails its check.
+	if _, err := checkLog(ctx, dir.LogPath(), verifier); err != nil {
+		return nil, fmt.Errorf("start-up check of the log: %w", err)
+	}
+	cache, err := openStateCache(dir.StatePath(), dir.Origin)
 	if err != nil {
 		return nil, err
 	}
+	st := cache.store
 	defer st.close()
 	tl, err := openTileLog(dir.LogPath(), signer, verifier, cfg)
 	if err != nil {
@@ -78,10 +84,10 @@ func Rebuild(ctx context.Context, cfg Config) (*RebuildReport, error) {
 		return nil, fmt.Errorf("replay the log: %w", err)
 	}
 	report := &RebuildReport{Size: size, Elapsed: time.Since(start)}
-	stored, err := st.load()
+	stored := cache.ledger
 	switch {
-	case err != nil:
-		report.Differences = []string{"state file unreadable: " + err.Error()}
+	case cache.damaged != nil:
+		report.Differences = []string{"state file damaged, set aside as " + filepath.Base(dir.StatePath()) + ".damaged: " + cache.damaged.Error()}
 	case stored.Size > size:
 		report.StoredSize = stored.Size
 		report.Differences = []string{fmt.Sprintf("state file folded %d entries, the log has %d", stored.Size, size)}
@@ -98,7 +104,11 @@ func Rebuild(ctx context.Context, cfg Config) (*RebuildReport, error) {
 		v, _ := fresh.Encode(key)
 		values[key] = v
 	}
-	if err := st.write(values, true); err != nil {
+	folded, err := foldedAt(ctx, tl, size)
+	if err != nil {
+		return nil, err
+	}
+	if err := st.write(values, folded, true); err != nil {
 		return nil, fmt.Errorf("write the rebuilt state: %w", err)
 	}
 	return report, nil

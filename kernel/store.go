@@ -1,9 +1,16 @@
 package kernel
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
+	"errors"
 	"fmt"
+	"hash/crc32"
+	"log/slog"
+	"os"
 	"runtime"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -17,63 +24,271 @@ var (
 	bucketMeta   = []byte("meta")
 	bucketLedger = []byte("ledger")
 	keyOrigin    = []byte("origin")
+	// keyFormat names how values are stored; a state file without it (or
+	// with another) is from an older release, and is folded again.
+	keyFormat   = []byte("format")
+	storeFormat = []byte("crc32c/1")
+	// keyFolded records, with every write, how many log entries the
+	// stored ledger has folded, the leaf hash of the last one, and how
+	// many keys the ledger bucket holds: the start-up check compares the
+	// first two with the log, the count finds keys a damaged page hides.
+	keyFolded = []byte("folded")
 )
+
+// castagnoli is CRC-32C, which every stored value carries: bbolt checks
+// its meta pages but not the pages that hold keys and values, so a byte
+// flipped on disk would otherwise be read as state.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // store keeps a copy of the ledger in bbolt, so that a restart folds only
 // the log's tail. It is a cache of the log: it may lag behind it (a crash
 // loses what was not yet written), never run ahead of it, and `annald
-// rebuild` can always recompute it from the log alone.
+// rebuild` can always recompute it from the log alone. A state file that
+// is damaged (truncated, a byte flipped, not a bbolt file at all) is found
+// when it is opened, set aside as state.db.damaged, and replaced by an
+// empty one, which the kernel fills by folding the log.
 type store struct {
 	db *bolt.DB
 }
 
-func openStore(path, origin string) (*store, error) {
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
-	if err != nil {
-		return nil, fmt.Errorf("open state %s: %w", path, err)
+// foldedRecord is the value of keyFolded.
+type foldedRecord struct {
+	size uint64
+	leaf [32]byte
+	keys uint64
+}
+
+func (r foldedRecord) encode() []byte {
+	b := binary.BigEndian.AppendUint64(nil, r.size)
+	b = append(b, r.leaf[:]...)
+	return binary.BigEndian.AppendUint64(b, r.keys)
+}
+
+// stateCache is an opened state file and the ledger it held.
+type stateCache struct {
+	store  *store
+	ledger *ledger.Ledger
+	folded foldedRecord
+	// damaged says why the file was set aside, if it was; reset, that it
+	// was written by an older release and emptied.
+	damaged error
+	reset   bool
+}
+
+// openStateCache opens the state file at path for the log origin and
+// loads its ledger. A damaged file never makes it fail or crash: it is
+// set aside and an empty state is opened in its place (damaged says why).
+// A file from an older release loads as an empty ledger too. Only what
+// the data folder's owner must look at is an error: the file belongs to
+// another log, or cannot be replaced.
+func openStateCache(path, origin string) (*stateCache, error) {
+	c, err := loadStateFile(path, origin)
+	var damage *DamageError
+	if !errors.As(err, &damage) {
+		return c, err
 	}
-	err = db.Update(func(tx *bolt.Tx) error {
-		meta, err := tx.CreateBucketIfNotExists(bucketMeta)
+	if err := os.Rename(path, path+".damaged"); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("set the damaged state file aside: %w", err)
+	}
+	c, err = loadStateFile(path, origin)
+	if err != nil {
+		return nil, err
+	}
+	c.damaged = damage
+	return c, nil
+}
+
+// loadStateFile opens and reads the state file. Everything that reads its
+// pages runs on one goroutine that turns a memory fault into a panic and
+// the panic into a *DamageError: bbolt maps the file and trusts its pages.
+func loadStateFile(path, origin string) (*stateCache, error) {
+	damaged := func(format string, args ...any) error {
+		return &DamageError{File: path, Problem: fmt.Sprintf(format, args...), Remedy: "it is a cache of the log: annald sets it aside and folds the log again", Repairable: true}
+	}
+	if fi, err := os.Stat(path); err == nil && fi.Size() > 0 && fi.Size() < 4096 {
+		return nil, damaged("%d bytes is too short for a state file", fi.Size())
+	}
+	type result struct {
+		c   *stateCache
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		var db *bolt.DB
+		defer func() {
+			if p := recover(); p != nil {
+				if db != nil {
+					closeQuietly(db)
+				}
+				done <- result{err: damaged("reading it failed: %v", p)}
+			}
+		}()
+		debug.SetPanicOnFault(true)
+		var err error
+		db, err = bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
+		if errors.Is(err, bolt.ErrTimeout) {
+			done <- result{err: fmt.Errorf("open state %s: %w", path, err)}
+			return
+		} else if err != nil {
+			done <- result{err: damaged("not a readable bbolt file: %v", err)}
+			return
+		}
+		c, err := readState(db, path, origin, damaged)
+		if err != nil {
+			closeQuietly(db)
+			done <- result{err: err}
+			return
+		}
+		done <- result{c: c}
+	}()
+	r := <-done
+	return r.c, r.err
+}
+
+// closeQuietly closes a damaged database without waiting on it for ever.
+func closeQuietly(db *bolt.DB) {
+	closed := make(chan struct{})
+	go func() { db.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(time.Second):
+	}
+}
+
+func readState(db *bolt.DB, path, origin string, damaged func(string, ...any) error) (*stateCache, error) {
+	c := &stateCache{store: &store{db: db}}
+	fresh := false
+	err := db.Update(func(tx *bolt.Tx) error {
+		if fi, err := os.Stat(path); err != nil {
+			return err
+		} else if fi.Size() < tx.Size() {
+			return damaged("%d bytes, but its pages reach %d: it was truncated", fi.Size(), tx.Size())
+		}
+		meta := tx.Bucket(bucketMeta)
+		if meta == nil {
+			fresh = true
+			var err error
+			if meta, err = tx.CreateBucket(bucketMeta); err != nil {
+				return err
+			}
+		}
+		switch have := meta.Get(keyOrigin); {
+		case have == nil && !fresh:
+			return damaged("its meta bucket names no log")
+		case have == nil:
+			if err := meta.Put(keyOrigin, []byte(origin)); err != nil {
+				return err
+			}
+		case string(have) != origin:
+			return fmt.Errorf("state file %s belongs to log %q, not %q", path, have, origin)
+		}
+		if !bytes.Equal(meta.Get(keyFormat), storeFormat) {
+			// New, or written by an older release: fold the log again.
+			c.reset = !fresh
+			if tx.Bucket(bucketLedger) != nil {
+				if err := tx.DeleteBucket(bucketLedger); err != nil {
+					return err
+				}
+			}
+			if err := meta.Delete(keyFolded); err != nil {
+				return err
+			}
+			if err := meta.Put(keyFormat, storeFormat); err != nil {
+				return err
+			}
+		}
+		b, err := tx.CreateBucketIfNotExists(bucketLedger)
 		if err != nil {
 			return err
 		}
-		if _, err := tx.CreateBucketIfNotExists(bucketLedger); err != nil {
+		if raw := meta.Get(keyFolded); raw != nil {
+			if len(raw) != 48 {
+				return damaged("its fold record is %d bytes", len(raw))
+			}
+			c.folded.size = binary.BigEndian.Uint64(raw)
+			copy(c.folded.leaf[:], raw[8:40])
+			c.folded.keys = binary.BigEndian.Uint64(raw[40:])
+		}
+		stored := map[string][]byte{}
+		if err := b.ForEach(func(k, v []byte) error {
+			if len(v) < 4 || binary.BigEndian.Uint32(v) != checksum(k, v[4:]) {
+				return damaged("the value of %q does not match its checksum", k)
+			}
+			stored[string(k)] = append([]byte(nil), v[4:]...)
+			return nil
+		}); err != nil {
 			return err
 		}
-		if have := meta.Get(keyOrigin); have == nil {
-			return meta.Put(keyOrigin, []byte(origin))
-		} else if string(have) != origin {
-			return fmt.Errorf("state file belongs to log %q, not %q", have, origin)
+		if uint64(len(stored)) != c.folded.keys {
+			return damaged("it holds %d keys, its fold record says %d", len(stored), c.folded.keys)
 		}
+		led, err := ledger.Load(stored)
+		if errors.Is(err, ledger.ErrStaleState) {
+			return damaged("%v", err)
+		} else if err != nil {
+			return damaged("its ledger does not load: %v", err)
+		}
+		if led.Size != c.folded.size {
+			return damaged("its ledger has folded %d entries, its fold record says %d", led.Size, c.folded.size)
+		}
+		c.ledger = led
 		return nil
 	})
+	return c, err
+}
+
+// openCheckedState opens the data folder's state cache and checks it
+// against the log (whose newest files checkLog has checked): the entry it
+// says it folded last must be the log's. A state from another history of
+// this origin, or a damaged one, is set aside and the log folded again.
+func openCheckedState(dir *dataDir, logger *slog.Logger) (*stateCache, error) {
+	cache, err := openStateCache(dir.StatePath(), dir.Origin)
 	if err != nil {
-		db.Close()
 		return nil, err
 	}
-	return &store{db: db}, nil
+	if f := cache.folded; f.size > 0 {
+		d := diskLog{root: dir.LogPath()}
+		size, _, err := d.treeState()
+		if err == nil && f.size <= size {
+			last := f.size - 1
+			index := last / layout.TileWidth
+			nodes, _, terr := d.tile(0, index, int(min(size-index*layout.TileWidth, layout.TileWidth)))
+			if terr == nil && !bytes.Equal(nodes[last%layout.TileWidth], f.leaf[:]) {
+				cache.store.close()
+				damage := &DamageError{File: dir.StatePath(), Problem: fmt.Sprintf("it has folded entry %d with leaf hash %x, but the log's entry %d is %x: it is the state of another history", last, f.leaf, last, nodes[last%layout.TileWidth]),
+					Remedy: "it is a cache of the log: annald sets it aside and folds the log again", Repairable: true}
+				if err := os.Rename(dir.StatePath(), dir.StatePath()+".damaged"); err != nil {
+					return nil, err
+				}
+				if cache, err = openStateCache(dir.StatePath(), dir.Origin); err != nil {
+					return nil, err
+				}
+				cache.damaged = damage
+			}
+		}
+	}
+	switch {
+	case cache.damaged != nil:
+		logger.Error("the state cache is damaged; it was set aside and the log is folded again", "err", cache.damaged)
+	case cache.reset:
+		logger.Info("the state file was written by an older release; folding the log again")
+	}
+	return cache, nil
+}
+
+func checksum(key, value []byte) uint32 {
+	h := crc32.New(castagnoli)
+	h.Write(key)
+	h.Write([]byte{0})
+	h.Write(value)
+	return h.Sum32()
 }
 
 func (s *store) close() error { return s.db.Close() }
 
-// load reads the stored ledger; an empty store gives an empty ledger.
-func (s *store) load() (*ledger.Ledger, error) {
-	stored := map[string][]byte{}
-	err := s.db.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketLedger).ForEach(func(k, v []byte) error {
-			stored[string(k)] = append([]byte(nil), v...)
-			return nil
-		})
-	})
-	if err != nil {
-		return nil, err
-	}
-	return ledger.Load(stored)
-}
-
-// write stores encoded ledger keys in one transaction. replace first
-// empties the store (for rebuild).
-func (s *store) write(values map[string][]byte, replace bool) error {
+// write stores encoded ledger keys and the fold record in one
+// transaction. replace first empties the store (for rebuild).
+func (s *store) write(values map[string][]byte, folded foldedRecord, replace bool) error {
 	return s.db.Update(func(tx *bolt.Tx) error {
 		if replace {
 			if err := tx.DeleteBucket(bucketLedger); err != nil {
@@ -83,13 +298,21 @@ func (s *store) write(values map[string][]byte, replace bool) error {
 				return err
 			}
 		}
-		b := tx.Bucket(bucketLedger)
+		meta, b := tx.Bucket(bucketMeta), tx.Bucket(bucketLedger)
+		folded.keys = 0
+		if raw := meta.Get(keyFolded); raw != nil && !replace {
+			folded.keys = binary.BigEndian.Uint64(raw[40:])
+		}
 		for k, v := range values {
-			if err := b.Put([]byte(k), v); err != nil {
+			if b.Get([]byte(k)) == nil {
+				folded.keys++
+			}
+			stored := binary.BigEndian.AppendUint32(make([]byte, 0, 4+len(v)), checksum([]byte(k), v))
+			if err := b.Put([]byte(k), append(stored, v...)); err != nil {
 				return err
 			}
 		}
-		return nil
+		return meta.Put(keyFolded, folded.encode())
 	})
 }
 

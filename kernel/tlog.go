@@ -58,6 +58,7 @@ func openTileLog(path string, signer note.Signer, verifier note.Verifier, cfg Co
 		WithCheckpointSigner(signer).
 		WithBatching(cfg.BatchMaxSize, cfg.BatchMaxAge).
 		WithCheckpointInterval(cfg.CheckpointInterval).
+		WithGarbageCollectionInterval(cfg.GCInterval).
 		WithPushback(cfg.MaxOutstanding)
 	if len(cfg.WitnessPolicy) > 0 {
 		group, err := tessera.NewWitnessGroupFromPolicy(cfg.WitnessPolicy)

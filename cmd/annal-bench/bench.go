@@ -44,6 +44,7 @@ type options struct {
 	governed     []int
 	holdN        int
 	rebuildN     int
+	soak         soakOptions
 }
 
 func newCommand() *cobra.Command {
@@ -71,6 +72,11 @@ func newCommand() *cobra.Command {
 	f.IntSliceVar(&o.governed, "governed", []int{64, 512}, "concurrent agents for the governed phases (each its own agent and envelope)")
 	f.IntVar(&o.holdN, "holds", 200, "holds for the hold latency phase")
 	f.IntVar(&o.rebuildN, "rebuild-events", 100_000, "events in the log that annald rebuild replays (0 skips)")
+	f.DurationVar(&o.soak.duration, "soak", 0, "instead of the phases: run the kernel this long at --soak-rate and report disk bytes and RSS per event")
+	f.IntVar(&o.soak.rate, "soak-rate", 2000, "soak: actions per second (an open loop)")
+	f.IntVar(&o.soak.clients, "soak-clients", 64, "soak: concurrent clients")
+	f.DurationVar(&o.soak.sample, "soak-sample", 10*time.Second, "soak: sampling interval")
+	f.DurationVar(&o.soak.gc, "soak-gc", 0, "soak: Tessera's clean-up interval of partial tiles (0: the kernel's default)")
 	return cmd
 }
 
@@ -89,6 +95,11 @@ func run(ctx context.Context, o options, out io.Writer) error {
 		}
 		defer os.RemoveAll(d)
 		dir = d
+	}
+	if o.soak.duration > 0 {
+		fmt.Fprintf(out, "annal-bench soak: %d CPUs, %s, %d actions/s from %d clients for %v, log in %s\n\n",
+			runtime.NumCPU(), runtime.Version(), o.soak.rate, o.soak.clients, o.soak.duration, dir)
+		return soak(ctx, filepath.Join(dir, "soak"), o, o.soak, out)
 	}
 	fmt.Fprintf(out, "annal-bench: %d CPUs, %s, batch %d/%v, checkpoint every %v, %v per phase, logs in %s\n\n",
 		runtime.NumCPU(), runtime.Version(), o.batchSize, o.batchAge, o.checkpointIv, o.duration, dir)
@@ -246,7 +257,10 @@ func benchConfig(dir string, o options) kernel.Config {
 }
 
 func startKernel(dir string, o options) (*kernel.Kernel, string, string, func(), error) {
-	cfg := benchConfig(dir, o)
+	return startKernelWith(benchConfig(dir, o))
+}
+
+func startKernelWith(cfg kernel.Config) (*kernel.Kernel, string, string, func(), error) {
 	k, err := kernel.Open(cfg)
 	if err != nil {
 		return nil, "", "", nil, err

@@ -1,0 +1,194 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/annal-dev/annal/logserver/api"
+)
+
+// soakOptions configure the soak: an open loop at a fixed rate, sampling
+// the data folder's size and the process's memory.
+type soakOptions struct {
+	duration time.Duration
+	rate     int
+	clients  int
+	sample   time.Duration
+	gc       time.Duration // Tessera's garbage collection interval (0: the kernel's default)
+}
+
+// soakSample is one reading of the soak.
+type soakSample struct {
+	at         time.Duration
+	events     uint64
+	entryBytes uint64 // the entries' own bytes
+	apparent   int64  // the data folder's file sizes
+	allocated  int64  // its allocated blocks
+	partials   int    // files in .p (partial tile and bundle) folders
+	rssKiB     int64
+}
+
+// soak runs the kernel at a fixed rate for o.duration and prints the data
+// folder's bytes per event against the entries' own bytes plus 64 (a leaf
+// hash and the bundle's framing, with room), and RSS over time.
+func soak(ctx context.Context, dir string, bo options, o soakOptions, out io.Writer) error {
+	cfg := benchConfig(dir, bo)
+	if o.gc > 0 {
+		cfg.GCInterval = o.gc
+	}
+	k, url, cred, stop, err := startKernelWith(cfg)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	c, err := newClient(url, cred, o.clients)
+	if err != nil {
+		return err
+	}
+	var entryBytes, events, failures atomic.Uint64
+	tick := time.Second / time.Duration(o.rate)
+	work := make(chan int, o.clients)
+	var wg sync.WaitGroup
+	for range o.clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				rc, err := c.Submit(ctx, api.ActionRequest{Type: "mutate", Target: fmt.Sprintf("workspace/soak/%d", i), Payload: benchPayload(i)})
+				if err != nil {
+					failures.Add(1)
+					continue
+				}
+				raw, err := k.Entry(ctx, rc.Index)
+				if err == nil {
+					entryBytes.Add(uint64(len(raw)))
+					events.Add(1)
+				}
+			}
+		}()
+	}
+	start := time.Now()
+	var samples []soakSample
+	take := func() error {
+		s, err := sampleFolder(dir)
+		if err != nil {
+			return err
+		}
+		s.at, s.events, s.entryBytes = time.Since(start).Round(time.Second), events.Load(), entryBytes.Load()
+		samples = append(samples, s)
+		return nil
+	}
+	next, nextSample := start, start.Add(o.sample)
+	for i := 0; time.Since(start) < o.duration; i++ {
+		if d := time.Until(next); d > 0 {
+			time.Sleep(d)
+		}
+		next = next.Add(tick)
+		select {
+		case work <- i:
+		default: // the kernel is behind: the open loop drops, never queues without bound
+			failures.Add(1)
+		}
+		if time.Now().After(nextSample) {
+			if err := take(); err != nil {
+				return err
+			}
+			nextSample = nextSample.Add(o.sample)
+		}
+	}
+	close(work)
+	wg.Wait()
+	time.Sleep(2 * o.gcInterval(cfg.GCInterval)) // the last partials are collected
+	if err := take(); err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "time\tevents\tentry B/event\tfolder B/event\tallocated B/event\tratio to entry+64\tpartial files\tRSS MiB\t")
+	for _, s := range samples {
+		if s.events == 0 {
+			continue
+		}
+		per := float64(s.entryBytes) / float64(s.events)
+		fmt.Fprintf(tw, "%v\t%d\t%.0f\t%.0f\t%.0f\t%.2f\t%d\t%.0f\t\n", s.at, s.events, per,
+			float64(s.apparent)/float64(s.events), float64(s.allocated)/float64(s.events),
+			float64(s.allocated)/float64(s.events)/(per+64), s.partials, float64(s.rssKiB)/1024)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	third := len(samples) / 3
+	if third > 0 {
+		var first, last int64
+		for _, s := range samples[:third] {
+			first += s.rssKiB
+		}
+		for _, s := range samples[len(samples)-third:] {
+			last += s.rssKiB
+		}
+		fmt.Fprintf(out, "soak: %d events at %d/s for %v (%d dropped or failed); RSS last third / first third = %.2f\n",
+			events.Load(), o.rate, o.duration, failures.Load(), float64(last)/float64(first))
+	}
+	return nil
+}
+
+func (o soakOptions) gcInterval(d time.Duration) time.Duration { return max(d, time.Second) }
+
+// sampleFolder walks the data folder.
+func sampleFolder(dir string) (soakSample, error) {
+	var s soakSample
+	err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			if os.IsNotExist(err) { // removed by Tessera's clean-up while walking
+				return nil
+			}
+			return err
+		}
+		if e.IsDir() {
+			return nil
+		}
+		fi, err := e.Info()
+		if err != nil {
+			return nil
+		}
+		s.apparent += fi.Size()
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			s.allocated += st.Blocks * 512
+		}
+		if strings.HasSuffix(filepath.Dir(p), ".p") {
+			s.partials++
+		}
+		return nil
+	})
+	s.rssKiB = rssKiB()
+	return s, err
+}
+
+// rssKiB is this process's resident set (annal-bench runs the kernel in
+// process), from /proc/self/status.
+func rssKiB() int64 {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+			n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return n
+		}
+	}
+	return 0
+}

@@ -1,0 +1,154 @@
+package kernel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/annal-dev/annal/kernel/event"
+)
+
+// stateFolder is a closed data folder whose state cache holds actors,
+// envelopes and actions, and a copy of its state file.
+func stateFolder(t *testing.T) (*folder, []byte) {
+	t.Helper()
+	g := openGov(t)
+	dir := g.dir.Path
+	for i := range 20 {
+		agent, _ := g.agent(100, "workspace/**:observe")
+		if _, err := g.submit(agent, event.Observe, fmt.Sprintf("workspace/%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := g.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f := &folder{dir: dir}
+	raw, err := os.ReadFile(f.path(stateFileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, raw
+}
+
+// openDamaged writes state into the folder, opens it, and checks that the
+// kernel started with state equal to the log's replay; it reports whether
+// the file was set aside as damaged.
+func openDamaged(t *testing.T, f *folder, state []byte) (setAside bool) {
+	t.Helper()
+	os.Remove(f.path(stateFileName + ".damaged"))
+	if err := os.WriteFile(f.path(stateFileName), state, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	k, err := Open(testConfig(t, f.dir))
+	if err != nil {
+		t.Fatalf("open with a damaged state file: %v", err)
+	}
+	defer k.Close()
+	if diff, err := k.stateMatchesReplay(context.Background()); err != nil || diff != nil {
+		t.Fatalf("state differs from the log's replay: %v %v", diff, err)
+	}
+	_, err = os.Stat(f.path(stateFileName + ".damaged"))
+	return err == nil
+}
+
+// A damaged state cache never crashes annald: it is detected, set aside
+// and rebuilt from the log.
+func TestDamagedStateCacheIsRebuiltNotACrash(t *testing.T) {
+	f, good := stateFolder(t)
+	page := 4096
+	cases := map[string][]byte{
+		"empty":          {},
+		"one page":       good[:page],
+		"a quarter":      good[:len(good)/4],
+		"half":           good[:len(good)/2],
+		"three quarters": good[:3*len(good)/4],
+		"a page short":   good[:len(good)-page],
+		"zeros":          make([]byte, len(good)),
+		"garbage":        []byte(strings.Repeat("not a bbolt file ", 1000)),
+	}
+	for name, state := range cases {
+		t.Run(name, func(t *testing.T) {
+			setAside := openDamaged(t, f, state)
+			// bbolt grows its file ahead of use: a page cut from the end
+			// may be one it never wrote.
+			if len(state) > 0 && name != "a page short" && !setAside {
+				t.Fatal("a damaged state file was not set aside")
+			}
+		})
+	}
+}
+
+// A byte flipped anywhere in the state file: annald starts, and its state
+// equals the log's replay, whether the flip was found (and the file set
+// aside) or landed where nothing reads it.
+func TestStateCacheByteFlipsAreFoundOrHarmless(t *testing.T) {
+	f, good := stateFolder(t)
+	found := 0
+	step := len(good) / 60
+	for off := 0; off < len(good); off += step {
+		state := append([]byte(nil), good...)
+		state[off] ^= 0x10
+		if openDamaged(t, f, state) {
+			found++
+		}
+	}
+	if found == 0 {
+		t.Fatal("no flip was found: the checks read nothing")
+	}
+	t.Logf("%d of %d flips were found; the rest landed where nothing reads", found, len(good)/step+1)
+}
+
+// A state file of another history of the same origin (a restored older
+// copy, say) is found by its last folded entry and rebuilt.
+func TestStateCacheOfAnotherHistoryIsRebuilt(t *testing.T) {
+	f, _ := stateFolder(t)
+	k := openTest(t, f.dir)
+	k.Close()
+	// Rewrite the fold record as another history's: same size, other leaf.
+	c, err := openStateCache(f.path(stateFileName), strings.TrimSpace(readFile(t, f.path(originFileName))))
+	if err != nil || c.damaged != nil {
+		t.Fatalf("%v %v", err, c.damaged)
+	}
+	c.folded.leaf[0] ^= 1
+	if err := c.store.write(nil, c.folded, false); err != nil {
+		t.Fatal(err)
+	}
+	c.store.close()
+	if !openDamaged(t, f, []byte(readFile(t, f.path(stateFileName)))) {
+		t.Fatal("the state of another history was not set aside")
+	}
+	if _, err := Rebuild(context.Background(), testConfig(t, f.dir)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRebuildOfADamagedStateReportsIt(t *testing.T) {
+	f, good := stateFolder(t)
+	os.WriteFile(f.path(stateFileName), good[:len(good)/2], 0o600)
+	r, err := Rebuild(context.Background(), testConfig(t, f.dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Differences) != 1 || !strings.Contains(r.Differences[0], "damaged") {
+		t.Fatalf("rebuild of a truncated state: %+v", r)
+	}
+	if r, err := Rebuild(context.Background(), testConfig(t, f.dir)); err != nil || len(r.Differences) != 0 {
+		t.Fatalf("rebuild after rebuild: %+v %v", r, err)
+	}
+	if _, err := os.Stat(f.path(stateFileName + ".damaged")); errors.Is(err, os.ErrNotExist) {
+		t.Fatal("the damaged state was not kept aside")
+	}
+}
+
+func readFile(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
