@@ -440,3 +440,53 @@ func TestTileDamagedWhileRunningStopsWritesNamingIt(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Tessera's clean-up removes the partial bundles and tiles that full ones
+// replaced, soon enough that they do not pile up; proofs at old sizes (whose
+// partial tiles went) still build, from the full tiles.
+func TestPartialTilesAreCollected(t *testing.T) {
+	cfg := testConfig(t, t.TempDir())
+	cfg.GCInterval = 100 * time.Millisecond
+	k, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	root := rootOf(t, k)
+	ctx := context.Background()
+	var oldSizes []uint64
+	for i := range 600 {
+		rc, err := k.Submit(ctx, root, ActionRequest{Type: event.Observe, Target: fmt.Sprintf("workspace/%d", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i%97 == 0 {
+			oldSizes = append(oldSizes, rc.Index+1)
+		}
+	}
+	logPath := k.LogPath()
+	partials := func() []string {
+		var found []string
+		for _, dir := range []string{layout.EntriesPath(0, 0), layout.EntriesPath(1, 0), layout.TilePath(0, 0, 0), layout.TilePath(0, 1, 0)} {
+			if _, err := os.Stat(filepath.Join(logPath, dir+".p")); err == nil {
+				found = append(found, dir+".p")
+			}
+		}
+		return found
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for len(partials()) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("partials of full bundles and tiles still there: %v", partials())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, size := range oldSizes {
+		if _, err := k.log.inclusionProof(ctx, size-1, size); err != nil {
+			t.Fatalf("proof at old size %d after clean-up: %v", size, err)
+		}
+		if _, err := k.log.consistencyProof(ctx, size, 600); err != nil {
+			t.Fatalf("consistency from old size %d after clean-up: %v", size, err)
+		}
+	}
+}

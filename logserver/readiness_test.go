@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -81,5 +82,32 @@ func TestReadinessOfADamagedLog(t *testing.T) {
 	}
 	if _, err := ts.root.Submit(context.Background(), api.ActionRequest{Type: "observe", Target: "workspace/after"}); err == nil || !strings.Contains(err.Error(), "stopped") {
 		t.Fatalf("a write on a damaged log: %v", err)
+	}
+}
+
+// A checkpoint damaged on disk under a running kernel is never served.
+func TestDamagedCheckpointIsNotServed(t *testing.T) {
+	ts := newTestServer(t)
+	if _, err := ts.root.SubmitAndWait(context.Background(), api.ActionRequest{Type: "observe", Target: "workspace/a"}); err != nil {
+		t.Fatal(err)
+	}
+	good, err := ts.root.Checkpoint(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(ts.k.LogPath(), "checkpoint")
+	bad := []byte(strings.Replace(string(good), "\n1\n", "\n9\n", 1))
+	bad[len(bad)-5] ^= 1
+	if err := os.WriteFile(path, bad, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get(ts.srv.URL + "/checkpoint")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode == http.StatusOK && string(body) != string(good) {
+		t.Fatalf("served a checkpoint that is not the last verified one:\n%s", body)
 	}
 }

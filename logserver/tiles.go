@@ -3,29 +3,33 @@ package logserver
 import (
 	"compress/gzip"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/annal-dev/annal/kernel"
 	"github.com/transparency-dev/tessera/api/layout"
 )
 
-// handleCheckpoint serves the latest signed checkpoint. It is mutable, so
-// caches may keep it for at most a second (tlog-tiles: "SHOULD prevent
-// caching beyond a few seconds").
+// handleCheckpoint serves the latest signed checkpoint, once it has
+// verified under the log's key: a checkpoint damaged on disk is never
+// served (the last one that verified is, for a short grace, then 503). It
+// is mutable, so caches may keep it for at most a second (tlog-tiles:
+// "SHOULD prevent caching beyond a few seconds").
 func (s *Server) handleCheckpoint(w http.ResponseWriter, r *http.Request) {
-	cp, err := os.ReadFile(filepath.Join(s.k.LogPath(), layout.CheckpointPath))
+	cp, err := s.k.LatestCheckpoint(r.Context())
 	if errors.Is(err, os.ErrNotExist) {
 		http.Error(w, "no checkpoint has been published yet", http.StatusNotFound)
 		return
 	} else if err != nil {
-		s.fail(w, r, err)
+		s.fail(w, r, fmt.Errorf("%w: %v", kernel.ErrUnavailable, err))
 		return
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("Cache-Control", "public, max-age=1")
-	w.Write(cp)
+	w.Write(cp.Raw)
 }
 
 // handleTile serves /tile/<L>/<N>[.p/<W>] and /tile/entries/<N>[.p/<W>].
