@@ -490,3 +490,14 @@ func TestPartialTilesAreCollected(t *testing.T) {
 		}
 	}
 }
+
+// A data folder whose log folder went, keys and all else kept, would make a
+// second history under the same key: refused.
+func TestLostLogFolderIsNotStartedAgain(t *testing.T) {
+	f := newFolder(t, 2)
+	if err := os.RemoveAll(f.path(logDirName)); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(f.path(stateFileName))
+	f.refuses(t, f.path(logDirName, treeStatePath), "fork")
+}

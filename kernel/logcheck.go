@@ -241,6 +241,13 @@ func verifyLogEdge(ctx context.Context, logPath string, v note.Verifier) (*logCh
 		if _, err := os.Stat(d.path("tile")); err == nil {
 			return nil, &DamageError{File: d.path(treeStatePath), Problem: "missing, while the log has tiles", Remedy: remedyBackup}
 		}
+		// The root credential is written after Tessera made the tree state
+		// and before the genesis entry: a folder that has one made a log.
+		// Making another under the same key would fork its history.
+		if _, err := os.Stat(filepath.Join(filepath.Dir(logPath), rootCredentialName)); err == nil {
+			return nil, &DamageError{File: d.path(treeStatePath), Problem: "missing, while this data folder already made a log (it has a root credential): a new log under the same key would fork its history",
+				Remedy: remedyBackup + "; or start a new data folder"}
+		}
 		return c, nil // a new log: Tessera makes it
 	case err != nil:
 		return nil, err
