@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -164,4 +167,38 @@ func TestGracefulStopIsQuickUnderLoad(t *testing.T) {
 		}
 	}
 	t.Logf("stopped in %v under load of 32 clients; %d receipts checked", took.Round(time.Millisecond), len(receipts))
+}
+
+// --max-connections caps the connections served at once, and
+// --idle-timeout closes a connection that sends nothing.
+func TestConnectionsAreCappedAndIdleOnesClosed(t *testing.T) {
+	d := startDaemon(t, filepath.Join(t.TempDir(), "data"), "--max-connections", "1", "--idle-timeout", "1500ms")
+	addr := strings.TrimPrefix(d.url, "http://")
+	hog, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hog.Close()
+	// Make sure the hog holds the one slot: a request on it is answered.
+	fmt.Fprintf(hog, "GET /v1/healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+	if _, err := bufio.NewReader(hog).ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	quick := &http.Client{Timeout: 300 * time.Millisecond, Transport: &http.Transport{DisableKeepAlives: true}}
+	if resp, err := quick.Get(d.url + "/v1/healthz"); err == nil {
+		resp.Body.Close()
+		t.Fatal("a second connection was served while the cap of 1 was taken")
+	}
+	// The idle hog is closed by the server; then others are served.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		resp, err := (&http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}).Get(d.url + "/v1/healthz")
+		if err == nil {
+			resp.Body.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the idle connection was never closed: %v", err)
+		}
+	}
 }
