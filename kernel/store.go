@@ -145,20 +145,17 @@ func loadStateFile(path, origin string) (*stateCache, error) {
 	return r.c, r.err
 }
 
-// closeQuietly closes a damaged database without waiting on it for ever.
-func closeQuietly(db *bolt.DB) {
-	closed := make(chan struct{})
-	go func() { db.Close(); close(closed) }()
-	select {
-	case <-closed:
-	case <-time.After(time.Second):
-	}
-}
+// closeQuietly closes a damaged database without waiting: a panic inside
+// bbolt may have left one of its locks held, and then Close never returns
+// (the file has been set aside; at worst its handle stays open).
+func closeQuietly(db *bolt.DB) { go db.Close() }
 
 func readState(db *bolt.DB, path, origin string, damaged func(string, ...any) error) (*stateCache, error) {
 	c := &stateCache{store: &store{db: db}}
-	fresh := false
-	err := db.Update(func(tx *bolt.Tx) error {
+	fresh, reset := false, false
+	// Read in a read-only transaction: a start whose state is sound
+	// writes (and syncs) nothing.
+	err := db.View(func(tx *bolt.Tx) error {
 		if fi, err := os.Stat(path); err != nil {
 			return err
 		} else if fi.Size() < tx.Size() {
@@ -166,45 +163,30 @@ func readState(db *bolt.DB, path, origin string, damaged func(string, ...any) er
 		}
 		meta := tx.Bucket(bucketMeta)
 		if meta == nil {
-			fresh = true
-			var err error
-			if meta, err = tx.CreateBucket(bucketMeta); err != nil {
-				return err
+			if tx.Bucket(bucketLedger) != nil {
+				return damaged("it has a ledger but no meta bucket")
 			}
+			fresh = true
+			return nil
 		}
 		switch have := meta.Get(keyOrigin); {
-		case have == nil && !fresh:
-			return damaged("its meta bucket names no log")
 		case have == nil:
-			if err := meta.Put(keyOrigin, []byte(origin)); err != nil {
-				return err
-			}
+			return damaged("its meta bucket names no log")
 		case string(have) != origin:
 			return fmt.Errorf("state file %s belongs to log %q, not %q", path, have, origin)
 		}
 		if !bytes.Equal(meta.Get(keyFormat), storeFormat) {
-			// New, or written by an older release: fold the log again.
-			c.reset = !fresh
-			if tx.Bucket(bucketLedger) != nil {
-				if err := tx.DeleteBucket(bucketLedger); err != nil {
-					return err
-				}
-			}
-			if err := meta.Delete(keyFolded); err != nil {
-				return err
-			}
-			if err := meta.Put(keyFormat, storeFormat); err != nil {
-				return err
-			}
+			reset = true // written by an older release: fold the log again
+			return nil
 		}
-		b, err := tx.CreateBucketIfNotExists(bucketLedger)
-		if err != nil {
-			return err
+		b := tx.Bucket(bucketLedger)
+		if b == nil {
+			return damaged("it has no ledger bucket")
 		}
-		if raw := meta.Get(keyFolded); raw != nil {
-			if len(raw) != 48 {
-				return damaged("its fold record is %d bytes", len(raw))
-			}
+		raw := meta.Get(keyFolded)
+		if raw != nil && len(raw) != 48 {
+			return damaged("its fold record is %d bytes", len(raw))
+		} else if raw != nil {
 			c.folded.size = binary.BigEndian.Uint64(raw)
 			copy(c.folded.leaf[:], raw[8:40])
 			c.folded.keys = binary.BigEndian.Uint64(raw[40:])
@@ -223,9 +205,7 @@ func readState(db *bolt.DB, path, origin string, damaged func(string, ...any) er
 			return damaged("it holds %d keys, its fold record says %d", len(stored), c.folded.keys)
 		}
 		led, err := ledger.Load(stored)
-		if errors.Is(err, ledger.ErrStaleState) {
-			return damaged("%v", err)
-		} else if err != nil {
+		if err != nil {
 			return damaged("its ledger does not load: %v", err)
 		}
 		if led.Size != c.folded.size {
@@ -234,7 +214,31 @@ func readState(db *bolt.DB, path, origin string, damaged func(string, ...any) er
 		c.ledger = led
 		return nil
 	})
-	return c, err
+	if err != nil || !(fresh || reset) {
+		return c, err
+	}
+	c.reset, c.ledger = reset, ledger.New()
+	return c, db.Update(func(tx *bolt.Tx) error {
+		if tx.Bucket(bucketLedger) != nil {
+			if err := tx.DeleteBucket(bucketLedger); err != nil {
+				return err
+			}
+		}
+		meta, err := tx.CreateBucketIfNotExists(bucketMeta)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.CreateBucket(bucketLedger); err != nil {
+			return err
+		}
+		if err := meta.Delete(keyFolded); err != nil {
+			return err
+		}
+		if err := meta.Put(keyOrigin, []byte(origin)); err != nil {
+			return err
+		}
+		return meta.Put(keyFormat, storeFormat)
+	})
 }
 
 // openCheckedState opens the data folder's state cache and checks it

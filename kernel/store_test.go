@@ -152,3 +152,38 @@ func readFile(t *testing.T, p string) string {
 	}
 	return string(b)
 }
+
+// FuzzStateFile: whatever bytes the state file holds, opening it never
+// crashes: it loads, or it is reported damaged.
+func FuzzStateFile(f *testing.F) {
+	dir := f.TempDir()
+	k, err := Open(testConfig(f, dir))
+	if err != nil {
+		f.Fatal(err)
+	}
+	k.Close()
+	good, err := os.ReadFile(dir + "/" + stateFileName)
+	if err != nil {
+		f.Fatal(err)
+	}
+	origin := k.Origin() // the seed's own, so that fuzzed files are read, not refused at their name
+	f.Add(good)
+	f.Add(good[:len(good)/2])
+	f.Add(good[:4096*2])
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, state []byte) {
+		path := t.TempDir() + "/state.db"
+		if err := os.WriteFile(path, state, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		c, err := loadStateFile(path, origin)
+		var damage *DamageError
+		switch {
+		case err == nil:
+			c.store.close()
+		case errors.As(err, &damage), strings.Contains(err.Error(), "belongs to log"):
+		default:
+			t.Fatalf("neither loaded nor reported damaged: %v", err)
+		}
+	})
+}
