@@ -68,7 +68,8 @@ func FuzzSubmitBody(f *testing.F) {
 }
 
 // FuzzTilePath: any path under /tile/ is either the canonical path of an
-// existing tile or a 404; nothing outside the tile tree is ever served.
+// existing tile (or of a partial cut from an existing full one) or a 404;
+// nothing outside the tile tree is ever served.
 func FuzzTilePath(f *testing.F) {
 	for _, s := range []string{"0/000", "0/000.p/1", "entries/000.p/1", "0/x001/234", "../.state/treeState", "1/000.p/", "entries/x000/000", "0/000.p/01"} {
 		f.Add(s)

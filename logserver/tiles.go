@@ -2,6 +2,7 @@ package logserver
 
 import (
 	"compress/gzip"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net/http"
@@ -35,6 +36,14 @@ func (s *Server) handleCheckpoint(w http.ResponseWriter, r *http.Request) {
 // handleTile serves /tile/<L>/<N>[.p/<W>] and /tile/entries/<N>[.p/<W>].
 // The request path must be exactly the canonical path of the tile it names,
 // which also rules out any path outside the tile tree.
+//
+// A partial tile or bundle of width W that Tessera's garbage collector has
+// removed, because the full one replaced it, is answered with the full
+// one's first W hashes or entries: the same bytes, since a tile's hashes
+// and a bundle's entries never change once written. So a client holding
+// an older checkpoint gets what it asks for, whether or not it would fall
+// back to the full tile itself (c2sp.org/tlog-tiles lets a log delete
+// partials, and Tessera's own clients do fall back).
 func (s *Server) handleTile(w http.ResponseWriter, r *http.Request) {
 	rest := strings.TrimPrefix(r.URL.Path, "/tile/")
 	level, index, found := strings.Cut(rest, "/")
@@ -42,7 +51,8 @@ func (s *Server) handleTile(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	var canonical string
+	var canonical, full string
+	var width uint8
 	entries := level == "entries"
 	if entries {
 		n, p, err := layout.ParseTileIndexPartial(index)
@@ -50,20 +60,26 @@ func (s *Server) handleTile(w http.ResponseWriter, r *http.Request) {
 			http.NotFound(w, r)
 			return
 		}
-		canonical = layout.EntriesPath(n, p)
+		canonical, full, width = layout.EntriesPath(n, p), layout.EntriesPath(n, 0), p
 	} else {
 		l, n, p, err := layout.ParseTileLevelIndexPartial(level, index)
 		if err != nil {
 			http.NotFound(w, r)
 			return
 		}
-		canonical = layout.TilePath(l, n, p)
+		canonical, full, width = layout.TilePath(l, n, p), layout.TilePath(l, n, 0), p
 	}
 	if "/"+canonical != r.URL.Path {
 		http.NotFound(w, r)
 		return
 	}
 	data, err := os.ReadFile(filepath.Join(s.k.LogPath(), filepath.FromSlash(canonical)))
+	if errors.Is(err, os.ErrNotExist) && width > 0 {
+		data, err = os.ReadFile(filepath.Join(s.k.LogPath(), filepath.FromSlash(full)))
+		if err == nil {
+			data, err = partialOf(data, width, entries)
+		}
+	}
 	if errors.Is(err, os.ErrNotExist) {
 		http.NotFound(w, r)
 		return
@@ -87,6 +103,30 @@ func (s *Server) handleTile(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Write(data)
+}
+
+// partialOf cuts a full hash tile to its first width hashes, or a full entry
+// bundle to its first width entries (each a big-endian uint16 length and
+// that many bytes): the partial tile or bundle of that width.
+func partialOf(full []byte, width uint8, entries bool) ([]byte, error) {
+	if !entries {
+		n := int(width) * 32
+		if len(full) < n {
+			return nil, fmt.Errorf("full tile has %d bytes, a partial of width %d needs %d", len(full), width, n)
+		}
+		return full[:n], nil
+	}
+	end := 0
+	for i := 0; i < int(width); i++ {
+		if end+2 > len(full) {
+			return nil, fmt.Errorf("full entry bundle ends within entry %d", i)
+		}
+		end += 2 + int(binary.BigEndian.Uint16(full[end:]))
+		if end > len(full) {
+			return nil, fmt.Errorf("full entry bundle ends within entry %d", i)
+		}
+	}
+	return full[:end], nil
 }
 
 func acceptsGzip(r *http.Request) bool {
