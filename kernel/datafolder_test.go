@@ -218,7 +218,9 @@ func TestTruncatedNewestBundleRefusesAndIsNotPapered(t *testing.T) {
 	if err := os.WriteFile(bundle, raw[:len(raw)-30], 0o644); err != nil {
 		t.Fatal(err)
 	}
-	f.refuses(t, bundle, "does not hold")
+	if err := f.refuses(t, bundle, "does not hold"); !errors.Is(err, ErrDamaged) {
+		t.Fatalf("a lost entry is not ErrDamaged: %v", err)
+	}
 	if _, err := repair(t, f); err == nil || !strings.Contains(err.Error(), bundle) || !strings.Contains(err.Error(), "backup") {
 		t.Fatalf("repair of lost entries: %v", err)
 	}

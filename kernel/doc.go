@@ -18,7 +18,16 @@
 //     object when either changes it. Energy an event will draw is held until
 //     it is folded, so the order Tessera gives one batch never matters.
 //   - The kernel never writes what it cannot fold: after a failed append it
-//     refuses all work until a restart folds what the log holds.
+//     refuses all writes (Ready says why) until the data folder takes writes
+//     again; then it folds what landed although reported failed and resumes
+//     by itself, so nothing is written twice. A fold that fails, or a damaged
+//     log, stops writes until an operator looks.
+//   - Nothing is served or appended on top of a log that fails its check:
+//     Open verifies the checkpoint under the log's own key and the newest
+//     bundle and tiles against the tree state (checkLog), and the whole log
+//     is scrubbed before serving (small logs) or in the background. A log's
+//     signing key is never made anew for an existing log. A damaged state
+//     cache is set aside and rebuilt, never a crash.
 //   - Submit MUST NOT return a receipt until the event is durably sequenced,
 //     integrated and folded: a receipt's index and leaf hash survive SIGKILL.
 //   - No call acts as an actor without that actor's credential: callers
