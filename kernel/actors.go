@@ -5,6 +5,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/annal-dev/annal/kernel/event"
@@ -143,6 +145,21 @@ func (k *Kernel) Actor(id string) (*Actor, error) {
 		return nil, fmt.Errorf("actor %q: %w", id, ErrNotFound)
 	}
 	return copyActor(a), nil
+}
+
+// Actors lists the actors viewer may see, by id: itself, those it created,
+// and, for root, everyone (the visibility of Actor over the API).
+func (k *Kernel) Actors(viewer *Actor) []*Actor {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	var out []*Actor
+	for _, a := range k.ledger.Actors {
+		if viewer.ID == RootID || a.ID == viewer.ID || a.Creator == viewer.ID {
+			out = append(out, copyActor(a))
+		}
+	}
+	slices.SortFunc(out, func(a, b *Actor) int { return strings.Compare(a.ID, b.ID) })
+	return out
 }
 
 // newActorID picks an id no actor has and no creation in flight took.

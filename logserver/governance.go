@@ -41,6 +41,13 @@ func envelopeOut(v *kernel.Envelope) api.Envelope {
 	}
 }
 
+func actorOut(a *kernel.Actor) api.Actor {
+	return api.Actor{
+		ID: a.ID, Kind: string(a.Kind), Name: a.Name, Purpose: a.Purpose, Creator: a.Creator, Expires: a.Expires.String(),
+		Status: a.Status, Grants: grantsOut(a.Grants), Share: a.Share, Balance: a.Balance, Reserved: a.Reserved, Consumed: a.Consumed,
+	}
+}
+
 // routeGovernance registers the governance API: actors, envelopes, holds.
 func (s *Server) routeGovernance() {
 	const small = api.MaxSmallBody
@@ -54,10 +61,19 @@ func (s *Server) routeGovernance() {
 		if viewer.ID != a.ID && viewer.ID != kernel.RootID && a.Creator != viewer.ID {
 			return nil, fmt.Errorf("%w: %s may not see %s", kernel.ErrForbidden, viewer.ID, a.ID)
 		}
-		return api.Actor{
-			ID: a.ID, Kind: string(a.Kind), Name: a.Name, Purpose: a.Purpose, Creator: a.Creator, Expires: a.Expires.String(),
-			Status: a.Status, Grants: grantsOut(a.Grants), Share: a.Share, Balance: a.Balance, Reserved: a.Reserved, Consumed: a.Consumed,
-		}, nil
+		return actorOut(a), nil
+	}))
+	// The actors the viewer may see: itself, those it created, all for root.
+	m.HandleFunc("GET /v1/actors", handle(s, 0, http.StatusOK, func(r *http.Request, viewer *kernel.Actor, _ *none) (any, error) {
+		out := []api.Actor{}
+		for _, a := range s.k.Actors(viewer) {
+			out = append(out, actorOut(a))
+		}
+		return out, nil
+	}))
+	// Who the credential presented belongs to.
+	m.HandleFunc("GET /v1/whoami", handle(s, 0, http.StatusOK, func(r *http.Request, viewer *kernel.Actor, _ *none) (any, error) {
+		return actorOut(viewer), nil
 	}))
 	m.HandleFunc("POST /v1/actors/{id}/status", handle(s, small, http.StatusOK, func(r *http.Request, by *kernel.Actor, req *api.StatusRequest) (any, error) {
 		return receiptOrErr(s.k.SetStatus(r.Context(), by, r.PathValue("id"), req.Status, req.Reason))

@@ -12,6 +12,7 @@ import (
 
 	"github.com/annal-dev/annal/checkpoints"
 	"github.com/annal-dev/annal/format/evidence"
+	"github.com/annal-dev/annal/internal/cli"
 	"github.com/annal-dev/annal/verifier"
 	"github.com/spf13/cobra"
 )
@@ -29,6 +30,7 @@ func newRootCommand(stdin io.Reader) *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(newProofCommand(stdin), newConsistencyCommand(stdin), newEvidenceCommand(stdin))
 	root.AddCommand(newBundleCommand(stdin), newChainCommand(stdin))
+	cli.Setup(root)
 	return root
 }
 

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/annal-dev/annal/internal/cli"
 	"github.com/spf13/cobra"
 )
 
@@ -32,5 +33,6 @@ func newRootCommand() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(newServeCommand(), newLogsCommand(), newPeersCommand(), newEvidenceCommand())
+	cli.Setup(root)
 	return root
 }

@@ -216,3 +216,24 @@ func TestLogs_WhileStopped(t *testing.T) {
 		t.Errorf("second remove: %v", err)
 	}
 }
+
+// A mistyped subcommand of any group is an error, never help and exit 0;
+// --version answers.
+func TestUnknownSubcommandsAreErrors(t *testing.T) {
+	groups := 0
+	for _, g := range newRootCommand().Commands() {
+		if !g.HasSubCommands() {
+			continue
+		}
+		groups++
+		if _, err := run(t, g.Name(), "aprove", "X"); err == nil || !strings.Contains(err.Error(), `unknown command "aprove"`) {
+			t.Errorf("annal-witness %s aprove X: %v", g.Name(), err)
+		}
+	}
+	if groups < 3 {
+		t.Fatalf("only %d groups", groups)
+	}
+	if out, err := run(t, "--version"); err != nil || !strings.HasPrefix(out, "annal-witness ") {
+		t.Fatalf("--version: %q %v", out, err)
+	}
+}

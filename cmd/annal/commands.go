@@ -9,12 +9,15 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/annal-dev/annal/checkpoints"
+	"github.com/annal-dev/annal/internal/cli"
 	"github.com/annal-dev/annal/logserver/api"
 	"github.com/annal-dev/annal/logserver/client"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 const defaultServer = "http://127.0.0.1:7420"
@@ -22,6 +25,7 @@ const defaultServer = "http://127.0.0.1:7420"
 type globalFlags struct {
 	server, credential, credentialFile string
 	timeout                            time.Duration
+	flags                              *pflag.FlagSet
 }
 
 func newRootCommand() *cobra.Command {
@@ -34,13 +38,17 @@ func newRootCommand() *cobra.Command {
 	}
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.server, "server", envOr("ANNAL_SERVER", defaultServer), "kernel URL (env ANNAL_SERVER)")
-	pf.StringVar(&g.credential, "credential", os.Getenv("ANNAL_CREDENTIAL"), "bearer credential (env ANNAL_CREDENTIAL)")
-	pf.StringVar(&g.credentialFile, "credential-file", os.Getenv("ANNAL_CREDENTIAL_FILE"), "file holding the credential (env ANNAL_CREDENTIAL_FILE)")
+	// No default from the environment: --help must never print a secret,
+	// and a flag given on the command line always beats the environment.
+	pf.StringVar(&g.credential, "credential", "", "bearer credential (else env ANNAL_CREDENTIAL)")
+	pf.StringVar(&g.credentialFile, "credential-file", "", "file holding the credential (else env ANNAL_CREDENTIAL_FILE)")
+	g.flags = pf
 	pf.DurationVar(&g.timeout, "timeout", time.Minute, "give up after this long")
 	root.AddCommand(submitCommand(&g), proofCommand(&g), eventCommand(&g), checkpointCommand(&g), consistencyCommand(&g), infoCommand(&g), agentsCommand(&g), envelopesCommand(&g), holdsCommand(&g),
 		ringsCommand(&g), descriptorsCommand(&g), elevateCommand(&g), sessionsCommand(&g), killCommand(&g), quarantineCommand(&g),
 		signalCommand(&g), sagasCommand(&g), policiesCommand(&g))
-	root.AddCommand(exportCommand(&g))
+	root.AddCommand(exportCommand(&g), whoamiCommand(&g))
+	cli.Setup(root)
 	return root
 }
 
@@ -52,18 +60,47 @@ func envOr(name, def string) string {
 }
 
 func (g *globalFlags) client(needCredential bool) (*client.Client, error) {
-	cred := g.credential
-	if cred == "" && g.credentialFile != "" {
-		raw, err := os.ReadFile(g.credentialFile)
-		if err != nil {
-			return nil, fmt.Errorf("credential file: %w", err)
-		}
-		cred = strings.TrimSpace(string(raw))
+	cred, err := g.credentialValue()
+	if err != nil {
+		return nil, err
 	}
 	if needCredential && cred == "" {
 		return nil, errors.New("no credential: pass --credential or --credential-file, or set ANNAL_CREDENTIAL or ANNAL_CREDENTIAL_FILE")
 	}
 	return client.New(g.server, cred)
+}
+
+// credentialValue is the credential to present: a flag given on the
+// command line, else ANNAL_CREDENTIAL, else ANNAL_CREDENTIAL_FILE. A
+// flag always wins, so that a human's explicit credential is never
+// replaced by an agent's from the environment.
+func (g *globalFlags) credentialValue() (string, error) {
+	byFlag, byFileFlag := g.flags.Changed("credential"), g.flags.Changed("credential-file")
+	switch {
+	case byFlag && byFileFlag && g.credential != "" && g.credentialFile != "":
+		return "", errors.New("give --credential or --credential-file, not both")
+	case byFlag && g.credential != "":
+		return g.credential, nil
+	case byFileFlag && g.credentialFile != "":
+		return readCredentialFile(g.credentialFile)
+	case byFlag || byFileFlag:
+		return "", nil // given, and empty: no credential, whatever the environment holds
+	}
+	if cred := os.Getenv("ANNAL_CREDENTIAL"); cred != "" {
+		return cred, nil
+	}
+	if file := os.Getenv("ANNAL_CREDENTIAL_FILE"); file != "" {
+		return readCredentialFile(file)
+	}
+	return "", nil
+}
+
+func readCredentialFile(path string) (string, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("credential file: %w", err)
+	}
+	return strings.TrimSpace(string(raw)), nil
 }
 
 func (g *globalFlags) context(cmd *cobra.Command) (context.Context, context.CancelFunc) {
@@ -368,7 +405,35 @@ func agentsCommand(g *globalFlags) *cobra.Command {
 			})
 		},
 	}
-	agents.AddCommand(create, show)
+	var asJSON bool
+	list := &cobra.Command{
+		Use:   "list [--json]",
+		Short: "List the actors you may see: yourself, those you created (root: everyone)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := g.client(true)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := g.context(cmd)
+			defer cancel()
+			actors, err := c.Actors(ctx)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), actors)
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tKIND\tNAME\tSTATUS\tBALANCE\tCREATOR\tPURPOSE")
+			for _, a := range actors {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", a.ID, a.Kind, terminalSafe(a.Name), a.Status, a.Balance, a.Creator, terminalSafe(a.Purpose))
+			}
+			return tw.Flush()
+		},
+	}
+	list.Flags().BoolVar(&asJSON, "json", false, "print JSON for scripts")
+	agents.AddCommand(create, show, list)
 	for verb, status := range map[string]string{"freeze": "frozen", "unfreeze": "active", "terminate": "terminated"} {
 		var reason string
 		c := &cobra.Command{
@@ -385,4 +450,32 @@ func agentsCommand(g *globalFlags) *cobra.Command {
 		agents.AddCommand(c)
 	}
 	return agents
+}
+
+func whoamiCommand(g *globalFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "whoami",
+		Short: "Show the actor whose credential you present",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return g.call(cmd, func(ctx context.Context, c *client.Client) (any, error) { return c.WhoAmI(ctx) })
+		},
+	}
+}
+
+// terminalSafe makes what an agent wrote inert on a terminal: control
+// characters (escape sequences) and bidirectional overrides are shown as
+// escapes, never interpreted.
+func terminalSafe(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0),
+			r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069, r == 0x200e || r == 0x200f || r == 0x061c:
+			fmt.Fprintf(&b, "\\u%04x", r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }

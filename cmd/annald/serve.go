@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/annal-dev/annal/internal/cli"
 	"github.com/annal-dev/annal/kernel"
 	"github.com/annal-dev/annal/kernel/event"
 	"github.com/annal-dev/annal/logserver"
@@ -34,6 +35,7 @@ func newRootCommand() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(newServeCommand(), newRebuildCommand(), newVerifyCommand(), newRepairCommand(), newAuditCommand())
+	cli.Setup(root)
 	return root
 }
 

@@ -166,6 +166,19 @@ func (c *Client) CreateAgent(ctx context.Context, req api.AgentRequest) (*api.Ag
 
 // Actor returns an actor's record and energy (its own, its creator's or
 // root's view).
+// Actors lists the actors the caller may see: itself, those it created,
+// and for root everyone.
+func (c *Client) Actors(ctx context.Context) ([]api.Actor, error) {
+	var out []api.Actor
+	return out, c.doJSON(ctx, http.MethodGet, "v1/actors", nil, &out)
+}
+
+// WhoAmI returns the actor whose credential the client presents.
+func (c *Client) WhoAmI(ctx context.Context) (*api.Actor, error) {
+	var out api.Actor
+	return &out, c.doJSON(ctx, http.MethodGet, "v1/whoami", nil, &out)
+}
+
 func (c *Client) Actor(ctx context.Context, id string) (*api.Actor, error) {
 	var a api.Actor
 	return &a, c.doJSON(ctx, http.MethodGet, "v1/actors/"+url.PathEscape(id), nil, &a)

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/annal-dev/annal/logserver/api"
+	"github.com/annal-dev/annal/logserver/client"
+	"github.com/spf13/cobra"
+)
+
+// Every mistyped subcommand of every group is an error, never help and
+// exit 0.
+func TestUnknownSubcommandsAreErrors(t *testing.T) {
+	var groups []*cobra.Command
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if c.HasSubCommands() {
+			groups = append(groups, c)
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	root := newRootCommand()
+	walk(root)
+	plain := 0
+	for _, g := range groups {
+		if g.Annotations["group"] != "" {
+			plain++
+		}
+	}
+	if plain < 8 {
+		t.Fatalf("found only %d groups that run nothing of their own", plain)
+	}
+	if len(groups) < 8 {
+		t.Fatalf("found only %d command groups", len(groups))
+	}
+	for _, g := range groups {
+		path := strings.Fields(g.CommandPath())[1:]
+		_, err := runCLI(t, append(path, "aprove", "X")...)
+		switch {
+		case err == nil:
+			t.Errorf("%s aprove X: exit 0", g.CommandPath())
+		case g.Annotations["group"] != "" && !strings.Contains(err.Error(), `unknown command "aprove"`):
+			// A group that runs nothing of its own names the mistake.
+			t.Errorf("%s aprove X: %v", g.CommandPath(), err)
+		}
+	}
+	if _, err := runCLI(t, "holds"); err != nil {
+		t.Errorf("a group alone prints its help: %v", err)
+	}
+}
+
+func TestVersionFlag(t *testing.T) {
+	out, err := runCLI(t, "--version")
+	if err != nil || !strings.HasPrefix(out, "annal ") || !strings.Contains(out, "go1.") {
+		t.Fatalf("--version: %q %v", out, err)
+	}
+}
+
+// A credential given on the command line beats the environment, and help
+// never shows the environment's secret.
+func TestExplicitCredentialBeatsTheEnvironment(t *testing.T) {
+	url, credFile, _ := startServer(t)
+	rootCred, _ := os.ReadFile(credFile)
+	c, err := client.New(url, strings.TrimSpace(string(rootCred)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent, err := c.CreateAgent(context.Background(), api.AgentRequest{Name: "a", Purpose: "p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("ANNAL_CREDENTIAL", agent.Credential)
+	who := func(args ...string) string {
+		t.Helper()
+		out, err := runCLI(t, append([]string{"--server", url}, append(args, "whoami")...)...)
+		if err != nil {
+			t.Fatalf("whoami %v: %v", args, err)
+		}
+		var a api.Actor
+		if err := json.Unmarshal([]byte(out), &a); err != nil {
+			t.Fatalf("whoami output %q: %v", out, err)
+		}
+		return a.ID
+	}
+	if id := who(); id != agent.ID {
+		t.Fatalf("with only the environment: %s, want the agent %s", id, agent.ID)
+	}
+	if id := who("--credential-file", credFile); id != "root" {
+		t.Fatalf("--credential-file with ANNAL_CREDENTIAL set acted as %s, not root", id)
+	}
+	if id := who("--credential", strings.TrimSpace(string(rootCred))); id != "root" {
+		t.Fatalf("--credential with ANNAL_CREDENTIAL set acted as %s", id)
+	}
+	help, _ := runCLI(t, "--help")
+	if strings.Contains(help, agent.Credential) {
+		t.Fatal("--help printed the credential from the environment")
+	}
+	t.Setenv("ANNAL_CREDENTIAL", "")
+	t.Setenv("ANNAL_CREDENTIAL_FILE", filepath.Join(t.TempDir(), "missing"))
+	if _, err := runCLI(t, "--server", url, "--credential-file", credFile, "whoami"); err != nil {
+		t.Fatalf("an explicit file beside a broken ANNAL_CREDENTIAL_FILE: %v", err)
+	}
+}
