@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -55,6 +56,9 @@ type Kernel struct {
 	wakeResume chan struct{}
 	// scrubbed is closed once the background scrub after start has ended.
 	scrubbed chan struct{}
+	// unindexed are the history terms of folded events not yet in the
+	// state file's index (history.go); persist writes them.
+	unindexed []indexedEvent
 
 	// limiter is the rate limit gate's token buckets (in memory: a
 	// restart refills them, which the limits' burst sizes allow).
@@ -166,7 +170,7 @@ func (k *Kernel) recover(ctx context.Context) error {
 	if k.ledger.Size > size {
 		return fmt.Errorf("state has folded %d events but the log has only %d: the state file belongs to another log or the log lost entries", k.ledger.Size, size)
 	}
-	if err := foldLog(ctx, k.log, k.ledger, size); err != nil {
+	if err := foldLog(ctx, k.log, k.ledger, size, k.indexFolded); err != nil {
 		return fmt.Errorf("fold log into state: %w", err)
 	}
 	if size == 0 {
@@ -261,6 +265,8 @@ func (k *Kernel) foldDurable(group []*commitRequest, results []commitResult) {
 			if err := k.ledger.Fold(r.index, group[i].ev); err != nil {
 				r.err = err
 				k.stopWriting(fmt.Errorf("durable entry %d cannot be folded: %w (run annald audit)", r.index, err), false)
+			} else {
+				k.indexFolded(r.index, group[i].ev)
 			}
 		}
 	}
@@ -352,7 +358,7 @@ func (k *Kernel) tryResume(ctx context.Context) (done bool, err error) {
 		k.logger.Error("the log is damaged after a failed append; the kernel stops taking writes until an operator looks", "err", err)
 		return true, err
 	}
-	if err := foldLog(ctx, k.log, k.ledger, check.size); err != nil {
+	if err := foldLog(ctx, k.log, k.ledger, check.size, k.indexFolded); err != nil {
 		k.failed, k.resumable = fmt.Errorf("after a failed append, fold what landed: %w", err), false
 		k.logger.Error("what landed during a failed append cannot be folded; the kernel stops taking writes until an operator looks", "err", err)
 		return true, err
@@ -409,26 +415,47 @@ func (k *Kernel) foldLoop() {
 	}
 }
 
-// persist writes what changed in the ledger since the last call to the
-// state file.
+// indexFolded queues the history terms of a folded event (the caller
+// holds k.mu, or is alone with the kernel as at start).
+func (k *Kernel) indexFolded(index uint64, ev *event.Event) {
+	k.unindexed = append(k.unindexed, indexedEvent{index: index, terms: historyTerms(ev)})
+}
+
+// persist writes what changed in the ledger since the last call, and the
+// history terms of what it folded, to the state file. The terms leave the
+// queue only once written, so History always finds an event in one place
+// or the other.
 func (k *Kernel) persist() error {
 	k.mu.Lock()
 	values := map[string][]byte{}
-	for _, key := range k.ledger.TakeDirty() {
+	dirty := k.ledger.TakeDirty()
+	for _, key := range dirty {
 		if v, ok := k.ledger.Encode(key); ok {
 			values[key] = v
 		}
 	}
 	size := k.ledger.Size
+	index := slices.Clone(k.unindexed)
 	k.mu.Unlock()
-	if len(values) == 0 {
+	if len(values) == 0 && len(index) == 0 {
 		return nil
 	}
 	folded, err := foldedAt(context.Background(), k.log, size)
+	if err == nil {
+		err = k.store.write(values, index, folded, false)
+	}
 	if err != nil {
+		// Nothing of the transaction was written: its keys are written
+		// with the next, or the fold record would cover values it lacks.
+		k.mu.Lock()
+		k.ledger.MarkDirty(dirty)
+		k.mu.Unlock()
 		return err
 	}
-	return k.store.write(values, folded, false)
+	k.mu.Lock()
+	k.unindexed = k.unindexed[len(index):]
+	k.mu.Unlock()
+	return nil
 }
 
 // foldedAt is the fold record of a ledger that has folded size entries:

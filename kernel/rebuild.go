@@ -80,7 +80,10 @@ func Rebuild(ctx context.Context, cfg Config) (*RebuildReport, error) {
 	}
 	start := time.Now()
 	fresh := ledger.New()
-	if err := foldLog(ctx, tl, fresh, size); err != nil {
+	var index []indexedEvent
+	if err := foldLog(ctx, tl, fresh, size, func(i uint64, ev *event.Event) {
+		index = append(index, indexedEvent{index: i, terms: historyTerms(ev)})
+	}); err != nil {
 		return nil, fmt.Errorf("replay the log: %w", err)
 	}
 	report := &RebuildReport{Size: size, Elapsed: time.Since(start)}
@@ -108,7 +111,7 @@ func Rebuild(ctx context.Context, cfg Config) (*RebuildReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := st.write(values, folded, true); err != nil {
+	if err := st.write(values, index, folded, true); err != nil {
 		return nil, fmt.Errorf("write the rebuilt state: %w", err)
 	}
 	return report, nil

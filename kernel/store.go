@@ -23,11 +23,14 @@ import (
 var (
 	bucketMeta   = []byte("meta")
 	bucketLedger = []byte("ledger")
+	// bucketEvents is the history index (history.go): a key per indexed
+	// term of every folded event, no values.
+	bucketEvents = []byte("events")
 	keyOrigin    = []byte("origin")
 	// keyFormat names how values are stored; a state file without it (or
 	// with another) is from an older release, and is folded again.
 	keyFormat   = []byte("format")
-	storeFormat = []byte("crc32c/1")
+	storeFormat = []byte("crc32c+events/1")
 	// keyFolded records, with every write, how many log entries the
 	// stored ledger has folded, the leaf hash of the last one, and how
 	// many keys the ledger bucket holds: the start-up check compares the
@@ -180,8 +183,8 @@ func readState(db *bolt.DB, path, origin string, damaged func(string, ...any) er
 			return nil
 		}
 		b := tx.Bucket(bucketLedger)
-		if b == nil {
-			return damaged("it has no ledger bucket")
+		if b == nil || tx.Bucket(bucketEvents) == nil {
+			return damaged("it has no ledger or history bucket")
 		}
 		raw := meta.Get(keyFolded)
 		if raw != nil && len(raw) != 48 {
@@ -219,10 +222,15 @@ func readState(db *bolt.DB, path, origin string, damaged func(string, ...any) er
 	}
 	c.reset, c.ledger = reset, ledger.New()
 	return c, db.Update(func(tx *bolt.Tx) error {
-		if tx.Bucket(bucketLedger) != nil {
-			if err := tx.DeleteBucket(bucketLedger); err != nil {
-				return err
+		for _, name := range [][]byte{bucketLedger, bucketEvents} {
+			if tx.Bucket(name) != nil {
+				if err := tx.DeleteBucket(name); err != nil {
+					return err
+				}
 			}
+		}
+		if _, err := tx.CreateBucket(bucketEvents); err != nil {
+			return err
 		}
 		meta, err := tx.CreateBucketIfNotExists(bucketMeta)
 		if err != nil {
@@ -290,17 +298,23 @@ func checksum(key, value []byte) uint32 {
 
 func (s *store) close() error { return s.db.Close() }
 
-// write stores encoded ledger keys and the fold record in one
-// transaction. replace first empties the store (for rebuild).
-func (s *store) write(values map[string][]byte, folded foldedRecord, replace bool) error {
+// write stores encoded ledger keys, history index terms and the fold
+// record in one transaction, so the index covers exactly what the ledger
+// folded. replace first empties the store (for rebuild).
+func (s *store) write(values map[string][]byte, index []indexedEvent, folded foldedRecord, replace bool) error {
 	return s.db.Update(func(tx *bolt.Tx) error {
 		if replace {
-			if err := tx.DeleteBucket(bucketLedger); err != nil {
-				return err
+			for _, name := range [][]byte{bucketLedger, bucketEvents} {
+				if err := tx.DeleteBucket(name); err != nil {
+					return err
+				}
+				if _, err := tx.CreateBucket(name); err != nil {
+					return err
+				}
 			}
-			if _, err := tx.CreateBucket(bucketLedger); err != nil {
-				return err
-			}
+		}
+		if err := putIndex(tx.Bucket(bucketEvents), index); err != nil {
+			return err
 		}
 		meta, b := tx.Bucket(bucketMeta), tx.Bucket(bucketLedger)
 		folded.keys = 0
@@ -323,7 +337,7 @@ func (s *store) write(values map[string][]byte, folded foldedRecord, replace boo
 // foldLog applies the log's entries [l.Size, size) to l, reading a bundle
 // at a time. Every entry is parsed strictly; parsing (the costly part) runs
 // on all cores, folding in log order on one.
-func foldLog(ctx context.Context, tl *tileLog, l *ledger.Ledger, size uint64) error {
+func foldLog(ctx context.Context, tl *tileLog, l *ledger.Ledger, size uint64, folded ...func(uint64, *event.Event)) error {
 	workers := runtime.GOMAXPROCS(0)
 	for l.Size < size {
 		from := l.Size
@@ -354,6 +368,9 @@ func foldLog(ctx context.Context, tl *tileLog, l *ledger.Ledger, size uint64) er
 			}
 			if err := l.Fold(i, events[j]); err != nil {
 				return err
+			}
+			for _, f := range folded {
+				f(i, events[j])
 			}
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -106,5 +107,37 @@ func TestExplicitCredentialBeatsTheEnvironment(t *testing.T) {
 	t.Setenv("ANNAL_CREDENTIAL_FILE", filepath.Join(t.TempDir(), "missing"))
 	if _, err := runCLI(t, "--server", url, "--credential-file", credFile, "whoami"); err != nil {
 		t.Fatalf("an explicit file beside a broken ANNAL_CREDENTIAL_FILE: %v", err)
+	}
+}
+
+func TestHistoryAndTail(t *testing.T) {
+	url, credFile, _ := startServer(t)
+	cli := func(args ...string) string {
+		t.Helper()
+		out, err := runCLI(t, append([]string{"--server", url, "--credential-file", credFile}, args...)...)
+		if err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		return out
+	}
+	for i := range 4 {
+		cli("submit", "--type", "observe", "--target", "workspace/"+strconv.Itoa(i))
+	}
+	cli("submit", "--type", "observe", "--target", "workspace/\u202eevil")
+	table := cli("history", "--type", "observe", "--limit", "3")
+	lines := strings.Split(strings.TrimSpace(table), "\n")
+	if len(lines) != 5 || !strings.HasPrefix(lines[0], "INDEX") || !strings.Contains(lines[4], "more: annal history --cursor") {
+		t.Fatalf("history table:\n%s", table)
+	}
+	if strings.ContainsAny(table, "\u202e") || !strings.Contains(table, `\u202e`) {
+		t.Fatalf("an agent's target reached the terminal raw:\n%q", table)
+	}
+	var page api.HistoryPage
+	if err := json.Unmarshal([]byte(cli("history", "--json", "--oldest", "--target", "workspace/")), &page); err != nil || len(page.Events) != 5 {
+		t.Fatalf("history --json: %+v %v", page, err)
+	}
+	tail := cli("tail", "-n", "2", "--type", "observe")
+	if rows := strings.Split(strings.TrimSpace(tail), "\n"); len(rows) != 2 || !strings.Contains(rows[0], "workspace/3") {
+		t.Fatalf("tail -n 2:\n%s", tail)
 	}
 }

@@ -217,3 +217,19 @@ type Error struct {
 	// elevation's "insufficient_trust" (Execution Control §8.3).
 	Reason string `json:"reason,omitempty"`
 }
+
+// HistoryItem is one event of GET /v1/events: its index, leaf hash and
+// the event exactly as logged (canonical JSON; SHA-256(0x00 || event) is
+// the leaf hash).
+type HistoryItem struct {
+	Index    uint64          `json:"index"`
+	LeafHash string          `json:"leaf_hash"`
+	Event    json.RawMessage `json:"event"`
+}
+
+// HistoryPage is the answer of GET /v1/events. NextCursor, when set, is the
+// cursor parameter of the next page.
+type HistoryPage struct {
+	Events     []HistoryItem `json:"events"`
+	NextCursor *uint64       `json:"next_cursor,omitempty"`
+}

@@ -166,6 +166,14 @@ func (c *Client) CreateAgent(ctx context.Context, req api.AgentRequest) (*api.Ag
 
 // Actor returns an actor's record and energy (its own, its creator's or
 // root's view).
+// History reads a page of GET /v1/events; query holds its filters
+// (actor, envelope, session, kind, type, outcome, target, since, until),
+// order (newest or oldest), cursor and limit.
+func (c *Client) History(ctx context.Context, query url.Values) (*api.HistoryPage, error) {
+	var out api.HistoryPage
+	return &out, c.doJSON(ctx, http.MethodGet, "v1/events?"+query.Encode(), nil, &out)
+}
+
 // Actors lists the actors the caller may see: itself, those it created,
 // and for root everyone.
 func (c *Client) Actors(ctx context.Context) ([]api.Actor, error) {

@@ -276,6 +276,14 @@ func (l *Ledger) touchActor(a *Actor)       { l.dirty["actor/"+a.ID] = true }
 func (l *Ledger) touchEnvelope(v *Envelope) { l.dirty["envelope/"+v.ID] = true }
 func (l *Ledger) touchHold(h *Hold)         { l.dirty["hold/"+h.ID] = true }
 
+// MarkDirty marks keys changed again: their write to the state failed,
+// and must be retried with the next.
+func (l *Ledger) MarkDirty(keys []string) {
+	for _, k := range keys {
+		l.dirty[k] = true
+	}
+}
+
 // TakeDirty returns the keys ("meta", "actor/<id>", "envelope/<id>", ...)
 // changed since the last call, for persistence.
 func (l *Ledger) TakeDirty() []string {

@@ -1,0 +1,194 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/url"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"github.com/annal-dev/annal/logserver/api"
+	"github.com/spf13/cobra"
+)
+
+// historyFilters are the filters annal history and annal tail share.
+type historyFilters struct {
+	actor, envelope, session, kind, typ, outcome, target, since, until string
+}
+
+func (f *historyFilters) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.actor, "actor", "", "events of this actor")
+	fl.StringVar(&f.envelope, "envelope", "", "events under this envelope")
+	fl.StringVar(&f.session, "session", "", "events of this session")
+	fl.StringVar(&f.kind, "kind", "", "events of this kind (action, action.denied, hold.requested, actor.created, ...)")
+	fl.StringVar(&f.typ, "type", "", "actions of this type (observe, mutate, execute, ...)")
+	fl.StringVar(&f.outcome, "outcome", "", "committed, denied or held")
+	fl.StringVar(&f.target, "target", "", "actions whose target starts with this")
+	fl.StringVar(&f.since, "since", "", "events at or after this RFC 3339 time")
+	fl.StringVar(&f.until, "until", "", "events at or before this RFC 3339 time")
+}
+
+func (f *historyFilters) values() url.Values {
+	v := url.Values{}
+	for name, value := range map[string]string{"actor": f.actor, "envelope": f.envelope, "session": f.session, "kind": f.kind,
+		"type": f.typ, "outcome": f.outcome, "target": f.target, "since": f.since, "until": f.until} {
+		if value != "" {
+			v.Set(name, value)
+		}
+	}
+	return v
+}
+
+func historyCommand(g *globalFlags) *cobra.Command {
+	var f historyFilters
+	var asJSON, oldest bool
+	var limit int
+	var cursor string
+	cmd := &cobra.Command{
+		Use:   "history [filters] [--oldest] [--limit N] [--json]",
+		Short: "Read the history: events newest first (yours and your agents'; root: all), one page",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := g.client(true)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := g.context(cmd)
+			defer cancel()
+			q := f.values()
+			q.Set("limit", strconv.Itoa(limit))
+			if oldest {
+				q.Set("order", "oldest")
+			}
+			if cursor != "" {
+				q.Set("cursor", cursor)
+			}
+			page, err := c.History(ctx, q)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), page)
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "INDEX\tTIME\tACTOR\tKIND\tTYPE\tTARGET\tOUTCOME")
+			printHistory(tw, page.Events)
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			if page.NextCursor != nil {
+				fmt.Fprintf(cmd.OutOrStdout(), "more: annal history --cursor %d (same filters)\n", *page.NextCursor)
+			}
+			return nil
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the page as JSON (each event exactly as logged)")
+	cmd.Flags().BoolVar(&oldest, "oldest", false, "oldest first")
+	cmd.Flags().IntVar(&limit, "limit", 50, "events per page (1 to 500)")
+	cmd.Flags().StringVar(&cursor, "cursor", "", "continue from this index (the last page's 'more' line)")
+	return cmd
+}
+
+func tailCommand(g *globalFlags) *cobra.Command {
+	var f historyFilters
+	var follow, asJSON bool
+	var n int
+	var every time.Duration
+	cmd := &cobra.Command{
+		Use:   "tail [filters] [-n N] [-f]",
+		Short: "Print the last events; with -f, keep printing new ones as they are logged",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := g.client(true)
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			q := f.values()
+			q.Set("limit", strconv.Itoa(n))
+			page, err := c.History(ctx, q)
+			if err != nil {
+				return err
+			}
+			events := page.Events
+			for i, j := 0, len(events)-1; i < j; i, j = i+1, j-1 {
+				events[i], events[j] = events[j], events[i]
+			}
+			out := cmd.OutOrStdout()
+			emit := func(events []api.HistoryItem) {
+				if asJSON {
+					for _, e := range events {
+						line, _ := json.Marshal(e)
+						fmt.Fprintf(out, "%s\n", line)
+					}
+					return
+				}
+				tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+				printHistory(tw, events)
+				tw.Flush()
+			}
+			emit(events)
+			if !follow {
+				return nil
+			}
+			next := uint64(0)
+			if len(events) > 0 {
+				next = events[len(events)-1].Index + 1
+			}
+			q.Set("order", "oldest")
+			q.Set("limit", "500")
+			for {
+				q.Set("cursor", strconv.FormatUint(next, 10))
+				page, err := c.History(ctx, q)
+				if err != nil {
+					return err
+				}
+				emit(page.Events)
+				if len(page.Events) > 0 {
+					next = page.Events[len(page.Events)-1].Index + 1
+				}
+				if page.NextCursor != nil {
+					next = max(next, *page.NextCursor)
+					continue
+				}
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-time.After(every):
+				}
+			}
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().IntVarP(&n, "lines", "n", 20, "how many of the last events to print (1 to 500)")
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new events until interrupted")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object per line")
+	cmd.Flags().DurationVar(&every, "poll", 500*time.Millisecond, "with -f, how often to ask for new events")
+	return cmd
+}
+
+// printHistory writes one row per event; what an agent wrote is made inert.
+func printHistory(w io.Writer, events []api.HistoryItem) {
+	for _, e := range events {
+		var ev struct {
+			Time   string `json:"time"`
+			Actor  string `json:"actor"`
+			Kind   string `json:"kind"`
+			Action *struct {
+				Type   string `json:"type"`
+				Target string `json:"target"`
+			} `json:"action"`
+		}
+		_ = json.Unmarshal(e.Event, &ev)
+		typ, target := "", ""
+		if ev.Action != nil {
+			typ, target = ev.Action.Type, ev.Action.Target
+		}
+		outcome := map[string]string{"action": "committed", "action.denied": "denied", "hold.requested": "held"}[ev.Kind]
+		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Index, ev.Time, terminalSafe(ev.Actor), ev.Kind, terminalSafe(typ), terminalSafe(target), outcome)
+	}
+}

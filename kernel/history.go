@@ -1,0 +1,423 @@
+package kernel
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/annal-dev/annal/kernel/event"
+	"github.com/transparency-dev/tessera/api"
+	"github.com/transparency-dev/tessera/api/layout"
+	bolt "go.etcd.io/bbolt"
+)
+
+// The history: every folded event is indexed by the terms people search
+// it by, in the state file beside the ledger (written in the same
+// transaction, so the index covers exactly what the ledger folded). A page
+// reads O(page) index keys and entries, not O(log).
+//
+// Visibility: the log itself is public (its tiles and /v1/events/<i> need
+// no credential), so the history hides nothing that is secret; it answers
+// within the caller's oversight so that a console shows each person their
+// own agents. Root sees every event; any other actor sees the events whose
+// actor is itself or an actor it created.
+
+// Index dimensions: the first byte of an index key.
+const (
+	termActor    byte = 'a'
+	termEnvelope byte = 'e'
+	termSession  byte = 's'
+	termKind     byte = 'k'
+	termType     byte = 't'
+	termOutcome  byte = 'o'
+)
+
+// Outcomes an action can have in the history.
+const (
+	OutcomeCommitted = "committed"
+	OutcomeDenied    = "denied"
+	OutcomeHeld      = "held"
+)
+
+// indexedEvent is a folded event's index terms, waiting to be persisted.
+type indexedEvent struct {
+	index uint64
+	terms [][]byte // dimension byte + value
+}
+
+// historyTerms are the index terms of ev.
+func historyTerms(ev *event.Event) [][]byte {
+	terms := [][]byte{term(termActor, ev.Actor), term(termKind, string(ev.Kind))}
+	if ev.Session != "" {
+		terms = append(terms, term(termSession, ev.Session))
+	}
+	if a := ev.Action; a != nil {
+		terms = append(terms, term(termType, string(a.Type)))
+		if a.Envelope != "" {
+			terms = append(terms, term(termEnvelope, a.Envelope))
+		}
+	}
+	if ev.Envelope != nil && ev.Envelope.ID != "" {
+		terms = append(terms, term(termEnvelope, ev.Envelope.ID))
+	}
+	if o := outcomeOf(ev); o != "" {
+		terms = append(terms, term(termOutcome, o))
+	}
+	return terms
+}
+
+func term(dim byte, value string) []byte { return append([]byte{dim}, value...) }
+
+// outcomeOf is what became of the action an event records, if it records
+// one.
+func outcomeOf(ev *event.Event) string {
+	switch ev.Kind {
+	case event.KindAction:
+		return OutcomeCommitted
+	case event.KindActionDenied:
+		return OutcomeDenied
+	case event.KindHoldRequested:
+		return OutcomeHeld
+	}
+	return ""
+}
+
+// indexKey is term || 0x00 || big-endian index: one term's keys sort by
+// index. Terms never hold 0x00 (ids, kinds and types are validated).
+func indexKey(t []byte, index uint64) []byte {
+	k := append(append(make([]byte, 0, len(t)+9), t...), 0)
+	return binary.BigEndian.AppendUint64(k, index)
+}
+
+func putIndex(b *bolt.Bucket, index []indexedEvent) error {
+	for _, ie := range index {
+		for _, t := range ie.terms {
+			if err := b.Put(indexKey(t, ie.index), nil); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// HistoryQuery selects events. Empty fields select everything.
+type HistoryQuery struct {
+	Actor, Envelope, Session, Kind, Type, Outcome string
+	// TargetPrefix selects actions whose target starts with it.
+	TargetPrefix string
+	// Since and Until bound the event's time (inclusive).
+	Since, Until event.Instant
+	// Oldest pages from the oldest event on; by default newest first.
+	Oldest bool
+	// Cursor continues a page: the index to start from (inclusive), as
+	// NextCursor gave it.
+	Cursor *uint64
+	// Limit is the page size (0: 50; at most MaxHistoryPage).
+	Limit int
+}
+
+// MaxHistoryPage bounds a page; maxHistoryScan bounds the index keys one
+// page reads before it returns what it found with a cursor to go on.
+// maxHistoryBytes bounds the entry bytes of a page, so that a page of
+// large events still fits a client's answer limit (1 MiB).
+const (
+	MaxHistoryPage  = 500
+	maxHistoryScan  = 20_000
+	maxHistoryBytes = 640 << 10
+)
+
+// HistoryItem is one event of a page.
+type HistoryItem struct {
+	Index    uint64
+	LeafHash string
+	// Entry is the event exactly as logged; Event, decoded.
+	Entry []byte
+	Event *event.Event
+}
+
+// HistoryPage is a page of events and where the next one starts (nil at
+// the end).
+type HistoryPage struct {
+	Events     []HistoryItem
+	NextCursor *uint64
+}
+
+// History answers a query within viewer's oversight.
+func (k *Kernel) History(ctx context.Context, viewer *Actor, q HistoryQuery) (*HistoryPage, error) {
+	if q.Limit == 0 {
+		q.Limit = 50
+	}
+	if q.Limit < 0 || q.Limit > MaxHistoryPage {
+		return nil, fmt.Errorf("%w: limit must be 1 to %d", ErrInvalid, MaxHistoryPage)
+	}
+	for _, v := range []string{q.Actor, q.Envelope, q.Session, q.Kind, q.Type, q.Outcome} {
+		if strings.IndexByte(v, 0) >= 0 {
+			return nil, fmt.Errorf("%w: a filter holds a NUL byte", ErrInvalid)
+		}
+	}
+	visible, err := k.visibleActors(viewer, q.Actor)
+	if err != nil {
+		return nil, err
+	}
+	k.mu.Lock()
+	size := k.ledger.Size
+	k.mu.Unlock()
+	// The source of candidates: the most selective indexed filter, else
+	// the viewer's actors, else every index.
+	var sources [][]byte
+	switch {
+	case q.Envelope != "":
+		sources = [][]byte{term(termEnvelope, q.Envelope)}
+	case q.Session != "":
+		sources = [][]byte{term(termSession, q.Session)}
+	case q.Actor != "":
+		sources = [][]byte{term(termActor, q.Actor)}
+	case visible != nil:
+		for id := range visible {
+			sources = append(sources, term(termActor, id))
+		}
+	case q.Type != "":
+		sources = [][]byte{term(termType, q.Type)}
+	case q.Outcome != "":
+		sources = [][]byte{term(termOutcome, q.Outcome)}
+	case q.Kind != "":
+		sources = [][]byte{term(termKind, q.Kind)}
+	}
+	start := uint64(0)
+	if !q.Oldest && size > 0 {
+		start = size - 1
+	}
+	if q.Cursor != nil {
+		start = *q.Cursor
+	}
+	if size == 0 || (!q.Oldest && start >= size) {
+		start = max(size, 1) - 1
+	}
+	page := &HistoryPage{Events: []HistoryItem{}}
+	bundles := map[uint64]*api.EntryBundle{}
+	scanned, bytesOut := 0, 0
+	err = k.store.db.View(func(tx *bolt.Tx) error {
+		// The tail is read after the transaction began: an entry persisted
+		// meanwhile is in both (and skipped once), never in neither, since
+		// persist drops the tail only after its write committed.
+		k.mu.Lock()
+		tail := slices.Clone(k.unindexed)
+		k.mu.Unlock()
+		next := candidates(tx.Bucket(bucketEvents), tail, sources, start, size, q.Oldest)
+		var last *uint64
+		for {
+			i, ok := next()
+			if !ok {
+				return nil
+			}
+			if last != nil && *last == i {
+				continue
+			}
+			last = &i
+			if scanned++; scanned > maxHistoryScan || len(page.Events) == q.Limit || bytesOut > maxHistoryBytes {
+				page.NextCursor = &i
+				return nil
+			}
+			entry, err := k.entryAt(ctx, bundles, i, size)
+			if err != nil {
+				return err
+			}
+			ev, err := event.Parse(entry)
+			if err != nil {
+				return fmt.Errorf("log entry %d: %w", i, err)
+			}
+			if !q.matches(ev, visible) {
+				continue
+			}
+			bytesOut += len(entry)
+			leaf := event.LeafHash(entry)
+			page.Events = append(page.Events, HistoryItem{Index: i, LeafHash: hex.EncodeToString(leaf[:]), Entry: entry, Event: ev})
+		}
+	})
+	return page, err
+}
+
+// visibleActors is the set of actors whose events viewer may see (nil:
+// all). A filter on an actor outside it is refused.
+func (k *Kernel) visibleActors(viewer *Actor, actor string) (map[string]bool, error) {
+	if viewer.ID == RootID {
+		return nil, nil
+	}
+	k.mu.Lock()
+	visible := map[string]bool{viewer.ID: true}
+	for id, a := range k.ledger.Actors {
+		if a.Creator == viewer.ID {
+			visible[id] = true
+		}
+	}
+	k.mu.Unlock()
+	if actor != "" && !visible[actor] {
+		return nil, fmt.Errorf("%w: %s may not read the history of %s", ErrForbidden, viewer.ID, actor)
+	}
+	return visible, nil
+}
+
+// matches checks every filter against the event itself: an index only
+// proposes candidates, so a damaged index can hide an event but never
+// show one the query did not ask for.
+func (q HistoryQuery) matches(ev *event.Event, visible map[string]bool) bool {
+	a := ev.Action
+	envelope := ""
+	if a != nil {
+		envelope = a.Envelope
+	}
+	if ev.Envelope != nil && envelope == "" {
+		envelope = ev.Envelope.ID
+	}
+	switch {
+	case visible != nil && !visible[ev.Actor],
+		q.Actor != "" && ev.Actor != q.Actor,
+		q.Envelope != "" && envelope != q.Envelope,
+		q.Session != "" && ev.Session != q.Session,
+		q.Kind != "" && string(ev.Kind) != q.Kind,
+		q.Type != "" && (a == nil || string(a.Type) != q.Type),
+		q.Outcome != "" && outcomeOf(ev) != q.Outcome,
+		q.TargetPrefix != "" && (a == nil || !strings.HasPrefix(a.Target, q.TargetPrefix)),
+		!q.Since.IsZero() && ev.Time.Before(q.Since),
+		!q.Until.IsZero() && q.Until.Before(ev.Time):
+		return false
+	}
+	return true
+}
+
+// candidates yields the indexes of events that the sources' index keys
+// name (every index when there are none), from start on, in order: the
+// persisted index, then the tail folded since it was written.
+func candidates(b *bolt.Bucket, tail []indexedEvent, sources [][]byte, start, size uint64, oldest bool) func() (uint64, bool) {
+	if len(sources) == 0 {
+		i, done := start, size == 0
+		return func() (uint64, bool) {
+			if done || i >= size {
+				return 0, false
+			}
+			v := i
+			if oldest {
+				i++
+			} else if i == 0 {
+				done = true
+			} else {
+				i--
+			}
+			return v, true
+		}
+	}
+	var streams []func() (uint64, bool)
+	for _, src := range sources {
+		streams = append(streams, termStream(b, tail, src, start, oldest))
+	}
+	heads := make([]*uint64, len(streams))
+	for j, s := range streams {
+		if v, ok := s(); ok {
+			heads[j] = &v
+		}
+	}
+	return func() (uint64, bool) {
+		best := -1
+		for j, h := range heads {
+			if h != nil && (best < 0 || (oldest && *h < *heads[best]) || (!oldest && *h > *heads[best])) {
+				best = j
+			}
+		}
+		if best < 0 {
+			return 0, false
+		}
+		v := *heads[best]
+		if n, ok := streams[best](); ok {
+			heads[best] = &n
+		} else {
+			heads[best] = nil
+		}
+		return v, true
+	}
+}
+
+// termStream yields the indexes of one term from start on: newest first
+// the unpersisted tail then the persisted keys, oldest first the other way.
+func termStream(b *bolt.Bucket, tail []indexedEvent, t []byte, start uint64, oldest bool) func() (uint64, bool) {
+	var fromTail []uint64
+	for _, ie := range tail {
+		if slices.ContainsFunc(ie.terms, func(x []byte) bool { return bytes.Equal(x, t) }) {
+			if (oldest && ie.index >= start) || (!oldest && ie.index <= start) {
+				fromTail = append(fromTail, ie.index)
+			}
+		}
+	}
+	if !oldest {
+		slices.Reverse(fromTail)
+	}
+	prefix := append(slices.Clone(t), 0)
+	c := b.Cursor()
+	var k []byte
+	first := true
+	persisted := func() (uint64, bool) {
+		if first {
+			first = false
+			k, _ = c.Seek(indexKey(t, start))
+			if !oldest {
+				if k == nil || !bytes.Equal(k, indexKey(t, start)) {
+					if k == nil {
+						k, _ = c.Last()
+					} else {
+						k, _ = c.Prev()
+					}
+				}
+			}
+		} else if oldest {
+			k, _ = c.Next()
+		} else {
+			k, _ = c.Prev()
+		}
+		if k == nil || !bytes.HasPrefix(k, prefix) || len(k) != len(prefix)+8 {
+			return 0, false
+		}
+		return binary.BigEndian.Uint64(k[len(prefix):]), true
+	}
+	persistedDone := false
+	return func() (uint64, bool) {
+		if !oldest && len(fromTail) > 0 {
+			v := fromTail[0]
+			fromTail = fromTail[1:]
+			return v, true
+		}
+		if !persistedDone {
+			if v, ok := persisted(); ok {
+				return v, true
+			}
+			persistedDone = true
+		}
+		if oldest && len(fromTail) > 0 {
+			v := fromTail[0]
+			fromTail = fromTail[1:]
+			return v, true
+		}
+		return 0, false
+	}
+}
+
+// entryAt reads entry i of a log of size, through a per-query cache of
+// bundles.
+func (k *Kernel) entryAt(ctx context.Context, bundles map[uint64]*api.EntryBundle, i, size uint64) ([]byte, error) {
+	bi := i / layout.EntryBundleWidth
+	b, ok := bundles[bi]
+	if !ok {
+		var err error
+		if b, err = k.log.readBundle(ctx, bi, size); err != nil {
+			return nil, err
+		}
+		bundles[bi] = b
+	}
+	if int(i%layout.EntryBundleWidth) >= len(b.Entries) {
+		return nil, errors.New("entry beyond its bundle")
+	}
+	return b.Entries[i%layout.EntryBundleWidth], nil
+}

@@ -1,0 +1,172 @@
+package kernel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/annal-dev/annal/kernel/event"
+)
+
+// historyLog is a kernel with two agents under envelopes, a session, and
+// committed, denied and held actions.
+func historyLog(t *testing.T) (*govKernel, *Actor, *Actor) {
+	t.Helper()
+	g := openGov(t)
+	a, _ := g.agent(10_000, "workspace/**:observe,mutate")
+	b, _ := g.agent(10_000, "workspace/**:observe")
+	g.envelope(g.root, EnvelopeRequest{Holder: a.ID, Budget: 5_000, Grants: grants("workspace/**:observe,mutate"), HoldOn: grants("workspace/release/**:mutate")})
+	for i := range 30 {
+		g.submit(a, event.Observe, fmt.Sprintf("workspace/a/%d", i))
+		g.submit(b, event.Observe, fmt.Sprintf("workspace/b/%d", i))
+		if i%10 == 0 {
+			g.submit(b, event.Mutate, "workspace/b/denied") // b may not mutate
+			g.submit(a, event.Mutate, fmt.Sprintf("workspace/release/%d", i))
+		}
+	}
+	return g, a, b
+}
+
+// allEvents reads the whole log: the oracle for History.
+func allEvents(t *testing.T, k *Kernel) []HistoryItem {
+	t.Helper()
+	k.mu.Lock()
+	size := k.ledger.Size
+	k.mu.Unlock()
+	var out []HistoryItem
+	for i := range size {
+		entry, err := k.Entry(context.Background(), i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev, err := event.Parse(entry)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, HistoryItem{Index: i, Event: ev})
+	}
+	return out
+}
+
+// pages reads every page of a query, following the cursor.
+func pages(t *testing.T, k *Kernel, viewer *Actor, q HistoryQuery) []uint64 {
+	t.Helper()
+	var got []uint64
+	for range 1000 {
+		p, err := k.History(context.Background(), viewer, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, it := range p.Events {
+			got = append(got, it.Index)
+		}
+		if p.NextCursor == nil {
+			return got
+		}
+		q.Cursor = p.NextCursor
+	}
+	t.Fatal("paging did not end")
+	return nil
+}
+
+func TestHistoryFiltersAgreeWithTheLog(t *testing.T) {
+	g, a, b := historyLog(t)
+	check := func(phase string) {
+		all := allEvents(t, g.Kernel)
+		queries := map[string]HistoryQuery{
+			"all":            {},
+			"actor a":        {Actor: a.ID},
+			"actor b":        {Actor: b.ID},
+			"kind action":    {Kind: string(event.KindAction)},
+			"type mutate":    {Type: "mutate"},
+			"denied":         {Outcome: OutcomeDenied},
+			"held":           {Outcome: OutcomeHeld},
+			"committed by a": {Outcome: OutcomeCommitted, Actor: a.ID},
+			"target prefix":  {TargetPrefix: "workspace/b/"},
+			"since":          {Since: all[len(all)/2].Event.Time},
+			"until":          {Until: all[len(all)/3].Event.Time},
+		}
+		for _, e := range all {
+			if e.Event.Action != nil && e.Event.Action.Envelope != "" {
+				queries["envelope"] = HistoryQuery{Envelope: e.Event.Action.Envelope}
+				break
+			}
+		}
+		for name, q := range queries {
+			var want []uint64
+			for _, e := range all {
+				if q.matches(e.Event, nil) {
+					want = append(want, e.Index)
+				}
+			}
+			if len(want) == 0 {
+				t.Fatalf("%s %s: the oracle selects nothing; the test proves nothing", phase, name)
+			}
+			for _, limit := range []int{1, 7, 500} {
+				q.Limit = limit
+				q.Oldest = true
+				if got := pages(t, g.Kernel, g.root, q); !slices.Equal(got, want) {
+					t.Fatalf("%s %s oldest first, pages of %d: %v, want %v", phase, name, limit, got, want)
+				}
+				q.Oldest = false
+				got := pages(t, g.Kernel, g.root, q)
+				slices.Reverse(got)
+				if !slices.Equal(got, want) {
+					t.Fatalf("%s %s newest first, pages of %d: %v, want %v", phase, name, limit, got, want)
+				}
+			}
+		}
+	}
+	check("unpersisted") // the index tail in memory
+	if err := g.persist(); err != nil {
+		t.Fatal(err)
+	}
+	check("persisted")
+	g.submit(a, event.Observe, "workspace/a/late") // half in bbolt, half in memory
+	check("mixed")
+}
+
+func TestHistorySurvivesARestart(t *testing.T) {
+	g, a, _ := historyLog(t)
+	dir := g.dir.Path
+	before, err := g.History(context.Background(), g.root, HistoryQuery{Actor: a.ID, Limit: 500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Close()
+	k := openTest(t, dir)
+	defer k.Close()
+	after, err := k.History(context.Background(), rootOf(t, k), HistoryQuery{Actor: a.ID, Limit: 500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after.Events) != len(before.Events) || len(before.Events) < 30 {
+		t.Fatalf("after a restart %d events, before %d", len(after.Events), len(before.Events))
+	}
+}
+
+// An agent reads its own history and its children's, nobody else's.
+func TestHistoryVisibility(t *testing.T) {
+	g, a, b := historyLog(t)
+	own, err := g.History(context.Background(), a, HistoryQuery{Limit: 500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(own.Events) == 0 {
+		t.Fatal("an agent sees none of its own events")
+	}
+	for _, e := range own.Events {
+		if e.Event.Actor != a.ID {
+			t.Fatalf("agent %s saw event %d of %s", a.ID, e.Index, e.Event.Actor)
+		}
+	}
+	if _, err := g.History(context.Background(), a, HistoryQuery{Actor: b.ID}); !errors.Is(err, ErrForbidden) {
+		t.Fatalf("an agent reading another's history: %v", err)
+	}
+	if _, err := g.History(context.Background(), a, HistoryQuery{Actor: "x\x00y"}); err == nil || !strings.Contains(err.Error(), "NUL") {
+		t.Fatalf("a NUL in a filter: %v", err)
+	}
+}
