@@ -56,6 +56,9 @@ type Kernel struct {
 	wakeResume chan struct{}
 	// scrubbed is closed once the background scrub after start has ended.
 	scrubbed chan struct{}
+	// grown is closed, and replaced, whenever the ledger folds more of the
+	// log (Grown).
+	grown chan struct{}
 	// unindexed are the history terms of folded events not yet in the
 	// state file's index (history.go); persist writes them.
 	unindexed []indexedEvent
@@ -130,7 +133,7 @@ func Open(cfg Config) (_ *Kernel, err error) {
 	}
 	k := &Kernel{
 		cfg: cfg, dir: dir, log: l, store: st, ledger: led, claims: newClaims(), pending: ledger.NewPending(),
-		ids: map[string]bool{}, logger: cfg.Logger, wakeResume: make(chan struct{}, 1), scrubbed: make(chan struct{}),
+		ids: map[string]bool{}, logger: cfg.Logger, wakeResume: make(chan struct{}, 1), scrubbed: make(chan struct{}), grown: make(chan struct{}),
 		stopFold: make(chan struct{}), foldDone: make(chan struct{}), stopLoops: make(chan struct{}),
 	}
 	if !cfg.DisableRateLimit {
@@ -239,6 +242,7 @@ func (k *Kernel) foldDurable(group []*commitRequest, results []commitResult) {
 	sort.Slice(order, func(a, b int) bool { return results[order[a]].index < results[order[b]].index })
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	defer k.signalGrowth(k.ledger.Size)
 	for _, i := range order {
 		// Claims and held energy go in the same critical section as the
 		// fold, so the next decision sees the event's effect, not its hold.
@@ -270,6 +274,23 @@ func (k *Kernel) foldDurable(group []*commitRequest, results []commitResult) {
 			}
 		}
 	}
+}
+
+// signalGrowth wakes Grown's waiters if the ledger folded past before
+// (the caller holds k.mu).
+func (k *Kernel) signalGrowth(before uint64) {
+	if k.ledger.Size != before {
+		close(k.grown)
+		k.grown = make(chan struct{})
+	}
+}
+
+// Grown returns the ledger's folded size and a channel closed once it
+// folds more: a live tail waits on it instead of polling.
+func (k *Kernel) Grown() (uint64, <-chan struct{}) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.ledger.Size, k.grown
 }
 
 // stopWriting stops every writer (the caller holds k.mu). A resumable
@@ -358,6 +379,8 @@ func (k *Kernel) tryResume(ctx context.Context) (done bool, err error) {
 		k.logger.Error("the log is damaged after a failed append; the kernel stops taking writes until an operator looks", "err", err)
 		return true, err
 	}
+	before := k.ledger.Size
+	defer k.signalGrowth(before)
 	if err := foldLog(ctx, k.log, k.ledger, check.size, k.indexFolded); err != nil {
 		k.failed, k.resumable = fmt.Errorf("after a failed append, fold what landed: %w", err), false
 		k.logger.Error("what landed during a failed append cannot be folded; the kernel stops taking writes until an operator looks", "err", err)

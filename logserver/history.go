@@ -1,10 +1,13 @@
 package logserver
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
+	"time"
 
 	"github.com/annal-dev/annal/kernel"
 	"github.com/annal-dev/annal/kernel/event"
@@ -90,4 +93,91 @@ func (s *Server) handleHistory(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	writeJSON(w, http.StatusOK, out)
+}
+
+// streamKeepAlive is how often an idle stream sends a comment, so that
+// proxies keep it open and a gone client is noticed.
+const streamKeepAlive = 15 * time.Second
+
+// handleStream serves GET /v1/events/stream: the history as Server-Sent
+// Events, oldest first and then live, with the filters of GET /v1/events.
+// Each event is "id: <index>", "event: event" and one data line holding
+// the history item as JSON. It starts after Last-Event-ID (a reconnect
+// resumes where it left off), else at the cursor parameter, else with the
+// next event logged.
+func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
+	viewer, err := s.authenticate(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	values := r.URL.Query()
+	for _, p := range []string{"order", "limit"} {
+		if values.Has(p) {
+			s.fail(w, r, fmt.Errorf("%w: a stream takes no %s", kernel.ErrInvalid, p))
+			return
+		}
+	}
+	q, err := parseHistoryQuery(values)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	next, _ := s.k.Grown()
+	if q.Cursor != nil {
+		next = *q.Cursor
+	}
+	if id := r.Header.Get("Last-Event-ID"); id != "" {
+		last, err := strconv.ParseUint(id, 10, 64)
+		if err != nil {
+			s.fail(w, r, fmt.Errorf("%w: Last-Event-ID %q is not an index", kernel.ErrInvalid, id))
+			return
+		}
+		next = last + 1
+	}
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		s.fail(w, r, errors.New("this connection cannot stream"))
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	flusher.Flush()
+	q.Oldest, q.Limit = true, kernel.MaxHistoryPage
+	keepAlive := time.NewTicker(streamKeepAlive)
+	defer keepAlive.Stop()
+	for {
+		size, grown := s.k.Grown()
+		if next < size {
+			q.Cursor = &next
+			page, err := s.k.History(r.Context(), viewer, q)
+			if err != nil {
+				fmt.Fprintf(w, "event: error\ndata: %s\n\n", strconv.Quote(err.Error()))
+				flusher.Flush()
+				return
+			}
+			for _, it := range page.Events {
+				item, _ := json.Marshal(api.HistoryItem{Index: it.Index, LeafHash: it.LeafHash, Event: it.Entry})
+				fmt.Fprintf(w, "id: %d\nevent: event\ndata: %s\n\n", it.Index, item)
+				next = it.Index + 1
+			}
+			if page.NextCursor != nil {
+				next = max(next, *page.NextCursor)
+			} else {
+				next = max(next, size)
+			}
+			flusher.Flush()
+			continue
+		}
+		select {
+		case <-r.Context().Done():
+			return
+		case <-grown:
+		case <-keepAlive.C:
+			fmt.Fprint(w, ": keep-alive\n\n")
+			flusher.Flush()
+		}
+	}
 }

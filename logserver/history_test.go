@@ -1,14 +1,19 @@
 package logserver
 
 import (
+	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/annal-dev/annal/logserver/api"
 	"github.com/annal-dev/annal/logserver/client"
@@ -82,5 +87,108 @@ func TestHistoryAPI(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("the history without a credential: %d", resp.StatusCode)
+	}
+}
+
+// sseEvent is one event read from a stream.
+type sseEvent struct {
+	id   string
+	item api.HistoryItem
+}
+
+// openStream connects to GET /v1/events/stream and returns a channel of
+// its events (closed when the stream ends).
+func openStream(t *testing.T, ts *testServer, cred, query, lastID string) (<-chan sseEvent, func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, ts.srv.URL+"/v1/events/stream?"+query, nil)
+	req.Header.Set("Authorization", "Bearer "+cred)
+	if lastID != "" {
+		req.Header.Set("Last-Event-ID", lastID)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("stream: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	out := make(chan sseEvent, 100)
+	go func() {
+		defer close(out)
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		var cur sseEvent
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case strings.HasPrefix(line, "id: "):
+				cur.id = strings.TrimPrefix(line, "id: ")
+			case strings.HasPrefix(line, "data: "):
+				json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &cur.item)
+			case line == "" && cur.id != "":
+				out <- cur
+				cur = sseEvent{}
+			}
+		}
+	}()
+	return out, cancel
+}
+
+func next(t *testing.T, events <-chan sseEvent) sseEvent {
+	t.Helper()
+	select {
+	case e, ok := <-events:
+		if !ok {
+			t.Fatal("the stream ended")
+		}
+		return e
+	case <-time.After(10 * time.Second):
+		t.Fatal("no event within 10 s")
+	}
+	return sseEvent{}
+}
+
+func TestHistoryStreamIsLiveAndResumes(t *testing.T) {
+	ts := newTestServer(t)
+	ctx := context.Background()
+	live, stop := openStream(t, ts, ts.rootCred, "type=observe", "")
+	defer stop()
+	var receipts []*api.Receipt
+	for i := range 3 {
+		ts.root.Submit(ctx, api.ActionRequest{Type: "mutate", Target: "x/" + strconv.Itoa(i)}) // filtered out
+		rc, err := ts.root.Submit(ctx, api.ActionRequest{Type: "observe", Target: "y/" + strconv.Itoa(i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		receipts = append(receipts, rc)
+	}
+	for _, rc := range receipts {
+		e := next(t, live)
+		if e.id != strconv.FormatUint(rc.Index, 10) || e.item.Index != rc.Index || e.item.LeafHash != rc.LeafHash {
+			t.Fatalf("stream event %+v, want receipt %+v", e, rc)
+		}
+	}
+	stop()
+	// A reconnect after the first event gets the other two, and nothing else.
+	resumed, stop2 := openStream(t, ts, ts.rootCred, "type=observe", strconv.FormatUint(receipts[0].Index, 10))
+	defer stop2()
+	for _, rc := range receipts[1:] {
+		if e := next(t, resumed); e.item.Index != rc.Index {
+			t.Fatalf("resumed stream gave %d, want %d", e.item.Index, rc.Index)
+		}
+	}
+	for _, bad := range []string{"limit=5", "order=oldest", "acter=x"} {
+		req, _ := http.NewRequest(http.MethodGet, ts.srv.URL+"/v1/events/stream?"+bad, nil)
+		req.Header.Set("Authorization", "Bearer "+ts.rootCred)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("stream?%s: %d", bad, resp.StatusCode)
+		}
 	}
 }

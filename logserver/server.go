@@ -43,6 +43,7 @@ func New(k *kernel.Kernel, logger *slog.Logger) *Server {
 	s.mux.HandleFunc("POST /v1/agents", s.handleCreateAgent)
 	s.routeGovernance()
 	s.mux.HandleFunc("GET /v1/events", s.handleHistory)
+	s.mux.HandleFunc("GET /v1/events/stream", s.handleStream)
 	s.mux.HandleFunc("GET /v1/events/{index}", s.handleEvent)
 	s.mux.HandleFunc("GET /v1/proof/consistency", s.handleConsistency)
 	s.mux.HandleFunc("GET /v1/proof/{index}", s.handleProof)
