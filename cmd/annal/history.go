@@ -7,7 +7,6 @@ import (
 	"net/url"
 	"strconv"
 	"text/tabwriter"
-	"time"
 
 	"github.com/annal-dev/annal/logserver/api"
 	"github.com/spf13/cobra"
@@ -97,7 +96,6 @@ func tailCommand(g *globalFlags) *cobra.Command {
 	var f historyFilters
 	var follow, asJSON bool
 	var n int
-	var every time.Duration
 	cmd := &cobra.Command{
 		Use:   "tail [filters] [-n N] [-f]",
 		Short: "Print the last events; with -f, keep printing new ones as they are logged",
@@ -135,39 +133,21 @@ func tailCommand(g *globalFlags) *cobra.Command {
 			if !follow {
 				return nil
 			}
-			next := uint64(0)
+			// Then the stream: every event logged after the last one shown.
+			var after *uint64
 			if len(events) > 0 {
-				next = events[len(events)-1].Index + 1
+				after = &events[len(events)-1].Index
 			}
-			q.Set("order", "oldest")
-			q.Set("limit", "500")
-			for {
-				q.Set("cursor", strconv.FormatUint(next, 10))
-				page, err := c.History(ctx, q)
-				if err != nil {
-					return err
-				}
-				emit(page.Events)
-				if len(page.Events) > 0 {
-					next = page.Events[len(page.Events)-1].Index + 1
-				}
-				if page.NextCursor != nil {
-					next = max(next, *page.NextCursor)
-					continue
-				}
-				select {
-				case <-ctx.Done():
-					return nil
-				case <-time.After(every):
-				}
-			}
+			return c.Stream(ctx, f.values(), after, func(e api.HistoryItem) error {
+				emit([]api.HistoryItem{e})
+				return nil
+			})
 		},
 	}
 	f.register(cmd)
 	cmd.Flags().IntVarP(&n, "lines", "n", 20, "how many of the last events to print (1 to 500)")
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new events until interrupted")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object per line")
-	cmd.Flags().DurationVar(&every, "poll", 500*time.Millisecond, "with -f, how often to ask for new events")
 	return cmd
 }
 

@@ -1,13 +1,17 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/annal-dev/annal/logserver/api"
 	"github.com/annal-dev/annal/logserver/client"
@@ -139,5 +143,64 @@ func TestHistoryAndTail(t *testing.T) {
 	tail := cli("tail", "-n", "2", "--type", "observe")
 	if rows := strings.Split(strings.TrimSpace(tail), "\n"); len(rows) != 2 || !strings.Contains(rows[0], "workspace/3") {
 		t.Fatalf("tail -n 2:\n%s", tail)
+	}
+}
+
+// lockedBuffer is an output buffer a running command writes while the
+// test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+func (l *lockedBuffer) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
+
+func TestTailFollowPrintsNewEvents(t *testing.T) {
+	url, credFile, _ := startServer(t)
+	if _, err := runCLI(t, "--server", url, "--credential-file", credFile, "submit", "--type", "observe", "--target", "before/1"); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out lockedBuffer
+	done := make(chan error, 1)
+	go func() {
+		cmd := newRootCommand()
+		cmd.SetOut(&out)
+		cmd.SetErr(io.Discard)
+		cmd.SetArgs([]string{"--server", url, "--credential-file", credFile, "tail", "-f", "-n", "1", "--type", "observe"})
+		done <- cmd.ExecuteContext(ctx)
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(out.String(), "before/1") {
+		if time.Now().After(deadline) {
+			t.Fatalf("tail printed %q", out.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, target := range []string{"after/1", "after/2"} {
+		if _, err := runCLI(t, "--server", url, "--credential-file", credFile, "submit", "--type", "observe", "--target", target); err != nil {
+			t.Fatal(err)
+		}
+		runCLI(t, "--server", url, "--credential-file", credFile, "submit", "--type", "mutate", "--target", "filtered/"+target)
+	}
+	for !strings.Contains(out.String(), "after/2") {
+		if time.Now().After(deadline) {
+			t.Fatalf("tail -f printed %q", out.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("tail -f ended with %v", err)
+	}
+	got := out.String()
+	if strings.Count(got, "after/1") != 1 || strings.Contains(got, "filtered/") {
+		t.Fatalf("tail -f output:\n%s", got)
 	}
 }
