@@ -166,6 +166,10 @@ func rebuildPhase(ctx context.Context, dir string, o options) ([]row, error) {
 		return nil, err
 	}
 	opened := time.Since(openStart)
+	historyRows, err := historyPhase(ctx, k, rootActor, agents[0])
+	if err != nil {
+		return nil, err
+	}
 	if err := k.Close(); err != nil {
 		return nil, err
 	}
@@ -178,6 +182,7 @@ func rebuildPhase(ctx context.Context, dir string, o options) ([]row, error) {
 		row{fmt.Sprintf("annald start on %d events", report.Size), opened.Round(time.Millisecond).String(), "start-up check of the newest files, state cache current"},
 		row{fmt.Sprintf("annald verify of %d events", report.Size), verified.Round(time.Millisecond).String(), fmt.Sprintf("%.0f events/s, every entry and tile", float64(report.Size)/verified.Seconds())},
 	)
+	rows = append(rows, historyRows...)
 	exp, err := exportPhases(ctx, cfg, agents[0].ID)
 	if err != nil {
 		return nil, fmt.Errorf("export: %w", err)
@@ -293,6 +298,37 @@ func agentPhases(o options, ungoverned map[int]float64, name string, submit func
 			note = fmt.Sprintf("%.2fx of ungoverned at %d", rate/base, c)
 		}
 		rows = append(rows, row{fmt.Sprintf(name, c), fmt.Sprintf("%.0f actions/s", rate), note})
+	}
+	return rows, nil
+}
+
+// historyPhase measures pages of the history on the rebuilt log: the
+// first page of one agent's events (the actor index), the newest page of
+// everything, and one agent's actions under a target prefix (index and
+// filter), each 200 times.
+func historyPhase(ctx context.Context, k *kernel.Kernel, root, agent *kernel.Actor) ([]row, error) {
+	queries := []struct {
+		name string
+		q    kernel.HistoryQuery
+	}{
+		{"first page of one agent's events", kernel.HistoryQuery{Actor: agent.ID}},
+		{"newest page of all events", kernel.HistoryQuery{}},
+		{"one agent's actions under a target prefix", kernel.HistoryQuery{Actor: agent.ID, Kind: "action", TargetPrefix: "workspace/r/1"}},
+	}
+	var rows []row
+	for _, qq := range queries {
+		lat := make([]time.Duration, 0, 200)
+		n := 0
+		for range 200 {
+			start := time.Now()
+			page, err := k.History(ctx, root, qq.q)
+			if err != nil {
+				return nil, err
+			}
+			lat = append(lat, time.Since(start))
+			n = len(page.Events)
+		}
+		rows = append(rows, row{"history: " + qq.name + ", p50 / p99", fmtDur(percentile(lat, 50)) + " / " + fmtDur(percentile(lat, 99)), fmt.Sprintf("%d events a page, in process", n)})
 	}
 	return rows, nil
 }
