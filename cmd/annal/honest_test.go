@@ -204,3 +204,21 @@ func TestTailFollowPrintsNewEvents(t *testing.T) {
 		t.Fatalf("tail -f output:\n%s", got)
 	}
 }
+
+// A denied action's error says where the denial is recorded.
+func TestDenialIndexIsShown(t *testing.T) {
+	url, credFile, _ := startServer(t)
+	out, err := runCLI(t, "--server", url, "--credential-file", credFile, "agents", "create", "--name", "n", "--purpose", "p",
+		"--grant", "workspace/**:observe", "--energy", "100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var agent api.Agent
+	if err := json.Unmarshal([]byte(out), &agent); err != nil {
+		t.Fatal(err)
+	}
+	_, err = runCLI(t, "--server", url, "--credential", agent.Credential, "submit", "--type", "mutate", "--target", "elsewhere/x")
+	if err == nil || !strings.Contains(err.Error(), "recorded in the log at index") {
+		t.Fatalf("a denied submit: %v", err)
+	}
+}

@@ -202,3 +202,20 @@ func TestConnectionsAreCappedAndIdleOnesClosed(t *testing.T) {
 		}
 	}
 }
+
+// A taken port fails the start before a new data folder is made.
+func TestTakenPortLeavesNoDataFolder(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	dir := filepath.Join(t.TempDir(), "data")
+	out, err := annald(t, "serve", "--data", dir, "--listen", taken.Addr().String())
+	if err == nil || !strings.Contains(out, "address already in use") {
+		t.Fatalf("serve on a taken port: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatalf("a failed start left a data folder: %v", err)
+	}
+}

@@ -139,6 +139,12 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 	if f.maxConnections < 1 {
 		return fmt.Errorf("--max-connections must be at least 1")
 	}
+	// The port first: a taken port must not leave a new data folder behind.
+	ln, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
 	k, err := kernel.Open(cfg)
 	if err != nil {
 		return err
@@ -148,10 +154,6 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 			logger.Error("close kernel", "err", err)
 		}
 	}()
-	ln, err := net.Listen("tcp", f.listen)
-	if err != nil {
-		return err
-	}
 	ln = netutil.LimitListener(ln, f.maxConnections)
 	srv := &http.Server{
 		Handler:           logserver.New(k, logger),

@@ -65,10 +65,14 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
+	msg := fmt.Sprintf("annal: %d %s: %s", e.Status, http.StatusText(e.Status), e.Message)
 	if e.Stage != "" {
-		return fmt.Sprintf("annal: %d %s (stage %s): %s", e.Status, http.StatusText(e.Status), e.Stage, e.Message)
+		msg = fmt.Sprintf("annal: %d %s (stage %s): %s", e.Status, http.StatusText(e.Status), e.Stage, e.Message)
 	}
-	return fmt.Sprintf("annal: %d %s: %s", e.Status, http.StatusText(e.Status), e.Message)
+	if e.DenialIndex != nil {
+		msg += fmt.Sprintf(" (the denial is recorded in the log at index %d)", *e.DenialIndex)
+	}
+	return msg
 }
 
 // IsStatus reports whether err is an *Error with this HTTP status.
