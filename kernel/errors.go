@@ -19,8 +19,10 @@ var (
 	ErrInvalid = errors.New("invalid request")
 	// ErrTooLarge: the event would not fit in one log entry.
 	ErrTooLarge = errors.New("too large")
-	// ErrNotFound: no such entry or actor (it wraps os.ErrNotExist).
-	ErrNotFound = fmt.Errorf("not found: %w", os.ErrNotExist)
+	// ErrNotFound: no such entry or actor. It matches os.ErrNotExist too,
+	// without saying "file does not exist" to a caller who asked for an
+	// event.
+	ErrNotFound error = notFound{}
 	// ErrNotPublished: the entry exists but no checkpoint covers it yet.
 	ErrNotPublished = errors.New("not yet published")
 	// ErrUnavailable: the log pushes back or is shutting down; retry later.
@@ -34,6 +36,11 @@ var (
 	// already answered, an envelope already revoked).
 	ErrConflict = errors.New("conflict")
 )
+
+type notFound struct{}
+
+func (notFound) Error() string        { return "not found" }
+func (notFound) Is(target error) bool { return target == os.ErrNotExist }
 
 // Denial is a refusal by one pipeline stage: which stage and which gate
 // within it, why, and the error class. Recorded says whether an

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -189,6 +190,29 @@ func TestHistoryStreamIsLiveAndResumes(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusBadRequest {
 			t.Errorf("stream?%s: %d", bad, resp.StatusCode)
+		}
+	}
+}
+
+// A 404 says what was not found, not what Go's file system said.
+func TestNotFoundLeaksNothing(t *testing.T) {
+	ts := newTestServer(t)
+	for _, path := range []string{"/v1/events/99999", "/v1/actors/nobody", "/tile/0/999", "/tile/entries/999.p/3", "/v1/proof/99999"} {
+		req, _ := http.NewRequest(http.MethodGet, ts.srv.URL+path, nil)
+		req.Header.Set("Authorization", "Bearer "+ts.rootCred)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound && resp.StatusCode != http.StatusConflict {
+			t.Errorf("%s: %d", path, resp.StatusCode)
+		}
+		for _, leak := range []string{"file does not exist", "no such file", ts.k.LogPath(), "open /", ".go:"} {
+			if strings.Contains(string(body), leak) {
+				t.Errorf("%s answered %q, which leaks %q", path, body, leak)
+			}
 		}
 	}
 }
