@@ -27,13 +27,15 @@ import (
 // own agents. Root sees every event; any other actor sees the events whose
 // actor is itself or an actor it created.
 
-// Index dimensions: the first byte of an index key.
+// Index dimensions: the first byte of an index key. Only selective terms
+// are indexed (each costs disk per event): who acted, under which
+// envelope, in which session, and the rare outcomes. Kind, type, target,
+// time and the common outcome (committed) filter what an index or a
+// plain scan of the log yields.
 const (
 	termActor    byte = 'a'
 	termEnvelope byte = 'e'
 	termSession  byte = 's'
-	termKind     byte = 'k'
-	termType     byte = 't'
 	termOutcome  byte = 'o'
 )
 
@@ -52,20 +54,16 @@ type indexedEvent struct {
 
 // historyTerms are the index terms of ev.
 func historyTerms(ev *event.Event) [][]byte {
-	terms := [][]byte{term(termActor, ev.Actor), term(termKind, string(ev.Kind))}
+	terms := [][]byte{term(termActor, ev.Actor)}
 	if ev.Session != "" {
 		terms = append(terms, term(termSession, ev.Session))
 	}
-	if a := ev.Action; a != nil {
-		terms = append(terms, term(termType, string(a.Type)))
-		if a.Envelope != "" {
-			terms = append(terms, term(termEnvelope, a.Envelope))
-		}
-	}
-	if ev.Envelope != nil && ev.Envelope.ID != "" {
+	if a := ev.Action; a != nil && a.Envelope != "" {
+		terms = append(terms, term(termEnvelope, a.Envelope))
+	} else if ev.Envelope != nil && ev.Envelope.ID != "" {
 		terms = append(terms, term(termEnvelope, ev.Envelope.ID))
 	}
-	if o := outcomeOf(ev); o != "" {
+	if o := outcomeOf(ev); o == OutcomeDenied || o == OutcomeHeld {
 		terms = append(terms, term(termOutcome, o))
 	}
 	return terms
@@ -94,15 +92,17 @@ func indexKey(t []byte, index uint64) []byte {
 	return binary.BigEndian.AppendUint64(k, index)
 }
 
-func putIndex(b *bolt.Bucket, index []indexedEvent) error {
+// indexKeys are the sorted index keys of index: bbolt inserts sorted keys
+// page by page.
+func indexKeys(index []indexedEvent) [][]byte {
+	var keys [][]byte
 	for _, ie := range index {
 		for _, t := range ie.terms {
-			if err := b.Put(indexKey(t, ie.index), nil); err != nil {
-				return err
-			}
+			keys = append(keys, indexKey(t, ie.index))
 		}
 	}
-	return nil
+	slices.SortFunc(keys, bytes.Compare)
+	return keys
 }
 
 // HistoryQuery selects events. Empty fields select everything.
@@ -181,12 +181,8 @@ func (k *Kernel) History(ctx context.Context, viewer *Actor, q HistoryQuery) (*H
 		for id := range visible {
 			sources = append(sources, term(termActor, id))
 		}
-	case q.Type != "":
-		sources = [][]byte{term(termType, q.Type)}
-	case q.Outcome != "":
+	case q.Outcome == OutcomeDenied || q.Outcome == OutcomeHeld:
 		sources = [][]byte{term(termOutcome, q.Outcome)}
-	case q.Kind != "":
-		sources = [][]byte{term(termKind, q.Kind)}
 	}
 	start := uint64(0)
 	if !q.Oldest && size > 0 {

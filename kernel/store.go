@@ -30,7 +30,7 @@ var (
 	// keyFormat names how values are stored; a state file without it (or
 	// with another) is from an older release, and is folded again.
 	keyFormat   = []byte("format")
-	storeFormat = []byte("crc32c+events/1")
+	storeFormat = []byte("crc32c+events/2")
 	// keyFolded records, with every write, how many log entries the
 	// stored ledger has folded, the leaf hash of the last one, and how
 	// many keys the ledger bucket holds: the start-up check compares the
@@ -298,12 +298,20 @@ func checksum(key, value []byte) uint32 {
 
 func (s *store) close() error { return s.db.Close() }
 
-// write stores encoded ledger keys, history index terms and the fold
-// record in one transaction, so the index covers exactly what the ledger
-// folded. replace first empties the store (for rebuild).
+// indexChunk bounds the history keys one transaction writes: bbolt
+// handles many moderate transactions far better than one huge one (a
+// whole log's index, after a rebuild).
+const indexChunk = 100_000
+
+// write stores history index terms, then encoded ledger keys and the fold
+// record. The index goes first, in transactions of its own: it may run
+// ahead of the fold record (after a crash, folding the log again puts the
+// same keys once more), never behind it. replace first empties the store
+// and drops the fold record (for rebuild), so a rebuild cut short leaves
+// a state that folds the log again.
 func (s *store) write(values map[string][]byte, index []indexedEvent, folded foldedRecord, replace bool) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
-		if replace {
+	if replace {
+		err := s.db.Update(func(tx *bolt.Tx) error {
 			for _, name := range [][]byte{bucketLedger, bucketEvents} {
 				if err := tx.DeleteBucket(name); err != nil {
 					return err
@@ -312,13 +320,34 @@ func (s *store) write(values map[string][]byte, index []indexedEvent, folded fol
 					return err
 				}
 			}
-		}
-		if err := putIndex(tx.Bucket(bucketEvents), index); err != nil {
+			return tx.Bucket(bucketMeta).Delete(keyFolded)
+		})
+		if err != nil {
 			return err
 		}
+	}
+	keys := indexKeys(index)
+	for len(keys) > 0 {
+		n := min(len(keys), indexChunk)
+		err := s.db.Update(func(tx *bolt.Tx) error {
+			b := tx.Bucket(bucketEvents)
+			b.FillPercent = 0.9 // keys arrive in order within each term: fill pages
+			for _, k := range keys[:n] {
+				if err := b.Put(k, nil); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		keys = keys[n:]
+	}
+	return s.db.Update(func(tx *bolt.Tx) error {
 		meta, b := tx.Bucket(bucketMeta), tx.Bucket(bucketLedger)
 		folded.keys = 0
-		if raw := meta.Get(keyFolded); raw != nil && !replace {
+		if raw := meta.Get(keyFolded); raw != nil {
 			folded.keys = binary.BigEndian.Uint64(raw[40:])
 		}
 		for k, v := range values {
