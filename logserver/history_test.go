@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/annal-dev/annal/kernel"
 	"github.com/annal-dev/annal/logserver/api"
 	"github.com/annal-dev/annal/logserver/client"
 )
@@ -215,4 +216,31 @@ func TestNotFoundLeaksNothing(t *testing.T) {
 			}
 		}
 	}
+}
+
+// FuzzHistoryQuery: any query string is refused or read into a query
+// within bounds, never a panic.
+func FuzzHistoryQuery(f *testing.F) {
+	for _, seed := range []string{"", "actor=agent-1&limit=5", "order=oldest&cursor=7", "since=2026-11-23T10:00:00Z&until=2026-11-24T00:00:00.5Z",
+		"limit=0", "limit=501", "acter=x", "actor=a&actor=b", "target=workspace%2F", "cursor=18446744073709551615", "order=%00"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		values, err := url.ParseQuery(raw)
+		if err != nil {
+			return
+		}
+		q, err := parseHistoryQuery(values)
+		if err != nil {
+			return
+		}
+		if q.Limit < 0 || q.Limit > kernel.MaxHistoryPage {
+			t.Fatalf("limit %d accepted", q.Limit)
+		}
+		for name := range values {
+			if !historyParams[name] {
+				t.Fatalf("unknown parameter %q accepted", name)
+			}
+		}
+	})
 }
