@@ -168,8 +168,6 @@ func (c *Client) CreateAgent(ctx context.Context, req api.AgentRequest) (*api.Ag
 	return &a, c.doJSON(ctx, http.MethodPost, "v1/agents", req, &a)
 }
 
-// Actor returns an actor's record and energy (its own, its creator's or
-// root's view).
 // History reads a page of GET /v1/events; query holds its filters
 // (actor, envelope, session, kind, type, outcome, target, since, until),
 // order (newest or oldest), cursor and limit.
@@ -191,6 +189,8 @@ func (c *Client) WhoAmI(ctx context.Context) (*api.Actor, error) {
 	return &out, c.doJSON(ctx, http.MethodGet, "v1/whoami", nil, &out)
 }
 
+// Actor returns an actor's record and energy (its own, its creator's or
+// root's view).
 func (c *Client) Actor(ctx context.Context, id string) (*api.Actor, error) {
 	var a api.Actor
 	return &a, c.doJSON(ctx, http.MethodGet, "v1/actors/"+url.PathEscape(id), nil, &a)
