@@ -96,6 +96,18 @@ func openDataDir(path, origin string) (_ *dataDir, err error) {
 	return d, nil
 }
 
+// openExistingDataDir opens, for a tool that must not create one (rebuild,
+// repair), a data folder that annald made.
+func openExistingDataDir(cfg Config) (*dataDir, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(filepath.Join(cfg.DataDir, originFileName)); err != nil {
+		return nil, fmt.Errorf("%s is not an annald data folder: %w", cfg.DataDir, err)
+	}
+	return openDataDir(cfg.DataDir, "")
+}
+
 // Close releases the lock.
 func (d *dataDir) Close() {
 	if d.unlock != nil {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"time"
@@ -35,13 +34,7 @@ type RebuildReport struct {
 // folder must not be in use. A state file that cannot even be read counts
 // as differing everywhere.
 func Rebuild(ctx context.Context, cfg Config) (*RebuildReport, error) {
-	if err := cfg.validate(); err != nil {
-		return nil, err
-	}
-	if _, err := os.Stat(filepath.Join(cfg.DataDir, originFileName)); err != nil {
-		return nil, fmt.Errorf("%s is not an annald data folder: %w", cfg.DataDir, err)
-	}
-	dir, err := openDataDir(cfg.DataDir, "")
+	dir, err := openExistingDataDir(cfg)
 	if err != nil {
 		return nil, err
 	}

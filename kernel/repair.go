@@ -42,13 +42,7 @@ const maxRepairs = 64
 // (restore the log folder from a backup). The data folder must not be in
 // use.
 func Repair(ctx context.Context, cfg Config) (*RepairReport, error) {
-	if err := cfg.validate(); err != nil {
-		return nil, err
-	}
-	if _, err := os.Stat(filepath.Join(cfg.DataDir, originFileName)); err != nil {
-		return nil, fmt.Errorf("%s is not an annald data folder: %w", cfg.DataDir, err)
-	}
-	dir, err := openDataDir(cfg.DataDir, "")
+	dir, err := openExistingDataDir(cfg)
 	if err != nil {
 		return nil, err
 	}

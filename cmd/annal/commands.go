@@ -411,25 +411,21 @@ func agentsCommand(g *globalFlags) *cobra.Command {
 		Short: "List the actors you may see: yourself, those you created (root: everyone)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := g.client(true)
-			if err != nil {
-				return err
-			}
-			ctx, cancel := g.context(cmd)
-			defer cancel()
-			actors, err := c.Actors(ctx)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return printJSON(cmd.OutOrStdout(), actors)
-			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tKIND\tNAME\tSTATUS\tBALANCE\tCREATOR\tPURPOSE")
-			for _, a := range actors {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", a.ID, a.Kind, terminalSafe(a.Name), a.Status, a.Balance, a.Creator, terminalSafe(a.Purpose))
-			}
-			return tw.Flush()
+			return g.with(cmd, func(ctx context.Context, c *client.Client) error {
+				actors, err := c.Actors(ctx)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return printJSON(cmd.OutOrStdout(), actors)
+				}
+				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
+				fmt.Fprintln(tw, "ID\tKIND\tNAME\tSTATUS\tBALANCE\tCREATOR\tPURPOSE")
+				for _, a := range actors {
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", a.ID, a.Kind, terminalSafe(a.Name), a.Status, a.Balance, a.Creator, terminalSafe(a.Purpose))
+				}
+				return tw.Flush()
+			})
 		},
 	}
 	list.Flags().BoolVar(&asJSON, "json", false, "print JSON for scripts")

@@ -126,15 +126,22 @@ func holdsCommand(g *globalFlags) *cobra.Command {
 
 // call runs one authenticated request and prints its answer as JSON.
 func (g *globalFlags) call(cmd *cobra.Command, f func(context.Context, *client.Client) (any, error)) error {
+	return g.with(cmd, func(ctx context.Context, c *client.Client) error {
+		v, err := f(ctx, c)
+		if err != nil {
+			return err
+		}
+		return printJSON(cmd.OutOrStdout(), v)
+	})
+}
+
+// with runs f with an authenticated client and the command's timeout.
+func (g *globalFlags) with(cmd *cobra.Command, f func(context.Context, *client.Client) error) error {
 	c, err := g.client(true)
 	if err != nil {
 		return err
 	}
 	ctx, cancel := g.context(cmd)
 	defer cancel()
-	v, err := f(ctx, c)
-	if err != nil {
-		return err
-	}
-	return printJSON(cmd.OutOrStdout(), v)
+	return f(ctx, c)
 }

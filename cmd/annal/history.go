@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/annal-dev/annal/logserver/api"
+	"github.com/annal-dev/annal/logserver/client"
 	"github.com/spf13/cobra"
 )
 
@@ -51,12 +53,6 @@ func historyCommand(g *globalFlags) *cobra.Command {
 		Short: "Read the history: events newest first (yours and your agents'; root: all), one page",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := g.client(true)
-			if err != nil {
-				return err
-			}
-			ctx, cancel := g.context(cmd)
-			defer cancel()
 			q := f.values()
 			q.Set("limit", strconv.Itoa(limit))
 			if oldest {
@@ -65,23 +61,25 @@ func historyCommand(g *globalFlags) *cobra.Command {
 			if cursor != "" {
 				q.Set("cursor", cursor)
 			}
-			page, err := c.History(ctx, q)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return printJSON(cmd.OutOrStdout(), page)
-			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "INDEX\tTIME\tACTOR\tKIND\tTYPE\tTARGET\tOUTCOME")
-			printHistory(tw, page.Events)
-			if err := tw.Flush(); err != nil {
-				return err
-			}
-			if page.NextCursor != nil {
-				fmt.Fprintf(cmd.OutOrStdout(), "more: annal history --cursor %d (same filters)\n", *page.NextCursor)
-			}
-			return nil
+			return g.with(cmd, func(ctx context.Context, c *client.Client) error {
+				page, err := c.History(ctx, q)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return printJSON(cmd.OutOrStdout(), page)
+				}
+				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
+				fmt.Fprintln(tw, "INDEX\tTIME\tACTOR\tKIND\tTYPE\tTARGET\tOUTCOME")
+				printHistory(tw, page.Events)
+				if err := tw.Flush(); err != nil {
+					return err
+				}
+				if page.NextCursor != nil {
+					fmt.Fprintf(cmd.OutOrStdout(), "more: annal history --cursor %d (same filters)\n", *page.NextCursor)
+				}
+				return nil
+			})
 		},
 	}
 	f.register(cmd)
