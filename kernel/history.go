@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -339,7 +340,15 @@ func candidates(b *bolt.Bucket, tail []indexedEvent, sources [][]byte, start, si
 
 // termStream yields the indexes of one term from start on: newest first
 // the unpersisted tail then the persisted keys, oldest first the other way.
+//
+// The tail holds every folded event from its first index on, and persist
+// may already have written some of them to the index: the persisted keys
+// are read only below the tail, so none is yielded twice.
 func termStream(b *bolt.Bucket, tail []indexedEvent, t []byte, start uint64, oldest bool) func() (uint64, bool) {
+	below := uint64(math.MaxUint64)
+	if len(tail) > 0 {
+		below = tail[0].index
+	}
 	var fromTail []uint64
 	for _, ie := range tail {
 		if slices.ContainsFunc(ie.terms, func(x []byte) bool { return bytes.Equal(x, t) }) {
@@ -376,7 +385,17 @@ func termStream(b *bolt.Bucket, tail []indexedEvent, t []byte, start uint64, old
 		if k == nil || !bytes.HasPrefix(k, prefix) || len(k) != len(prefix)+8 {
 			return 0, false
 		}
-		return binary.BigEndian.Uint64(k[len(prefix):]), true
+		i := binary.BigEndian.Uint64(k[len(prefix):])
+		for !oldest && i >= below { // newest first: skip what the tail yields
+			if k, _ = c.Prev(); k == nil || !bytes.HasPrefix(k, prefix) || len(k) != len(prefix)+8 {
+				return 0, false
+			}
+			i = binary.BigEndian.Uint64(k[len(prefix):])
+		}
+		if oldest && i >= below { // oldest first: the tail takes over
+			return 0, false
+		}
+		return i, true
 	}
 	persistedDone := false
 	return func() (uint64, bool) {
