@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/annal-dev/annal/kernel/event"
 	bolt "go.etcd.io/bbolt"
@@ -205,4 +207,43 @@ func usedBytes(t *testing.T, state []byte) int {
 	var used int64
 	db.View(func(tx *bolt.Tx) error { used = tx.Size(); return nil })
 	return int(used)
+}
+
+// A state write that fails keeps its keys for the next: otherwise the fold
+// record of a later write would cover values the file never got.
+func TestFailedStateWriteIsRetried(t *testing.T) {
+	g := openGov(t, func(c *Config) { c.FoldInterval = time.Hour })
+	if err := g.persist(); err != nil {
+		t.Fatal(err)
+	}
+	agent, _ := g.agent(100, "workspace/**:observe") // dirty only now
+	real := g.store.db
+	roPath := filepath.Join(t.TempDir(), "ro.db")
+	ro, err := bolt.Open(roPath, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ro.Close()
+	ro, err = bolt.Open(roPath, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.store.db = ro // every write now fails
+	if err := g.persist(); err == nil {
+		t.Fatal("a write to a read-only state succeeded")
+	}
+	ro.Close()
+	g.store.db = real
+	if _, err := g.submit(g.root, event.Observe, "workspace/after"); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.persist(); err != nil {
+		t.Fatal(err)
+	}
+	g.store.db.View(func(tx *bolt.Tx) error {
+		if tx.Bucket(bucketLedger).Get([]byte("actor/"+agent.ID)) == nil {
+			t.Errorf("the agent created before the failed write is not in the state file")
+		}
+		return nil
+	})
 }
