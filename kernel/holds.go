@@ -44,6 +44,32 @@ func (k *Kernel) Holds(viewer *Actor, status string) []Hold {
 	return out
 }
 
+// HoldContext is what an overseer needs to answer a hold: the hold rule
+// that held it and how much its envelope has left.
+type HoldContext struct {
+	// RuleEnvelope is the envelope of the chain whose hold_on grant matched,
+	// RulePattern that grant's target pattern ("" if the rule has since
+	// changed, as when an envelope was revoked).
+	RuleEnvelope, RulePattern string
+	// Remaining is the held action's envelope's budget less what it has
+	// consumed and reserved (the hold's own reservation included).
+	Remaining uint64
+}
+
+// HoldContextOf returns the context of hold h as the ledger stands now.
+func (k *Kernel) HoldContextOf(h Hold) HoldContext {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	var c HoldContext
+	chain, v := k.ledger.Chain(h.Envelope)
+	if v != nil || len(chain) == 0 {
+		return c
+	}
+	c.Remaining = chain[0].Remaining()
+	c.RuleEnvelope, c.RulePattern = ledger.HoldRule(chain, h.Action.Type, h.Action.Target)
+	return c
+}
+
 // holdAnswer is the payload of a hold answer sent as mutate ledger/hold/<id>.
 type holdAnswer struct {
 	Decision string `json:"decision"`

@@ -615,3 +615,7 @@ func (k *Kernel) holdLoop(stop <-chan struct{}) {
 		}
 	}
 }
+
+// WitnessPolicy is the c2sp.org/tlog-policy the kernel's checkpoints are
+// cosigned under (nil without witnesses).
+func (k *Kernel) WitnessPolicy() []byte { return k.cfg.WitnessPolicy }

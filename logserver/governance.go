@@ -111,10 +111,12 @@ func (s *Server) routeGovernance() {
 	m.HandleFunc("GET /v1/holds", handle(s, 0, http.StatusOK, func(r *http.Request, viewer *kernel.Actor, _ *none) (any, error) {
 		out := []api.Hold{}
 		for _, h := range s.k.Holds(viewer, r.URL.Query().Get("status")) {
+			c := s.k.HoldContextOf(h)
 			out = append(out, api.Hold{
 				ID: h.ID, Actor: h.Actor, Envelope: h.Envelope, Type: string(h.Action.Type), Target: h.Action.Target,
 				Reserved: h.Reserved, Deadline: h.Deadline.String(), Status: h.Status, RequestedAt: h.RequestedAt,
-				AnsweredBy: h.AnsweredBy, Settled: h.Settled,
+				AnsweredBy: h.AnsweredBy, Settled: h.Settled, Session: h.Session, Payload: h.Action.Payload,
+				RuleEnvelope: c.RuleEnvelope, RulePattern: c.RulePattern, Remaining: c.Remaining,
 			})
 		}
 		return out, nil

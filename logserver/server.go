@@ -29,11 +29,14 @@ type Server struct {
 	metrics     *metrics
 	mux         *http.ServeMux
 	publishWait time.Duration
+	console     *consoleSessions
+	health      *healthWatch
 }
 
 // New returns a server for k.
 func New(k *kernel.Kernel, logger *slog.Logger) *Server {
-	s := &Server{k: k, logger: logger, metrics: newMetrics(k), mux: http.NewServeMux(), publishWait: DefaultPublishWait}
+	s := &Server{k: k, logger: logger, metrics: newMetrics(k), mux: http.NewServeMux(), publishWait: DefaultPublishWait,
+		console: newConsoleSessions(), health: newHealthWatch(k, logger)}
 	s.mux.HandleFunc("GET /checkpoint", s.handleCheckpoint)
 	s.mux.HandleFunc("GET /tile/", s.handleTile)
 	s.mux.HandleFunc("GET /v1/info", s.handleInfo)
@@ -50,14 +53,31 @@ func New(k *kernel.Kernel, logger *slog.Logger) *Server {
 	s.routeControl()
 	s.mux.HandleFunc("GET /v1/bundle", s.handleBundle)
 	s.mux.Handle("GET /metrics", s.metrics.handler())
+	s.mux.HandleFunc("GET /v1/health", s.handleLogHealth)
+	s.routeConsole()
 	return s
 }
 
 // ServeHTTP implements http.Handler.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	s.mux.ServeHTTP(w, r)
+}
 
+// authenticate returns the actor of a request's bearer credential or, for
+// the console, of its session cookie (see cookieSession for the CSRF rules).
 func (s *Server) authenticate(r *http.Request) (*kernel.Actor, error) {
-	cred, ok := bearerCredential(r.Header.Get("Authorization"))
+	h := r.Header.Get("Authorization")
+	if h == "" {
+		sess, _, err := s.cookieSession(r)
+		if err != nil {
+			return nil, err
+		}
+		if sess != nil {
+			return s.k.Authenticate(sess.credential)
+		}
+	}
+	cred, ok := bearerCredential(h)
 	if !ok {
 		return nil, fmt.Errorf("%w: send \"Authorization: Bearer <credential>\"", kernel.ErrUnauthenticated)
 	}

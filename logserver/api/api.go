@@ -172,6 +172,15 @@ type Hold struct {
 	RequestedAt uint64 `json:"requested_at"`
 	AnsweredBy  string `json:"answered_by,omitempty"`
 	Settled     uint64 `json:"settled"`
+	// Session and Payload are the held action's, as it would be logged.
+	Session string          `json:"session,omitempty"`
+	Payload json.RawMessage `json:"payload,omitempty"`
+	// RuleEnvelope and RulePattern name the hold rule that held the action
+	// (the envelope whose hold_on grant matched, and its pattern); Remaining
+	// is what the action's envelope has left. All three are as of now.
+	RuleEnvelope string `json:"rule_envelope,omitempty"`
+	RulePattern  string `json:"rule_pattern,omitempty"`
+	Remaining    uint64 `json:"remaining"`
 }
 
 // HoldAnswer is the body of POST /v1/holds/{id}/approve and .../reject.
@@ -232,4 +241,60 @@ type HistoryItem struct {
 type HistoryPage struct {
 	Events     []HistoryItem `json:"events"`
 	NextCursor *uint64       `json:"next_cursor,omitempty"`
+}
+
+// SignInRequest is the body of POST /ui/session.
+type SignInRequest struct {
+	Credential string `json:"credential"`
+}
+
+// ConsoleSession answers POST and GET /ui/session: who is signed in, and
+// the token every state-changing console request carries in X-CSRF-Token.
+type ConsoleSession struct {
+	Actor   Actor  `json:"actor"`
+	CSRF    string `json:"csrf"`
+	Expires string `json:"expires"`
+}
+
+// LogHealth is the answer to GET /v1/health.
+type LogHealth struct {
+	Origin         string `json:"origin"`
+	VerifierKey    string `json:"verifier_key"`
+	Size           uint64 `json:"size"`
+	CheckpointSize uint64 `json:"checkpoint_size"`
+	// CheckpointAgeSeconds is how long ago the checkpoint was last
+	// published (-1 if none has been).
+	CheckpointAgeSeconds float64 `json:"checkpoint_age_seconds"`
+	Ready                bool    `json:"ready"`
+	NotReady             string  `json:"not_ready,omitempty"`
+	// Quorum is the witness policy's quorum line ("" without witnesses).
+	Quorum    string          `json:"quorum,omitempty"`
+	Witnesses []WitnessHealth `json:"witnesses"`
+}
+
+// WitnessHealth is one witness of the kernel's witness policy.
+type WitnessHealth struct {
+	Name string `json:"name"`
+	Key  string `json:"key"`
+	URL  string `json:"url,omitempty"`
+	// LastCosignedSize and LastCosignedAt are from the newest cosignature
+	// of this witness annald has seen on its published checkpoints since it
+	// started (zero if none).
+	LastCosignedSize uint64 `json:"last_cosigned_size"`
+	LastCosignedAt   string `json:"last_cosigned_at,omitempty"`
+	// Evidence lists the equivocation evidence about this log that the
+	// witness publishes at <url>/evidence; EvidenceError says why it could
+	// not be read.
+	Evidence      []WitnessEvidence `json:"evidence"`
+	EvidenceError string            `json:"evidence_error,omitempty"`
+}
+
+// WitnessEvidence is one proof, held by a witness, that the log showed two
+// different trees.
+type WitnessEvidence struct {
+	ID      string    `json:"id"`
+	Sizes   [2]uint64 `json:"sizes"`
+	Source  string    `json:"source"`
+	FoundAt string    `json:"found_at"`
+	URL     string    `json:"url"`
 }

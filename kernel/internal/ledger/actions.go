@@ -477,3 +477,17 @@ func checkPayload(c *checker) *Violation {
 	}
 	return nil
 }
+
+// HoldRule names the hold rule of chain that holds t on target: the
+// envelope whose hold_on grant matches and that grant's pattern, or "" when
+// none does.
+func HoldRule(chain []*Envelope, t event.ActionType, target string) (envelope, pattern string) {
+	for _, v := range chain {
+		for _, g := range v.HoldOn {
+			if Allows([]event.Grant{g}, target, t) {
+				return v.ID, g.Pattern
+			}
+		}
+	}
+	return "", ""
+}

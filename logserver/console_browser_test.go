@@ -1,0 +1,311 @@
+package logserver
+
+import (
+	"context"
+		"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/fetch"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+
+	"github.com/annal-dev/annal/logserver/api"
+)
+
+// These tests drive the console in a real headless Chromium (Debian's
+// chromium package; `bash .ci/test` installs it). Without one they skip,
+// unless ANNAL_REQUIRE_BROWSER is set (as .ci/test sets it), when they fail.
+// Screenshots go to $ANNAL_SCREENSHOTS if set.
+
+func chromiumPath(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("ANNAL_CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("ANNAL_REQUIRE_BROWSER") != "" {
+		t.Fatal("no chromium on PATH, and ANNAL_REQUIRE_BROWSER is set: install Debian's chromium (bash .ci/test does)")
+	}
+	t.Skip("no chromium on PATH: `bash .ci/test` installs it and runs the browser tests")
+	return ""
+}
+
+// browser is one headless Chromium tab.
+type browser struct {
+	t       *testing.T
+	ctx     context.Context
+	base    string
+	dialogs atomic.Int32 // alert/confirm/prompt dialogs opened: XSS
+	shots   string
+}
+
+func newBrowser(t *testing.T, base string) *browser {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromiumPath(t)),
+		chromedp.NoSandbox, // CI runs as root, where Chromium's sandbox cannot start
+		chromedp.WindowSize(1366, 900),
+		chromedp.Flag("disable-dev-shm-usage", true),
+	)
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelTab := chromedp.NewContext(actx)
+	ctx, cancelTime := context.WithTimeout(ctx, 3*time.Minute)
+	t.Cleanup(func() { cancelTime(); cancelTab(); cancelAlloc() })
+	b := &browser{t: t, ctx: ctx, base: base, shots: os.Getenv("ANNAL_SCREENSHOTS")}
+	dialogs := chromedp.Events(ctx, page.JavascriptDialogOpening)
+	go func() {
+		for d, err := range dialogs {
+			if err != nil {
+				return
+			}
+			b.dialogs.Add(1)
+			t.Errorf("the page opened a %s dialog: %q (script ran)", d.Type, d.Message)
+			chromedp.Call(ctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: false})
+		}
+	}()
+	b.do(chromedp.Navigate(base + "/ui/"))
+	// Count CSP violations (a Trusted Types violation is one): a page that
+	// never builds HTML from strings has none.
+	b.eval(`window.__csp = []; document.addEventListener('securitypolicyviolation', e => window.__csp.push(e.violatedDirective + ' ' + e.blockedURI)); true`, new(bool))
+	return b
+}
+
+func (b *browser) do(actions ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	if err := chromedp.Do(b.ctx, actions...); err != nil {
+		b.screenshot("failure")
+		b.t.Fatalf("browser: %v", err)
+	}
+}
+
+// eval evaluates js in the page into out.
+func eval[T any](b *browser, js string) T {
+	b.t.Helper()
+	v, err := chromedp.Run(b.ctx, chromedp.Evaluate[T](js))
+	if err != nil {
+		b.t.Fatalf("browser: evaluate %s: %v", js, err)
+	}
+	return v
+}
+
+func (b *browser) eval(js string, out *bool) { *out = eval[bool](b, js) }
+
+// waitFor polls js (an expression) until it is true.
+func (b *browser) waitFor(what, js string) {
+	b.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !eval[bool](b, "!!("+js+")") {
+		if time.Now().After(deadline) {
+			b.screenshot("timeout")
+			b.t.Fatalf("waited 30s for %s; the page reads:\n%s", what, eval[string](b, `document.body.innerText`))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (b *browser) text(selector string) string {
+	b.t.Helper()
+	return eval[string](b, fmt.Sprintf(`(document.querySelector(%q)||{}).innerText||''`, selector))
+}
+
+func (b *browser) screenshot(name string) {
+	if b.shots == "" {
+		return
+	}
+	buf, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		b.t.Logf("screenshot %s: %v", name, err)
+		return
+	}
+	path := filepath.Join(b.shots, b.t.Name()+"-"+name+".png")
+	if err := os.WriteFile(path, buf, 0o644); err != nil {
+		b.t.Logf("screenshot %s: %v", name, err)
+	}
+}
+
+func (b *browser) signIn(cred string) {
+	b.t.Helper()
+	b.waitFor("the sign-in form", `!document.getElementById('view-signin').hidden`)
+	b.do(chromedp.SendKeys(chromedp.CSS("#credential"), cred), chromedp.Click(chromedp.CSS(`#signin-form button[type=submit]`)))
+	b.waitFor("the console after sign-in", `!document.getElementById('tabs').hidden`)
+}
+
+func (b *browser) view(name string) {
+	b.t.Helper()
+	b.do(chromedp.Click(chromedp.CSS(`#tabs button[data-view="` + name + `"]`)))
+	b.waitFor("the "+name+" view", `!document.getElementById('view-`+name+`').hidden`)
+}
+
+// trust pins the log key (and policy) in the page, as a person would.
+func (b *browser) trust(key, policy string) {
+	b.t.Helper()
+	b.view("trust")
+	b.eval(fmt.Sprintf(`document.getElementById('trust-key').value = %q; document.getElementById('trust-policy').value = %q; true`, key, policy), new(bool))
+	b.do(chromedp.Click(chromedp.CSS(`#trust-form button[type=submit]`)))
+	b.waitFor("the trust to be saved", `document.getElementById('trust-status').innerText.startsWith('Saved')`)
+}
+
+// noInjection checks that nothing an agent wrote became markup or script.
+func (b *browser) noInjection() {
+	b.t.Helper()
+	if injected := eval[[]string](b, `[...document.querySelectorAll('main img, main script, main svg, main iframe, main [onerror], main [onload], main a[href^="javascript"]')].map(e => e.outerHTML)`); len(injected) > 0 {
+		b.t.Errorf("agent-written markup became elements: %q", injected)
+	}
+	if eval[bool](b, `!!window.__pwned`) {
+		b.t.Error("an agent-written script ran")
+	}
+	if csp := eval[[]string](b, `window.__csp || []`); len(csp) > 0 {
+		b.t.Errorf("CSP violations: %q", csp)
+	}
+	if eval[bool](b, `/[\u202a-\u202e\u2066-\u2069]/.test(document.body.innerText)`) {
+		b.t.Error("a direction-changing character reached the page's text unescaped")
+	}
+}
+
+// tamper has the browser receive the response to every request matching
+// urlPattern with one byte changed by flip (a server or network that lies).
+func (b *browser) tamper(urlPattern string, flip func([]byte) []byte) (stop func()) {
+	b.t.Helper()
+	ctx, cancel := context.WithCancel(b.ctx)
+	paused := chromedp.Events(ctx, fetch.RequestPaused)
+	go func() {
+		for e, err := range paused {
+			if err != nil {
+				return
+			}
+			res, err := chromedp.Call(b.ctx, fetch.GetResponseBody, fetch.GetResponseBodyParams{RequestID: e.RequestID})
+			if err != nil {
+				b.t.Errorf("tamper: %v", err)
+				continue
+			}
+			_, err = chromedp.Call(b.ctx, fetch.FulfillRequest, fetch.FulfillRequestParams{RequestID: e.RequestID,
+				ResponseCode: e.ResponseStatusCode, ResponseHeaders: e.ResponseHeaders, Body: flip(res.Body)})
+			if err != nil {
+				b.t.Errorf("tamper: %v", err)
+			}
+		}
+	}()
+	if _, err := chromedp.Call(b.ctx, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{{URLPattern: urlPattern, RequestStage: fetch.RequestStageResponse}}}); err != nil {
+		b.t.Fatal(err)
+	}
+	return func() {
+		chromedp.Call(b.ctx, fetch.Disable, cdp.Empty{})
+		cancel()
+	}
+}
+
+// TestConsoleHoldApproveVerify is an overseer's round: sign in, see a hold
+// appear live, approve it, find the committed action in the history, verify
+// it in the browser, and see verification fail when the server lies by one
+// byte in the entry or in the checkpoint.
+func TestConsoleHoldApproveVerify(t *testing.T) {
+	chromiumPath(t)
+	ts := newTestServer(t)
+	agentID, agentCred := ts.newAgent(t, agentSpec{name: "release-bot", trust: 0.8, energy: 1000, grants: workspace})
+	ts.issue(t, ts.rootCred, api.EnvelopeRequest{Holder: agentID, Budget: 500, Grants: workspace,
+		HoldOn: []api.Grant{{Pattern: "workspace/release/**", Actions: []string{"mutate"}}}, HoldTimeoutSecs: 600})
+	ts.mutate(t, agentCred, "workspace/notes.md", "").ok(t)
+
+	b := newBrowser(t, ts.srv.URL)
+	b.signIn(ts.rootCred)
+	b.trust(ts.k.VerifierKey(), "")
+	b.view("holds")
+	b.waitFor("an empty inbox", `!document.getElementById('holds-empty').hidden`)
+
+	// The agent's action is held; the inbox shows it without a reload.
+	held := decode[api.Receipt](t, ts.mutate(t, agentCred, "workspace/release/v1", "").must(t, http.StatusAccepted))
+	b.waitFor("the hold to appear live", fmt.Sprintf(`document.querySelector('[data-hold=%q]')`, held.HoldID))
+	card := b.text(fmt.Sprintf(`[data-hold=%q]`, held.HoldID))
+	for _, want := range []string{"workspace/release/v1", "release-bot", "workspace/release/**", "left", "min"} {
+		if !strings.Contains(card, want) {
+			t.Errorf("the hold card lacks %q:\n%s", want, card)
+		}
+	}
+	if got := b.text("#holds-count"); got != "1" {
+		t.Errorf("holds badge = %q, want 1", got)
+	}
+	b.screenshot("holds")
+
+	b.do(chromedp.SendKeys(chromedp.CSS(fmt.Sprintf(`[data-hold=%q] input.reason`, held.HoldID)), "release approved in review"),
+		chromedp.Click(chromedp.CSS(fmt.Sprintf(`[data-hold=%q] button.primary`, held.HoldID))))
+	b.waitFor("the answer to be acknowledged", `document.getElementById('flash').innerText.includes('approved')`)
+	b.waitFor("the inbox to empty", `!document.getElementById('holds-empty').hidden`)
+	holds := decode[[]api.Hold](t, ts.call(t, "GET", "/v1/holds", ts.rootCred, nil).ok(t))
+	if len(holds) != 1 || holds[0].Status != "approved" || holds[0].AnsweredBy != "root" {
+		t.Fatalf("after approving in the console the kernel has holds %+v", holds)
+	}
+
+	// The committed action is in the history; verify it in the page.
+	page := decode[api.HistoryPage](t, ts.call(t, "GET", "/v1/events?kind=action&target=workspace/release/&limit=1", ts.rootCred, nil).ok(t))
+	if len(page.Events) != 1 {
+		t.Fatalf("no committed action for the approved hold: %+v", page)
+	}
+	index := page.Events[0].Index
+	b.view("history")
+	row := fmt.Sprintf(`tr.event[data-index="%d"]`, index)
+	b.waitFor("the committed action in the history", `document.querySelector('`+row+`')`)
+	if got := b.text(row); !strings.Contains(got, "committed") || !strings.Contains(got, "workspace/release/v1") {
+		t.Errorf("history row %d reads %q", index, got)
+	}
+	// Keyboard: focus the row and press Enter to expand it.
+	b.do(chromedp.Focus(chromedp.CSS(row)), chromedp.KeyEvent("\r"))
+	detail := row + ` + tr.detail`
+	b.waitFor("the exact logged JSON", `document.querySelector('`+detail+` pre.raw').innerText.includes('"kind":"action"')`)
+	b.do(chromedp.Click(chromedp.CSS(detail + ` button.verify`)))
+	b.waitFor("verification", `document.querySelector('`+detail+` .verify-result.ok, `+detail+` .verify-result.bad')`)
+	if got := b.text(detail + " .verify-result"); !strings.HasPrefix(got, "Verified") {
+		t.Fatalf("verifying an honest event: %s", got)
+	}
+	b.screenshot("verified")
+
+	// The server lies by one byte in the entry.
+	stop := b.tamper(fmt.Sprintf("*/v1/events/%d", index), func(body []byte) []byte {
+		out := append([]byte(nil), body...)
+		i := strings.Index(string(out), "release/v1") + len("release/v")
+		out[i] = '2'
+		return out
+	})
+	b.do(chromedp.Click(chromedp.CSS(detail + ` button.verify`)))
+	b.waitFor("verification to fail", `document.querySelector('`+detail+` .verify-result.bad')`)
+	if got := b.text(detail + " .verify-result"); !strings.Contains(got, "FAILED") || !strings.Contains(got, "root") {
+		t.Errorf("a flipped entry byte: %s", got)
+	}
+	b.screenshot("flipped-entry")
+	stop()
+
+	// ... and in the checkpoint's signature.
+	stop = b.tamper(fmt.Sprintf("*/v1/proof/%d", index), func(body []byte) []byte {
+		out := append([]byte(nil), body...)
+		i := strings.LastIndex(string(out), " ") + 10 // inside the last signature's base64
+		if out[i] == 'A' {
+			out[i] = 'B'
+		} else {
+			out[i] = 'A'
+		}
+		return out
+	})
+	b.do(chromedp.Click(chromedp.CSS(detail + ` button.verify`)))
+	b.waitFor("verification to run", `document.querySelector('`+detail+` .verify-result:not(.running)')`)
+	b.waitFor("verification to fail", `document.querySelector('`+detail+` .verify-result.bad')`)
+	if got := b.text(detail + " .verify-result"); !strings.Contains(got, "does not verify") {
+		t.Errorf("a flipped signature byte: %s", got)
+	}
+	stop()
+
+	// Honest again: verifies.
+	b.do(chromedp.Click(chromedp.CSS(detail + ` button.verify`)))
+	b.waitFor("verification to pass again", `document.querySelector('`+detail+` .verify-result.ok')`)
+	b.noInjection()
+}
