@@ -2,7 +2,7 @@ package logserver
 
 import (
 	"context"
-		"fmt"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
