@@ -2,6 +2,7 @@ package logserver
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -308,4 +309,153 @@ func TestConsoleHoldApproveVerify(t *testing.T) {
 	b.do(chromedp.Click(chromedp.CSS(detail + ` button.verify`)))
 	b.waitFor("verification to pass again", `document.querySelector('`+detail+` .verify-result.ok')`)
 	b.noInjection()
+}
+
+// hostile is what an agent might write into every field the console
+// shows: markup, script, and a right-to-left override that would make
+// "exe.png" read as "gnp.exe".
+const hostile = `<img src=x onerror="window.__pwned=1"><script>window.__pwned=1</script><b>bold</b>` + "\u202e" + `gnp.exe`
+
+// hostileTarget is as hostile as a target may be (printable, no '\').
+const hostileTarget = `workspace/<img src=x onerror=window.__pwned=1>/<script>window.__pwned=1</script>`
+
+// TestConsoleRendersAgentTextInert puts script, markup and bidi overrides
+// in agent names and purposes, targets, payloads, hold answers, session
+// paths and reasons, then opens every view: nothing runs, nothing becomes
+// an element, no CSP violation, and the override is shown as an escape.
+func TestConsoleRendersAgentTextInert(t *testing.T) {
+	chromiumPath(t)
+	ts := newTestServer(t)
+	// Root creates an agent with a hostile name and purpose, if the API
+	// takes them; the agent creates a sub-agent the same way.
+	a := decode[api.Agent](t, ts.call(t, "POST", "/v1/agents", ts.rootCred, api.AgentRequest{Name: hostile, Purpose: hostile,
+		Energy: 5000, Grants: workspace, Trust: ptr(0.8)}).must(t, http.StatusCreated))
+	ts.issue(t, ts.rootCred, api.EnvelopeRequest{Holder: a.ID, Budget: 2000, Grants: workspace,
+		HoldOn: []api.Grant{{Pattern: "workspace/held/**", Actions: []string{"mutate"}}}, HoldTimeoutSecs: 600})
+	payload := map[string]any{"note": hostile, hostile: []string{hostile}}
+	ts.call(t, "POST", "/v1/actions", a.Credential, api.ActionRequest{Type: "mutate", Target: hostileTarget, Payload: mustJSON(t, payload)}).ok(t)
+	ts.call(t, "POST", "/v1/actions", a.Credential, api.ActionRequest{Type: "mutate", Target: "workspace/held/<svg onload=window.__pwned=1>", Payload: mustJSON(t, payload)}).must(t, http.StatusAccepted)
+	// A denied action, whose reason quotes the target.
+	ts.call(t, "POST", "/v1/actions", a.Credential, api.ActionRequest{Type: "mutate", Target: "secrets/<iframe src=javascript:window.__pwned=1>"}).must(t, http.StatusForbidden)
+	// A session whose delta names hostile paths.
+	ts.activeSession(t, ts.rootCred, "s-hostile", "", a.Credential)
+	ts.call(t, "POST", "/v1/sessions/s-hostile/deltas", a.Credential, api.DeltaRequest{TurnID: "turn-1", Changes: []api.Change{
+		{Path: "<img src=x onerror=window.__pwned=1>.md", Operation: "create", ContentHash: "sha256:" + strings.Repeat("ab", 32)}}}).must(t, http.StatusCreated)
+
+	b := newBrowser(t, ts.srv.URL)
+	b.signIn(ts.rootCred)
+	b.eval(`window.__csp = []; document.addEventListener('securitypolicyviolation', e => window.__csp.push(e.violatedDirective)); true`, new(bool))
+
+	b.view("holds")
+	b.waitFor("the hostile hold", `document.querySelector('[data-hold]')`)
+	b.do(chromedp.Click(chromedp.CSS(`[data-hold] details summary`)))
+	holds := b.text("#view-holds")
+	for _, want := range []string{"<svg onload=window.__pwned=1>", `\u202e`, "<script>"} {
+		if !strings.Contains(holds, want) {
+			t.Errorf("the holds view does not show %q as text:\n%s", want, holds)
+		}
+	}
+	b.screenshot("holds")
+	b.noInjection()
+
+	b.view("history")
+	b.waitFor("the history", `document.querySelectorAll('tr.event').length >= 8`)
+	b.eval(`document.querySelectorAll('tr.event').forEach(r => r.click()); true`, new(bool))
+	b.waitFor("every event's logged JSON", `[...document.querySelectorAll('pre.raw')].every(p => p.innerText !== 'Loading…')`)
+	history := b.text("#view-history")
+	for _, want := range []string{hostileTarget, "<iframe src=javascript:window.__pwned=1>", `\u202e`} {
+		if !strings.Contains(history, want) {
+			t.Errorf("the history does not show %q as text", want)
+		}
+	}
+	b.screenshot("history")
+	b.noInjection()
+
+	b.view("agents")
+	b.waitFor("the agents", `document.querySelectorAll('.actor').length >= 2`)
+	agents := b.text("#view-agents")
+	if !strings.Contains(agents, `<img src=x onerror="window.__pwned=1">`) || !strings.Contains(agents, `\u202egnp.exe`) {
+		t.Errorf("the agents view does not show the hostile name as text:\n%s", agents)
+	}
+	b.screenshot("agents")
+	b.noInjection()
+
+	b.view("sessions")
+	b.waitFor("the session's delta chain", `document.querySelector('ol.turns')`)
+	b.do(chromedp.Click(chromedp.CSS(`ol.turns button`)))
+	b.waitFor("the rollback preview", `document.querySelector('.rollback h3')`)
+	if s := b.text("#view-sessions"); !strings.Contains(s, "<img src=x onerror=window.__pwned=1>.md") {
+		t.Errorf("the session view does not show the hostile path as text:\n%s", s)
+	}
+	b.screenshot("sessions")
+	b.noInjection()
+
+	b.view("health")
+	b.waitFor("the log health", `document.querySelector('#health-facts dd')`)
+	b.noInjection()
+	if n := b.dialogs.Load(); n != 0 {
+		t.Errorf("%d dialogs opened", n)
+	}
+}
+
+// TestConsoleAgentSeesWhatTheAPIShows: an agent signed in to the console
+// sees its own holds and events only, is offered no answer, and the page's
+// own request to approve (with a valid CSRF token) is refused by the API.
+func TestConsoleAgentSeesWhatTheAPIShows(t *testing.T) {
+	chromiumPath(t)
+	ts := newTestServer(t)
+	agentID, agentCred := ts.newAgent(t, agentSpec{name: "worker", trust: 0.8, energy: 1000, grants: workspace})
+	otherID, otherCred := ts.newAgent(t, agentSpec{name: "other", trust: 0.8, energy: 1000, grants: workspace})
+	for _, id := range []string{agentID, otherID} {
+		ts.issue(t, ts.rootCred, api.EnvelopeRequest{Holder: id, Budget: 500, Grants: workspace,
+			HoldOn: []api.Grant{{Pattern: "workspace/held/**", Actions: []string{"mutate"}}}, HoldTimeoutSecs: 600})
+	}
+	mine := decode[api.Receipt](t, ts.mutate(t, agentCred, "workspace/held/mine", "").must(t, http.StatusAccepted))
+	ts.mutate(t, otherCred, "workspace/held/theirs", "").must(t, http.StatusAccepted)
+	ts.mutate(t, otherCred, "workspace/other-only", "").ok(t)
+
+	b := newBrowser(t, ts.srv.URL)
+	b.signIn(agentCred)
+	b.view("holds")
+	b.waitFor("the agent's hold", fmt.Sprintf(`document.querySelector('[data-hold=%q]')`, mine.HoldID))
+	if n := eval[int](b, `document.querySelectorAll('[data-hold]').length`); n != 1 {
+		t.Errorf("the agent sees %d holds, want its own 1", n)
+	}
+	if n := eval[int](b, `document.querySelectorAll('[data-hold] button').length`); n != 0 {
+		t.Errorf("the agent is offered %d answer buttons", n)
+	}
+	// The page's own session, token and all, cannot answer a hold.
+	status, err := chromedp.Run(b.ctx, chromedp.Evaluate[int](fmt.Sprintf(`(async () => {
+		const s = await (await fetch('/ui/session')).json();
+		const r = await fetch('/v1/holds/%s/approve', {method: 'POST', headers: {'X-CSRF-Token': s.csrf, 'Content-Type': 'application/json'}, body: '{}'});
+		return r.status; })()`, mine.HoldID), chromedp.EvalAwaitPromise))
+	if err != nil || status != http.StatusForbidden {
+		t.Errorf("the agent's console approving its own hold: status %d, err %v; want 403", status, err)
+	}
+	b.view("history")
+	b.waitFor("the agent's history", `document.getElementById('history-more').innerText.includes('beginning') || document.getElementById('history-more').innerText.includes('No event')`)
+	if h := b.text("#history-rows"); strings.Contains(h, "workspace/other-only") || strings.Contains(h, "log.genesis") {
+		t.Errorf("the agent's history shows another actor's events:\n%s", h)
+	}
+	b.view("agents")
+	b.waitFor("the agents view", `document.querySelector('.actor')`)
+	if n := eval[int](b, `document.querySelectorAll('.actor').length`); n != 1 {
+		t.Errorf("the agent sees %d actors, want itself", n)
+	}
+	b.screenshot("agent-holds")
+	holds := decode[[]api.Hold](t, ts.call(t, "GET", "/v1/holds?status=pending", ts.rootCred, nil).ok(t))
+	if len(holds) != 2 {
+		t.Errorf("after the agent's try, pending holds = %+v", holds)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func mustJSON(t *testing.T, v any) json.RawMessage {
+	t.Helper()
+	raw, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
 }

@@ -234,6 +234,8 @@
     const list = clear($('holds-list'));
     for (const h of pending) list.append(holdCard(h));
     const tbody = clear($('holds-done'));
+    $('holds-done').closest('table').hidden = done.length === 0;
+    $('holds-done-title').hidden = done.length === 0;
     for (const h of done) {
       tbody.append(el('tr', {}, el('td', {}, el('code', {}, h.id)), el('td', {}, who(h.actor)),
         el('td', {}, el('span', { className: 'type' }, h.type), ' ', u(h.target, 'target')),
@@ -544,10 +546,11 @@
         el('dt', {}, 'State'), el('dd', {}, el('span', { className: 'pill ' + String(s.state).toLowerCase() }, visible(s.state))),
         el('dt', {}, 'Creator'), el('dd', {}, who(s.creator)),
         el('dt', {}, 'Created'), el('dd', {}, when(s.created_at)),
-        el('dt', {}, 'Participants'), el('dd', {}, parts.length ? el('ul', { className: 'plain' }, ...parts.map(([id, p]) => el('li', {}, who(id), ' ', el('span', { className: 'hint' }, visible(JSON.stringify(p)))))) : 'none')),
-      el('h3', {}, `Delta chain (${deltas.length} turns)`),
+        el('dt', {}, 'Participants'), el('dd', {}, parts.length ? el('ul', { className: 'plain' }, ...parts.map(([id, p]) => el('li', {}, who(id), el('span', { className: 'hint' },
+          ` — ring ${p.ring}, joined ${when(p.joined_at)}${p.is_active ? '' : ', left'}`)))) : 'none')),
+      el('h3', {}, `Delta chain (${deltas.length} ${deltas.length === 1 ? 'turn' : 'turns'})`),
       deltas.length ? el('ol', { className: 'turns' }, ...deltas.map((d) => el('li', {},
-        el('div', { className: 'turn-head' }, 'Turn ', u(d.delta.turn_id), el('span', { className: 'hint' }, ` by `), u(d.delta.agent_did),
+        el('div', { className: 'turn-head' }, 'Turn ', u(d.delta.turn_id), el('span', { className: 'hint' }, ` by `), who(d.delta.agent_did),
           el('span', { className: 'hint' }, ` at ${when(d.delta.timestamp)}, log index ${d.index}`),
           el('button', { type: 'button', className: 'quiet', onclick: () => rollbackPreview(id, d.delta.turn_id, preview) }, 'Preview rollback to here')),
         el('ul', { className: 'changes' }, ...(d.delta.changes || []).map((c) => el('li', {},
