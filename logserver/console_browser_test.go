@@ -459,3 +459,66 @@ func mustJSON(t *testing.T, v any) json.RawMessage {
 	}
 	return raw
 }
+
+// TestConsoleControlsAgents: freeze, stop, quarantine and kill go through
+// a confirmation step; cancel changes nothing, confirm is logged with the
+// reason typed or chosen.
+func TestConsoleControlsAgents(t *testing.T) {
+	chromiumPath(t)
+	ts := newTestServer(t)
+	agentID, agentCred := ts.newAgent(t, agentSpec{name: "runaway", trust: 0.8, energy: 1000, grants: workspace})
+	ts.issue(t, ts.rootCred, api.EnvelopeRequest{Holder: agentID, Budget: 500, Grants: workspace})
+	b := newBrowser(t, ts.srv.URL)
+	b.signIn(ts.rootCred)
+	b.view("agents")
+	b.waitFor("the agent's controls", `document.querySelector('.actor .controls')`)
+	click := func(label string) {
+		b.eval(fmt.Sprintf(`[...document.querySelectorAll('.actor .controls button')].find(x => x.innerText === %q).click(); true`, label), new(bool))
+		b.waitFor("the confirmation", `document.getElementById('confirm').open`)
+	}
+	size := ts.size(t)
+	click("Freeze")
+	b.do(chromedp.Click(chromedp.CSS("#confirm-cancel")))
+	b.waitFor("the dialog to close", `!document.getElementById('confirm').open`)
+	if ts.size(t) != size {
+		t.Fatal("cancelling the confirmation logged something")
+	}
+	click("Freeze")
+	b.do(chromedp.SendKeys(chromedp.CSS("#confirm-reason"), "spending too fast"), chromedp.KeyEvent("\r"))
+	b.waitFor("the agent to show frozen", `document.querySelector('.actor.frozen')`)
+	a := decode[api.Actor](t, ts.call(t, "GET", "/v1/actors/"+agentID, ts.rootCred, nil).ok(t))
+	if a.Status != "frozen" {
+		t.Fatalf("after Freeze: status %q", a.Status)
+	}
+	if r := ts.mutate(t, agentCred, "workspace/x", ""); r.status != http.StatusForbidden {
+		t.Errorf("a frozen agent's action: %v", r)
+	}
+	click("Unfreeze")
+	b.do(chromedp.SendKeys(chromedp.CSS("#confirm-reason"), "reviewed"), chromedp.KeyEvent("\r"))
+	b.waitFor("the agent to show active", `document.querySelector('.actor.active:not(.human) .controls')`)
+	b.screenshot("agents")
+	for _, label := range []string{"Stop", "Quarantine"} {
+		b.eval(`document.getElementById('flash').innerText = ''; true`, new(bool))
+		click(label)
+		if label == "Stop" {
+			b.do(chromedp.SendKeys(chromedp.CSS("#confirm-reason"), "pause please"))
+		}
+		b.do(chromedp.Click(chromedp.CSS("#confirm-ok")))
+		b.waitFor(label+" to be logged", `document.getElementById('flash').innerText.includes('`+label+`: done')`)
+	}
+	for kind, want := range map[string]string{"signal.sent": "SIGSTOP", "quarantine.started": "manual"} {
+		page := decode[api.HistoryPage](t, ts.call(t, "GET", "/v1/events?kind="+kind+"&limit=1", ts.rootCred, nil).ok(t))
+		if len(page.Events) != 1 || !strings.Contains(string(page.Events[0].Event), want) {
+			t.Errorf("%s after the console: %+v", kind, page.Events)
+		}
+	}
+	click("Kill")
+	b.eval(`document.getElementById('confirm-choice').value = 'behavioral_drift'; true`, new(bool))
+	b.do(chromedp.SendKeys(chromedp.CSS("#confirm-reason"), "tried to exfiltrate"))
+	b.do(chromedp.Click(chromedp.CSS("#confirm-ok")))
+	b.waitFor("the kill to be logged", `document.getElementById('flash').innerText.includes('Kill: done')`)
+	page := decode[api.HistoryPage](t, ts.call(t, "GET", "/v1/events?kind=agent.killed&limit=1", ts.rootCred, nil).ok(t))
+	if len(page.Events) != 1 || !strings.Contains(string(page.Events[0].Event), "behavioral_drift") || !strings.Contains(string(page.Events[0].Event), "tried to exfiltrate") {
+		t.Errorf("the kill event: %+v", page.Events)
+	}
+}

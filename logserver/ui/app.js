@@ -490,13 +490,23 @@
     return el('ul', { className: 'grants' }, ...(gs || []).map((g) => el('li', {}, el('code', {}, visible(g.pattern)), ' ', (g.actions || []).join(', '))));
   }
 
+  // The reasons the kill switch and quarantine take (Execution Control
+  // §12.2, §13.1); a kill's own words go in its details.
+  const killReasons = ['manual', 'behavioral_drift', 'rate_limit', 'ring_breach', 'quarantine_timeout', 'session_timeout'];
+  const quarantineReasons = ['manual', 'behavioral_drift', 'liability_violation', 'ring_breach', 'rate_limit_exceeded', 'cascade_slash'];
+
   function control(a, label, what, body, text, danger) {
     return el('button', { type: 'button', className: danger ? 'danger' : '', onclick: async () => {
-      const reason = await confirmDialog(`${label} ${a.name || a.id}?`, text);
-      if (reason === null) return;
+      const choices = what === 'kill' ? killReasons : what === 'quarantine' ? quarantineReasons : null;
+      const answer = await confirmDialog(`${label} ${a.name || a.id}?`, text, choices, what !== 'quarantine');
+      if (answer === null) return;
       const path = what === 'status' ? `/v1/actors/${encodeURIComponent(a.id)}/status` : `/v1/agents/${encodeURIComponent(a.id)}/${what}`;
+      const req = { ...body };
+      if (what === 'kill') Object.assign(req, { reason: answer.choice, details: answer.text || undefined });
+      else if (what === 'quarantine') req.reason = answer.choice;
+      else req.reason = answer.text;
       try {
-        const out = await call('POST', path, { ...body, reason });
+        const out = await call('POST', path, req);
         const idx = out.index ?? out.receipt?.index;
         flash(`${label}: done${idx !== undefined ? ` (logged at index ${idx})` : ''}.`);
         loadAgents();
@@ -504,17 +514,22 @@
     } }, label);
   }
 
-  // confirmDialog asks for a reason; it resolves to the reason, or null.
-  function confirmDialog(title, text) {
+  // confirmDialog asks to confirm, with a reason chosen from choices (if
+  // given) and/or typed; it resolves to {choice, text}, or null.
+  function confirmDialog(title, text, choices, freeText) {
     const d = $('confirm');
     $('confirm-title').textContent = visible(title);
     $('confirm-text').textContent = text;
+    $('confirm-choice-box').hidden = !choices;
+    clear($('confirm-choice')).append(...(choices || []).map((c) => el('option', { value: c }, c.replace(/_/g, ' '))));
+    $('confirm-reason-box').hidden = !freeText;
+    $('confirm-reason-label').textContent = choices ? 'Details (logged)' : 'Reason (logged)';
     $('confirm-reason').value = '';
     d.showModal();
-    $('confirm-reason').focus();
+    (choices ? $('confirm-choice') : $('confirm-reason')).focus();
     return new Promise((resolve) => {
       const done = (v) => { d.close(); $('confirm-form').onsubmit = null; $('confirm-cancel').onclick = null; d.oncancel = null; resolve(v); };
-      $('confirm-form').onsubmit = (e) => { e.preventDefault(); done($('confirm-reason').value.trim()); };
+      $('confirm-form').onsubmit = (e) => { e.preventDefault(); done({ choice: $('confirm-choice').value, text: $('confirm-reason').value.trim() }); };
       $('confirm-cancel').onclick = () => done(null);
       d.oncancel = () => done(null);
     });
@@ -585,6 +600,10 @@
       el('dt', {}, 'Checkpoint'), el('dd', {}, `size ${h.checkpoint_size}, published ${age}`),
       el('dt', {}, 'Witness quorum'), el('dd', {}, visible(h.quorum || 'none')));
     $('health-nowitness').hidden = h.witnesses.length > 0;
+    const proofs = h.witnesses.reduce((n, w) => n + w.evidence.length, 0);
+    $('health-alarm').hidden = proofs === 0;
+    $('health-alarm').textContent = `Witnesses hold ${proofs} proof(s) that this log showed two different histories. ` +
+      'Treat the log as compromised: keep the evidence files and compare what each witness cosigned.';
     const tbody = clear($('health-witnesses'));
     for (const w of h.witnesses) {
       const ev = w.evidence.length
