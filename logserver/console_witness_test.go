@@ -2,10 +2,10 @@ package logserver
 
 import (
 	"bytes"
-	"encoding/base64"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/base64"
 	"fmt"
 	"io"
 	"log/slog"
