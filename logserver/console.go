@@ -171,9 +171,14 @@ func (s *Server) cookieSession(r *http.Request) (*consoleSession, string, error)
 func (s *Server) setConsoleCookie(w http.ResponseWriter, r *http.Request, value string, maxAge int) {
 	http.SetCookie(w, &http.Cookie{
 		Name: consoleCookie, Value: value, Path: "/", MaxAge: maxAge,
-		HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode,
+		HttpOnly: true, Secure: r.TLS != nil || s.secureCookies, SameSite: http.SameSiteStrictMode,
 	})
 }
+
+// SecureCookies marks the console's session cookie Secure on every
+// answer, for a server behind a proxy that terminates TLS (over TLS served
+// here the cookie is Secure anyway).
+func (s *Server) SecureCookies() { s.secureCookies = true }
 
 // routeConsole registers /ui/ (the embedded console) and its session API.
 func (s *Server) routeConsole() {

@@ -30,7 +30,9 @@ type Server struct {
 	mux         *http.ServeMux
 	publishWait time.Duration
 	console     *consoleSessions
-	health      *healthWatch
+	// secureCookies: see SecureCookies.
+	secureCookies bool
+	health        *healthWatch
 }
 
 // New returns a server for k.

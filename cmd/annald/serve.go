@@ -51,6 +51,8 @@ type serveFlags struct {
 	energyPerTick        uint64
 	tick                 time.Duration
 	witnessPolicy        string
+	tlsCert, tlsKey      string
+	secureCookies        bool
 	witnessTimeout       time.Duration
 	rateLimits           []string
 	noRateLimit          bool
@@ -92,6 +94,9 @@ func newServeCommand() *cobra.Command {
 	fl.DurationVar(&f.killTimeout, "kill-timeout", 5*time.Second, "how long the kill webhook may take (§12.5)")
 	fl.IntVar(&f.maxConnections, "max-connections", 1024, "most client connections served at once; more wait to be accepted")
 	fl.DurationVar(&f.idleTimeout, "idle-timeout", 120*time.Second, "how long an idle keep-alive connection stays open")
+	fl.StringVar(&f.tlsCert, "tls-cert", "", "PEM certificate file: serve HTTPS (with --tls-key)")
+	fl.StringVar(&f.tlsKey, "tls-key", "", "PEM private key file of --tls-cert")
+	fl.BoolVar(&f.secureCookies, "secure-cookies", false, "mark the console's session cookie Secure even on plain HTTP (behind a TLS-terminating proxy); always on with --tls-cert")
 	fl.DurationVar(&f.tick, "tick", time.Duration(event.DefaultEnergy.TickMillis)*time.Millisecond, "tick length Δt, in milliseconds or more (first start only)")
 	return cmd
 }
@@ -139,6 +144,9 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 	if f.maxConnections < 1 {
 		return fmt.Errorf("--max-connections must be at least 1")
 	}
+	if (f.tlsCert == "") != (f.tlsKey == "") {
+		return fmt.Errorf("--tls-cert and --tls-key go together")
+	}
 	// The port first: a taken port must not leave a new data folder behind.
 	ln, err := net.Listen("tcp", f.listen)
 	if err != nil {
@@ -155,8 +163,12 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 		}
 	}()
 	ln = netutil.LimitListener(ln, f.maxConnections)
+	handler := logserver.New(k, logger)
+	if f.secureCookies {
+		handler.SecureCookies()
+	}
 	srv := &http.Server{
-		Handler:           logserver.New(k, logger),
+		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       60 * time.Second,
 		IdleTimeout:       f.idleTimeout,
@@ -164,11 +176,22 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "annald: log %s\n", k.Origin())
 	fmt.Fprintf(stdout, "annald: verifier key %s\n", k.VerifierKey())
-	fmt.Fprintf(stdout, "annald: listening on http://%s\n", ln.Addr())
+	scheme := "http"
+	if f.tlsCert != "" {
+		scheme = "https"
+	}
+	fmt.Fprintf(stdout, "annald: listening on %s://%s\n", scheme, ln.Addr())
+	fmt.Fprintf(stdout, "annald: overseer console at %s://%s/ui/\n", scheme, ln.Addr())
 	fmt.Fprintf(stdout, "annald: root credential in %s\n", k.RootCredentialPath())
 
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() {
+		if f.tlsCert != "" {
+			errc <- srv.ServeTLS(ln, f.tlsCert, f.tlsKey)
+		} else {
+			errc <- srv.Serve(ln)
+		}
+	}()
 	select {
 	case err := <-errc:
 		return err
