@@ -139,7 +139,9 @@ func (k *Kernel) appendDecided(ctx context.Context, stage string, ev *event.Even
 	if errors.Is(err, tessera.ErrPushback) {
 		return 0, nil, denyAt(StageAppend, "", ErrUnavailable, "the log is busy, retry: %v", err)
 	} else if err != nil {
-		return 0, nil, denyAt(StageAppend, "", ErrUnavailable, "log append failed: %v", err)
+		d := denyAt(StageAppend, "", ErrUnavailable, "log append failed, and the entry may be in the log (look it up before sending it again): %v", err)
+		d.OutcomeUnknown = true
+		return 0, nil, d
 	}
 	return index, entry, nil
 }

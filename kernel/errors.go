@@ -25,6 +25,14 @@ var (
 	ErrNotFound error = notFound{}
 	// ErrNotPublished: the entry exists but no checkpoint covers it yet.
 	ErrNotPublished = errors.New("not yet published")
+	// ErrWitnessRefused: the entry is logged, but no checkpoint covering it
+	// can be published because witnesses of the policy refuse the log's
+	// checkpoints (they do not know the log, or trust another key); waiting
+	// will not help until their operator fixes it.
+	ErrWitnessRefused = errors.New("witnesses refuse this log's checkpoints")
+	// ErrOutcomeUnknown: a write failed after the entry was handed to the
+	// log; it may be in the log. Retrying could log the action twice.
+	ErrOutcomeUnknown = errors.New("the entry may be in the log")
 	// ErrUnavailable: the log pushes back or is shutting down; retry later.
 	ErrUnavailable = errors.New("unavailable")
 	// ErrInsufficientEnergy: the actor or an envelope cannot pay (INV-5).
@@ -57,6 +65,10 @@ type Denial struct {
 	// Code is a reason code a specification names (an elevation's §8.3
 	// reason), if any.
 	Code string
+	// OutcomeUnknown: the entry was handed to the log and the write
+	// failed, so it may have landed (the kernel folds it if it did). Such a
+	// request must not be sent again blindly.
+	OutcomeUnknown bool
 }
 
 func (d *Denial) Error() string {
@@ -66,8 +78,14 @@ func (d *Denial) Error() string {
 	return fmt.Sprintf("%s: %s", d.Stage, d.Reason)
 }
 
-// Unwrap returns the error class.
-func (d *Denial) Unwrap() error { return d.Class }
+// Unwrap returns the error class, and ErrOutcomeUnknown if the write's
+// outcome is unknown.
+func (d *Denial) Unwrap() []error {
+	if d.OutcomeUnknown {
+		return []error{d.Class, ErrOutcomeUnknown}
+	}
+	return []error{d.Class}
+}
 
 // The gates a refusal names. The rules behind them are the ledger's
 // (kernel/internal/ledger): one rule per event kind, whose gates run in one

@@ -29,11 +29,13 @@ const RootID = ledger.RootID
 
 // Kernel is an open sovereignty kernel over one data folder.
 type Kernel struct {
-	cfg    Config
-	dir    *dataDir
-	log    *tileLog
-	store  *store
-	logger *slog.Logger
+	cfg Config
+	dir *dataDir
+	log *tileLog
+	// witnesses sees the witnesses' answers (nil without a policy).
+	witnesses *witnessWatch
+	store     *store
+	logger    *slog.Logger
 
 	// mu guards the ledger, the claims and the pending energy. Decisions
 	// are taken under it against the durable ledger less what decided
@@ -127,12 +129,16 @@ func Open(cfg Config) (_ *Kernel, err error) {
 	if check.tempFiles > 0 {
 		cfg.Logger.Info("removed temporary files that interrupted writes left in the log folder", "count", check.tempFiles)
 	}
-	l, err := openTileLog(dir.LogPath(), signer, verifier, cfg)
+	var witnesses *witnessWatch
+	if len(cfg.WitnessPolicy) > 0 {
+		witnesses = newWitnessWatch(dir.Origin, dir.VerifierKey, cfg.Logger, cfg.Now)
+	}
+	l, err := openTileLog(dir.LogPath(), signer, verifier, cfg, witnesses)
 	if err != nil {
 		return nil, err
 	}
 	k := &Kernel{
-		cfg: cfg, dir: dir, log: l, store: st, ledger: led, claims: newClaims(), pending: ledger.NewPending(),
+		cfg: cfg, dir: dir, log: l, witnesses: witnesses, store: st, ledger: led, claims: newClaims(), pending: ledger.NewPending(),
 		ids: map[string]bool{}, logger: cfg.Logger, wakeResume: make(chan struct{}, 1), scrubbed: make(chan struct{}), grown: make(chan struct{}),
 		stopFold: make(chan struct{}), foldDone: make(chan struct{}), stopLoops: make(chan struct{}),
 	}
@@ -516,7 +522,15 @@ func (k *Kernel) Close() error {
 	<-k.foldDone
 	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
 	defer cancel()
-	errs := []error{k.log.close(ctx)}
+	logErr := k.log.close(ctx)
+	if errors.Is(logErr, context.DeadlineExceeded) && len(k.WitnessProblems()) > 0 {
+		// Tessera waits to publish a checkpoint that covers every entry,
+		// which refusing witnesses never cosign. The entries are durable;
+		// the checkpoint follows once the witnesses are fixed.
+		k.logger.Warn("stopped without a checkpoint for the last entries: witnesses refuse this log's checkpoints", "problems", k.WitnessProblems())
+		logErr = nil
+	}
+	errs := []error{logErr}
 	errs = append(errs, k.persist(), k.store.close())
 	// Tessera has stopped: what a write it gave up on left behind goes.
 	if _, err := removeTempFiles(k.dir.LogPath()); err != nil {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
+	"time"
 
 	"github.com/annal-dev/annal/checkpoints"
 )
@@ -35,18 +37,60 @@ func (k *Kernel) InclusionProof(ctx context.Context, index uint64) (*checkpoints
 
 // AwaitInclusionProof waits until a published checkpoint covers index and
 // returns the tlog-proof against it.
+// The wait ends early, with ErrWitnessRefused, once witnesses have refused
+// the log's checkpoints for witnessPatience.
 func (k *Kernel) AwaitInclusionProof(ctx context.Context, index uint64) (*checkpoints.TLogProof, error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if k.witnesses != nil {
+		go func() {
+			t := time.NewTicker(100 * time.Millisecond)
+			defer t.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C:
+					if err := k.witnessRefusal(index); err != nil {
+						cancel(err)
+						return
+					}
+				}
+			}
+		}()
+	}
 	cp, err := k.log.awaitPublished(ctx, index)
 	if err != nil {
+		if cause := context.Cause(ctx); errors.Is(cause, ErrWitnessRefused) {
+			return nil, cause
+		}
 		return nil, fmt.Errorf("await checkpoint covering %d: %w", index, err)
 	}
 	return k.proofAt(ctx, index, cp)
+}
+
+// witnessPatience is how long witnesses must have refused the log's
+// checkpoints before a wait for a proof gives up: long enough for a witness
+// restart or a missed request, short enough that no one waits in silence.
+const witnessPatience = 2 * time.Second
+
+// witnessRefusal is the error for an entry that waits on witnesses that
+// have refused the log's checkpoints for witnessPatience, else nil.
+func (k *Kernel) witnessRefusal(index uint64) error {
+	problems := k.witnesses.problems(witnessPatience)
+	if len(problems) == 0 {
+		return nil
+	}
+	return fmt.Errorf("entry %d is logged, but %w, so no checkpoint covering it can be published: %s", index, ErrWitnessRefused, strings.Join(problems, "; "))
 }
 
 func (k *Kernel) proofAt(ctx context.Context, index uint64, cp *checkpoints.SignedCheckpoint) (*checkpoints.TLogProof, error) {
 	if index >= cp.Size {
 		size, _ := k.log.integratedSize(ctx)
 		if index < size {
+			if err := k.witnessRefusal(index); err != nil {
+				return nil, err
+			}
 			return nil, fmt.Errorf("entry %d: %w: the latest checkpoint has size %d; retry after the next checkpoint", index, ErrNotPublished, cp.Size)
 		}
 		return nil, fmt.Errorf("entry %d: %w (log size %d)", index, ErrNotFound, size)

@@ -58,7 +58,7 @@ func Rebuild(ctx context.Context, cfg Config) (*RebuildReport, error) {
 	}
 	st := cache.store
 	defer st.close()
-	tl, err := openTileLog(dir.LogPath(), signer, verifier, cfg)
+	tl, err := openTileLog(dir.LogPath(), signer, verifier, cfg, nil)
 	if err != nil {
 		return nil, err
 	}

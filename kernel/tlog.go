@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"sync"
 	"time"
@@ -47,9 +48,13 @@ type verifiedCheckpoint struct {
 	gaveUp bool      // failing for longer than checkpointGrace
 }
 
-func openTileLog(path string, signer note.Signer, verifier note.Verifier, cfg Config) (*tileLog, error) {
+func openTileLog(path string, signer note.Signer, verifier note.Verifier, cfg Config, witnesses *witnessWatch) (*tileLog, error) {
 	ctx, cancel := context.WithCancel(context.Background())
-	driver, err := posix.New(ctx, posix.Config{Path: path})
+	pcfg := posix.Config{Path: path}
+	if witnesses != nil {
+		pcfg.HTTPClient = &http.Client{Transport: witnesses}
+	}
+	driver, err := posix.New(ctx, pcfg)
 	if err != nil {
 		cancel()
 		return nil, fmt.Errorf("tessera posix driver: %w", err)

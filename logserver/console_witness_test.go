@@ -35,7 +35,16 @@ type witnessedLog struct {
 	policy     string
 }
 
-func newWitnessedLog(t *testing.T) *witnessedLog {
+// witnessKnows says what the witness is told of the log.
+type witnessKnows int
+
+const (
+	knowsLog      witnessKnows = iota // its origin and key
+	knowsNothing                      // nothing: it answers 404
+	knowsOtherKey                     // its origin with another key: 403
+)
+
+func newWitnessedLog(t *testing.T, knows witnessKnows) *witnessedLog {
 	t.Helper()
 	dir := t.TempDir()
 	// Open once to make the log's keys, which the witness must know.
@@ -68,7 +77,13 @@ func newWitnessedLog(t *testing.T) *witnessedLog {
 		t.Fatal(err)
 	}
 	t.Cleanup(w.Close)
-	if err := store.AddLog(witness.LogConfig{Origin: origin, Keys: []string{logKey}}); err != nil {
+	switch knows {
+	case knowsLog:
+		err = store.AddLog(witness.LogConfig{Origin: origin, Keys: []string{logKey}})
+	case knowsOtherKey:
+		err = store.AddLog(witness.LogConfig{Origin: origin, Keys: []string{otherKeyFor(t, origin)}})
+	}
+	if err != nil {
 		t.Fatal(err)
 	}
 	wsrv := httptest.NewServer(w.Handler())
@@ -124,7 +139,7 @@ func (wl *witnessedLog) forkAtWitness(t *testing.T) {
 // size and the evidence it holds once the log showed it two trees.
 func TestConsoleVerifiesWitnessQuorumAndShowsEquivocation(t *testing.T) {
 	chromiumPath(t)
-	wl := newWitnessedLog(t)
+	wl := newWitnessedLog(t, knowsLog)
 	agentID, agentCred := wl.newAgent(t, agentSpec{name: "witnessed", trust: 0.8, energy: 1000, grants: workspace})
 	wl.issue(t, wl.rootCred, api.EnvelopeRequest{Holder: agentID, Budget: 500, Grants: workspace})
 	rc := decode[api.Receipt](t, wl.mutate(t, agentCred, "workspace/a.md", "").ok(t))
@@ -213,6 +228,16 @@ func cosignatureKey(t *testing.T, vkey string) string {
 	return fmt.Sprintf("%s+%x+%s", name, h[:4], base64StdEncode(raw))
 }
 
+// otherKeyFor is a verifier key for origin that is not the log's.
+func otherKeyFor(t *testing.T, origin string) string {
+	t.Helper()
+	_, vkey, err := note.GenerateKey(rand.Reader, origin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return vkey
+}
+
 func otherLogKey(t *testing.T) string {
 	t.Helper()
 	_, vkey, err := note.GenerateKey(rand.Reader, "other.example/log")
@@ -224,3 +249,49 @@ func otherLogKey(t *testing.T) string {
 
 func base64Std(s string) ([]byte, error) { return base64.StdEncoding.DecodeString(s) }
 func base64StdEncode(b []byte) string    { return base64.StdEncoding.EncodeToString(b) }
+
+// TestWitnessRefusalIsLoud: a witness that does not know the log, or trusts
+// another key for it, makes no wait hang in silence: within seconds the
+// proof answers 502 naming the witness and the fix, a submit that waits
+// for its proof returns with that error, and /v1/info and /v1/health carry
+// it; without it, every checkpoint would just never come.
+func TestWitnessRefusalIsLoud(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		knows witnessKnows
+		want  string
+	}{
+		{"unknown log", knowsNothing, "does not know this log"},
+		{"other key", knowsOtherKey, "trusts another key"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			wl := newWitnessedLog(t, tc.knows)
+			agentID, agentCred := wl.newAgent(t, agentSpec{name: "w", trust: 0.8, energy: 1000, grants: workspace})
+			wl.issue(t, wl.rootCred, api.EnvelopeRequest{Holder: agentID, Budget: 500, Grants: workspace})
+			start := time.Now()
+			r := wl.call(t, "POST", "/v1/actions?wait=published", agentCred, api.ActionRequest{Type: "mutate", Target: "workspace/a"}).ok(t)
+			rc := decode[api.Receipt](t, r)
+			if rc.Proof != "" || !strings.Contains(rc.ProofError, tc.want) || !strings.Contains(rc.ProofError, "no checkpoint covering it can be published") {
+				t.Errorf("receipt of a waited submit: proof_error %q", rc.ProofError)
+			}
+			if took := time.Since(start); took > 15*time.Second {
+				t.Errorf("the waited submit took %v: it should give up once the witness refused for a few seconds", took)
+			}
+			p := wl.call(t, "GET", fmt.Sprintf("/v1/proof/%d", rc.Index), "", nil)
+			if p.status != http.StatusBadGateway || !strings.Contains(p.err.Error, tc.want) || !strings.Contains(p.err.Error, wl.witnessURL) {
+				t.Errorf("GET proof: %v", p)
+			}
+			info := decode[api.Info](t, wl.call(t, "GET", "/v1/info", "", nil).ok(t))
+			if len(info.WitnessProblems) != 1 || !strings.Contains(info.WitnessProblems[0], tc.want) {
+				t.Errorf("info: %+v", info)
+			}
+			if tc.knows == knowsNothing && !strings.Contains(info.WitnessProblems[0], "annal-witness logs add --origin") {
+				t.Errorf("the problem does not say how to fix it: %q", info.WitnessProblems[0])
+			}
+			h := decode[api.LogHealth](t, wl.call(t, "GET", "/v1/health", wl.rootCred, nil).ok(t))
+			if len(h.WitnessProblems) != 1 {
+				t.Errorf("health: %+v", h)
+			}
+		})
+	}
+}

@@ -178,7 +178,7 @@ func (s *Server) handleLogHealth(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := api.LogHealth{Origin: info.Origin, VerifierKey: info.VerifierKey, Size: info.Size, CheckpointSize: info.Checkpoint,
-		Ready: info.NotReady == nil, Quorum: s.health.quorum, Witnesses: []api.WitnessHealth{}, CheckpointAgeSeconds: -1}
+		Ready: info.NotReady == nil, Quorum: s.health.quorum, WitnessProblems: s.k.WitnessProblems(), Witnesses: []api.WitnessHealth{}, CheckpointAgeSeconds: -1}
 	if info.NotReady != nil {
 		out.NotReady = info.NotReady.Error()
 	}

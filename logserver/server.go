@@ -243,7 +243,8 @@ func (s *Server) handleInfo(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	out := api.Info{Origin: info.Origin, VerifierKey: info.VerifierKey, Size: info.Size, CheckpointSize: info.Checkpoint, Ready: info.NotReady == nil}
+	out := api.Info{Origin: info.Origin, VerifierKey: info.VerifierKey, Size: info.Size, CheckpointSize: info.Checkpoint, Ready: info.NotReady == nil,
+		WitnessProblems: s.k.WitnessProblems()}
 	if info.NotReady != nil {
 		out.NotReady = info.NotReady.Error()
 	}
@@ -363,11 +364,16 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, kernel.ErrRateLimited):
 		status = http.StatusTooManyRequests
 		w.Header().Set("Retry-After", "1")
+	case errors.Is(err, kernel.ErrWitnessRefused):
+		status = http.StatusBadGateway
 	case errors.Is(err, kernel.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
 		status = http.StatusServiceUnavailable
-		w.Header().Set("Retry-After", "1")
+		// Retry-After invites a retry: not when the entry may be logged.
+		if !errors.Is(err, kernel.ErrOutcomeUnknown) {
+			w.Header().Set("Retry-After", "1")
+		}
 	}
-	body := api.Error{Error: err.Error()}
+	body := api.Error{Error: err.Error(), OutcomeUnknown: errors.Is(err, kernel.ErrOutcomeUnknown)}
 	var d *kernel.Denial
 	if errors.As(err, &d) {
 		body.Stage, body.Gate = d.Stage, d.Gate

@@ -25,7 +25,9 @@ const defaultServer = "http://127.0.0.1:7420"
 type globalFlags struct {
 	server, credential, credentialFile string
 	timeout                            time.Duration
+	retries                            int
 	flags                              *pflag.FlagSet
+	stderr                             io.Writer
 }
 
 func newRootCommand() *cobra.Command {
@@ -44,6 +46,8 @@ func newRootCommand() *cobra.Command {
 	pf.StringVar(&g.credentialFile, "credential-file", "", "file holding the credential (else env ANNAL_CREDENTIAL_FILE)")
 	g.flags = pf
 	pf.DurationVar(&g.timeout, "timeout", time.Minute, "give up after this long")
+	pf.IntVar(&g.retries, "retries", client.DefaultRetry.Attempts-1, "how often to send again a request the kernel refused with 429 or 503 without doing it (backing off)")
+	root.PersistentPreRun = func(cmd *cobra.Command, _ []string) { g.stderr = cmd.ErrOrStderr() }
 	root.AddCommand(submitCommand(&g), proofCommand(&g), eventCommand(&g), checkpointCommand(&g), consistencyCommand(&g), infoCommand(&g), agentsCommand(&g), envelopesCommand(&g), holdsCommand(&g),
 		ringsCommand(&g), descriptorsCommand(&g), elevateCommand(&g), sessionsCommand(&g), killCommand(&g), quarantineCommand(&g),
 		signalCommand(&g), sagasCommand(&g), policiesCommand(&g))
@@ -67,7 +71,32 @@ func (g *globalFlags) client(needCredential bool) (*client.Client, error) {
 	if needCredential && cred == "" {
 		return nil, errors.New("no credential: pass --credential or --credential-file, or set ANNAL_CREDENTIAL or ANNAL_CREDENTIAL_FILE")
 	}
-	return client.New(g.server, cred)
+	c, err := client.New(g.server, cred)
+	if err != nil {
+		return nil, err
+	}
+	retry := client.DefaultRetry
+	retry.Attempts = g.retries + 1
+	retry.Notify = func(e *client.Error, attempt int, wait time.Duration) {
+		g.notef("annal: %d %s; sending again in %v (%d of %d)", e.Status, e.Message, wait.Round(time.Millisecond), attempt, g.retries)
+	}
+	return c.WithRetry(retry), nil
+}
+
+// notef tells the person at the terminal what the command is doing, on
+// stderr (stdout stays the answer).
+func (g *globalFlags) notef(format string, args ...any) {
+	w := g.stderr
+	if w == nil {
+		w = os.Stderr
+	}
+	fmt.Fprintf(w, format+"\n", args...)
+}
+
+// waitProof waits for the proof of index, saying on stderr what it waits
+// for.
+func (g *globalFlags) waitProof(ctx context.Context, c *client.Client, index uint64) ([]byte, error) {
+	return c.WaitProofReporting(ctx, index, func(status string) { g.notef("annal: %s", status) })
 }
 
 // credentialValue is the credential to present: a flag given on the
@@ -157,14 +186,20 @@ func submitCommand(g *globalFlags) *cobra.Command {
 			}
 			ctx, cancel := g.context(cmd)
 			defer cancel()
-			var r *api.Receipt
-			if wait || proofOut != "" {
-				r, err = c.SubmitAndWait(ctx, req)
-			} else {
-				r, err = c.Submit(ctx, req)
-			}
+			r, err := c.Submit(ctx, req)
 			if err != nil {
 				return err
+			}
+			if (wait || proofOut != "") && r.Status != "held" {
+				p, err := g.waitProof(ctx, c, r.Index)
+				if err != nil {
+					r.ProofError = err.Error()
+				} else {
+					r.Proof = string(p)
+					if _, cp, ok := strings.Cut(r.Proof, "\n\n"); ok {
+						r.Checkpoint = cp
+					}
+				}
 			}
 			if proofOut != "" {
 				if r.Proof == "" {
@@ -217,7 +252,7 @@ func proofCommand(g *globalFlags) *cobra.Command {
 			defer cancel()
 			var p []byte
 			if wait {
-				p, err = c.WaitProof(ctx, index)
+				p, err = g.waitProof(ctx, c, index)
 			} else {
 				p, err = c.Proof(ctx, index)
 			}

@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"log/slog"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -13,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/annal-dev/annal/kernel"
+	"github.com/annal-dev/annal/logserver"
 	"github.com/annal-dev/annal/logserver/api"
 	"github.com/annal-dev/annal/logserver/client"
 	"github.com/spf13/cobra"
@@ -220,5 +225,49 @@ func TestDenialIndexIsShown(t *testing.T) {
 	_, err = runCLI(t, "--server", url, "--credential", agent.Credential, "submit", "--type", "mutate", "--target", "elsewhere/x")
 	if err == nil || !strings.Contains(err.Error(), "recorded in the log at index") {
 		t.Fatalf("a denied submit: %v", err)
+	}
+}
+
+// TestWaitSaysWhatItWaitsFor: --wait tells the person on stderr which
+// entry it waits to see covered and why it is not yet, and the receipt it
+// prints then holds the proof and its checkpoint.
+func TestWaitSaysWhatItWaitsFor(t *testing.T) {
+	cfg := kernel.DefaultConfig(t.TempDir())
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	cfg.CheckpointInterval = 1500 * time.Millisecond // long enough to be seen waiting
+	cfg.DisableProduction = true
+	k, err := kernel.Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(logserver.New(k, cfg.Logger))
+	t.Cleanup(func() { srv.Close(); k.Close() })
+	run := func(args ...string) (string, string, error) {
+		cmd := newRootCommand()
+		var out, errOut bytes.Buffer
+		cmd.SetOut(&out)
+		cmd.SetErr(&errOut)
+		cmd.SetArgs(append([]string{"--server", srv.URL, "--credential-file", k.RootCredentialPath()}, args...))
+		err := cmd.Execute()
+		return out.String(), errOut.String(), err
+	}
+	out, stderr, err := run("submit", "--type", "observe", "--target", "workspace/a", "--wait")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r api.Receipt
+	if err := json.Unmarshal([]byte(out), &r); err != nil || r.Proof == "" || r.Checkpoint == "" || !strings.HasSuffix(r.Proof, r.Checkpoint) {
+		t.Fatalf("submit --wait printed %q: %v", out, err)
+	}
+	if want := fmt.Sprintf("annal: waiting for a signed checkpoint that covers entry %d", r.Index); !strings.Contains(stderr, want) {
+		t.Errorf("submit --wait said %q, want %q", stderr, want)
+	}
+	if strings.Contains(out, "waiting") {
+		t.Errorf("the waiting note went to stdout: %q", out)
+	}
+	// A wait that cannot end says so when it gives up.
+	_, _, err = run("--timeout", "300ms", "proof", "--wait", "999")
+	if err == nil || !strings.Contains(err.Error(), "999") {
+		t.Errorf("proof --wait for an index past the log: %v", err)
 	}
 }

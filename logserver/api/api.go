@@ -203,6 +203,9 @@ type Info struct {
 	// Ready says whether the kernel takes writes; NotReady is why not.
 	Ready    bool   `json:"ready"`
 	NotReady string `json:"not_ready,omitempty"`
+	// WitnessProblems says why witnesses of the kernel's policy refuse its
+	// checkpoints (none is published meanwhile); empty when all cosign.
+	WitnessProblems []string `json:"witness_problems,omitempty"`
 }
 
 // Readiness is the body of GET /v1/readyz (200 when ready, else 503) and
@@ -225,6 +228,9 @@ type Error struct {
 	// Reason is the spec's name of a refusal where it has one, such as an
 	// elevation's "insufficient_trust" (Execution Control §8.3).
 	Reason string `json:"reason,omitempty"`
+	// OutcomeUnknown is set when a write failed after the entry reached
+	// the log: it may be logged. Look it up before sending it again.
+	OutcomeUnknown bool `json:"outcome_unknown,omitempty"`
 }
 
 // HistoryItem is one event of GET /v1/events: its index, leaf hash and
@@ -270,6 +276,8 @@ type LogHealth struct {
 	// Quorum is the witness policy's quorum line ("" without witnesses).
 	Quorum    string          `json:"quorum,omitempty"`
 	Witnesses []WitnessHealth `json:"witnesses"`
+	// WitnessProblems is as in Info.
+	WitnessProblems []string `json:"witness_problems,omitempty"`
 }
 
 // WitnessHealth is one witness of the kernel's witness policy.

@@ -33,6 +33,29 @@ type Client struct {
 	base       *url.URL
 	credential string
 	http       *http.Client
+	retry      RetryPolicy
+}
+
+// RetryPolicy says how a client sends again a request the kernel refused
+// without doing anything: 429 (rate limit) and 503 (busy, stopping) unless
+// the answer says the write's outcome is unknown (the entry may be logged).
+// Attempts is how many sends in all (0 or 1: no retry); the wait doubles
+// from First, or is the answer's Retry-After if longer, at most Max.
+// Notify, if set, is told of each retry before its wait.
+type RetryPolicy struct {
+	Attempts   int
+	First, Max time.Duration
+	Notify     func(err *Error, attempt int, wait time.Duration)
+}
+
+// DefaultRetry is the policy of the annal CLI.
+var DefaultRetry = RetryPolicy{Attempts: 6, First: 250 * time.Millisecond, Max: 5 * time.Second}
+
+// WithRetry sets the client's retry policy (the zero policy, the default,
+// never retries).
+func (c *Client) WithRetry(p RetryPolicy) *Client {
+	c.retry = p
+	return c
 }
 
 // New returns a client for the kernel at baseURL (e.g.
@@ -62,6 +85,17 @@ type Error struct {
 	// Reason is the spec's name of the refusal, where it has one (an
 	// elevation's "insufficient_trust").
 	Reason string
+	// OutcomeUnknown: the write failed after the entry reached the log; it
+	// may be logged, so the request is not retried.
+	OutcomeUnknown bool
+	// RetryAfter is the answer's Retry-After, if any.
+	RetryAfter time.Duration
+}
+
+// retryable reports whether the kernel did nothing and asks to be asked
+// again.
+func (e *Error) retryable() bool {
+	return e.Status == http.StatusTooManyRequests || (e.Status == http.StatusServiceUnavailable && !e.OutcomeUnknown)
 }
 
 func (e *Error) Error() string {
@@ -92,8 +126,34 @@ func (c *Client) do(ctx context.Context, method, path string, body any) ([]byte,
 	return c.doRaw(ctx, method, path, raw)
 }
 
-// doRaw sends body (JSON bytes, or nil for none) and returns the answer.
+// doRaw sends body (JSON bytes, or nil for none) and returns the answer,
+// sending it again under the client's RetryPolicy.
 func (c *Client) doRaw(ctx context.Context, method, path string, body []byte) ([]byte, error) {
+	wait := c.retry.First
+	for attempt := 1; ; attempt++ {
+		out, err := c.doOnce(ctx, method, path, body)
+		var e *Error
+		if err == nil || attempt >= c.retry.Attempts || !errors.As(err, &e) || !e.retryable() {
+			return out, err
+		}
+		d := max(wait, e.RetryAfter)
+		if c.retry.Max > 0 {
+			d = min(d, c.retry.Max)
+		}
+		if c.retry.Notify != nil {
+			c.retry.Notify(e, attempt, d)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(d):
+		}
+		wait *= 2
+	}
+}
+
+// doOnce sends one request.
+func (c *Client) doOnce(ctx context.Context, method, path string, body []byte) ([]byte, error) {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
@@ -129,6 +189,10 @@ func (c *Client) doRaw(ctx context.Context, method, path string, body []byte) ([
 		var body api.Error
 		if json.Unmarshal(raw, &body) == nil && body.Error != "" {
 			e.Message, e.Stage, e.Gate, e.DenialIndex, e.Reason = body.Error, body.Stage, body.Gate, body.DenialIndex, body.Reason
+			e.OutcomeUnknown = body.OutcomeUnknown
+		}
+		if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && secs >= 0 {
+			e.RetryAfter = time.Duration(secs) * time.Second
 		}
 		return nil, e
 	}
@@ -261,16 +325,42 @@ func (c *Client) Proof(ctx context.Context, index uint64) ([]byte, error) {
 	return c.do(ctx, http.MethodGet, "v1/proof/"+strconv.FormatUint(index, 10), nil)
 }
 
-// WaitProof polls Proof until a checkpoint covers index or ctx ends.
+// WaitProof polls Proof until a checkpoint covers index or ctx ends. It
+// ends early with the kernel's error (502) when the log's witnesses refuse
+// its checkpoints, since no checkpoint can then be published.
 func (c *Client) WaitProof(ctx context.Context, index uint64) ([]byte, error) {
+	return c.WaitProofReporting(ctx, index, nil)
+}
+
+// waitReportEvery is how often WaitProofReporting says it still waits.
+const waitReportEvery = 10 * time.Second
+
+// WaitProofReporting is WaitProof that tells report (if not nil) what it
+// waits for: once when the wait starts, then every 10 seconds.
+func (c *Client) WaitProofReporting(ctx context.Context, index uint64, report func(status string)) ([]byte, error) {
+	start := time.Now()
+	var reported time.Time
 	for {
 		p, err := c.Proof(ctx, index)
 		if !IsStatus(err, http.StatusConflict) {
+			if err != nil && ctx.Err() != nil {
+				return nil, fmt.Errorf("no signed checkpoint covered entry %d within %v: %w", index, time.Since(start).Round(time.Second), ctx.Err())
+			}
 			return p, err
+		}
+		if report != nil && time.Since(reported) >= waitReportEvery {
+			var e *Error
+			errors.As(err, &e)
+			if reported.IsZero() {
+				report(fmt.Sprintf("waiting for a signed checkpoint that covers entry %d (%s)", index, e.Message))
+			} else {
+				report(fmt.Sprintf("still waiting for a checkpoint that covers entry %d after %v (%s)", index, time.Since(start).Round(time.Second), e.Message))
+			}
+			reported = time.Now()
 		}
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, fmt.Errorf("no signed checkpoint covered entry %d within %v: %w", index, time.Since(start).Round(time.Second), ctx.Err())
 		case <-time.After(50 * time.Millisecond):
 		}
 	}

@@ -601,9 +601,12 @@
       el('dt', {}, 'Witness quorum'), el('dd', {}, visible(h.quorum || 'none')));
     $('health-nowitness').hidden = h.witnesses.length > 0;
     const proofs = h.witnesses.reduce((n, w) => n + w.evidence.length, 0);
-    $('health-alarm').hidden = proofs === 0;
-    $('health-alarm').textContent = `Witnesses hold ${proofs} proof(s) that this log showed two different histories. ` +
-      'Treat the log as compromised: keep the evidence files and compare what each witness cosigned.';
+    const problems = h.witness_problems || [];
+    $('health-alarm').hidden = proofs === 0 && problems.length === 0;
+    $('health-alarm').textContent = proofs > 0
+      ? `Witnesses hold ${proofs} proof(s) that this log showed two different histories. ` +
+        'Treat the log as compromised: keep the evidence files and compare what each witness cosigned.'
+      : 'No checkpoint can be published: ' + visible(problems.join('; '));
     const tbody = clear($('health-witnesses'));
     for (const w of h.witnesses) {
       const ev = w.evidence.length

@@ -1,0 +1,104 @@
+package kernel
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// witnessWatch sees every answer a witness gives to the kernel's
+// add-checkpoint requests (it is the HTTP transport Tessera's witness
+// client uses) and remembers, per witness, why it refused the last one. A
+// witness that does not know the log, or trusts another key for its
+// origin, refuses every checkpoint forever: without this, the only sign is
+// that no checkpoint is published and every wait for a proof hangs. The
+// refusal is logged as an error once per cause, served in readiness and
+// health, and put in the answer of a proof that cannot be published yet.
+type witnessWatch struct {
+	origin, verifierKey string
+	logger              *slog.Logger
+	next                http.RoundTripper
+	now                 func() time.Time
+
+	mu      sync.Mutex
+	trouble map[string]witnessTrouble // by witness base URL
+}
+
+type witnessTrouble struct {
+	problem string
+	since   time.Time
+}
+
+func newWitnessWatch(origin, verifierKey string, logger *slog.Logger, now func() time.Time) *witnessWatch {
+	return &witnessWatch{origin: origin, verifierKey: verifierKey, logger: logger, next: http.DefaultTransport, now: now,
+		trouble: map[string]witnessTrouble{}}
+}
+
+func (w *witnessWatch) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := w.next.RoundTrip(req)
+	base, isAdd := strings.CutSuffix(req.URL.String(), "/add-checkpoint")
+	if !isAdd {
+		return resp, err
+	}
+	switch {
+	case err != nil:
+		w.note(base, fmt.Sprintf("the witness at %s cannot be reached: %v", base, err))
+	case resp.StatusCode == http.StatusNotFound:
+		w.note(base, fmt.Sprintf("the witness at %s does not know this log (404 for origin %q): add it there, e.g. `annal-witness logs add --origin %q --key %q`",
+			base, w.origin, w.origin, w.verifierKey))
+	case resp.StatusCode == http.StatusForbidden:
+		w.note(base, fmt.Sprintf("the witness at %s trusts another key for origin %q (403): its log key must be %q", base, w.origin, w.verifierKey))
+	case resp.StatusCode >= 500:
+		w.note(base, fmt.Sprintf("the witness at %s fails: %s", base, resp.Status))
+	default:
+		// 200, and 409 (a size hint Tessera follows), are the protocol working.
+		w.clear(base)
+	}
+	return resp, err
+}
+
+func (w *witnessWatch) note(base, problem string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	old, had := w.trouble[base]
+	if had && old.problem == problem {
+		return
+	}
+	w.trouble[base] = witnessTrouble{problem: problem, since: w.now()}
+	w.logger.Error("a witness refuses this log's checkpoints: none is published until the policy's quorum cosigns", "witness", base, "problem", problem)
+}
+
+func (w *witnessWatch) clear(base string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if t, ok := w.trouble[base]; ok {
+		delete(w.trouble, base)
+		w.logger.Info("the witness cosigns again", "witness", base, "after", w.now().Sub(t.since).Round(time.Millisecond))
+	}
+}
+
+// problems lists the refusals that have lasted at least for, sorted.
+func (w *witnessWatch) problems(lasting time.Duration) []string {
+	if w == nil {
+		return nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []string
+	now := w.now()
+	for _, t := range w.trouble {
+		if now.Sub(t.since) >= lasting {
+			out = append(out, t.problem)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// WitnessProblems lists why witnesses of the kernel's policy refuse its
+// checkpoints now (nil when all cosign, or without witnesses).
+func (k *Kernel) WitnessProblems() []string { return k.witnesses.problems(0) }
