@@ -28,7 +28,7 @@ import (
 
 // annaldBinary and witnessBinary are built once by TestMain so that tests
 // run them as a user does: separate processes that can be killed.
-var annaldBinary, witnessBinary string
+var annaldBinary, witnessBinary, annalBinary, verifyBinary string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "annald-test-bin")
@@ -38,7 +38,8 @@ func TestMain(m *testing.M) {
 	}
 	annaldBinary = filepath.Join(dir, "annald")
 	witnessBinary = filepath.Join(dir, "annal-witness")
-	for bin, pkg := range map[string]string{annaldBinary: ".", witnessBinary: "../annal-witness"} {
+	annalBinary, verifyBinary = filepath.Join(dir, "annal"), filepath.Join(dir, "annal-verify")
+	for bin, pkg := range map[string]string{annaldBinary: ".", witnessBinary: "../annal-witness", annalBinary: "../annal", verifyBinary: "../annal-verify"} {
 		args := []string{"build", "-o", bin, pkg}
 		if raceEnabled {
 			args = []string{"build", "-race", "-o", bin, pkg}
