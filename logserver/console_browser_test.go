@@ -18,6 +18,7 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
+	"github.com/annal-dev/annal/kernel"
 	"github.com/annal-dev/annal/logserver/api"
 )
 
@@ -521,4 +522,49 @@ func TestConsoleControlsAgents(t *testing.T) {
 	if len(page.Events) != 1 || !strings.Contains(string(page.Events[0].Event), "behavioral_drift") || !strings.Contains(string(page.Events[0].Event), "tried to exfiltrate") {
 		t.Errorf("the kill event: %+v", page.Events)
 	}
+}
+
+// TestConsoleHistoryScrollsAndUpdatesLive: the history loads page after
+// page as the person scrolls down to the first event, filters apply, and a
+// new event that matches appears at the top without a reload.
+func TestConsoleHistoryScrollsAndUpdatesLive(t *testing.T) {
+	chromiumPath(t)
+	ts := newTestServer(t, func(c *kernel.Config) { c.DisableRateLimit = true })
+	agentID, agentCred := ts.newAgent(t, agentSpec{name: "busy", trust: 0.8, energy: 100_000, grants: workspace})
+	ts.issue(t, ts.rootCred, api.EnvelopeRequest{Holder: agentID, Budget: 50_000, Grants: workspace})
+	for i := range 130 {
+		ts.mutate(t, agentCred, fmt.Sprintf("workspace/f%03d", i), "").ok(t)
+	}
+	total := ts.size(t)
+	b := newBrowser(t, ts.srv.URL)
+	b.signIn(ts.rootCred)
+	b.view("history")
+	b.waitFor("the first page", `document.querySelectorAll('tr.event').length >= 50`)
+	for range 10 {
+		if eval[bool](b, `document.getElementById('history-more').innerText.includes('beginning')`) {
+			break
+		}
+		b.eval(`document.getElementById('history-more').scrollIntoView(); true`, new(bool))
+		time.Sleep(300 * time.Millisecond)
+	}
+	b.waitFor("the beginning of the log", `document.getElementById('history-more').innerText.includes('beginning')`)
+	if n := eval[int](b, `document.querySelectorAll('tr.event').length`); uint64(n) != total {
+		t.Errorf("scrolled to the beginning: %d rows, the log has %d events", n, total)
+	}
+	if first := eval[string](b, `document.querySelector('tr.event').dataset.index`); first != fmt.Sprint(total-1) {
+		t.Errorf("the top row is event %s, want the newest, %d", first, total-1)
+	}
+	// Filter: one target prefix, mutates only.
+	b.eval(`(() => { const f = document.getElementById('history-filters'); f.elements.target.value = 'workspace/f12'; f.elements.type.value = 'mutate'; return true })()`, new(bool))
+	b.do(chromedp.Click(chromedp.CSS(`#history-filters button[type=submit]`)))
+	b.waitFor("the filtered history", `document.getElementById('history-more').innerText.includes('beginning') && document.querySelectorAll('tr.event').length === 10`)
+	// Live: a matching event appears on top, one that does not match does not.
+	ts.mutate(t, agentCred, "workspace/other", "").ok(t)
+	live := decode[api.Receipt](t, ts.mutate(t, agentCred, "workspace/f12-live", "").ok(t))
+	b.waitFor("the live event", fmt.Sprintf(`document.querySelector('tr.event').dataset.index === '%d'`, live.Index))
+	if n := eval[int](b, `document.querySelectorAll('tr.event').length`); n != 11 {
+		t.Errorf("after one matching live event: %d rows, want 11", n)
+	}
+	b.screenshot("history")
+	b.noInjection()
 }

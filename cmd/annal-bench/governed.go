@@ -4,12 +4,20 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/annal-dev/annal/kernel"
 	"github.com/annal-dev/annal/kernel/event"
+	"github.com/annal-dev/annal/logserver"
 	"github.com/annal-dev/annal/logserver/api"
 	"github.com/annal-dev/annal/logserver/client"
 )
@@ -329,6 +337,53 @@ func historyPhase(ctx context.Context, k *kernel.Kernel, root, agent *kernel.Act
 			n = len(page.Events)
 		}
 		rows = append(rows, row{"history: " + qq.name + ", p50 / p99", fmtDur(percentile(lat, 50)) + " / " + fmtDur(percentile(lat, 99)), fmt.Sprintf("%d events a page, in process", n)})
+	}
+	httpRows, err := historyOverHTTP(ctx, k, agent)
+	if err != nil {
+		return nil, fmt.Errorf("history over HTTP: %w", err)
+	}
+	return append(rows, httpRows...), nil
+}
+
+// historyOverHTTP measures GET /v1/events as a client sees it: annald's
+// handler on a loopback port, root's credential, the JSON page decoded.
+func historyOverHTTP(ctx context.Context, k *kernel.Kernel, agent *kernel.Actor) ([]row, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	srv := &http.Server{Handler: logserver.New(k, slog.New(slog.NewTextHandler(io.Discard, nil)))}
+	go srv.Serve(ln)
+	defer srv.Close()
+	cred, err := os.ReadFile(k.RootCredentialPath())
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.New("http://"+ln.Addr().String(), strings.TrimSpace(string(cred)))
+	if err != nil {
+		return nil, err
+	}
+	var rows []row
+	for _, qq := range []struct {
+		name string
+		q    url.Values
+	}{
+		{"first page of one agent's events", url.Values{"actor": {agent.ID}}},
+		{"newest page of all events", url.Values{}},
+	} {
+		lat := make([]time.Duration, 0, 200)
+		n := 0
+		for range 200 {
+			start := time.Now()
+			page, err := c.History(ctx, qq.q)
+			if err != nil {
+				return nil, err
+			}
+			lat = append(lat, time.Since(start))
+			n = len(page.Events)
+		}
+		rows = append(rows, row{"history over HTTP: " + qq.name + ", p50 / p99", fmtDur(percentile(lat, 50)) + " / " + fmtDur(percentile(lat, 99)),
+			fmt.Sprintf("%d events a page, GET /v1/events on loopback, decoded", n)})
 	}
 	return rows, nil
 }
