@@ -39,8 +39,10 @@ const (
 	// consoleSessionTTL is how long a console session lives after sign-in.
 	consoleSessionTTL = 8 * time.Hour
 	// maxConsoleSessions bounds the sessions kept in memory; the oldest is
-	// dropped to make room.
-	maxConsoleSessions = 4096
+	// dropped to make room. maxSessionsPerActor bounds one actor's, so that
+	// no actor signing in again and again pushes out another's session.
+	maxConsoleSessions  = 4096
+	maxSessionsPerActor = 16
 )
 
 // consoleCSP forbids inline script and any script or style not served by
@@ -53,6 +55,7 @@ const consoleCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img
 	"base-uri 'none'; form-action 'none'; frame-ancestors 'none'; require-trusted-types-for 'script'; trusted-types 'none'"
 
 type consoleSession struct {
+	actor      string
 	credential string
 	csrf       string
 	expires    time.Time
@@ -79,8 +82,9 @@ func randomToken() (string, error) {
 	return base64.RawURLEncoding.EncodeToString(b[:]), nil
 }
 
-// open starts a session for credential and returns its cookie value.
-func (c *consoleSessions) open(credential string) (cookie string, sess *consoleSession, err error) {
+// open starts a session of actor for credential and returns its cookie
+// value. The actor's oldest session ends if it has maxSessionsPerActor.
+func (c *consoleSessions) open(actor, credential string) (cookie string, sess *consoleSession, err error) {
 	cookie, err = randomToken()
 	if err != nil {
 		return "", nil, err
@@ -90,25 +94,40 @@ func (c *consoleSessions) open(credential string) (cookie string, sess *consoleS
 		return "", nil, err
 	}
 	now := c.now()
-	sess = &consoleSession{credential: credential, csrf: csrf, expires: now.Add(consoleSessionTTL)}
+	sess = &consoleSession{actor: actor, credential: credential, csrf: csrf, expires: now.Add(consoleSessionTTL)}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.byID) >= maxConsoleSessions {
+	c.evict(now, func(s *consoleSession) bool { return s.actor == actor }, maxSessionsPerActor)
+	c.evict(now, func(*consoleSession) bool { return true }, maxConsoleSessions)
+	c.byID[sha256.Sum256([]byte(cookie))] = sess
+	return cookie, sess, nil
+}
+
+// evict drops expired sessions and, while more than limit-1 of those that
+// match remain, the oldest of them. The caller holds c.mu.
+func (c *consoleSessions) evict(now time.Time, match func(*consoleSession) bool, limit int) {
+	for {
 		var oldestKey [sha256.Size]byte
 		var oldest *consoleSession
+		n := 0
 		for k, s := range c.byID {
 			if now.After(s.expires) {
 				delete(c.byID, k)
-			} else if oldest == nil || s.expires.Before(oldest.expires) {
+				continue
+			}
+			if !match(s) {
+				continue
+			}
+			n++
+			if oldest == nil || s.expires.Before(oldest.expires) {
 				oldest, oldestKey = s, k
 			}
 		}
-		if len(c.byID) >= maxConsoleSessions {
-			delete(c.byID, oldestKey)
+		if n < limit {
+			return
 		}
+		delete(c.byID, oldestKey)
 	}
-	c.byID[sha256.Sum256([]byte(cookie))] = sess
-	return cookie, sess, nil
 }
 
 // get returns the live session of a cookie value.
@@ -249,7 +268,7 @@ func (s *Server) handleSignIn(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	cookie, sess, err := s.console.open(strings.TrimSpace(req.Credential))
+	cookie, sess, err := s.console.open(actor.ID, strings.TrimSpace(req.Credential))
 	if err != nil {
 		s.fail(w, r, err)
 		return

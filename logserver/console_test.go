@@ -264,3 +264,22 @@ func TestConsoleStaticHeaders(t *testing.T) {
 		t.Errorf("/ leads to %s, want /ui/", resp.Request.URL.Path)
 	}
 }
+
+// TestConsoleSessionsBounded: an actor signing in again and again ends only
+// its own oldest sessions, never another actor's.
+func TestConsoleSessionsBounded(t *testing.T) {
+	ts := newTestServer(t)
+	c := ts.srv.Client()
+	rootCookie, _ := signIn(t, c, ts.srv.URL, ts.rootCred)
+	_, agentCred := ts.newAgent(t, agentSpec{name: "flooder", energy: 10})
+	first, _ := signIn(t, c, ts.srv.URL, agentCred)
+	for range maxSessionsPerActor + 4 {
+		signIn(t, c, ts.srv.URL, agentCred)
+	}
+	if resp, _ := consoleRequest(t, c, "GET", ts.srv.URL+"/v1/whoami", rootCookie, "", "", nil); resp.StatusCode != http.StatusOK {
+		t.Errorf("root's session after an agent signed in %d times: %d", maxSessionsPerActor+5, resp.StatusCode)
+	}
+	if resp, _ := consoleRequest(t, c, "GET", ts.srv.URL+"/v1/whoami", first, "", "", nil); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("the agent's oldest session outlived %d newer ones: %d", maxSessionsPerActor+4, resp.StatusCode)
+	}
+}
