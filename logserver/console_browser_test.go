@@ -140,6 +140,7 @@ func (b *browser) screenshot(name string) {
 func (b *browser) signIn(cred string) {
 	b.t.Helper()
 	b.waitFor("the sign-in form", `!document.getElementById('view-signin').hidden`)
+	b.screenshot("signin")
 	b.do(chromedp.SendKeys(chromedp.CSS("#credential"), cred), chromedp.Click(chromedp.CSS(`#signin-form button[type=submit]`)))
 	b.waitFor("the console after sign-in", `!document.getElementById('tabs').hidden`)
 }
