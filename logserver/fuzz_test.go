@@ -140,3 +140,26 @@ func FuzzControlBody(f *testing.F) {
 		}
 	})
 }
+
+// FuzzEvidenceList: a witness's evidence list is outside input; whatever
+// it holds, the parse returns records of the asked origin only, with ids
+// that are safe to put in a URL path, or an error.
+func FuzzEvidenceList(f *testing.F) {
+	id := strings.Repeat("ab", 32)
+	f.Add([]byte(`[]`))
+	f.Add([]byte(`[{"id":"` + id + `","origin":"o.example/log","sizes":[3,5],"source":"gossip","found_at":"2026-11-25T00:00:00Z"}]`))
+	f.Add([]byte(`[{"id":"../../x","origin":"o.example/log"}]`))
+	f.Add([]byte(`{"not":"a list"}`))
+	f.Add([]byte(`[{"id":"` + id + `","origin":"other"}]`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		out, err := parseEvidenceList(body, "http://w.example", "o.example/log")
+		if err != nil {
+			return
+		}
+		for _, e := range out {
+			if !evidenceID.MatchString(e.ID) || e.URL != "http://w.example/evidence/"+e.ID {
+				t.Fatalf("record %+v", e)
+			}
+		}
+	})
+}

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -146,6 +147,13 @@ func (h *healthWatch) readEvidence(ctx context.Context, url, origin string) ([]a
 	if len(body) > maxEvidenceBody {
 		return nil, fmt.Errorf("GET %s/evidence: more than %d bytes", url, maxEvidenceBody)
 	}
+	return parseEvidenceList(body, url, origin)
+}
+
+// parseEvidenceList reads a witness's GET /evidence answer (a JSON array
+// of records) and keeps the records about origin. It is outside input: a
+// malformed list is an error, and a record is checked before it is shown.
+func parseEvidenceList(body []byte, url, origin string) ([]api.WitnessEvidence, error) {
 	var records []struct {
 		ID      string    `json:"id"`
 		Origin  string    `json:"origin"`
@@ -158,13 +166,20 @@ func (h *healthWatch) readEvidence(ctx context.Context, url, origin string) ([]a
 	}
 	out := []api.WitnessEvidence{}
 	for _, r := range records {
-		if r.Origin == origin {
-			out = append(out, api.WitnessEvidence{ID: r.ID, Sizes: r.Sizes, Source: r.Source,
-				FoundAt: r.FoundAt.UTC().Format(time.RFC3339), URL: url + "/evidence/" + r.ID})
+		if r.Origin != origin {
+			continue
 		}
+		if !evidenceID.MatchString(r.ID) {
+			return nil, fmt.Errorf("GET %s/evidence: a record's id %q is not 64 lower-case hex digits", url, r.ID)
+		}
+		out = append(out, api.WitnessEvidence{ID: r.ID, Sizes: r.Sizes, Source: r.Source,
+			FoundAt: r.FoundAt.UTC().Format(time.RFC3339), URL: url + "/evidence/" + r.ID})
 	}
 	return out, nil
 }
+
+// evidenceID is how a witness names an evidence file: a SHA-256 in hex.
+var evidenceID = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
 // handleLogHealth answers GET /v1/health to any signed-in actor.
 func (s *Server) handleLogHealth(w http.ResponseWriter, r *http.Request) {
