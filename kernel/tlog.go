@@ -1,17 +1,21 @@
 package kernel
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/annal-dev/annal/checkpoints"
+	"github.com/annal-dev/annal/internal/atomicfile"
 	"github.com/annal-dev/annal/kernel/event"
 	"github.com/transparency-dev/tessera"
 	"github.com/transparency-dev/tessera/api"
@@ -31,6 +35,9 @@ type tileLog struct {
 	verifier note.Verifier
 	cancel   context.CancelFunc
 	cp       verifiedCheckpoint
+	// stopGC stops the garbage collector; gcDone closes when it has.
+	stopGC context.CancelFunc
+	gcDone chan struct{}
 }
 
 // checkpointGrace is how long, from the first published checkpoint that
@@ -63,7 +70,10 @@ func openTileLog(path string, signer note.Signer, verifier note.Verifier, cfg Co
 		WithCheckpointSigner(signer).
 		WithBatching(cfg.BatchMaxSize, cfg.BatchMaxAge).
 		WithCheckpointInterval(cfg.CheckpointInterval).
-		WithGarbageCollectionInterval(cfg.GCInterval).
+		// The kernel collects garbage itself (gcLoop), so that Close can
+		// wait for it: Tessera's collector may still be removing files
+		// after its shutdown returns.
+		WithGarbageCollectionInterval(0).
 		WithPushback(cfg.MaxOutstanding)
 	if len(cfg.WitnessPolicy) > 0 {
 		group, err := tessera.NewWitnessGroupFromPolicy(cfg.WitnessPolicy)
@@ -83,7 +93,7 @@ func openTileLog(path string, signer note.Signer, verifier note.Verifier, cfg Co
 	if cfg.wrapAdd != nil {
 		add = cfg.wrapAdd(add)
 	}
-	return &tileLog{
+	l := &tileLog{
 		group:    newGroupCommitter(add, int(cfg.BatchMaxSize), int(cfg.MaxOutstanding)),
 		reader:   reader,
 		awaiter:  tessera.NewPublicationAwaiter(ctx, reader.ReadCheckpoint, poll),
@@ -91,14 +101,111 @@ func openTileLog(path string, signer note.Signer, verifier note.Verifier, cfg Co
 		verifier: verifier,
 		cancel:   cancel,
 		cp:       verifiedCheckpoint{now: cfg.Now, logger: cfg.Logger},
-	}, nil
+		gcDone:   make(chan struct{}),
+	}
+	gcCtx, stopGC := context.WithCancel(ctx)
+	l.stopGC = stopGC
+	go l.gcLoop(gcCtx, path, cfg.GCInterval, cfg.Logger)
+	return l, nil
 }
 
 func (l *tileLog) close(ctx context.Context) error {
+	l.stopGC()
+	<-l.gcDone
 	l.group.close(ctx)
 	err := l.shutdown(ctx)
 	l.cancel()
 	return err
+}
+
+// maxGCBundles bounds one garbage collection pass, as Tessera bounds its.
+const maxGCBundles = 100
+
+// gcLoop removes, every interval, the partial tiles and entry bundles that
+// full ones have replaced below the published checkpoint: what Tessera's
+// POSIX collector does (storage/posix garbageCollect, whose progress file
+// .state/gcState it keeps), but in a goroutine close waits for, so that no
+// file of the log is removed after Close returns.
+func (l *tileLog) gcLoop(ctx context.Context, root string, interval time.Duration, logger *slog.Logger) {
+	defer close(l.gcDone)
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		cp, err := l.latestCheckpoint(ctx)
+		if err != nil {
+			continue
+		}
+		if err := collectGarbage(root, cp.Size, maxGCBundles); err != nil {
+			logger.Warn("removing replaced partial tiles", "err", err)
+		}
+	}
+}
+
+// gcStatePath is Tessera's record of how far garbage collection got.
+var gcStatePath = filepath.Join(".state", "gcState")
+
+// collectGarbage removes the partial versions of the full entry bundles
+// and tiles of a tree of treeSize, from where the last pass stopped, at
+// most maxBundles bundles (and the tiles above them) at a time.
+func collectGarbage(root string, treeSize uint64, maxBundles int) error {
+	var state struct {
+		FromSize uint64 `json:"fromSize"`
+	}
+	raw, err := os.ReadFile(filepath.Join(root, gcStatePath))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	if err == nil {
+		if err := json.Unmarshal(raw, &state); err != nil {
+			return fmt.Errorf("%s: %v", gcStatePath, err)
+		}
+	}
+	from := state.FromSize
+	if from >= treeSize {
+		return nil
+	}
+	remove := func(p string) error {
+		if err := os.RemoveAll(filepath.Join(root, p+".p")); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		return nil
+	}
+	bundles := 0
+	for ri := range layout.Range(from, treeSize-from, treeSize) {
+		if ri.Partial > 0 || bundles >= maxBundles {
+			break
+		}
+		if err := remove(layout.EntriesPath(ri.Index, 0)); err != nil {
+			return err
+		}
+		if err := remove(layout.TilePath(0, ri.Index, 0)); err != nil {
+			return err
+		}
+		from += uint64(ri.N)
+		bundles++
+		// The parents whose last child this is are full now too.
+		for level, index := uint64(0), ri.Index; index%layout.TileWidth == layout.TileWidth-1; {
+			level, index = level+1, index>>layout.TileHeight
+			if err := remove(layout.TilePath(level, index, 0)); err != nil {
+				return err
+			}
+		}
+	}
+	if from == state.FromSize {
+		return nil
+	}
+	out, err := json.Marshal(struct {
+		FromSize uint64 `json:"fromSize"`
+	}{from})
+	if err != nil {
+		return err
+	}
+	return atomicfile.Write(filepath.Join(root, gcStatePath), bytes.NewReader(out), 0o644)
 }
 
 // append adds an entry and returns once it is durably sequenced and
