@@ -131,6 +131,9 @@ func Open(cfg Config) (_ *Kernel, err error) {
 	}
 	var witnesses *witnessWatch
 	if len(cfg.WitnessPolicy) > 0 {
+		if err := checkPolicyLog(cfg.WitnessPolicy, dir.VerifierKey); err != nil {
+			return nil, err
+		}
 		witnesses = newWitnessWatch(dir.Origin, dir.VerifierKey, cfg.Logger, cfg.Now)
 	}
 	l, err := openTileLog(dir.LogPath(), signer, verifier, cfg, witnesses)

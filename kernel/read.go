@@ -69,9 +69,10 @@ func (k *Kernel) AwaitInclusionProof(ctx context.Context, index uint64) (*checkp
 	return k.proofAt(ctx, index, cp)
 }
 
-// witnessPatience is how long witnesses must have refused the log's
-// checkpoints before a wait for a proof gives up: long enough for a witness
-// restart or a missed request, short enough that no one waits in silence.
+// witnessPatience is how long a witness must have been unreachable or
+// failing before a wait for a proof gives up: long enough for a witness
+// restart, short enough that no one waits in silence. A witness that
+// refuses the log itself (404, 403) ends waits at once.
 const witnessPatience = 2 * time.Second
 
 // witnessRefusal is the error for an entry that waits on witnesses that

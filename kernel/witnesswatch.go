@@ -31,6 +31,9 @@ type witnessWatch struct {
 type witnessTrouble struct {
 	problem string
 	since   time.Time
+	// lasting: the witness's configuration refuses this log (404, 403),
+	// which no retry changes; waits give up at once.
+	lasting bool
 }
 
 func newWitnessWatch(origin, verifierKey string, logger *slog.Logger, now func() time.Time) *witnessWatch {
@@ -46,14 +49,14 @@ func (w *witnessWatch) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	switch {
 	case err != nil:
-		w.note(base, fmt.Sprintf("the witness at %s cannot be reached: %v", base, err))
+		w.note(base, fmt.Sprintf("the witness at %s cannot be reached: %v", base, err), false)
 	case resp.StatusCode == http.StatusNotFound:
 		w.note(base, fmt.Sprintf("the witness at %s does not know this log (404 for origin %q): add it there, e.g. `annal-witness logs add --origin %q --key %q`",
-			base, w.origin, w.origin, w.verifierKey))
+			base, w.origin, w.origin, w.verifierKey), true)
 	case resp.StatusCode == http.StatusForbidden:
-		w.note(base, fmt.Sprintf("the witness at %s trusts another key for origin %q (403): its log key must be %q", base, w.origin, w.verifierKey))
+		w.note(base, fmt.Sprintf("the witness at %s trusts another key for origin %q (403): its log key must be %q", base, w.origin, w.verifierKey), true)
 	case resp.StatusCode >= 500:
-		w.note(base, fmt.Sprintf("the witness at %s fails: %s", base, resp.Status))
+		w.note(base, fmt.Sprintf("the witness at %s fails: %s", base, resp.Status), false)
 	default:
 		// 200, and 409 (a size hint Tessera follows), are the protocol working.
 		w.clear(base)
@@ -61,14 +64,14 @@ func (w *witnessWatch) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, err
 }
 
-func (w *witnessWatch) note(base, problem string) {
+func (w *witnessWatch) note(base, problem string, lasting bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	old, had := w.trouble[base]
 	if had && old.problem == problem {
 		return
 	}
-	w.trouble[base] = witnessTrouble{problem: problem, since: w.now()}
+	w.trouble[base] = witnessTrouble{problem: problem, since: w.now(), lasting: lasting}
 	w.logger.Error("a witness refuses this log's checkpoints: none is published until the policy's quorum cosigns", "witness", base, "problem", problem)
 }
 
@@ -81,8 +84,9 @@ func (w *witnessWatch) clear(base string) {
 	}
 }
 
-// problems lists the refusals that have lasted at least for, sorted.
-func (w *witnessWatch) problems(lasting time.Duration) []string {
+// problems lists the refusals that have lasted at least patience, and
+// those no retry changes, sorted.
+func (w *witnessWatch) problems(patience time.Duration) []string {
 	if w == nil {
 		return nil
 	}
@@ -91,7 +95,7 @@ func (w *witnessWatch) problems(lasting time.Duration) []string {
 	var out []string
 	now := w.now()
 	for _, t := range w.trouble {
-		if now.Sub(t.since) >= lasting {
+		if t.lasting || now.Sub(t.since) >= patience {
 			out = append(out, t.problem)
 		}
 	}
@@ -102,3 +106,25 @@ func (w *witnessWatch) problems(lasting time.Duration) []string {
 // WitnessProblems lists why witnesses of the kernel's policy refuse its
 // checkpoints now (nil when all cosign, or without witnesses).
 func (k *Kernel) WitnessProblems() []string { return k.witnesses.problems(0) }
+
+// checkPolicyLog refuses a witness policy whose log lines name only other
+// logs' keys: auditors check proofs against the same policy, and would
+// refuse every checkpoint of this log. A policy without log lines (Tessera
+// needs none) is accepted.
+func checkPolicyLog(policy []byte, verifierKey string) error {
+	var named []string
+	for _, line := range strings.Split(string(policy), "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 2 && f[0] == "log" {
+			if f[1] == verifierKey {
+				return nil
+			}
+			named = append(named, f[1])
+		}
+	}
+	if len(named) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: the witness policy names the log key %s, but this log's key is %s: verifiers using the policy would refuse every checkpoint",
+		ErrInvalid, strings.Join(named, ", "), verifierKey)
+}
