@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -266,6 +267,17 @@ type RingView struct {
 	Elevations []ledger.Elevation `json:"elevations"`
 	Demote     bool               `json:"should_demote"`
 	Limits     ring.Constraints   `json:"constraints"`
+	// RateLimit is the agent's request rate at its effective ring and the
+	// tokens its bucket holds now (nil when the rate limit is off).
+	RateLimit *RateLimitView `json:"rate_limit,omitempty"`
+}
+
+// RateLimitView is an agent's token bucket (Execution Control §9): Rate
+// requests per second, Burst at most, Tokens left now.
+type RateLimitView struct {
+	Rate   float64 `json:"rate"`
+	Burst  float64 `json:"burst"`
+	Tokens float64 `json:"tokens"`
 }
 
 // Rings lists the agents the viewer oversees (root: all; an agent: itself)
@@ -285,6 +297,10 @@ func (k *Kernel) Rings(viewer *Actor) []RingView {
 			Limits: k.ledger.ConstraintsFor(eff), Elevations: []ledger.Elevation{}}
 		for _, e := range k.ledger.ElevationsOf(a.ID) {
 			v.Elevations = append(v.Elevations, *e)
+		}
+		if k.limiter != nil {
+			tokens, lim := k.limiter.Peek(a.ID, eff)
+			v.RateLimit = &RateLimitView{Rate: lim.Rate, Burst: lim.Burst, Tokens: math.Floor(tokens)}
 		}
 		out = append(out, v)
 	}

@@ -62,3 +62,37 @@ func (k *Kernel) Policies() []ledger.Policy {
 	slices.SortFunc(out, func(a, b ledger.Policy) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
+
+// PoliciesBinding returns the policies that bind actor's actions: those
+// attached to it and to every envelope of the chains of the envelopes it
+// holds (checkPolicy's set), each once, by name. A name attached but not
+// defined is left out (such an action is refused, fail closed).
+func (k *Kernel) PoliciesBinding(actor *Actor) []ledger.Policy {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	names := map[string]bool{}
+	if a, ok := k.ledger.Actors[actor.ID]; ok {
+		for _, n := range a.Policies {
+			names[n] = true
+		}
+	}
+	for _, id := range k.ledger.EnvelopesOf(actor.ID) {
+		chain, v := k.ledger.Chain(id)
+		if v != nil {
+			continue
+		}
+		for _, e := range chain {
+			for _, n := range e.Policies {
+				names[n] = true
+			}
+		}
+	}
+	out := []ledger.Policy{}
+	for n := range names {
+		if p, ok := k.ledger.Policies[n]; ok {
+			out = append(out, *p)
+		}
+	}
+	slices.SortFunc(out, func(a, b ledger.Policy) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}

@@ -274,8 +274,16 @@ func (s *Server) routeControl() {
 		out, _ := controlled(rc, p)
 		writeJSON(w, http.StatusOK, out)
 	})
+	// ?binding=me: only the policies that bind the caller's actions.
 	m.HandleFunc("GET /v1/policies", handle(s, 0, http.StatusOK, func(r *http.Request, by *kernel.Actor, _ *none) (any, error) {
-		return s.k.Policies(), nil
+		switch r.URL.Query().Get("binding") {
+		case "":
+			return s.k.Policies(), nil
+		case "me":
+			return s.k.PoliciesBinding(by), nil
+		default:
+			return nil, invalid("binding must be \"me\"")
+		}
 	}))
 	m.HandleFunc("POST /v1/policies/{name}/attach", handle(s, small, http.StatusOK, func(r *http.Request, by *kernel.Actor, req *api.AttachRequest) (any, error) {
 		return receiptOnly(s.k.AttachPolicy(r.Context(), by, kernel.PolicyAttachment{Policy: r.PathValue("name"), Agent: req.Agent, Envelope: req.Envelope, Detach: req.Detach}))

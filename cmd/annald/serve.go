@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/annal-dev/annal/agentmcp"
+
 	"github.com/annal-dev/annal/internal/cli"
 	"github.com/annal-dev/annal/kernel"
 	"github.com/annal-dev/annal/kernel/event"
@@ -167,8 +169,13 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 	if f.secureCookies {
 		handler.SecureCookies()
 	}
+	// /mcp: the kernel as an MCP server (streamable HTTP), acting with
+	// each request's bearer credential through the same API.
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", agentmcp.HTTPHandler(handler, cli.Version()))
+	mux.Handle("/", handler)
 	srv := &http.Server{
-		Handler:           handler,
+		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       60 * time.Second,
 		IdleTimeout:       f.idleTimeout,

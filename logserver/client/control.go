@@ -171,6 +171,12 @@ func (c *Client) Policies(ctx context.Context) (json.RawMessage, error) {
 	return c.raw(ctx, http.MethodGet, "v1/policies", nil)
 }
 
+// BindingPolicies returns the policies that bind the caller's actions:
+// attached to it or to an envelope of its chains.
+func (c *Client) BindingPolicies(ctx context.Context) (json.RawMessage, error) {
+	return c.raw(ctx, http.MethodGet, "v1/policies?binding=me", nil)
+}
+
 // AttachPolicy attaches (or detaches) a policy to an agent or envelope.
 func (c *Client) AttachPolicy(ctx context.Context, name string, req api.AttachRequest) (*api.Controlled, error) {
 	return c.change(ctx, http.MethodPost, "v1/policies/"+seg(name)+"/attach", req)

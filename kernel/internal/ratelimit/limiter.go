@@ -169,3 +169,21 @@ func (l *Limiter) Forget(agent string) {
 	defer l.mu.Unlock()
 	delete(l.buckets, agent)
 }
+
+// Peek returns the tokens agent's bucket holds now for ring r, without
+// taking one, and r's limit: a full bucket for an agent that has none yet
+// (as Allow would make it), and the carried-over tokens, capped at r's
+// burst, when the bucket was made for another ring.
+func (l *Limiter) Peek(agent string, r ring.Ring) (tokens float64, limit Limit) {
+	limit = LimitFor(l.limits, r)
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e, ok := l.buckets[agent]
+	if !ok {
+		return limit.Burst, limit
+	}
+	b := e.bucket // a copy: peeking refills nothing
+	b.refill(now)
+	return min(b.tokens, limit.Burst), limit
+}
