@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/annal-dev/annal/blobstore"
+
 	"github.com/annal-dev/annal/checkpoints"
 	"github.com/annal-dev/annal/internal/strictjson"
 	"github.com/annal-dev/annal/kernel"
@@ -32,7 +34,9 @@ type Server struct {
 	console     *consoleSessions
 	// secureCookies: see SecureCookies.
 	secureCookies bool
-	health        *healthWatch
+	// blobs: see KeepBlobs (nil: none kept).
+	blobs  *blobstore.Store
+	health *healthWatch
 }
 
 // New returns a server for k.
@@ -56,6 +60,8 @@ func New(k *kernel.Kernel, logger *slog.Logger) *Server {
 	s.mux.HandleFunc("GET /v1/bundle", s.handleBundle)
 	s.mux.Handle("GET /metrics", s.metrics.handler())
 	s.mux.HandleFunc("GET /v1/health", s.handleLogHealth)
+	s.mux.HandleFunc("POST /v1/blobs", s.handlePutBlob)
+	s.mux.HandleFunc("GET /v1/blobs/{oid}", s.handleGetBlob)
 	s.routeConsole()
 	return s
 }

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/annal-dev/annal/blobstore"
+
 	"github.com/annal-dev/annal/agentmcp"
 
 	"github.com/annal-dev/annal/internal/cli"
@@ -54,6 +56,8 @@ type serveFlags struct {
 	tick                 time.Duration
 	witnessPolicy        string
 	tlsCert, tlsKey      string
+	keepBlobs            bool
+	maxBlob, blobQuota   int64
 	secureCookies        bool
 	witnessTimeout       time.Duration
 	rateLimits           []string
@@ -96,6 +100,9 @@ func newServeCommand() *cobra.Command {
 	fl.DurationVar(&f.killTimeout, "kill-timeout", 5*time.Second, "how long the kill webhook may take (§12.5)")
 	fl.IntVar(&f.maxConnections, "max-connections", 1024, "most client connections served at once; more wait to be accepted")
 	fl.DurationVar(&f.idleTimeout, "idle-timeout", 120*time.Second, "how long an idle keep-alive connection stays open")
+	fl.BoolVar(&f.keepBlobs, "keep-blobs", false, "keep the bytes behind OIDs that clients send (POST /v1/blobs) in DATA/blobs, served to humans at GET /v1/blobs/<oid>")
+	fl.Int64Var(&f.maxBlob, "max-blob", 16<<20, "with --keep-blobs: the largest blob, in bytes")
+	fl.Int64Var(&f.blobQuota, "blob-quota", 10<<30, "with --keep-blobs: the most bytes all blobs may take")
 	fl.StringVar(&f.tlsCert, "tls-cert", "", "PEM certificate file: serve HTTPS (with --tls-key)")
 	fl.StringVar(&f.tlsKey, "tls-key", "", "PEM private key file of --tls-cert")
 	fl.BoolVar(&f.secureCookies, "secure-cookies", false, "mark the console's session cookie Secure even on plain HTTP (behind a TLS-terminating proxy); always on with --tls-cert")
@@ -168,6 +175,13 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 	handler := logserver.New(k, logger)
 	if f.secureCookies {
 		handler.SecureCookies()
+	}
+	if f.keepBlobs {
+		store, err := blobstore.Open(filepath.Join(f.data, "blobs"), f.maxBlob, f.blobQuota)
+		if err != nil {
+			return fmt.Errorf("--keep-blobs: %w", err)
+		}
+		handler.KeepBlobs(store)
 	}
 	// /mcp: the kernel as an MCP server (streamable HTTP), acting with
 	// each request's bearer credential through the same API.

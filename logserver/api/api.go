@@ -306,3 +306,9 @@ type WitnessEvidence struct {
 	FoundAt string    `json:"found_at"`
 	URL     string    `json:"url"`
 }
+
+// Blob answers POST /v1/blobs: the stored bytes' OID and size.
+type Blob struct {
+	OID  string `json:"oid"`
+	Size int64  `json:"size"`
+}

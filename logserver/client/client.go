@@ -11,6 +11,8 @@ package client
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,8 +27,12 @@ import (
 	"github.com/annal-dev/annal/logserver/api"
 )
 
-// MaxResponseBody bounds what the client reads from any answer.
-const MaxResponseBody = 1 << 20
+// MaxResponseBody bounds what the client reads from any answer but a
+// blob's, which MaxBlobBody bounds.
+const (
+	MaxResponseBody = 1 << 20
+	MaxBlobBody     = 64 << 20
+)
 
 // Client talks to one kernel as one actor.
 type Client struct {
@@ -177,12 +183,16 @@ func (c *Client) doOnce(ctx context.Context, method, path string, body []byte) (
 		return nil, err
 	}
 	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBody+1))
+	limit := int64(MaxResponseBody)
+	if strings.HasPrefix(path, "v1/blobs/") && method == http.MethodGet {
+		limit = MaxBlobBody
+	}
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
 		return nil, err
 	}
-	if len(raw) > MaxResponseBody {
-		return nil, fmt.Errorf("annal: %s %s: answer is larger than %d bytes", method, path, MaxResponseBody)
+	if int64(len(raw)) > limit {
+		return nil, fmt.Errorf("annal: %s %s: answer is larger than %d bytes", method, path, limit)
 	}
 	if resp.StatusCode >= 300 {
 		e := &Error{Status: resp.StatusCode, Message: strings.TrimSpace(string(raw))}
@@ -373,4 +383,37 @@ func (c *Client) Consistency(ctx context.Context, old, size uint64) ([][32]byte,
 		return nil, err
 	}
 	return checkpoints.ParseHashes(raw)
+}
+
+// PutBlob stores data in annald's blob store (annald --keep-blobs) and
+// returns its OID, which the client checks is the hash of what it sent.
+func (c *Client) PutBlob(ctx context.Context, data []byte) (string, error) {
+	raw, err := c.doRaw(ctx, http.MethodPost, "v1/blobs", data)
+	if err != nil {
+		return "", err
+	}
+	var b api.Blob
+	if err := json.Unmarshal(raw, &b); err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(data)
+	if want := "sha256:" + hex.EncodeToString(sum[:]); b.OID != want || b.Size != int64(len(data)) {
+		return "", fmt.Errorf("annal: the blob store answered %s (%d bytes) for %s (%d bytes)", b.OID, b.Size, want, len(data))
+	}
+	return b.OID, nil
+}
+
+// Blob returns the bytes of a blob (a human's credential), after checking
+// that they hash to oid: the client trusts the store no more than the
+// store trusts its disk.
+func (c *Client) Blob(ctx context.Context, oid string) ([]byte, error) {
+	data, err := c.doRaw(ctx, http.MethodGet, "v1/blobs/"+url.PathEscape(oid), nil)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(data)
+	if got := "sha256:" + hex.EncodeToString(sum[:]); got != oid {
+		return nil, fmt.Errorf("annal: blob %s: the bytes served hash to %s", oid, got)
+	}
+	return data, nil
 }

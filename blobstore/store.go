@@ -1,0 +1,187 @@
+// Package blobstore keeps the bytes behind the OIDs the log records (an
+// execute's input and output, a tool call's arguments and result) in a
+// content-addressed folder beside the log, so that an auditor can resolve
+// an OID to what actually ran.
+//
+// A blob is named by its OID, "sha256:<64 lower-case hex>" of its bytes, and
+// stored at <dir>/sha256/<2 hex>/<62 hex>. A write streams to a temporary
+// file while hashing, syncs it and renames it into place, so a crash leaves
+// either the whole blob or none; the same bytes written twice are kept
+// once. Every read hashes the bytes again and refuses a blob whose bytes no
+// longer match its name: the store never serves damaged content. The
+// store's total size is bounded by a quota.
+package blobstore
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+)
+
+// Errors the store answers.
+var (
+	ErrNotFound  = errors.New("no such blob")
+	ErrDamaged   = errors.New("blob damaged: its bytes no longer hash to its name")
+	ErrTooLarge  = errors.New("blob too large")
+	ErrQuota     = errors.New("blob store full")
+	ErrInvalidID = errors.New("not a blob OID")
+)
+
+// Store is a content-addressed folder of blobs.
+type Store struct {
+	dir     string
+	maxBlob int64
+	quota   int64
+
+	mu   sync.Mutex
+	used int64
+}
+
+// Open opens (creating it if needed) the store at dir, holding blobs of at
+// most maxBlob bytes and maxTotal bytes in all. Temporary files an
+// interrupted write left behind are removed.
+func Open(dir string, maxBlob, maxTotal int64) (*Store, error) {
+	if maxBlob <= 0 || maxTotal <= 0 {
+		return nil, errors.New("blobstore: the sizes must be positive")
+	}
+	s := &Store{dir: dir, maxBlob: maxBlob, quota: maxTotal}
+	if err := os.MkdirAll(filepath.Join(dir, "sha256"), 0o700); err != nil {
+		return nil, err
+	}
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		if strings.HasPrefix(d.Name(), ".tmp-") {
+			return os.Remove(path)
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		s.used += info.Size()
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("blobstore: %w", err)
+	}
+	return s, nil
+}
+
+// MaxBlob is the largest blob the store takes.
+func (s *Store) MaxBlob() int64 { return s.maxBlob }
+
+// ValidOID reports whether oid is "sha256:" and 64 lower-case hex digits.
+func ValidOID(oid string) bool {
+	h, ok := strings.CutPrefix(oid, "sha256:")
+	if !ok || len(h) != 64 {
+		return false
+	}
+	for i := 0; i < len(h); i++ {
+		if c := h[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// OID is the name of data.
+func OID(data []byte) string {
+	sum := sha256.Sum256(data)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+func (s *Store) path(oid string) string {
+	h := strings.TrimPrefix(oid, "sha256:")
+	return filepath.Join(s.dir, "sha256", h[:2], h[2:])
+}
+
+// Put stores the bytes r yields (at most MaxBlob) and returns their OID
+// and size. It is durable when it returns.
+func (s *Store) Put(r io.Reader) (oid string, size int64, err error) {
+	tmp, err := os.CreateTemp(s.dir, ".tmp-")
+	if err != nil {
+		return "", 0, err
+	}
+	defer func() {
+		if tmp != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(tmp, h), io.LimitReader(r, s.maxBlob+1))
+	if err != nil {
+		return "", 0, err
+	}
+	if n > s.maxBlob {
+		return "", 0, fmt.Errorf("%w: more than %d bytes", ErrTooLarge, s.maxBlob)
+	}
+	oid = "sha256:" + hex.EncodeToString(h.Sum(nil))
+	final := s.path(oid)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, err := os.Stat(final); err == nil {
+		return oid, n, nil // the same bytes are kept once
+	}
+	if s.used+n > s.quota {
+		return "", 0, fmt.Errorf("%w: %d of %d bytes used", ErrQuota, s.used, s.quota)
+	}
+	if err := tmp.Sync(); err != nil {
+		return "", 0, err
+	}
+	if err := tmp.Close(); err != nil {
+		return "", 0, err
+	}
+	if err := os.MkdirAll(filepath.Dir(final), 0o700); err != nil {
+		return "", 0, err
+	}
+	if err := os.Rename(tmp.Name(), final); err != nil {
+		return "", 0, err
+	}
+	tmp = nil
+	if err := syncDir(filepath.Dir(final)); err != nil {
+		return "", 0, err
+	}
+	s.used += n
+	return oid, n, nil
+}
+
+// Get returns the bytes of oid after checking that they still hash to it.
+func (s *Store) Get(oid string) ([]byte, error) {
+	if !ValidOID(oid) {
+		return nil, fmt.Errorf("%w: %q (want sha256:<64 lower-case hex>)", ErrInvalidID, oid)
+	}
+	f, err := os.Open(s.path(oid))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("%w: %s", ErrNotFound, oid)
+	} else if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var buf bytes.Buffer
+	if _, err := io.Copy(&buf, io.LimitReader(f, s.maxBlob+1)); err != nil {
+		return nil, err
+	}
+	if int64(buf.Len()) > s.maxBlob || OID(buf.Bytes()) != oid {
+		return nil, fmt.Errorf("%w: %s", ErrDamaged, oid)
+	}
+	return buf.Bytes(), nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
