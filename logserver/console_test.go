@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -281,5 +282,26 @@ func TestConsoleSessionsBounded(t *testing.T) {
 	}
 	if resp, _ := consoleRequest(t, c, "GET", ts.srv.URL+"/v1/whoami", first, "", "", nil); resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("the agent's oldest session outlived %d newer ones: %d", maxSessionsPerActor+4, resp.StatusCode)
+	}
+}
+
+// TestNotFoundsLeakNothing: 404s (and the other refusals of unknown
+// things) name what was asked for, never a file path of the data folder or
+// a Go internal.
+func TestNotFoundsLeakNothing(t *testing.T) {
+	ts := newTestServer(t)
+	dataDir := filepath.Dir(ts.k.LogPath())
+	for _, path := range []string{"/v1/events/999999", "/tile/0/999", "/tile/entries/999", "/tile/9/000", "/v1/actors/nope",
+		"/v1/sessions/nope", "/v1/proof/99999", "/v1/envelopes/x", "/v1/sagas/x", "/nope", "/ui/nope.js", "/v1/blobs/sha256:" + strings.Repeat("a", 64),
+		"/v1/proof/consistency?old=5&new=999999"} {
+		r := ts.call(t, "GET", path, ts.rootCred, nil)
+		if r.status < 400 {
+			t.Errorf("%s: %d", path, r.status)
+		}
+		for _, leak := range []string{dataDir, ".go:", "goroutine", "runtime.", "open /", "stat /"} {
+			if bytes.Contains(r.body, []byte(leak)) {
+				t.Errorf("%s answers %q, which holds %q", path, r.body, leak)
+			}
+		}
 	}
 }

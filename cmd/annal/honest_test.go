@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -269,5 +271,52 @@ func TestWaitSaysWhatItWaitsFor(t *testing.T) {
 	_, _, err = run("--timeout", "300ms", "proof", "--wait", "999")
 	if err == nil || !strings.Contains(err.Error(), "999") {
 		t.Errorf("proof --wait for an index past the log: %v", err)
+	}
+}
+
+// TestRetriesRateLimitsAndBusy: the CLI sends a request the kernel refused
+// with 429 (or a retryable 503) again, saying so on stderr; --retries 0
+// gives up at once; a 503 whose write may have landed is never resent.
+func TestRetriesRateLimitsAndBusy(t *testing.T) {
+	var sends atomic.Int32
+	failFirst := int32(2)
+	outcomeUnknown := false
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := sends.Add(1)
+		if n <= failFirst {
+			if outcomeUnknown {
+				w.WriteHeader(http.StatusServiceUnavailable)
+				w.Write([]byte(`{"error":"append: log append failed, and the entry may be in the log","outcome_unknown":true}`))
+				return
+			}
+			w.Header().Set("Retry-After", "0")
+			w.WriteHeader(http.StatusTooManyRequests)
+			w.Write([]byte(`{"error":"validate (rate_limit): rate limit exceeded","stage":"validate","gate":"rate_limit"}`))
+			return
+		}
+		w.Write([]byte(`{"status":"committed","index":9,"actor":"agent-x","type":"observe","target":"workspace/a"}`))
+	}))
+	defer srv.Close()
+	run := func(args ...string) (string, string, error) {
+		cmd := newRootCommand()
+		var out, errOut bytes.Buffer
+		cmd.SetOut(&out)
+		cmd.SetErr(&errOut)
+		cmd.SetArgs(append([]string{"--server", srv.URL, "--credential", "annal_test"}, args...))
+		err := cmd.Execute()
+		return out.String(), errOut.String(), err
+	}
+	out, stderr, err := run("submit", "--type", "observe", "--target", "workspace/a")
+	if err != nil || !strings.Contains(out, `"index": 9`) || sends.Load() != 3 || strings.Count(stderr, "sending again") != 2 {
+		t.Errorf("after two 429s: err %v, %d sends, stdout %q, stderr %q", err, sends.Load(), out, stderr)
+	}
+	sends.Store(0)
+	if _, _, err := run("--retries", "0", "submit", "--type", "observe", "--target", "workspace/a"); err == nil || sends.Load() != 1 {
+		t.Errorf("--retries 0: err %v after %d sends", err, sends.Load())
+	}
+	sends.Store(0)
+	outcomeUnknown = true
+	if _, _, err := run("submit", "--type", "observe", "--target", "workspace/a"); err == nil || sends.Load() != 1 || !strings.Contains(err.Error(), "may be in the log") {
+		t.Errorf("a 503 whose write may have landed: err %v after %d sends", err, sends.Load())
 	}
 }
