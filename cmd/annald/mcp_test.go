@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -98,5 +99,70 @@ func TestMCPOverHTTPAndStdio(t *testing.T) {
 	r, err := stdioSession.ReadResource(ctx, &mcp.ReadResourceParams{URI: "annal://history"})
 	if err != nil || !strings.Contains(r.Contents[0].Text, "workspace/via-http") || !strings.Contains(r.Contents[0].Text, "workspace/via-stdio") {
 		t.Errorf("the agent's history over stdio: %v %+v", err, r)
+	}
+}
+
+// inspectorPath is the official MCP inspector's CLI (npm), which .ci/test
+// installs and names in ANNAL_MCP_INSPECTOR; without it the test skips,
+// unless ANNAL_REQUIRE_BROWSER says this is the full test run.
+func inspectorPath(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("ANNAL_MCP_INSPECTOR"); p != "" {
+		return p
+	}
+	if p, err := filepath.Abs("../../.ci/npm/node_modules/.bin/mcp-inspector"); err == nil {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("ANNAL_REQUIRE_BROWSER") != "" {
+		t.Fatal("the MCP inspector is not installed: bash .ci/test installs it")
+	}
+	t.Skip("the MCP inspector (npm) is not installed: bash .ci/test installs it")
+	return ""
+}
+
+// TestMCPWithTheOfficialInspector: a client no one here wrote, the MCP
+// inspector's CLI, lists the tools and submits an action over annald's
+// /mcp, and reads the agent's history from `annal mcp` over stdio.
+func TestMCPWithTheOfficialInspector(t *testing.T) {
+	inspector := inspectorPath(t)
+	d := startDaemon(t, t.TempDir())
+	agentID, cred := mcpAgent(t, d)
+	run := func(args ...string) map[string]any {
+		t.Helper()
+		cmd := exec.Command(inspector, append([]string{"--cli"}, args...)...)
+		out, err := cmd.Output()
+		if err != nil {
+			stderr := ""
+			if ee, ok := err.(*exec.ExitError); ok {
+				stderr = string(ee.Stderr)
+			}
+			t.Fatalf("inspector %v: %v\n%s\n%s", args, err, out, stderr)
+		}
+		var v map[string]any
+		if err := json.Unmarshal(out, &v); err != nil {
+			t.Fatalf("inspector %v printed %s: %v", args, out, err)
+		}
+		return v
+	}
+	overHTTP := []string{d.url + "/mcp", "--transport", "http", "--header", "Authorization: Bearer " + cred}
+	tools := run(append(overHTTP, "--method", "tools/list")...)
+	raw, _ := json.Marshal(tools)
+	for _, name := range []string{"submit", "wait_hold", "proof", "budget", "record_turn"} {
+		if !strings.Contains(string(raw), `"name":"`+name+`"`) {
+			t.Errorf("the inspector does not list %s: %s", name, raw)
+		}
+	}
+	res := run(append(overHTTP, "--method", "tools/call", "--tool-name", "submit", "--tool-arg", "type=mutate", "--tool-arg", "target=workspace/inspected")...)
+	sc, _ := res["structuredContent"].(map[string]any)
+	if res["isError"] == true || sc["status"] != "committed" || sc["actor"] != agentID {
+		t.Errorf("submit through the inspector: %v", res)
+	}
+	stdio := []string{annalBinary, "mcp", "-e", "ANNAL_SERVER=" + d.url, "-e", "ANNAL_CREDENTIAL=" + cred}
+	hist := run(append(stdio, "--method", "resources/read", "--uri", "annal://history")...)
+	raw, _ = json.Marshal(hist)
+	if !strings.Contains(string(raw), "workspace/inspected") {
+		t.Errorf("the history read through the inspector over stdio: %s", raw)
 	}
 }
