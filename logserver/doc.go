@@ -15,5 +15,13 @@
 // (GET /v1/bundle, for humans). Every body has a size limit, every JSON
 // body is parsed strictly, and a refused request changes nothing; an error
 // names the stage, the gate and the rule (429 for a rate limit). /metrics
-// serves Prometheus text.
+// serves Prometheus text. GET /v1/events (and /stream) is the history,
+// GET /v1/health the log's and its witnesses' health, /v1/blobs the bytes
+// behind OIDs (KeepBlobs).
+//
+// At /ui/ it serves the overseer console, embedded (console.go): a person
+// signs in with a credential and gets a session cookie that authenticates
+// the same /v1 API under the same rules, with a CSRF token on every
+// request that changes state; the pages build no HTML from strings and run
+// under a CSP that requires Trusted Types.
 package logserver
