@@ -10,10 +10,14 @@ package main
 import (
 	"fmt"
 	"os"
+
+	"github.com/annal-dev/annal/internal/cli"
 )
 
 func main() {
-	if err := newCommand().Execute(); err != nil {
+	cmd := newCommand()
+	cli.Setup(cmd)
+	if err := cmd.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "annal-bench:", err)
 		os.Exit(1)
 	}

@@ -46,11 +46,15 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/annal-dev/annal/internal/cli"
+
 	"github.com/spf13/cobra"
 )
 
 func main() {
-	if err := newCommand().Execute(); err != nil {
+	cmd := newCommand()
+	cli.Setup(cmd)
+	if err := cmd.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "annal-witness-bench:", err)
 		os.Exit(1)
 	}
