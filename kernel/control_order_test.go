@@ -22,6 +22,8 @@ func TestAttack_ActionsAfterControl(t *testing.T) {
 	rounds := 100
 	if testing.Short() {
 		rounds = 10
+	} else if raceEnabled {
+		rounds = 30 // .ci/run runs the 100 rounds without the race detector
 	}
 	g := openGov(t, func(c *Config) { c.BatchMaxSize, c.BatchMaxAge = 512, 2*time.Millisecond })
 	ctx := context.Background()

@@ -216,6 +216,11 @@ func TestVerifyBundle_EverySingleByteFlipFails(t *testing.T) {
 			if testing.Short() && i%3 != 0 {
 				continue
 			}
+			// Under the race detector every fourth byte (and every
+			// eleventh); .ci/run flips every byte without it.
+			if raceEnabled && i%4 != 0 && i%11 != 0 {
+				continue
+			}
 			for _, x := range values {
 				bad := bytes.Clone(good)
 				bad[i] ^= x
