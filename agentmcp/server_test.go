@@ -108,6 +108,16 @@ func call(t *testing.T, cs *mcp.ClientSession, tool string, args any, out any) *
 	return res
 }
 
+// readResource reads a resource's text.
+func readResource(t *testing.T, cs *mcp.ClientSession, uri string) string {
+	t.Helper()
+	r, err := cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: uri})
+	if err != nil {
+		t.Fatalf("read %s: %v", uri, err)
+	}
+	return r.Contents[0].Text
+}
+
 func text(res *mcp.CallToolResult) string {
 	var b strings.Builder
 	for _, c := range res.Content {
@@ -264,14 +274,7 @@ func TestProofBudgetRecordTurn(t *testing.T) {
 		t.Fatalf("record_turn: %q", text(res))
 	}
 	// The session's files at its latest turn, as a resource.
-	read := func(uri string) string {
-		t.Helper()
-		r, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
-		if err != nil {
-			t.Fatalf("read %s: %v", uri, err)
-		}
-		return r.Contents[0].Text
-	}
+	read := func(uri string) string { t.Helper(); return readResource(t, cs, uri) }
 	if got := read("vfs://sessions/s-mcp/"); !strings.Contains(got, `"path": "src/main.go"`) || !strings.Contains(got, hash) {
 		t.Errorf("the session's tree: %s", got)
 	}
@@ -307,14 +310,7 @@ func TestResources(t *testing.T) {
 	if _, err := w.root.AttachPolicy(ctx, "no_secrets", api.AttachRequest{Envelope: w.envelopeID}); err != nil {
 		t.Fatal(err)
 	}
-	read := func(uri string) string {
-		t.Helper()
-		r, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
-		if err != nil {
-			t.Fatalf("read %s: %v", uri, err)
-		}
-		return r.Contents[0].Text
-	}
+	read := func(uri string) string { t.Helper(); return readResource(t, cs, uri) }
 	if cp := read("annal://checkpoint"); !strings.HasPrefix(cp, "annal.local/") {
 		t.Errorf("checkpoint: %q", cp)
 	}
