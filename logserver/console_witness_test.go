@@ -7,10 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,6 +20,7 @@ import (
 	"github.com/annal-dev/annal/kernel"
 	"github.com/annal-dev/annal/logserver/api"
 	"github.com/annal-dev/annal/witness"
+	"github.com/annal-dev/annal/witness/witnesstest"
 )
 
 // witnessedLog is a kernel whose checkpoints a real (in-process)
@@ -59,24 +57,8 @@ func newWitnessedLog(t *testing.T, knows witnessKnows) *witnessedLog {
 		t.Fatal(err)
 	}
 
-	store, err := witness.OpenStore(filepath.Join(t.TempDir(), witness.StateFileName), time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	skey, _, err := note.GenerateKey(rand.Reader, "witness.test/w1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cosigner, err := witness.NewCosigner(skey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := witness.New(store, cosigner, witness.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(w.Close)
+	w := witnesstest.Start(t, "witness.test/w1", nil)
+	store := w.Store
 	switch knows {
 	case knowsLog:
 		err = store.AddLog(witness.LogConfig{Origin: origin, Keys: []string{logKey}})
@@ -86,15 +68,13 @@ func newWitnessedLog(t *testing.T, knows witnessKnows) *witnessedLog {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wsrv := httptest.NewServer(w.Handler())
-	t.Cleanup(wsrv.Close)
-	policy := fmt.Sprintf("log %s\nwitness w1 %s %s\nquorum w1\n", logKey, cosigner.VerifierKey(), wsrv.URL)
+	policy := fmt.Sprintf("log %s\nwitness w1 %s %s\nquorum w1\n", logKey, w.VerifierKey, w.Server.URL)
 	ts := newTestServer(t, func(c *kernel.Config) {
 		c.DataDir = dir
 		c.WitnessPolicy = []byte(policy)
 		c.WitnessTimeout = 5 * time.Second
 	})
-	return &witnessedLog{testServer: ts, dataDir: dir, witnessURL: wsrv.URL, witnessKey: cosigner.VerifierKey(), policy: policy}
+	return &witnessedLog{testServer: ts, dataDir: dir, witnessURL: w.Server.URL, witnessKey: w.VerifierKey, policy: policy}
 }
 
 // forkAtWitness signs, with the log's own key, a checkpoint of the size

@@ -3,23 +3,19 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/annal-dev/annal/checkpoints"
 	"github.com/annal-dev/annal/witness"
+	"github.com/annal-dev/annal/witness/witnesstest"
 	fnote "github.com/transparency-dev/formats/note"
 	"github.com/transparency-dev/merkle/proof"
 	"github.com/transparency-dev/merkle/rfc6962"
-	"golang.org/x/mod/sumdb/note"
 )
 
 // inProcessWitness is an annal-witness (package witness) for logs, served
@@ -31,36 +27,13 @@ type inProcessWitness struct {
 
 func newInProcessWitness(t *testing.T, logs []*benchLog, wrap func(http.Handler) http.Handler) *inProcessWitness {
 	t.Helper()
-	store, err := witness.OpenStore(filepath.Join(t.TempDir(), witness.StateFileName), time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	skey, _, err := note.GenerateKey(rand.Reader, "bench.test/witness")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cosigner, err := witness.NewCosigner(skey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := witness.New(store, cosigner, witness.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(w.Close)
+	w := witnesstest.Start(t, "bench.test/witness", wrap)
 	for _, l := range logs {
-		if err := store.AddLog(witness.LogConfig{Origin: l.origin, Keys: []string{l.vkey}}); err != nil {
+		if err := w.Store.AddLog(witness.LogConfig{Origin: l.origin, Keys: []string{l.vkey}}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	h := w.Handler()
-	if wrap != nil {
-		h = wrap(h)
-	}
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	return &inProcessWitness{srv: srv, store: store}
+	return &inProcessWitness{srv: w.Server, store: w.Store}
 }
 
 // storedSize is the size of the latest checkpoint the witness cosigned for
