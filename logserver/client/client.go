@@ -11,8 +11,6 @@ package client
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,6 +20,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/annal-dev/annal/blobstore"
 
 	"github.com/annal-dev/annal/checkpoints"
 	"github.com/annal-dev/annal/logserver/api"
@@ -396,8 +396,7 @@ func (c *Client) PutBlob(ctx context.Context, data []byte) (string, error) {
 	if err := json.Unmarshal(raw, &b); err != nil {
 		return "", err
 	}
-	sum := sha256.Sum256(data)
-	if want := "sha256:" + hex.EncodeToString(sum[:]); b.OID != want || b.Size != int64(len(data)) {
+	if want := blobstore.OID(data); b.OID != want || b.Size != int64(len(data)) {
 		return "", fmt.Errorf("annal: the blob store answered %s (%d bytes) for %s (%d bytes)", b.OID, b.Size, want, len(data))
 	}
 	return b.OID, nil
@@ -411,8 +410,7 @@ func (c *Client) Blob(ctx context.Context, oid string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	sum := sha256.Sum256(data)
-	if got := "sha256:" + hex.EncodeToString(sum[:]); got != oid {
+	if got := blobstore.OID(data); got != oid {
 		return nil, fmt.Errorf("annal: blob %s: the bytes served hash to %s", oid, got)
 	}
 	return data, nil
