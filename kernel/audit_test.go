@@ -12,6 +12,7 @@ import (
 
 	"github.com/annal-dev/annal/checkpoints"
 	"github.com/annal-dev/annal/kernel/event"
+	"github.com/annal-dev/annal/kernel/internal/ledger"
 	"github.com/transparency-dev/tessera"
 	"github.com/transparency-dev/tessera/storage/posix"
 )
@@ -105,6 +106,10 @@ func TestAudit_FindsForgedEntries(t *testing.T) {
 			payload := `{"artifact_hash":"` + oid + `","exit_code":0,"input_oid":"` + oid + `","output_oid":"` + oid + `"}`
 			return forgedAction(a.ID, "", at, event.Action{Type: event.Execute, Target: "workspace/run", Payload: []byte(payload)}, 25)
 		}, GateEnvelope, "holds no live envelope"},
+		{"an execute result of no intent", func(a *Actor, env string, at time.Time) *event.Event {
+			payload := `{"artifact_hash":"` + oid + `","exit_code":0,"input_oid":"` + oid + `","intent":3,"output_oid":"` + oid + `"}`
+			return forgedAction(a.ID, env, at, event.Action{Type: event.Execute, Target: "workspace/run", Payload: []byte(payload)}, 0)
+		}, ledger.GateIntent, "not an open execute intent"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir, a, env, at := auditLog(t)
@@ -113,7 +118,7 @@ func TestAudit_FindsForgedEntries(t *testing.T) {
 				t.Fatal(err)
 			}
 			clean, err := Audit(context.Background(), LocalLog(dir), key)
-			if err != nil || clean.Broken != nil || clean.Folded != clean.Size || clean.Rules != 2 {
+			if err != nil || clean.Broken != nil || clean.Folded != clean.Size || clean.Rules != ledger.Rules {
 				t.Fatalf("audit of the kernel's own log: %+v, %v", clean, err)
 			}
 			forge(t, dir, tc.forged(a, env, at))

@@ -462,9 +462,11 @@ func (k *Kernel) persist() error {
 	values := map[string][]byte{}
 	dirty := k.ledger.TakeDirty()
 	for _, key := range dirty {
-		if v, ok := k.ledger.Encode(key); ok {
-			values[key] = v
+		v, ok := k.ledger.Encode(key)
+		if !ok {
+			v = nil // the object is gone from the ledger: the store deletes it
 		}
+		values[key] = v
 	}
 	size := k.ledger.Size
 	index := slices.Clone(k.unindexed)

@@ -138,16 +138,20 @@ func (k *Kernel) act(ctx context.Context, actor *Actor, req ActionRequest, actio
 // cost its exact payload gives.
 func buildAction(l *ledger.Ledger, actor, sess string, action event.Action, approval *event.Hold, now event.Instant) (*event.Event, error) {
 	ev := &event.Event{Kind: event.KindAction, Actor: actor, Session: sess, Action: &action}
-	if a, ok := l.Actors[actor]; ok && !a.IsHuman() && action.Envelope == "" && action.Type != event.Observe {
-		action.Envelope = pickEnvelope(l, a.ID, action.Type, action.Target, now)
+	intent, isResult := l.ResultOf(&action)
+	switch {
+	case isResult && intent != nil && action.Envelope == "":
+		action.Envelope = intent.Envelope // a result completes its intent, under its envelope
+	case !isResult && action.Envelope == "" && action.Type != event.Observe:
+		if a, ok := l.Actors[actor]; ok && !a.IsHuman() {
+			action.Envelope = pickEnvelope(l, a.ID, action.Type, action.Target, now)
+		}
 	}
 	chain, _ := l.Chain(action.Envelope)
-	var outputBytes uint64
-	if action.Type == event.Execute {
-		outputBytes, _ = ledger.ExecuteOutputBytes(action.Payload) // the payload gate judges it
-	}
-	cost := l.Energy.Costs.Quote(action.Type, outputBytes)
+	cost := l.ActionCost(action.Type, action.Payload) // the payload gate judges the payload
 	switch {
+	case isResult:
+		// never held: its intent was decided
 	case approval != nil:
 		if h, ok := l.Holds[approval.ID]; ok {
 			cost = h.Reserved

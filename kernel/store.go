@@ -351,6 +351,15 @@ func (s *store) write(values map[string][]byte, index []indexedEvent, folded fol
 			folded.keys = binary.BigEndian.Uint64(raw[40:])
 		}
 		for k, v := range values {
+			if v == nil {
+				if b.Get([]byte(k)) != nil {
+					folded.keys--
+					if err := b.Delete([]byte(k)); err != nil {
+						return err
+					}
+				}
+				continue
+			}
 			if b.Get([]byte(k)) == nil {
 				folded.keys++
 			}

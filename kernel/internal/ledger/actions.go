@@ -59,6 +59,7 @@ var actionRule = &rule{
 			l.touchHold(h)
 		}
 		l.settle(a, chain, amount, release)
+		l.openIntent(index, ev)
 	},
 }
 
@@ -467,13 +468,18 @@ func (l *Ledger) settle(a *Actor, chain []*Envelope, amount, release uint64) {
 	}
 }
 
-// checkPayload: an execute action carries §5.6's fields.
+// checkPayload: an execute action carries §5.6's fields, or is an intent
+// or a result (RulesIntents). A result is never held: its intent was.
 func checkPayload(c *checker) *Violation {
 	if c.ev.Action.Type != event.Execute {
 		return nil
 	}
-	if err := c.actionFacts().payloadErr; err != nil {
-		return refuse(Invalid, "%v", err)
+	f := c.actionFacts()
+	if f.payloadErr != nil {
+		return refuse(Invalid, "%v", f.payloadErr)
+	}
+	if f.execute.result && (c.ev.Kind != event.KindAction || c.ev.Hold != nil) {
+		return inconsistent(Invalid, "an execute result is recorded on its own, never held: its intent was decided")
 	}
 	return nil
 }

@@ -61,8 +61,8 @@ var genesisRule = &rule{
 		if c.ev.Actor != RootID || c.ev.Subject.ID != RootID {
 			return inconsistent(Invalid, "the genesis creates the root human %q", RootID)
 		}
-		if r := c.ev.Log.Rules; r != 0 && r != Rules {
-			return inconsistent(Invalid, "the genesis names rules version %d; this kernel knows %d", r, Rules)
+		if r := c.ev.Log.Rules; r != 0 && (r < RulesGoverned || r > Rules) {
+			return inconsistent(Invalid, "the genesis names rules version %d; this kernel knows %d to %d", r, RulesGoverned, Rules)
 		}
 		return nil
 	})},
@@ -95,8 +95,8 @@ var rulesRule = &rule{
 			return inconsistent(Forbidden, "only the kernel adopts rules")
 		case c.ev.Log.Origin != c.l.Origin:
 			return inconsistent(Invalid, "log.rules names origin %q, the log is %q", c.ev.Log.Origin, c.l.Origin)
-		case c.ev.Log.Rules != Rules || c.l.Rules >= Rules:
-			return inconsistent(Conflict, "the log is under rules %d; log.rules adopts %d, this kernel knows %d", c.l.Rules, c.ev.Log.Rules, Rules)
+		case c.ev.Log.Rules <= c.l.Rules || c.ev.Log.Rules < RulesGoverned || c.ev.Log.Rules > Rules:
+			return inconsistent(Conflict, "the log is under rules %d; log.rules adopts %d, this kernel knows up to %d", c.l.Rules, c.ev.Log.Rules, Rules)
 		}
 		return nil
 	})},
@@ -145,7 +145,7 @@ var actorCreatedRule = &rule{
 			if have := c.available(c.actor); rec.Energy > have {
 				return inconsistent(NoEnergy, "%s gives %d energy but has %d available", c.actor.ID, rec.Energy, have)
 			}
-			if c.l.Rules >= Rules && rec.Share > c.actor.Share {
+			if c.l.Rules >= RulesGoverned && rec.Share > c.actor.Share {
 				return refuse(NoEnergy, "%s gives a share of %d but holds %d: a share given away comes from the giver's", c.actor.ID, rec.Share, c.actor.Share)
 			}
 			return nil
@@ -158,7 +158,7 @@ var actorCreatedRule = &rule{
 		rec := *ev.Subject
 		creator := l.Actors[ev.Actor]
 		creator.Balance -= rec.Energy
-		if l.Rules >= Rules {
+		if l.Rules >= RulesGoverned {
 			creator.Share -= rec.Share
 		}
 		a := &Actor{ActorRecord: rec, Status: event.StatusActive, CreatedAt: index, Balance: rec.Energy}

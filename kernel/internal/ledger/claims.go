@@ -69,7 +69,7 @@ func (l *Ledger) Claims(ev *event.Event) []Claim {
 	if ev.Session != "" {
 		c.read(sessionKey(ev.Session))
 	}
-	if r := rules[ev.Kind]; r != nil && r.claims != nil {
+	if r := l.ruleFor(ev); r != nil && r.claims != nil {
 		r.claims(c, ev)
 	}
 	slices.SortFunc(c.cs, func(a, b Claim) int {

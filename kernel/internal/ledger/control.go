@@ -24,7 +24,9 @@ type Control struct {
 	Quarantines map[string]*Quarantine `json:"quarantines"`
 	Sagas       map[string]*Saga       `json:"sagas"`
 	Policies    map[string]*Policy     `json:"policies"`
-	Kills       uint64                 `json:"kills"`
+	// Intents are the open execute intents, keyed by their log index.
+	Intents map[string]*Intent `json:"intents"`
+	Kills   uint64             `json:"kills"`
 
 	descriptorIDs []string // sorted, for a deterministic classification
 }
@@ -33,6 +35,7 @@ func newControl() Control {
 	return Control{
 		Descriptors: map[string]*Descriptor{}, Elevations: map[string]*Elevation{}, Sessions: map[string]*Session{},
 		Quarantines: map[string]*Quarantine{}, Sagas: map[string]*Saga{}, Policies: map[string]*Policy{},
+		Intents: map[string]*Intent{},
 	}
 }
 
@@ -142,7 +145,7 @@ func (l *Ledger) checkRevokes(agent string, ids []string) *Violation {
 // final; logs under RulesLegacy froze it.
 func (l *Ledger) terminate(a *Actor) {
 	switch {
-	case l.Rules >= Rules:
+	case l.Rules >= RulesGoverned:
 		a.Status = event.StatusTerminated
 	case a.Status != event.StatusTerminated:
 		a.Status = event.StatusFrozen
@@ -247,7 +250,7 @@ const MaxQueuedSignals = 32
 // SignalState is the agent's state as signals see it.
 func (l *Ledger) SignalState(a *Actor) signal.AgentState {
 	switch {
-	case a.Status == event.StatusTerminated || (a.Status != event.StatusActive && l.Rules < Rules):
+	case a.Status == event.StatusTerminated || (a.Status != event.StatusActive && l.Rules < RulesGoverned):
 		return signal.Terminated
 	case a.Stopped || a.Status == event.StatusFrozen:
 		return signal.Stopped

@@ -32,7 +32,9 @@ type actionFacts struct {
 	// cost is what the action costs (Def. 4.17) from the exact logged
 	// payload; for an approval, what its hold reserved.
 	cost uint64
-	// payloadErr says why an execute payload breaks §5.6.
+	// execute is an execute's payload as the rules read it; payloadErr
+	// says why it breaks §5.6 (or the form of an intent or result).
+	execute    executePayload
 	payloadErr error
 }
 
@@ -61,11 +63,11 @@ func (c *checker) actionFacts() *actionFacts {
 		}
 	}
 	f.required, f.names = l.Classify(ev.Action.Type, ev.Action.Target)
-	var outputBytes uint64
+	f.cost = l.Energy.Costs.Quote(ev.Action.Type, 0)
 	if ev.Action.Type == event.Execute {
-		outputBytes, f.payloadErr = ExecuteOutputBytes(ev.Action.Payload)
+		f.execute, f.payloadErr = parseExecute(ev.Action.Payload, l.Rules)
+		f.cost = f.execute.cost(l.Energy.Costs)
 	}
-	f.cost = l.Energy.Costs.Quote(ev.Action.Type, outputBytes)
 	if c.isApproval() {
 		if h, ok := l.Holds[ev.Hold.ID]; ok {
 			f.cost = h.Reserved

@@ -55,9 +55,13 @@ const (
 	// rules of the releases before Rules, which checked references, energy
 	// and final states but not every rule the kernel decided by.
 	RulesLegacy = 1
-	// Rules is the version of this release: every rule the log can show is
-	// checked by the fold.
-	Rules = 2
+	// RulesGoverned checks by the fold every rule the kernel decides by.
+	RulesGoverned = 2
+	// RulesIntents adds execute intents and their results (intents.go):
+	// an execute decided, and held, before it runs.
+	RulesIntents = 3
+	// Rules is the version of this release.
+	Rules = RulesIntents
 )
 
 // Ledger is the folded state. Its maps are exported for reading and for
@@ -128,8 +132,8 @@ func (l *Ledger) Check(ev *event.Event, opts Options) error {
 // later is tolerated (counted in tolerated) and the gates go on, so that no
 // inconsistency behind it goes unseen.
 func (l *Ledger) check(ev *event.Event, opts Options, inForce int) (v *Violation, tolerated []*Violation) {
-	r, ok := rules[ev.Kind]
-	if !ok {
+	r := l.ruleFor(ev)
+	if r == nil {
 		return malformed("kind %s has no rule", ev.Kind), nil
 	}
 	c := &checker{l: l, ev: ev, rule: r, opts: opts, at: ev.Time}
@@ -175,7 +179,7 @@ func (l *Ledger) FoldReport(index uint64, ev *event.Event) (tolerated []*Violati
 	if len(tolerated) > 0 {
 		l.Legacy++ // it broke a rule the log had not adopted yet
 	}
-	rules[ev.Kind].apply(l, index, ev)
+	l.ruleFor(ev).apply(l, index, ev)
 	l.Size++
 	l.dirty["meta"] = true
 	return tolerated, nil
@@ -223,9 +227,9 @@ const (
 	Unauthenticated
 )
 
-// refuse is a violation of a rule of this release.
+// refuse is a violation of a rule the fold checks since RulesGoverned.
 func refuse(class Class, format string, args ...any) *Violation {
-	return &Violation{Class: class, Reason: fmt.Sprintf(format, args...), since: Rules}
+	return &Violation{Class: class, Reason: fmt.Sprintf(format, args...), since: RulesGoverned}
 }
 
 // inconsistent is a violation no log may hold at any rules version: a

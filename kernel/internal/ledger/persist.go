@@ -40,6 +40,8 @@ func (l *Ledger) controlObject(kind, id string) (any, bool) {
 		v, ok = l.Sagas[id]
 	case "policy":
 		v, ok = l.Policies[id]
+	case "intent":
+		v, ok = l.Intents[id]
 	}
 	return v, ok
 }
@@ -58,6 +60,8 @@ func (l *Ledger) loadControl(kind, id string, raw []byte) (bool, error) {
 		return true, loadInto(raw, id, l.Sagas)
 	case "policy":
 		return true, loadInto(raw, id, l.Policies)
+	case "intent":
+		return true, loadInto(raw, id, l.Intents)
 	}
 	return false, nil
 }
@@ -72,7 +76,7 @@ func loadInto[T any](raw []byte, id string, m map[string]*T) error {
 }
 
 // Encode returns the stored form of one key of TakeDirty, or false if the
-// key names nothing (never, for keys TakeDirty returned).
+// key names nothing any more (a completed intent): the store deletes it.
 func (l *Ledger) Encode(key string) ([]byte, bool) {
 	var v any
 	kind, id, _ := strings.Cut(key, "/")
@@ -126,6 +130,7 @@ func (l *Ledger) Keys() []string {
 	for prefix, ids := range map[string][]string{
 		"descriptor": mapKeys(l.Descriptors), "elevation": mapKeys(l.Elevations), "session": mapKeys(l.Sessions),
 		"quarantine": mapKeys(l.Quarantines), "saga": mapKeys(l.Sagas), "policy": mapKeys(l.Policies),
+		"intent": mapKeys(l.Intents),
 	} {
 		for _, id := range ids {
 			keys = append(keys, prefix+"/"+id)

@@ -78,7 +78,7 @@ type Draw struct {
 // Draw returns what ev takes from balances and budgets once folded, so
 // that the kernel can hold it while ev is in flight.
 func (l *Ledger) Draw(ev *event.Event) Draw {
-	if r := rules[ev.Kind]; r != nil && r.draw != nil {
+	if r := l.ruleFor(ev); r != nil && r.draw != nil {
 		return r.draw(l, ev)
 	}
 	return Draw{}
