@@ -176,42 +176,21 @@ func (k *kernelTools) waitHold(ctx context.Context, _ *mcp.CallToolRequest, in W
 	}
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	for {
-		holds, err := k.c.Holds(ctx, "")
-		if err != nil && ctx.Err() == nil {
-			return refusal(err), nil, nil
-		}
-		for _, h := range holds {
-			if h.ID != in.HoldID || h.Status == "pending" {
-				continue
-			}
-			out := HoldOutcome{HoldID: h.ID, Status: h.Status, AnsweredBy: h.AnsweredBy, Type: h.Type, Target: h.Target}
-			text := fmt.Sprintf("%s: %s on %s", h.Status, h.Type, h.Target)
-			if h.Status == "approved" {
-				text += " was approved by " + h.AnsweredBy + " and is now logged. You may perform it."
-			} else {
-				text += ". Do not perform it."
-			}
-			return result(text, out), nil, nil
-		}
-		if !holdSeen(holds, in.HoldID) && err == nil {
-			return refusal(fmt.Errorf("no hold %q is visible to you", in.HoldID)), nil, nil
-		}
-		select {
-		case <-ctx.Done():
-			return refusal(fmt.Errorf("hold %s is still waiting for a human after %v; call wait_hold again to keep waiting", in.HoldID, wait)), nil, nil
-		case <-time.After(holdPoll):
-		}
+	h, err := k.c.WaitHold(ctx, in.HoldID, holdPoll)
+	switch {
+	case err != nil && h != nil:
+		return refusal(fmt.Errorf("hold %s is still waiting for a human after %v; call wait_hold again to keep waiting", in.HoldID, wait)), nil, nil
+	case err != nil:
+		return refusal(err), nil, nil
 	}
-}
-
-func holdSeen(holds []api.Hold, id string) bool {
-	for _, h := range holds {
-		if h.ID == id {
-			return true
-		}
+	out := HoldOutcome{HoldID: h.ID, Status: h.Status, AnsweredBy: h.AnsweredBy, Index: h.AnsweredAt, Type: h.Type, Target: h.Target}
+	text := fmt.Sprintf("%s: %s on %s", h.Status, h.Type, h.Target)
+	if h.Status == "approved" {
+		text += fmt.Sprintf(" was approved by %s and is now logged at index %d. You may perform it.", h.AnsweredBy, h.AnsweredAt)
+	} else {
+		text += ". Do not perform it."
 	}
-	return false
+	return result(text, out), nil, nil
 }
 
 // ProofInput is the proof tool's input.

@@ -111,15 +111,17 @@ func (s *Server) routeGovernance() {
 	m.HandleFunc("GET /v1/holds", handle(s, 0, http.StatusOK, func(r *http.Request, viewer *kernel.Actor, _ *none) (any, error) {
 		out := []api.Hold{}
 		for _, h := range s.k.Holds(viewer, r.URL.Query().Get("status")) {
-			c := s.k.HoldContextOf(h)
-			out = append(out, api.Hold{
-				ID: h.ID, Actor: h.Actor, Envelope: h.Envelope, Type: string(h.Action.Type), Target: h.Action.Target,
-				Reserved: h.Reserved, Deadline: h.Deadline.String(), Status: h.Status, RequestedAt: h.RequestedAt,
-				AnsweredBy: h.AnsweredBy, Settled: h.Settled, Session: h.Session, Payload: h.Action.Payload,
-				RuleEnvelope: c.RuleEnvelope, RulePattern: c.RulePattern, Remaining: c.Remaining,
-			})
+			out = append(out, s.holdOut(h))
 		}
 		return out, nil
+	}))
+	m.HandleFunc("GET /v1/holds/{id}", handle(s, 0, http.StatusOK, func(r *http.Request, viewer *kernel.Actor, _ *none) (any, error) {
+		for _, h := range s.k.Holds(viewer, "") {
+			if h.ID == r.PathValue("id") {
+				return s.holdOut(h), nil
+			}
+		}
+		return nil, errors.Join(kernel.ErrNotFound, fmt.Errorf("no hold %q is visible to you", r.PathValue("id")))
 	}))
 	m.HandleFunc("POST /v1/holds/{id}/{decision}", handle(s, small, http.StatusOK, func(r *http.Request, by *kernel.Actor, req *api.HoldAnswer) (any, error) {
 		decision := r.PathValue("decision")
@@ -128,6 +130,16 @@ func (s *Server) routeGovernance() {
 		}
 		return receiptOrErr(s.k.AnswerHold(r.Context(), by, r.PathValue("id"), decision, req.Reason))
 	}))
+}
+
+func (s *Server) holdOut(h kernel.Hold) api.Hold {
+	c := s.k.HoldContextOf(h)
+	return api.Hold{
+		ID: h.ID, Actor: h.Actor, Envelope: h.Envelope, Type: string(h.Action.Type), Target: h.Action.Target,
+		Reserved: h.Reserved, Deadline: h.Deadline.String(), Status: h.Status, RequestedAt: h.RequestedAt,
+		AnsweredBy: h.AnsweredBy, AnsweredAt: h.AnsweredAt, Settled: h.Settled, Session: h.Session, Payload: h.Action.Payload,
+		RuleEnvelope: c.RuleEnvelope, RulePattern: c.RulePattern, Remaining: c.Remaining,
+	}
 }
 
 func receiptOrErr(rc *kernel.Receipt, err error) (any, error) {

@@ -171,7 +171,10 @@ type Hold struct {
 	Status      string `json:"status"`
 	RequestedAt uint64 `json:"requested_at"`
 	AnsweredBy  string `json:"answered_by,omitempty"`
-	Settled     uint64 `json:"settled"`
+	// AnsweredAt is the log index of the answer: for an approval, the
+	// approved action's entry.
+	AnsweredAt uint64 `json:"answered_at,omitempty"`
+	Settled    uint64 `json:"settled"`
 	// Session and Payload are the held action's, as it would be logged.
 	Session string          `json:"session,omitempty"`
 	Payload json.RawMessage `json:"payload,omitempty"`

@@ -306,6 +306,32 @@ func (c *Client) Holds(ctx context.Context, status string) ([]api.Hold, error) {
 	return hs, c.doJSON(ctx, http.MethodGet, path, nil, &hs)
 }
 
+// Hold returns one hold the client's actor may see.
+func (c *Client) Hold(ctx context.Context, id string) (*api.Hold, error) {
+	var h api.Hold
+	return &h, c.doJSON(ctx, http.MethodGet, "v1/holds/"+url.PathEscape(id), nil, &h)
+}
+
+// WaitHold polls a hold every poll until it is no longer pending, and
+// returns it answered (approved, rejected, timed_out or failed); it gives
+// up with ctx.
+func (c *Client) WaitHold(ctx context.Context, id string, poll time.Duration) (*api.Hold, error) {
+	for {
+		h, err := c.Hold(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if h.Status != "pending" {
+			return h, nil
+		}
+		select {
+		case <-ctx.Done():
+			return h, fmt.Errorf("hold %s is still waiting for a human: %w", id, ctx.Err())
+		case <-time.After(poll):
+		}
+	}
+}
+
 // AnswerHold approves or rejects a hold ("approve" or "reject"); the
 // client's actor must be a human allowed to answer it.
 func (c *Client) AnswerHold(ctx context.Context, id, decision, reason string) (*api.Receipt, error) {
