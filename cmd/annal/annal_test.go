@@ -22,7 +22,7 @@ import (
 	"github.com/annal-dev/annal/verifier"
 )
 
-func startServer(t *testing.T) (url, credFile string, k *kernel.Kernel) {
+func startServer(t *testing.T, options ...func(*logserver.Server)) (url, credFile string, k *kernel.Kernel) {
 	t.Helper()
 	cfg := kernel.DefaultConfig(t.TempDir())
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -32,7 +32,11 @@ func startServer(t *testing.T) (url, credFile string, k *kernel.Kernel) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(logserver.New(k, cfg.Logger))
+	ls := logserver.New(k, cfg.Logger)
+	for _, o := range options {
+		o(ls)
+	}
+	srv := httptest.NewServer(ls)
 	t.Cleanup(func() { srv.Close(); k.Close() })
 	return srv.URL, k.RootCredentialPath(), k
 }

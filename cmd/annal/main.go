@@ -6,6 +6,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -13,6 +14,13 @@ import (
 
 func main() {
 	if err := newRootCommand().Execute(); err != nil {
+		var exit *exitError
+		if errors.As(err, &exit) { // annal exec: the command's exit code, or one of its own
+			if exit.msg != "" {
+				fmt.Fprintln(os.Stderr, exit.msg)
+			}
+			os.Exit(exit.code)
+		}
 		msg := err.Error()
 		if !strings.HasPrefix(msg, "annal: ") { // the client's errors name themselves
 			msg = "annal: " + msg

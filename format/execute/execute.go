@@ -8,27 +8,19 @@
 //
 // Its contract:
 //
-//   - Every OID is "sha256:" and the lower-case hex SHA-256 of the bytes
-//     that Canonical… returns; those bytes are RFC 8785 JSON, so the same
+//   - Every OID is blobstore.OID, "sha256:" and the lower-case hex SHA-256,
+//     of the bytes that Canonical… returns; those bytes are RFC 8785 JSON, so the same
 //     call gives the same OID in any language.
 //   - Payloads are built here and checked by the kernel: nothing here
 //     decides whether an intent or a result is allowed.
 package execute
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 
 	"github.com/gowebpki/jcs"
 )
-
-// OID is the content id of b: "sha256:<64 lower-case hex>".
-func OID(b []byte) string {
-	sum := sha256.Sum256(b)
-	return "sha256:" + hex.EncodeToString(sum[:])
-}
 
 // canonical encodes v as RFC 8785 JSON.
 func canonical(v any) ([]byte, error) {
