@@ -96,3 +96,20 @@ func (k *Kernel) PoliciesBinding(actor *Actor) []ledger.Policy {
 	slices.SortFunc(out, func(a, b ledger.Policy) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
+
+// MayEver reports whether actor could ever be allowed t on target: its
+// writable targets and its own policies' blocked actions allow it, whatever
+// its envelopes, energy and ring are now. It is what a tool list shows (an
+// MCP gate hides the tools no envelope could ever allow); every action is
+// still decided by all its gates.
+//
+// With observeNeedsGrant an observe needs a grant too (what a gate in front
+// of a tool server asks: a read-only tool still reads something).
+func (k *Kernel) MayEver(actor *Actor, t event.ActionType, target string, observeNeedsGrant bool) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if v := k.ledger.MayEver(actor.ID, t, target, observeNeedsGrant); v != nil {
+		return denyAt(v.Stage, v.Gate, classOf(v.Class), "%s", v.Reason)
+	}
+	return nil
+}

@@ -108,6 +108,26 @@ func (s *Server) routeGovernance() {
 	m.HandleFunc("POST /v1/envelopes/{id}/revoke", handle(s, small, http.StatusOK, func(r *http.Request, by *kernel.Actor, req *api.HoldAnswer) (any, error) {
 		return receiptOrErr(s.k.RevokeEnvelope(r.Context(), by, r.PathValue("id"), req.Reason))
 	}))
+	m.HandleFunc("POST /v1/actions/may-ever", handle(s, api.MaxMayEver*1200, http.StatusOK, func(r *http.Request, by *kernel.Actor, req *api.MayEverRequest) (any, error) {
+		if len(req.Actions) > api.MaxMayEver {
+			return nil, errors.Join(kernel.ErrInvalid, fmt.Errorf("at most %d actions", api.MaxMayEver))
+		}
+		out := make([]api.MayEver, len(req.Actions))
+		for i, a := range req.Actions {
+			t := event.ActionType(a.Type)
+			if err := (&event.Action{Type: t, Target: a.Target}).Validate(); err != nil {
+				return nil, errors.Join(kernel.ErrInvalid, fmt.Errorf("action %d: %w", i, err))
+			}
+			out[i].Allowed = true
+			var d *kernel.Denial
+			if err := s.k.MayEver(by, t, a.Target, req.ObserveNeedsGrant); errors.As(err, &d) {
+				out[i] = api.MayEver{Gate: d.Gate, Reason: d.Reason}
+			} else if err != nil {
+				return nil, err
+			}
+		}
+		return out, nil
+	}))
 	m.HandleFunc("GET /v1/holds", handle(s, 0, http.StatusOK, func(r *http.Request, viewer *kernel.Actor, _ *none) (any, error) {
 		out := []api.Hold{}
 		for _, h := range s.k.Holds(viewer, r.URL.Query().Get("status")) {

@@ -102,23 +102,24 @@ func TestMCPOverHTTPAndStdio(t *testing.T) {
 	}
 }
 
-// inspectorPath is the official MCP inspector's CLI (npm), which .ci/test
-// installs and names in ANNAL_MCP_INSPECTOR; without it the test skips,
-// unless ANNAL_REQUIRE_BROWSER says this is the full test run.
-func inspectorPath(t *testing.T) string {
+// npmBin is the path of a program from the npm packages .ci/test installs
+// (.ci/npm, named by ANNAL_NPM_BIN): MCP clients and servers no one here
+// wrote. Without them the test skips, unless ANNAL_REQUIRE_BROWSER says
+// this is the full test run.
+func npmBin(t *testing.T, name string) string {
 	t.Helper()
-	if p := os.Getenv("ANNAL_MCP_INSPECTOR"); p != "" {
+	dir := os.Getenv("ANNAL_NPM_BIN")
+	if dir == "" {
+		dir, _ = filepath.Abs("../../.ci/npm/node_modules/.bin")
+	}
+	p := filepath.Join(dir, name)
+	if _, err := os.Stat(p); err == nil {
 		return p
 	}
-	if p, err := filepath.Abs("../../.ci/npm/node_modules/.bin/mcp-inspector"); err == nil {
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-	}
 	if os.Getenv("ANNAL_REQUIRE_BROWSER") != "" {
-		t.Fatal("the MCP inspector is not installed: bash .ci/test installs it")
+		t.Fatalf("%s (npm) is not installed: bash .ci/test installs it", name)
 	}
-	t.Skip("the MCP inspector (npm) is not installed: bash .ci/test installs it")
+	t.Skipf("%s (npm) is not installed: bash .ci/test installs it", name)
 	return ""
 }
 
@@ -126,7 +127,7 @@ func inspectorPath(t *testing.T) string {
 // inspector's CLI, lists the tools and submits an action over annald's
 // /mcp, and reads the agent's history from `annal mcp` over stdio.
 func TestMCPWithTheOfficialInspector(t *testing.T) {
-	inspector := inspectorPath(t)
+	inspector := npmBin(t, "mcp-inspector")
 	d := startDaemon(t, t.TempDir())
 	agentID, cred := mcpAgent(t, d)
 	run := func(args ...string) map[string]any {

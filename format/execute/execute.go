@@ -57,16 +57,34 @@ func CanonicalToolCall(server, tool string, arguments json.RawMessage) ([]byte, 
 	}{arguments, server, tool})
 }
 
-// CanonicalToolResult is the output of an MCP tool call: the JSON result
-// the server answered, without "_meta" (which carries transport details and,
-// after the gate, the receipt).
+// CanonicalToolResult is the output of an MCP tool call: the members of
+// the result the MCP schema defines for it — "content" (absent: []),
+// "structuredContent" (if present and not null) and "isError" (only when
+// true) — so that transport details ("_meta", where the gate puts the
+// receipt, or a protocol's "resultType") never change it, and the agent can
+// recompute it from the result it received.
 func CanonicalToolResult(result json.RawMessage) ([]byte, error) {
 	var members map[string]json.RawMessage
 	if err := json.Unmarshal(result, &members); err != nil || members == nil {
 		return nil, fmt.Errorf("a tool result is a JSON object")
 	}
-	delete(members, "_meta")
-	return canonical(members)
+	out := map[string]json.RawMessage{"content": json.RawMessage(`[]`)}
+	if c, ok := members["content"]; ok && string(c) != "null" {
+		out["content"] = c
+	}
+	if sc, ok := members["structuredContent"]; ok && string(sc) != "null" {
+		out["structuredContent"] = sc
+	}
+	if e, ok := members["isError"]; ok {
+		var isError bool
+		if err := json.Unmarshal(e, &isError); err != nil {
+			return nil, fmt.Errorf("isError is not a boolean")
+		}
+		if isError {
+			out["isError"] = json.RawMessage(`true`)
+		}
+	}
+	return canonical(out)
 }
 
 // Intent is the payload of an intent: input names what will run; about

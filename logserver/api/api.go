@@ -186,6 +186,34 @@ type Hold struct {
 	Remaining    uint64 `json:"remaining"`
 }
 
+// MayEverRequest is the body of POST /v1/actions/may-ever: actions the
+// caller asks about, at most MaxMayEver.
+type MayEverRequest struct {
+	Actions []ActionName `json:"actions"`
+	// ObserveNeedsGrant asks whether observes are granted too (the kernel
+	// logs an observe without a grant; a gate shows a read-only tool only to
+	// an agent granted observe on it).
+	ObserveNeedsGrant bool `json:"observe_needs_grant,omitempty"`
+}
+
+// ActionName is an action's type and target.
+type ActionName struct {
+	Type   string `json:"type"`
+	Target string `json:"target"`
+}
+
+// MayEver answers one action of a MayEverRequest: whether the caller's
+// writable targets and its own policies could ever allow it, and if not,
+// the gate and reason.
+type MayEver struct {
+	Allowed bool   `json:"allowed"`
+	Gate    string `json:"gate,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+}
+
+// MaxMayEver bounds the actions of one MayEverRequest.
+const MaxMayEver = 4096
+
 // HoldAnswer is the body of POST /v1/holds/{id}/approve and .../reject.
 type HoldAnswer struct {
 	Reason string `json:"reason,omitempty"`

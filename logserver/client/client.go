@@ -306,6 +306,14 @@ func (c *Client) Holds(ctx context.Context, status string) ([]api.Hold, error) {
 	return hs, c.doJSON(ctx, http.MethodGet, path, nil, &hs)
 }
 
+// MayEver asks which of actions the client's actor could ever be allowed
+// (its writable targets and its own policies' blocked actions), in order;
+// with observeNeedsGrant, observes need a grant too.
+func (c *Client) MayEver(ctx context.Context, actions []api.ActionName, observeNeedsGrant bool) ([]api.MayEver, error) {
+	var out []api.MayEver
+	return out, c.doJSON(ctx, http.MethodPost, "v1/actions/may-ever", api.MayEverRequest{Actions: actions, ObserveNeedsGrant: observeNeedsGrant}, &out)
+}
+
 // Hold returns one hold the client's actor may see.
 func (c *Client) Hold(ctx context.Context, id string) (*api.Hold, error) {
 	var h api.Hold

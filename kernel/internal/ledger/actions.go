@@ -342,6 +342,48 @@ func checkPolicy(c *checker) *Violation {
 	return nil
 }
 
+// MayEver says why actor could never be allowed t on target — outside its
+// writable targets, a privileged target, or an action its own policies block
+// by name — or nil if some envelope, budget and ring could allow it. What
+// depends on the moment (envelopes, energy, ring, rate, holds) and on the
+// payload (policy patterns) is left to the gates.
+//
+// With observeNeedsGrant an observe also needs a grant: an MCP gate's
+// read-only tool is shown only to an agent granted observe on it.
+func (l *Ledger) MayEver(actorID string, t event.ActionType, target string, observeNeedsGrant bool) *Violation {
+	a, ok := l.Actors[actorID]
+	if !ok {
+		return inconsistent(NotFound, "actor %s does not exist", actorID)
+	}
+	c := &checker{l: l, ev: &event.Event{Kind: event.KindAction, Actor: actorID, Action: &event.Action{Type: t, Target: target}}, actor: a}
+	v := checkBoundary(c)
+	if v == nil && observeNeedsGrant && t == event.Observe && !a.IsHuman() && !Allows(a.Grants, target, t) {
+		v = refuse(Forbidden, "observe on %s is outside %s's grants", target, a.ID)
+	}
+	if v != nil {
+		v.Stage, v.Gate = StageValidate, GateBoundary
+		return v
+	}
+	if a.IsHuman() || len(a.Policies) == 0 {
+		return nil
+	}
+	_, names := l.Classify(t, target)
+	for _, name := range a.Policies {
+		p, ok := l.compiled[name]
+		var v *Violation
+		if !ok {
+			v = refuse(Forbidden, "policy %s: not defined (fail closed)", name)
+		} else if pv := p.Check(names, nil); pv != nil && pv.Rule == policy.RuleBlockedAction {
+			v = refuse(Forbidden, "%v", pv)
+		}
+		if v != nil {
+			v.Stage, v.Gate = StageValidate, GatePolicy
+			return v
+		}
+	}
+	return nil
+}
+
 // MustHold reports whether an action of type t on target under chain waits
 // for a human: a hold rule of the envelope or of an ancestor matches it
 // (Def. 4.19–4.20).
