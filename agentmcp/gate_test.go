@@ -286,4 +286,3 @@ func percentiles(ds []time.Duration) (p50, p99 time.Duration) {
 	slices.Sort(s)
 	return s[len(s)/2], s[min(len(s)-1, len(s)*99/100)]
 }
-
