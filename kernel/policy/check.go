@@ -10,6 +10,9 @@ import (
 const (
 	RuleBlockedAction  = "blocked_action"
 	RuleBlockedPattern = "blocked_pattern"
+	// RuleToolNotAllowed: a tool of an MCP server the policy lists allowed
+	// tools of, and not one of them.
+	RuleToolNotAllowed = "tool_not_allowed"
 	// RuleMissingPolicy is Evaluate's answer to a nil policy: it fails
 	// closed rather than skip it.
 	RuleMissingPolicy = "missing_policy"
@@ -20,6 +23,8 @@ type Compiled struct {
 	policy   Policy
 	actions  map[string]struct{}
 	patterns []*regexp.Regexp
+	// tools: server -> its allowed tools (targets mcp/<server>/<tool>).
+	tools map[string]map[string]bool
 }
 
 // Compile validates p and compiles its patterns.
@@ -41,12 +46,23 @@ func Compile(p Policy) (*Compiled, error) {
 		}
 		c.patterns = append(c.patterns, re)
 	}
+	for _, t := range p.AllowedTools {
+		m := allowedTool.FindStringSubmatch(t)
+		if c.tools == nil {
+			c.tools = map[string]map[string]bool{}
+		}
+		if c.tools[m[1]] == nil {
+			c.tools[m[1]] = map[string]bool{}
+		}
+		c.tools[m[1]][m[2]] = true
+	}
 	return c, nil
 }
 
 func clonePolicy(p Policy) Policy {
 	p.BlockedActions = slices.Clone(p.BlockedActions)
 	p.BlockedPatterns = slices.Clone(p.BlockedPatterns)
+	p.AllowedTools = slices.Clone(p.AllowedTools)
 	return p
 }
 
@@ -68,12 +84,19 @@ func (v *Violation) Error() string {
 // Check returns the first rule of c that blocks an action going by
 // actionNames with the given payload, or nil. Names come first, in the order
 // given, each matched exactly and case-sensitively against the blocked
-// actions; then patterns, in the policy's order, case-insensitively on the
-// payload bytes.
+// actions and then against the allowed tools; then patterns, in the
+// policy's order, case-insensitively on the payload bytes.
 func (c *Compiled) Check(actionNames []string, payload []byte) *Violation {
 	for _, name := range actionNames {
 		if _, blocked := c.actions[name]; blocked {
 			return &Violation{Policy: c.policy.Name, Rule: RuleBlockedAction, Detail: fmt.Sprintf("action %q is blocked", name)}
+		}
+	}
+	for _, name := range actionNames {
+		if m := allowedTool.FindStringSubmatch(name); m != nil {
+			if allowed, listed := c.tools[m[1]]; listed && !allowed[m[2]] {
+				return &Violation{Policy: c.policy.Name, Rule: RuleToolNotAllowed, Detail: fmt.Sprintf("tool %q is not among server %s's allowed tools", m[2], m[1])}
+			}
 		}
 	}
 	for i, re := range c.patterns {

@@ -6,10 +6,10 @@
 // A policy is one JSON object:
 //
 //	{"name":"strict","blocked_actions":["shell_exec"],"blocked_patterns":["\\bdrop\\s+table\\b"],
-//	 "audit_all":false,"signal_on_violation":false}
+//	 "audit_all":false,"signal_on_violation":false,"allowed_tools":["mcp/fs/read_text_file"]}
 //
 // Parse is strict. It MUST refuse: more than MaxPolicySize bytes; anything
-// but one JSON object (trailing data included); a key other than the five
+// but one JSON object (trailing data included); a key other than the six
 // above, a key spelt in another case ("Name"), a key given twice; a value
 // of the wrong type. Every key may be left out (a missing list is empty, a
 // missing flag is false), but the name must then still be valid, so "name"
@@ -25,7 +25,11 @@
 //     than MaxPatternSize bytes, an entry given twice, an entry that Go's
 //     regexp (RE2 syntax) does not compile, an entry that turns case folding
 //     off with a flag group such as (?-i) or (?s-i:...), or an entry whose
-//     match can be empty (see below).
+//     match can be empty (see below);
+//   - allowed_tools has more than MaxAllowedTools entries, an entry that is
+//     not mcp/<server>/<tool> (two non-empty segments after "mcp/", no
+//     space or control in the server, no control in the tool), breaks the
+//     rules of a blocked action, or is given twice.
 //
 // # Patterns
 //
@@ -55,8 +59,10 @@
 //
 // Compile turns a valid policy into a *Compiled. Check(actionNames,
 // payload) MUST return a *Violation when any of actionNames is one of the
-// policy's blocked actions, or when any pattern matches the payload, and nil
-// otherwise. Blocked actions are matched exactly, byte for byte and case
+// policy's blocked actions, when any of them is a target mcp/<server>/<tool>
+// of a server the policy lists allowed tools of and the tool is not one of
+// them (AGENTS.md's "tools to allow": the list closes that server, and only
+// that server), or when any pattern matches the payload, and nil otherwise. Blocked actions are matched exactly, byte for byte and case
 // sensitively, like the seed's `action in blocked_actions`: the kernel's
 // action types, action ids and targets are case-sensitive identifiers, so
 // "Delete" is a different action from "delete". A policy author who wants

@@ -24,6 +24,7 @@ func FuzzParse(f *testing.F) {
 		`{"name":"x","blocked_patterns":["(a+)+b"]}`, `{"name":"x","blocked_actions":["\u0000"]}`,
 		`{"name":"x","blocked_actions":null,"blocked_patterns":null}`, `null`, `[]`, `"x"`, ``,
 		`{"name":"x","Name":"y"}`, `{"name":"x","blocked_actionſ":["a"]}`, `{"name":"x","audit_all":true,"AUDIT_ALL":false}`,
+		`{"name":"x","allowed_tools":["mcp/fs/read_file","mcp/fs/write_file"]}`, `{"name":"x","allowed_tools":["mcp/fs"]}`,
 	} {
 		f.Add([]byte(seed), []byte(`aaaaaaaab`))
 	}

@@ -18,6 +18,7 @@ const (
 	MaxActionSize     = 256
 	MaxPatterns       = 64
 	MaxPatternSize    = 512
+	MaxAllowedTools   = 256
 )
 
 // ErrInvalidPolicy is wrapped by every error Parse, Validate and Compile
@@ -35,7 +36,15 @@ type Policy struct {
 	// SignalOnViolation asks the kernel to send SIGPOLICY to an agent whose
 	// action this policy blocks. When false a violation only denies.
 	SignalOnViolation bool `json:"signal_on_violation"`
+	// AllowedTools lists MCP tools as targets mcp/<server>/<tool>: for each
+	// server named, an action on any other mcp/<server>/... target is blocked
+	// (AGENTS.md's "tools to allow"). Servers not named are not affected.
+	AllowedTools []string `json:"allowed_tools,omitempty"`
 }
+
+// allowedTool matches an allowed tool: mcp/<server>/<tool>, each a
+// non-empty segment of printable characters without '/'.
+var allowedTool = regexp.MustCompile(`^mcp/([^/\x00-\x20\x7f]+)/([^/\x00-\x1f\x7f]+)$`)
 
 var (
 	namePattern = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,63}$`)
@@ -108,6 +117,22 @@ func (p Policy) Validate() error {
 			return invalid("policy %s: blocked pattern %d: %q given twice", p.Name, i+1, pat)
 		}
 		seen[pat] = true
+	}
+	if len(p.AllowedTools) > MaxAllowedTools {
+		return invalid("policy %s: %d allowed tools, more than %d", p.Name, len(p.AllowedTools), MaxAllowedTools)
+	}
+	seen = make(map[string]bool, len(p.AllowedTools))
+	for i, t := range p.AllowedTools {
+		if err := checkAction(t); err != nil {
+			return invalid("policy %s: allowed tool %d: %v", p.Name, i+1, err)
+		}
+		if !allowedTool.MatchString(t) {
+			return invalid("policy %s: allowed tool %d: %q is not mcp/<server>/<tool>", p.Name, i+1, t)
+		}
+		if seen[t] {
+			return invalid("policy %s: allowed tool %d: %q given twice", p.Name, i+1, t)
+		}
+		seen[t] = true
 	}
 	return nil
 }

@@ -344,7 +344,7 @@ func checkPolicy(c *checker) *Violation {
 
 // MayEver says why actor could never be allowed t on target — outside its
 // writable targets, a privileged target, or an action its own policies block
-// by name — or nil if some envelope, budget and ring could allow it. What
+// by name (a blocked action, a tool not allowed) — or nil if some envelope, budget and ring could allow it. What
 // depends on the moment (envelopes, energy, ring, rate, holds) and on the
 // payload (policy patterns) is left to the gates.
 //
@@ -373,7 +373,7 @@ func (l *Ledger) MayEver(actorID string, t event.ActionType, target string, obse
 		var v *Violation
 		if !ok {
 			v = refuse(Forbidden, "policy %s: not defined (fail closed)", name)
-		} else if pv := p.Check(names, nil); pv != nil && pv.Rule == policy.RuleBlockedAction {
+		} else if pv := p.Check(names, nil); pv != nil && (pv.Rule == policy.RuleBlockedAction || pv.Rule == policy.RuleToolNotAllowed) {
 			v = refuse(Forbidden, "%v", pv)
 		}
 		if v != nil {
