@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/annal-dev/annal/internal/strictjson"
+	"github.com/annal-dev/annal/kernel/policy"
 	"github.com/annal-dev/annal/logserver/api"
 	"github.com/annal-dev/annal/logserver/client"
 	"github.com/spf13/cobra"
@@ -299,7 +300,7 @@ func policiesCommand(g *globalFlags) *cobra.Command {
 			}
 			return c.SetPolicy(ctx, args[0], raw)
 		})
-	set.Flags().StringVar(&spec, "spec", "", "{\"name\",\"blocked_actions\",\"blocked_patterns\",\"signal_on_violation\"} or @FILE")
+	set.Flags().StringVar(&spec, "spec", "", "{\"name\",\"blocked_actions\",\"blocked_patterns\",\"signal_on_violation\",\"allowed_tools\"} or @FILE")
 	set.Flags().BoolVar(&def, "default", false, "use the Agent OS default policy of this name")
 	var agent, envelope string
 	var detach bool
@@ -310,6 +311,45 @@ func policiesCommand(g *globalFlags) *cobra.Command {
 	attach.Flags().StringVar(&agent, "agent", "", "the agent")
 	attach.Flags().StringVar(&envelope, "envelope", "", "the envelope")
 	attach.Flags().BoolVar(&detach, "detach", false, "unbind instead")
+	var importName, importServer string
+	var dryRun bool
+	importCmd := &cobra.Command{
+		Use:   "import FILE [--name NAME] [--mcp-server NAME] [--dry-run]",
+		Short: "Turn an AGENTS.md file's rules (blocked actions, blocked patterns, allowed tools) into a policy version in the log",
+		Long: `annal policies import reads the list items under an AGENTS.md's "Blocked actions", "Blocked patterns"
+and "Allowed tools" (or "Tools to allow") headings — an item's first ` + "`code span`" + `, else its text — and
+defines them as the policy NAME (default agents-md; a new version if it exists). Allowed tools are
+MCP targets mcp/<server>/<tool> and close that server to every other tool; with --mcp-server a bare
+tool name is taken as that server's (said on stderr). Every other section, and every line of a rule
+section that is not a list item, is reported on stderr and not imported. --dry-run prints the
+policy without defining it. Attach it with annal policies attach NAME --agent AGENT.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			data, err := os.ReadFile(args[0])
+			if err != nil {
+				return err
+			}
+			p, notes, err := policy.ParseAgentsMD(data, importName, importServer)
+			for _, n := range notes {
+				g.notef("annal: %s:%s", args[0], n)
+			}
+			if err != nil {
+				return err
+			}
+			raw, err := json.Marshal(p)
+			if err != nil {
+				return err
+			}
+			if dryRun {
+				return printJSON(cmd.OutOrStdout(), json.RawMessage(raw))
+			}
+			return g.call(cmd, func(ctx context.Context, c *client.Client) (any, error) { return c.SetPolicy(ctx, p.Name, raw) })
+		},
+	}
+	importCmd.Flags().StringVar(&importName, "name", "agents-md", "the policy's name")
+	importCmd.Flags().StringVar(&importServer, "mcp-server", "", "the MCP server (as annal mcp-gate --name) bare tool names belong to")
+	importCmd.Flags().BoolVar(&dryRun, "dry-run", false, "print the policy; define nothing")
+	ps.AddCommand(importCmd)
 	ps.AddCommand(set, attach, leaf(g, "list", "List policies", cobra.NoArgs,
 		func(ctx context.Context, c *client.Client, _ []string) (any, error) { return c.Policies(ctx) }))
 	return ps
