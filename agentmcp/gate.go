@@ -222,7 +222,9 @@ type gatedServer struct {
 	g      *Gate
 	kernel *client.Client
 	server *mcp.Server
-	shown  map[string]bool // tools registered now
+
+	mu    sync.Mutex      // one sync at a time
+	shown map[string]bool // tools registered now
 }
 
 // Server returns an MCP server that serves the upstream server to the agent
@@ -254,6 +256,8 @@ func (g *Gate) Server(ctx context.Context, kernel *client.Client, live bool) (*m
 // sync registers the tools the agent could ever be allowed, and the
 // upstream resources and prompts.
 func (s *gatedServer) sync(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	g := s.g
 	g.mu.Lock()
 	tools, resources, templates, prompts := slices.Clone(g.tools), slices.Clone(g.resources), slices.Clone(g.templates), slices.Clone(g.prompts)

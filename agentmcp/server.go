@@ -58,7 +58,10 @@ func NewServer(c *client.Client, version string) *mcp.Server {
 			"create, mutate (change) or execute (run); target is what it acts on, a '/'-separated path such as " +
 			"workspace/notes.md. Answers the receipt (status committed, the log index, the energy it cost), or " +
 			"status held with a hold_id when a human must approve (then call wait_hold). A refusal is an error " +
-			"naming the rule that refused.",
+			"naming the rule that refused. To run something (execute), submit its intent first — payload " +
+			"{\"phase\":\"intent\",\"input_oid\":\"sha256:<hex of what you will run>\"} — run it only once committed (or " +
+			"approved), then submit the result: payload {\"intent\": <the intent's index>, \"input_oid\", \"output_oid\", " +
+			"\"artifact_hash\", \"exit_code\", \"output_bytes\"} on the same target.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: &closed, OpenWorldHint: &closed},
 	}, k.submit)
 	mcp.AddTool(s, &mcp.Tool{

@@ -389,3 +389,33 @@ func waitListening(t *testing.T, addr string, log *syncBuffer) {
 	}
 	t.Fatalf("nothing listens on %s; its output:\n%s", addr, log)
 }
+
+// annal exec as a process: the exit code is the command's, stdin and
+// stdout pass through, and a denied command never starts (exit 126).
+func TestExecBinaryExitCodesAndPassThrough(t *testing.T) {
+	d := startDaemon(t, t.TempDir())
+	_, cred := gateAgent(t, d, []api.Grant{{Pattern: "exec/**", Actions: []string{"execute"}}}, nil)
+	run := func(stdin string, args ...string) (string, int) {
+		cmd := exec.Command(annalBinary, append([]string{"exec"}, args...)...)
+		cmd.Env = append(os.Environ(), "ANNAL_SERVER="+d.url, "ANNAL_CREDENTIAL="+cred)
+		cmd.Stdin = strings.NewReader(stdin)
+		out, err := cmd.Output()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return string(out), code
+	}
+	if out, code := run("piped in\n", "--", "sh", "-c", "tr a-z A-Z; exit 7"); out != "PIPED IN\n" || code != 7 {
+		t.Errorf("stdout %q, exit %d", out, code)
+	}
+	marker := filepath.Join(t.TempDir(), "ran")
+	if _, code := run("", "--target", "elsewhere/sh", "--", "touch", marker); code != 126 {
+		t.Errorf("a denied command exited %d", code)
+	}
+	if _, err := os.Stat(marker); !os.IsNotExist(err) {
+		t.Errorf("the denied command ran: %v", err)
+	}
+}
