@@ -125,8 +125,14 @@ func ConnectGate(ctx context.Context, t mcp.Transport, cfg GateConfig) (*Gate, e
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	g := &Gate{cfg: cfg}
+	// A list-changed notification can arrive while Connect is still
+	// running: its refresh waits until the session is the Gate's.
+	connected := make(chan struct{})
 	resync := func(ctx context.Context) {
 		go func() {
+			if <-connected; g.upstream == nil {
+				return // the connection failed
+			}
 			if err := g.refresh(context.WithoutCancel(ctx)); err != nil {
 				cfg.Logger.Warn("gate: the upstream server's lists changed but could not be read again", "err", err)
 			}
@@ -139,9 +145,11 @@ func ConnectGate(ctx context.Context, t mcp.Transport, cfg GateConfig) (*Gate, e
 	})
 	cs, err := c.Connect(ctx, t, nil)
 	if err != nil {
+		close(connected)
 		return nil, fmt.Errorf("connect to the upstream MCP server: %w", err)
 	}
 	g.upstream = cs
+	close(connected)
 	if err := g.refresh(ctx); err != nil {
 		cs.Close()
 		return nil, err

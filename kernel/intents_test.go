@@ -49,6 +49,13 @@ func TestExecuteIntentThenResult(t *testing.T) {
 			t.Fatalf("bad result %s: gate %s (%v)", bad.Payload, d.Gate, err)
 		}
 	}
+	// Another agent cannot complete it, even with the same grants.
+	other, _ := g.agent(1000, "tools/**:execute")
+	g.envelope(g.root, EnvelopeRequest{Holder: other.ID, Budget: 1000, Grants: grants("tools/**:execute")})
+	_, err = g.Submit(ctx, other, ActionRequest{Type: event.Execute, Target: "tools/build", Payload: resultPayload(in.Index, oidOf('a'), 0)})
+	if d := denialOf(t, err); d.Gate != ledger.GateIntent {
+		t.Fatalf("another agent's result: %v", err)
+	}
 	res, err := g.Submit(ctx, agent, ActionRequest{Type: event.Execute, Target: "tools/build", Payload: resultPayload(in.Index, oidOf('a'), 2560)})
 	if err != nil || res.Status != StatusCommitted || res.Cost != 10 {
 		t.Fatalf("result: %v %+v", err, res)

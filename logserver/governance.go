@@ -116,7 +116,8 @@ func (s *Server) routeGovernance() {
 		for i, a := range req.Actions {
 			t := event.ActionType(a.Type)
 			if err := (&event.Action{Type: t, Target: a.Target}).Validate(); err != nil {
-				return nil, errors.Join(kernel.ErrInvalid, fmt.Errorf("action %d: %w", i, err))
+				out[i] = api.MayEver{Gate: "form", Reason: err.Error()} // never: no such action can be submitted
+				continue
 			}
 			out[i].Allowed = true
 			var d *kernel.Denial
