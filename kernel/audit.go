@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -75,7 +76,11 @@ type AuditReport struct {
 	// Tolerated are entries written under older rules that break a rule
 	// of a later version the log had not adopted yet.
 	Tolerated []AuditFinding `json:"tolerated,omitempty"`
-	Elapsed   time.Duration  `json:"elapsed_ns"`
+	// OpenIntents are the execute intents with no result at the end of
+	// the replay, by log index: calls that were allowed and whose outcome
+	// was never recorded (or is still running).
+	OpenIntents []uint64      `json:"open_intents,omitempty"`
+	Elapsed     time.Duration `json:"elapsed_ns"`
 }
 
 // AuditFinding is an entry and the rule it breaks.
@@ -168,5 +173,9 @@ func Audit(ctx context.Context, src LogSource, verifierKey string) (*AuditReport
 		return nil, fmt.Errorf("the %d entries read hash to root %x, the signed checkpoint says %x: these tiles are not the log it signs", cp.Size, root, cp.Hash)
 	}
 	rep.Rules, rep.Elapsed = l.Rules, time.Since(start)
+	for _, in := range l.Intents {
+		rep.OpenIntents = append(rep.OpenIntents, in.Index)
+	}
+	slices.Sort(rep.OpenIntents)
 	return rep, nil
 }

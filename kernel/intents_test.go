@@ -3,6 +3,7 @@ package kernel
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -139,6 +140,14 @@ func TestExecuteIntentsPersist(t *testing.T) {
 	}
 	if err := g.Close(); err != nil {
 		t.Fatal(err)
+	}
+	key, err := LocalVerifierKey(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Audit(ctx, LocalLog(dir), key)
+	if err != nil || rep.Broken != nil || !slices.Equal(rep.OpenIntents, idx[1:]) {
+		t.Fatalf("audit: %+v %v; want open intents %v", rep, err, idx[1:])
 	}
 	g2 := openGov(t, func(c *Config) { c.DataDir = dir })
 	g2.mu.Lock()

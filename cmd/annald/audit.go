@@ -89,6 +89,9 @@ log.rules entry.`,
 				for _, f := range rep.Tolerated {
 					fmt.Fprintf(out, "annald: tolerated (written under older rules): %v\n", f)
 				}
+				if n := len(rep.OpenIntents); n > 0 {
+					fmt.Fprintf(out, "annald: %d execute intents have no result (allowed, outcome never recorded), first at entry %d\n", n, rep.OpenIntents[0])
+				}
 				if rep.Broken != nil {
 					fmt.Fprintf(out, "annald: BROKEN: %v\n", rep.Broken)
 				}
