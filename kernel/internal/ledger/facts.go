@@ -112,20 +112,13 @@ func (l *Ledger) Classify(t event.ActionType, target string) (ring.Ring, []strin
 // always fits the ledger's integers.
 const MaxOutputBytes = 1 << 40
 
-// ExecuteOutputBytes checks an execute payload (§5.6) — input_oid,
-// output_oid and artifact_hash "sha256:<64 hex>", exit_code an integer of
-// 32 bits, output_bytes (optional) an integer from 0 to MaxOutputBytes —
-// and returns its output_bytes, which the cost depends on. Members are
-// looked up by their exact names in the canonical payload the event
-// carries, so the figure charged is the figure logged.
-func ExecuteOutputBytes(payload json.RawMessage) (uint64, error) {
-	if payload == nil {
-		return 0, fmt.Errorf("execute needs an inline payload with input_oid, output_oid, artifact_hash and exit_code (§5.6)")
-	}
-	var p map[string]json.RawMessage
-	if err := json.Unmarshal(payload, &p); err != nil || p == nil {
-		return 0, fmt.Errorf("execute payload must be a JSON object")
-	}
+// recordFields checks the members of an execute record (§5.6) —
+// input_oid, output_oid and artifact_hash "sha256:<64 hex>", exit_code an
+// integer of 32 bits, output_bytes (optional) an integer from 0 to
+// MaxOutputBytes — and returns its output_bytes, which the cost depends on.
+// Members are looked up by their exact names in the canonical payload the
+// event carries, so the figure charged is the figure logged.
+func recordFields(p map[string]json.RawMessage) (uint64, error) {
 	for _, f := range []string{"input_oid", "output_oid", "artifact_hash"} {
 		var oid string
 		if raw, ok := p[f]; !ok || json.Unmarshal(raw, &oid) != nil || !event.ValidOID(oid) {

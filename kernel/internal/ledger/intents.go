@@ -57,13 +57,14 @@ type executePayload struct {
 // RulesIntents every execute is a §5.6 record.
 func parseExecute(payload json.RawMessage, rules int) (executePayload, error) {
 	var p executePayload
-	if rules < RulesIntents {
-		n, err := ExecuteOutputBytes(payload)
-		p.outputBytes = n
-		return p, err
-	}
 	var m map[string]json.RawMessage
-	if payload != nil && json.Unmarshal(payload, &m) == nil && m != nil {
+	if payload == nil {
+		return p, fmt.Errorf("execute needs an inline payload with input_oid, output_oid, artifact_hash and exit_code (§5.6)")
+	}
+	if err := json.Unmarshal(payload, &m); err != nil || m == nil {
+		return p, fmt.Errorf("execute payload must be a JSON object")
+	}
+	if rules >= RulesIntents {
 		if raw, ok := m["phase"]; ok {
 			return parseIntent(m, raw)
 		}
@@ -75,13 +76,13 @@ func parseExecute(payload json.RawMessage, rules int) (executePayload, error) {
 			p.result, p.of = true, uint64(of)
 		}
 	}
-	n, err := ExecuteOutputBytes(payload)
+	n, err := recordFields(m)
 	if err != nil {
 		return p, err
 	}
 	p.outputBytes = n
 	if p.result {
-		_ = json.Unmarshal(m["input_oid"], &p.inputOID)
+		_ = json.Unmarshal(m["input_oid"], &p.inputOID) // recordFields checked it
 	}
 	return p, nil
 }
@@ -137,15 +138,6 @@ func (l *Ledger) ResultOf(a *event.Action) (*Intent, bool) {
 		return nil, false
 	}
 	return l.Intents[intentKey(p.of)], true
-}
-
-// IsIntent reports whether a is an execute intent under the ledger's rules.
-func (l *Ledger) IsIntent(a *event.Action) bool {
-	if a.Type != event.Execute || l.Rules < RulesIntents {
-		return false
-	}
-	p, _ := parseExecute(a.Payload, l.Rules)
-	return p.intent
 }
 
 func intentKey(index uint64) string { return strconv.FormatUint(index, 10) }
