@@ -52,6 +52,9 @@ type KillReason = killswitch.Reason
 type Config struct {
 	// DataDir is the data folder; it is created on first start.
 	DataDir string
+	// Storage is where the log lives: the zero Storage is the data folder
+	// (POSIX); Storage.AWS puts it in a database and an S3 bucket.
+	Storage Storage
 	// Origin names the log on first start; "" generates one. A later start
 	// with a different non-empty origin fails.
 	Origin string

@@ -106,29 +106,6 @@ func Open(cfg Config) (_ *Kernel, err error) {
 	if err := checkPrivateMode(dir.RootCredentialPath()); err != nil && !errors.Is(err, os.ErrNotExist) {
 		cfg.Logger.Warn("the root credential is not private", "err", err)
 	}
-	check, err := checkLog(context.Background(), dir.LogPath(), verifier)
-	if err == nil && check.size > 0 && check.size <= cfg.scrubAtStart() && !cfg.DisableScrub {
-		// A small log is read whole before it is served (tens of ms); a
-		// larger one after, in the background.
-		err = scrubLog(context.Background(), dir.LogPath(), check.size, check.root)
-		check.size = 0
-	}
-	if err != nil {
-		return nil, fmt.Errorf("start-up check of the log: %w", err)
-	}
-	cache, err := openCheckedState(dir, cfg.Logger)
-	if err != nil {
-		return nil, err
-	}
-	st, led := cache.store, cache.ledger
-	defer func() {
-		if err != nil {
-			st.close()
-		}
-	}()
-	if check.tempFiles > 0 {
-		cfg.Logger.Info("removed temporary files that interrupted writes left in the log folder", "count", check.tempFiles)
-	}
 	var witnesses *witnessWatch
 	if len(cfg.WitnessPolicy) > 0 {
 		if err := checkPolicyLog(cfg.WitnessPolicy, dir.VerifierKey); err != nil {
@@ -136,10 +113,54 @@ func Open(cfg Config) (_ *Kernel, err error) {
 		}
 		witnesses = newWitnessWatch(dir.Origin, dir.VerifierKey, cfg.Logger, cfg.Now)
 	}
-	l, err := openTileLog(dir.LogPath(), signer, verifier, cfg, witnesses)
-	if err != nil {
-		return nil, err
+	var check *logCheck
+	var l *tileLog
+	var cache *stateCache
+	if cfg.Storage.onDisk() {
+		// The data folder's log is checked before Tessera opens it.
+		check, err = checkLog(context.Background(), dir.LogPath(), verifier)
+		if err == nil && check.size > 0 && check.size <= cfg.scrubAtStart() && !cfg.DisableScrub {
+			// A small log is read whole before it is served (tens of ms); a
+			// larger one after, in the background.
+			err = scrubLog(context.Background(), dir.LogPath(), check.size, check.root)
+			check.size = 0
+		}
+		if err != nil {
+			return nil, fmt.Errorf("start-up check of the log: %w", err)
+		}
+		if check.tempFiles > 0 {
+			cfg.Logger.Info("removed temporary files that interrupted writes left in the log folder", "count", check.tempFiles)
+		}
+		if cache, err = openCheckedState(dir, cfg.Logger, diskLeafAt(dir.LogPath())); err != nil {
+			return nil, err
+		}
+		if l, err = openTileLog(dir.LogPath(), signer, verifier, cfg, witnesses); err != nil {
+			cache.store.close()
+			return nil, err
+		}
+	} else {
+		// A shared log is read through Tessera: its checkpoint must be this
+		// log's before anything is appended to it.
+		check = &logCheck{}
+		if l, err = openTileLog(dir.LogPath(), signer, verifier, cfg, witnesses); err != nil {
+			return nil, err
+		}
+		if err = l.checkOwnLog(context.Background(), dir.Origin); err == nil {
+			cache, err = openCheckedState(dir, cfg.Logger, l.leafAt(context.Background()))
+		}
+		if err != nil {
+			shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_ = l.close(shutdownCtx)
+			return nil, err
+		}
 	}
+	st, led := cache.store, cache.ledger
+	defer func() {
+		if err != nil {
+			st.close()
+		}
+	}()
 	k := &Kernel{
 		cfg: cfg, dir: dir, log: l, witnesses: witnesses, store: st, ledger: led, claims: newClaims(), pending: ledger.NewPending(),
 		ids: map[string]bool{}, logger: cfg.Logger, wakeResume: make(chan struct{}, 1), scrubbed: make(chan struct{}), grown: make(chan struct{}),
@@ -382,7 +403,7 @@ func (k *Kernel) tryResume(ctx context.Context) (done bool, err error) {
 	if k.failed == nil || !k.resumable {
 		return true, nil
 	}
-	check, err := verifyLogEdge(ctx, k.dir.LogPath(), k.log.verifier)
+	size, err := k.logEdge(ctx)
 	if err != nil {
 		k.failed, k.resumable = fmt.Errorf("after a failed append: %w", err), false
 		k.logger.Error("the log is damaged after a failed append; the kernel stops taking writes until an operator looks", "err", err)
@@ -390,19 +411,35 @@ func (k *Kernel) tryResume(ctx context.Context) (done bool, err error) {
 	}
 	before := k.ledger.Size
 	defer k.signalGrowth(before)
-	if err := foldLog(ctx, k.log, k.ledger, check.size, k.indexFolded); err != nil {
+	if err := foldLog(ctx, k.log, k.ledger, size, k.indexFolded); err != nil {
 		k.failed, k.resumable = fmt.Errorf("after a failed append, fold what landed: %w", err), false
 		k.logger.Error("what landed during a failed append cannot be folded; the kernel stops taking writes until an operator looks", "err", err)
 		return true, err
 	}
-	k.logger.Info("the log takes writes again; the kernel resumes", "size", check.size, "after", k.failed)
+	k.logger.Info("the log takes writes again; the kernel resumes", "size", size, "after", k.failed)
 	k.failed, k.resumable = nil, false
-	go func() {
-		if n, err := removeTempFilesOlder(k.dir.LogPath(), time.Minute); err != nil || n > 0 {
-			k.logger.Info("removed temporary files that failed writes left", "count", n, "err", err)
-		}
-	}()
+	if k.cfg.Storage.onDisk() {
+		go func() {
+			if n, err := removeTempFilesOlder(k.dir.LogPath(), time.Minute); err != nil || n > 0 {
+				k.logger.Info("removed temporary files that failed writes left", "count", n, "err", err)
+			}
+		}()
+	}
 	return true, nil
+}
+
+// logEdge is the size of the log as it stands after a failed append: for
+// the data folder's log, after checking its newest files against the
+// signed tree; for a shared log, what Tessera has integrated.
+func (k *Kernel) logEdge(ctx context.Context) (uint64, error) {
+	if !k.cfg.Storage.onDisk() {
+		return k.log.integratedSize(ctx)
+	}
+	check, err := verifyLogEdge(ctx, k.dir.LogPath(), k.log.verifier)
+	if err != nil {
+		return 0, err
+	}
+	return check.size, nil
 }
 
 // scrub checks the whole log below size, in the background after start:
@@ -538,8 +575,10 @@ func (k *Kernel) Close() error {
 	errs := []error{logErr}
 	errs = append(errs, k.persist(), k.store.close())
 	// Tessera has stopped: what a write it gave up on left behind goes.
-	if _, err := removeTempFiles(k.dir.LogPath()); err != nil {
-		errs = append(errs, err)
+	if k.cfg.Storage.onDisk() {
+		if _, err := removeTempFiles(k.dir.LogPath()); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	k.dir.Close()
 	return errors.Join(errs...)
@@ -598,12 +637,24 @@ func (k *Kernel) VerifierKey() string { return k.dir.VerifierKey }
 // RootCredentialPath is where the root credential file is.
 func (k *Kernel) RootCredentialPath() string { return k.dir.RootCredentialPath() }
 
-// LogPath is the folder holding the tlog-tiles tree (and Tessera's private
-// .state folder, which must never be served).
+// Storage is where the log lives.
+func (k *Kernel) Storage() Storage { return k.cfg.Storage }
+
+// LogPath is the folder of a log kept in the data folder (POSIX storage):
+// the tlog-tiles tree and Tessera's private .state folder, which must never
+// be served.
 func (k *Kernel) LogPath() string { return k.dir.LogPath() }
 
-// CheckpointAge is how long ago the published checkpoint was last written.
+// CheckpointAge is how long ago the published checkpoint was last written
+// (for a log in a bucket: since this kernel saw it change).
 func (k *Kernel) CheckpointAge() (time.Duration, error) {
+	if !k.cfg.Storage.onDisk() {
+		changed, err := k.log.checkpointChangedAt(context.Background())
+		if err != nil {
+			return 0, err
+		}
+		return k.cfg.Now().Sub(changed), nil
+	}
 	fi, err := os.Stat(filepath.Join(k.dir.LogPath(), "checkpoint"))
 	if err != nil {
 		return 0, err

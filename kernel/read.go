@@ -120,3 +120,15 @@ func (k *Kernel) ConsistencyProof(ctx context.Context, old, size uint64) ([][32]
 	}
 	return k.log.consistencyProof(ctx, old, size)
 }
+
+// TileBytes returns a hash tile as stored (c2sp.org/tlog-tiles), width p
+// (0: full), from whatever storage holds the log; os.ErrNotExist if it is
+// not there.
+func (k *Kernel) TileBytes(ctx context.Context, level, index uint64, p uint8) ([]byte, error) {
+	return k.log.reader.ReadTile(ctx, level, index, p)
+}
+
+// EntryBundleBytes returns an entry bundle as stored, width p (0: full).
+func (k *Kernel) EntryBundleBytes(ctx context.Context, index uint64, p uint8) ([]byte, error) {
+	return k.log.reader.ReadEntryBundle(ctx, index, p)
+}

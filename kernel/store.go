@@ -16,6 +16,7 @@ import (
 
 	"github.com/annal-dev/annal/kernel/event"
 	"github.com/annal-dev/annal/kernel/internal/ledger"
+	"github.com/transparency-dev/tessera/api"
 	"github.com/transparency-dev/tessera/api/layout"
 	bolt "go.etcd.io/bbolt"
 )
@@ -253,30 +254,27 @@ func readState(db *bolt.DB, path, origin string, damaged func(string, ...any) er
 // against the log (whose newest files checkLog has checked): the entry it
 // says it folded last must be the log's. A state from another history of
 // this origin, or a damaged one, is set aside and the log folded again.
-func openCheckedState(dir *dataDir, logger *slog.Logger) (*stateCache, error) {
+//
+// leafAt returns the log's leaf hash at an index, or ok false when the log
+// has no such entry or it cannot be read (then the fold finds out).
+func openCheckedState(dir *dataDir, logger *slog.Logger, leafAt func(index uint64) (leaf []byte, ok bool)) (*stateCache, error) {
 	cache, err := openStateCache(dir.StatePath(), dir.Origin)
 	if err != nil {
 		return nil, err
 	}
 	if f := cache.folded; f.size > 0 {
-		d := diskLog{root: dir.LogPath()}
-		size, _, err := d.treeState()
-		if err == nil && f.size <= size {
-			last := f.size - 1
-			index := last / layout.TileWidth
-			nodes, _, terr := d.tile(0, index, int(min(size-index*layout.TileWidth, layout.TileWidth)))
-			if terr == nil && !bytes.Equal(nodes[last%layout.TileWidth], f.leaf[:]) {
-				cache.store.close()
-				damage := &DamageError{File: dir.StatePath(), Problem: fmt.Sprintf("it has folded entry %d with leaf hash %x, but the log's entry %d is %x: it is the state of another history", last, f.leaf, last, nodes[last%layout.TileWidth]),
-					Remedy: "it is a cache of the log: annald sets it aside and folds the log again", Repairable: true}
-				if err := os.Rename(dir.StatePath(), dir.StatePath()+".damaged"); err != nil {
-					return nil, err
-				}
-				if cache, err = openStateCache(dir.StatePath(), dir.Origin); err != nil {
-					return nil, err
-				}
-				cache.damaged = damage
+		last := f.size - 1
+		if leaf, ok := leafAt(last); ok && !bytes.Equal(leaf, f.leaf[:]) {
+			cache.store.close()
+			damage := &DamageError{File: dir.StatePath(), Problem: fmt.Sprintf("it has folded entry %d with leaf hash %x, but the log's entry %d is %x: it is the state of another history", last, f.leaf, last, leaf),
+				Remedy: "it is a cache of the log: annald sets it aside and folds the log again", Repairable: true}
+			if err := os.Rename(dir.StatePath(), dir.StatePath()+".damaged"); err != nil {
+				return nil, err
 			}
+			if cache, err = openStateCache(dir.StatePath(), dir.Origin); err != nil {
+				return nil, err
+			}
+			cache.damaged = damage
 		}
 	}
 	switch {
@@ -413,4 +411,41 @@ func foldLog(ctx context.Context, tl *tileLog, l *ledger.Ledger, size uint64, fo
 		}
 	}
 	return nil
+}
+
+// diskLeafAt reads leaf hashes from the data folder's POSIX log.
+func diskLeafAt(logPath string) func(uint64) ([]byte, bool) {
+	return func(i uint64) ([]byte, bool) {
+		d := diskLog{root: logPath}
+		size, _, err := d.treeState()
+		if err != nil || i >= size {
+			return nil, false
+		}
+		index := i / layout.TileWidth
+		nodes, _, err := d.tile(0, index, int(min(size-index*layout.TileWidth, layout.TileWidth)))
+		if err != nil {
+			return nil, false
+		}
+		return nodes[i%layout.TileWidth], true
+	}
+}
+
+// leafAt reads leaf hashes through the log's reader (any storage).
+func (l *tileLog) leafAt(ctx context.Context) func(uint64) ([]byte, bool) {
+	return func(i uint64) ([]byte, bool) {
+		size, err := l.integratedSize(ctx)
+		if err != nil || i >= size {
+			return nil, false
+		}
+		index := i / layout.TileWidth
+		raw, err := l.readTile(ctx, 0, index, layout.PartialTileSize(0, index, size))
+		if err != nil {
+			return nil, false
+		}
+		var t api.HashTile
+		if t.UnmarshalText(raw) != nil || uint64(len(t.Nodes)) <= i%layout.TileWidth {
+			return nil, false
+		}
+		return t.Nodes[i%layout.TileWidth], true
+	}
 }

@@ -21,7 +21,6 @@ import (
 	"github.com/transparency-dev/tessera/api"
 	"github.com/transparency-dev/tessera/api/layout"
 	"github.com/transparency-dev/tessera/client"
-	"github.com/transparency-dev/tessera/storage/posix"
 	"golang.org/x/mod/sumdb/note"
 )
 
@@ -51,29 +50,36 @@ type verifiedCheckpoint struct {
 	logger *slog.Logger
 	mu     sync.Mutex
 	last   *checkpoints.SignedCheckpoint
-	failed time.Time // zero while the latest read verified
+	// changed is when a checkpoint other than last was first seen.
+	changed time.Time
+	failed  time.Time // zero while the latest read verified
 	gaveUp bool      // failing for longer than checkpointGrace
 }
 
 func openTileLog(path string, signer note.Signer, verifier note.Verifier, cfg Config, witnesses *witnessWatch) (*tileLog, error) {
 	ctx, cancel := context.WithCancel(context.Background())
-	pcfg := posix.Config{Path: path}
+	var witnessClient *http.Client
 	if witnesses != nil {
-		pcfg.HTTPClient = &http.Client{Transport: witnesses}
+		witnessClient = &http.Client{Transport: witnesses}
 	}
-	driver, err := posix.New(ctx, pcfg)
+	driver, err := cfg.Storage.driver(ctx, path, witnessClient)
 	if err != nil {
 		cancel()
-		return nil, fmt.Errorf("tessera posix driver: %w", err)
+		return nil, err
+	}
+	gcInterval := cfg.GCInterval
+	if cfg.Storage.onDisk() {
+		// The kernel collects garbage itself (gcLoop), so that Close can
+		// wait for it: Tessera's collector may still be removing files
+		// after its shutdown returns. In a bucket Tessera's own collector
+		// works under a database lock, and a removal cut short is redone.
+		gcInterval = 0
 	}
 	opts := tessera.NewAppendOptions().
 		WithCheckpointSigner(signer).
 		WithBatching(cfg.BatchMaxSize, cfg.BatchMaxAge).
 		WithCheckpointInterval(cfg.CheckpointInterval).
-		// The kernel collects garbage itself (gcLoop), so that Close can
-		// wait for it: Tessera's collector may still be removing files
-		// after its shutdown returns.
-		WithGarbageCollectionInterval(0).
+		WithGarbageCollectionInterval(gcInterval).
 		WithPushback(cfg.MaxOutstanding)
 	if len(cfg.WitnessPolicy) > 0 {
 		group, err := tessera.NewWitnessGroupFromPolicy(cfg.WitnessPolicy)
@@ -93,6 +99,9 @@ func openTileLog(path string, signer note.Signer, verifier note.Verifier, cfg Co
 	if cfg.wrapAdd != nil {
 		add = cfg.wrapAdd(add)
 	}
+	if !cfg.Storage.onDisk() {
+		reader = notFoundReader{reader}
+	}
 	l := &tileLog{
 		group:    newGroupCommitter(add, int(cfg.BatchMaxSize), int(cfg.MaxOutstanding)),
 		reader:   reader,
@@ -105,7 +114,11 @@ func openTileLog(path string, signer note.Signer, verifier note.Verifier, cfg Co
 	}
 	gcCtx, stopGC := context.WithCancel(ctx)
 	l.stopGC = stopGC
-	go l.gcLoop(gcCtx, path, cfg.GCInterval, cfg.Logger)
+	if cfg.Storage.onDisk() {
+		go l.gcLoop(gcCtx, path, cfg.GCInterval, cfg.Logger)
+	} else {
+		close(l.gcDone)
+	}
 	return l, nil
 }
 
@@ -264,6 +277,9 @@ func (v *verifiedCheckpoint) settle(cp *checkpoints.SignedCheckpoint, err error)
 			v.failed, v.gaveUp = time.Time{}, false
 		}
 		if v.last == nil || cp.Size >= v.last.Size {
+			if v.last == nil || !bytes.Equal(v.last.Raw, cp.Raw) {
+				v.changed = v.now()
+			}
 			v.last = cp
 		}
 		return cp, nil
@@ -393,4 +409,31 @@ func toHashes(in [][]byte) ([][sha256.Size]byte, error) {
 		out[i] = [sha256.Size]byte(h)
 	}
 	return out, nil
+}
+
+// checkpointChangedAt reads the published checkpoint and says since when
+// this kernel has seen it unchanged.
+func (l *tileLog) checkpointChangedAt(ctx context.Context) (time.Time, error) {
+	if _, err := l.latestCheckpoint(ctx); err != nil {
+		return time.Time{}, err
+	}
+	l.cp.mu.Lock()
+	defer l.cp.mu.Unlock()
+	return l.cp.changed, nil
+}
+
+// checkOwnLog checks, before anything is appended, that the storage holds
+// this log or none: a published checkpoint must be signed by this log's
+// key, under its origin.
+func (l *tileLog) checkOwnLog(ctx context.Context, origin string) error {
+	raw, err := l.reader.ReadCheckpoint(ctx)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("read the storage's checkpoint: %w", err)
+	}
+	if _, err := checkpoints.OpenCheckpoint(raw, l.verifier); err != nil {
+		return fmt.Errorf("the storage holds a checkpoint this log's key (origin %s) did not sign: it is another log's, so annald writes nothing to it: %w", origin, err)
+	}
+	return nil
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/annal-dev/annal/kernel"
@@ -51,7 +50,8 @@ func (s *Server) handleTile(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	var canonical, full string
+	var canonical string
+	var read func(p uint8) ([]byte, error)
 	var width uint8
 	entries := level == "entries"
 	if entries {
@@ -60,25 +60,30 @@ func (s *Server) handleTile(w http.ResponseWriter, r *http.Request) {
 			http.NotFound(w, r)
 			return
 		}
-		canonical, full, width = layout.EntriesPath(n, p), layout.EntriesPath(n, 0), p
+		canonical, width = layout.EntriesPath(n, p), p
+		read = func(p uint8) ([]byte, error) { return s.k.EntryBundleBytes(r.Context(), n, p) }
 	} else {
 		l, n, p, err := layout.ParseTileLevelIndexPartial(level, index)
 		if err != nil {
 			http.NotFound(w, r)
 			return
 		}
-		canonical, full, width = layout.TilePath(l, n, p), layout.TilePath(l, n, 0), p
+		canonical, width = layout.TilePath(l, n, p), p
+		read = func(p uint8) ([]byte, error) { return s.k.TileBytes(r.Context(), l, n, p) }
 	}
 	if "/"+canonical != r.URL.Path {
 		http.NotFound(w, r)
 		return
 	}
-	data, err := os.ReadFile(filepath.Join(s.k.LogPath(), filepath.FromSlash(canonical)))
+	data, err := read(width)
 	if errors.Is(err, os.ErrNotExist) && width > 0 {
-		data, err = os.ReadFile(filepath.Join(s.k.LogPath(), filepath.FromSlash(full)))
-		if err == nil {
-			data, err = partialOf(data, width, entries)
-		}
+		data, err = read(0)
+	}
+	if err == nil && width > 0 {
+		// The storage may answer with the full tile itself (Tessera's
+		// POSIX reader does once the partial is gone): the partial is its
+		// prefix.
+		data, err = partialOf(data, width, entries)
 	}
 	if errors.Is(err, os.ErrNotExist) {
 		http.NotFound(w, r)
