@@ -21,6 +21,9 @@ const (
 	DefaultBatchMaxSize       = 512
 	DefaultBatchMaxAge        = time.Millisecond
 	DefaultCheckpointInterval = 200 * time.Millisecond
+	// MinAWSCheckpointInterval is Tessera's least checkpoint interval on
+	// its AWS driver.
+	MinAWSCheckpointInterval = time.Second
 	DefaultMaxOutstanding     = 8192
 	DefaultFoldInterval       = time.Second
 	DefaultMaxPendingHolds    = 16
@@ -166,6 +169,8 @@ func (c Config) validate() error {
 		return errors.New("config: batch age must be positive")
 	case c.CheckpointInterval < 100*time.Millisecond:
 		return fmt.Errorf("config: checkpoint interval %v is below Tessera's minimum of 100ms", c.CheckpointInterval)
+	case !c.Storage.onDisk() && c.CheckpointInterval < MinAWSCheckpointInterval:
+		return fmt.Errorf("config: checkpoint interval %v is below Tessera's minimum of %v for a log in a bucket", c.CheckpointInterval, MinAWSCheckpointInterval)
 	case c.GCInterval <= 0:
 		return errors.New("config: the clean-up interval must be positive")
 	case c.MaxOutstanding == 0:

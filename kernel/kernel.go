@@ -196,7 +196,7 @@ func Open(cfg Config) (_ *Kernel, err error) {
 // recover folds the log's tail into the stored ledger and, on a log with
 // no events yet, writes the root credential and appends the genesis event.
 func (k *Kernel) recover(ctx context.Context) error {
-	size, err := k.log.integratedSize(ctx)
+	size, err := k.log.settledSize(ctx)
 	if err != nil {
 		return fmt.Errorf("read log size: %w", err)
 	}

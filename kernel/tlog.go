@@ -337,9 +337,11 @@ func (l *tileLog) readTile(ctx context.Context, level, index uint64, p uint8) ([
 	return l.reader.ReadTile(ctx, level, index, w)
 }
 
-// readEntry returns entry index, which must be below the integrated size.
+// readEntry returns entry index, which must be sequenced: one sequenced but
+// not yet in the tree (Tessera's AWS driver integrates once a second) is
+// waited for.
 func (l *tileLog) readEntry(ctx context.Context, index uint64) ([]byte, error) {
-	size, err := l.reader.IntegratedSize(ctx)
+	size, err := l.waitIntegrated(ctx, index+1)
 	if err != nil {
 		return nil, err
 	}
@@ -436,4 +438,47 @@ func (l *tileLog) checkOwnLog(ctx context.Context, origin string) error {
 		return fmt.Errorf("the storage holds a checkpoint this log's key (origin %s) did not sign: it is another log's, so annald writes nothing to it: %w", origin, err)
 	}
 	return nil
+}
+
+// integrationWait bounds how long a read waits for sequenced entries to
+// reach the tree.
+const integrationWait = 30 * time.Second
+
+// waitIntegrated returns the integrated size once it reaches size, or
+// once every entry sequenced is integrated if fewer than size are
+// sequenced: on the POSIX driver at once (it integrates as it sequences);
+// on the AWS driver within about a second.
+func (l *tileLog) waitIntegrated(ctx context.Context, size uint64) (uint64, error) {
+	integrated, err := l.reader.IntegratedSize(ctx)
+	if err != nil || integrated >= size {
+		return integrated, err
+	}
+	next, err := l.reader.NextIndex(ctx)
+	if err != nil {
+		return 0, err
+	}
+	target := min(size, next)
+	ctx, cancel := context.WithTimeout(ctx, integrationWait)
+	defer cancel()
+	for integrated < target {
+		select {
+		case <-ctx.Done():
+			return integrated, fmt.Errorf("entries up to %d are sequenced but not yet in the tree (it has %d): %w", target, integrated, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+		if integrated, err = l.reader.IntegratedSize(ctx); err != nil {
+			return 0, err
+		}
+	}
+	return integrated, nil
+}
+
+// settledSize is the size of the log once everything sequenced so far is
+// in the tree: what a kernel that starts folds.
+func (l *tileLog) settledSize(ctx context.Context) (uint64, error) {
+	next, err := l.reader.NextIndex(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return l.waitIntegrated(ctx, next)
 }
