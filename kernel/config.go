@@ -24,9 +24,9 @@ const (
 	// MinAWSCheckpointInterval is Tessera's least checkpoint interval on
 	// its AWS driver.
 	MinAWSCheckpointInterval = time.Second
-	DefaultMaxOutstanding     = 8192
-	DefaultFoldInterval       = time.Second
-	DefaultMaxPendingHolds    = 16
+	DefaultMaxOutstanding    = 8192
+	DefaultFoldInterval      = time.Second
+	DefaultMaxPendingHolds   = 16
 	// DefaultGCInterval is how often Tessera removes the partial tiles and
 	// entry bundles that full ones replaced. Each run removes at most ~100
 	// bundles' worth (25,600 entries), so every 500 ms keeps up with 51,200

@@ -53,7 +53,7 @@ type verifiedCheckpoint struct {
 	// changed is when a checkpoint other than last was first seen.
 	changed time.Time
 	failed  time.Time // zero while the latest read verified
-	gaveUp bool      // failing for longer than checkpointGrace
+	gaveUp  bool      // failing for longer than checkpointGrace
 }
 
 func openTileLog(path string, signer note.Signer, verifier note.Verifier, cfg Config, witnesses *witnessWatch) (*tileLog, error) {
