@@ -63,6 +63,7 @@ type daemon struct {
 	url            string
 	origin         string
 	vkey           string
+	storage        string
 	credentialPath string
 	stderr         *syncBuffer
 	exited         chan error
@@ -130,6 +131,8 @@ func tryStartDaemon(dataDir string, args ...string) (*daemon, error) {
 				d.origin = v
 			} else if v, ok := strings.CutPrefix(line, "annald: verifier key "); ok {
 				d.vkey = v
+			} else if v, ok := strings.CutPrefix(line, "annald: storage "); ok {
+				d.storage = v
 			} else if v, ok := strings.CutPrefix(line, "annald: listening on "); ok {
 				d.url = v
 			} else if v, ok := strings.CutPrefix(line, "annald: root credential in "); ok {

@@ -46,6 +46,8 @@ func newRootCommand() *cobra.Command {
 type serveFlags struct {
 	data, listen, origin string
 	checkpointInterval   time.Duration
+	// checkpointIntervalSet: --checkpoint-interval was given.
+	checkpointIntervalSet bool
 	batchSize            uint
 	batchAge             time.Duration
 	logLevel             string
@@ -66,6 +68,7 @@ type serveFlags struct {
 	killTimeout          time.Duration
 	maxConnections       int
 	idleTimeout          time.Duration
+	storage              storageFlags
 }
 
 func newServeCommand() *cobra.Command {
@@ -77,6 +80,7 @@ func newServeCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			f.checkpointIntervalSet = cmd.Flags().Changed("checkpoint-interval")
 			return serve(ctx, f, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
@@ -106,6 +110,7 @@ func newServeCommand() *cobra.Command {
 	fl.StringVar(&f.tlsCert, "tls-cert", "", "PEM certificate file: serve HTTPS (with --tls-key)")
 	fl.StringVar(&f.tlsKey, "tls-key", "", "PEM private key file of --tls-cert")
 	fl.BoolVar(&f.secureCookies, "secure-cookies", false, "mark the console's session cookie Secure even on plain HTTP (behind a TLS-terminating proxy); always on with --tls-cert")
+	f.storage.register(fl)
 	fl.DurationVar(&f.tick, "tick", time.Duration(event.DefaultEnergy.TickMillis)*time.Millisecond, "tick length Δt, in milliseconds or more (first start only)")
 	return cmd
 }
@@ -120,6 +125,14 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 	cfg := kernel.DefaultConfig(f.data)
 	cfg.Origin = f.origin
 	cfg.CheckpointInterval = f.checkpointInterval
+	storage, err := f.storage.config()
+	if err != nil {
+		return err
+	}
+	cfg.Storage = storage
+	if storage.AWS != nil && !f.checkpointIntervalSet {
+		cfg.CheckpointInterval = kernel.MinAWSCheckpointInterval
+	}
 	cfg.BatchMaxSize = f.batchSize
 	cfg.BatchMaxAge = f.batchAge
 	cfg.Logger = logger
@@ -197,6 +210,7 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "annald: log %s\n", k.Origin())
 	fmt.Fprintf(stdout, "annald: verifier key %s\n", k.VerifierKey())
+	fmt.Fprintf(stdout, "annald: storage %s\n", k.Storage())
 	scheme := "http"
 	if f.tlsCert != "" {
 		scheme = "https"

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/pflag"
+
+	"github.com/annal-dev/annal/kernel"
+)
+
+// storageFlags choose where the log lives. Secrets come from the
+// environment (ANNAL_DB_DSN, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY), so
+// that they never show in --help or a process list.
+type storageFlags struct {
+	kind, dsn, bucket, endpoint, region string
+	maxConns                            int
+}
+
+func (s *storageFlags) register(fl *pflag.FlagSet) {
+	fl.StringVar(&s.kind, "storage", "", "where the log lives: posix (the data folder, the default) or aws (a MySQL/MariaDB database and an S3 bucket) (else env ANNAL_STORAGE)")
+	fl.StringVar(&s.dsn, "db-dsn", "", "with --storage aws: the database, user:password@tcp(host:port)/dbname (else env ANNAL_DB_DSN, which keeps the password out of the process list)")
+	fl.StringVar(&s.bucket, "s3-bucket", "", "with --storage aws: the S3 bucket (else env ANNAL_S3_BUCKET)")
+	fl.StringVar(&s.endpoint, "s3-endpoint", "", "with --storage aws: an S3-compatible server's URL, addressed path-style; empty for AWS (else env ANNAL_S3_ENDPOINT)")
+	fl.StringVar(&s.region, "s3-region", "", "with --storage aws: the bucket's region (else env ANNAL_S3_REGION, AWS_REGION; default us-east-1)")
+	fl.IntVar(&s.maxConns, "db-max-conns", 0, "with --storage aws: most database connections (0: no bound)")
+}
+
+func orEnv(v string, names ...string) string {
+	for _, n := range names {
+		if v != "" {
+			return v
+		}
+		v = os.Getenv(n)
+	}
+	return v
+}
+
+// config returns the kernel's storage. S3 credentials are the AWS SDK's
+// default chain (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, a profile, a
+// role).
+func (s *storageFlags) config() (kernel.Storage, error) {
+	switch kind := orEnv(s.kind, "ANNAL_STORAGE"); kind {
+	case "", "posix":
+		return kernel.Storage{}, nil
+	case "aws":
+		a := &kernel.AWSStorage{
+			DSN:          orEnv(s.dsn, "ANNAL_DB_DSN"),
+			Bucket:       orEnv(s.bucket, "ANNAL_S3_BUCKET"),
+			Endpoint:     orEnv(s.endpoint, "ANNAL_S3_ENDPOINT"),
+			Region:       orEnv(s.region, "ANNAL_S3_REGION", "AWS_REGION"),
+			MaxOpenConns: s.maxConns,
+		}
+		switch {
+		case a.DSN == "":
+			return kernel.Storage{}, errors.New("--storage aws needs the database: --db-dsn or ANNAL_DB_DSN (user:password@tcp(host:port)/dbname)")
+		case a.Bucket == "":
+			return kernel.Storage{}, errors.New("--storage aws needs the bucket: --s3-bucket or ANNAL_S3_BUCKET")
+		}
+		return kernel.Storage{AWS: a}, nil
+	default:
+		return kernel.Storage{}, fmt.Errorf("--storage %q: posix or aws", kind)
+	}
+}
