@@ -145,7 +145,13 @@ func Open(cfg Config) (_ *Kernel, err error) {
 		if l, err = openTileLog(dir.LogPath(), signer, verifier, cfg, witnesses); err != nil {
 			return nil, err
 		}
-		if err = l.checkOwnLog(context.Background(), dir.Origin); err == nil {
+		if lease := cfg.Storage.AWS.Lease; lease != nil {
+			err = lease.fence(context.Background())
+		}
+		if err == nil {
+			err = l.checkOwnLog(context.Background(), dir.Origin)
+		}
+		if err == nil {
 			cache, err = openCheckedState(dir, cfg.Logger, l.leafAt(context.Background()))
 		}
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
 	"github.com/transparency-dev/tessera"
+	"github.com/transparency-dev/tessera/api/layout"
 	tesseraaws "github.com/transparency-dev/tessera/storage/aws"
 	"github.com/transparency-dev/tessera/storage/posix"
 )
@@ -45,6 +47,12 @@ type AWSStorage struct {
 	AccessKey, SecretKey string
 	// MaxOpenConns bounds the database connections (0: no bound).
 	MaxOpenConns int
+	// Lease, if set, is the write lease this kernel holds (OpenLease,
+	// Acquire): the kernel installs the fence that refuses any other
+	// kernel's batches, and its own once the lease is lost. Without one,
+	// nothing stops a second kernel on the same storage: annald always
+	// uses one.
+	Lease *Lease
 }
 
 func (s Storage) onDisk() bool { return s.AWS == nil }
@@ -64,20 +72,20 @@ func (s Storage) endpointName() string {
 	return s.AWS.Endpoint
 }
 
-// driver returns the Tessera driver of the storage; logPath is the data
-// folder's log folder (POSIX).
-func (s Storage) driver(ctx context.Context, logPath string, witnessClient *http.Client) (tessera.Driver, error) {
+// driver returns the Tessera driver of the storage, and what wraps the
+// reader Tessera returns; logPath is the data folder's log folder (POSIX).
+func (s Storage) driver(ctx context.Context, logPath string, witnessClient *http.Client) (tessera.Driver, func(tessera.LogReader) tessera.LogReader, error) {
 	if s.AWS == nil {
 		pcfg := posix.Config{Path: logPath, HTTPClient: witnessClient}
 		d, err := posix.New(ctx, pcfg)
 		if err != nil {
-			return nil, fmt.Errorf("tessera posix driver: %w", err)
+			return nil, nil, fmt.Errorf("tessera posix driver: %w", err)
 		}
-		return d, nil
+		return d, func(r tessera.LogReader) tessera.LogReader { return r }, nil
 	}
 	a := s.AWS
 	if a.DSN == "" || a.Bucket == "" {
-		return nil, errors.New("aws storage needs a database DSN and a bucket")
+		return nil, nil, errors.New("aws storage needs a database DSN and a bucket")
 	}
 	region := a.Region
 	if region == "" {
@@ -93,7 +101,7 @@ func (s Storage) driver(ctx context.Context, logPath string, witnessClient *http
 	}
 	sdk, err := config.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("aws sdk config: %w", err)
+		return nil, nil, fmt.Errorf("aws sdk config: %w", err)
 	}
 	// Tessera ignores S3Options without an SDKConfig and panics on an
 	// SDKConfig without S3Options: both are always given.
@@ -103,38 +111,59 @@ func (s Storage) driver(ctx context.Context, logPath string, witnessClient *http
 			o.UsePathStyle = true
 		}
 	}
-	d, err := tesseraaws.New(ctx, tesseraaws.Config{SDKConfig: &sdk, S3Options: s3opts, Bucket: a.Bucket, DSN: a.DSN,
+	dsn := a.DSN
+	if a.Lease != nil {
+		if dsn, err = a.Lease.dsnAs(dsn); err != nil {
+			return nil, nil, err
+		}
+	}
+	d, err := tesseraaws.New(ctx, tesseraaws.Config{SDKConfig: &sdk, S3Options: s3opts, Bucket: a.Bucket, DSN: dsn,
 		MaxOpenConns: a.MaxOpenConns, MaxIdleConns: 4, HTTPClient: witnessClient})
 	if err != nil {
-		return nil, fmt.Errorf("tessera aws driver: %w", err)
+		return nil, nil, fmt.Errorf("tessera aws driver: %w", err)
 	}
-	return d, nil
+	client := s3.NewFromConfig(sdk, s3opts)
+	return d, func(r tessera.LogReader) tessera.LogReader {
+		return bucketReader{LogReader: r, s3: client, bucket: a.Bucket}
+	}, nil
 }
 
-// notFoundReader makes the AWS driver's "no such key" an os.ErrNotExist,
-// as the POSIX driver's missing file is: the kernel falls back from a
-// partial tile the garbage collector removed to the full one on that.
-type notFoundReader struct{ tessera.LogReader }
-
-func (r notFoundReader) ReadCheckpoint(ctx context.Context) ([]byte, error) {
-	b, err := r.LogReader.ReadCheckpoint(ctx)
-	return b, asNotExist(err)
+// bucketReader reads the log's tiles, bundles and checkpoint from its
+// bucket itself, and its sizes through Tessera (from the database). Tessera's
+// own reader loses the S3 error on the way ("no such key" becomes text), so
+// the kernel could not tell a partial tile the collector removed, which it
+// falls back from, from a failure.
+type bucketReader struct {
+	tessera.LogReader
+	s3     *s3.Client
+	bucket string
 }
 
-func (r notFoundReader) ReadTile(ctx context.Context, level, index uint64, p uint8) ([]byte, error) {
-	b, err := r.LogReader.ReadTile(ctx, level, index, p)
-	return b, asNotExist(err)
-}
-
-func (r notFoundReader) ReadEntryBundle(ctx context.Context, index uint64, p uint8) ([]byte, error) {
-	b, err := r.LogReader.ReadEntryBundle(ctx, index, p)
-	return b, asNotExist(err)
-}
-
-func asNotExist(err error) error {
-	var api smithy.APIError
-	if err != nil && !errors.Is(err, os.ErrNotExist) && errors.As(err, &api) && (api.ErrorCode() == "NoSuchKey" || api.ErrorCode() == "NotFound") {
-		return errors.Join(os.ErrNotExist, err)
+func (r bucketReader) get(ctx context.Context, key string) ([]byte, error) {
+	out, err := r.s3.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(r.bucket), Key: aws.String(key)})
+	if err != nil {
+		var api smithy.APIError
+		if errors.As(err, &api) && (api.ErrorCode() == "NoSuchKey" || api.ErrorCode() == "NotFound") {
+			return nil, fmt.Errorf("%s: %w", key, os.ErrNotExist)
+		}
+		return nil, fmt.Errorf("read %s from the bucket: %w", key, err)
 	}
-	return err
+	defer out.Body.Close()
+	return io.ReadAll(io.LimitReader(out.Body, maxObject))
+}
+
+// maxObject bounds an object read: an entry bundle of 256 entries of at
+// most 65,535 bytes each, with their length prefixes.
+const maxObject = 256 * (65535 + 2)
+
+func (r bucketReader) ReadCheckpoint(ctx context.Context) ([]byte, error) {
+	return r.get(ctx, layout.CheckpointPath)
+}
+
+func (r bucketReader) ReadTile(ctx context.Context, level, index uint64, p uint8) ([]byte, error) {
+	return r.get(ctx, layout.TilePath(level, index, p))
+}
+
+func (r bucketReader) ReadEntryBundle(ctx context.Context, index uint64, p uint8) ([]byte, error) {
+	return r.get(ctx, layout.EntriesPath(index, p))
 }

@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -128,4 +129,134 @@ func (k *Kernel) ledgerSize() uint64 {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return k.ledger.Size
+}
+
+// copyKeys gives a new data folder the log's identity (key, origin, root
+// credential) and nothing else: another machine of the same log.
+func copyKeys(t *testing.T, from string) string {
+	t.Helper()
+	to := t.TempDir()
+	for _, f := range []string{signingKeyFileName, verifierKeyName, originFileName, rootCredentialName} {
+		b, err := os.ReadFile(filepath.Join(from, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(to, f), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return to
+}
+
+// Two kernels on one log, each with its own lease: the second waits as a
+// standby; when the first stops renewing (paused past its lease), the
+// second takes over, and the first — still running, as if resumed — can no
+// longer append: the fence refuses its batches inside the database. Every
+// receipt the first gave is below every receipt of the second, and the log
+// folds.
+func TestAWSStorage_LeaseFencesAPausedKernel(t *testing.T) {
+	a := servicestest.NewAWS(t)
+	ctx := context.Background()
+	ttl := 2 * time.Second
+	leaseA, err := OpenLease(ctx, &AWSStorage{DSN: a.DSN}, "kernel-a", ttl, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer leaseA.Close()
+	if err := leaseA.Acquire(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	dirA := t.TempDir()
+	cfgA := awsConfig(t, dirA, a)
+	cfgA.Storage.AWS.Lease = leaseA
+	ka, err := Open(cfgA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ka.Close()
+	rootA := rootOf(t, ka)
+	var fromA []uint64
+	for i := 0; i < 5; i++ {
+		rc, err := ka.Submit(ctx, rootA, ActionRequest{Type: event.Mutate, Target: "workspace/a"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fromA = append(fromA, rc.Index)
+	}
+
+	leaseB, err := OpenLease(ctx, &AWSStorage{DSN: a.DSN}, "kernel-b", ttl, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer leaseB.Close()
+	acquired := make(chan time.Time, 1)
+	var waited []LeaseState
+	go func() {
+		if err := leaseB.Acquire(ctx, func(s LeaseState) { waited = append(waited, s) }); err == nil {
+			acquired <- time.Now()
+		}
+	}()
+	// A stops renewing here: paused. It keeps submitting until B takes over.
+	var tookOver time.Time
+	for tookOver.IsZero() {
+		select {
+		case tookOver = <-acquired:
+		case <-time.After(100 * time.Millisecond):
+			if rc, err := ka.Submit(ctx, rootA, ActionRequest{Type: event.Mutate, Target: "workspace/a"}); err == nil {
+				fromA = append(fromA, rc.Index)
+			}
+		}
+	}
+	if len(waited) == 0 || waited[0].Holder != "kernel-a" {
+		t.Errorf("the standby saw %+v while it waited", waited)
+	}
+	cfgB := awsConfig(t, copyKeys(t, dirA), a)
+	cfgB.Storage.AWS.Lease = leaseB
+	kb, err := Open(cfgB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kb.Close()
+	rootB := rootOf(t, kb)
+	var fromB []uint64
+	for i := 0; i < 5; i++ {
+		// A, resumed, tries too: refused by the fence.
+		if rc, err := ka.Submit(ctx, rootA, ActionRequest{Type: event.Mutate, Target: "workspace/a-after"}); err == nil {
+			t.Fatalf("the kernel that lost its lease appended at %d", rc.Index)
+		}
+		rc, err := kb.Submit(ctx, rootB, ActionRequest{Type: event.Mutate, Target: "workspace/b"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fromB = append(fromB, rc.Index)
+	}
+	if err := leaseA.Renew(ctx); !errors.Is(err, ErrLeaseLost) {
+		t.Fatalf("A renews a lease B holds: %v", err)
+	}
+	if fromA[len(fromA)-1] >= fromB[0] {
+		t.Fatalf("A appended at %v, B from %v: both appended", fromA, fromB)
+	}
+	if diff, err := kb.stateMatchesReplay(ctx); err != nil || len(diff) > 0 {
+		t.Fatalf("B's state differs from a replay: %v %v", diff, err)
+	}
+	// Every receipt A gave is A's entry in the log.
+	for _, i := range fromA {
+		ev := mustEvent(t, kb, i)
+		if ev.Action == nil || ev.Action.Target != "workspace/a" {
+			t.Fatalf("entry %d, acknowledged by A, is %+v", i, ev)
+		}
+	}
+}
+
+func mustEvent(t *testing.T, k *Kernel, index uint64) *event.Event {
+	t.Helper()
+	entry, err := k.Entry(context.Background(), index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := event.Parse(entry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ev
 }

@@ -374,6 +374,12 @@ func (s *store) write(values map[string][]byte, index []indexedEvent, folded fol
 // at a time. Every entry is parsed strictly; parsing (the costly part) runs
 // on all cores, folding in log order on one.
 func foldLog(ctx context.Context, tl *tileLog, l *ledger.Ledger, size uint64, folded ...func(uint64, *event.Event)) error {
+	if l.Size < size {
+		// Sequenced entries reach the tree later on Tessera's AWS driver.
+		if _, err := tl.waitIntegrated(ctx, size); err != nil {
+			return err
+		}
+	}
 	workers := runtime.GOMAXPROCS(0)
 	for l.Size < size {
 		from := l.Size

@@ -62,7 +62,7 @@ func openTileLog(path string, signer note.Signer, verifier note.Verifier, cfg Co
 	if witnesses != nil {
 		witnessClient = &http.Client{Transport: witnesses}
 	}
-	driver, err := cfg.Storage.driver(ctx, path, witnessClient)
+	driver, wrapReader, err := cfg.Storage.driver(ctx, path, witnessClient)
 	if err != nil {
 		cancel()
 		return nil, err
@@ -99,9 +99,7 @@ func openTileLog(path string, signer note.Signer, verifier note.Verifier, cfg Co
 	if cfg.wrapAdd != nil {
 		add = cfg.wrapAdd(add)
 	}
-	if !cfg.Storage.onDisk() {
-		reader = notFoundReader{reader}
-	}
+	reader = wrapReader(reader)
 	l := &tileLog{
 		group:    newGroupCommitter(add, int(cfg.BatchMaxSize), int(cfg.MaxOutstanding)),
 		reader:   reader,
@@ -358,6 +356,14 @@ func (l *tileLog) readEntry(ctx context.Context, index uint64) ([]byte, error) {
 func (l *tileLog) readBundle(ctx context.Context, bundleIndex, size uint64) (*api.EntryBundle, error) {
 	p := layout.PartialTileSize(0, bundleIndex, size)
 	raw, err := l.reader.ReadEntryBundle(ctx, bundleIndex, p)
+	if errors.Is(err, os.ErrNotExist) && p > 0 {
+		// A partial bundle exists only at the sizes the log was integrated
+		// at, and the collector removes it once the bundle is full: the
+		// current, wider one holds the same entries first.
+		if now, serr := l.reader.IntegratedSize(ctx); serr == nil && now > size {
+			raw, err = l.reader.ReadEntryBundle(ctx, bundleIndex, layout.PartialTileSize(0, bundleIndex, now))
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("entry bundle %d: %w", bundleIndex, err)
 	}

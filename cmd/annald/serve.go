@@ -48,27 +48,27 @@ type serveFlags struct {
 	checkpointInterval   time.Duration
 	// checkpointIntervalSet: --checkpoint-interval was given.
 	checkpointIntervalSet bool
-	batchSize            uint
-	batchAge             time.Duration
-	logLevel             string
-	strictDenials        bool
-	noProduction         bool
-	genesisEnergy        uint64
-	energyPerTick        uint64
-	tick                 time.Duration
-	witnessPolicy        string
-	tlsCert, tlsKey      string
-	keepBlobs            bool
-	maxBlob, blobQuota   int64
-	secureCookies        bool
-	witnessTimeout       time.Duration
-	rateLimits           []string
-	noRateLimit          bool
-	killWebhook          string
-	killTimeout          time.Duration
-	maxConnections       int
-	idleTimeout          time.Duration
-	storage              storageFlags
+	batchSize             uint
+	batchAge              time.Duration
+	logLevel              string
+	strictDenials         bool
+	noProduction          bool
+	genesisEnergy         uint64
+	energyPerTick         uint64
+	tick                  time.Duration
+	witnessPolicy         string
+	tlsCert, tlsKey       string
+	keepBlobs             bool
+	maxBlob, blobQuota    int64
+	secureCookies         bool
+	witnessTimeout        time.Duration
+	rateLimits            []string
+	noRateLimit           bool
+	killWebhook           string
+	killTimeout           time.Duration
+	maxConnections        int
+	idleTimeout           time.Duration
+	storage               storageFlags
 }
 
 func newServeCommand() *cobra.Command {
