@@ -67,6 +67,10 @@ type daemon struct {
 	credentialPath string
 	stderr         *syncBuffer
 	exited         chan error
+	// standby: it started as a standby (another kernel holds the write
+	// lease); stdout holds what it printed after it was ready.
+	standby bool
+	stdout  *syncBuffer
 }
 
 // syncBuffer collects a process's stderr for failure messages.
@@ -102,7 +106,7 @@ func startDaemon(t *testing.T, dataDir string, args ...string) *daemon {
 func tryStartDaemon(dataDir string, args ...string) (*daemon, error) {
 	args = append([]string{"serve", "--data", dataDir, "--listen", "127.0.0.1:0", "--checkpoint-interval", "100ms"}, args...)
 	cmd := exec.Command(annaldBinary, args...)
-	d := &daemon{cmd: cmd, stderr: &syncBuffer{}, exited: make(chan error, 1)}
+	d := &daemon{cmd: cmd, stderr: &syncBuffer{}, stdout: &syncBuffer{}, exited: make(chan error, 1)}
 	cmd.Stderr = d.stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -121,13 +125,18 @@ func tryStartDaemon(dataDir string, args ...string) (*daemon, error) {
 		d.exited <- cmd.Wait()
 	}()
 	timeout := time.After(30 * time.Second)
-	for d.credentialPath == "" {
+	for d.credentialPath == "" && !d.standby {
 		select {
 		case line, ok := <-lines:
 			if !ok {
 				return nil, fmt.Errorf("annald exited before it was ready: %v\nstderr:\n%s", <-d.exited, d.stderr)
 			}
-			if v, ok := strings.CutPrefix(line, "annald: log "); ok {
+			if rest, ok := strings.CutPrefix(line, "annald: standby as "); ok {
+				d.standby = true
+				if _, after, ok := strings.Cut(rest, "serving 503 at "); ok {
+					d.url, _, _ = strings.Cut(after, " ")
+				}
+			} else if v, ok := strings.CutPrefix(line, "annald: log "); ok {
 				d.origin = v
 			} else if v, ok := strings.CutPrefix(line, "annald: verifier key "); ok {
 				d.vkey = v
@@ -144,10 +153,36 @@ func tryStartDaemon(dataDir string, args ...string) (*daemon, error) {
 		}
 	}
 	go func() {
-		for range lines { // keep draining so annald never blocks on stdout
+		for line := range lines { // keep draining so annald never blocks on stdout
+			d.stdout.Write([]byte(line + "\n"))
 		}
 	}()
 	return d, nil
+}
+
+// waitActive waits until a standby took the write lease and serves, and
+// returns how long that took.
+func (d *daemon) waitActive(t *testing.T, timeout time.Duration) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for time.Since(start) < timeout {
+		out := d.stdout.String()
+		if i := strings.Index(out, "annald: root credential in "); i >= 0 {
+			for _, line := range strings.Split(out, "\n") {
+				if v, ok := strings.CutPrefix(line, "annald: listening on "); ok {
+					d.url = v
+				} else if v, ok := strings.CutPrefix(line, "annald: verifier key "); ok {
+					d.vkey = v
+				} else if v, ok := strings.CutPrefix(line, "annald: root credential in "); ok {
+					d.credentialPath = v
+				}
+			}
+			return time.Since(start)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("the standby did not take over in %v; stdout:\n%s\nstderr:\n%s", timeout, d.stdout, d.stderr)
+	return 0
 }
 
 // stop ends the process with SIGTERM (a clean shutdown) if it still runs.

@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -69,6 +70,8 @@ type serveFlags struct {
 	maxConnections        int
 	idleTimeout           time.Duration
 	storage               storageFlags
+	leaseHolder           string
+	leaseTTL              time.Duration
 }
 
 func newServeCommand() *cobra.Command {
@@ -111,6 +114,8 @@ func newServeCommand() *cobra.Command {
 	fl.StringVar(&f.tlsKey, "tls-key", "", "PEM private key file of --tls-cert")
 	fl.BoolVar(&f.secureCookies, "secure-cookies", false, "mark the console's session cookie Secure even on plain HTTP (behind a TLS-terminating proxy); always on with --tls-cert")
 	f.storage.register(fl)
+	fl.StringVar(&f.leaseHolder, "lease-holder", "", "with --storage aws: this kernel's name in the write lease (default: host name and a random suffix)")
+	fl.DurationVar(&f.leaseTTL, "lease-ttl", 10*time.Second, "with --storage aws: how long the write lease lasts unrenewed; a standby takes over this long after the active kernel stops")
 	fl.DurationVar(&f.tick, "tick", time.Duration(event.DefaultEnergy.TickMillis)*time.Millisecond, "tick length Δt, in milliseconds or more (first start only)")
 	return cmd
 }
@@ -175,6 +180,50 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer ln.Close()
+	ln = netutil.LimitListener(ln, f.maxConnections)
+	scheme := "http"
+	if f.tlsCert != "" {
+		scheme = "https"
+	}
+	// Requests go to whatever serves now: a standby's answer while it waits
+	// for the write lease, then the kernel's API.
+	var current atomic.Pointer[http.Handler]
+	srv := &http.Server{
+		Handler:           http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*current.Load()).ServeHTTP(w, r) }),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		IdleTimeout:       f.idleTimeout,
+		MaxHeaderBytes:    64 << 10,
+	}
+	errc := make(chan error, 1)
+	serveHTTP := func() {
+		if f.tlsCert != "" {
+			errc <- srv.ServeTLS(ln, f.tlsCert, f.tlsKey)
+		} else {
+			errc <- srv.Serve(ln)
+		}
+	}
+	ctx, lostLease := context.WithCancelCause(ctx)
+	defer lostLease(nil)
+	if cfg.Storage.AWS != nil {
+		lease, err := takeLease(ctx, f, cfg.Storage.AWS, logger, stdout, &current, serveHTTP, scheme+"://"+ln.Addr().String())
+		if err != nil {
+			return err
+		}
+		defer lease.Close()
+		defer func() {
+			rctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			if err := lease.Release(rctx); err != nil {
+				logger.Warn("could not release the write lease; a standby takes it when it expires", "err", err)
+			}
+		}()
+		cfg.Storage.AWS.Lease = lease
+		go lease.Keep(ctx, func(err error) {
+			logger.Error("lost the write lease: another kernel took it; this one stops", "err", err)
+			lostLease(err)
+		})
+	}
 	k, err := kernel.Open(cfg)
 	if err != nil {
 		return err
@@ -184,7 +233,6 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 			logger.Error("close kernel", "err", err)
 		}
 	}()
-	ln = netutil.LimitListener(ln, f.maxConnections)
 	handler := logserver.New(k, logger)
 	if f.secureCookies {
 		handler.SecureCookies()
@@ -201,37 +249,23 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", agentmcp.HTTPHandler(handler, cli.Version()))
 	mux.Handle("/", handler)
-	srv := &http.Server{
-		Handler:           mux,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       60 * time.Second,
-		IdleTimeout:       f.idleTimeout,
-		MaxHeaderBytes:    64 << 10,
-	}
+	var api http.Handler = mux
+	standby := current.Swap(&api) != nil
 	fmt.Fprintf(stdout, "annald: log %s\n", k.Origin())
 	fmt.Fprintf(stdout, "annald: verifier key %s\n", k.VerifierKey())
 	fmt.Fprintf(stdout, "annald: storage %s\n", k.Storage())
-	scheme := "http"
-	if f.tlsCert != "" {
-		scheme = "https"
-	}
 	fmt.Fprintf(stdout, "annald: listening on %s://%s\n", scheme, ln.Addr())
 	fmt.Fprintf(stdout, "annald: overseer console at %s://%s/ui/\n", scheme, ln.Addr())
 	fmt.Fprintf(stdout, "annald: root credential in %s\n", k.RootCredentialPath())
-
-	errc := make(chan error, 1)
-	go func() {
-		if f.tlsCert != "" {
-			errc <- srv.ServeTLS(ln, f.tlsCert, f.tlsKey)
-		} else {
-			errc <- srv.Serve(ln)
-		}
-	}()
+	if !standby {
+		go serveHTTP()
+	}
 	select {
 	case err := <-errc:
 		return err
 	case <-ctx.Done():
 	}
+
 	// A stop takes at most about 5 s in every state: requests in flight get
 	// httpDrain to finish (a long poll is cut), then the kernel gets its
 	// own bound to write what it holds.
@@ -239,6 +273,9 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		srv.Close()
+	}
+	if cause := context.Cause(ctx); errors.Is(cause, kernel.ErrLeaseLost) {
+		return fmt.Errorf("stopped: %w", cause)
 	}
 	return nil
 }

@@ -1,9 +1,20 @@
 package main
 
 import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
 	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -62,4 +73,70 @@ func (s *storageFlags) config() (kernel.Storage, error) {
 	default:
 		return kernel.Storage{}, fmt.Errorf("--storage %q: posix or aws", kind)
 	}
+}
+
+// takeLease opens the write lease of a shared log and waits for it: while
+// another kernel holds it, annald is a standby that answers every request
+// 503 (with Retry-After), says so on stdout once per holder, and takes over
+// once the lease expires.
+func takeLease(ctx context.Context, f serveFlags, a *kernel.AWSStorage, logger *slog.Logger, stdout io.Writer,
+	current *atomic.Pointer[http.Handler], serveHTTP func(), url string) (*kernel.Lease, error) {
+	holder := f.leaseHolder
+	if holder == "" {
+		host, _ := os.Hostname()
+		suffix := make([]byte, 4)
+		rand.Read(suffix)
+		holder = strings.Map(func(r rune) rune {
+			if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '-' {
+				return r
+			}
+			return '-'
+		}, host) + "-" + hex.EncodeToString(suffix)
+		holder = strings.TrimLeft(holder, ".-")
+	}
+	lease, err := kernel.OpenLease(ctx, a, holder, f.leaseTTL, logger)
+	if err != nil {
+		return nil, err
+	}
+	var mu sync.Mutex
+	heldBy := ""
+	var standby http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		by := heldBy
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Retry-After", "1")
+		status := http.StatusServiceUnavailable
+		if r.URL.Path == "/v1/healthz" {
+			status = http.StatusOK // alive, as a standby
+		}
+		w.WriteHeader(status)
+		json.NewEncoder(w).Encode(map[string]any{"ready": false, "standby": true, "lease_holder": by,
+			"reason": "standby: another kernel (" + by + ") holds the write lease; this one takes over when it expires"})
+	})
+	current.Store(&standby)
+	started := false
+	err = lease.Acquire(ctx, func(s kernel.LeaseState) {
+		mu.Lock()
+		changed := s.Holder != heldBy
+		heldBy = s.Holder
+		mu.Unlock()
+		if !started {
+			started = true
+			go serveHTTP()
+			fmt.Fprintf(stdout, "annald: standby as %s, serving 503 at %s until it holds the write lease\n", holder, url)
+		}
+		if changed {
+			fmt.Fprintf(stdout, "annald: standby: the write lease is held by %s (expires in %v)\n", s.Holder, s.ExpiresIn.Round(time.Millisecond))
+		}
+	})
+	if err != nil {
+		lease.Close()
+		return nil, err
+	}
+	if !started {
+		current.Store(nil) // never a standby: the API is served from the start
+	}
+	fmt.Fprintf(stdout, "annald: write lease held as %s\n", holder)
+	return lease, nil
 }

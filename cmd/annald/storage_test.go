@@ -2,13 +2,22 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"math"
+	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/annal-dev/annal/internal/servicestest"
 	"github.com/annal-dev/annal/logserver/api"
+	"github.com/annal-dev/annal/logserver/client"
 	"github.com/annal-dev/annal/verifier"
 )
 
@@ -81,5 +90,163 @@ func TestServeOnAWSStorage(t *testing.T) {
 	out, err := exec.Command(annaldBinary, "audit", "--url", d.url, "--key", "@"+keyFile).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "replayed") {
 		t.Fatalf("annald audit over the bucket-served tiles: %v\n%s", err, out)
+	}
+}
+
+// copyIdentity gives a second machine the log's key, origin and root
+// credential, and nothing else.
+func copyIdentity(t *testing.T, from string) string {
+	t.Helper()
+	to := t.TempDir()
+	for _, f := range []string{"log.key", "log.pub", "origin", "root.credential"} {
+		b, err := os.ReadFile(filepath.Join(from, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(to, f), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return to
+}
+
+// ack is a receipt a kernel gave: the entry it says is at index.
+type ack struct {
+	index uint64
+	leaf  string
+	by    string
+}
+
+// load submits actions as root to url from n clients until stop closes,
+// and sends every receipt it was given.
+func load(t *testing.T, url, cred, by string, n int, stop <-chan struct{}, acks chan<- ack) *sync.WaitGroup {
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := client.New(url, cred)
+			if err != nil {
+				return
+			}
+			c = c.WithHTTPClient(&http.Client{Timeout: 2 * time.Second}).WithRetry(client.RetryPolicy{Attempts: 1})
+			for j := 0; j < 5000; j++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				rc, err := c.Submit(context.Background(), api.ActionRequest{Type: "mutate", Target: "workspace/load"})
+				if err != nil {
+					time.Sleep(20 * time.Millisecond)
+					continue
+				}
+				acks <- ack{rc.Index, rc.LeafHash, by}
+			}
+		}()
+	}
+	return &wg
+}
+
+// checkAcks: every receipt is in the log at its index with its leaf hash,
+// and all of the first kernel's come before all of the second's.
+func checkAcks(t *testing.T, c *client.Client, acks []ack, first, second string) {
+	t.Helper()
+	ctx := context.Background()
+	var lastFirst, firstSecond uint64 = 0, math.MaxUint64
+	for _, a := range acks {
+		entry, err := c.Event(ctx, a.index)
+		if err != nil {
+			t.Fatalf("receipt %d by %s: %v", a.index, a.by, err)
+		}
+		leaf := sha256.Sum256(append([]byte{0}, entry...))
+		if hex.EncodeToString(leaf[:]) != a.leaf {
+			t.Fatalf("receipt %d by %s: the log holds another entry there", a.index, a.by)
+		}
+		switch a.by {
+		case first:
+			lastFirst = max(lastFirst, a.index)
+		case second:
+			firstSecond = min(firstSecond, a.index)
+		}
+	}
+	if lastFirst >= firstSecond {
+		t.Fatalf("%s acknowledged %d after %s's first %d: both appended", first, lastFirst, second, firstSecond)
+	}
+}
+
+// The active kernel is paused (SIGSTOP) under load past its lease: the
+// standby takes over, serves, and when the old kernel is resumed it cannot
+// append (the fence) and stops, saying it lost the lease. Every receipt
+// either gave is in the log; the first kernel's all come before the
+// second's; the log audits clean.
+func TestStandbyTakesOverFromAPausedKernel(t *testing.T) {
+	a := servicestest.NewAWS(t)
+	dirA := t.TempDir()
+	lease := []string{"--lease-ttl", "2s", "--checkpoint-interval", "1s"}
+	active := startAWSDaemon(t, dirA, a, append(lease, "--lease-holder", "kernel-a")...)
+	cred := active.rootCredential(t)
+	standby := startAWSDaemon(t, copyIdentity(t, dirA), a, append(lease, "--lease-holder", "kernel-b")...)
+	if !standby.standby {
+		t.Fatal("the second annald did not start as a standby")
+	}
+	resp, err := http.Get(standby.url + "/v1/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("a standby's readyz: %d", resp.StatusCode)
+	}
+
+	acks := make(chan ack, 100000)
+	stopA := make(chan struct{})
+	loadA := load(t, active.url, cred, "a", 4, stopA, acks)
+	time.Sleep(1500 * time.Millisecond)
+	if err := active.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	paused := time.Now()
+	took := standby.waitActive(t, 60*time.Second)
+	t.Logf("takeover %v after the pause (lease 2s)", time.Since(paused).Round(time.Millisecond))
+	_ = took
+	stopB := make(chan struct{})
+	loadB := load(t, standby.url, cred, "b", 4, stopB, acks)
+	time.Sleep(time.Second)
+	if err := active.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-active.exited:
+		active.exited <- err
+		if err == nil || !strings.Contains(active.stderr.String(), "lost the write lease") {
+			t.Errorf("the resumed kernel exited with %v; stderr:\n%s", err, active.stderr)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the resumed kernel kept running after it lost the lease; stderr:\n%s", active.stderr)
+	}
+	close(stopA)
+	time.Sleep(500 * time.Millisecond)
+	close(stopB)
+	loadA.Wait()
+	loadB.Wait()
+	close(acks)
+	var all []ack
+	byB := 0
+	for a := range acks {
+		all = append(all, a)
+		if a.by == "b" {
+			byB++
+		}
+	}
+	if len(all) == 0 || byB == 0 {
+		t.Fatalf("%d receipts, %d by the new kernel", len(all), byB)
+	}
+	checkAcks(t, standby.client(t, cred), all, "a", "b")
+	keyFile := filepath.Join(t.TempDir(), "log.pub")
+	os.WriteFile(keyFile, []byte(standby.vkey), 0o644)
+	out, err := exec.Command(annaldBinary, "audit", "--url", standby.url, "--key", "@"+keyFile).CombinedOutput()
+	if err != nil {
+		t.Fatalf("annald audit after the takeover: %v\n%s", err, out)
 	}
 }
