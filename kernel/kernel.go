@@ -410,6 +410,9 @@ func (k *Kernel) tryResume(ctx context.Context) (done bool, err error) {
 		return true, nil
 	}
 	size, err := k.logEdge(ctx)
+	if err != nil && !k.cfg.Storage.onDisk() {
+		return false, err // the database or the bucket is away: try again
+	}
 	if err != nil {
 		k.failed, k.resumable = fmt.Errorf("after a failed append: %w", err), false
 		k.logger.Error("the log is damaged after a failed append; the kernel stops taking writes until an operator looks", "err", err)
@@ -436,10 +439,12 @@ func (k *Kernel) tryResume(ctx context.Context) (done bool, err error) {
 
 // logEdge is the size of the log as it stands after a failed append: for
 // the data folder's log, after checking its newest files against the
-// signed tree; for a shared log, what Tessera has integrated.
+// signed tree; for a shared log, everything sequenced, once integrated.
 func (k *Kernel) logEdge(ctx context.Context) (uint64, error) {
 	if !k.cfg.Storage.onDisk() {
-		return k.log.integratedSize(ctx)
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		return k.log.settledSize(ctx)
 	}
 	check, err := verifyLogEdge(ctx, k.dir.LogPath(), k.log.verifier)
 	if err != nil {

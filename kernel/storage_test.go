@@ -2,10 +2,12 @@ package kernel
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -259,4 +261,149 @@ func mustEvent(t *testing.T, k *Kernel, index uint64) *event.Event {
 		t.Fatal(err)
 	}
 	return ev
+}
+
+// loadRun submits actions as root from 4 goroutines until stopped, and
+// keeps every receipt and every failure.
+type loadRun struct {
+	mu       sync.Mutex
+	acks     map[uint64]string // index -> leaf hash
+	failures []error
+	stop     chan struct{}
+	wg       sync.WaitGroup
+}
+
+func startLoad(k *Kernel, root *Actor) *loadRun {
+	l := &loadRun{acks: map[uint64]string{}, stop: make(chan struct{})}
+	for i := 0; i < 4; i++ {
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			for j := 0; j < 100000; j++ {
+				select {
+				case <-l.stop:
+					return
+				default:
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				rc, err := k.Submit(ctx, root, ActionRequest{Type: event.Mutate, Target: "workspace/load"})
+				cancel()
+				l.mu.Lock()
+				if err != nil {
+					l.failures = append(l.failures, err)
+				} else {
+					l.acks[rc.Index] = rc.LeafHash
+				}
+				l.mu.Unlock()
+				if err != nil {
+					time.Sleep(50 * time.Millisecond)
+				}
+			}
+		}()
+	}
+	return l
+}
+
+func (l *loadRun) count() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.acks)
+}
+
+// waitMore waits until n more receipts than before came in.
+func (l *loadRun) waitMore(t *testing.T, k *Kernel, before, n int, within time.Duration) {
+	t.Helper()
+	for deadline := time.Now().Add(within); l.count() < before+n; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no writes for %v (%d receipts before); kernel: %v", within, before, k.Ready())
+		}
+	}
+}
+
+// finish stops the load and checks every receipt against the log and the
+// state against a replay.
+func (l *loadRun) finish(t *testing.T, k *Kernel) {
+	t.Helper()
+	close(l.stop)
+	l.wg.Wait()
+	ctx := context.Background()
+	for index, leaf := range l.acks {
+		entry, err := k.Entry(ctx, index)
+		if err != nil {
+			t.Fatalf("acknowledged entry %d: %v", index, err)
+		}
+		h := event.LeafHash(entry)
+		if hex.EncodeToString(h[:]) != leaf {
+			t.Fatalf("acknowledged entry %d is not in the log", index)
+		}
+	}
+	if diff, err := k.stateMatchesReplay(ctx); err != nil || len(diff) > 0 {
+		t.Fatalf("state differs from a replay: %v %v", diff, err)
+	}
+	for _, f := range l.failures[:min(2, len(l.failures))] {
+		t.Logf("a failed request: %v", f)
+	}
+	t.Logf("%d receipts, %d failures", len(l.acks), len(l.failures))
+}
+
+// openLeased opens a kernel on a with a lease it keeps renewing.
+func openLeased(t *testing.T, a servicestest.AWS, holder string) *Kernel {
+	t.Helper()
+	ctx, stop := context.WithCancel(context.Background())
+	t.Cleanup(stop)
+	lease, err := OpenLease(ctx, &AWSStorage{DSN: a.DSN}, holder, 5*time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lease.Close() })
+	if err := lease.Acquire(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	go lease.Keep(ctx, func(err error) { t.Errorf("lease lost: %v", err) })
+	cfg := awsConfig(t, t.TempDir(), a)
+	cfg.Storage.AWS.Lease = lease
+	k, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { k.Close() })
+	return k
+}
+
+// The database restarts under load: requests meanwhile fail with an error
+// that says so, no acknowledged entry is lost, and the kernel takes writes
+// again by itself once the database is back.
+func TestAWSStorage_DatabaseRestartUnderLoad(t *testing.T) {
+	db := servicestest.StartMariaDB(t)
+	a := servicestest.NewAWSOn(t, db.ServerDSN)
+	k := openLeased(t, a, "kernel-a")
+	l := startLoad(k, rootOf(t, k))
+	time.Sleep(time.Second)
+	db.Stop(t)
+	time.Sleep(2 * time.Second)
+	before := l.count()
+	db.Start(t)
+	l.waitMore(t, k, before, 20, 60*time.Second)
+	if len(l.failures) == 0 {
+		t.Error("no request failed while the database was down")
+	}
+	l.finish(t, k)
+}
+
+// The object store is away for 10 s under load: batches are still
+// sequenced durably in the database (receipts keep coming until Tessera
+// pushes back), the tree catches up once the store is back, and every
+// receipt is in the log.
+func TestAWSStorage_ObjectStoreAwayUnderLoad(t *testing.T) {
+	store := servicestest.StartS3(t)
+	a := servicestest.NewAWSAt(t, "", store.Endpoint)
+	k := openLeased(t, a, "kernel-a")
+	l := startLoad(k, rootOf(t, k))
+	time.Sleep(time.Second)
+	store.Stop(t)
+	time.Sleep(10 * time.Second)
+	before := l.count()
+	store.Start(t)
+	l.waitMore(t, k, before, 20, 60*time.Second)
+	l.finish(t, k)
 }

@@ -250,3 +250,37 @@ func TestStandbyTakesOverFromAPausedKernel(t *testing.T) {
 		t.Fatalf("annald audit after the takeover: %v\n%s", err, out)
 	}
 }
+
+// The active kernel is killed (SIGKILL) under load: the standby takes over
+// once the lease expires, and every receipt the dead kernel gave is in the
+// log it serves.
+func TestStandbyTakesOverFromAKilledKernel(t *testing.T) {
+	a := servicestest.NewAWS(t)
+	dirA := t.TempDir()
+	lease := []string{"--lease-ttl", "2s", "--checkpoint-interval", "1s"}
+	active := startAWSDaemon(t, dirA, a, append(lease, "--lease-holder", "kernel-a")...)
+	cred := active.rootCredential(t)
+	standby := startAWSDaemon(t, copyIdentity(t, dirA), a, append(lease, "--lease-holder", "kernel-b")...)
+	acks := make(chan ack, 100000)
+	stop := make(chan struct{})
+	loadA := load(t, active.url, cred, "a", 8, stop, acks)
+	time.Sleep(1500 * time.Millisecond)
+	active.kill(t)
+	killed := time.Now()
+	standby.waitActive(t, 60*time.Second)
+	t.Logf("takeover %v after the kill (lease 2s)", time.Since(killed).Round(time.Millisecond))
+	close(stop)
+	loadA.Wait()
+	stop = make(chan struct{})
+	loadB := load(t, standby.url, cred, "b", 2, stop, acks)
+	time.Sleep(500 * time.Millisecond)
+	close(stop)
+	loadB.Wait()
+	close(acks)
+	var all []ack
+	for a := range acks {
+		all = append(all, a)
+	}
+	checkAcks(t, standby.client(t, cred), all, "a", "b")
+	t.Logf("%d receipts checked", len(all))
+}

@@ -35,7 +35,26 @@ type AWS struct {
 // NewAWS creates a database and a bucket for t, dropped with it.
 func NewAWS(t testing.TB) AWS {
 	t.Helper()
-	server, endpoint := os.Getenv("ANNAL_TEST_MYSQL_DSN"), os.Getenv("ANNAL_TEST_S3_ENDPOINT")
+	return NewAWSOn(t, "")
+}
+
+// NewAWSOn is NewAWS with the database on server (a ServerDSN), or on the
+// shared server when server is "".
+func NewAWSOn(t testing.TB, server string) AWS {
+	t.Helper()
+	return NewAWSAt(t, server, "")
+}
+
+// NewAWSAt is NewAWS on the given database server and S3 endpoint; ""
+// takes the shared one.
+func NewAWSAt(t testing.TB, server, endpoint string) AWS {
+	t.Helper()
+	if server == "" {
+		server = os.Getenv("ANNAL_TEST_MYSQL_DSN")
+	}
+	if endpoint == "" {
+		endpoint = os.Getenv("ANNAL_TEST_S3_ENDPOINT")
+	}
 	if server == "" || endpoint == "" {
 		if os.Getenv("ANNAL_REQUIRE_SERVICES") != "" {
 			t.Fatal("ANNAL_TEST_MYSQL_DSN and ANNAL_TEST_S3_ENDPOINT are not set: .ci/test starts MariaDB and versitygw (.ci/services)")
