@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"math"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,14 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/transparency-dev/merkle/rfc6962"
+	tapi "github.com/transparency-dev/tessera/api"
+	tclient "github.com/transparency-dev/tessera/client"
+	"github.com/transparency-dev/tessera/fsck"
+	"golang.org/x/mod/sumdb/note"
 
 	"github.com/annal-dev/annal/internal/servicestest"
 	"github.com/annal-dev/annal/logserver/api"
@@ -91,6 +100,51 @@ func TestServeOnAWSStorage(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "replayed") {
 		t.Fatalf("annald audit over the bucket-served tiles: %v\n%s", err, out)
 	}
+
+	// Anyone reads the log straight from the bucket (made public-read, as
+	// DEPLOYING.md says): Tessera's fsck and annald audit pass over it.
+	policy := `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":"*","Action":["s3:GetObject"],"Resource":["arn:aws:s3:::` + a.Bucket + `/*"]}]}`
+	if _, err := a.S3().PutBucketPolicy(ctx, &s3.PutBucketPolicyInput{Bucket: aws.String(a.Bucket), Policy: aws.String(policy)}); err != nil {
+		t.Fatal(err)
+	}
+	bucketURL := a.Endpoint + "/" + a.Bucket + "/"
+	fetcher, err := tclient.NewHTTPFetcher(must(url.Parse(bucketURL)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := note.NewVerifier(d.vkey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := fsck.New(v.Name(), v, fetcher, bundleLeaves, fsck.Opts{N: 2})
+	if err := f.Check(ctx); err != nil {
+		t.Fatalf("Tessera's fsck over the bucket %s: %v", bucketURL, err)
+	}
+	out, err = exec.Command(annaldBinary, "audit", "--url", bucketURL, "--key", "@"+keyFile).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "replayed") {
+		t.Fatalf("annald audit straight from the bucket: %v\n%s", err, out)
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// bundleLeaves parses an entry bundle into its RFC 6962 leaf hashes, for
+// fsck.
+func bundleLeaves(raw []byte) ([][]byte, error) {
+	var b tapi.EntryBundle
+	if err := b.UnmarshalText(raw); err != nil {
+		return nil, err
+	}
+	out := make([][]byte, len(b.Entries))
+	for i, e := range b.Entries {
+		out[i] = rfc6962.DefaultHasher.HashLeaf(e)
+	}
+	return out, nil
 }
 
 // copyIdentity gives a second machine the log's key, origin and root
