@@ -59,7 +59,7 @@ func newCommand() *cobra.Command {
 			return run(cmd.Context(), o, cmd.OutOrStdout())
 		},
 	}
-	f := cmd.Flags()
+	f := cmd.PersistentFlags() // the storage subcommand takes them too
 	f.StringVar(&o.dir, "dir", "", "folder for the logs (default: a temporary folder); use the disk you want measured")
 	f.DurationVar(&o.duration, "duration", 5*time.Second, "length of each throughput phase")
 	f.IntSliceVar(&o.concurrency, "concurrency", []int{1, 64, 512}, "concurrent clients for the throughput phases")
@@ -77,6 +77,7 @@ func newCommand() *cobra.Command {
 	f.IntVar(&o.soak.clients, "soak-clients", 64, "soak: concurrent clients")
 	f.DurationVar(&o.soak.sample, "soak-sample", 10*time.Second, "soak: sampling interval")
 	f.DurationVar(&o.soak.gc, "soak-gc", 0, "soak: Tessera's clean-up interval of partial tiles (0: the kernel's default)")
+	cmd.AddCommand(storageCommand(&o))
 	return cmd
 }
 

@@ -1,0 +1,316 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"text/tabwriter"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	_ "github.com/go-sql-driver/mysql" // the database/sql driver the DSNs name
+	"github.com/spf13/cobra"
+	"k8s.io/klog/v2"
+
+	"github.com/annal-dev/annal/kernel"
+	"github.com/annal-dev/annal/kernel/event"
+	"github.com/annal-dev/annal/logserver/api"
+)
+
+// storageOptions name the servers of the AWS-driver phases: a database
+// server (a DSN without a database, as a user who may create them) and an
+// S3 endpoint; each run gets a new database and bucket. The defaults are
+// what .ci/services start writes to its env file.
+type storageOptions struct {
+	serverDSN, endpoint, accessKey, secretKey string
+	events                                    []int
+	leaseTTL                                  time.Duration
+}
+
+func storageCommand(o *options) *cobra.Command {
+	var so storageOptions
+	cmd := &cobra.Command{
+		Use:   "storage",
+		Short: "POSIX and Tessera's AWS driver side by side: actions/s and receipt p50/p99 at each concurrency, then standby takeover times",
+		Long: `annal-bench storage runs, for each --concurrency, a kernel on the POSIX driver and one on the AWS
+driver (MySQL/MariaDB and an S3 server, a new database and bucket each), interleaved, and prints
+actions/s and receipt latency with the AWS/POSIX ratio. Then, for each --takeover-events, it builds
+a log of that many events on the AWS driver, stops its kernel without releasing the lease, and
+measures a standby with an empty data folder: the wait for the lease to expire, and the fold of the
+whole log from the bucket until it serves. Servers: --db-server (env ANNAL_TEST_MYSQL_DSN) and
+--s3-endpoint (ANNAL_TEST_S3_ENDPOINT) with ANNAL_TEST_S3_ACCESS_KEY/SECRET_KEY: .ci/services start
+writes them.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runStorage(cmd.Context(), *o, so, cmd.OutOrStdout())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&so.serverDSN, "db-server", os.Getenv("ANNAL_TEST_MYSQL_DSN"), "database server DSN, user:password@tcp(host:port)/ (the user creates databases)")
+	f.StringVar(&so.endpoint, "s3-endpoint", os.Getenv("ANNAL_TEST_S3_ENDPOINT"), "S3 server URL (path-style)")
+	so.accessKey, so.secretKey = os.Getenv("ANNAL_TEST_S3_ACCESS_KEY"), os.Getenv("ANNAL_TEST_S3_SECRET_KEY")
+	f.IntSliceVar(&so.events, "takeover-events", []int{100_000}, "log sizes for the takeover phase (0 skips it)")
+	f.DurationVar(&so.leaseTTL, "lease-ttl", 10*time.Second, "the write lease's TTL in the takeover phase")
+	return cmd
+}
+
+// newAWS makes a fresh database and bucket.
+func (so storageOptions) newAWS(ctx context.Context) (*kernel.AWSStorage, error) {
+	suffix := make([]byte, 6)
+	rand.Read(suffix)
+	name := "annalbench" + hex.EncodeToString(suffix)
+	db, err := sql.Open("mysql", so.serverDSN)
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(ctx, "CREATE DATABASE "+name); err != nil {
+		return nil, fmt.Errorf("create database: %w", err)
+	}
+	s3c := s3.New(s3.Options{Region: "us-east-1", BaseEndpoint: aws.String(so.endpoint), UsePathStyle: true,
+		Credentials:                credentials.NewStaticCredentialsProvider(so.accessKey, so.secretKey, ""),
+		RequestChecksumCalculation: aws.RequestChecksumCalculationWhenRequired, ResponseChecksumValidation: aws.ResponseChecksumValidationWhenRequired})
+	if _, err := s3c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(name)}); err != nil {
+		return nil, fmt.Errorf("create bucket: %w", err)
+	}
+	return &kernel.AWSStorage{DSN: strings.TrimSuffix(so.serverDSN, "/") + "/" + name, Bucket: name, Endpoint: so.endpoint,
+		AccessKey: so.accessKey, SecretKey: so.secretKey, MaxOpenConns: 64}, nil
+}
+
+func runStorage(ctx context.Context, o options, so storageOptions, out io.Writer) error {
+	if so.serverDSN == "" || so.endpoint == "" {
+		return errors.New("no database server or S3 endpoint: give --db-server and --s3-endpoint, or run .ci/services start DIR and source DIR/env")
+	}
+	klog.SetOutput(io.Discard)
+	klog.LogToStderr(false)
+	dir, err := os.MkdirTemp(o.dir, "annal-bench-storage")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	fmt.Fprintf(out, "annal-bench storage: POSIX in %s, AWS driver on %s and %s, %v per phase, interleaved\n\n", dir, redactDSN(so.serverDSN), so.endpoint, o.duration)
+	var rows []row
+	run := 0
+	for _, c := range o.concurrency {
+		results := map[string]loadResult{}
+		for _, kind := range []string{"posix", "aws"} {
+			run++
+			cfg := benchConfig(filepath.Join(dir, fmt.Sprintf("%s-%d", kind, run)), o)
+			if kind == "aws" {
+				a, err := so.newAWS(ctx)
+				if err != nil {
+					return err
+				}
+				cfg.Storage = kernel.Storage{AWS: a}
+				cfg.CheckpointInterval = max(cfg.CheckpointInterval, kernel.MinAWSCheckpointInterval)
+			}
+			_, url, cred, stop, err := startKernelWith(cfg)
+			if err != nil {
+				return fmt.Errorf("%s kernel: %w", kind, err)
+			}
+			r, err := measuredLoad(ctx, url, cred, c, o.duration)
+			stop()
+			if err != nil {
+				return fmt.Errorf("%s at %d: %w", kind, c, err)
+			}
+			results[kind] = r
+		}
+		p, a := results["posix"], results["aws"]
+		rows = append(rows,
+			row{fmt.Sprintf("POSIX, %d concurrent", c), fmt.Sprintf("%.0f actions/s", p.rate), fmt.Sprintf("receipt p50 %s, p99 %s", fmtDur(p.p50), fmtDur(p.p99))},
+			row{fmt.Sprintf("AWS driver, %d concurrent", c), fmt.Sprintf("%.0f actions/s", a.rate),
+				fmt.Sprintf("receipt p50 %s, p99 %s; %.2fx POSIX's rate, %.2fx its p50", fmtDur(a.p50), fmtDur(a.p99), a.rate/p.rate, float64(a.p50)/float64(p.p50))})
+	}
+	for _, n := range so.events {
+		if n <= 0 {
+			continue
+		}
+		r, err := takeover(ctx, dir, o, so, n)
+		if err != nil {
+			return fmt.Errorf("takeover at %d events: %w", n, err)
+		}
+		rows = append(rows, r...)
+	}
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "measure\tresult\tnote")
+	fmt.Fprintln(tw, "-------\t------\t----")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", r.name, r.value, r.note)
+	}
+	return tw.Flush()
+}
+
+func redactDSN(dsn string) string {
+	if at := strings.LastIndex(dsn, "@"); at >= 0 {
+		if colon := strings.Index(dsn[:at], ":"); colon >= 0 {
+			return dsn[:colon] + ":…" + dsn[at:]
+		}
+	}
+	return dsn
+}
+
+type loadResult struct {
+	rate     float64
+	p50, p99 time.Duration
+}
+
+// measuredLoad submits from concurrency clients for d and times each
+// receipt.
+func measuredLoad(ctx context.Context, url, cred string, concurrency int, d time.Duration) (loadResult, error) {
+	c, err := newClient(url, cred, concurrency)
+	if err != nil {
+		return loadResult{}, err
+	}
+	var mu sync.Mutex
+	var lat []time.Duration
+	var firstErr atomic.Value
+	rate := closedLoop(concurrency, d, func(i uint64) error {
+		start := time.Now()
+		_, err := c.Submit(ctx, api.ActionRequest{Type: "mutate", Target: fmt.Sprintf("workspace/bench/%d", i), Payload: benchPayload(int(i))})
+		if err != nil {
+			firstErr.CompareAndSwap(nil, err)
+			return err
+		}
+		took := time.Since(start)
+		mu.Lock()
+		lat = append(lat, took)
+		mu.Unlock()
+		return nil
+	})
+	if err, ok := firstErr.Load().(error); ok {
+		return loadResult{}, err
+	}
+	return loadResult{rate: rate, p50: percentile(lat, 50), p99: percentile(lat, 99)}, nil
+}
+
+// takeover builds a log of n events on the AWS driver with a leased kernel,
+// stops it without releasing its lease (as a crash would), and times a
+// standby with an empty data folder until it serves.
+func takeover(ctx context.Context, dir string, o options, so storageOptions, n int) ([]row, error) {
+	a, err := so.newAWS(ctx)
+	if err != nil {
+		return nil, err
+	}
+	leaseA, err := kernel.OpenLease(ctx, a, "bench-a", so.leaseTTL, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer leaseA.Close()
+	if err := leaseA.Acquire(ctx, nil); err != nil {
+		return nil, err
+	}
+	dirA := filepath.Join(dir, fmt.Sprintf("takeover-%d-a", n))
+	cfg := benchConfig(dirA, o)
+	cfg.CheckpointInterval = max(cfg.CheckpointInterval, kernel.MinAWSCheckpointInterval)
+	cfg.DisableProduction = true
+	awsA := *a
+	awsA.Lease = leaseA
+	cfg.Storage = kernel.Storage{AWS: &awsA}
+	k, err := kernel.Open(cfg)
+	if err != nil {
+		return nil, err
+	}
+	root, err := rootActor(k)
+	if err != nil {
+		return nil, err
+	}
+	keep, stopKeep := context.WithCancel(ctx)
+	defer stopKeep()
+	go leaseA.Keep(keep, func(error) {})
+	start := time.Now()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var firstErr atomic.Value
+	for w := 0; w < 256; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for next.Add(1) <= int64(n) {
+				if _, err := k.Submit(ctx, root, kernel.ActionRequest{Type: event.Mutate, Target: "workspace/takeover"}); err != nil {
+					firstErr.CompareAndSwap(nil, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err, ok := firstErr.Load().(error); ok {
+		k.Close()
+		return nil, err
+	}
+	built := time.Since(start)
+	// The active kernel stops renewing, then stops, keeping its lease: a
+	// crash. The standby starts the moment it stopped renewing.
+	stopKeep()
+	stopped := time.Now()
+	if err := k.Close(); err != nil {
+		return nil, err
+	}
+	dirB := filepath.Join(dir, fmt.Sprintf("takeover-%d-b", n))
+	if err := os.MkdirAll(dirB, 0o700); err != nil {
+		return nil, err
+	}
+	for _, f := range []string{"log.key", "log.pub", "origin", "root.credential"} {
+		b, err := os.ReadFile(filepath.Join(dirA, f))
+		if err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(filepath.Join(dirB, f), b, 0o600); err != nil {
+			return nil, err
+		}
+	}
+	leaseB, err := kernel.OpenLease(ctx, a, "bench-b", so.leaseTTL, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer leaseB.Close()
+	if err := leaseB.Acquire(ctx, nil); err != nil {
+		return nil, err
+	}
+	leased := time.Now()
+	cfgB := benchConfig(dirB, o)
+	cfgB.CheckpointInterval = cfg.CheckpointInterval
+	cfgB.DisableProduction = true
+	awsB := *a
+	awsB.Lease = leaseB
+	cfgB.Storage = kernel.Storage{AWS: &awsB}
+	kb, err := kernel.Open(cfgB)
+	if err != nil {
+		return nil, err
+	}
+	serving := time.Now()
+	infoB, err := kb.Info(ctx)
+	kb.Close()
+	if err != nil {
+		return nil, err
+	}
+	folded := infoB.Size
+	if folded < uint64(n) {
+		return nil, fmt.Errorf("the standby serves %d events, the kernel before it logged %d", folded, n)
+	}
+	fold := serving.Sub(leased)
+	return []row{
+		{fmt.Sprintf("takeover of a %d-event log (lease %v)", folded, so.leaseTTL), fmtDur(serving.Sub(stopped)),
+			fmt.Sprintf("lease wait %s + fold %s (%.0f events/s) from an empty data folder; log built at %.0f events/s",
+				fmtDur(leased.Sub(stopped)), fmtDur(fold), float64(folded)/fold.Seconds(), float64(n)/built.Seconds())},
+	}, nil
+}
+
+func rootActor(k *kernel.Kernel) (*kernel.Actor, error) {
+	raw, err := os.ReadFile(k.RootCredentialPath())
+	if err != nil {
+		return nil, err
+	}
+	return k.Authenticate(strings.TrimSpace(string(raw)))
+}
