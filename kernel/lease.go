@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
+	"strconv"
 	"sync"
 	"time"
 
@@ -18,6 +19,10 @@ import (
 // be sequenced. The lease is a row in the log's database whose expiry the
 // database's own clock sets, so the kernels' clocks do not matter; the
 // holder renews it every TTL/3, a standby takes it only once it expired.
+//
+// A kernel paused inside a transaction holds its locks until the database
+// drops its silent connection (wait_timeout, a few lease lifetimes): the
+// standby then takes over.
 //
 // Fencing: a trigger on Tessera's Seq table refuses, inside the very
 // transaction that sequences a batch, a batch from a connection whose
@@ -242,5 +247,15 @@ func (l *Lease) dsnAs(dsn string) (string, error) {
 		c.Params = map[string]string{}
 	}
 	c.Params["@annal_holder"] = "'" + l.holder + "'"
+	// A kernel paused in the middle of a transaction (SIGSTOP, a stalled
+	// VM) would hold its row locks for as long as its connection lives,
+	// and a standby could neither take the lease nor sequence. The server
+	// drops a connection silent for this long, which ends its transaction.
+	c.Params["wait_timeout"] = strconv.Itoa(int(l.idleLimit().Seconds()))
 	return c.FormatDSN(), nil
 }
+
+// idleLimit is how long the database keeps a silent connection of this
+// kernel: a few lease lifetimes, and never less than 10 s, so that a
+// transaction that waits on the object store is not cut.
+func (l *Lease) idleLimit() time.Duration { return max(3*l.ttl, 10*time.Second) }

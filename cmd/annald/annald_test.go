@@ -187,8 +187,11 @@ func (d *daemon) waitActive(t *testing.T, timeout time.Duration) time.Duration {
 
 // stop ends the process with SIGTERM (a clean shutdown) if it still runs.
 func (d *daemon) stop(t *testing.T) {
-	if d.cmd.ProcessState != nil {
+	select {
+	case err := <-d.exited: // it already ended by itself
+		d.exited <- err
 		return
+	default:
 	}
 	_ = d.cmd.Process.Signal(syscall.SIGTERM)
 	select {
