@@ -337,4 +337,9 @@ func TestStandbyTakesOverFromAKilledKernel(t *testing.T) {
 	}
 	checkAcks(t, standby.client(t, cred), all, "a", "b")
 	t.Logf("%d receipts checked", len(all))
+	keyFile := filepath.Join(t.TempDir(), "log.pub")
+	os.WriteFile(keyFile, []byte(standby.vkey), 0o644)
+	if out, err := exec.Command(annaldBinary, "audit", "--url", standby.url, "--key", "@"+keyFile).CombinedOutput(); err != nil {
+		t.Fatalf("annald audit after the takeover: %v\n%s", err, out)
+	}
 }
