@@ -407,3 +407,50 @@ func TestAWSStorage_ObjectStoreAwayUnderLoad(t *testing.T) {
 	l.waitMore(t, k, before, 20, 60*time.Second)
 	l.finish(t, k)
 }
+
+// A standby follows the log while it waits: its state cache folds what the
+// active kernel logs, reading the bucket and the database only.
+func TestAWSStorage_FollowKeepsAStandbyWarm(t *testing.T) {
+	a := servicestest.NewAWS(t)
+	dirA := t.TempDir()
+	k, err := Open(awsConfig(t, dirA, a))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	root := rootOf(t, k)
+	var last *Receipt
+	for i := 0; i < 30; i++ {
+		if last, err = k.Submit(context.Background(), root, ActionRequest{Type: event.Mutate, Target: "workspace/x"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dirB := copyKeys(t, dirA)
+	cfgB := awsConfig(t, dirB, a)
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Follow(ctx, cfgB, 100*time.Millisecond) }()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		time.Sleep(300 * time.Millisecond)
+		stop()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		cache, err := openStateCache(filepath.Join(dirB, stateFileName), k.Origin())
+		if err != nil {
+			t.Fatal(err)
+		}
+		size := cache.ledger.Size
+		cache.store.close()
+		if size > last.Index {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the follower folded %d of %d events", size, last.Index+1)
+		}
+		ctx, stop = context.WithCancel(context.Background())
+		go func() { done <- Follow(ctx, cfgB, 100*time.Millisecond) }()
+	}
+	stop()
+}

@@ -206,7 +206,8 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 	ctx, lostLease := context.WithCancelCause(ctx)
 	defer lostLease(nil)
 	if cfg.Storage.AWS != nil {
-		lease, err := takeLease(ctx, f, cfg.Storage.AWS, logger, stdout, &current, serveHTTP, scheme+"://"+ln.Addr().String())
+		follow := func(ctx context.Context) error { return kernel.Follow(ctx, cfg, time.Second) }
+		lease, err := takeLease(ctx, f, cfg.Storage.AWS, logger, stdout, &current, serveHTTP, scheme+"://"+ln.Addr().String(), follow)
 		if err != nil {
 			return err
 		}

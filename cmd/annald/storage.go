@@ -79,8 +79,11 @@ func (s *storageFlags) config() (kernel.Storage, error) {
 // another kernel holds it, annald is a standby that answers every request
 // 503 (with Retry-After), says so on stdout once per holder, and takes over
 // once the lease expires.
+//
+// While it waits, follow keeps its state folded up to the log (a warm
+// standby), so that a takeover folds only the last entries.
 func takeLease(ctx context.Context, f serveFlags, a *kernel.AWSStorage, logger *slog.Logger, stdout io.Writer,
-	current *atomic.Pointer[http.Handler], serveHTTP func(), url string) (*kernel.Lease, error) {
+	current *atomic.Pointer[http.Handler], serveHTTP func(), url string, follow func(context.Context) error) (*kernel.Lease, error) {
 	holder := f.leaseHolder
 	if holder == "" {
 		host, _ := os.Hostname()
@@ -116,6 +119,14 @@ func takeLease(ctx context.Context, f serveFlags, a *kernel.AWSStorage, logger *
 	})
 	current.Store(&standby)
 	started := false
+	followCtx, stopFollowing := context.WithCancel(ctx)
+	following := make(chan struct{})
+	defer func() {
+		stopFollowing()
+		if started {
+			<-following // it holds the data folder: the kernel opens it next
+		}
+	}()
 	err = lease.Acquire(ctx, func(s kernel.LeaseState) {
 		mu.Lock()
 		changed := s.Holder != heldBy
@@ -124,6 +135,12 @@ func takeLease(ctx context.Context, f serveFlags, a *kernel.AWSStorage, logger *
 		if !started {
 			started = true
 			go serveHTTP()
+			go func() {
+				defer close(following)
+				if err := follow(followCtx); err != nil {
+					logger.Warn("standby: cannot follow the log; a takeover folds it whole", "err", err)
+				}
+			}()
 			fmt.Fprintf(stdout, "annald: standby as %s, serving 503 at %s until it holds the write lease\n", holder, url)
 		}
 		if changed {
