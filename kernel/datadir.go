@@ -290,3 +290,27 @@ func newCredential() (string, error) {
 func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
 	return atomicfile.Write(path, bytes.NewReader(data), mode)
 }
+
+// identityFiles make a data folder a given log's: its signing key, verifier
+// key, origin and root credential.
+var identityFiles = []string{signingKeyFileName, verifierKeyName, originFileName, rootCredentialName}
+
+// CopyIdentity copies a log's identity (signing key, verifier key, origin,
+// root credential) from the data folder from into the folder to, created
+// if need be: all that a second machine of a log on shared storage (a
+// standby) needs; its state is folded from the log.
+func CopyIdentity(from, to string) error {
+	if err := os.MkdirAll(to, 0o700); err != nil {
+		return err
+	}
+	for _, f := range identityFiles {
+		b, err := os.ReadFile(filepath.Join(from, f))
+		if err != nil {
+			return err
+		}
+		if err := atomicfile.Write(filepath.Join(to, f), bytes.NewReader(b), 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
+}

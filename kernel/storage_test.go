@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
-	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -91,14 +90,7 @@ func TestAWSStorage_ActionsProofsRestartAndFoldFromBucket(t *testing.T) {
 	}
 
 	// Another machine: the log's key and root credential, no state.
-	other := t.TempDir()
-	for _, f := range []string{signingKeyFileName, verifierKeyName, originFileName, rootCredentialName} {
-		b, err := os.ReadFile(filepath.Join(dir, f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		os.WriteFile(filepath.Join(other, f), b, 0o600)
-	}
+	other := copyKeys(t, dir)
 	k2, err := Open(awsConfig(t, other, a))
 	if err != nil {
 		t.Fatal(err)
@@ -133,19 +125,13 @@ func (k *Kernel) ledgerSize() uint64 {
 	return k.ledger.Size
 }
 
-// copyKeys gives a new data folder the log's identity (key, origin, root
-// credential) and nothing else: another machine of the same log.
+// copyKeys gives a new data folder the log's identity and nothing else:
+// another machine of the same log.
 func copyKeys(t *testing.T, from string) string {
 	t.Helper()
 	to := t.TempDir()
-	for _, f := range []string{signingKeyFileName, verifierKeyName, originFileName, rootCredentialName} {
-		b, err := os.ReadFile(filepath.Join(from, f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(to, f), b, 0o600); err != nil {
-			t.Fatal(err)
-		}
+	if err := CopyIdentity(from, to); err != nil {
+		t.Fatal(err)
 	}
 	return to
 }

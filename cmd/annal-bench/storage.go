@@ -239,19 +239,7 @@ func takeover(ctx context.Context, dir string, o options, so storageOptions, n i
 	go leaseA.Keep(keep, func(error) {})
 	identity := func(name string) (string, error) {
 		d := filepath.Join(dir, fmt.Sprintf("takeover-%d-%s", n, name))
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			return "", err
-		}
-		for _, f := range []string{"log.key", "log.pub", "origin", "root.credential"} {
-			b, err := os.ReadFile(filepath.Join(dirA, f))
-			if err != nil {
-				return "", err
-			}
-			if err := os.WriteFile(filepath.Join(d, f), b, 0o600); err != nil {
-				return "", err
-			}
-		}
-		return d, nil
+		return d, kernel.CopyIdentity(dirA, d)
 	}
 	dirB, err := identity("warm")
 	if err != nil {

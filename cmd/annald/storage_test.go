@@ -25,6 +25,7 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/annal-dev/annal/internal/servicestest"
+	"github.com/annal-dev/annal/kernel"
 	"github.com/annal-dev/annal/logserver/api"
 	"github.com/annal-dev/annal/logserver/client"
 	"github.com/annal-dev/annal/verifier"
@@ -152,14 +153,8 @@ func bundleLeaves(raw []byte) ([][]byte, error) {
 func copyIdentity(t *testing.T, from string) string {
 	t.Helper()
 	to := t.TempDir()
-	for _, f := range []string{"log.key", "log.pub", "origin", "root.credential"} {
-		b, err := os.ReadFile(filepath.Join(from, f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(to, f), b, 0o600); err != nil {
-			t.Fatal(err)
-		}
+	if err := kernel.CopyIdentity(from, to); err != nil {
+		t.Fatal(err)
 	}
 	return to
 }
