@@ -145,9 +145,28 @@ func (b *browser) signIn(cred string) {
 	b.waitFor("the console after sign-in", `!document.getElementById('tabs').hidden`)
 }
 
+// click clicks the element sel names. A view that re-renders (a live
+// update) can replace the node between finding it and clicking it: the
+// click is then tried again on the new node.
+func (b *browser) click(sel string) {
+	b.t.Helper()
+	for attempt := 0; ; attempt++ {
+		err := chromedp.Do(b.ctx, chromedp.Click(chromedp.CSS(sel)))
+		if err == nil {
+			return
+		}
+		if attempt < 10 && strings.Contains(err.Error(), "Could not find node") {
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		b.screenshot("failure")
+		b.t.Fatalf("browser: click %s: %v", sel, err)
+	}
+}
+
 func (b *browser) view(name string) {
 	b.t.Helper()
-	b.do(chromedp.Click(chromedp.CSS(`#tabs button[data-view="` + name + `"]`)))
+	b.click(`#tabs button[data-view="` + name + `"]`)
 	b.waitFor("the "+name+" view", `!document.getElementById('view-`+name+`').hidden`)
 }
 
@@ -156,7 +175,7 @@ func (b *browser) trust(key, policy string) {
 	b.t.Helper()
 	b.view("trust")
 	b.eval(fmt.Sprintf(`document.getElementById('trust-key').value = %q; document.getElementById('trust-policy').value = %q; true`, key, policy), new(bool))
-	b.do(chromedp.Click(chromedp.CSS(`#trust-form button[type=submit]`)))
+	b.click(`#trust-form button[type=submit]`)
 	b.waitFor("the trust to be saved", `document.getElementById('trust-status').innerText.startsWith('Saved')`)
 }
 
@@ -266,7 +285,7 @@ func TestConsoleHoldApproveVerify(t *testing.T) {
 	b.do(chromedp.Focus(chromedp.CSS(row)), chromedp.KeyEvent("\r"))
 	detail := row + ` + tr.detail`
 	b.waitFor("the exact logged JSON", `document.querySelector('`+detail+` pre.raw').innerText.includes('"kind":"action"')`)
-	b.do(chromedp.Click(chromedp.CSS(detail + ` button.verify`)))
+	b.click(detail + ` button.verify`)
 	b.waitFor("verification", `document.querySelector('`+detail+` .verify-result.ok, `+detail+` .verify-result.bad')`)
 	if got := b.text(detail + " .verify-result"); !strings.HasPrefix(got, "Verified") {
 		t.Fatalf("verifying an honest event: %s", got)
@@ -280,7 +299,7 @@ func TestConsoleHoldApproveVerify(t *testing.T) {
 		out[i] = '2'
 		return out
 	})
-	b.do(chromedp.Click(chromedp.CSS(detail + ` button.verify`)))
+	b.click(detail + ` button.verify`)
 	b.waitFor("verification to fail", `document.querySelector('`+detail+` .verify-result.bad')`)
 	if got := b.text(detail + " .verify-result"); !strings.Contains(got, "FAILED") || !strings.Contains(got, "root") {
 		t.Errorf("a flipped entry byte: %s", got)
@@ -299,7 +318,7 @@ func TestConsoleHoldApproveVerify(t *testing.T) {
 		}
 		return out
 	})
-	b.do(chromedp.Click(chromedp.CSS(detail + ` button.verify`)))
+	b.click(detail + ` button.verify`)
 	b.waitFor("verification to run", `document.querySelector('`+detail+` .verify-result:not(.running)')`)
 	b.waitFor("verification to fail", `document.querySelector('`+detail+` .verify-result.bad')`)
 	if got := b.text(detail + " .verify-result"); !strings.Contains(got, "does not verify") {
@@ -308,7 +327,7 @@ func TestConsoleHoldApproveVerify(t *testing.T) {
 	stop()
 
 	// Honest again: verifies.
-	b.do(chromedp.Click(chromedp.CSS(detail + ` button.verify`)))
+	b.click(detail + ` button.verify`)
 	b.waitFor("verification to pass again", `document.querySelector('`+detail+` .verify-result.ok')`)
 	b.noInjection()
 }
@@ -350,7 +369,7 @@ func TestConsoleRendersAgentTextInert(t *testing.T) {
 
 	b.view("holds")
 	b.waitFor("the hostile hold", `document.querySelector('[data-hold]')`)
-	b.do(chromedp.Click(chromedp.CSS(`[data-hold] details summary`)))
+	b.click(`[data-hold] details summary`)
 	holds := b.text("#view-holds")
 	for _, want := range []string{"<svg onload=window.__pwned=1>", `\u202e`, "<script>"} {
 		if !strings.Contains(holds, want) {
@@ -384,7 +403,7 @@ func TestConsoleRendersAgentTextInert(t *testing.T) {
 
 	b.view("sessions")
 	b.waitFor("the session's delta chain", `document.querySelector('ol.turns')`)
-	b.do(chromedp.Click(chromedp.CSS(`ol.turns button`)))
+	b.click(`ol.turns button`)
 	b.waitFor("the rollback preview", `document.querySelector('.rollback h3')`)
 	if s := b.text("#view-sessions"); !strings.Contains(s, "<img src=x onerror=window.__pwned=1>.md") {
 		t.Errorf("the session view does not show the hostile path as text:\n%s", s)
@@ -480,7 +499,7 @@ func TestConsoleControlsAgents(t *testing.T) {
 	}
 	size := ts.size(t)
 	click("Freeze")
-	b.do(chromedp.Click(chromedp.CSS("#confirm-cancel")))
+	b.click("#confirm-cancel")
 	b.waitFor("the dialog to close", `!document.getElementById('confirm').open`)
 	if ts.size(t) != size {
 		t.Fatal("cancelling the confirmation logged something")
@@ -505,7 +524,7 @@ func TestConsoleControlsAgents(t *testing.T) {
 		if label == "Stop" {
 			b.do(chromedp.SendKeys(chromedp.CSS("#confirm-reason"), "pause please"))
 		}
-		b.do(chromedp.Click(chromedp.CSS("#confirm-ok")))
+		b.click("#confirm-ok")
 		b.waitFor(label+" to be logged", `document.getElementById('flash').innerText.includes('`+label+`: done')`)
 	}
 	for kind, want := range map[string]string{"signal.sent": "SIGSTOP", "quarantine.started": "manual"} {
@@ -517,7 +536,7 @@ func TestConsoleControlsAgents(t *testing.T) {
 	click("Kill")
 	b.eval(`document.getElementById('confirm-choice').value = 'behavioral_drift'; true`, new(bool))
 	b.do(chromedp.SendKeys(chromedp.CSS("#confirm-reason"), "tried to exfiltrate"))
-	b.do(chromedp.Click(chromedp.CSS("#confirm-ok")))
+	b.click("#confirm-ok")
 	b.waitFor("the kill to be logged", `document.getElementById('flash').innerText.includes('Kill: done')`)
 	page := decode[api.HistoryPage](t, ts.call(t, "GET", "/v1/events?kind=agent.killed&limit=1", ts.rootCred, nil).ok(t))
 	if len(page.Events) != 1 || !strings.Contains(string(page.Events[0].Event), "behavioral_drift") || !strings.Contains(string(page.Events[0].Event), "tried to exfiltrate") {
@@ -557,7 +576,7 @@ func TestConsoleHistoryScrollsAndUpdatesLive(t *testing.T) {
 	}
 	// Filter: one target prefix, mutates only.
 	b.eval(`(() => { const f = document.getElementById('history-filters'); f.elements.target.value = 'workspace/f12'; f.elements.type.value = 'mutate'; return true })()`, new(bool))
-	b.do(chromedp.Click(chromedp.CSS(`#history-filters button[type=submit]`)))
+	b.click(`#history-filters button[type=submit]`)
 	b.waitFor("the filtered history", `document.getElementById('history-more').innerText.includes('beginning') && document.querySelectorAll('tr.event').length === 10`)
 	// Live: a matching event appears on top, one that does not match does not.
 	ts.mutate(t, agentCred, "workspace/other", "").ok(t)
