@@ -16,7 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/annal-dev/annal/blobstore"
-	"github.com/annal-dev/annal/format/execute"
+	"github.com/annal-dev/annal/internal/execute"
 	"github.com/annal-dev/annal/logserver/api"
 	"github.com/annal-dev/annal/logserver/client"
 )

@@ -15,7 +15,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/annal-dev/annal/format/execute"
+	"github.com/annal-dev/annal/internal/execute"
 	"github.com/annal-dev/annal/kernel"
 	"github.com/annal-dev/annal/logserver"
 	"github.com/annal-dev/annal/logserver/api"

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/annal-dev/annal/blobstore"
-	"github.com/annal-dev/annal/format/execute"
+	"github.com/annal-dev/annal/internal/execute"
 )
 
 const executeFile = "execute.json"

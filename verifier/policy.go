@@ -2,6 +2,7 @@ package verifier
 
 import (
 	"bytes"
+	"encoding/base64"
 	"fmt"
 	"slices"
 	"strings"
@@ -100,7 +101,7 @@ func ParsePolicy(text []byte) (*Policy, error) {
 			if defined(name) {
 				return nil, bad("%q is defined twice", name)
 			}
-			v, err := fnote.NewVerifierForCosignatureV1(fields[2])
+			v, err := witnessVerifier(fields[2])
 			if err != nil {
 				return nil, bad("witness key: %v", err)
 			}
@@ -294,4 +295,40 @@ func VerifyProofWithPolicy(entry, tlogProof []byte, p *Policy) (*ProofResult, *P
 		return nil, nil, err
 	}
 	return res, pr, nil
+}
+
+// The key types of c2sp.org/tlog-cosignature a witness key may have.
+const (
+	keyTypeEd25519       = 0x01 // a log's (signed-note Ed25519), never a witness's
+	keyTypeCosignatureV1 = 0x04
+	keyTypeMLDSA44       = 0x06
+)
+
+// witnessVerifier reads a witness's verifier key strictly: a
+// cosignature/v1 (Ed25519) or ML-DSA-44 key whose key ID is the one its
+// name and key give. The library it wraps takes the ID as given and a
+// plain Ed25519 key too, which would let a policy name a key under an ID
+// no cosignature carries, or a log's key as a witness's.
+func witnessVerifier(vkey string) (note.Verifier, error) {
+	name, rest, _ := strings.Cut(vkey, "+")
+	id, key64, _ := strings.Cut(rest, "+")
+	key, err := base64.StdEncoding.Strict().DecodeString(key64)
+	if err != nil || len(key) == 0 || len(id) != 8 || name == "" {
+		return nil, fmt.Errorf("%q is not a verifier key <name>+<8 hex key ID>+<base64 key>", abbreviate(vkey))
+	}
+	switch key[0] {
+	case keyTypeCosignatureV1, keyTypeMLDSA44:
+	case keyTypeEd25519:
+		return nil, fmt.Errorf("%q is a plain Ed25519 key (type 0x01), a log's: a witness key is cosignature/v1 (0x04) or ML-DSA-44 (0x06)", abbreviate(vkey))
+	default:
+		return nil, fmt.Errorf("%q has key type %#02x; a witness key is cosignature/v1 (0x04) or ML-DSA-44 (0x06)", abbreviate(vkey), key[0])
+	}
+	v, err := fnote.NewVerifierForCosignatureV1(vkey)
+	if err != nil {
+		return nil, err
+	}
+	if want := fmt.Sprintf("%08x", v.KeyHash()); id != want {
+		return nil, fmt.Errorf("%q names key ID %s, but its name and key give %s", abbreviate(vkey), id, want)
+	}
+	return v, nil
 }

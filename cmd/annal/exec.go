@@ -20,7 +20,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/annal-dev/annal/blobstore"
-	"github.com/annal-dev/annal/format/execute"
+	"github.com/annal-dev/annal/internal/execute"
 	"github.com/annal-dev/annal/logserver/api"
 	"github.com/annal-dev/annal/logserver/client"
 )

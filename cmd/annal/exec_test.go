@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/annal-dev/annal/blobstore"
-	"github.com/annal-dev/annal/format/execute"
+	"github.com/annal-dev/annal/internal/execute"
 	"github.com/annal-dev/annal/kernel"
 	"github.com/annal-dev/annal/kernel/event"
 	"github.com/annal-dev/annal/logserver"

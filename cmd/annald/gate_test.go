@@ -18,7 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/annal-dev/annal/agentmcp"
-	"github.com/annal-dev/annal/format/execute"
+	"github.com/annal-dev/annal/internal/execute"
 	"github.com/annal-dev/annal/kernel/event"
 	"github.com/annal-dev/annal/logserver/api"
 	"github.com/annal-dev/annal/logserver/client"

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/annal-dev/annal/format/execute"
+	"github.com/annal-dev/annal/internal/execute"
 	"github.com/annal-dev/annal/logserver/api"
 )
 
