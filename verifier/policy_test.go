@@ -144,6 +144,10 @@ func TestParsePolicyRefuses(t *testing.T) {
 		{"control character", head + "quorum W1\r\n", "control character"},
 		{"no log", "witness W1 " + w1.vkey + "\nquorum W1\n", "names no log"},
 		{"bad witness key", "log " + l.vkey + "\nwitness W1 nonsense\nquorum W1\n", "witness key"},
+		// Found by testing against independent witnesses: a wrong key ID,
+		// and a plain Ed25519 key (a log's), were taken and counted.
+		{"wrong key ID", "log " + l.vkey + "\nwitness W1 " + withKeyID(w1.vkey, "00000000") + "\nquorum W1\n", "key ID 00000000"},
+		{"plain Ed25519 witness key", "log " + l.vkey + "\nwitness W1 " + plainKey(t, "w4.example") + "\nquorum W1\n", "plain Ed25519"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ParsePolicy([]byte(tc.policy))
@@ -177,4 +181,20 @@ func FuzzParsePolicy(f *testing.F) {
 		}
 		_, _ = p.OpenCheckpoint(cp) // must not panic
 	})
+}
+
+// withKeyID replaces the key ID of a verifier key.
+func withKeyID(vkey, id string) string {
+	name, rest, _ := strings.Cut(vkey, "+")
+	_, key, _ := strings.Cut(rest, "+")
+	return name + "+" + id + "+" + key
+}
+
+// plainKey is a signed-note Ed25519 verifier key (type 0x01), as a log has.
+func plainKey(t *testing.T, name string) string {
+	_, vkey, err := note.GenerateKey(rand.Reader, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return vkey
 }
