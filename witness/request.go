@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"strings"
@@ -195,11 +196,6 @@ func checkSignatureLines(sigs []byte) error {
 	if len(lines) > MaxSignatureLines {
 		return malformed("checkpoint has %d signature lines, more than %d", len(lines), MaxSignatureLines)
 	}
-	type nameID struct {
-		name string
-		id   [4]byte
-	}
-	seen := make(map[nameID]bool, len(lines))
 	for i, l := range lines {
 		if len(l) > MaxLineLength {
 			return malformed("checkpoint signature line %d is %d bytes, more than %d", i+1, len(l), MaxLineLength)
@@ -219,15 +215,36 @@ func checkSignatureLines(sigs []byte) error {
 		if len(raw) < 5 {
 			return malformed("checkpoint signature line %d holds %d bytes, want a 4-byte key ID and a signature", i+1, len(raw))
 		}
-		// x/mod note verifies only the first signature by a key and skips
-		// the others, so a second one, valid or not, would pass unchecked.
-		key := nameID{name, [4]byte(raw[:4])}
-		if seen[key] {
-			return malformed("checkpoint signature line %d repeats key %q ID %x", i+1, name, key.id)
-		}
-		seen[key] = true
 	}
 	return nil
+}
+
+// signatureCounts counts the signature lines of a well-formed note by key
+// (name and key ID). A key repeated is refused only if the witness knows it
+// (openCheckpoint): x/mod note verifies the first signature by a key and
+// skips the others, so a second one by a configured key, valid or not,
+// would pass unchecked; signatures by keys the witness does not know are
+// ignored, repeated or not, as c2sp.org/tlog-witness says.
+func signatureCounts(signed []byte) map[signatureKey]int {
+	counts := map[signatureKey]int{}
+	split := bytes.LastIndex(signed, []byte("\n\n"))
+	if split < 0 || len(signed) == 0 {
+		return counts
+	}
+	for _, l := range strings.Split(strings.TrimSuffix(string(signed[split+2:]), "\n"), "\n") {
+		rest, _ := strings.CutPrefix(l, noteSignaturePrefix)
+		name, b64, _ := strings.Cut(rest, " ")
+		if raw, err := base64.StdEncoding.DecodeString(b64); err == nil && len(raw) >= 4 {
+			counts[signatureKey{name, binary.BigEndian.Uint32(raw[:4])}]++
+		}
+	}
+	return counts
+}
+
+// signatureKey is a signature line's key: its name and key ID.
+type signatureKey struct {
+	name string
+	id   uint32
 }
 
 // checkNoteCharacters applies c2sp.org/signed-note's character rule: valid

@@ -112,6 +112,15 @@ func (c LogConfig) Validate() error {
 
 // verifiers parses the log's keys.
 func (c LogConfig) verifiers() (note.Verifiers, error) {
+	vs, err := c.verifierList()
+	if err != nil {
+		return nil, err
+	}
+	return note.VerifierList(vs...), nil
+}
+
+// verifierList is the log's verifier keys, checked.
+func (c LogConfig) verifierList() ([]note.Verifier, error) {
 	switch {
 	case len(c.Keys) == 0:
 		return nil, fmt.Errorf("%w: log %q has no verifier key", ErrInvalidLogConfig, abbreviate(c.Origin))
@@ -136,7 +145,7 @@ func (c LogConfig) verifiers() (note.Verifiers, error) {
 		seen[id] = true
 		vs = append(vs, v)
 	}
-	return note.VerifierList(vs...), nil
+	return vs, nil
 }
 
 // CosignedCheckpoint is the latest checkpoint a witness cosigned for one

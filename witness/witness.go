@@ -265,11 +265,17 @@ func (w *Witness) recordSameSizeConflict(req *AddCheckpointRequest, c *sameSizeC
 
 // openCheckpoint verifies the checkpoint note against the log's keys.
 func openCheckpoint(signed []byte, cfg LogConfig) (*note.Note, error) {
-	verifiers, err := cfg.verifiers()
+	list, err := cfg.verifierList()
 	if err != nil {
 		return nil, err
 	}
-	n, err := note.Open(signed, verifiers)
+	counts := signatureCounts(signed)
+	for _, v := range list {
+		if counts[signatureKey{v.Name(), v.KeyHash()}] > 1 {
+			return nil, fmt.Errorf("%w: the checkpoint has %d signature lines by configured key %q (ID %08x); only one can be checked", ErrUntrustedCheckpoint, counts[signatureKey{v.Name(), v.KeyHash()}], v.Name(), v.KeyHash())
+		}
+	}
+	n, err := note.Open(signed, note.VerifierList(list...))
 	var unverified *note.UnverifiedNoteError
 	var invalid *note.InvalidSignatureError
 	switch {

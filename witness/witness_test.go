@@ -1,6 +1,7 @@
 package witness
 
 import (
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"net/http"
@@ -261,7 +262,6 @@ func TestSpec400_MalformedBody(t *testing.T) {
 		{"root not canonical", "old 0\n\n" + strings.Replace(cp, rootB64, setUnusedBit(t, rootB64), 1), "checkpoint root hash"},
 		{"root of 31 bytes", "old 0\n\n" + strings.Replace(cp, rootB64, base64.StdEncoding.EncodeToString(make([]byte, 31)), 1), "hash is 31 bytes"},
 		{"two lines", "old 0\n\n" + strings.Replace(cp, "\n5\n", "\n", 1), "want at least 3"},
-		{"repeated signature", "old 0\n\n" + cp + cp[strings.Index(cp, "\n\n")+2:], "repeats key"},
 		{"control character", "old 0\n\n" + strings.Replace(cp, "example.com/log", "example.com/\tlog", 1), "control character"},
 		{"bad signature prefix", "old 0\n\n" + strings.Replace(cp, "— ", "- ", 1), `does not start with "— "`},
 		{"too many signatures", "old 0\n\n" + cp + strings.Repeat(cp[strings.Index(cp, "\n\n")+2:], MaxSignatureLines), "more than 32"},
@@ -442,4 +442,45 @@ func mustVerifier(t *testing.T, vkey string) note.Verifier {
 		t.Fatal(err)
 	}
 	return v
+}
+
+// Signature lines by keys the witness does not know are ignored, repeated
+// or not (c2sp.org/tlog-witness; omniwitness and litewitness answer 200);
+// a repeated line by a configured key is 403: only one can be checked.
+func TestRepeatedSignatureLines(t *testing.T) {
+	tw := startWitness(t, t.TempDir(), Options{})
+	l := newTestLog(t, "example.com/log").growTo(6)
+	tw.addLog(l)
+	cp := string(l.checkpoint(5))
+	skey, _, err := note.GenerateKey(rand.Reader, "stranger.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stranger, err := note.NewSigner(skey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := cp[:strings.Index(cp, "\n\n")+1]
+	other, err := note.Sign(&note.Note{Text: text}, stranger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	strangerLine := string(other[strings.Index(string(other), "\n\n")+2:])
+	if a := tw.post([]byte("old 0\n\n" + cp + strangerLine + strangerLine)); a.status != http.StatusOK {
+		t.Fatalf("two lines by an unknown key: %d %s", a.status, a.body)
+	}
+	// The log's own line, then a bad second one under its key.
+	cp6 := string(l.checkpoint(6))
+	logLine := cp6[strings.Index(cp6, "\n\n")+2:]
+	name, b64, _ := strings.Cut(strings.TrimPrefix(strings.TrimSuffix(logLine, "\n"), "— "), " ")
+	raw, _ := base64.StdEncoding.DecodeString(b64)
+	raw[len(raw)-1] ^= 1
+	bad := "— " + name + " " + base64.StdEncoding.EncodeToString(raw) + "\n"
+	a := tw.post(requestBody(5, l.proof(5, 6), []byte(cp6+bad)))
+	if a.status != http.StatusForbidden || !strings.Contains(a.body, "only one can be checked") {
+		t.Fatalf("a repeated line by the log's key: %d %s", a.status, a.body)
+	}
+	if tw.storedSize(l.origin) != 5 {
+		t.Error("the refused request changed the state")
+	}
 }
