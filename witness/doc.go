@@ -116,6 +116,15 @@
 // Gossip is therefore one-way per listing; two witnesses that list each
 // other both check.
 //
+// Witnesses without a monitoring endpoint (omniwitness and litewitness
+// answer 404) are read through the logs instead: when a peer answers 404
+// for a log, the log's own published checkpoint (<TileURL>/checkpoint) is
+// used if it carries a valid cosignature by the peer — a log publishes the
+// cosignatures its witness policy collected. A peer that answers 404 for
+// every log of a round with no log publishing its cosignature checks
+// nothing: the round names it (GossipReport.NoMonitoring) and a warning is
+// logged when that starts.
+//
 // Each answer is bounded (MaxGossipAnswerSize; every gossip request goes
 // through a transport that cuts longer bodies, Options.GossipTimeout bounds
 // a check, Options.GossipConcurrency the checks at once) and parsed as

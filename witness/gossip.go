@@ -49,6 +49,15 @@ type GossipReport struct {
 	// Skipped counts the (peer, log) pairs with nothing to compare: this
 	// witness or the peer has cosigned no checkpoint of the log.
 	Skipped int
+	// ThroughLog counts the peers' checkpoints read from the log's own
+	// published checkpoint (cosigned by the peer), because the peer has no
+	// monitoring endpoint for it (404): omniwitness and litewitness have
+	// none.
+	ThroughLog int
+	// NoMonitoring names the peers that answered 404 for every log of the
+	// round and for which no log publishes a cosignature: gossip checks
+	// nothing with them. Each is logged as a warning.
+	NoMonitoring []string
 }
 
 // gossip is the gossip state of a Witness.
@@ -64,6 +73,10 @@ type gossip struct {
 	// outcome: "" for consistent, else the evidence ID. A pair seen again
 	// is not checked against the tiles again.
 	known map[[sha256.Size]byte]string
+	// blind are the peers last warned about as having no monitoring
+	// endpoint, so that the warning is given when it starts, not every
+	// round.
+	blind map[string]bool
 }
 
 // Gossip runs one gossip round now: for every configured peer and every log
@@ -90,6 +103,7 @@ func (w *Witness) Gossip(ctx context.Context) GossipReport {
 	var mu sync.Mutex
 	next := map[[sha256.Size]byte]string{}
 	seen := map[string]bool{}
+	peerChecks, peerNotFound := map[string]int{}, map[string]int{}
 	tally := func(r checkResult) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -106,6 +120,15 @@ func (w *Witness) Gossip(ctx context.Context) GossipReport {
 			rep.Failed++
 		case checkSkipped:
 			rep.Skipped++
+		}
+		if r.throughLog {
+			rep.ThroughLog++
+		}
+		if r.peer != "" {
+			peerChecks[r.peer]++
+			if r.notFound {
+				peerNotFound[r.peer]++
+			}
 		}
 		if r.kind == checkConsistent || r.kind == checkEquivocation {
 			next[r.pair] = r.evidenceID
@@ -145,8 +168,23 @@ schedule:
 	wg.Wait()
 	g.mu.Lock()
 	g.known = next
+	if g.blind == nil {
+		g.blind = map[string]bool{}
+	}
+	for peer, n := range peerChecks {
+		blind := n > 0 && peerNotFound[peer] == n
+		if blind {
+			rep.NoMonitoring = append(rep.NoMonitoring, peer)
+			if !g.blind[peer] {
+				w.log.Warn("gossip: the peer has no checkpoint on its monitoring endpoint for any log (404), and no log publishes one it cosigned: gossip checks nothing against it. Witnesses such as omniwitness and litewitness have no monitoring endpoint; give each log a tile URL (annal-witness logs add --tile-url) and ask the logs to publish their witnesses' cosignatures, which gossip then reads instead",
+					"peer", peer, "logs", n)
+			}
+		}
+		g.blind[peer] = blind
+	}
 	g.mu.Unlock()
 	slices.Sort(rep.Equivocations)
+	slices.Sort(rep.NoMonitoring)
 	return rep
 }
 
@@ -161,7 +199,8 @@ func (w *Witness) RunGossip(ctx context.Context, interval time.Duration) {
 	defer t.Stop()
 	for {
 		rep := w.Gossip(ctx)
-		w.log.Debug("gossip round", "consistent", rep.Consistent, "equivocations", len(rep.Equivocations), "failed", rep.Failed, "skipped", rep.Skipped)
+		w.log.Debug("gossip round", "consistent", rep.Consistent, "equivocations", len(rep.Equivocations), "failed", rep.Failed, "skipped", rep.Skipped,
+			"through_log", rep.ThroughLog, "no_monitoring", rep.NoMonitoring)
 		select {
 		case <-ctx.Done():
 			return
@@ -183,6 +222,13 @@ type checkResult struct {
 	kind       string
 	pair       [sha256.Size]byte
 	evidenceID string
+	// peer is the peer checked; notFound, that its monitoring endpoint
+	// answered 404 and the log publishes no checkpoint it cosigned;
+	// throughLog, that its checkpoint was read from the log's own
+	// published one instead.
+	peer       string
+	notFound   bool
+	throughLog bool
 }
 
 // gossipCheck checks the peer's latest checkpoint of one log against this
@@ -190,21 +236,62 @@ type checkResult struct {
 func (w *Witness) gossipCheck(ctx context.Context, p PeerConfig, pv note.Verifier, st LogStatus) checkResult {
 	ctx, cancel := context.WithTimeout(ctx, w.gossip.timeout)
 	defer cancel()
+	r := w.gossipCheckPeer(ctx, p, pv, st)
+	r.peer = p.Name
+	return r
+}
+
+func (w *Witness) gossipCheckPeer(ctx context.Context, p PeerConfig, pv note.Verifier, st LogStatus) checkResult {
 	attrs := []any{"peer", p.Name, "origin", st.Origin}
 	answer, err := w.fetchPeerCheckpoint(ctx, p, st.Origin)
+	throughLog := false
 	if errors.Is(err, fs.ErrNotExist) {
-		w.log.Debug("gossip: peer has no checkpoint of the log", attrs...)
-		return checkResult{kind: checkSkipped}
-	}
-	if err != nil {
+		// No checkpoint of the log on the peer's monitoring endpoint, or no
+		// such endpoint at all. The log's own checkpoint carries the peer's
+		// cosignature when the log asks the peer to witness it.
+		if answer = w.logCheckpointCosignedBy(ctx, st, pv); answer == nil {
+			w.log.Debug("gossip: peer has no checkpoint of the log, and the log publishes none it cosigned", attrs...)
+			return checkResult{kind: checkSkipped, notFound: true}
+		}
+		throughLog = true
+		attrs = append(attrs, "source", "the log's published checkpoint")
+	} else if err != nil {
 		w.log.Warn("gossip: peer's checkpoint not fetched", append(attrs, "error", err)...)
 		return checkResult{kind: checkFailed}
 	}
 	theirs, err := openServedCheckpoint(answer, st.LogConfig, pv)
 	if err != nil {
 		w.log.Warn("gossip: peer's checkpoint refused", append(attrs, "error", err)...)
-		return checkResult{kind: checkFailed}
+		return checkResult{kind: checkFailed, throughLog: throughLog}
 	}
+	r := w.compareSighting(ctx, st, theirs, p, attrs)
+	r.throughLog = throughLog
+	return r
+}
+
+// logCheckpointCosignedBy returns the log's own published checkpoint if it
+// carries a valid cosignature by the peer, else nil.
+func (w *Witness) logCheckpointCosignedBy(ctx context.Context, st LogStatus, pv note.Verifier) []byte {
+	if st.TileURL == "" {
+		return nil
+	}
+	tiles, err := newLogTiles(st.TileURL, w.gossip.client)
+	if err != nil {
+		return nil
+	}
+	answer, err := tiles.checkpoint(ctx)
+	if err != nil || len(answer) > MaxGossipAnswerSize {
+		return nil
+	}
+	if _, err := note.Open(answer, note.VerifierList(pv)); err != nil {
+		return nil
+	}
+	return answer
+}
+
+// compareSighting checks a peer's sighting of a log against this
+// witness's.
+func (w *Witness) compareSighting(ctx context.Context, st LogStatus, theirs sighting, p PeerConfig, attrs []any) checkResult {
 	theirs.by, theirs.at = p.Name, time.Now()
 	ours, err := w.ownSighting(st)
 	if err != nil {

@@ -3,6 +3,7 @@ package witness
 import (
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -250,5 +251,41 @@ func TestGossip_SameSizeNeedsNoTiles(t *testing.T) {
 	file, _ := ws[0].store.EvidenceFile(ids[0])
 	if !strings.Contains(string(file), "— witness.test/g1 ") || !strings.Contains(string(file), "— witness.test/g2 ") {
 		t.Errorf("evidence lacks the witnesses' cosignatures:\n%s", file)
+	}
+}
+
+// A peer without a monitoring endpoint (omniwitness, litewitness: 404 for
+// every log) is compared through the log's own published checkpoint when
+// the log publishes the peer's cosignature; when no log does, the round
+// names the peer (and warns) instead of counting it as skipped in silence.
+func TestGossip_PeerWithoutMonitoringEndpoint(t *testing.T) {
+	l := newTestLog(t, "example.com/published").growTo(10)
+	tiles := serveTiles(t, l, 10)
+	cfg := LogConfig{Origin: l.origin, Keys: []string{l.vkey}, TileURL: tiles.url()}
+	ws := startGossipGroup(t, 2, cfg, Options{})
+	a, b := ws[0], ws[1]
+	a.mustCosign(l.request(0, 5))
+	// b is the peer as a log sees it: it cosigns, but a gossip peer finds
+	// no monitoring endpoint at its address.
+	cosig := b.mustCosign(l.request(0, 10)).body
+	noEndpoint := httptest.NewServer(http.NotFoundHandler())
+	t.Cleanup(noEndpoint.Close)
+	if err := a.store.RemovePeer(b.w.Cosigner().Name()); err != nil {
+		t.Fatal(err)
+	}
+	a.addPeer(noEndpoint.URL, b.w.Cosigner().VerifierKey())
+
+	// The log publishes only its own signature: nothing to compare with.
+	r := a.gossip()
+	if r.Consistent != 0 || len(r.NoMonitoring) != 1 || r.NoMonitoring[0] != b.w.Cosigner().Name() {
+		t.Fatalf("a peer without a monitoring endpoint, no cosignature published: %+v", r)
+	}
+	// The log publishes the peer's cosignature with its checkpoint.
+	tiles.mu.Lock()
+	tiles.files["checkpoint"] = append(l.checkpoint(10), cosig...)
+	tiles.mu.Unlock()
+	r = a.gossip()
+	if r.Consistent != 1 || r.ThroughLog != 1 || len(r.NoMonitoring) != 0 || r.Failed != 0 {
+		t.Fatalf("compared through the log's published checkpoint: %+v", r)
 	}
 }
