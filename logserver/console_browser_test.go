@@ -61,10 +61,30 @@ func newBrowser(t *testing.T, base string) *browser {
 		chromedp.WindowSize(1366, 900),
 		chromedp.Flag("disable-dev-shm-usage", true),
 	)
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancelTab := chromedp.NewContext(actx)
-	ctx, cancelTime := context.WithTimeout(ctx, 3*time.Minute)
-	t.Cleanup(func() { cancelTime(); cancelTab(); cancelAlloc() })
+	// Start Chromium before anything else uses the context: chromedp
+	// starts a browser on first use and does not guard that against a
+	// second start, so a context whose first start failed (a loaded
+	// machine) must not be used again — it panics closing a channel twice.
+	// A failed start is tried again on a fresh context.
+	var ctx context.Context
+	for attempt := 1; ; attempt++ {
+		actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+		tctx, cancelTab := chromedp.NewContext(actx)
+		tctx, cancelTime := context.WithTimeout(tctx, 3*time.Minute)
+		err := chromedp.Do(tctx)
+		if err == nil {
+			ctx = tctx
+			t.Cleanup(func() { cancelTime(); cancelTab(); cancelAlloc() })
+			break
+		}
+		cancelTime()
+		cancelTab()
+		cancelAlloc()
+		if attempt == 3 {
+			t.Fatalf("chromium did not start: %v", err)
+		}
+		t.Logf("chromium did not start (attempt %d): %v", attempt, err)
+	}
 	b := &browser{t: t, ctx: ctx, base: base, shots: os.Getenv("ANNAL_SCREENSHOTS")}
 	dialogs := chromedp.Events(ctx, page.JavascriptDialogOpening)
 	go func() {
