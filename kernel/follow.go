@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/annal-dev/annal/checkpoints"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/transparency-dev/tessera"
 )
 
@@ -65,8 +66,7 @@ func Follow(ctx context.Context, cfg Config, interval time.Duration) error {
 // readOnly is a reader of the log in the bucket, with its sizes read from
 // Tessera's tables: what a standby follows the log with.
 func (a *AWSStorage) readOnly(ctx context.Context) (tessera.LogReader, func(), error) {
-	_, wrap, err := Storage{AWS: &AWSStorage{DSN: a.DSN, Bucket: a.Bucket, Endpoint: a.Endpoint, Region: a.Region,
-		AccessKey: a.AccessKey, SecretKey: a.SecretKey}}.driver(ctx, "", nil)
+	sdk, s3opts, err := a.s3Config(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -75,7 +75,7 @@ func (a *AWSStorage) readOnly(ctx context.Context) (tessera.LogReader, func(), e
 		return nil, nil, err
 	}
 	db.SetMaxOpenConns(2)
-	return wrap(tableSizes{db: db}), func() { db.Close() }, nil
+	return bucketReader{LogReader: tableSizes{db: db}, s3: s3.NewFromConfig(sdk, s3opts), bucket: a.Bucket}, func() { db.Close() }, nil
 }
 
 // tableSizes reads the log's sizes from Tessera's coordination tables; its

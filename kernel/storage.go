@@ -87,29 +87,9 @@ func (s Storage) driver(ctx context.Context, logPath string, witnessClient *http
 	if a.DSN == "" || a.Bucket == "" {
 		return nil, nil, errors.New("aws storage needs a database DSN and a bucket")
 	}
-	region := a.Region
-	if region == "" {
-		region = "us-east-1"
-	}
-	var opts []func(*config.LoadOptions) error
-	opts = append(opts, config.WithRegion(region),
-		// S3-compatible servers may not take the newer default checksums.
-		config.WithRequestChecksumCalculation(aws.RequestChecksumCalculationWhenRequired),
-		config.WithResponseChecksumValidation(aws.ResponseChecksumValidationWhenRequired))
-	if a.AccessKey != "" {
-		opts = append(opts, config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider(a.AccessKey, a.SecretKey, "")))
-	}
-	sdk, err := config.LoadDefaultConfig(ctx, opts...)
+	sdk, s3opts, err := a.s3Config(ctx)
 	if err != nil {
-		return nil, nil, fmt.Errorf("aws sdk config: %w", err)
-	}
-	// Tessera ignores S3Options without an SDKConfig and panics on an
-	// SDKConfig without S3Options: both are always given.
-	s3opts := func(o *s3.Options) {
-		if a.Endpoint != "" {
-			o.BaseEndpoint = aws.String(a.Endpoint)
-			o.UsePathStyle = true
-		}
+		return nil, nil, err
 	}
 	dsn := a.DSN
 	if a.Lease != nil {
@@ -126,6 +106,35 @@ func (s Storage) driver(ctx context.Context, logPath string, witnessClient *http
 	return d, func(r tessera.LogReader) tessera.LogReader {
 		return bucketReader{LogReader: r, s3: client, bucket: a.Bucket}
 	}, nil
+}
+
+// s3Config is the AWS SDK configuration of the bucket and the options of
+// its S3 client (a custom endpoint, addressed path-style).
+func (a *AWSStorage) s3Config(ctx context.Context) (aws.Config, func(*s3.Options), error) {
+	region := a.Region
+	if region == "" {
+		region = "us-east-1"
+	}
+	opts := []func(*config.LoadOptions) error{config.WithRegion(region),
+		// S3-compatible servers may not take the newer default checksums.
+		config.WithRequestChecksumCalculation(aws.RequestChecksumCalculationWhenRequired),
+		config.WithResponseChecksumValidation(aws.ResponseChecksumValidationWhenRequired)}
+	if a.AccessKey != "" {
+		opts = append(opts, config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider(a.AccessKey, a.SecretKey, "")))
+	}
+	sdk, err := config.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return aws.Config{}, nil, fmt.Errorf("aws sdk config: %w", err)
+	}
+	// Tessera ignores S3Options without an SDKConfig and panics on an
+	// SDKConfig without S3Options: the driver always gets both.
+	s3opts := func(o *s3.Options) {
+		if a.Endpoint != "" {
+			o.BaseEndpoint = aws.String(a.Endpoint)
+			o.UsePathStyle = true
+		}
+	}
+	return sdk, s3opts, nil
 }
 
 // bucketReader reads the log's tiles, bundles and checkpoint from its
