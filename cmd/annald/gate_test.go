@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/annal-dev/annal/agentmcp"
 	"github.com/annal-dev/annal/internal/execute"
+	"github.com/annal-dev/annal/internal/servicestest"
 	"github.com/annal-dev/annal/kernel/event"
 	"github.com/annal-dev/annal/logserver/api"
 	"github.com/annal-dev/annal/logserver/client"
@@ -278,7 +278,7 @@ func TestGate_HTTPWithEverythingServerAndInspector(t *testing.T) {
 	d := startDaemon(t, t.TempDir())
 	agentID, cred := gateAgent(t, d, []api.Grant{{Pattern: "mcp/everything/echo", Actions: []string{"execute"}}, {Pattern: "mcp/everything/get-sum", Actions: []string{"observe"}}}, nil)
 
-	port := freePort(t)
+	port := servicestest.FreePort(t)
 	preload := filepath.Join(t.TempDir(), "localhost-only.cjs")
 	// The server listens on every interface; tests bind servers to 127.0.0.1 only.
 	os.WriteFile(preload, []byte(`const net = require("net"); const listen = net.Server.prototype.listen;
@@ -292,7 +292,9 @@ net.Server.prototype.listen = function (...args) { if (typeof args[0] === "numbe
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { upstream.Process.Kill(); upstream.Wait() })
-	waitListening(t, fmt.Sprintf("127.0.0.1:%d", port), upstreamLog)
+	if !servicestest.Listening(fmt.Sprintf("127.0.0.1:%d", port), 30*time.Second) {
+		t.Fatalf("the everything server does not listen; its output:\n%s", upstreamLog)
+	}
 
 	gate := exec.Command(annalBinary, "--server", d.url, "mcp-gate", "--name", "everything", "--type", "echo=execute", "--listen", "127.0.0.1:0",
 		"--upstream-url", fmt.Sprintf("http://127.0.0.1:%d/mcp", port))
@@ -367,27 +369,6 @@ net.Server.prototype.listen = function (...args) { if (typeof args[0] === "numbe
 	if resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("the gate without a credential: %d", resp.StatusCode)
 	}
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
-func waitListening(t *testing.T, addr string, log *syncBuffer) {
-	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if c, err := net.Dial("tcp", addr); err == nil {
-			c.Close()
-			return
-		}
-	}
-	t.Fatalf("nothing listens on %s; its output:\n%s", addr, log)
 }
 
 // annal exec as a process: the exit code is the command's, stdin and

@@ -3,7 +3,6 @@ package servicestest
 import (
 	"database/sql"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -40,12 +39,7 @@ func StartMariaDB(t testing.TB) *MariaDB {
 	if out, err := exec.Command("mariadb-install-db", args...).CombinedOutput(); err != nil {
 		t.Fatalf("mariadb-install-db: %v\n%s", err, out)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m.port = ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
+	m.port = FreePort(t)
 	m.Start(t)
 	t.Cleanup(func() { m.Stop(t) })
 	root, err := sql.Open("mysql", "root@unix("+filepath.Join(m.dir, "mysqld.sock")+")/")
@@ -77,11 +71,8 @@ func (m *MariaDB) Start(t testing.TB) {
 	if err := m.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", m.port)); err == nil {
-			c.Close()
-			return
-		}
+	if Listening(fmt.Sprintf("127.0.0.1:%d", m.port), 60*time.Second) {
+		return
 	}
 	log, _ := os.ReadFile(filepath.Join(m.dir, "error.log"))
 	t.Fatalf("mariadbd did not start:\n%s", log)

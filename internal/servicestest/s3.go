@@ -2,7 +2,6 @@ package servicestest
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -41,12 +40,7 @@ func StartS3(t testing.TB) *S3Server {
 	}
 	s := &S3Server{dir: t.TempDir()}
 	os.MkdirAll(filepath.Join(s.dir, "data"), 0o700)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.port = ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
+	s.port = FreePort(t)
 	s.Endpoint = fmt.Sprintf("http://127.0.0.1:%d", s.port)
 	s.start(t, bin)
 	t.Cleanup(func() { s.Stop(t) })
@@ -60,13 +54,9 @@ func (s *S3Server) start(t testing.TB, bin string) {
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", s.port)); err == nil {
-			c.Close()
-			return
-		}
+	if !Listening(fmt.Sprintf("127.0.0.1:%d", s.port), 30*time.Second) {
+		t.Fatal("versitygw did not start")
 	}
-	t.Fatal("versitygw did not start")
 }
 
 // Start starts it again on the same port and data.
