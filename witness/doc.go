@@ -1,7 +1,10 @@
 // Package witness is Annal's transparency log witness: it cosigns
 // checkpoints of the logs it is configured for, speaking
 // c2sp.org/tlog-witness over HTTP and signing c2sp.org/tlog-cosignature
-// cosignature/v1 (Ed25519, signature type 0x04).
+// cosignature/v1 (Ed25519, signature type 0x04) and, when its Cosigner has
+// the key (annal-witness makes one by default), ML-DSA-44 (type 0x06):
+// then each answer is two signature lines, one per key, both bearing the
+// witness's name, and a policy may name the witness by either key.
 //
 // # Contract
 //
@@ -102,7 +105,8 @@
 // # Peers and gossip
 //
 // Peers are other witnesses, each a base URL and a cosignature/v1 verifier
-// key (Ed25519, type 0x04); a peer is named after its key. They are kept
+// key (Ed25519, type 0x04, or ML-DSA-44, type 0x06); a peer is named after
+// its key. They are kept
 // in the bbolt file beside the logs and changed the same way, with
 // `annal-witness peers add|list|remove`, directly or through the admin
 // socket. At most MaxPeers.

@@ -139,7 +139,7 @@ func (w *Witness) Gossip(ctx context.Context) GossipReport {
 	var wg sync.WaitGroup
 schedule:
 	for _, p := range peers {
-		if p.Key == w.cosigner.VerifierKey() {
+		if slices.Contains(w.cosigner.VerifierKeys(), p.Key) {
 			continue
 		}
 		pv, err := p.verifier()

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"filippo.io/mldsa"
 	fnote "github.com/transparency-dev/formats/note"
 	"golang.org/x/mod/sumdb/note"
 )
@@ -20,15 +21,29 @@ import (
 // mode 0600.
 const KeyFileName = "witness.key"
 
-// cosignatureV1Ed25519 is the signature type byte of an Ed25519
-// cosignature/v1 verifier key (c2sp.org/signed-note, "Signature types").
-const cosignatureV1Ed25519 = 0x04
+// MLDSAKeyFileName is the witness's ML-DSA-44 private key in a data
+// folder: one line, "PRIVATE+KEY+<name>+<key ID>+<base64 of 0x06 || seed>"
+// as transparency-dev/formats' GenerateMLDSAKey writes it, mode 0600. The
+// name is the Ed25519 key's: one witness, two keys.
+const MLDSAKeyFileName = "witness-mldsa.key"
+
+// Signature type bytes of witness verifier keys (c2sp.org/signed-note,
+// "Signature types").
+const (
+	cosignatureV1Ed25519 = 0x04
+	cosignatureMLDSA44   = 0x06
+)
 
 // Cosigner signs checkpoints with the witness key as c2sp.org/tlog-cosignature
-// cosignature/v1.
+// cosignature/v1 (Ed25519), and, when it has one, with its ML-DSA-44 key
+// too: every cosignature it makes is then two signature lines, and a log or
+// client trusts the witness by either key.
 type Cosigner struct {
 	signer      *fnote.Signer
 	verifierKey string
+
+	mldsa            *fnote.SubtreeSigner // nil: Ed25519 only
+	mldsaVerifierKey string
 }
 
 // NewCosigner makes a Cosigner from an x/mod note Ed25519 signer key.
@@ -56,6 +71,37 @@ func NewCosigner(skey string) (*Cosigner, error) {
 	return &Cosigner{signer: signer, verifierKey: vkey}, nil
 }
 
+// WithMLDSA returns a Cosigner that signs with c's Ed25519 key and with the
+// ML-DSA-44 signer key mldsaKey (c2sp.org/tlog-cosignature, type 0x06),
+// which must bear the same name: both keys are the one witness.
+func (c *Cosigner) WithMLDSA(mldsaKey string) (*Cosigner, error) {
+	mldsaKey = strings.TrimSpace(mldsaKey)
+	signer, err := fnote.NewMLDSASigner(mldsaKey)
+	if err != nil {
+		return nil, fmt.Errorf("witness ML-DSA-44 key is not an ML-DSA-44 signer key: %w", err)
+	}
+	if signer.Name() != c.Name() {
+		return nil, fmt.Errorf("witness ML-DSA-44 key is named %q, the Ed25519 key %q: both keys of a witness bear its one name", signer.Name(), c.Name())
+	}
+	priv, err := mldsa.NewPrivateKey(mldsa.MLDSA44(), mldsaSeed(mldsaKey))
+	if err != nil {
+		return nil, fmt.Errorf("witness ML-DSA-44 key: %w", err)
+	}
+	vkey := fmt.Sprintf("%s+%08x+%s", signer.Name(), signer.KeyHash(),
+		base64.StdEncoding.EncodeToString(append([]byte{cosignatureMLDSA44}, priv.PublicKey().Bytes()...)))
+	both := *c
+	both.mldsa, both.mldsaVerifierKey = signer, vkey
+	return &both, nil
+}
+
+// mldsaSeed is the key bytes of an ML-DSA-44 signer key NewMLDSASigner
+// accepted (so the split cannot fail).
+func mldsaSeed(skey string) []byte {
+	parts := strings.SplitN(skey, "+", 5)
+	raw, _ := base64.StdEncoding.DecodeString(parts[len(parts)-1])
+	return raw[1:]
+}
+
 // Name is the witness's key name, the name on its cosignature lines.
 func (c *Cosigner) Name() string { return c.signer.Name() }
 
@@ -64,8 +110,30 @@ func (c *Cosigner) Name() string { return c.signer.Name() }
 // c2sp.org/tlog-policy "witness" line.
 func (c *Cosigner) VerifierKey() string { return c.verifierKey }
 
+// MLDSAVerifierKey is the ML-DSA-44 verifier key (signature type 0x06) of
+// the witness, or "" when it signs with Ed25519 only.
+func (c *Cosigner) MLDSAVerifierKey() string { return c.mldsaVerifierKey }
+
+// VerifierKeys are all the verifier keys the witness signs with: the
+// Ed25519 one first.
+func (c *Cosigner) VerifierKeys() []string {
+	if c.mldsa == nil {
+		return []string{c.verifierKey}
+	}
+	return []string{c.verifierKey, c.mldsaVerifierKey}
+}
+
 // Signer is the note.Signer that produces cosignature/v1 signatures.
 func (c *Cosigner) Signer() note.Signer { return c.signer }
+
+// Signers are the note.Signers of every key, in the order of VerifierKeys:
+// a cosignature is one line by each.
+func (c *Cosigner) Signers() []note.Signer {
+	if c.mldsa == nil {
+		return []note.Signer{c.signer}
+	}
+	return []note.Signer{c.signer, c.mldsa}
+}
 
 // LoadOrCreateKey reads the witness key at path, or, if there is none,
 // generates an Ed25519 key named name and writes it there with mode 0600.
@@ -104,30 +172,76 @@ func LoadOrCreateKey(path, name string) (skey string, created bool, err error) {
 	if err != nil {
 		return "", false, err
 	}
+	if err := writeKeyFile(path, skey); err != nil {
+		return "", false, err
+	}
+	return skey, true, nil
+}
+
+// LoadOrCreateMLDSAKey reads the witness's ML-DSA-44 key at path, or, if
+// there is none, generates one named name (the Ed25519 key's) and writes it
+// there with mode 0600. The same rules as LoadOrCreateKey hold: a key file
+// readable by others or named otherwise is refused.
+func LoadOrCreateMLDSAKey(path, name string) (skey string, created bool, err error) {
+	data, err := os.ReadFile(path)
+	switch {
+	case err == nil:
+		info, err := os.Stat(path)
+		if err != nil {
+			return "", false, err
+		}
+		if perm := info.Mode().Perm(); perm&0o077 != 0 {
+			return "", false, fmt.Errorf("witness key %s has mode %04o: it must not be readable by group or others (chmod 600 %s)", path, perm, path)
+		}
+		skey = strings.TrimSpace(string(data))
+		s, err := fnote.NewMLDSASigner(skey)
+		if err != nil {
+			return "", false, fmt.Errorf("witness key %s is not an ML-DSA-44 signer key: %w", path, err)
+		}
+		if name != s.Name() {
+			return "", false, fmt.Errorf("witness key %s is named %q, not %q, the witness's name", path, s.Name(), name)
+		}
+		return skey, false, nil
+	case !errors.Is(err, fs.ErrNotExist):
+		return "", false, fmt.Errorf("read witness key: %w", err)
+	}
+	skey, _, err = fnote.GenerateMLDSAKey(name)
+	if err != nil {
+		return "", false, fmt.Errorf("generate ML-DSA-44 key named %q: %w", name, err)
+	}
+	if err := writeKeyFile(path, skey); err != nil {
+		return "", false, err
+	}
+	return skey, true, nil
+}
+
+// writeKeyFile creates path (it must not exist) with skey and mode 0600,
+// durably.
+func writeKeyFile(path, skey string) error {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return "", false, fmt.Errorf("create witness key: %w", err)
+		return fmt.Errorf("create witness key: %w", err)
 	}
 	if _, err := f.WriteString(skey + "\n"); err != nil {
 		f.Close()
-		return "", false, fmt.Errorf("write witness key: %w", err)
+		return fmt.Errorf("write witness key: %w", err)
 	}
 	// The key must survive a crash: a witness that restarts with a new key
 	// would be a different witness to every policy that names it.
 	if err := f.Sync(); err != nil {
 		f.Close()
-		return "", false, fmt.Errorf("sync witness key: %w", err)
+		return fmt.Errorf("sync witness key: %w", err)
 	}
 	if err := f.Close(); err != nil {
-		return "", false, err
+		return err
 	}
 	// And so must its name in the folder.
 	if dir, err := os.Open(filepath.Dir(path)); err == nil {
 		err = dir.Sync()
 		dir.Close()
 		if err != nil {
-			return "", false, fmt.Errorf("sync data folder: %w", err)
+			return fmt.Errorf("sync data folder: %w", err)
 		}
 	}
-	return skey, true, nil
+	return nil
 }

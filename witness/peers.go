@@ -1,6 +1,7 @@
 package witness
 
 import (
+	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -10,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"filippo.io/mldsa"
 	fnote "github.com/transparency-dev/formats/note"
 	bolt "go.etcd.io/bbolt"
 	"golang.org/x/mod/sumdb/note"
@@ -77,8 +79,10 @@ func (p PeerConfig) verifier() (note.Verifier, error) {
 		return nil, fmt.Errorf("%w: peer key %q is not a note verifier key <name>+<8 hex digits>+<base64>", ErrInvalidPeerConfig, abbreviate(p.Key))
 	}
 	raw, err := base64.StdEncoding.Strict().DecodeString(parts[2])
-	if err != nil || len(raw) != 33 || raw[0] != cosignatureV1Ed25519 {
-		return nil, fmt.Errorf("%w: peer key %q is not a cosignature/v1 Ed25519 key (signature type 0x04 and 32 bytes)", ErrInvalidPeerConfig, abbreviate(p.Key))
+	ed25519Key := err == nil && len(raw) == 1+ed25519.PublicKeySize && raw[0] == cosignatureV1Ed25519
+	mldsaKey := err == nil && len(raw) == 1+mldsa.MLDSA44PublicKeySize && raw[0] == cosignatureMLDSA44
+	if !ed25519Key && !mldsaKey {
+		return nil, fmt.Errorf("%w: peer key %q is neither a cosignature/v1 Ed25519 key (signature type 0x04 and 32 bytes) nor an ML-DSA-44 key (0x06 and %d bytes)", ErrInvalidPeerConfig, abbreviate(p.Key), mldsa.MLDSA44PublicKeySize)
 	}
 	v, err := fnote.NewVerifierForCosignatureV1(p.Key)
 	if err != nil {

@@ -47,7 +47,7 @@ func TestPeerConfig_Validate(t *testing.T) {
 	}{
 		{"ok", "https://witness.example/p", key, ""},
 		{"ok with path", "http://127.0.0.1:8080/w/", key, ""},
-		{"log key, not cosignature/v1", "https://w.example", l.vkey, "not a cosignature/v1 Ed25519 key"},
+		{"log key, not cosignature/v1", "https://w.example", l.vkey, "neither a cosignature/v1 Ed25519 key"},
 		{"wrong key ID", "https://w.example", name + "+00000000+" + b64key, "key ID 00000000"},
 		{"uppercase key ID", "https://w.example", name + "+" + strings.ToUpper(hash) + "+" + b64key, "key ID"},
 		{"no key", "https://w.example", "", "not a note verifier key"},

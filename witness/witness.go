@@ -215,12 +215,13 @@ func (w *Witness) addCheckpoint(ctx context.Context, req *AddCheckpointRequest) 
 		if refusal = checkExtends(stored, req); refusal != nil {
 			return nil
 		}
-		signed, err := note.Sign(&note.Note{Text: n.Text, Sigs: n.Sigs}, w.cosigner.Signer())
+		signers := w.cosigner.Signers()
+		signed, err := note.Sign(&note.Note{Text: n.Text, Sigs: n.Sigs}, signers...)
 		if err != nil {
 			refusal = fmt.Errorf("cosign: %w", err)
 			return nil
 		}
-		cosignature = lastLine(signed)
+		cosignature = lastLines(signed, len(signers))
 		return putLatestInTx(tx, &CosignedCheckpoint{
 			Origin:     origin,
 			Size:       req.Checkpoint.Size,
@@ -341,9 +342,12 @@ func (w *Witness) logRefusal(req *AddCheckpointRequest, err error) {
 	w.log.Debug("refused add-checkpoint", attrs...)
 }
 
-// lastLine returns the last line of b, newline included.
-func lastLine(b []byte) []byte {
-	i := bytes.LastIndexByte(b[:len(b)-1], '\n')
+// lastLines returns the last n lines of b, newlines included.
+func lastLines(b []byte, n int) []byte {
+	i := len(b) - 1
+	for ; n > 0 && i >= 0; n-- {
+		i = bytes.LastIndexByte(b[:i], '\n')
+	}
 	return bytes.Clone(b[i+1:])
 }
 

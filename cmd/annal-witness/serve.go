@@ -28,6 +28,7 @@ type serveFlags struct {
 	lockTimeout                  time.Duration
 	// gossipInterval is the time between gossip rounds; 0 turns gossip off.
 	gossipInterval time.Duration
+	mldsa          bool
 }
 
 func newServeCommand() *cobra.Command {
@@ -38,9 +39,11 @@ func newServeCommand() *cobra.Command {
 		Long: `serve answers POST /add-checkpoint (c2sp.org/tlog-witness) and
 GET /<hex SHA-256(origin)>/checkpoint, the latest checkpoint it cosigned for a
 log, and GET /evidence, the equivocation evidence it found. On first start it
-makes the data folder and an Ed25519 witness key (witness.key, mode 0600). It
-prints the witness's cosignature/v1 verifier key, to be put in the policies of
-the logs it witnesses and in its peers' configuration, and its URL. Every
+makes the data folder and its keys: Ed25519 (witness.key) and ML-DSA-44
+(witness-mldsa.key), both mode 0600 and bearing the witness's name; every
+cosignature is then two lines, one by each key (c2sp.org/tlog-cosignature).
+It prints both verifier keys: a log's policy and the witness's peers name
+either. --mldsa=false signs with Ed25519 only. It prints its URL too. Every
 --gossip-interval it checks its peers' checkpoints against its own. While it
 runs, "annal-witness logs|peers|evidence" commands reach it through the admin
 socket in the data folder.`,
@@ -58,6 +61,7 @@ socket in the data folder.`,
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fl.DurationVar(&f.lockTimeout, "lock-timeout", witness.DefaultLockTimeout, "how long to wait for another process to release the data folder")
 	fl.DurationVar(&f.gossipInterval, "gossip-interval", witness.DefaultGossipInterval, "time between gossip rounds with the peers; 0 turns gossip off")
+	fl.BoolVar(&f.mldsa, "mldsa", true, "cosign with an ML-DSA-44 key too (made on first start with it, in witness-mldsa.key)")
 	return cmd
 }
 
@@ -79,7 +83,7 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 			logger.Error("close witness state", "error", err)
 		}
 	}()
-	cosigner, created, err := loadCosigner(f.data, f.name)
+	cosigner, created, err := loadCosigner(f.data, f.name, f.mldsa)
 	if err != nil {
 		return err
 	}
@@ -114,11 +118,14 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 		defer os.Remove(adminPath)
 	}
 
-	if created {
-		fmt.Fprintf(stdout, "annal-witness: created witness key %s\n", filepath.Join(f.data, witness.KeyFileName))
+	for _, path := range created {
+		fmt.Fprintf(stdout, "annal-witness: created witness key %s\n", path)
 	}
 	fmt.Fprintf(stdout, "annal-witness: name %s\n", cosigner.Name())
 	fmt.Fprintf(stdout, "annal-witness: verifier key %s\n", cosigner.VerifierKey())
+	if k := cosigner.MLDSAVerifierKey(); k != "" {
+		fmt.Fprintf(stdout, "annal-witness: ML-DSA-44 verifier key %s\n", k)
+	}
 	fmt.Fprintf(stdout, "annal-witness: admin socket %s\n", adminPath)
 	if f.gossipInterval > 0 {
 		fmt.Fprintf(stdout, "annal-witness: gossip every %v\n", f.gossipInterval)
@@ -174,20 +181,36 @@ func openStore(data string, lockTimeout time.Duration) (*witness.Store, error) {
 	return store, err
 }
 
-// loadCosigner reads the witness key of the data folder, making it on
-// first start.
-func loadCosigner(data, name string) (*witness.Cosigner, bool, error) {
+// loadCosigner reads the witness keys of the data folder, making them
+// when missing (the ML-DSA-44 key only with withMLDSA; a folder of an
+// earlier witness gains one on its next start). created lists the key
+// files it wrote.
+func loadCosigner(data, name string, withMLDSA bool) (c *witness.Cosigner, created []string, err error) {
 	path := filepath.Join(data, witness.KeyFileName)
 	if name == "" {
 		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 			name = defaultWitnessName()
 		}
 	}
-	skey, created, err := witness.LoadOrCreateKey(path, name)
+	skey, made, err := witness.LoadOrCreateKey(path, name)
 	if err != nil {
-		return nil, false, err
+		return nil, nil, err
 	}
-	c, err := witness.NewCosigner(skey)
+	if made {
+		created = append(created, path)
+	}
+	if c, err = witness.NewCosigner(skey); err != nil || !withMLDSA {
+		return c, created, err
+	}
+	path = filepath.Join(data, witness.MLDSAKeyFileName)
+	mkey, made, err := witness.LoadOrCreateMLDSAKey(path, c.Name())
+	if err != nil {
+		return nil, nil, err
+	}
+	if made {
+		created = append(created, path)
+	}
+	c, err = c.WithMLDSA(mkey)
 	return c, created, err
 }
 

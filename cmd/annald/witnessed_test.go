@@ -20,6 +20,7 @@ import (
 // witnessProcess is one running annal-witness.
 type witnessProcess struct {
 	url, vkey string
+	mldsaKey  string // its ML-DSA-44 verifier key
 }
 
 func startWitness(t *testing.T, dataDir string) *witnessProcess {
@@ -45,11 +46,13 @@ func startWitness(t *testing.T, dataDir string) *witnessProcess {
 		line := sc.Text()
 		if v, ok := strings.CutPrefix(line, "annal-witness: verifier key "); ok {
 			w.vkey = v
+		} else if v, ok := strings.CutPrefix(line, "annal-witness: ML-DSA-44 verifier key "); ok {
+			w.mldsaKey = v
 		} else if v, ok := strings.CutPrefix(line, "annal-witness: listening on "); ok {
 			w.url = v
 		}
 	}
-	if w.url == "" || w.vkey == "" {
+	if w.url == "" || w.vkey == "" || w.mldsaKey == "" {
 		t.Fatalf("annal-witness did not start; stderr:\n%s", stderr)
 	}
 	go func() {
@@ -61,7 +64,10 @@ func startWitness(t *testing.T, dataDir string) *witnessProcess {
 
 // TestWitnessedCheckpoints: annald with --witness-policy naming two
 // annal-witness processes (quorum: both) publishes only cosigned
-// checkpoints, and its proofs verify offline under the policy.
+// checkpoints, and its proofs verify offline under the policy. The policy
+// names w1 by its Ed25519 key and w2 by its ML-DSA-44 key: Tessera's
+// witness client, annald and annal-verify take the post-quantum
+// cosignature as the witness's.
 func TestWitnessedCheckpoints(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -80,7 +86,11 @@ func TestWitnessedCheckpoints(t *testing.T) {
 			t.Fatalf("logs add: %v\n%s", err, out)
 		}
 		w := startWitness(t, wdir)
-		fmt.Fprintf(&policy, "witness %s %s %s\n", name, w.vkey, w.url)
+		key := w.vkey
+		if name == "w2" {
+			key = w.mldsaKey
+		}
+		fmt.Fprintf(&policy, "witness %s %s %s\n", name, key, w.url)
 	}
 	policy.WriteString("group both all w1 w2\nquorum both\n")
 	policyFile := filepath.Join(tmp, "policy.txt")

@@ -1,0 +1,159 @@
+package witness
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	fnote "github.com/transparency-dev/formats/note"
+	"golang.org/x/mod/sumdb/note"
+
+	"github.com/annal-dev/annal/verifier"
+)
+
+// startMLDSAWitness is startNamedWitness with an ML-DSA-44 key as well.
+func startMLDSAWitness(t *testing.T, name string) *testWitness {
+	t.Helper()
+	dir := t.TempDir()
+	tw := startNamedWitness(t, dir, name, Options{})
+	mkey, created, err := LoadOrCreateMLDSAKey(filepath.Join(dir, MLDSAKeyFileName), name)
+	if err != nil || !created {
+		t.Fatalf("ML-DSA-44 key: created %v, %v", created, err)
+	}
+	c, err := tw.w.Cosigner().WithMLDSA(mkey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tw.w.cosigner = c
+	return tw
+}
+
+func TestMLDSAKey_CreatedOnceNamedAsTheWitness(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, MLDSAKeyFileName)
+	skey, created, err := LoadOrCreateMLDSAKey(path, "witness.example.com/w1")
+	if err != nil || !created {
+		t.Fatalf("first start: created %v, %v", created, err)
+	}
+	if info, err := os.Stat(path); err != nil || info.Mode().Perm() != 0o600 {
+		t.Fatalf("key file: %v, %v, want mode 0600", info, err)
+	}
+	again, created, err := LoadOrCreateMLDSAKey(path, "witness.example.com/w1")
+	if err != nil || created || again != skey {
+		t.Fatalf("second start: created %v, same key %v, %v", created, again == skey, err)
+	}
+	if _, _, err := LoadOrCreateMLDSAKey(path, "witness.example.com/w2"); err == nil || !strings.Contains(err.Error(), `named "witness.example.com/w1"`) {
+		t.Errorf("another name: %v", err)
+	}
+	if err := os.Chmod(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := LoadOrCreateMLDSAKey(path, "witness.example.com/w1"); err == nil || !strings.Contains(err.Error(), "mode 0644") {
+		t.Errorf("key readable by others: %v", err)
+	}
+
+	// An Ed25519 key is not an ML-DSA-44 key, and the two keys of a
+	// witness bear one name.
+	edPath := filepath.Join(dir, KeyFileName)
+	edKey, _, err := LoadOrCreateKey(edPath, "witness.example.com/w2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := LoadOrCreateMLDSAKey(edPath, "witness.example.com/w2"); err == nil {
+		t.Error("an Ed25519 key file was taken as ML-DSA-44")
+	}
+	c, err := NewCosigner(edKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.WithMLDSA(skey); err == nil || !strings.Contains(err.Error(), "one name") {
+		t.Errorf("ML-DSA-44 key of another name: %v", err)
+	}
+	if _, err := c.WithMLDSA(edKey); err == nil {
+		t.Error("an Ed25519 key taken as the ML-DSA-44 key")
+	}
+}
+
+// TestMLDSA_CosignatureIsTwoLines: a witness with both keys answers with
+// one line by each; each verifies on its own under the verifier key it
+// prints (transparency-dev/formats, and annal-verify's policy), and the
+// monitoring endpoint serves both.
+func TestMLDSA_CosignatureIsTwoLines(t *testing.T) {
+	l := newTestLog(t, "example.com/pq").growTo(10)
+	tw := startMLDSAWitness(t, "witness.test/pq")
+	tw.addLog(l)
+	c := tw.w.Cosigner()
+	if len(c.VerifierKeys()) != 2 || c.VerifierKeys()[1] != c.MLDSAVerifierKey() {
+		t.Fatalf("verifier keys %v", c.VerifierKeys())
+	}
+	a := tw.mustCosign(l.request(0, 10))
+	lines := strings.Split(strings.TrimSuffix(a.body, "\n"), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("answer has %d lines, want 2:\n%s", len(lines), a.body)
+	}
+	cosigned := append(l.checkpoint(10), a.body...)
+	for _, vkey := range c.VerifierKeys() {
+		v, err := fnote.NewVerifierForCosignatureV1(vkey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := note.Open(cosigned, note.VerifierList(v))
+		if err != nil || len(n.Sigs) != 1 {
+			t.Fatalf("cosignature by %.40s…: %v", vkey, err)
+		}
+	}
+	// The ML-DSA-44 line is the second, and alone it is the witness's
+	// cosignature for a policy that names only that key.
+	p, err := verifier.ParsePolicy([]byte("log " + l.vkey + "\nwitness pq " + c.MLDSAVerifierKey() + "\nquorum pq\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mldsaOnly := append(l.checkpoint(10), lines[1]+"\n"...)
+	if _, err := p.OpenCheckpoint(mldsaOnly); err != nil {
+		t.Errorf("annal-verify policy naming the ML-DSA-44 key: %v", err)
+	}
+	edOnly := append(l.checkpoint(10), lines[0]+"\n"...)
+	if _, err := p.OpenCheckpoint(edOnly); err == nil {
+		t.Error("the Ed25519 line met a quorum of the ML-DSA-44 key")
+	}
+	served := tw.get(checkpointPath(l.origin))
+	if served.status != 200 || !strings.HasSuffix(served.body, a.body) {
+		t.Errorf("monitoring endpoint: %d %q, want both cosignatures", served.status, served.body)
+	}
+}
+
+// TestMLDSA_GossipWithPeerNamedByMLDSAKey: peers that know each other only
+// by their ML-DSA-44 keys compare checkpoints.
+func TestMLDSA_GossipWithPeerNamedByMLDSAKey(t *testing.T) {
+	l := newTestLog(t, "example.com/pq-gossip").growTo(300)
+	tiles := serveTiles(t, l, 300)
+	cfg := LogConfig{Origin: l.origin, Keys: []string{l.vkey}, TileURL: tiles.url()}
+	a, b := startMLDSAWitness(t, "witness.test/pq1"), startMLDSAWitness(t, "witness.test/pq2")
+	for _, w := range []*testWitness{a, b} {
+		if err := w.store.AddLog(cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a.addPeer(b.srv.URL, b.w.Cosigner().MLDSAVerifierKey())
+	b.addPeer(a.srv.URL, a.w.Cosigner().MLDSAVerifierKey())
+	a.mustCosign(l.request(0, 100))
+	b.mustCosign(l.request(0, 300))
+	// What a reads from b keeps b's ML-DSA-44 cosignature: it verified.
+	pv, err := PeerConfig{Name: "witness.test/pq2", Key: b.w.Cosigner().MLDSAVerifierKey()}.verifier()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := openServedCheckpoint([]byte(b.get(checkpointPath(l.origin)).body), cfg, pv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := note.Open(s.note, note.VerifierList(pv)); err != nil || len(n.Sigs) != 1 {
+		t.Errorf("b's checkpoint as a read it: %v\n%s", err, s.note)
+	}
+	for i, w := range []*testWitness{a, b} {
+		if r := w.gossip(); r.Consistent != 1 || r.Failed != 0 || len(r.Equivocations) != 0 {
+			t.Errorf("witness %d: %+v, want 1 consistent", i+1, r)
+		}
+	}
+}
