@@ -46,6 +46,11 @@ type ActorRequest struct {
 	// starts in Ring 3, the sandbox (Execution Control §3.3).
 	Trust     *float64 `json:"trust,omitempty"`
 	Consensus bool     `json:"consensus,omitempty"`
+	// SigningKey, if set, is the actor's signing key from its creation (a
+	// signed-note Ed25519 verifier key), and RequireSigned makes every
+	// request of the actor need a signature by it.
+	SigningKey    string `json:"signing_key,omitempty"`
+	RequireSigned bool   `json:"require_signed,omitempty"`
 }
 
 // MaxShare bounds an actor's share of energy production: all of root's at
@@ -71,7 +76,8 @@ func (k *Kernel) CreateAgent(ctx context.Context, creator *Actor, req ActorReque
 		req.Kind = event.Agent
 	}
 	now := k.cfg.Now()
-	rec := event.ActorRecord{Kind: req.Kind, Name: req.Name, Purpose: req.Purpose, Creator: creator.ID, Energy: req.Energy}
+	rec := event.ActorRecord{Kind: req.Kind, Name: req.Name, Purpose: req.Purpose, Creator: creator.ID, Energy: req.Energy,
+		SigningKey: req.SigningKey, RequireSigned: req.RequireSigned}
 	switch {
 	case req.Kind != event.Agent && req.Kind != event.Human:
 		return nil, formError(stage, "kind %q is neither agent nor human", req.Kind)

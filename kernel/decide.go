@@ -75,6 +75,7 @@ func (k *Kernel) decide(ctx context.Context, stage string, build builder) (*deci
 		if ev.ID == "" {
 			ev.ID = id
 		}
+		signature := attachSignature(ctx, ev)
 		want := k.ledger.Claims(ev)
 		busy := k.claims.tryTake(want)
 		if busy != nil {
@@ -117,6 +118,9 @@ func (k *Kernel) decide(ctx context.Context, stage string, build builder) (*deci
 		k.mu.Unlock()
 		if err != nil {
 			return nil, err
+		}
+		if signature != nil {
+			signature.used.Store(true)
 		}
 		return &decided{ev: ev, entry: entry, index: index}, nil
 	}

@@ -26,6 +26,9 @@ type EnvelopeRequest struct {
 	HoldOn          []event.Grant `json:"hold_on,omitempty"`
 	HoldTimeoutSecs uint64        `json:"hold_timeout_secs,omitempty"`
 	Expires         string        `json:"expires,omitempty"`
+	// RequireSigned: actions under the envelope must be signed by their
+	// actor.
+	RequireSigned bool `json:"require_signed,omitempty"`
 }
 
 // IssueEnvelope issues an envelope on behalf of issuer. A delegated
@@ -43,7 +46,7 @@ func (k *Kernel) IssueEnvelope(ctx context.Context, issuer *Actor, req EnvelopeR
 		return nil, nil, formError(stage, "hold_on: %v", err)
 	}
 	env := event.Envelope{Holder: req.Holder, Issuer: issuer.ID, Parent: req.Parent, Budget: req.Budget,
-		Grants: grants, HoldOn: holdOn, HoldTimeoutSecs: req.HoldTimeoutSecs}
+		Grants: grants, HoldOn: holdOn, HoldTimeoutSecs: req.HoldTimeoutSecs, RequireSigned: req.RequireSigned}
 	if req.Expires != "" {
 		t, err := time.Parse(time.RFC3339Nano, req.Expires)
 		if err != nil || t.Year() > 9999 || !t.After(k.cfg.Now()) {

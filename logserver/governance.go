@@ -45,6 +45,7 @@ func actorOut(a *kernel.Actor) api.Actor {
 	return api.Actor{
 		ID: a.ID, Kind: string(a.Kind), Name: a.Name, Purpose: a.Purpose, Creator: a.Creator, Expires: a.Expires.String(),
 		Status: a.Status, Grants: grantsOut(a.Grants), Share: a.Share, Balance: a.Balance, Reserved: a.Reserved, Consumed: a.Consumed,
+		SigningKey: a.SigningKey, RequireSigned: a.RequireSigned,
 	}
 }
 
@@ -78,10 +79,13 @@ func (s *Server) routeGovernance() {
 	m.HandleFunc("POST /v1/actors/{id}/status", handle(s, small, http.StatusOK, func(r *http.Request, by *kernel.Actor, req *api.StatusRequest) (any, error) {
 		return receiptOrErr(s.k.SetStatus(r.Context(), by, r.PathValue("id"), req.Status, req.Reason))
 	}))
+	m.HandleFunc("POST /v1/actors/{id}/key", handle(s, small, http.StatusOK, func(r *http.Request, by *kernel.Actor, req *api.SigningKeyRequest) (any, error) {
+		return receiptOrErr(s.k.SetSigningKey(r.Context(), by, r.PathValue("id"), kernel.SigningKeyRequest{Key: req.Key, RequireSigned: req.RequireSigned, Reason: req.Reason}))
+	}))
 	m.HandleFunc("POST /v1/envelopes", handle(s, api.MaxEnvelopeBody, http.StatusCreated, func(r *http.Request, issuer *kernel.Actor, req *api.EnvelopeRequest) (any, error) {
 		v, _, err := s.k.IssueEnvelope(r.Context(), issuer, kernel.EnvelopeRequest{
 			Holder: req.Holder, Parent: req.Parent, Budget: req.Budget, Grants: grantsIn(req.Grants),
-			HoldOn: grantsIn(req.HoldOn), HoldTimeoutSecs: req.HoldTimeoutSecs, Expires: req.Expires,
+			HoldOn: grantsIn(req.HoldOn), HoldTimeoutSecs: req.HoldTimeoutSecs, Expires: req.Expires, RequireSigned: req.RequireSigned,
 		})
 		if err != nil {
 			return nil, err

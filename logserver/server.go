@@ -69,6 +69,13 @@ func New(k *kernel.Kernel, logger *slog.Logger) *Server {
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
+	if r.Header.Get(api.SignatureHeader) != "" {
+		var err error
+		if r, err = s.signedRequest(w, r); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+	}
 	s.mux.ServeHTTP(w, r)
 }
 
@@ -231,6 +238,7 @@ func (s *Server) handleCreateAgent(w http.ResponseWriter, r *http.Request) {
 	na, err := s.k.CreateAgent(r.Context(), actor, kernel.ActorRequest{
 		Kind: event.ActorKind(req.Kind), Name: req.Name, Purpose: req.Purpose, Expires: req.Expires,
 		Grants: grantsIn(req.Grants), Energy: req.Energy, Share: req.Share, Trust: req.Trust, Consensus: req.Consensus,
+		SigningKey: req.SigningKey, RequireSigned: req.RequireSigned,
 	})
 	if err != nil {
 		s.fail(w, r, err)

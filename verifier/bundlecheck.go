@@ -52,6 +52,9 @@ type BundleResult struct {
 	ByActionType          map[string]uint64
 	// Sessions are the delta chains in the bundle, in order of first delta.
 	Sessions []SessionChain
+	// Signatures counts, per actor, its action events signed, unsigned and
+	// unverifiable (Signatures); every signature present was checked.
+	Signatures map[string]*Signatures
 	// OldSize and OldRoot, when the bundle proves consistency with an older
 	// tree.
 	OldSize uint64
@@ -92,6 +95,7 @@ type bundleVerifier struct {
 	next      uint64 // the smallest index the next event may have
 	chains    chains
 	withProof bool
+	sigs      *signatureState
 }
 
 // readLine returns the next line without its LF, or io.EOF at the end.
@@ -190,6 +194,9 @@ func (v *bundleVerifier) header(line []byte) error {
 	default:
 		return fail(CheckBundle, "line 1: proof %q is neither %q nor %q", abbreviate(h.Proof), bundle.ProofRange, bundle.ProofInclusion)
 	}
+	// A range bundle from entry 0 holds every key registration before any
+	// signature it checks; any other may leave some out.
+	v.sigs = newSignatureState(cp.Origin, h.Proof == bundle.ProofRange && v.next == 0)
 	return v.consistency(cp)
 }
 
@@ -274,5 +281,6 @@ func (v *bundleVerifier) finish() (*BundleResult, error) {
 		}
 	}
 	res.Sessions = v.chains.list()
+	res.Signatures = v.sigs.byActor
 	return res, nil
 }

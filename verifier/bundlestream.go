@@ -44,6 +44,7 @@ type lineResult struct {
 	ev    *Event
 	leaf  [sha256.Size]byte
 	delta *DeltaLink
+	sign  *signingFacts
 	err   *Error
 }
 
@@ -213,6 +214,10 @@ func (v *bundleVerifier) checkLineInto(lineNo int, line, buf []byte) (r lineResu
 		r.err = fail(CheckEntry, "line %d: entry %d: %v", lineNo, e.index, err)
 		return r, buf
 	}
+	if r.sign, err = readSigning(r.ev.Kind, e.entry); err != nil {
+		r.err = fail(CheckEntry, "line %d: entry %d: %v", lineNo, e.index, err)
+		return r, buf
+	}
 	r.leaf = sha256.Sum256(buf[:1+len(e.entry)]) // the prefix byte, then the entry
 	if v.withProof {
 		if err := proof.VerifyInclusion(hasher, e.index, v.res.Size, r.leaf[:], e.proof, v.res.RootHash[:]); err != nil {
@@ -285,6 +290,9 @@ func (v *bundleVerifier) mergeBatch(b *batch) error {
 			if err != nil {
 				return fail(CheckInclusion, "line %d: %v", lineNo, err)
 			}
+		}
+		if err := v.sigs.event(r.index, r.ev, r.sign); err != nil {
+			return fail(CheckSignature, "line %d: entry %d (%s by %s): %v", lineNo, r.index, r.ev.Kind, r.ev.Actor, err)
 		}
 		if r.delta != nil {
 			if err := v.chains.add(r.index, r.delta); err != nil {

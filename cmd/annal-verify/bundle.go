@@ -73,9 +73,9 @@ func openStream(stdin io.Reader, name string) (io.Reader, func(), error) {
 func newBundleCommand(stdin io.Reader) *cobra.Command {
 	var trust trustFlags
 	var oldFile string
-	var asJSON bool
+	var asJSON, requireSigned bool
 	cmd := &cobra.Command{
-		Use:   "bundle (--policy FILE | --key KEY) [--old CHECKPOINT] [--json] BUNDLE",
+		Use:   "bundle (--policy FILE | --key KEY) [--old CHECKPOINT] [--require-signed] [--json] BUNDLE",
 		Short: "Check an audit bundle offline: signatures, quorum, every event's inclusion, delta chains",
 		Long: `Check an audit bundle (annal.dev/audit-bundle/v1, as annal export writes it)
 offline: the checkpoint's signature by the policy's log key and the witness
@@ -86,6 +86,14 @@ once, as a stream (BUNDLE may be - for stdin).
 
 With --old CHECKPOINT (a signed checkpoint you already hold), the bundle must
 prove that the log at that checkpoint is a prefix of the log it shows.
+
+Every signed request an event carries is checked against its signer's key as
+the log registered it (actor.created, actor.key events in the bundle): the
+signature, the key current at that entry, the nonce used once, the time, and
+that the event is what was signed; a bad one fails the bundle, naming the
+entry. The summary counts each actor's actions signed and unsigned;
+--require-signed fails on any action not signed by its actor (or not
+checkable: signed by a key whose registration the bundle leaves out).
 
 On success it prints a summary (--json for machines); on failure it names the
 first thing that is wrong and exits 1.`,
@@ -111,16 +119,35 @@ first thing that is wrong and exits 1.`,
 				return fmt.Errorf("FAILED %w", err)
 			}
 			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), bundleJSON(res))
+				err = writeJSON(cmd.OutOrStdout(), bundleJSON(res))
+			} else {
+				printBundle(cmd.OutOrStdout(), res)
 			}
-			printBundle(cmd.OutOrStdout(), res)
-			return nil
+			if err == nil && requireSigned {
+				err = checkAllSigned(res)
+			}
+			return err
 		},
 	}
 	trust.add(cmd)
 	cmd.Flags().StringVar(&oldFile, "old", "", "a signed checkpoint of the same log you hold; the bundle must prove consistency with it")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	cmd.Flags().BoolVar(&requireSigned, "require-signed", false, "fail unless every action in the bundle is signed by its actor, checkably")
 	return cmd
+}
+
+// checkAllSigned fails on any action not signed by its actor.
+func checkAllSigned(res *verifier.BundleResult) error {
+	var bad []string
+	for _, actor := range slices.Sorted(maps.Keys(res.Signatures)) {
+		if c := res.Signatures[actor]; c.Unsigned+c.Unverifiable > 0 {
+			bad = append(bad, fmt.Sprintf("%s (%d unsigned, %d unverifiable)", actor, c.Unsigned, c.Unverifiable))
+		}
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("FAILED %s: --require-signed: actions not signed by their actor: %s", verifier.CheckSignature, strings.Join(bad, ", "))
+	}
+	return nil
 }
 
 func newChainCommand(stdin io.Reader) *cobra.Command {
@@ -182,7 +209,7 @@ func bundleJSON(res *verifier.BundleResult) map[string]any {
 		"events": res.Events, "first_index": res.FirstIndex, "last_index": res.LastIndex,
 		"first_time": res.FirstTime.UTC().Format(time.RFC3339Nano), "last_time": res.LastTime.UTC().Format(time.RFC3339Nano),
 		"by_actor": res.ByActor, "by_kind": res.ByKind, "by_action_type": res.ByActionType,
-		"sessions": orEmpty(res.Sessions),
+		"sessions": orEmpty(res.Sessions), "signatures": res.Signatures,
 	}
 	if res.OldSize > 0 {
 		out["consistent_with"] = map[string]any{"size": res.OldSize, "root_hash": base64.StdEncoding.EncodeToString(res.OldRoot[:])}
@@ -216,6 +243,14 @@ func printBundle(w io.Writer, res *verifier.BundleResult) {
 	printCounts(w, "by kind", res.ByKind)
 	if len(res.ByActionType) > 0 {
 		printCounts(w, "by action type", res.ByActionType)
+	}
+	for _, actor := range slices.Sorted(maps.Keys(res.Signatures)) {
+		c := res.Signatures[actor]
+		line := fmt.Sprintf("  actions of %s: %d signed, %d unsigned", actor, c.Signed, c.Unsigned)
+		if c.Unverifiable > 0 {
+			line += fmt.Sprintf(", %d signed by a key this bundle does not register", c.Unverifiable)
+		}
+		fmt.Fprintln(w, line)
 	}
 	for _, s := range res.Sessions {
 		state := "complete from its first delta"

@@ -120,6 +120,12 @@ type Event struct {
 	PolicyAttachment *PolicyAttachment       `json:"policy_attachment,omitempty"`
 	Signal           *SignalRecord           `json:"signal,omitempty"`
 	SignalMask       *SignalMask             `json:"signal_mask,omitempty"`
+
+	// KeyChange is carried by actor.key (signed.go).
+	KeyChange *KeyChange `json:"key_change,omitempty"`
+	// Signed is the signature of the request the event records, on any
+	// kind but the kernel's own (signed.go).
+	Signed *Signed `json:"signed,omitempty"`
 }
 
 // LogInfo is carried by the genesis event.
@@ -151,6 +157,10 @@ type ActorRecord struct {
 	Share uint64 `json:"share,omitempty"`
 	// Energy is what the creator gave the new actor from its own balance.
 	Energy uint64 `json:"energy,omitempty"`
+	// SigningKey is the actor's signing key from creation (KeyChange).
+	SigningKey string `json:"signing_key,omitempty"`
+	// RequireSigned: the actor's requests must be signed.
+	RequireSigned bool `json:"require_signed,omitempty"`
 }
 
 // Action is what an actor asked the kernel to record.

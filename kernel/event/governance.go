@@ -107,6 +107,9 @@ type Envelope struct {
 	// HoldTimeoutSecs, if set, ends an unanswered hold as a timeout.
 	HoldTimeoutSecs uint64  `json:"hold_timeout_secs,omitempty"`
 	Expires         Instant `json:"expires,omitzero"`
+	// RequireSigned: actions under the envelope must be signed by their
+	// actor (signed.go).
+	RequireSigned bool `json:"require_signed,omitempty"`
 }
 
 // EnvelopeEnd is carried by envelope.revoked.

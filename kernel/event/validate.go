@@ -41,7 +41,7 @@ func (e *Event) validate() error {
 		{"quarantine", e.Quarantine != nil}, {"kill", e.Kill != nil}, {"saga", e.Saga != nil},
 		{"saga_step", e.SagaStep != nil}, {"policy", e.Policy != nil},
 		{"policy_attachment", e.PolicyAttachment != nil}, {"signal", e.Signal != nil},
-		{"signal_mask", e.SignalMask != nil},
+		{"signal_mask", e.SignalMask != nil}, {"key_change", e.KeyChange != nil},
 	} {
 		switch need := want[f.name]; {
 		case need == required && !f.set:
@@ -58,6 +58,19 @@ func (e *Event) validate() error {
 	case forbidden:
 		if e.Session != "" {
 			return fmt.Errorf("event %s of kind %s may not carry \"session\"", e.ID, e.Kind)
+		}
+	}
+	if e.Signed != nil {
+		if e.Actor == KernelActor {
+			return fmt.Errorf("event %s: the kernel's own events are not signed", e.ID)
+		}
+		if err := e.Signed.validate(); err != nil {
+			return fmt.Errorf("event %s: %w", e.ID, err)
+		}
+	}
+	if e.KeyChange != nil {
+		if err := e.KeyChange.validate(); err != nil {
+			return fmt.Errorf("event %s: %w", e.ID, err)
 		}
 	}
 	if err := e.validateControl(); err != nil {
@@ -154,6 +167,7 @@ var kindFields = map[Kind]map[string]presence{
 	KindPolicyAttached:    {"policy_attachment": required},
 	KindSignalSent:        {"signal": required},
 	KindSignalMasked:      {"signal_mask": required},
+	KindActorKey:          {"key_change": required},
 }
 
 // sessionKinds must name their session; other kinds may (an action, an
@@ -254,6 +268,11 @@ func (a *ActorRecord) validate() error {
 	}
 	if a.Share > MaxEnergy || a.Energy > MaxEnergy {
 		return fmt.Errorf("actor %s: share and energy must be at most 2^53", a.ID)
+	}
+	if a.SigningKey != "" {
+		if _, err := ParseSigningKey(a.SigningKey); err != nil {
+			return fmt.Errorf("actor %s: %w", a.ID, err)
+		}
 	}
 	if !hexHashPattern.MatchString(a.CredentialSHA256) {
 		return fmt.Errorf("actor %s: credential_sha256 is not 64 lower-case hex digits", a.ID)

@@ -93,7 +93,25 @@ type AgentRequest struct {
 	// it starts in Ring 3, the sandbox.
 	Trust     *float64 `json:"trust,omitempty"`
 	Consensus bool     `json:"consensus,omitempty"`
+	// SigningKey registers the actor's signing key at creation (a
+	// signed-note Ed25519 verifier key, `annal keys generate`), and
+	// RequireSigned makes its every request need a signature by it.
+	SigningKey    string `json:"signing_key,omitempty"`
+	RequireSigned bool   `json:"require_signed,omitempty"`
 }
+
+// SigningKeyRequest is the body of POST /v1/actors/{id}/key: Key becomes
+// the actor's signing key (empty: revoked).
+type SigningKeyRequest struct {
+	Key           string `json:"key,omitempty"`
+	RequireSigned bool   `json:"require_signed,omitempty"`
+	Reason        string `json:"reason,omitempty"`
+}
+
+// SignatureHeader carries a request's signature: "key=<8 hex key ID>,
+// nonce=<16–64 base64url>, time=<RFC 3339 UTC>, sig=<base64 Ed25519>" over
+// the statement of kernel/event/signed.go (testvectors/FORMATS.md).
+const SignatureHeader = "Annal-Signature"
 
 // Agent is the answer to POST /v1/agents. The credential is shown once.
 type Agent struct {
@@ -123,6 +141,9 @@ type Actor struct {
 	Balance  uint64  `json:"balance"`
 	Reserved uint64  `json:"reserved"`
 	Consumed uint64  `json:"consumed"`
+	// SigningKey is the actor's signing key, if it registered one.
+	SigningKey    string `json:"signing_key,omitempty"`
+	RequireSigned bool   `json:"require_signed,omitempty"`
 }
 
 // StatusRequest is the body of POST /v1/actors/{id}/status.
@@ -140,6 +161,8 @@ type EnvelopeRequest struct {
 	HoldOn          []Grant `json:"hold_on,omitempty"`
 	HoldTimeoutSecs uint64  `json:"hold_timeout_secs,omitempty"`
 	Expires         string  `json:"expires,omitempty"`
+	// RequireSigned: actions under the envelope must be signed.
+	RequireSigned bool `json:"require_signed,omitempty"`
 }
 
 // Envelope describes an envelope and its spending.

@@ -40,6 +40,7 @@ type Client struct {
 	credential string
 	http       *http.Client
 	retry      RetryPolicy
+	signer     *requestSigner // nil: requests are not signed
 }
 
 // RetryPolicy says how a client sends again a request the kernel refused
@@ -178,6 +179,14 @@ func (c *Client) doOnce(ctx context.Context, method, path string, body []byte) (
 	if c.credential != "" {
 		req.Header.Set("Authorization", "Bearer "+c.credential)
 	}
+	// Blobs lead to no event: their uploads are not signed.
+	if c.signer != nil && method != http.MethodGet && method != http.MethodHead && !strings.HasPrefix(path, "v1/blobs") {
+		h, err := c.signatureHeader(ctx, method, u.Path, body)
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set(api.SignatureHeader, h)
+	}
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return nil, err
@@ -275,6 +284,14 @@ func (c *Client) Actor(ctx context.Context, id string) (*api.Actor, error) {
 func (c *Client) SetStatus(ctx context.Context, id, status, reason string) (*api.Receipt, error) {
 	var r api.Receipt
 	return &r, c.doJSON(ctx, http.MethodPost, "v1/actors/"+url.PathEscape(id)+"/status", api.StatusRequest{Status: status, Reason: reason}, &r)
+}
+
+// SetSigningKey registers, rotates (Key set) or revokes (Key empty) the
+// signing key of actor id: the actor itself, with a request signed by its
+// current key if it has one, or root or its creator.
+func (c *Client) SetSigningKey(ctx context.Context, id string, req api.SigningKeyRequest) (*api.Receipt, error) {
+	var r api.Receipt
+	return &r, c.doJSON(ctx, http.MethodPost, "v1/actors/"+url.PathEscape(id)+"/key", req, &r)
 }
 
 // IssueEnvelope issues (a human) or delegates (an agent, naming Parent) an

@@ -132,6 +132,9 @@ var actorCreatedRule = &rule{
 			if rec.Expires.ReachedBy(c.at) {
 				return refuse(Invalid, "actor %s expires at %s, not after its creation", rec.ID, rec.Expires)
 			}
+			if rec.RequireSigned && rec.SigningKey == "" {
+				return signedRefuse(Invalid, "actor %s would require signed requests without a signing key", rec.ID)
+			}
 			return nil
 		}),
 		validate(GateBoundary, func(c *checker) *Violation {
@@ -197,6 +200,48 @@ var actorStatusRule = &rule{
 	apply: func(l *Ledger, _ uint64, ev *event.Event) {
 		a := l.Actors[ev.Status.Actor]
 		a.Status = ev.Status.Status
+		l.touchActor(a)
+	},
+}
+
+// actor.key: an actor registers, rotates or revokes its own signing key
+// (signing with its current key when it has one: a stolen bearer
+// credential cannot replace it), or a human who oversees it does (root, or
+// an agent's creator: recovery of a lost or compromised key).
+var actorKeyRule = &rule{
+	claims: func(c *claimSet, ev *event.Event) {
+		c.read(ClaimCensus)
+		c.write(actorKey(ev.KeyChange.Actor))
+	},
+	gates: byActor(validate(GateAuthority, func(c *checker) *Violation {
+		kc := c.ev.KeyChange
+		a, ok := c.l.Actors[kc.Actor]
+		if !ok {
+			return inconsistent(NotFound, "actor %s does not exist", kc.Actor)
+		}
+		if a.Status == event.StatusTerminated {
+			return inconsistent(Conflict, "%s is terminated; that is final", a.ID)
+		}
+		if kc.RequireSigned && kc.Key == "" {
+			return signedRefuse(Invalid, "%s would require signed requests without a signing key", a.ID)
+		}
+		if c.ev.Actor == kc.Actor {
+			if a.SigningKey != "" && (c.ev.Signed == nil || c.ev.Signed.By != a.ID) {
+				return signedRefuse(Unauthenticated, "%s has a signing key: changing it takes a request signed with it (or a human who oversees %s)", a.ID, a.ID)
+			}
+			return nil
+		}
+		if v := c.human(); v != nil {
+			return v
+		}
+		if c.actor.ID != RootID && a.Creator != c.actor.ID {
+			return signedRefuse(Forbidden, "%s may not change the signing key of %s: only the actor itself, its creator or root", c.actor.ID, a.ID)
+		}
+		return nil
+	})),
+	apply: func(l *Ledger, _ uint64, ev *event.Event) {
+		a := l.Actors[ev.KeyChange.Actor]
+		a.SigningKey, a.RequireSigned = ev.KeyChange.Key, ev.KeyChange.RequireSigned
 		l.touchActor(a)
 	},
 }

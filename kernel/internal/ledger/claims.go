@@ -69,6 +69,10 @@ func (l *Ledger) Claims(ev *event.Event) []Claim {
 	if ev.Session != "" {
 		c.read(sessionKey(ev.Session))
 	}
+	if s := ev.Signed; s != nil {
+		c.read(actorKey(s.By))
+		c.write("nonce/" + nonceKey(s.By, s.Nonce))
+	}
 	if r := l.ruleFor(ev); r != nil && r.claims != nil {
 		r.claims(c, ev)
 	}

@@ -26,7 +26,10 @@ type Control struct {
 	Policies    map[string]*Policy     `json:"policies"`
 	// Intents are the open execute intents, keyed by their log index.
 	Intents map[string]*Intent `json:"intents"`
-	Kills   uint64             `json:"kills"`
+	// Nonces are the signed requests' nonces still within reach of a
+	// replay, keyed "<signer>:<nonce>" (signed.go).
+	Nonces map[string]*Nonce `json:"nonces"`
+	Kills  uint64            `json:"kills"`
 
 	descriptorIDs []string // sorted, for a deterministic classification
 }
@@ -35,7 +38,7 @@ func newControl() Control {
 	return Control{
 		Descriptors: map[string]*Descriptor{}, Elevations: map[string]*Elevation{}, Sessions: map[string]*Session{},
 		Quarantines: map[string]*Quarantine{}, Sagas: map[string]*Saga{}, Policies: map[string]*Policy{},
-		Intents: map[string]*Intent{},
+		Intents: map[string]*Intent{}, Nonces: map[string]*Nonce{},
 	}
 }
 

@@ -60,8 +60,8 @@ const (
 	// RulesIntents adds execute intents and their results (intents.go):
 	// an execute decided, and held, before it runs.
 	RulesIntents = 3
-	// Rules is the version of this release.
-	Rules = RulesIntents
+	// Rules is the version of this release: RulesSigned (signed.go).
+	Rules = RulesSigned
 )
 
 // Ledger is the folded state. Its maps are exported for reading and for
@@ -89,6 +89,8 @@ type Ledger struct {
 	elevationsOf map[string][]string         // agent -> its elevations, in grant order
 	pendingHolds map[string]int              // envelope -> its pending holds
 	compiled     map[string]*policy.Compiled // policy name -> its latest version, compiled
+	keys         map[string]*event.SigningKey // signing key -> parsed
+	prunedNonces int                          // len(Nonces) after the last forgetting
 	dirty        map[string]bool
 }
 
@@ -98,7 +100,7 @@ func New() *Ledger {
 		Rules:  RulesLegacy,
 		Actors: map[string]*Actor{}, Envelopes: map[string]*Envelope{}, Holds: map[string]*Hold{},
 		byCredential: map[string]string{}, byHolder: map[string][]string{}, elevationsOf: map[string][]string{},
-		pendingHolds: map[string]int{}, compiled: map[string]*policy.Compiled{},
+		pendingHolds: map[string]int{}, compiled: map[string]*policy.Compiled{}, keys: map[string]*event.SigningKey{},
 		dirty: map[string]bool{}, Control: newControl(),
 	}
 }
@@ -135,6 +137,12 @@ func (l *Ledger) check(ev *event.Event, opts Options, inForce int) (v *Violation
 	r := l.ruleFor(ev)
 	if r == nil {
 		return malformed("kind %s has no rule", ev.Kind), nil
+	}
+	if v := l.checkSigned(ev); v != nil {
+		if v.since <= inForce {
+			return v, nil
+		}
+		tolerated = append(tolerated, v)
 	}
 	c := &checker{l: l, ev: ev, rule: r, opts: opts, at: ev.Time}
 	if r.actionFacts {
@@ -180,6 +188,7 @@ func (l *Ledger) FoldReport(index uint64, ev *event.Event) (tolerated []*Violati
 		l.Legacy++ // it broke a rule the log had not adopted yet
 	}
 	l.ruleFor(ev).apply(l, index, ev)
+	l.applySigned(index, ev)
 	l.Size++
 	l.dirty["meta"] = true
 	return tolerated, nil

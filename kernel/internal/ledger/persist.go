@@ -42,6 +42,8 @@ func (l *Ledger) controlObject(kind, id string) (any, bool) {
 		v, ok = l.Policies[id]
 	case "intent":
 		v, ok = l.Intents[id]
+	case "nonce":
+		v, ok = l.Nonces[id]
 	}
 	return v, ok
 }
@@ -62,6 +64,8 @@ func (l *Ledger) loadControl(kind, id string, raw []byte) (bool, error) {
 		return true, loadInto(raw, id, l.Policies)
 	case "intent":
 		return true, loadInto(raw, id, l.Intents)
+	case "nonce":
+		return true, loadInto(raw, id, l.Nonces)
 	}
 	return false, nil
 }
@@ -130,7 +134,7 @@ func (l *Ledger) Keys() []string {
 	for prefix, ids := range map[string][]string{
 		"descriptor": mapKeys(l.Descriptors), "elevation": mapKeys(l.Elevations), "session": mapKeys(l.Sessions),
 		"quarantine": mapKeys(l.Quarantines), "saga": mapKeys(l.Sagas), "policy": mapKeys(l.Policies),
-		"intent": mapKeys(l.Intents),
+		"intent": mapKeys(l.Intents), "nonce": mapKeys(l.Nonces),
 	} {
 		for _, id := range ids {
 			keys = append(keys, prefix+"/"+id)

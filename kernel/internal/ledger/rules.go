@@ -34,6 +34,7 @@ func init() {
 		event.KindRulesAdopted:   rulesRule,
 		event.KindActorCreated:   actorCreatedRule,
 		event.KindActorStatus:    actorStatusRule,
+		event.KindActorKey:       actorKeyRule,
 		event.KindEnergyProduced: productionRule,
 
 		event.KindEnvelopeIssued:  envelopeIssuedRule,

@@ -1,0 +1,276 @@
+package ledger
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/annal-dev/annal/kernel/event"
+)
+
+// Signed requests (RulesSigned, kernel/event/signed.go). An event that
+// carries a signature is checked here before its kind's gates, by the
+// kernel when it decides and by every fold after: the signer's key is its
+// current one as the log registered it, the time is within SignedWindow
+// of the event's, the nonce was never used, the signature verifies over
+// the statement, and the event is what the signed request asked for. An
+// actor or envelope that requires signatures has none of its events
+// written without one. So a kernel that logs an action no agent signed, or
+// alters one after it was signed, writes a log its own fold refuses.
+
+// RulesSigned adds signed requests, signing keys (actor.key) and
+// require-signed actors and envelopes.
+const RulesSigned = 4
+
+// GateSignature checks a signed request, and that an actor or envelope
+// that requires one has it.
+const GateSignature = "signature"
+
+// SignedWindow is how far a signed request's time may be from its event's.
+const SignedWindow = 5 * time.Minute
+
+// Nonce is a request nonce already used, kept while a request carrying it
+// could still be within SignedWindow.
+type Nonce struct {
+	Index uint64        `json:"index"`
+	At    event.Instant `json:"at"`
+}
+
+// nonceKey keys Nonces: one signer's one nonce.
+func nonceKey(by, nonce string) string { return by + ":" + nonce }
+
+func signedRefuse(class Class, format string, args ...any) *Violation {
+	return &Violation{Stage: StageValidate, Gate: GateSignature, Class: class, Reason: fmt.Sprintf(format, args...), since: RulesSigned}
+}
+
+// checkSigned is run on every event before its kind's gates.
+func (l *Ledger) checkSigned(ev *event.Event) *Violation {
+	usesSigning := ev.Signed != nil || ev.KeyChange != nil ||
+		(ev.Subject != nil && (ev.Subject.SigningKey != "" || ev.Subject.RequireSigned)) ||
+		(ev.Envelope != nil && ev.Envelope.RequireSigned)
+	if usesSigning && l.Rules < RulesSigned {
+		return signedRefuse(Invalid, "the log is under rules %d, which has no signed requests (rules %d)", l.Rules, RulesSigned)
+	}
+	if ev.Signed != nil {
+		if v := l.checkSignature(ev); v != nil {
+			return v
+		}
+	}
+	return l.checkRequired(ev)
+}
+
+func (l *Ledger) checkSignature(ev *event.Event) *Violation {
+	s := ev.Signed
+	signer, ok := l.Actors[s.By]
+	if !ok {
+		return signedRefuse(NotFound, "signed by %s, who does not exist", s.By)
+	}
+	switch {
+	case s.By == ev.Actor:
+	case ev.Hold != nil && ev.Hold.AnsweredBy == s.By:
+	default:
+		return signedRefuse(Forbidden, "signed by %s, who neither is the event's actor %s nor answered its hold", s.By, ev.Actor)
+	}
+	if signer.SigningKey == "" {
+		return signedRefuse(Unauthenticated, "signed by %s, who has no signing key", s.By)
+	}
+	key, err := l.signingKey(signer)
+	if err != nil {
+		return signedRefuse(Invalid, "signing key of %s: %v", s.By, err)
+	}
+	if key.ID != s.Key {
+		return signedRefuse(Unauthenticated, "signed with key %s, but %s's signing key is %s (a rotated or revoked key signs nothing)", s.Key, s.By, key.ID)
+	}
+	if d := ev.Time.Sub(s.Time.Time); d > SignedWindow || d < -SignedWindow {
+		return signedRefuse(Invalid, "signed at %s, more than %v from the event's time %s", s.Time, SignedWindow, ev.Time)
+	}
+	if n, ok := l.Nonces[nonceKey(s.By, s.Nonce)]; ok {
+		return signedRefuse(Conflict, "nonce %s of %s was already used by entry %d: a signed request is logged once", s.Nonce, s.By, n.Index)
+	}
+	req, err := event.RequestOf(ev)
+	if err != nil {
+		return signedRefuse(Invalid, "%v", err)
+	}
+	stmt, err := event.SignedStatement(l.Origin, s.By, s.Nonce, s.Time, req)
+	if err != nil {
+		return signedRefuse(Invalid, "statement: %v", err)
+	}
+	sig, _ := base64.StdEncoding.DecodeString(s.Sig) // the event's form checked it
+	if !key.Verify(stmt, sig) {
+		return signedRefuse(Unauthenticated, "the signature of %s does not verify over the request, the log's origin, the nonce and the time", s.By)
+	}
+	if err := RequestMatches(ev, req); err != nil {
+		return signedRefuse(Invalid, "the event is not what the signed request asked: %v", err)
+	}
+	return nil
+}
+
+// checkRequired refuses an unsigned event of an actor, or an action under
+// an envelope, that requires signatures. A denial records a refusal, and
+// an approved hold's action was signed when it was requested: the
+// approving human's own requirement holds for it instead.
+func (l *Ledger) checkRequired(ev *event.Event) *Violation {
+	if ev.Actor == event.KernelActor || ev.Kind == event.KindActionDenied {
+		return nil
+	}
+	signedBy := func(id string) bool { return ev.Signed != nil && ev.Signed.By == id }
+	if ev.Kind == event.KindAction && ev.Hold != nil {
+		if h := ev.Hold.AnsweredBy; h != "" {
+			if a, ok := l.Actors[h]; ok && a.RequireSigned && !signedBy(h) {
+				return signedRefuse(Unauthenticated, "%s requires signed requests; its answer to hold %s is not signed by it", h, ev.Hold.ID)
+			}
+		}
+		return nil
+	}
+	if a, ok := l.Actors[ev.Actor]; ok && a.RequireSigned && !signedBy(ev.Actor) {
+		return signedRefuse(Unauthenticated, "%s requires signed requests; this %s is not signed by it", ev.Actor, ev.Kind)
+	}
+	if ev.Action != nil && ev.Action.Envelope != "" && !signedBy(ev.Actor) {
+		chain, _ := l.Chain(ev.Action.Envelope)
+		for _, v := range chain {
+			if v.RequireSigned {
+				return signedRefuse(Unauthenticated, "envelope %s requires signed actions; this one is not signed by %s", v.ID, ev.Actor)
+			}
+		}
+	}
+	return nil
+}
+
+// signingKey parses a's signing key, once per key.
+func (l *Ledger) signingKey(a *Actor) (*event.SigningKey, error) {
+	if k, ok := l.keys[a.SigningKey]; ok {
+		return k, nil
+	}
+	k, err := event.ParseSigningKey(a.SigningKey)
+	if err != nil {
+		return nil, err
+	}
+	if len(l.keys) > 4096 {
+		clear(l.keys)
+	}
+	l.keys[a.SigningKey] = k
+	return k, nil
+}
+
+// applySigned records a signed event's nonce, and forgets the nonces no
+// request could use again: one used at time t can only be replayed by an
+// event within 2×SignedWindow of t, whose time check would refuse it
+// anyway. (Forgetting is an optimisation; it never changes a decision.)
+func (l *Ledger) applySigned(index uint64, ev *event.Event) {
+	if ev.Signed == nil {
+		return
+	}
+	key := nonceKey(ev.Signed.By, ev.Signed.Nonce)
+	l.Nonces[key] = &Nonce{Index: index, At: ev.Time}
+	l.touch("nonce/" + key)
+	if len(l.Nonces) < l.prunedNonces*2+1024 {
+		return
+	}
+	horizon := ev.Time.Add(-2 * SignedWindow)
+	for k, n := range l.Nonces {
+		if n.At.Before(horizon) {
+			delete(l.Nonces, k)
+			l.touch("nonce/" + k)
+		}
+	}
+	l.prunedNonces = len(l.Nonces)
+}
+
+// RequestMatches reports whether the event is what the signed request
+// (canonical {method, path, body}) asked for: for an action, its type,
+// target, payload, session and resources, and its envelope if the request
+// named one; for a human's decision, the object and the decision. A
+// request to any other path is checked only by its signature and signer.
+func RequestMatches(ev *event.Event, raw []byte) error {
+	var req event.SignedRequest
+	if err := json.Unmarshal(raw, &req); err != nil {
+		return err
+	}
+	parts := strings.Split(strings.TrimPrefix(req.Path, "/v1/"), "/")
+	id := func(i int) string {
+		if i < len(parts) {
+			return parts[i]
+		}
+		return ""
+	}
+	var body struct {
+		Type        event.ActionType `json:"type"`
+		Target      string           `json:"target"`
+		Payload     json.RawMessage  `json:"payload"`
+		PayloadHash string           `json:"payload_hash"`
+		Envelope    string           `json:"envelope"`
+		Session     string           `json:"session"`
+		Res         *event.Resources `json:"resources"`
+		Status      string           `json:"status"`
+		Holder      string           `json:"holder"`
+		Budget      uint64           `json:"budget"`
+		Key         string           `json:"key"`
+		Require     bool             `json:"require_signed"`
+	}
+	if len(req.Body) > 0 {
+		if err := json.Unmarshal(req.Body, &body); err != nil {
+			return fmt.Errorf("request body: %v", err)
+		}
+	}
+	switch {
+	case req.Method != "POST":
+		return nil
+	case req.Path == event.ActionsPath:
+		if hold, ok := strings.CutPrefix(body.Target, "ledger/hold/"); ok && body.Type == event.Mutate {
+			if ev.Hold == nil || ev.Hold.ID != hold {
+				return fmt.Errorf("the request answers hold %s", hold)
+			}
+			return nil
+		}
+		a := ev.Action
+		switch {
+		case a == nil:
+			return fmt.Errorf("the request is an action, the event a %s", ev.Kind)
+		case a.Type != body.Type || a.Target != body.Target:
+			return fmt.Errorf("the request is %s %s, the event %s %s", body.Type, body.Target, a.Type, a.Target)
+		case !bytes.Equal(a.Payload, body.Payload):
+			return fmt.Errorf("the payload differs")
+		case a.PayloadHash != body.PayloadHash:
+			return fmt.Errorf("the payload hash differs")
+		case ev.Session != body.Session:
+			return fmt.Errorf("the request is in session %q, the event in %q", body.Session, ev.Session)
+		case body.Envelope != "" && a.Envelope != body.Envelope:
+			return fmt.Errorf("the request names envelope %s, the event %s", body.Envelope, a.Envelope)
+		case !reflect.DeepEqual(a.Resources, body.Res):
+			return fmt.Errorf("the declared resources differ")
+		}
+	case len(parts) == 3 && parts[0] == "holds":
+		if ev.Hold == nil || ev.Hold.ID != id(1) || ev.Hold.Decision != id(2) {
+			return fmt.Errorf("the request answers hold %s with %s", id(1), id(2))
+		}
+	case len(parts) == 3 && parts[0] == "actors" && parts[2] == "status":
+		if ev.Status == nil || ev.Status.Actor != id(1) || ev.Status.Status != body.Status {
+			return fmt.Errorf("the request sets %s %s", id(1), body.Status)
+		}
+	case len(parts) == 3 && parts[0] == "actors" && parts[2] == "key":
+		if ev.KeyChange == nil || ev.KeyChange.Actor != id(1) || ev.KeyChange.Key != body.Key || ev.KeyChange.RequireSigned != body.Require {
+			return fmt.Errorf("the request sets the signing key of %s", id(1))
+		}
+	case len(parts) == 3 && parts[0] == "agents" && parts[2] == "kill":
+		if ev.Kill == nil || ev.Kill.Agent != id(1) {
+			return fmt.Errorf("the request kills %s", id(1))
+		}
+	case len(parts) == 3 && parts[0] == "agents" && parts[2] == "quarantine":
+		if ev.Quarantine == nil || ev.Quarantine.Agent != id(1) {
+			return fmt.Errorf("the request quarantines %s", id(1))
+		}
+	case req.Path == "/v1/envelopes":
+		if ev.Envelope == nil || ev.Envelope.Holder != body.Holder || ev.Envelope.Budget != body.Budget {
+			return fmt.Errorf("the request issues an envelope of %d to %s", body.Budget, body.Holder)
+		}
+	case len(parts) == 3 && parts[0] == "envelopes" && parts[2] == "revoke":
+		if ev.EnvelopeEnd == nil || ev.EnvelopeEnd.ID != id(1) {
+			return fmt.Errorf("the request revokes envelope %s", id(1))
+		}
+	}
+	return nil
+}
