@@ -85,10 +85,10 @@ type Ledger struct {
 	Control
 
 	byCredential map[string]string
-	byHolder     map[string][]string         // agent -> its envelopes, in issue order
-	elevationsOf map[string][]string         // agent -> its elevations, in grant order
-	pendingHolds map[string]int              // envelope -> its pending holds
-	compiled     map[string]*policy.Compiled // policy name -> its latest version, compiled
+	byHolder     map[string][]string          // agent -> its envelopes, in issue order
+	elevationsOf map[string][]string          // agent -> its elevations, in grant order
+	pendingHolds map[string]int               // envelope -> its pending holds
+	compiled     map[string]*policy.Compiled  // policy name -> its latest version, compiled
 	keys         map[string]*event.SigningKey // signing key -> parsed
 	prunedNonces int                          // len(Nonces) after the last forgetting
 	dirty        map[string]bool
