@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -24,6 +25,7 @@ const defaultServer = "http://127.0.0.1:7420"
 
 type globalFlags struct {
 	server, credential, credentialFile string
+	signingKey                         string
 	timeout                            time.Duration
 	retries                            int
 	flags                              *pflag.FlagSet
@@ -44,13 +46,14 @@ func newRootCommand() *cobra.Command {
 	// and a flag given on the command line always beats the environment.
 	pf.StringVar(&g.credential, "credential", "", "bearer credential (else env ANNAL_CREDENTIAL)")
 	pf.StringVar(&g.credentialFile, "credential-file", "", "file holding the credential (else env ANNAL_CREDENTIAL_FILE)")
+	pf.StringVar(&g.signingKey, "signing-key", "", "file holding a signing key (annal keys generate): sign every request with it (else env ANNAL_SIGNING_KEY_FILE)")
 	g.flags = pf
 	pf.DurationVar(&g.timeout, "timeout", time.Minute, "give up after this long")
 	pf.IntVar(&g.retries, "retries", client.DefaultRetry.Attempts-1, "how often to send again a request the kernel refused with 429 or 503 without doing it (backing off)")
 	root.PersistentPreRun = func(cmd *cobra.Command, _ []string) { g.stderr = cmd.ErrOrStderr() }
 	root.AddCommand(submitCommand(&g), proofCommand(&g), eventCommand(&g), checkpointCommand(&g), consistencyCommand(&g), infoCommand(&g), agentsCommand(&g), envelopesCommand(&g), holdsCommand(&g),
 		ringsCommand(&g), descriptorsCommand(&g), elevateCommand(&g), sessionsCommand(&g), killCommand(&g), quarantineCommand(&g),
-		signalCommand(&g), sagasCommand(&g), policiesCommand(&g))
+		signalCommand(&g), sagasCommand(&g), policiesCommand(&g), keysCommand(&g))
 	root.AddCommand(exportCommand(&g), whoamiCommand(&g), historyCommand(&g), tailCommand(&g), mcpCommand(&g), blobsCommand(&g), execCommand(&g), gateCommand(&g))
 	cli.Setup(root)
 	return root
@@ -74,6 +77,16 @@ func (g *globalFlags) client(needCredential bool) (*client.Client, error) {
 	c, err := client.New(g.server, cred)
 	if err != nil {
 		return nil, err
+	}
+	if file := cmp.Or(g.signingKey, os.Getenv("ANNAL_SIGNING_KEY_FILE")); file != "" {
+		raw, err := os.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("signing key: %w", err)
+		}
+		skey := strings.TrimSpace(string(raw))
+		if _, err := c.WithSigningKey(skey); err != nil {
+			return nil, fmt.Errorf("signing key %s: %w", file, err)
+		}
 	}
 	retry := client.DefaultRetry
 	retry.Attempts = g.retries + 1
