@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/mod/sumdb/note"
 
+	"github.com/annal-dev/annal/kernel"
 	"github.com/annal-dev/annal/kernel/event"
 	"github.com/annal-dev/annal/logserver/api"
 	"github.com/annal-dev/annal/logserver/client"
@@ -36,7 +37,12 @@ func signedAgent(t *testing.T, ts *testServer, require bool) (signed, unsigned *
 	return
 }
 
-func signedAgentCred(t *testing.T, ts *testServer, require bool) (signed, unsigned *client.Client, agent, skey, cred string) {
+func signedAgentTB(t testing.TB, ts *testServer) (signed, unsigned *client.Client, agent, skey string) {
+	signed, unsigned, agent, skey, _ = signedAgentCred(t, ts, false)
+	return
+}
+
+func signedAgentCred(t testing.TB, ts *testServer, require bool) (signed, unsigned *client.Client, agent, skey, cred string) {
 	t.Helper()
 	ctx := context.Background()
 	skey, vkey := newSigningKey(t, "agent-key")
@@ -281,5 +287,21 @@ func TestSignedRequests_RotationAndRevocation(t *testing.T) {
 	ev := eventAt(t, ts.root, rc.Index)
 	if ev.Signed == nil || ev.Signed.By != "root" || !strings.Contains(string(ev.Signed.Request), `"path":"/v1/actors/`+agent+`/status"`) {
 		t.Fatalf("signed freeze logged as %+v", ev.Signed)
+	}
+	// An audit replays the whole log from its tiles under the rules: every
+	// signature, key change and nonce checked again, none broken.
+	if _, err := ts.root.WaitProof(ctx, rc.Index); err != nil {
+		t.Fatal(err)
+	}
+	src, err := kernel.RemoteLog(ts.srv.URL + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	report, err := kernel.Audit(ctx, src, ts.k.VerifierKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if report.Broken != nil || report.Folded != report.Size || report.Rules != 4 {
+		t.Fatalf("audit: %+v", report)
 	}
 }

@@ -1,0 +1,40 @@
+package logserver
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/annal-dev/annal/kernel"
+	"github.com/annal-dev/annal/kernel/ring"
+	"github.com/annal-dev/annal/logserver/api"
+)
+
+// BenchmarkSignedActions compares one agent's sequential actions signed
+// and unsigned, on one kernel, in the same run: the cost of signing in the
+// client and of checking in the kernel (the fold checks again).
+//
+//	go test ./logserver -run '^$' -bench SignedActions -benchtime 2000x
+func BenchmarkSignedActions(b *testing.B) {
+	ts := newTestServer(b, func(c *kernel.Config) {
+		unlimited := kernel.RateLimit{Rate: 1e6, Burst: 1e6}
+		c.RateLimits = map[ring.Ring]kernel.RateLimit{ring.Root: unlimited, ring.Privileged: unlimited, ring.Standard: unlimited, ring.Sandbox: unlimited}
+	})
+	for _, mode := range []string{"unsigned", "signed"} {
+		b.Run(mode, func(b *testing.B) {
+			signed, unsigned, _, _ := signedAgentTB(b, ts)
+			c := unsigned
+			if mode == "signed" {
+				c = signed
+			}
+			ctx := context.Background()
+			b.ResetTimer()
+			for i := range b.N {
+				if _, err := c.Submit(ctx, api.ActionRequest{Type: "create", Target: fmt.Sprintf("workspace/%s/%d", mode, i)}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "actions/s")
+		})
+	}
+}
