@@ -143,17 +143,11 @@ func (c *Cosigner) Signers() []note.Signer {
 // non-empty name that differs from the existing key's: a witness's name is
 // part of every policy that trusts it.
 func LoadOrCreateKey(path, name string) (skey string, created bool, err error) {
-	data, err := os.ReadFile(path)
-	switch {
-	case err == nil:
-		info, err := os.Stat(path)
-		if err != nil {
-			return "", false, err
-		}
-		if perm := info.Mode().Perm(); perm&0o077 != 0 {
-			return "", false, fmt.Errorf("witness key %s has mode %04o: it must not be readable by group or others (chmod 600 %s)", path, perm, path)
-		}
-		skey = strings.TrimSpace(string(data))
+	skey, found, err := readKeyFile(path)
+	if err != nil {
+		return "", false, err
+	}
+	if found {
 		s, err := note.NewSigner(skey)
 		if err != nil {
 			return "", false, fmt.Errorf("witness key %s: %w", path, err)
@@ -162,8 +156,6 @@ func LoadOrCreateKey(path, name string) (skey string, created bool, err error) {
 			return "", false, fmt.Errorf("witness key %s is named %q, not %q: a witness keeps its name (omit --name, or use another data folder)", path, s.Name(), name)
 		}
 		return skey, false, nil
-	case !errors.Is(err, fs.ErrNotExist):
-		return "", false, fmt.Errorf("read witness key: %w", err)
 	}
 	if !isValidKeyName(name) {
 		return "", false, fmt.Errorf("witness name %q is not a valid key name (non-empty, no spaces, no '+')", name)
@@ -183,17 +175,11 @@ func LoadOrCreateKey(path, name string) (skey string, created bool, err error) {
 // there with mode 0600. The same rules as LoadOrCreateKey hold: a key file
 // readable by others or named otherwise is refused.
 func LoadOrCreateMLDSAKey(path, name string) (skey string, created bool, err error) {
-	data, err := os.ReadFile(path)
-	switch {
-	case err == nil:
-		info, err := os.Stat(path)
-		if err != nil {
-			return "", false, err
-		}
-		if perm := info.Mode().Perm(); perm&0o077 != 0 {
-			return "", false, fmt.Errorf("witness key %s has mode %04o: it must not be readable by group or others (chmod 600 %s)", path, perm, path)
-		}
-		skey = strings.TrimSpace(string(data))
+	skey, found, err := readKeyFile(path)
+	if err != nil {
+		return "", false, err
+	}
+	if found {
 		s, err := fnote.NewMLDSASigner(skey)
 		if err != nil {
 			return "", false, fmt.Errorf("witness key %s is not an ML-DSA-44 signer key: %w", path, err)
@@ -202,8 +188,6 @@ func LoadOrCreateMLDSAKey(path, name string) (skey string, created bool, err err
 			return "", false, fmt.Errorf("witness key %s is named %q, not %q, the witness's name", path, s.Name(), name)
 		}
 		return skey, false, nil
-	case !errors.Is(err, fs.ErrNotExist):
-		return "", false, fmt.Errorf("read witness key: %w", err)
 	}
 	skey, _, err = fnote.GenerateMLDSAKey(name)
 	if err != nil {
@@ -213,6 +197,26 @@ func LoadOrCreateMLDSAKey(path, name string) (skey string, created bool, err err
 		return "", false, err
 	}
 	return skey, true, nil
+}
+
+// readKeyFile reads the key file at path: found is false if there is none.
+// A file readable by group or others is refused: it holds a private key.
+func readKeyFile(path string) (skey string, found bool, err error) {
+	data, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "", false, nil
+	case err != nil:
+		return "", false, fmt.Errorf("read witness key: %w", err)
+	}
+	info, err := os.Stat(path)
+	if err != nil {
+		return "", false, err
+	}
+	if perm := info.Mode().Perm(); perm&0o077 != 0 {
+		return "", false, fmt.Errorf("witness key %s has mode %04o: it must not be readable by group or others (chmod 600 %s)", path, perm, path)
+	}
+	return strings.TrimSpace(string(data)), true, nil
 }
 
 // writeKeyFile creates path (it must not exist) with skey and mode 0600,
