@@ -51,6 +51,9 @@ type ActorRequest struct {
 	// request of the actor need a signature by it.
 	SigningKey    string `json:"signing_key,omitempty"`
 	RequireSigned bool   `json:"require_signed,omitempty"`
+	// SealPayloads: the actor's action payloads are kept sealed beside
+	// the log, under the subject each action names (sealed.go).
+	SealPayloads bool `json:"seal_payloads,omitempty"`
 }
 
 // MaxShare bounds an actor's share of energy production: all of root's at
@@ -77,7 +80,7 @@ func (k *Kernel) CreateAgent(ctx context.Context, creator *Actor, req ActorReque
 	}
 	now := k.cfg.Now()
 	rec := event.ActorRecord{Kind: req.Kind, Name: req.Name, Purpose: req.Purpose, Creator: creator.ID, Energy: req.Energy,
-		SigningKey: req.SigningKey, RequireSigned: req.RequireSigned}
+		SigningKey: req.SigningKey, RequireSigned: req.RequireSigned, SealPayloads: req.SealPayloads}
 	switch {
 	case req.Kind != event.Agent && req.Kind != event.Human:
 		return nil, formError(stage, "kind %q is neither agent nor human", req.Kind)

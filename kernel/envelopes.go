@@ -29,6 +29,9 @@ type EnvelopeRequest struct {
 	// RequireSigned: actions under the envelope must be signed by their
 	// actor.
 	RequireSigned bool `json:"require_signed,omitempty"`
+	// SealPayloads: payloads of actions under the envelope are kept sealed
+	// beside the log (sealed.go).
+	SealPayloads bool `json:"seal_payloads,omitempty"`
 }
 
 // IssueEnvelope issues an envelope on behalf of issuer. A delegated
@@ -46,7 +49,7 @@ func (k *Kernel) IssueEnvelope(ctx context.Context, issuer *Actor, req EnvelopeR
 		return nil, nil, formError(stage, "hold_on: %v", err)
 	}
 	env := event.Envelope{Holder: req.Holder, Issuer: issuer.ID, Parent: req.Parent, Budget: req.Budget,
-		Grants: grants, HoldOn: holdOn, HoldTimeoutSecs: req.HoldTimeoutSecs, RequireSigned: req.RequireSigned}
+		Grants: grants, HoldOn: holdOn, HoldTimeoutSecs: req.HoldTimeoutSecs, RequireSigned: req.RequireSigned, SealPayloads: req.SealPayloads}
 	if req.Expires != "" {
 		t, err := time.Parse(time.RFC3339Nano, req.Expires)
 		if err != nil || t.Year() > 9999 || !t.After(k.cfg.Now()) {

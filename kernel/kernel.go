@@ -36,6 +36,8 @@ type Kernel struct {
 	witnesses *witnessWatch
 	store     *store
 	logger    *slog.Logger
+	// sealed keeps sealed payloads and their subjects' keys (sealed.go).
+	sealed *sealedStore
 
 	// mu guards the ledger, the claims and the pending energy. Decisions
 	// are taken under it against the durable ledger less what decided
@@ -171,6 +173,7 @@ func Open(cfg Config) (_ *Kernel, err error) {
 		cfg: cfg, dir: dir, log: l, witnesses: witnesses, store: st, ledger: led, claims: newClaims(), pending: ledger.NewPending(),
 		ids: map[string]bool{}, logger: cfg.Logger, wakeResume: make(chan struct{}, 1), scrubbed: make(chan struct{}), grown: make(chan struct{}),
 		stopFold: make(chan struct{}), foldDone: make(chan struct{}), stopLoops: make(chan struct{}),
+		sealed: openSealedStore(dir.Path),
 	}
 	if !cfg.DisableRateLimit {
 		k.limiter = ratelimit.New(cfg.RateLimits, cfg.MaxRateBuckets, cfg.RateClock)
@@ -217,6 +220,9 @@ func (k *Kernel) recover(ctx context.Context) error {
 	}
 	if _, ok := k.ledger.Actors[RootID]; !ok {
 		return errors.New("log has events but no genesis event creating the root human")
+	}
+	if err := k.finishErasures(); err != nil {
+		return err
 	}
 	k.logger.Info("kernel recovered", "origin", k.dir.Origin, "size", size, "rules", k.ledger.Rules)
 	if k.ledger.Rules < ledger.Rules {

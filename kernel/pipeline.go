@@ -31,6 +31,16 @@ type ActionRequest struct {
 	// Resources declares what the action uses, checked against the ring's
 	// constraints (§7) and recorded in the event.
 	Resources *event.Resources `json:"resources,omitempty"`
+	// Seal asks that the payload be kept sealed beside the log, under
+	// Subject (the actor's id when empty) (sealed.go). Naming a subject or
+	// a salt asks it too; an actor or envelope that asks for sealed
+	// payloads has every payload sealed.
+	Seal    bool   `json:"seal,omitempty"`
+	Subject string `json:"subject,omitempty"`
+	// Salt is the commitment's salt, standard base64 of 32 bytes: a
+	// signed request that seals its payload chooses it, so that it can sign
+	// the commitment; otherwise the kernel draws one.
+	Salt string `json:"salt,omitempty"`
 }
 
 // Receipt statuses.
@@ -96,6 +106,9 @@ func (k *Kernel) Submit(ctx context.Context, actor *Actor, req ActionRequest) (*
 	}
 	action, err := actionForm(req)
 	if err != nil {
+		return nil, err
+	}
+	if err := k.sealAction(actor, req, &action); err != nil {
 		return nil, err
 	}
 	return k.act(ctx, actor, req, action, nil)

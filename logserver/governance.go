@@ -45,7 +45,7 @@ func actorOut(a *kernel.Actor) api.Actor {
 	return api.Actor{
 		ID: a.ID, Kind: string(a.Kind), Name: a.Name, Purpose: a.Purpose, Creator: a.Creator, Expires: a.Expires.String(),
 		Status: a.Status, Grants: grantsOut(a.Grants), Share: a.Share, Balance: a.Balance, Reserved: a.Reserved, Consumed: a.Consumed,
-		SigningKey: a.SigningKey, RequireSigned: a.RequireSigned,
+		SigningKey: a.SigningKey, RequireSigned: a.RequireSigned, SealPayloads: a.SealPayloads,
 	}
 }
 
@@ -82,10 +82,14 @@ func (s *Server) routeGovernance() {
 	m.HandleFunc("POST /v1/actors/{id}/key", handle(s, small, http.StatusOK, func(r *http.Request, by *kernel.Actor, req *api.SigningKeyRequest) (any, error) {
 		return receiptOrErr(s.k.SetSigningKey(r.Context(), by, r.PathValue("id"), kernel.SigningKeyRequest{Key: req.Key, RequireSigned: req.RequireSigned, Reason: req.Reason}))
 	}))
+	m.HandleFunc("POST /v1/subjects/{subject}/erase", handle(s, small, http.StatusOK, func(r *http.Request, by *kernel.Actor, req *api.EraseRequest) (any, error) {
+		return receiptOrErr(s.k.EraseSubject(r.Context(), by, r.PathValue("subject"), kernel.EraseRequest{Reason: req.Reason}))
+	}))
 	m.HandleFunc("POST /v1/envelopes", handle(s, api.MaxEnvelopeBody, http.StatusCreated, func(r *http.Request, issuer *kernel.Actor, req *api.EnvelopeRequest) (any, error) {
 		v, _, err := s.k.IssueEnvelope(r.Context(), issuer, kernel.EnvelopeRequest{
 			Holder: req.Holder, Parent: req.Parent, Budget: req.Budget, Grants: grantsIn(req.Grants),
 			HoldOn: grantsIn(req.HoldOn), HoldTimeoutSecs: req.HoldTimeoutSecs, Expires: req.Expires, RequireSigned: req.RequireSigned,
+			SealPayloads: req.SealPayloads,
 		})
 		if err != nil {
 			return nil, err

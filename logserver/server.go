@@ -186,6 +186,7 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 	rc, err := s.k.Submit(r.Context(), actor, kernel.ActionRequest{
 		Type: event.ActionType(req.Type), Target: req.Target, Payload: req.Payload, PayloadHash: req.PayloadHash,
 		Envelope: req.Envelope, Session: req.Session, ActionID: req.ActionID, Resources: resourcesIn(req.Resources),
+		Seal: req.Seal, Subject: req.Subject, Salt: req.Salt,
 	})
 	if err != nil {
 		var d *kernel.Denial
@@ -238,7 +239,7 @@ func (s *Server) handleCreateAgent(w http.ResponseWriter, r *http.Request) {
 	na, err := s.k.CreateAgent(r.Context(), actor, kernel.ActorRequest{
 		Kind: event.ActorKind(req.Kind), Name: req.Name, Purpose: req.Purpose, Expires: req.Expires,
 		Grants: grantsIn(req.Grants), Energy: req.Energy, Share: req.Share, Trust: req.Trust, Consensus: req.Consensus,
-		SigningKey: req.SigningKey, RequireSigned: req.RequireSigned,
+		SigningKey: req.SigningKey, RequireSigned: req.RequireSigned, SealPayloads: req.SealPayloads,
 	})
 	if err != nil {
 		s.fail(w, r, err)

@@ -126,6 +126,8 @@ type Event struct {
 	// Signed is the signature of the request the event records, on any
 	// kind but the kernel's own (signed.go).
 	Signed *Signed `json:"signed,omitempty"`
+	// Erasure is carried by subject.erased (sealed.go).
+	Erasure *Erasure `json:"erasure,omitempty"`
 }
 
 // LogInfo is carried by the genesis event.
@@ -161,6 +163,8 @@ type ActorRecord struct {
 	SigningKey string `json:"signing_key,omitempty"`
 	// RequireSigned: the actor's requests must be signed.
 	RequireSigned bool `json:"require_signed,omitempty"`
+	// SealPayloads: the actor's action payloads are sealed (sealed.go).
+	SealPayloads bool `json:"seal_payloads,omitempty"`
 }
 
 // Action is what an actor asked the kernel to record.
@@ -172,6 +176,9 @@ type Action struct {
 	Payload json.RawMessage `json:"payload,omitempty"`
 	// PayloadHash is "sha256:<64 hex>" for a payload kept outside the log.
 	PayloadHash string `json:"payload_hash,omitempty"`
+	// Sealed is set instead of Payload for a payload kept sealed beside
+	// the log (sealed.go).
+	Sealed *SealedPayload `json:"sealed,omitempty"`
 	// Envelope is the envelope an agent acted under (Def. 4.13).
 	Envelope string `json:"envelope,omitempty"`
 	// Resources is what the action declared it uses (Execution Control §7).

@@ -110,6 +110,9 @@ type Envelope struct {
 	// RequireSigned: actions under the envelope must be signed by their
 	// actor (signed.go).
 	RequireSigned bool `json:"require_signed,omitempty"`
+	// SealPayloads: payloads of actions under the envelope are sealed
+	// (sealed.go).
+	SealPayloads bool `json:"seal_payloads,omitempty"`
 }
 
 // EnvelopeEnd is carried by envelope.revoked.

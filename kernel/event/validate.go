@@ -42,6 +42,7 @@ func (e *Event) validate() error {
 		{"saga_step", e.SagaStep != nil}, {"policy", e.Policy != nil},
 		{"policy_attachment", e.PolicyAttachment != nil}, {"signal", e.Signal != nil},
 		{"signal_mask", e.SignalMask != nil}, {"key_change", e.KeyChange != nil},
+		{"erasure", e.Erasure != nil},
 	} {
 		switch need := want[f.name]; {
 		case need == required && !f.set:
@@ -70,6 +71,11 @@ func (e *Event) validate() error {
 	}
 	if e.KeyChange != nil {
 		if err := e.KeyChange.validate(); err != nil {
+			return fmt.Errorf("event %s: %w", e.ID, err)
+		}
+	}
+	if e.Erasure != nil {
+		if err := e.Erasure.validate(); err != nil {
 			return fmt.Errorf("event %s: %w", e.ID, err)
 		}
 	}
@@ -168,6 +174,7 @@ var kindFields = map[Kind]map[string]presence{
 	KindSignalSent:        {"signal": required},
 	KindSignalMasked:      {"signal_mask": required},
 	KindActorKey:          {"key_change": required},
+	KindSubjectErased:     {"erasure": required},
 }
 
 // sessionKinds must name their session; other kinds may (an action, an
@@ -310,6 +317,17 @@ func (a *Action) Validate() error {
 	}
 	if a.PayloadHash != "" && !ValidOID(a.PayloadHash) {
 		return fmt.Errorf("payload_hash %q is not \"sha256:<64 lower-case hex>\"", a.PayloadHash)
+	}
+	if a.Sealed != nil {
+		switch {
+		case a.Payload != nil || a.PayloadHash != "":
+			return fmt.Errorf("action on %q carries a sealed payload and a payload or payload_hash; a sealed payload is in place of them", a.Target)
+		case a.Type == Execute:
+			return fmt.Errorf("action on %q: an execute payload is read by the rules and cannot be sealed", a.Target)
+		}
+		if err := a.Sealed.validate(); err != nil {
+			return fmt.Errorf("action on %q: %w", a.Target, err)
+		}
 	}
 	return nil
 }

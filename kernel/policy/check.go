@@ -87,6 +87,10 @@ func (v *Violation) Error() string {
 // actions and then against the allowed tools; then patterns, in the
 // policy's order, case-insensitively on the payload bytes.
 func (c *Compiled) Check(actionNames []string, payload []byte) *Violation {
+	return c.check(actionNames, payload, true)
+}
+
+func (c *Compiled) check(actionNames []string, payload []byte, patterns bool) *Violation {
 	for _, name := range actionNames {
 		if _, blocked := c.actions[name]; blocked {
 			return &Violation{Policy: c.policy.Name, Rule: RuleBlockedAction, Detail: fmt.Sprintf("action %q is blocked", name)}
@@ -100,7 +104,7 @@ func (c *Compiled) Check(actionNames []string, payload []byte) *Violation {
 		}
 	}
 	for i, re := range c.patterns {
-		if re.Match(payload) {
+		if patterns && re.Match(payload) {
 			return &Violation{Policy: c.policy.Name, Rule: RuleBlockedPattern, Detail: fmt.Sprintf("payload matches pattern %q", c.policy.BlockedPatterns[i])}
 		}
 	}
@@ -110,11 +114,23 @@ func (c *Compiled) Check(actionNames []string, payload []byte) *Violation {
 // Evaluate checks the policies in order and returns the first violation, or
 // nil when none blocks. A nil entry is a RuleMissingPolicy violation.
 func Evaluate(policies []*Compiled, actionNames []string, payload []byte) *Violation {
+	return evaluate(policies, actionNames, payload, true)
+}
+
+// EvaluateNames is Evaluate without the patterns, for an action whose
+// payload is not known (a sealed payload, after its subject's erasure):
+// the rules that read names are judged, the ones that read the payload
+// cannot be.
+func EvaluateNames(policies []*Compiled, actionNames []string) *Violation {
+	return evaluate(policies, actionNames, nil, false)
+}
+
+func evaluate(policies []*Compiled, actionNames []string, payload []byte, patterns bool) *Violation {
 	for i, c := range policies {
 		if c == nil {
 			return &Violation{Rule: RuleMissingPolicy, Detail: fmt.Sprintf("policy %d of %d is missing", i+1, len(policies))}
 		}
-		if v := c.Check(actionNames, payload); v != nil {
+		if v := c.check(actionNames, payload, patterns); v != nil {
 			return v
 		}
 	}

@@ -35,6 +35,20 @@ type ActionRequest struct {
 	// files read and written, a subprocess, concurrent tools), checked
 	// against the agent's ring.
 	Resources *Resources `json:"resources,omitempty"`
+	// Seal keeps the payload out of the log: the log holds a salted
+	// commitment, the kernel the payload, encrypted under Subject's key
+	// (the actor's id when empty), until the subject is erased. Naming a
+	// Subject or a Salt asks it too. Salt is standard base64 of 32 bytes;
+	// the client draws it for a signed request (testvectors/FORMATS.md,
+	// "Sealed payloads").
+	Seal    bool   `json:"seal,omitempty"`
+	Subject string `json:"subject,omitempty"`
+	Salt    string `json:"salt,omitempty"`
+}
+
+// EraseRequest is the body of POST /v1/subjects/{subject}/erase.
+type EraseRequest struct {
+	Reason string `json:"reason,omitempty"`
 }
 
 // Resources is what an action declares it uses.
@@ -98,6 +112,8 @@ type AgentRequest struct {
 	// RequireSigned makes its every request need a signature by it.
 	SigningKey    string `json:"signing_key,omitempty"`
 	RequireSigned bool   `json:"require_signed,omitempty"`
+	// SealPayloads keeps the actor's payloads sealed beside the log.
+	SealPayloads bool `json:"seal_payloads,omitempty"`
 }
 
 // SigningKeyRequest is the body of POST /v1/actors/{id}/key: Key becomes
@@ -144,6 +160,7 @@ type Actor struct {
 	// SigningKey is the actor's signing key, if it registered one.
 	SigningKey    string `json:"signing_key,omitempty"`
 	RequireSigned bool   `json:"require_signed,omitempty"`
+	SealPayloads  bool   `json:"seal_payloads,omitempty"`
 }
 
 // StatusRequest is the body of POST /v1/actors/{id}/status.
@@ -163,6 +180,8 @@ type EnvelopeRequest struct {
 	Expires         string  `json:"expires,omitempty"`
 	// RequireSigned: actions under the envelope must be signed.
 	RequireSigned bool `json:"require_signed,omitempty"`
+	// SealPayloads: payloads of actions under it are kept sealed.
+	SealPayloads bool `json:"seal_payloads,omitempty"`
 }
 
 // Envelope describes an envelope and its spending.

@@ -466,3 +466,10 @@ func (c *Client) Blob(ctx context.Context, oid string) ([]byte, error) {
 	}
 	return data, nil
 }
+
+// EraseSubject erases a data subject's sealed payloads (a human): the log
+// records it, and the kernel destroys the subject's key.
+func (c *Client) EraseSubject(ctx context.Context, subject string, req api.EraseRequest) (*api.Receipt, error) {
+	var r api.Receipt
+	return &r, c.doJSON(ctx, http.MethodPost, "v1/subjects/"+url.PathEscape(subject)+"/erase", req, &r)
+}

@@ -332,7 +332,11 @@ func checkPolicy(c *checker) *Violation {
 		}
 		compiled = append(compiled, p)
 	}
-	if pv := policy.Evaluate(compiled, f.names, c.ev.Action.Payload); pv != nil {
+	pv := policy.EvaluateNames(compiled, f.names) // a payload not known is not judged: see sealed.go
+	if payload, known := c.payload(); known {
+		pv = policy.Evaluate(compiled, f.names, payload)
+	}
+	if pv != nil {
 		v := refuse(Forbidden, "%v", pv)
 		if p := c.l.Policies[pv.Policy]; p != nil && p.SignalOnViolation {
 			v.Policy = pv.Policy

@@ -73,6 +73,9 @@ func (l *Ledger) Claims(ev *event.Event) []Claim {
 		c.read(actorKey(s.By))
 		c.write("nonce/" + nonceKey(s.By, s.Nonce))
 	}
+	if a := ev.Action; a != nil && a.Sealed != nil {
+		c.read(subjectKey(a.Sealed.Subject)) // an erasure in flight decides first
+	}
 	if r := l.ruleFor(ev); r != nil && r.claims != nil {
 		r.claims(c, ev)
 	}

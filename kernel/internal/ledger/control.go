@@ -29,7 +29,9 @@ type Control struct {
 	// Nonces are the signed requests' nonces still within reach of a
 	// replay, keyed "<signer>:<nonce>" (signed.go).
 	Nonces map[string]*Nonce `json:"nonces"`
-	Kills  uint64            `json:"kills"`
+	// Erased are the erased data subjects (sealed.go).
+	Erased map[string]*Erased `json:"erased"`
+	Kills  uint64             `json:"kills"`
 
 	descriptorIDs []string // sorted, for a deterministic classification
 }
@@ -38,7 +40,7 @@ func newControl() Control {
 	return Control{
 		Descriptors: map[string]*Descriptor{}, Elevations: map[string]*Elevation{}, Sessions: map[string]*Session{},
 		Quarantines: map[string]*Quarantine{}, Sagas: map[string]*Saga{}, Policies: map[string]*Policy{},
-		Intents: map[string]*Intent{}, Nonces: map[string]*Nonce{},
+		Intents: map[string]*Intent{}, Nonces: map[string]*Nonce{}, Erased: map[string]*Erased{},
 	}
 }
 

@@ -35,6 +35,7 @@
 package ledger
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -60,8 +61,8 @@ const (
 	// RulesIntents adds execute intents and their results (intents.go):
 	// an execute decided, and held, before it runs.
 	RulesIntents = 3
-	// Rules is the version of this release: RulesSigned (signed.go).
-	Rules = RulesSigned
+	// Rules is the version of this release: RulesSealed (sealed.go).
+	Rules = RulesSealed
 )
 
 // Ledger is the folded state. Its maps are exported for reading and for
@@ -117,6 +118,9 @@ type Options struct {
 	// MaxPendingHolds bounds the pending holds of one envelope (threat T2:
 	// locking energy with holds); 0 in replay.
 	MaxPendingHolds int
+	// Open returns the plaintext of a sealed payload, for the gates that
+	// read payloads; nil, or false, where it is not known (sealed.go).
+	Open func(*event.SealedPayload) (json.RawMessage, bool)
 }
 
 // Check reports whether ev may follow the events folded so far: it runs
@@ -138,11 +142,13 @@ func (l *Ledger) check(ev *event.Event, opts Options, inForce int) (v *Violation
 	if r == nil {
 		return malformed("kind %s has no rule", ev.Kind), nil
 	}
-	if v := l.checkSigned(ev); v != nil {
-		if v.since <= inForce {
-			return v, nil
+	for _, pre := range []func(*event.Event) *Violation{l.checkSigned, l.checkSealed} {
+		if v := pre(ev); v != nil {
+			if v.since <= inForce {
+				return v, tolerated
+			}
+			tolerated = append(tolerated, v)
 		}
-		tolerated = append(tolerated, v)
 	}
 	c := &checker{l: l, ev: ev, rule: r, opts: opts, at: ev.Time}
 	if r.actionFacts {

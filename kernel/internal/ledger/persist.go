@@ -44,6 +44,8 @@ func (l *Ledger) controlObject(kind, id string) (any, bool) {
 		v, ok = l.Intents[id]
 	case "nonce":
 		v, ok = l.Nonces[id]
+	case "erased":
+		v, ok = l.Erased[id]
 	}
 	return v, ok
 }
@@ -66,6 +68,8 @@ func (l *Ledger) loadControl(kind, id string, raw []byte) (bool, error) {
 		return true, loadInto(raw, id, l.Intents)
 	case "nonce":
 		return true, loadInto(raw, id, l.Nonces)
+	case "erased":
+		return true, loadInto(raw, id, l.Erased)
 	}
 	return false, nil
 }
@@ -135,6 +139,7 @@ func (l *Ledger) Keys() []string {
 		"descriptor": mapKeys(l.Descriptors), "elevation": mapKeys(l.Elevations), "session": mapKeys(l.Sessions),
 		"quarantine": mapKeys(l.Quarantines), "saga": mapKeys(l.Sagas), "policy": mapKeys(l.Policies),
 		"intent": mapKeys(l.Intents), "nonce": mapKeys(l.Nonces),
+		"erased": mapKeys(l.Erased),
 	} {
 		for _, id := range ids {
 			keys = append(keys, prefix+"/"+id)

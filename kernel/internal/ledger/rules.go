@@ -35,6 +35,7 @@ func init() {
 		event.KindActorCreated:   actorCreatedRule,
 		event.KindActorStatus:    actorStatusRule,
 		event.KindActorKey:       actorKeyRule,
+		event.KindSubjectErased:  subjectErasedRule,
 		event.KindEnergyProduced: productionRule,
 
 		event.KindEnvelopeIssued:  envelopeIssuedRule,

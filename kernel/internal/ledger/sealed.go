@@ -1,0 +1,128 @@
+package ledger
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/annal-dev/annal/kernel/event"
+)
+
+// Sealed payloads and erasure (RulesSealed, kernel/event/sealed.go). The
+// fold checks, before an event's kind gates: that a log adopted the rules
+// before it carries anything sealed; that no action seals a payload under a
+// subject already erased; and that an actor or envelope that asks for
+// sealed payloads has none of its actions write a payload into the log.
+// subject.erased is a human's, once per subject.
+//
+// What the fold cannot see it does not judge: a policy's patterns read the
+// payload, which the log of a sealed action does not hold. The kernel
+// judges them on the plaintext when it decides (Options.Open), and so does
+// `annald audit` while the payload is still kept; once a subject is erased
+// nobody can, and those patterns are taken as the kernel decided them. The
+// energy gates do not read the payload of a sealable action (its cost is
+// its type's), so they are judged in every fold.
+
+// RulesSealed adds sealed payloads, subject.erased and seal-requiring
+// actors and envelopes.
+const RulesSealed = 5
+
+// GateSeal checks sealed payloads and erasures.
+const GateSeal = "seal"
+
+// Erased is an erased subject: the entry that erased it.
+type Erased struct {
+	Index uint64        `json:"index"`
+	At    event.Instant `json:"at"`
+}
+
+func subjectKey(subject string) string { return "erased/" + subject }
+
+func sealRefuse(class Class, format string, args ...any) *Violation {
+	return &Violation{Stage: StageValidate, Gate: GateSeal, Class: class, Reason: fmt.Sprintf(format, args...), since: RulesSealed}
+}
+
+// checkSealed is run on every event before its kind's gates.
+func (l *Ledger) checkSealed(ev *event.Event) *Violation {
+	a := ev.Action
+	usesSealing := ev.Erasure != nil || (a != nil && a.Sealed != nil) ||
+		(ev.Subject != nil && ev.Subject.SealPayloads) || (ev.Envelope != nil && ev.Envelope.SealPayloads)
+	if usesSealing && l.Rules < RulesSealed {
+		return sealRefuse(Invalid, "the log is under rules %d, which has no sealed payloads (rules %d)", l.Rules, RulesSealed)
+	}
+	if a == nil || (ev.Kind != event.KindAction && ev.Kind != event.KindHoldRequested) {
+		return nil
+	}
+	if a.Sealed != nil {
+		if e, ok := l.Erased[a.Sealed.Subject]; ok {
+			return sealRefuse(Conflict, "subject %s was erased at entry %d: nothing more is sealed under it", a.Sealed.Subject, e.Index)
+		}
+		return nil
+	}
+	if (a.Payload == nil && a.PayloadHash == "") || a.Type == event.Execute {
+		return nil
+	}
+	if ev.Kind == event.KindAction && ev.Hold != nil {
+		return nil // the held request was checked when it was held
+	}
+	if act, ok := l.Actors[ev.Actor]; ok && act.SealPayloads {
+		return sealRefuse(Forbidden, "%s asks that its payloads be sealed; this %s writes one into the log", ev.Actor, a.Type)
+	}
+	if a.Envelope != "" {
+		chain, _ := l.Chain(a.Envelope)
+		for _, v := range chain {
+			if v.SealPayloads {
+				return sealRefuse(Forbidden, "envelope %s asks that payloads be sealed; this %s writes one into the log", v.ID, a.Type)
+			}
+		}
+	}
+	return nil
+}
+
+// MustSeal reports whether an action of actor under envelope must have its
+// payload sealed, and under which subject when the request names none: the
+// actor's own id.
+func (l *Ledger) MustSeal(actor, envelope string) bool {
+	if a, ok := l.Actors[actor]; ok && a.SealPayloads {
+		return true
+	}
+	chain, _ := l.Chain(envelope)
+	for _, v := range chain {
+		if v.SealPayloads {
+			return true
+		}
+	}
+	return false
+}
+
+// payload is the action's payload as the gates may read it, and false for
+// a sealed payload the fold was not given the plaintext of.
+func (c *checker) payload() (json.RawMessage, bool) {
+	a := c.ev.Action
+	if a.Sealed == nil {
+		return a.Payload, true
+	}
+	if c.opts.Open != nil {
+		return c.opts.Open(a.Sealed)
+	}
+	return nil, false
+}
+
+// subject.erased: a human erases a subject's sealed payloads, once.
+var subjectErasedRule = &rule{
+	claims: func(c *claimSet, ev *event.Event) {
+		c.write(subjectKey(ev.Erasure.Subject))
+	},
+	gates: byActor(validate(GateSeal, func(c *checker) *Violation {
+		if v := c.human(); v != nil {
+			return v
+		}
+		if e, ok := c.l.Erased[c.ev.Erasure.Subject]; ok {
+			return inconsistent(Conflict, "subject %s was erased at entry %d already", c.ev.Erasure.Subject, e.Index)
+		}
+		return nil
+	})),
+	apply: func(l *Ledger, index uint64, ev *event.Event) {
+		l.Erased[ev.Erasure.Subject] = &Erased{Index: index, At: ev.Time}
+		l.touch(subjectKey(ev.Erasure.Subject))
+	},
+}

@@ -1,0 +1,333 @@
+package kernel
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/annal-dev/annal/internal/atomicfile"
+	"github.com/annal-dev/annal/kernel/event"
+	"github.com/annal-dev/annal/kernel/internal/ledger"
+)
+
+// The sealed store keeps sealed payloads beside the log
+// (kernel/event/sealed.go), in the data folder:
+//
+//	sealed/keys/<subject>                 32 random bytes, 0600: the subject's key
+//	sealed/payloads/<subject>/<hex>       nonce || AES-256-GCM(salt || payload)
+//
+// where <hex> is the commitment's hex and the commitment is the
+// additional data, so a file cannot be passed off as another's. A payload
+// is durable (file and folder synced) before the event that commits to it
+// is decided, so a receipt never names a payload the kernel could lose; a
+// payload whose event was refused or never written is an orphan that
+// nothing names and costs only its bytes.
+//
+// Erasure destroys the key: its file is overwritten with zeros, synced and
+// removed, and the subject's payloads are removed. Without the key the
+// ciphertexts, and any copy of them (a backup of the data folder), are
+// noise. What the file system keeps of the old key's blocks (a journal, an
+// SSD's spare blocks, a snapshot) is outside the kernel's reach: on such
+// storage put the data folder on an encrypted volume.
+type sealedStore struct {
+	dir string
+	// mu orders key creation against destruction, so that a seal racing
+	// an erasure cannot leave a fresh key behind it.
+	mu sync.Mutex
+}
+
+// ErrErased is the answer for a sealed payload whose subject was erased.
+var ErrErased = errors.New("the payload's subject was erased: its key is destroyed")
+
+func openSealedStore(dataDir string) *sealedStore {
+	return &sealedStore{dir: filepath.Join(dataDir, "sealed")}
+}
+
+func (s *sealedStore) keyPath(subject string) string {
+	return filepath.Join(s.dir, "keys", subject)
+}
+
+func (s *sealedStore) payloadPath(sp *event.SealedPayload) string {
+	return filepath.Join(s.dir, "payloads", sp.Subject, strings.TrimPrefix(sp.Commitment, "sha256:"))
+}
+
+// key returns the subject's key, creating it when create is set.
+func (s *sealedStore) key(subject string, create bool) ([]byte, error) {
+	if !event.ValidSubject(subject) { // a subject is a file name: never a path
+		return nil, fmt.Errorf("subject %q is not valid", subject)
+	}
+	path := s.keyPath(subject)
+	k, err := os.ReadFile(path)
+	switch {
+	case err == nil && len(k) == 32:
+		return k, nil
+	case err == nil:
+		return nil, fmt.Errorf("sealed key %s: %d bytes, not 32", path, len(k))
+	case !errors.Is(err, os.ErrNotExist):
+		return nil, err
+	case !create:
+		return nil, ErrErased
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, err
+	}
+	k = make([]byte, 32)
+	if _, err := rand.Read(k); err != nil {
+		return nil, err
+	}
+	if err := atomicfile.Write(path, bytes.NewReader(k), 0o600); err != nil {
+		return nil, fmt.Errorf("write the key of subject %s: %w", subject, err)
+	}
+	return k, nil
+}
+
+func gcm(key []byte) (cipher.AEAD, error) {
+	b, err := aes.NewCipher(key)
+	if err != nil {
+		return nil, err
+	}
+	return cipher.NewGCM(b)
+}
+
+// seal stores payload (canonical) under subject with salt, durably, and
+// returns what the event carries.
+func (s *sealedStore) seal(subject string, salt, payload []byte) (*event.SealedPayload, error) {
+	sp := &event.SealedPayload{Subject: subject, Commitment: event.SealCommitment(salt, payload)}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	key, err := s.key(subject, true)
+	if err != nil {
+		return nil, err
+	}
+	aead, err := gcm(key)
+	if err != nil {
+		return nil, err
+	}
+	nonce := make([]byte, aead.NonceSize())
+	if _, err := rand.Read(nonce); err != nil {
+		return nil, err
+	}
+	plain := append(append([]byte{}, salt...), payload...)
+	sealed := aead.Seal(nonce, nonce, plain, []byte(sp.Commitment))
+	path := s.payloadPath(sp)
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, err
+	}
+	if err := atomicfile.Write(path, bytes.NewReader(sealed), 0o600); err != nil {
+		return nil, fmt.Errorf("store a sealed payload: %w", err)
+	}
+	return sp, nil
+}
+
+// open returns the salt and payload a commitment was made to, ErrErased
+// once the subject's key is gone, or an error naming what is wrong.
+func (s *sealedStore) open(sp *event.SealedPayload) (salt, payload []byte, err error) {
+	key, err := s.key(sp.Subject, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	sealed, err := os.ReadFile(s.payloadPath(sp))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil, fmt.Errorf("sealed payload %s of subject %s is missing from the data folder", sp.Commitment, sp.Subject)
+	} else if err != nil {
+		return nil, nil, err
+	}
+	aead, err := gcm(key)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(sealed) < aead.NonceSize() {
+		return nil, nil, fmt.Errorf("sealed payload %s is damaged", sp.Commitment)
+	}
+	plain, err := aead.Open(nil, sealed[:aead.NonceSize()], sealed[aead.NonceSize():], []byte(sp.Commitment))
+	if err != nil || len(plain) < event.SaltSize || !sp.Opens(plain[:event.SaltSize], plain[event.SaltSize:]) {
+		return nil, nil, fmt.Errorf("sealed payload %s is damaged: it does not open its commitment", sp.Commitment)
+	}
+	return plain[:event.SaltSize], plain[event.SaltSize:], nil
+}
+
+// openPayload is ledger.Options.Open: the plaintext, or false.
+func (s *sealedStore) openPayload(sp *event.SealedPayload) (json.RawMessage, bool) {
+	_, payload, err := s.open(sp)
+	return payload, err == nil
+}
+
+// destroy erases subject: its key is overwritten, synced and removed, then
+// its payloads are removed. It is idempotent, so that the start after a
+// crash between an erasure's event and its destruction finishes it.
+func (s *sealedStore) destroy(subject string) error {
+	if !event.ValidSubject(subject) {
+		return fmt.Errorf("subject %q is not valid", subject)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	path := s.keyPath(subject)
+	if f, err := os.OpenFile(path, os.O_WRONLY, 0); err == nil {
+		_, werr := f.Write(make([]byte, 32))
+		serr := f.Sync()
+		f.Close()
+		if err := errors.Join(werr, serr); err != nil {
+			return fmt.Errorf("overwrite the key of subject %s: %w", subject, err)
+		}
+		if err := os.Remove(path); err != nil {
+			return err
+		}
+		if err := syncDir(filepath.Dir(path)); err != nil {
+			return err
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return os.RemoveAll(filepath.Join(s.dir, "payloads", subject))
+}
+
+// holds reports whether a key of subject is present.
+func (s *sealedStore) holds(subject string) bool {
+	_, err := os.Stat(s.keyPath(subject))
+	return err == nil
+}
+
+func syncDir(path string) error {
+	d, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// newSalt returns a fresh salt for a payload the kernel seals itself.
+func newSalt() ([]byte, error) {
+	salt := make([]byte, event.SaltSize)
+	_, err := rand.Read(salt)
+	return salt, err
+}
+
+// sealAction seals the payload of an action that asks for it or must (its
+// actor or envelope asks for sealed payloads) before it is decided: the
+// payload is stored durably and the action carries its commitment instead.
+// The plaintext stays with the kernel for the decision (the policy gate
+// reads it through Options.Open). An execute payload, read by the rules,
+// is never sealed; asking for it is an error, and so is a payload sent by
+// hash (its blob is not erasable).
+func (k *Kernel) sealAction(actor *Actor, req ActionRequest, action *event.Action) error {
+	asked := req.Seal || req.Subject != "" || req.Salt != ""
+	if !asked {
+		k.mu.Lock()
+		envelope := req.Envelope
+		if envelope == "" && action.Type != event.Observe {
+			if a, ok := k.ledger.Actors[actor.ID]; ok && !a.IsHuman() {
+				envelope = pickEnvelope(k.ledger, actor.ID, action.Type, action.Target, event.At(k.cfg.Now()))
+			}
+		}
+		must := k.ledger.MustSeal(actor.ID, envelope)
+		k.mu.Unlock()
+		if !must || action.Type == event.Execute || (action.Payload == nil && action.PayloadHash == "") {
+			return nil
+		}
+	}
+	switch {
+	case action.Type == event.Execute:
+		return formError(StageValidate, "an execute payload is read by the rules (its cost, its intent) and cannot be sealed")
+	case action.PayloadHash != "":
+		return formError(StageValidate, "a sealed payload travels inline, not by payload_hash: a blob is not erasable")
+	case action.Payload == nil:
+		return formError(StageValidate, "seal: the action has no payload to seal")
+	case len(action.Payload) > event.MaxSealedPayload:
+		return denyAt(StageValidate, GateForm, ErrTooLarge, "sealed payload is %d bytes, more than %d", len(action.Payload), event.MaxSealedPayload)
+	}
+	subject := req.Subject
+	if subject == "" {
+		subject = actor.ID
+	}
+	if !event.ValidSubject(subject) {
+		return formError(StageValidate, "subject %q is not 1-128 of [A-Za-z0-9._:-] starting with a letter or digit", subject)
+	}
+	k.mu.Lock()
+	erased, isErased := k.ledger.Erased[subject]
+	k.mu.Unlock()
+	if isErased {
+		return denyAt(StageValidate, ledger.GateSeal, ErrConflict, "subject %s was erased at entry %d: nothing more is sealed under it", subject, erased.Index)
+	}
+	var salt []byte
+	if req.Salt != "" {
+		var err error
+		if salt, err = base64.StdEncoding.DecodeString(req.Salt); err != nil || len(salt) != event.SaltSize {
+			return formError(StageValidate, "salt is not the standard base64 of %d bytes", event.SaltSize)
+		}
+	} else {
+		var err error
+		if salt, err = newSalt(); err != nil {
+			return err
+		}
+	}
+	sp, err := k.sealed.seal(subject, salt, action.Payload)
+	if err != nil {
+		return denyAt(StageValidate, "", ErrUnavailable, "%v", err)
+	}
+	action.Payload, action.Sealed = nil, sp
+	return nil
+}
+
+// OpenSealed returns the salt and payload of a sealed payload the kernel
+// still holds, or ErrErased.
+func (k *Kernel) OpenSealed(sp *event.SealedPayload) (salt, payload []byte, err error) {
+	return k.sealed.open(sp)
+}
+
+// EraseRequest asks the kernel to erase a data subject.
+type EraseRequest struct {
+	Reason string `json:"reason,omitempty"`
+}
+
+// EraseSubject erases subject's sealed payloads: a subject.erased event
+// (a human's), and once it is durable the subject's key is destroyed and
+// its payloads removed. From then on the payloads are unreadable through
+// the API, in bundles and in the data folder, and nothing more is sealed
+// under the subject; every entry, proof and checkpoint is unchanged.
+func (k *Kernel) EraseSubject(ctx context.Context, by *Actor, subject string, req EraseRequest) (*Receipt, error) {
+	const stage = "erase"
+	if !event.ValidSubject(subject) {
+		return nil, formError(stage, "subject %q is not 1-128 of [A-Za-z0-9._:-] starting with a letter or digit", subject)
+	}
+	d, err := k.decide(ctx, stage, func(*ledger.Ledger, event.Instant) (*event.Event, error) {
+		return &event.Event{Kind: event.KindSubjectErased, Actor: by.ID, Erasure: &event.Erasure{Subject: subject, Reason: req.Reason}}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := k.sealed.destroy(subject); err != nil {
+		// The event is durable: the next start destroys the key
+		// (finishErasures). Until then the payloads are still readable.
+		k.logger.Error("erasure logged but the key was not destroyed; the next start destroys it", "subject", subject, "err", err)
+		return nil, denyAt(stage, "", ErrUnavailable, "subject %s is erased in the log (entry %d) but its key could not be destroyed yet: %v", subject, d.index, err)
+	}
+	k.logger.Info("subject erased", "subject", subject, "by", by.ID, "index", d.index)
+	return receiptOf(d, "", ""), nil
+}
+
+// finishErasures destroys the keys of erased subjects a crash left behind
+// (between an erasure's event and its destruction), and a key a seal
+// created while the erasure was in flight.
+func (k *Kernel) finishErasures() error {
+	for subject := range k.ledger.Erased {
+		if !k.sealed.holds(subject) {
+			continue
+		}
+		if err := k.sealed.destroy(subject); err != nil {
+			return fmt.Errorf("destroy the key of erased subject %s: %w", subject, err)
+		}
+		k.logger.Warn("destroyed the key of a subject erased before a crash", "subject", subject)
+	}
+	return nil
+}
