@@ -60,6 +60,10 @@ type ExportResult struct {
 	Size   uint64 // the checkpoint's tree size
 	Events uint64
 	Bytes  int64
+	// Opened counts the sealed payloads the bundle carries opened; Erased
+	// those it carries as their commitment only (their subject erased, or
+	// the payload missing from the data folder).
+	Opened, Erased uint64
 }
 
 // Export writes an audit bundle (format/bundle, testvectors/FORMATS.md,
@@ -147,14 +151,15 @@ func (k *Kernel) Export(ctx context.Context, sel ExportSelection, w io.Writer, p
 				return nil, err
 			}
 		}
+		opened := k.openingOf(entry, res)
 		if sel.Filtered() {
 			hashes, err := x.inclusionProof(index)
 			if err != nil {
 				return nil, err
 			}
-			line = bundle.AppendInclusionLine(line[:0], index, entry, hashes)
+			line = bundle.AppendInclusionLine(line[:0], index, entry, opened, hashes)
 		} else {
-			line = bundle.AppendRangeLine(line[:0], index, entry)
+			line = bundle.AppendRangeLine(line[:0], index, entry, opened)
 		}
 		if _, err := out.Write(line); err != nil {
 			return nil, err

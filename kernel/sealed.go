@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/annal-dev/annal/format/bundle"
 	"github.com/annal-dev/annal/internal/atomicfile"
 	"github.com/annal-dev/annal/kernel/event"
 	"github.com/annal-dev/annal/kernel/internal/ledger"
@@ -330,4 +331,40 @@ func (k *Kernel) finishErasures() error {
 		k.logger.Warn("destroyed the key of a subject erased before a crash", "subject", subject)
 	}
 	return nil
+}
+
+// sealedOf returns the sealed payload an entry's action commits to, or nil.
+func sealedOf(entry []byte) *event.SealedPayload {
+	if !bytes.Contains(entry, []byte(`"sealed":{`)) {
+		return nil
+	}
+	var e struct {
+		Action *struct {
+			Sealed *event.SealedPayload `json:"sealed"`
+		} `json:"action"`
+	}
+	if json.Unmarshal(entry, &e) != nil || e.Action == nil {
+		return nil
+	}
+	return e.Action.Sealed
+}
+
+// openingOf is what a bundle carries for entry: its sealed payload opened
+// while the kernel holds it, else nothing (the entry's commitment stands
+// alone).
+func (k *Kernel) openingOf(entry []byte, res *ExportResult) *bundle.Opening {
+	sp := sealedOf(entry)
+	if sp == nil {
+		return nil
+	}
+	salt, payload, err := k.sealed.open(sp)
+	if err != nil {
+		if !errors.Is(err, ErrErased) {
+			k.logger.Warn("export: a sealed payload cannot be opened", "commitment", sp.Commitment, "err", err)
+		}
+		res.Erased++
+		return nil
+	}
+	res.Opened++
+	return &bundle.Opening{Payload: payload, Salt: salt}
 }

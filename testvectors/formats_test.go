@@ -88,9 +88,9 @@ func TestBundleVectors_SharedDeclarations(t *testing.T) {
 					}
 					proof = append(proof, [32]byte(raw))
 				}
-				got = bundle.AppendInclusionLine(nil, e.Index, entry, proof)
+				got = bundle.AppendInclusionLine(nil, e.Index, entry, nil, proof)
 			} else {
-				got = bundle.AppendRangeLine(nil, e.Index, entry)
+				got = bundle.AppendRangeLine(nil, e.Index, entry, nil)
 			}
 			if string(got) != line+"\n" {
 				t.Errorf("vector %q: the format's encoder writes\n%s\nnot\n%s", v.Name, got, line)

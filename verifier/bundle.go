@@ -38,9 +38,10 @@ type selection struct {
 
 // bundleEvent is one parsed event line.
 type bundleEvent struct {
-	index uint64
-	entry []byte
-	proof [][]byte
+	index  uint64
+	entry  []byte
+	opened *opening
+	proof  [][]byte
 }
 
 // parseJSONLine decodes a header or trailer line strictly: valid UTF-8, no
@@ -164,6 +165,10 @@ var (
 	eventLinePrefix = []byte(bundle.EventLinePrefix)
 	eventLineIndex  = []byte(bundle.EventLineIndex)
 	eventLineProof  = []byte(bundle.EventLineProof)
+
+	eventLineOpened    = []byte(bundle.EventLineOpened)
+	eventLineSalt      = []byte(bundle.EventLineSalt)
+	eventLineOpenedEnd = []byte(bundle.EventLineOpenedEnd)
 	trailerPrefix   = []byte(bundle.TrailerPrefix)
 )
 
@@ -213,6 +218,11 @@ func parseEventLine(line []byte, withProof bool, buf []byte) (e bundleEvent, _ [
 		return e, buf, fmt.Errorf("index: %v", err)
 	}
 	rest = rest[i:]
+	if bytes.HasPrefix(rest, eventLineOpened) {
+		if e.opened, rest, err = parseOpened(rest[len(eventLineOpened):]); err != nil {
+			return e, buf, err
+		}
+	}
 	if withProof {
 		if !bytes.HasPrefix(rest, eventLineProof) {
 			return e, buf, fmt.Errorf("an event line of an inclusion bundle has %s after its index", eventLineProof)

@@ -31,7 +31,7 @@ func syntheticBundle(b *testing.B, n int) ([]byte, *Policy) {
 		if err := r.Append(leaf[:], nil); err != nil {
 			b.Fatal(err)
 		}
-		events = bundle.AppendRangeLine(events, uint64(i), e)
+		events = bundle.AppendRangeLine(events, uint64(i), e, nil)
 	}
 	root, err := r.GetRootHash(nil)
 	if err != nil {

@@ -70,9 +70,9 @@ func FuzzParseEventLine(f *testing.F) {
 // eventLine is the event line of either kind of bundle, LF included.
 func eventLine(index uint64, entry []byte, proof [][32]byte, withProof bool) []byte {
 	if withProof {
-		return bundle.AppendInclusionLine(nil, index, entry, proof)
+		return bundle.AppendInclusionLine(nil, index, entry, nil, proof)
 	}
-	return bundle.AppendRangeLine(nil, index, entry)
+	return bundle.AppendRangeLine(nil, index, entry, nil)
 }
 
 // FuzzCheckDeltaEvent: a delta the checker accepts has a hash that

@@ -58,7 +58,7 @@ func (l *testLog) bundle(spec bundleSpec) []byte {
 	out = append(out, canonicalLine(l.t, h)...)
 	for _, i := range indices {
 		if spec.proof != bundle.ProofInclusion {
-			out = bundle.AppendRangeLine(out, i, l.entries[i])
+			out = bundle.AppendRangeLine(out, i, l.entries[i], nil)
 			continue
 		}
 		hashes, err := l.tree.InclusionProof(i, size)
@@ -69,7 +69,7 @@ func (l *testLog) bundle(spec bundleSpec) []byte {
 		for _, x := range hashes {
 			p = append(p, [32]byte(x))
 		}
-		out = bundle.AppendInclusionLine(out, i, l.entries[i], p)
+		out = bundle.AppendInclusionLine(out, i, l.entries[i], nil, p)
 	}
 	out = append(out, canonicalLine(l.t, bundle.Trailer{End: bundle.Format, Events: uint64(len(indices))})...)
 	return out

@@ -44,7 +44,7 @@ func TestVerifyBundle_SelectiveDisclosure(t *testing.T) {
 		if i == 1 || i == 7 || i == 8 || i == 19 {
 			continue
 		}
-		enc := bundle.AppendRangeLine(nil, uint64(i), e)
+		enc := bundle.AppendRangeLine(nil, uint64(i), e, nil)
 		entryB64 := enc[len(eventLinePrefix) : bytes.IndexByte(enc[len(eventLinePrefix):], '"')+len(eventLinePrefix)]
 		if bytes.Contains(b, entryB64) {
 			t.Fatalf("the bundle carries entry %d, which was not selected", i)
@@ -166,9 +166,9 @@ func TestVerifyBundle_Refuses(t *testing.T) {
 		{"non-canonical base64", bytes.Replace(good, []byte(`"entry":"eyJ`), []byte(`"entry":"eyJ\n`), 1), CheckBundle, ""},
 		{"base64 with non-zero padding bits", replaceLine(good, 2, []byte(`{"entry":"eB==","index":2}`+"\n")), CheckBundle, "not canonical base64"},
 		{"trailer miscounts", bytes.Replace(good, []byte(`"events":4`), []byte(`"events":5`), 1), CheckBundle, "counts 5"},
-		{"other log's entry", replaceLine(good, 3, bundle.AppendRangeLine(nil, 3, actionEntry(77))), CheckInclusion, "lead to root"},
-		{"index beyond the checkpoint", replaceLine(sparse, 3, bundle.AppendInclusionLine(nil, 9, l.entries[4], nil)), CheckIndex, "not inside"},
-		{"sparse proof of another entry", replaceLine(sparse, 3, bundle.AppendInclusionLine(nil, 4, l.entries[5], nil)), CheckInclusion, "not at index 4"},
+		{"other log's entry", replaceLine(good, 3, bundle.AppendRangeLine(nil, 3, actionEntry(77), nil)), CheckInclusion, "lead to root"},
+		{"index beyond the checkpoint", replaceLine(sparse, 3, bundle.AppendInclusionLine(nil, 9, l.entries[4], nil, nil)), CheckIndex, "not inside"},
+		{"sparse proof of another entry", replaceLine(sparse, 3, bundle.AppendInclusionLine(nil, 4, l.entries[5], nil, nil)), CheckInclusion, "not at index 4"},
 		{"other checkpoint", l.bundle(bundleSpec{proof: bundle.ProofRange, from: 2, to: 6, checkpoint: other.checkpoint(9)}), CheckCheckpoint, ""},
 		{"a line too long", append(append(bytes.Clone(lines[0]), bytes.Repeat([]byte("x"), bundle.MaxLineSize+1)...), '\n'), CheckBundle, "longer than"},
 	} {

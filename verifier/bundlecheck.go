@@ -55,6 +55,9 @@ type BundleResult struct {
 	// Signatures counts, per actor, its action events signed, unsigned and
 	// unverifiable (Signatures); every signature present was checked.
 	Signatures map[string]*Signatures
+	// Sealed counts the sealed payloads: opened by the bundle and checked
+	// against their commitments, or closed (only the commitment).
+	Sealed Sealed
 	// OldSize and OldRoot, when the bundle proves consistency with an older
 	// tree.
 	OldSize uint64

@@ -45,7 +45,10 @@ type lineResult struct {
 	leaf  [sha256.Size]byte
 	delta *DeltaLink
 	sign  *signingFacts
-	err   *Error
+	seal  *sealedFacts
+	// opened: the line opened the sealed payload (and it matched).
+	opened bool
+	err    *Error
 }
 
 const (
@@ -218,6 +221,17 @@ func (v *bundleVerifier) checkLineInto(lineNo int, line, buf []byte) (r lineResu
 		r.err = fail(CheckEntry, "line %d: entry %d: %v", lineNo, e.index, err)
 		return r, buf
 	}
+	if r.seal, err = readSealed(r.ev.Kind, e.entry); err != nil {
+		r.err = fail(CheckEntry, "line %d: entry %d: %v", lineNo, e.index, err)
+		return r, buf
+	}
+	if e.opened != nil {
+		if err := checkOpening(r.seal, e.opened); err != nil {
+			r.err = fail(CheckSealed, "line %d: entry %d: %v", lineNo, e.index, err)
+			return r, buf
+		}
+		r.opened = true
+	}
 	r.leaf = sha256.Sum256(buf[:1+len(e.entry)]) // the prefix byte, then the entry
 	if v.withProof {
 		if err := proof.VerifyInclusion(hasher, e.index, v.res.Size, r.leaf[:], e.proof, v.res.RootHash[:]); err != nil {
@@ -293,6 +307,9 @@ func (v *bundleVerifier) mergeBatch(b *batch) error {
 		}
 		if err := v.sigs.event(r.index, r.ev, r.sign); err != nil {
 			return fail(CheckSignature, "line %d: entry %d (%s by %s): %v", lineNo, r.index, r.ev.Kind, r.ev.Actor, err)
+		}
+		if r.seal != nil {
+			v.res.Sealed.count(r.seal.subject, r.opened)
 		}
 		if r.delta != nil {
 			if err := v.chains.add(r.index, r.delta); err != nil {

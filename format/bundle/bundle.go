@@ -106,31 +106,46 @@ type Trailer struct {
 }
 
 // Event lines have exactly one layout, the RFC 8785 encoding of
-// {"entry": <base64>, "index": <decimal>[, "proof": [<base64>, ...]]}:
-// EventLinePrefix, the entry's base64, EventLineIndex, the index in decimal,
-// for a ProofInclusion bundle EventLineProof, the quoted base64 hashes
-// separated by commas and "]", and then "}".
+// {"entry": <base64>, "index": <decimal>[, "opened": {"payload": <base64>,
+// "salt": <base64>}][, "proof": [<base64>, ...]]}: EventLinePrefix, the
+// entry's base64, EventLineIndex, the index in decimal, for an event whose
+// sealed payload the bundle opens EventLineOpened, the payload's base64,
+// EventLineSalt, the salt's base64 and EventLineOpenedEnd, for a
+// ProofInclusion bundle EventLineProof, the quoted base64 hashes separated
+// by commas and "]", and then "}".
 const (
-	EventLinePrefix = `{"entry":"`
-	EventLineIndex  = `","index":`
-	EventLineProof  = `,"proof":[`
+	EventLinePrefix    = `{"entry":"`
+	EventLineIndex     = `","index":`
+	EventLineOpened    = `,"opened":{"payload":"`
+	EventLineSalt      = `","salt":"`
+	EventLineOpenedEnd = `"}`
+	EventLineProof     = `,"proof":[`
 )
+
+// Opening is a sealed payload a bundle opens: the payload's RFC 8785 bytes
+// and the salt of its commitment (testvectors/FORMATS.md, "Sealed
+// payloads"). A reader MUST check that they open the commitment of the
+// event on the same line.
+type Opening struct {
+	Payload []byte
+	Salt    []byte
+}
 
 // TrailerPrefix starts the trailer line and no other line of a bundle.
 const TrailerPrefix = `{"end":`
 
 // AppendRangeLine appends the event line of a ProofRange bundle for the
 // entry at index, LF included.
-func AppendRangeLine(dst []byte, index uint64, entry []byte) []byte {
-	dst = appendEntry(dst, index, entry)
+func AppendRangeLine(dst []byte, index uint64, entry []byte, opened *Opening) []byte {
+	dst = appendEntry(dst, index, entry, opened)
 	return append(dst, '}', '\n')
 }
 
 // AppendInclusionLine appends the event line of a ProofInclusion bundle for
 // the entry at index with its RFC 6962 audit path, leaf's sibling first, LF
 // included.
-func AppendInclusionLine(dst []byte, index uint64, entry []byte, proof [][sha256.Size]byte) []byte {
-	dst = appendEntry(dst, index, entry)
+func AppendInclusionLine(dst []byte, index uint64, entry []byte, opened *Opening, proof [][sha256.Size]byte) []byte {
+	dst = appendEntry(dst, index, entry, opened)
 	dst = append(dst, EventLineProof...)
 	for i, h := range proof {
 		if i > 0 {
@@ -143,9 +158,17 @@ func AppendInclusionLine(dst []byte, index uint64, entry []byte, proof [][sha256
 	return append(dst, ']', '}', '\n')
 }
 
-func appendEntry(dst []byte, index uint64, entry []byte) []byte {
+func appendEntry(dst []byte, index uint64, entry []byte, opened *Opening) []byte {
 	dst = append(dst, EventLinePrefix...)
 	dst = base64.StdEncoding.AppendEncode(dst, entry)
 	dst = append(dst, EventLineIndex...)
-	return strconv.AppendUint(dst, index, 10)
+	dst = strconv.AppendUint(dst, index, 10)
+	if opened != nil {
+		dst = append(dst, EventLineOpened...)
+		dst = base64.StdEncoding.AppendEncode(dst, opened.Payload)
+		dst = append(dst, EventLineSalt...)
+		dst = base64.StdEncoding.AppendEncode(dst, opened.Salt)
+		dst = append(dst, EventLineOpenedEnd...)
+	}
+	return dst
 }

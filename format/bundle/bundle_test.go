@@ -28,14 +28,14 @@ func TestMembersInCanonicalOrder(t *testing.T) {
 }
 
 func ExampleAppendRangeLine() {
-	line := bundle.AppendRangeLine(nil, 7, []byte(`{"v":1}`))
+	line := bundle.AppendRangeLine(nil, 7, []byte(`{"v":1}`), nil)
 	fmt.Printf("%s", line)
 	// Output: {"entry":"eyJ2IjoxfQ==","index":7}
 }
 
 func ExampleAppendInclusionLine() {
 	proof := [][32]byte{{1}, {2}}
-	line := bundle.AppendInclusionLine(nil, 7, []byte(`{"v":1}`), proof)
+	line := bundle.AppendInclusionLine(nil, 7, []byte(`{"v":1}`), nil, proof)
 	fmt.Printf("%s", line)
 	// Output: {"entry":"eyJ2IjoxfQ==","index":7,"proof":["AQAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=","AgAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="]}
 }

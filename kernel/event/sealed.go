@@ -39,8 +39,8 @@ const SaltSize = 32
 
 // MaxSealedPayload bounds a sealed payload: it is not in the entry, so the
 // entry's 64 KiB limit does not apply, but it travels in one request and in
-// one line of a bundle.
-const MaxSealedPayload = 64 << 10
+// one line of a bundle (with the entry, under its 128 KiB).
+const MaxSealedPayload = 32 << 10
 
 // SealedPayload is carried by an action in place of its payload.
 type SealedPayload struct {
