@@ -3,10 +3,10 @@ package kernel
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"

@@ -169,7 +169,7 @@ var (
 	eventLineOpened    = []byte(bundle.EventLineOpened)
 	eventLineSalt      = []byte(bundle.EventLineSalt)
 	eventLineOpenedEnd = []byte(bundle.EventLineOpenedEnd)
-	trailerPrefix   = []byte(bundle.TrailerPrefix)
+	trailerPrefix      = []byte(bundle.TrailerPrefix)
 )
 
 // parseEventLine parses one event line; withProof says whether the bundle's
