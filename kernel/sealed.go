@@ -333,8 +333,8 @@ func (k *Kernel) finishErasures() error {
 	return nil
 }
 
-// sealedOf returns the sealed payload an entry's action commits to, or nil.
-func sealedOf(entry []byte) *event.SealedPayload {
+// SealedOf returns the sealed payload an entry's action commits to, or nil.
+func SealedOf(entry []byte) *event.SealedPayload {
 	if !bytes.Contains(entry, []byte(`"sealed":{`)) {
 		return nil
 	}
@@ -353,7 +353,7 @@ func sealedOf(entry []byte) *event.SealedPayload {
 // while the kernel holds it, else nothing (the entry's commitment stands
 // alone).
 func (k *Kernel) openingOf(entry []byte, res *ExportResult) *bundle.Opening {
-	sp := sealedOf(entry)
+	sp := SealedOf(entry)
 	if sp == nil {
 		return nil
 	}

@@ -89,7 +89,7 @@ func (s *Server) handleHistory(w http.ResponseWriter, r *http.Request) {
 	}
 	out := api.HistoryPage{Events: make([]api.HistoryItem, len(page.Events)), NextCursor: page.NextCursor}
 	for i, it := range page.Events {
-		out.Events[i] = api.HistoryItem{Index: it.Index, LeafHash: it.LeafHash, Event: it.Entry}
+		out.Events[i] = s.historyItem(it.Index, it.LeafHash, it.Entry)
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	writeJSON(w, http.StatusOK, out)
@@ -159,7 +159,7 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			for _, it := range page.Events {
-				item, _ := json.Marshal(api.HistoryItem{Index: it.Index, LeafHash: it.LeafHash, Event: it.Entry})
+				item, _ := json.Marshal(s.historyItem(it.Index, it.LeafHash, it.Entry))
 				fmt.Fprintf(w, "id: %d\nevent: event\ndata: %s\n\n", it.Index, item)
 				next = it.Index + 1
 			}
@@ -180,4 +180,19 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 			flusher.Flush()
 		}
 	}
+}
+
+// historyItem is one event as the history shows it: with its sealed
+// payload opened while the kernel holds it (the viewer may see the event,
+// so it may see what the event did), or marked erased.
+func (s *Server) historyItem(index uint64, leafHash string, entry []byte) api.HistoryItem {
+	it := api.HistoryItem{Index: index, LeafHash: leafHash, Event: entry}
+	if sp := kernel.SealedOf(entry); sp != nil {
+		if _, payload, err := s.k.OpenSealed(sp); err == nil {
+			it.SealedPayload = payload
+		} else {
+			it.Erased = errors.Is(err, kernel.ErrErased)
+		}
+	}
+	return it
 }

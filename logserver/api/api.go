@@ -313,6 +313,11 @@ type HistoryItem struct {
 	Index    uint64          `json:"index"`
 	LeafHash string          `json:"leaf_hash"`
 	Event    json.RawMessage `json:"event"`
+	// SealedPayload is the payload the event's action carries sealed (its
+	// commitment only), opened by the kernel; Erased says it is gone for
+	// good, its subject erased.
+	SealedPayload json.RawMessage `json:"sealed_payload,omitempty"`
+	Erased        bool            `json:"erased,omitempty"`
 }
 
 // HistoryPage is the answer of GET /v1/events. NextCursor, when set, is the
