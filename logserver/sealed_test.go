@@ -260,3 +260,57 @@ func isStatus(err error, status int) bool {
 	var e *client.Error
 	return errors.As(err, &e) && e.Status == status
 }
+
+// TestSealRequired: an envelope or actor that asks for sealed payloads has
+// every payload sealed (under the actor's id unless the action names a
+// subject), refuses what cannot be sealed, and a policy's patterns judge
+// the sealed plaintext when the kernel decides.
+func TestSealRequired(t *testing.T) {
+	ctx := context.Background()
+	ts := newTestServer(t)
+	agent, agentID := sealedAgent(t, ts, false, true)
+	rc, err := agent.Submit(ctx, api.ActionRequest{Type: "create", Target: "workspace/a.json", Payload: json.RawMessage(`{"name":"Bob"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev := eventAt(t, ts.root, rc.Index); ev.Action.Sealed == nil || ev.Action.Sealed.Subject != agentID || ev.Action.Payload != nil {
+		t.Fatalf("action under a sealing envelope logged as %+v", ev.Action)
+	}
+	size := ts.size(t)
+	oid := "sha256:" + strings.Repeat("ab", 32)
+	if _, err := agent.Submit(ctx, api.ActionRequest{Type: "create", Target: "workspace/b.json", PayloadHash: oid}); !isStatus(err, http.StatusBadRequest) {
+		t.Fatalf("payload_hash under a sealing envelope: %v, want 400", err)
+	}
+	if _, err := agent.Submit(ctx, api.ActionRequest{Type: "execute", Target: "workspace/run", Payload: json.RawMessage(`{"command":"ls"}`), Seal: true}); !isStatus(err, http.StatusBadRequest) {
+		t.Fatalf("sealing an execute: %v, want 400", err)
+	}
+	if _, err := agent.Submit(ctx, api.ActionRequest{Type: "create", Target: "workspace/c.json", Payload: json.RawMessage(`{}`), Subject: "../../etc"}); !isStatus(err, http.StatusBadRequest) {
+		t.Fatalf("a subject that is a path: %v, want 400", err)
+	}
+	if got := ts.size(t); got != size {
+		t.Fatalf("refused requests changed the log: %d -> %d", size, got)
+	}
+
+	// The actor's own flag seals too; a blocked pattern is judged on the
+	// plaintext the log never sees.
+	sealer, sealerID := sealedAgent(t, ts, true, false)
+	if _, err := ts.root.SetPolicy(ctx, "no-ssn", json.RawMessage(`{"name":"no-ssn","blocked_patterns":["\\d{3}-\\d{2}-\\d{4}"]}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ts.root.AttachPolicy(ctx, "no-ssn", api.AttachRequest{Agent: sealerID}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sealer.Submit(ctx, api.ActionRequest{Type: "create", Target: "workspace/p.json", Payload: json.RawMessage(`{"ssn":"123-45-6789"}`), Subject: "patient-9"}); !isStatus(err, http.StatusForbidden) {
+		t.Fatalf("sealed payload matching a blocked pattern: %v, want 403", err)
+	}
+	ok, err := sealer.Submit(ctx, api.ActionRequest{Type: "create", Target: "workspace/p.json", Payload: json.RawMessage(`{"note":"fine"}`), Subject: "patient-9"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev := eventAt(t, ts.root, ok.Index); ev.Action.Sealed == nil || ev.Action.Sealed.Subject != "patient-9" {
+		t.Fatalf("action of a sealing actor logged as %+v", ev.Action)
+	}
+	if a, err := ts.root.Actor(ctx, sealerID); err != nil || !a.SealPayloads {
+		t.Fatalf("actor view: %+v, %v", a, err)
+	}
+}
