@@ -108,7 +108,7 @@ func (k *Kernel) Submit(ctx context.Context, actor *Actor, req ActionRequest) (*
 	if err != nil {
 		return nil, err
 	}
-	if err := k.sealAction(actor, req, &action); err != nil {
+	if err := k.sealAction(ctx, actor, req, &action); err != nil {
 		return nil, err
 	}
 	return k.act(ctx, actor, req, action, nil)

@@ -221,7 +221,7 @@ func newSalt() ([]byte, error) {
 // reads it through Options.Open). An execute payload, read by the rules,
 // is never sealed; asking for it is an error, and so is a payload sent by
 // hash (its blob is not erasable).
-func (k *Kernel) sealAction(actor *Actor, req ActionRequest, action *event.Action) error {
+func (k *Kernel) sealAction(ctx context.Context, actor *Actor, req ActionRequest, action *event.Action) error {
 	asked := req.Seal || req.Subject != "" || req.Salt != ""
 	if !asked {
 		k.mu.Lock()
@@ -235,6 +235,10 @@ func (k *Kernel) sealAction(actor *Actor, req ActionRequest, action *event.Actio
 		k.mu.Unlock()
 		if !must || action.Type == event.Execute || (action.Payload == nil && action.PayloadHash == "") {
 			return nil
+		}
+		if s, _ := ctx.Value(signatureKey{}).(*RequestSignature); s != nil && s.By == actor.ID {
+			// The kernel's own salt would not be what the actor signed.
+			return formError(StageValidate, "%s or its envelope asks that payloads be sealed: a signed request seals its payload itself (seal, subject and salt; the Go client and annal do)", actor.ID)
 		}
 	}
 	switch {

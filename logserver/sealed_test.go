@@ -24,6 +24,7 @@ import (
 	"github.com/annal-dev/annal/logserver/api"
 	"github.com/annal-dev/annal/logserver/client"
 	"github.com/annal-dev/annal/verifier"
+	"golang.org/x/mod/sumdb/note"
 )
 
 // sealedAgent creates an agent granted workspace/** with an envelope, and
@@ -312,5 +313,78 @@ func TestSealRequired(t *testing.T) {
 	}
 	if a, err := ts.root.Actor(ctx, sealerID); err != nil || !a.SealPayloads {
 		t.Fatalf("actor view: %+v, %v", a, err)
+	}
+}
+
+// TestSignedSealedAction: a signed request that seals its payload signs
+// the commitment, so the signature is checked when the kernel decides, by
+// annal-verify, and by the audit after the payload is erased; a payload
+// swapped after signing is refused.
+func TestSignedSealedAction(t *testing.T) {
+	ctx := context.Background()
+	ts := newTestServer(t)
+	signed, _, agentID, skey, cred := signedAgentCred(t, ts, true)
+	const secret = "+44 20 7946 0958"
+	rc, err := signed.Submit(ctx, api.ActionRequest{Type: "create", Target: "workspace/contact.json",
+		Payload: json.RawMessage(`{"phone":"` + secret + `"}`), Subject: "customer-7"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := ts.root.Event(ctx, rc.Index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := eventAt(t, ts.root, rc.Index)
+	if ev.Signed == nil || ev.Action.Sealed == nil || bytes.Contains(raw, []byte(secret)) {
+		t.Fatalf("signed sealed action logged as %s", raw)
+	}
+	res, _ := verifiedBundle(t, ts, rc.Index)
+	if c := res.Signatures[agentID]; c == nil || c.Signed != 1 || res.Sealed.Opened != 1 {
+		t.Fatalf("bundle: signatures %+v, sealed %+v", c, res.Sealed)
+	}
+
+	// A payload swapped after signing: the signature covers the commitment
+	// to the signed payload, not the one sent.
+	info, err := ts.root.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := note.NewSigner(skey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	salt := base64.StdEncoding.EncodeToString(make([]byte, 32))
+	signedBody := `{"type":"create","target":"workspace/x.json","payload":{"n":1},"subject":"customer-7","salt":"` + salt + `"}`
+	sentBody := strings.Replace(signedBody, `{"n":1}`, `{"n":2}`, 1)
+	size := ts.size(t)
+	header := signHeader(t, s, info.Origin, agentID, "swapped-payload-nonce-1", "POST", "/v1/actions", signedBody)
+	if code, msg := signedRaw(t, ts, cred, header, "/v1/actions", sentBody); code < 400 || code >= 500 || !strings.Contains(msg, "signature") {
+		t.Fatalf("swapped sealed payload: %d %s, want a signature refusal", code, msg)
+	}
+	// A signed sealing request without its salt is refused with a reason.
+	noSalt := `{"type":"create","target":"workspace/x.json","payload":{"n":1},"subject":"customer-7"}`
+	header = signHeader(t, s, info.Origin, agentID, "no-salt-nonce-00001", "POST", "/v1/actions", signedBody) // the client would not sign it
+	if code, msg := signedRaw(t, ts, cred, header, "/v1/actions", noSalt); code != http.StatusBadRequest || !strings.Contains(msg, "salt") {
+		t.Fatalf("signed sealing without a salt: %d %s", code, msg)
+	}
+	if got := ts.size(t); got != size {
+		t.Fatalf("refused requests changed the log: %d -> %d", size, got)
+	}
+
+	// After erasure the signature still verifies: it covers the commitment.
+	erc, err := ts.root.EraseSubject(ctx, "customer-7", api.EraseRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, _ = verifiedBundle(t, ts, erc.Index)
+	if c := res.Signatures[agentID]; c == nil || c.Signed != 1 || res.Sealed.Closed != 1 {
+		t.Fatalf("bundle after erasure: signatures %+v, sealed %+v", c, res.Sealed)
+	}
+	src, err := kernel.RemoteLog(ts.srv.URL + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if report, err := kernel.Audit(ctx, src, ts.k.VerifierKey()); err != nil || report.Broken != nil || report.Folded != report.Size {
+		t.Fatalf("audit after erasure: %+v, %v", report, err)
 	}
 }

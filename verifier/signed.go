@@ -114,6 +114,7 @@ func readSigning(kind string, entry []byte) (*signingFacts, error) {
 		Envelope    string          `json:"envelope,omitempty"`
 		Session     string          `json:"session,omitempty"`
 		Resources   json.RawMessage `json:"resources,omitempty"`
+		Sealed      json.RawMessage `json:"sealed,omitempty"`
 	}
 	if e.Action != nil {
 		if err := json.Unmarshal(e.Action, &action); err != nil {
@@ -156,6 +157,7 @@ func readSigning(kind string, entry []byte) (*signingFacts, error) {
 		Budget      uint64          `json:"budget"`
 		Key         string          `json:"key"`
 		Require     bool            `json:"require_signed"`
+		Sealed      json.RawMessage `json:"sealed"`
 	}
 	if len(req.Body) > 0 {
 		if err := json.Unmarshal(req.Body, &body); err != nil {
@@ -184,6 +186,8 @@ func readSigning(kind string, entry []byte) (*signingFacts, error) {
 			f.mismatch = fmt.Sprintf("the request is %s %s, the event %s %s", body.Type, body.Target, action.Type, action.Target)
 		case !bytes.Equal(action.Payload, body.Payload) || action.PayloadHash != body.PayloadHash:
 			f.mismatch = "the payload differs"
+		case !bytes.Equal(action.Sealed, body.Sealed):
+			f.mismatch = "the sealed payload differs"
 		case action.Session != body.Session:
 			f.mismatch = "the session differs"
 		case body.Envelope != "" && body.Envelope != action.Envelope:

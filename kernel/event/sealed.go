@@ -1,10 +1,15 @@
 package event
 
 import (
+	"bytes"
 	"crypto/sha256"
+	"encoding/json"
+	"errors"
 	"encoding/hex"
 	"fmt"
 	"regexp"
+
+	"github.com/gowebpki/jcs"
 )
 
 // Sealed payloads (testvectors/FORMATS.md, "Sealed payloads"). An actor or
@@ -95,4 +100,47 @@ func (e *Erasure) validate() error {
 		return fmt.Errorf("erasure of %q, not a valid subject", e.Subject)
 	}
 	return validateText("erasure reason", e.Reason, 1024)
+}
+
+// SealedRequestBody is the body of an action request as a signature
+// covers it: for a request that seals its payload with a salt of its own
+// ("salt", with "subject" and "payload"), the members payload, salt, seal
+// and subject are replaced by "sealed": {"commitment", "subject"}, what the
+// event will carry; any other body is returned as it is. So the signer
+// commits to the payload without the log ever holding it, and the
+// signature stays verifiable after the payload is erased. body is
+// canonical JSON; so is the result.
+func SealedRequestBody(body []byte) ([]byte, error) {
+	if !bytes.Contains(body, []byte(`"salt":`)) && !bytes.Contains(body, []byte(`"seal":`)) && !bytes.Contains(body, []byte(`"subject":`)) {
+		return body, nil
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(body, &m); err != nil {
+		return body, nil // not an object: the action's own form refuses it
+	}
+	rawSalt, hasSalt := m["salt"]
+	_, hasSeal := m["seal"]
+	rawSubject, hasSubject := m["subject"]
+	if !hasSalt && !hasSeal && !hasSubject {
+		return body, nil
+	}
+	var salt []byte
+	var subject string
+	if !hasSalt || !hasSubject || json.Unmarshal(rawSalt, &salt) != nil || len(salt) != SaltSize ||
+		json.Unmarshal(rawSubject, &subject) != nil || m["payload"] == nil {
+		return nil, errors.New("a signed request that seals its payload carries the payload, its subject and its salt (standard base64 of 32 bytes)")
+	}
+	commitment, err := json.Marshal(SealedPayload{Subject: subject, Commitment: SealCommitment(salt, m["payload"])})
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range []string{"payload", "salt", "seal", "subject"} {
+		delete(m, k)
+	}
+	m["sealed"] = commitment
+	raw, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	return jcs.Transform(raw)
 }

@@ -103,13 +103,20 @@ func ParseSigningKey(vkey string) (*SigningKey, error) {
 }
 
 // CanonicalRequest returns the canonical request part of a statement.
-// body is the request body as sent (any JSON, or empty).
+// body is the request body as sent (any JSON, or empty). An action request
+// that seals its payload is signed as its event will show it
+// (SealedRequestBody): the commitment in place of the payload.
 func CanonicalRequest(method, path string, body []byte) ([]byte, error) {
 	r := SignedRequest{Method: method, Path: path}
 	if len(bytes.TrimSpace(body)) > 0 {
 		canon, err := jcs.Transform(body)
 		if err != nil {
 			return nil, fmt.Errorf("request body is not JSON: %w", err)
+		}
+		if method == "POST" && path == ActionsPath {
+			if canon, err = SealedRequestBody(canon); err != nil {
+				return nil, err
+			}
 		}
 		r.Body = canon
 	}
@@ -148,6 +155,7 @@ type actionBody struct {
 	Envelope    string          `json:"envelope,omitempty"`
 	Session     string          `json:"session,omitempty"`
 	Resources   *Resources      `json:"resources,omitempty"`
+	Sealed      *SealedPayload  `json:"sealed,omitempty"`
 }
 
 // ActionsPath is the path of action requests.
@@ -172,7 +180,7 @@ func RequestOf(e *Event) ([]byte, error) {
 func reconstructAction(e *Event) ([]byte, error) {
 	a := e.Action
 	body, err := json.Marshal(actionBody{Type: a.Type, Target: a.Target, Payload: a.Payload, PayloadHash: a.PayloadHash,
-		Envelope: a.Envelope, Session: e.Session, Resources: a.Resources})
+		Envelope: a.Envelope, Session: e.Session, Resources: a.Resources, Sealed: a.Sealed})
 	if err != nil {
 		return nil, err
 	}

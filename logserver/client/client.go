@@ -231,7 +231,15 @@ func (c *Client) doJSON(ctx context.Context, method, path string, body, out any)
 
 // Submit sends an action and returns its receipt once the kernel has
 // durably logged it.
+//
+// A signing client that seals a payload (Seal or Subject set) draws the
+// commitment's salt itself and names the subject (its own actor id when
+// the request names none), so that it signs the commitment the event
+// will carry (testvectors/FORMATS.md, "Sealed payloads").
 func (c *Client) Submit(ctx context.Context, req api.ActionRequest) (*api.Receipt, error) {
+	if err := c.prepareSeal(ctx, &req); err != nil {
+		return nil, err
+	}
 	var r api.Receipt
 	return &r, c.doJSON(ctx, http.MethodPost, "v1/actions", req, &r)
 }
@@ -241,6 +249,9 @@ func (c *Client) Submit(ctx context.Context, req api.ActionRequest) (*api.Receip
 // wait fails the action is still committed and the receipt says why the
 // proof is missing (ProofError).
 func (c *Client) SubmitAndWait(ctx context.Context, req api.ActionRequest) (*api.Receipt, error) {
+	if err := c.prepareSeal(ctx, &req); err != nil {
+		return nil, err
+	}
 	var r api.Receipt
 	return &r, c.doJSON(ctx, http.MethodPost, "v1/actions?wait=published", req, &r)
 }

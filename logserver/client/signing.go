@@ -4,14 +4,19 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
 
 	"github.com/gowebpki/jcs"
 	"golang.org/x/mod/sumdb/note"
+
+	"github.com/annal-dev/annal/logserver/api"
 )
 
 // signedStatementContext starts the statement a request signature covers
@@ -99,6 +104,12 @@ func SignedStatement(origin, by, nonce, at, method, path string, body []byte) ([
 	r := request{Method: method, Path: path}
 	if len(bytes.TrimSpace(body)) > 0 {
 		r.Body = json.RawMessage(body)
+		if method == "POST" && path == "/v1/actions" {
+			var err error
+			if r.Body, err = sealedBody(body); err != nil {
+				return nil, err
+			}
+		}
 	}
 	raw, err := json.Marshal(struct {
 		By      string  `json:"by"`
@@ -115,4 +126,70 @@ func SignedStatement(origin, by, nonce, at, method, path string, body []byte) ([
 		return nil, err
 	}
 	return append([]byte(signedStatementContext), canon...), nil
+}
+
+// sealContext starts the bytes a sealed payload's commitment hashes.
+const sealContext = "annal/sealed-payload/v1\n"
+
+// sealedBody is an action body as a signature covers it: a body that
+// seals its payload with its own salt has payload, salt, seal and subject
+// replaced by "sealed": {"commitment", "subject"}, the commitment being
+// "sha256:" || hex(SHA-256(sealContext || salt || JCS(payload))).
+func sealedBody(body []byte) ([]byte, error) {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(body, &m) != nil {
+		return body, nil
+	}
+	rawSalt, hasSalt := m["salt"]
+	_, hasSeal := m["seal"]
+	rawSubject, hasSubject := m["subject"]
+	if !hasSalt && !hasSeal && !hasSubject {
+		return body, nil
+	}
+	var salt []byte
+	var subject string
+	if !hasSalt || !hasSubject || json.Unmarshal(rawSalt, &salt) != nil || len(salt) != 32 ||
+		json.Unmarshal(rawSubject, &subject) != nil || m["payload"] == nil {
+		return nil, errors.New("annal: a signed request that seals its payload carries the payload, its subject and its salt")
+	}
+	payload, err := jcs.Transform(m["payload"])
+	if err != nil {
+		return nil, fmt.Errorf("annal: payload: %w", err)
+	}
+	h := sha256.New()
+	h.Write([]byte(sealContext))
+	h.Write(salt)
+	h.Write(payload)
+	sealed, err := json.Marshal(map[string]string{"commitment": "sha256:" + hex.EncodeToString(h.Sum(nil)), "subject": subject})
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range []string{"payload", "salt", "seal", "subject"} {
+		delete(m, k)
+	}
+	m["sealed"] = sealed
+	return json.Marshal(m)
+}
+
+// prepareSeal draws the salt and names the subject of a sealing request
+// the client signs.
+func (c *Client) prepareSeal(ctx context.Context, req *api.ActionRequest) error {
+	if c.signer == nil || (!req.Seal && req.Subject == "" && req.Salt == "") {
+		return nil
+	}
+	if req.Subject == "" {
+		_, by, err := c.signingIdentity(ctx)
+		if err != nil {
+			return err
+		}
+		req.Subject = by
+	}
+	if req.Salt == "" {
+		var salt [32]byte
+		if _, err := rand.Read(salt[:]); err != nil {
+			return err
+		}
+		req.Salt = base64.StdEncoding.EncodeToString(salt[:])
+	}
+	return nil
 }

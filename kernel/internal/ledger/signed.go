@@ -198,18 +198,19 @@ func RequestMatches(ev *event.Event, raw []byte) error {
 		return ""
 	}
 	var body struct {
-		Type        event.ActionType `json:"type"`
-		Target      string           `json:"target"`
-		Payload     json.RawMessage  `json:"payload"`
-		PayloadHash string           `json:"payload_hash"`
-		Envelope    string           `json:"envelope"`
-		Session     string           `json:"session"`
-		Res         *event.Resources `json:"resources"`
-		Status      string           `json:"status"`
-		Holder      string           `json:"holder"`
-		Budget      uint64           `json:"budget"`
-		Key         string           `json:"key"`
-		Require     bool             `json:"require_signed"`
+		Type        event.ActionType     `json:"type"`
+		Target      string               `json:"target"`
+		Payload     json.RawMessage      `json:"payload"`
+		PayloadHash string               `json:"payload_hash"`
+		Envelope    string               `json:"envelope"`
+		Session     string               `json:"session"`
+		Res         *event.Resources     `json:"resources"`
+		Status      string               `json:"status"`
+		Holder      string               `json:"holder"`
+		Budget      uint64               `json:"budget"`
+		Key         string               `json:"key"`
+		Require     bool                 `json:"require_signed"`
+		Sealed      *event.SealedPayload `json:"sealed"`
 	}
 	if len(req.Body) > 0 {
 		if err := json.Unmarshal(req.Body, &body); err != nil {
@@ -236,6 +237,8 @@ func RequestMatches(ev *event.Event, raw []byte) error {
 			return fmt.Errorf("the payload differs")
 		case a.PayloadHash != body.PayloadHash:
 			return fmt.Errorf("the payload hash differs")
+		case !reflect.DeepEqual(a.Sealed, body.Sealed):
+			return fmt.Errorf("the sealed payload differs")
 		case ev.Session != body.Session:
 			return fmt.Errorf("the request is in session %q, the event in %q", body.Session, ev.Session)
 		case body.Envelope != "" && a.Envelope != body.Envelope:
