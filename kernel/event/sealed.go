@@ -3,9 +3,9 @@ package event
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"encoding/hex"
 	"fmt"
 	"regexp"
 
