@@ -50,7 +50,8 @@ func StartS3(t testing.TB) *S3Server {
 func (s *S3Server) start(t testing.TB, bin string) {
 	t.Helper()
 	s.cmd = exec.Command(bin, "--port", fmt.Sprintf("127.0.0.1:%d", s.port), "--quiet", "posix", filepath.Join(s.dir, "data"))
-	s.cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY="+os.Getenv("ANNAL_TEST_S3_ACCESS_KEY"), "ROOT_SECRET_KEY="+os.Getenv("ANNAL_TEST_S3_SECRET_KEY"))
+	access, secret := S3Keys()
+	s.cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY="+access, "ROOT_SECRET_KEY="+secret)
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -72,4 +73,16 @@ func (s *S3Server) Stop(t testing.TB) {
 	}
 	s.cmd.Process.Signal(syscall.SIGTERM)
 	s.cmd.Wait()
+}
+
+// S3Keys are the test S3 server's root keys: ANNAL_TEST_S3_ACCESS_KEY and
+// ANNAL_TEST_S3_SECRET_KEY, or .ci/services' own when they are not set, so
+// that a server a test starts itself (StartS3) takes the keys its clients
+// use, in a plain go test as under .ci/test.
+func S3Keys() (access, secret string) {
+	access, secret = os.Getenv("ANNAL_TEST_S3_ACCESS_KEY"), os.Getenv("ANNAL_TEST_S3_SECRET_KEY")
+	if access == "" || secret == "" {
+		return "annaltest", "annal-test-secret"
+	}
+	return access, secret
 }

@@ -64,8 +64,8 @@ func NewAWSAt(t testing.TB, server, endpoint string) AWS {
 	suffix := make([]byte, 6)
 	rand.Read(suffix)
 	name := "annaltest" + hex.EncodeToString(suffix)
-	a := AWS{ServerDSN: server, Database: name, DSN: strings.TrimSuffix(server, "/") + "/" + name, Endpoint: endpoint, Bucket: name,
-		AccessKey: os.Getenv("ANNAL_TEST_S3_ACCESS_KEY"), SecretKey: os.Getenv("ANNAL_TEST_S3_SECRET_KEY")}
+	a := AWS{ServerDSN: server, Database: name, DSN: strings.TrimSuffix(server, "/") + "/" + name, Endpoint: endpoint, Bucket: name}
+	a.AccessKey, a.SecretKey = S3Keys()
 	db, err := sql.Open("mysql", server)
 	if err != nil {
 		t.Fatal(err)
