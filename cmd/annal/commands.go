@@ -53,7 +53,7 @@ func newRootCommand() *cobra.Command {
 	root.PersistentPreRun = func(cmd *cobra.Command, _ []string) { g.stderr = cmd.ErrOrStderr() }
 	root.AddCommand(submitCommand(&g), proofCommand(&g), eventCommand(&g), checkpointCommand(&g), consistencyCommand(&g), infoCommand(&g), agentsCommand(&g), envelopesCommand(&g), holdsCommand(&g),
 		ringsCommand(&g), descriptorsCommand(&g), elevateCommand(&g), sessionsCommand(&g), killCommand(&g), quarantineCommand(&g),
-		signalCommand(&g), sagasCommand(&g), policiesCommand(&g), keysCommand(&g))
+		signalCommand(&g), sagasCommand(&g), policiesCommand(&g), keysCommand(&g), eraseCommand(&g))
 	root.AddCommand(exportCommand(&g), whoamiCommand(&g), historyCommand(&g), tailCommand(&g), mcpCommand(&g), blobsCommand(&g), execCommand(&g), gateCommand(&g))
 	cli.Setup(root)
 	return root
@@ -166,11 +166,11 @@ func parseIndexArg(s string) (uint64, error) {
 
 func submitCommand(g *globalFlags) *cobra.Command {
 	var typ, target, payload, payloadFile, payloadHash, proofOut string
-	var wait bool
-	var session, actionID string
+	var wait, seal bool
+	var session, actionID, subject string
 	var res api.Resources
 	cmd := &cobra.Command{
-		Use:   "submit --type TYPE --target PATH [--payload JSON | --payload-file FILE | --payload-hash sha256:HEX] [--session S] [--network HOST]...",
+		Use:   "submit --type TYPE --target PATH [--payload JSON | --payload-file FILE | --payload-hash sha256:HEX] [--seal] [--subject ID] [--session S] [--network HOST]...",
 		Short: "Submit an action; prints the receipt once it is durably logged",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -178,7 +178,8 @@ func submitCommand(g *globalFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			req := api.ActionRequest{Type: typ, Target: target, PayloadHash: payloadHash, Session: session, ActionID: actionID}
+			req := api.ActionRequest{Type: typ, Target: target, PayloadHash: payloadHash, Session: session, ActionID: actionID,
+				Seal: seal, Subject: subject}
 			if len(res.Network)+len(res.FilesystemRead)+len(res.FilesystemWrite) > 0 || res.Subprocess || res.Tools > 0 {
 				req.Resources = &res
 			}
@@ -231,6 +232,8 @@ func submitCommand(g *globalFlags) *cobra.Command {
 	f.StringVar(&payload, "payload", "", "payload as JSON")
 	f.StringVar(&payloadFile, "payload-file", "", "file holding the JSON payload")
 	f.StringVar(&payloadHash, "payload-hash", "", "sha256:<hex> of a payload kept outside the log")
+	f.BoolVar(&seal, "seal", false, "keep the payload sealed beside the log (the log holds a salted commitment) until its subject is erased")
+	f.StringVar(&subject, "subject", "", "the data subject a sealed payload is about, a pseudonymous id (implies --seal; default: your actor id)")
 	f.BoolVar(&wait, "wait", false, "wait until a signed checkpoint covers the action; the receipt then holds the proof")
 	f.StringVar(&proofOut, "proof-out", "", "with --wait implied: write the tlog-proof to this file")
 	f.StringVar(&session, "session", "", "the session the action runs in")
@@ -409,7 +412,7 @@ func agentsCommand(g *globalFlags) *cobra.Command {
 	var energy uint64
 	var share int64
 	var trust float64
-	var consensus bool
+	var consensus, sealPayloads bool
 	create := &cobra.Command{
 		Use:   "create --name NAME --purpose TEXT [--grant PATTERN:ACTIONS]... [--energy N]",
 		Short: "Create an agent (humans only; root may create humans with --kind human); prints its credential once",
@@ -419,7 +422,7 @@ func agentsCommand(g *globalFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			req := api.AgentRequest{Kind: kind, Name: name, Purpose: purpose, Expires: expires, Grants: gs, Energy: energy}
+			req := api.AgentRequest{Kind: kind, Name: name, Purpose: purpose, Expires: expires, Grants: gs, Energy: energy, SealPayloads: sealPayloads}
 			if share >= 0 {
 				sh := uint64(share)
 				req.Share = &sh
@@ -441,6 +444,7 @@ func agentsCommand(g *globalFlags) *cobra.Command {
 	create.Flags().Int64Var(&share, "share", -1, "share of energy production, given from your own (default 0)")
 	create.Flags().Float64Var(&trust, "trust", 0, "the agent's trust score, 0 to 1: above 0.60 gives Ring 2, above 0.95 with --consensus Ring 1 (default: none, Ring 3)")
 	create.Flags().BoolVar(&consensus, "consensus", false, "the agent's trust has consensus (needed for Ring 1)")
+	create.Flags().BoolVar(&sealPayloads, "seal-payloads", false, "seal every payload the agent sends (observe, create, mutate): the log holds commitments, erasable by subject")
 	_ = create.MarkFlagRequired("name")
 	_ = create.MarkFlagRequired("purpose")
 	show := &cobra.Command{

@@ -28,6 +28,7 @@ func envelopesCommand(g *globalFlags) *cobra.Command {
 	var holder, parent, expires string
 	var budget, timeout uint64
 	var grants, holdOn []string
+	var sealPayloads bool
 	issue := &cobra.Command{
 		Use:   "issue --holder AGENT --budget N --grant PATTERN:ACTIONS... [--hold-on PATTERN:ACTIONS]... [--parent ENV]",
 		Short: "Issue an envelope to an agent (a human), or delegate part of one you hold (an agent, with --parent)",
@@ -48,7 +49,7 @@ func envelopesCommand(g *globalFlags) *cobra.Command {
 			ctx, cancel := g.context(cmd)
 			defer cancel()
 			v, err := c.IssueEnvelope(ctx, api.EnvelopeRequest{Holder: holder, Parent: parent, Budget: budget, Grants: gs,
-				HoldOn: hs, HoldTimeoutSecs: timeout, Expires: expires})
+				HoldOn: hs, HoldTimeoutSecs: timeout, Expires: expires, SealPayloads: sealPayloads})
 			if err != nil {
 				return err
 			}
@@ -63,6 +64,7 @@ func envelopesCommand(g *globalFlags) *cobra.Command {
 	f.StringArrayVar(&holdOn, "hold-on", nil, "what waits for a human's answer, PATTERN:ACTIONS (repeatable)")
 	f.Uint64Var(&timeout, "hold-timeout", 0, "seconds before an unanswered hold times out (0: never)")
 	f.StringVar(&expires, "expires", "", "when the envelope ends (RFC 3339)")
+	f.BoolVar(&sealPayloads, "seal-payloads", false, "seal the payloads of actions under it (the log holds commitments, erasable by subject)")
 	_ = issue.MarkFlagRequired("holder")
 	_ = issue.MarkFlagRequired("grant")
 	list := &cobra.Command{
@@ -144,4 +146,25 @@ func (g *globalFlags) with(cmd *cobra.Command, f func(context.Context, *client.C
 	ctx, cancel := g.context(cmd)
 	defer cancel()
 	return f(ctx, c)
+}
+
+func eraseCommand(g *globalFlags) *cobra.Command {
+	var reason string
+	cmd := &cobra.Command{
+		Use:   "erase SUBJECT [--reason TEXT]",
+		Short: "Erase a data subject's sealed payloads (humans): the log records it and the kernel destroys the subject's key",
+		Long: `Erase a data subject's sealed payloads. The log records a subject.erased event;
+once it is durable the kernel destroys the subject's key and its payloads, which
+become unreadable through the API, in bundles and in the data folder. Every entry,
+proof and checkpoint stays valid: the log holds only salted commitments. Nothing
+more may be sealed under the subject. This cannot be undone.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return g.call(cmd, func(ctx context.Context, c *client.Client) (any, error) {
+				return c.EraseSubject(ctx, args[0], api.EraseRequest{Reason: reason})
+			})
+		},
+	}
+	cmd.Flags().StringVar(&reason, "reason", "", "why, recorded in the log (e.g. the request's reference; not personal data)")
+	return cmd
 }
