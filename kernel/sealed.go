@@ -372,3 +372,11 @@ func (k *Kernel) openingOf(entry []byte, res *ExportResult) *bundle.Opening {
 	res.Opened++
 	return &bundle.Opening{Payload: payload, Salt: salt}
 }
+
+// Erased reports whether subject was erased.
+func (k *Kernel) Erased(subject string) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	_, ok := k.ledger.Erased[subject]
+	return ok
+}

@@ -608,3 +608,46 @@ func TestConsoleHistoryScrollsAndUpdatesLive(t *testing.T) {
 	b.screenshot("history")
 	b.noInjection()
 }
+
+// TestConsoleSealedPayloadAndErasure: a person reads a sealed payload in
+// the history's detail, erases its subject with two clicks, and then sees
+// it erased; the logged bytes never held it.
+func TestConsoleSealedPayloadAndErasure(t *testing.T) {
+	chromiumPath(t)
+	ctx := context.Background()
+	ts := newTestServer(t)
+	agent, _ := sealedAgent(t, ts, false, false)
+	rc, err := agent.Submit(ctx, api.ActionRequest{Type: "create", Target: "workspace/crm/9.json",
+		Payload: json.RawMessage(`{"email":"dana@example.org"}`), Subject: "customer-9"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newBrowser(t, ts.srv.URL)
+	b.signIn(ts.rootCred)
+	b.view("history")
+	row := fmt.Sprintf(`tr.event[data-index="%d"]`, rc.Index)
+	b.waitFor("the sealed action", `document.querySelector('`+row+`')`)
+	b.click(row)
+	b.waitFor("the opened payload", `(document.querySelector('`+row+` + tr.detail .sealed-payload')||{}).innerText?.includes('dana@example.org')`)
+	if raw := b.text(row + ` + tr.detail pre.raw`); strings.Contains(raw, "dana@") {
+		t.Errorf("the logged bytes hold the sealed payload: %s", raw)
+	}
+	b.screenshot("sealed")
+	b.click(row + ` + tr.detail button.erase`)
+	b.waitFor("the armed erase button", `document.querySelector('`+row+` + tr.detail button.erase.armed')`)
+	if ts.k.Erased("customer-9") {
+		t.Fatal("one click erased the subject")
+	}
+	b.click(row + ` + tr.detail button.erase.armed`)
+	b.waitFor("the erasure", `document.body.innerText.includes('Subject customer-9 erased')`)
+	if !ts.k.Erased("customer-9") {
+		t.Fatal("the console's erasure did not reach the kernel")
+	}
+	b.waitFor("the history again", `document.querySelector('`+row+`')`)
+	b.click(row)
+	b.waitFor("the erased mark", `(document.querySelector('`+row+` + tr.detail .sealed')||{}).innerText?.includes('Erased')`)
+	if strings.Contains(eval[string](b, `document.body.innerText`), "dana@example.org") {
+		t.Error("the page still shows the erased payload")
+	}
+	b.noInjection()
+}

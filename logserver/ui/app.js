@@ -390,6 +390,45 @@
     return [row, detail];
   }
 
+  // sealedPart shows a sealed payload: opened while the kernel holds it,
+  // or marked erased; a human may erase its subject from here.
+  function sealedPart(item) {
+    const sealed = item.event?.action?.sealed;
+    if (!sealed) return null;
+    const part = el('div', { className: 'sealed' },
+      el('p', {}, el('strong', {}, 'Sealed payload'), ' about subject ', el('code', {}, visible(sealed.subject)),
+        '. The log holds only its salted commitment ', el('code', {}, visible(sealed.commitment)), '.'));
+    if (item.erased) {
+      part.append(el('p', { className: 'erased' }, 'Erased: the subject\'s key is destroyed and the payload is gone for good. Every proof still verifies.'));
+    } else if (item.sealed_payload !== undefined) {
+      part.append(el('pre', { className: 'json sealed-payload' }, prettyJSON(JSON.stringify(item.sealed_payload))));
+    }
+    if (!item.erased && state.me && state.me.kind === 'human') {
+      const reason = el('input', { className: 'reason', placeholder: 'reason (logged; not personal data)', 'aria-label': 'Erasure reason' });
+      const erase = el('button', { type: 'button', className: 'danger erase' }, `Erase subject ${sealed.subject}`);
+      erase.addEventListener('click', async () => {
+        // Two clicks, the second on a button that says what it does: an
+        // erasure cannot be undone.
+        if (!erase.classList.contains('armed')) {
+          erase.classList.add('armed');
+          erase.textContent = `Erase every sealed payload of ${sealed.subject} for good`;
+          return;
+        }
+        erase.disabled = true;
+        try {
+          const rc = await call('POST', `/v1/subjects/${encodeURIComponent(sealed.subject)}/erase`, { reason: reason.value });
+          flash(`Subject ${sealed.subject} erased (logged at index ${rc.index}).`);
+          startHistory();
+        } catch (err) {
+          flash(err.message, true);
+          erase.disabled = false;
+        }
+      });
+      part.append(el('div', { className: 'erase-form' }, reason, erase));
+    }
+    return part;
+  }
+
   // fillDetail shows the exact logged bytes of an event (fetched by index,
   // not the history page's copy) and offers to verify them.
   async function fillDetail(cell, item) {
@@ -399,6 +438,7 @@
     append(cell,
       el('div', { className: 'detail-head' }, el('span', {}, `Event ${item.index} — leaf hash `, el('code', {}, visible(item.leaf_hash))), btn),
       result,
+      sealedPart(item),
       el('p', { className: 'hint' }, 'The exact logged JSON (invisible and direction-changing characters are shown as \\u escapes):'),
       raw);
     try {
