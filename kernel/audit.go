@@ -3,6 +3,7 @@ package kernel
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -79,8 +80,27 @@ type AuditReport struct {
 	// OpenIntents are the execute intents with no result at the end of
 	// the replay, by log index: calls that were allowed and whose outcome
 	// was never recorded (or is still running).
-	OpenIntents []uint64      `json:"open_intents,omitempty"`
-	Elapsed     time.Duration `json:"elapsed_ns"`
+	OpenIntents []uint64 `json:"open_intents,omitempty"`
+	// SealedOpened counts the sealed payloads the audit read from the data
+	// folder and judged by every rule; SealedClosed those it judged
+	// without their payload (erased, or an audit from tiles alone): the
+	// rules that read payloads (policy patterns) were taken as decided.
+	SealedOpened uint64        `json:"sealed_opened,omitempty"`
+	SealedClosed uint64        `json:"sealed_closed,omitempty"`
+	Elapsed      time.Duration `json:"elapsed_ns"`
+}
+
+// AuditOption changes what Audit reads besides the log.
+type AuditOption func(*auditConfig)
+
+type auditConfig struct {
+	sealed *sealedStore
+}
+
+// WithSealedPayloads has Audit read the sealed payloads an annald data
+// folder still holds, so that it judges them by every rule.
+func WithSealedPayloads(dataDir string) AuditOption {
+	return func(c *auditConfig) { c.sealed = openSealedStore(dataDir) }
 }
 
 // AuditFinding is an entry and the rule it breaks.
@@ -105,8 +125,12 @@ const maxAuditFindings = 1000
 // entries hash to the checkpoint's root. It names the first entry that
 // breaks a rule (Broken); an error means the log could not be read or is
 // not the one the checkpoint signs. It changes nothing anywhere.
-func Audit(ctx context.Context, src LogSource, verifierKey string) (*AuditReport, error) {
+func Audit(ctx context.Context, src LogSource, verifierKey string, opts ...AuditOption) (*AuditReport, error) {
 	start := time.Now()
+	var cfg auditConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
 	v, err := checkpoints.NewLogVerifier(verifierKey)
 	if err != nil {
 		return nil, fmt.Errorf("verifier key: %w", err)
@@ -150,7 +174,18 @@ func Audit(ctx context.Context, src LogSource, verifierKey string) (*AuditReport
 				rep.Broken = &AuditFinding{Index: i, Gate: GateForm, Reason: err.Error()}
 				continue
 			}
-			tolerated, err := l.FoldReport(i, ev)
+			var open func(*event.SealedPayload) (json.RawMessage, bool)
+			if a := ev.Action; a != nil && a.Sealed != nil && ev.Kind != event.KindActionDenied {
+				rep.SealedClosed++
+				if cfg.sealed != nil {
+					if _, _, err := cfg.sealed.open(a.Sealed); err == nil {
+						rep.SealedOpened++
+						rep.SealedClosed--
+						open = cfg.sealed.openPayload
+					}
+				}
+			}
+			tolerated, err := l.FoldOpened(i, ev, open)
 			if fe, ok := err.(*ledger.FoldError); ok {
 				rep.Broken = &AuditFinding{Index: i, Kind: string(ev.Kind), Actor: ev.Actor, Gate: fe.Gate, Reason: fe.Reason}
 				continue

@@ -179,6 +179,11 @@ func TestSealedPayloadErasure(t *testing.T) {
 		t.Fatalf("forged opening: %v, want a sealed payload failure", err)
 	}
 
+	// An audit of the data folder judges the sealed payload by every rule.
+	if rep, err := kernel.Audit(ctx, kernel.LocalLog(dir), ts.k.VerifierKey(), kernel.WithSealedPayloads(dir)); err != nil || rep.Broken != nil || rep.SealedOpened != 1 || rep.SealedClosed != 0 {
+		t.Fatalf("local audit before erasure: %+v, %v", rep, err)
+	}
+
 	// Only a human erases.
 	if _, err := agent.EraseSubject(ctx, "customer-42", api.EraseRequest{}); !isStatus(err, http.StatusForbidden) {
 		t.Fatalf("agent erasing: %v, want 403", err)
@@ -229,6 +234,9 @@ func TestSealedPayloadErasure(t *testing.T) {
 	report, err := kernel.Audit(ctx, src, ts.k.VerifierKey())
 	if err != nil || report.Broken != nil || report.Folded != report.Size {
 		t.Fatalf("audit after erasure: %+v, %v", report, err)
+	}
+	if rep, err := kernel.Audit(ctx, kernel.LocalLog(dir), ts.k.VerifierKey(), kernel.WithSealedPayloads(dir)); err != nil || rep.Broken != nil || rep.SealedOpened != 0 || rep.SealedClosed != 1 {
+		t.Fatalf("local audit after erasure: %+v, %v", rep, err)
 	}
 	// Nothing more is sealed under an erased subject; the log is unchanged.
 	size = ts.size(t)

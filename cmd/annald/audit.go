@@ -38,6 +38,7 @@ log.rules entry.`,
 			klog.SetOutput(io.Discard)
 			klog.LogToStderr(false)
 			var src kernel.LogSource
+			var opts []kernel.AuditOption
 			switch {
 			case url != "" && data != "":
 				return errors.New("give --data or --url, not both")
@@ -57,6 +58,7 @@ log.rules entry.`,
 					return fmt.Errorf("data folder: %w", err)
 				}
 				src = kernel.LocalLog(data)
+				opts = append(opts, kernel.WithSealedPayloads(data))
 				if key == "" {
 					var err error
 					if key, err = kernel.LocalVerifierKey(data); err != nil {
@@ -71,7 +73,7 @@ log.rules entry.`,
 				}
 				key = strings.TrimSpace(string(b))
 			}
-			rep, err := kernel.Audit(cmd.Context(), src, key)
+			rep, err := kernel.Audit(cmd.Context(), src, key, opts...)
 			if err != nil {
 				return err
 			}
@@ -88,6 +90,10 @@ log.rules entry.`,
 					rep.Elapsed.Round(time.Millisecond), float64(rep.Folded)/max(rep.Elapsed.Seconds(), 1e-9))
 				for _, f := range rep.Tolerated {
 					fmt.Fprintf(out, "annald: tolerated (written under older rules): %v\n", f)
+				}
+				if rep.SealedOpened+rep.SealedClosed > 0 {
+					fmt.Fprintf(out, "annald: sealed payloads: %d judged by every rule from the data folder, %d without their payload (erased or not here: policy patterns taken as decided)\n",
+						rep.SealedOpened, rep.SealedClosed)
 				}
 				if n := len(rep.OpenIntents); n > 0 {
 					fmt.Fprintf(out, "annald: %d execute intents have no result (allowed, outcome never recorded), first at entry %d\n", n, rep.OpenIntents[0])

@@ -178,6 +178,13 @@ func (l *Ledger) Fold(index uint64, ev *event.Event) error {
 // the log had adopted that the event broke (tolerated: an older release
 // wrote it).
 func (l *Ledger) FoldReport(index uint64, ev *event.Event) (tolerated []*Violation, err error) {
+	return l.FoldOpened(index, ev, nil)
+}
+
+// FoldOpened is FoldReport by a reader that holds sealed payloads (an
+// audit of a data folder): open gives the plaintext of those it still has,
+// so that the rules that read payloads judge them too (sealed.go).
+func (l *Ledger) FoldOpened(index uint64, ev *event.Event, open func(*event.SealedPayload) (json.RawMessage, bool)) (tolerated []*Violation, err error) {
 	switch {
 	case index != l.Size:
 		return nil, &FoldError{Index: index, Kind: ev.Kind, Actor: ev.Actor, Violation: malformed("the ledger expects entry %d next", l.Size)}
@@ -186,7 +193,7 @@ func (l *Ledger) FoldReport(index uint64, ev *event.Event) (tolerated []*Violati
 	case index > 0 && ev.Kind == event.KindGenesis:
 		return nil, &FoldError{Index: index, Kind: ev.Kind, Actor: ev.Actor, Violation: malformed("a second genesis")}
 	}
-	v, tolerated := l.check(ev, Options{}, l.Rules)
+	v, tolerated := l.check(ev, Options{Open: open}, l.Rules)
 	if v != nil {
 		return nil, &FoldError{Index: index, Kind: ev.Kind, Actor: ev.Actor, Violation: v}
 	}

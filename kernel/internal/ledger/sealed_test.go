@@ -97,3 +97,37 @@ func TestPolicyOnSealedPayload(t *testing.T) {
 		t.Fatalf("names not judged without the payload: %v", v)
 	}
 }
+
+// TestFoldOpenedJudgesPatterns: a reader that holds a sealed payload
+// (FoldOpened with an opener) refuses an action whose plaintext a policy
+// pattern blocks; one that does not hold it cannot judge the pattern.
+func TestFoldOpenedJudgesPatterns(t *testing.T) {
+	b := newBuilder(t)
+	events := []*event.Event{b.genesis(1_000_000),
+		b.agent(RootID, "clerk", 10_000), b.trust(RootID, "clerk"),
+		b.envelope(RootID, "env-1", "clerk", "", 10_000),
+		b.ev(RootID, event.KindPolicySet, func(e *event.Event) {
+			e.Policy = &event.PolicyRecord{Policy: policy.Policy{Name: "no-ssn", BlockedPatterns: []string{`\d{3}-\d{2}-\d{4}`}}, Version: 1}
+		}),
+		b.ev(RootID, event.KindPolicyAttached, func(e *event.Event) {
+			e.PolicyAttachment = &event.PolicyAttachment{Policy: "no-ssn", Agent: "clerk"}
+		}),
+	}
+	const secret = `{"ssn":"123-45-6789"}`
+	forged := sealedAction("patient-1", secret)
+	open := func(sp *event.SealedPayload) (json.RawMessage, bool) {
+		if sp.Commitment == forged.Sealed.Commitment {
+			return json.RawMessage(secret), true
+		}
+		return nil, false
+	}
+	holder := fold(t, events...)
+	ev := b.act("clerk", "env-1", forged, holder.Energy.Costs.Quote(event.Create, 0))
+	if _, err := holder.FoldOpened(holder.Size, ev, open); err == nil || !strings.Contains(err.Error(), "no-ssn") {
+		t.Fatalf("a reader holding the payload folded a blocked one: %v", err)
+	}
+	blind := fold(t, events...)
+	if _, err := blind.FoldOpened(blind.Size, ev, nil); err != nil {
+		t.Fatalf("a reader without the payload refused what it cannot judge: %v", err)
+	}
+}
