@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -64,6 +65,9 @@ type ExportResult struct {
 	// those it carries as their commitment only (their subject erased, or
 	// the payload missing from the data folder).
 	Opened, Erased uint64
+	// KeyEvents counts the key events a filtered bundle carries besides
+	// the events it selects (key_event lines).
+	KeyEvents uint64
 }
 
 // Export writes an audit bundle (format/bundle, testvectors/FORMATS.md,
@@ -139,17 +143,47 @@ func (k *Kernel) Export(ctx context.Context, sel ExportSelection, w io.Writer, p
 	out := bufio.NewWriterSize(cw, 256<<10)
 	res := &ExportResult{Size: cp.Size}
 	var line []byte
-	for index, entry := range x.entries(from, to, &err) {
+	// A filtered bundle carries every key event below its end (from
+	// index 0) as a key_event line, so that the signatures of the events
+	// it selects can be checked against the keys the log registered. Key
+	// events before the first selected event wait in pending: nothing is
+	// written until one is found.
+	scanFrom := from
+	if sel.Filtered() {
+		scanFrom = 0
+	}
+	var pending [][]byte
+	for index, entry := range x.entries(scanFrom, to, &err) {
 		if progress != nil && index%4096 == 0 {
-			progress(index-from, to-from)
+			progress(index-scanFrom, to-scanFrom)
 		}
-		if sel.Filtered() && !matches(entry, sel) {
+		if sel.Filtered() && (index < from || !matches(entry, sel)) {
+			if !isKeyEvent(entry) {
+				continue
+			}
+			hashes, err := x.inclusionProof(index)
+			if err != nil {
+				return nil, err
+			}
+			keyLine := bundle.AppendKeyEventLine(nil, index, entry, hashes)
+			res.KeyEvents++
+			if res.Events == 0 {
+				pending = append(pending, keyLine)
+			} else if _, err := out.Write(keyLine); err != nil {
+				return nil, err
+			}
 			continue
 		}
 		if res.Events == 0 {
 			if _, err := out.Write(header); err != nil {
 				return nil, err
 			}
+			for _, l := range pending {
+				if _, err := out.Write(l); err != nil {
+					return nil, err
+				}
+			}
+			pending = nil
 		}
 		opened := k.openingOf(entry, res)
 		if sel.Filtered() {
@@ -173,9 +207,9 @@ func (k *Kernel) Export(ctx context.Context, sel ExportSelection, w io.Writer, p
 		return nil, fmt.Errorf("%w: no event in [%d, %d) matches the selection", ErrNotFound, from, to)
 	}
 	if progress != nil {
-		progress(to-from, to-from)
+		progress(to-scanFrom, to-scanFrom)
 	}
-	trailer, err := canonicalLine(bundle.Trailer{End: bundle.Format, Events: res.Events})
+	trailer, err := canonicalLine(bundle.Trailer{End: bundle.Format, Events: res.Events + res.KeyEvents})
 	if err != nil {
 		return nil, err
 	}
@@ -187,6 +221,24 @@ func (k *Kernel) Export(ctx context.Context, sel ExportSelection, w io.Writer, p
 	}
 	res.Bytes = cw.n
 	return res, nil
+}
+
+// isKeyEvent reports whether entry registers, rotates or revokes a
+// signing key: an actor.key, or an actor.created with a signing_key.
+func isKeyEvent(entry []byte) bool {
+	if !bytes.Contains(entry, []byte(`"actor.key"`)) && !bytes.Contains(entry, []byte(`"signing_key":`)) {
+		return false
+	}
+	var e struct {
+		Kind    string `json:"kind"`
+		Subject *struct {
+			SigningKey string `json:"signing_key"`
+		} `json:"subject"`
+	}
+	if json.Unmarshal(entry, &e) != nil {
+		return false
+	}
+	return e.Kind == string(event.KindActorKey) || (e.Kind == string(event.KindActorCreated) && e.Subject != nil && e.Subject.SigningKey != "")
 }
 
 // matches reads the members of an entry that a selection looks at.

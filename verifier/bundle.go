@@ -38,10 +38,11 @@ type selection struct {
 
 // bundleEvent is one parsed event line.
 type bundleEvent struct {
-	index  uint64
-	entry  []byte
-	opened *opening
-	proof  [][]byte
+	index    uint64
+	entry    []byte
+	keyEvent bool
+	opened   *opening
+	proof    [][]byte
 }
 
 // parseJSONLine decodes a header or trailer line strictly: valid UTF-8, no
@@ -166,6 +167,7 @@ var (
 	eventLineIndex  = []byte(bundle.EventLineIndex)
 	eventLineProof  = []byte(bundle.EventLineProof)
 
+	eventLineKeyEvent  = []byte(bundle.EventLineKeyEvent)
 	eventLineOpened    = []byte(bundle.EventLineOpened)
 	eventLineSalt      = []byte(bundle.EventLineSalt)
 	eventLineOpenedEnd = []byte(bundle.EventLineOpenedEnd)
@@ -218,6 +220,12 @@ func parseEventLine(line []byte, withProof bool, buf []byte) (e bundleEvent, _ [
 		return e, buf, fmt.Errorf("index: %v", err)
 	}
 	rest = rest[i:]
+	if bytes.HasPrefix(rest, eventLineKeyEvent) {
+		if !withProof {
+			return e, buf, errors.New("a range bundle has no key_event lines: it holds every entry of its range")
+		}
+		e.keyEvent, rest = true, rest[len(eventLineKeyEvent):]
+	}
 	if bytes.HasPrefix(rest, eventLineOpened) {
 		if e.opened, rest, err = parseOpened(rest[len(eventLineOpened):]); err != nil {
 			return e, buf, err

@@ -55,6 +55,10 @@ type BundleResult struct {
 	// Signatures counts, per actor, its action events signed, unsigned and
 	// unverifiable (Signatures); every signature present was checked.
 	Signatures map[string]*Signatures
+	// KeyEvents counts the key_event lines of an inclusion bundle: key
+	// registrations carried, proven, to check signatures by; they are not
+	// among the Events the selection chose.
+	KeyEvents uint64
 	// Sealed counts the sealed payloads: opened by the bundle and checked
 	// against their commitments, or closed (only the commitment).
 	Sealed Sealed
@@ -96,6 +100,9 @@ type bundleVerifier struct {
 	rng       *compact.Range
 	right     *compact.Range
 	next      uint64 // the smallest index the next event may have
+	// lineAfter is the smallest index the next line may have, key event
+	// lines included (they may come before the selection's from).
+	lineAfter uint64
 	chains    chains
 	withProof bool
 	sigs      *signatureState
@@ -255,8 +262,8 @@ func (v *bundleVerifier) trailer(line []byte) error {
 	if t.End != bundle.Format {
 		return fail(CheckBundle, "line %d: trailer end %q is not %q", v.line, abbreviate(t.End), bundle.Format)
 	}
-	if t.Events != v.res.Events {
-		return fail(CheckBundle, "the trailer counts %d events, the bundle holds %d", t.Events, v.res.Events)
+	if t.Events != v.res.Events+v.res.KeyEvents {
+		return fail(CheckBundle, "the trailer counts %d events, the bundle holds %d", t.Events, v.res.Events+v.res.KeyEvents)
 	}
 	return nil
 }

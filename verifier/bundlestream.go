@@ -48,6 +48,8 @@ type lineResult struct {
 	seal  *sealedFacts
 	// opened: the line opened the sealed payload (and it matched).
 	opened bool
+	// keyEvent: a key_event line, carried for the signatures.
+	keyEvent bool
 	err    *Error
 }
 
@@ -225,6 +227,10 @@ func (v *bundleVerifier) checkLineInto(lineNo int, line, buf []byte) (r lineResu
 		r.err = fail(CheckEntry, "line %d: entry %d: %v", lineNo, e.index, err)
 		return r, buf
 	}
+	if r.keyEvent = e.keyEvent; r.keyEvent && (r.sign == nil || !r.sign.keyChange) {
+		r.err = fail(CheckBundle, "line %d: entry %d is a %s, not a key event (actor.key, or actor.created with a signing_key)", lineNo, e.index, r.ev.Kind)
+		return r, buf
+	}
 	if e.opened != nil {
 		if err := checkOpening(r.seal, e.opened); err != nil {
 			r.err = fail(CheckSealed, "line %d: entry %d: %v", lineNo, e.index, err)
@@ -281,6 +287,19 @@ func (v *bundleVerifier) mergeBatch(b *batch) error {
 		if r.err != nil {
 			return r.err
 		}
+		if r.keyEvent {
+			if r.index < v.lineAfter {
+				return fail(CheckBundle, "line %d: index %d is not above the previous line's %d", lineNo, r.index, v.lineAfter-1)
+			}
+			v.lineAfter = r.index + 1
+			// Proven by its own path (checkLine); applied to the keys,
+			// counted apart, not matched with the selection.
+			if err := v.sigs.event(r.index, r.ev, r.sign); err != nil {
+				return fail(CheckSignature, "line %d: entry %d (%s by %s): %v", lineNo, r.index, r.ev.Kind, r.ev.Actor, err)
+			}
+			res.KeyEvents++
+			continue
+		}
 		switch {
 		case v.rng != nil && r.index != v.next:
 			return fail(CheckBundle, "line %d: index %d is not %d: a range bundle holds every index in order", lineNo, r.index, v.next)
@@ -289,7 +308,10 @@ func (v *bundleVerifier) mergeBatch(b *batch) error {
 				return fail(CheckBundle, "line %d: index %d is not above the previous event's %d", lineNo, r.index, res.LastIndex)
 			}
 			return fail(CheckSelection, "line %d: index %d is below the selection's from %d", lineNo, r.index, v.next)
+		case r.index < v.lineAfter:
+			return fail(CheckBundle, "line %d: index %d is not above the previous line's %d", lineNo, r.index, v.lineAfter-1)
 		}
+		v.lineAfter = r.index + 1
 		if why := v.sel.match(r.index, r.ev); why != "" {
 			return fail(CheckSelection, "line %d: entry %d does not match the bundle's selection: %s", lineNo, r.index, why)
 		}

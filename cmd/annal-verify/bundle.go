@@ -209,7 +209,7 @@ func bundleJSON(res *verifier.BundleResult) map[string]any {
 		"events": res.Events, "first_index": res.FirstIndex, "last_index": res.LastIndex,
 		"first_time": res.FirstTime.UTC().Format(time.RFC3339Nano), "last_time": res.LastTime.UTC().Format(time.RFC3339Nano),
 		"by_actor": res.ByActor, "by_kind": res.ByKind, "by_action_type": res.ByActionType,
-		"sessions": orEmpty(res.Sessions), "signatures": res.Signatures, "sealed": res.Sealed,
+		"sessions": orEmpty(res.Sessions), "signatures": res.Signatures, "sealed": res.Sealed, "key_events": res.KeyEvents,
 	}
 	if res.OldSize > 0 {
 		out["consistent_with"] = map[string]any{"size": res.OldSize, "root_hash": base64.StdEncoding.EncodeToString(res.OldRoot[:])}
@@ -251,6 +251,9 @@ func printBundle(w io.Writer, res *verifier.BundleResult) {
 			line += fmt.Sprintf(", %d signed by a key this bundle does not register", c.Unverifiable)
 		}
 		fmt.Fprintln(w, line)
+	}
+	if res.KeyEvents > 0 {
+		fmt.Fprintf(w, "  %d key registrations carried besides the selection, to check signatures by\n", res.KeyEvents)
 	}
 	if s := res.Sealed; s.Opened+s.Closed > 0 {
 		fmt.Fprintf(w, "  sealed payloads: %d opened and matching their commitments, %d closed (erased or withheld: only the commitment)\n", s.Opened, s.Closed)

@@ -106,9 +106,11 @@ type Trailer struct {
 }
 
 // Event lines have exactly one layout, the RFC 8785 encoding of
-// {"entry": <base64>, "index": <decimal>[, "opened": {"payload": <base64>,
-// "salt": <base64>}][, "proof": [<base64>, ...]]}: EventLinePrefix, the
-// entry's base64, EventLineIndex, the index in decimal, for an event whose
+// {"entry": <base64>, "index": <decimal>[, "key_event": true][, "opened":
+// {"payload": <base64>, "salt": <base64>}][, "proof": [<base64>, ...]]}:
+// EventLinePrefix, the entry's base64, EventLineIndex, the index in
+// decimal, for a key event of a ProofInclusion bundle EventLineKeyEvent,
+// for an event whose
 // sealed payload the bundle opens EventLineOpened, the payload's base64,
 // EventLineSalt, the salt's base64 and EventLineOpenedEnd, for a
 // ProofInclusion bundle EventLineProof, the quoted base64 hashes separated
@@ -116,6 +118,7 @@ type Trailer struct {
 const (
 	EventLinePrefix    = `{"entry":"`
 	EventLineIndex     = `","index":`
+	EventLineKeyEvent  = `,"key_event":true`
 	EventLineOpened    = `,"opened":{"payload":"`
 	EventLineSalt      = `","salt":"`
 	EventLineOpenedEnd = `"}`
@@ -146,6 +149,10 @@ func AppendRangeLine(dst []byte, index uint64, entry []byte, opened *Opening) []
 // included.
 func AppendInclusionLine(dst []byte, index uint64, entry []byte, opened *Opening, proof [][sha256.Size]byte) []byte {
 	dst = appendEntry(dst, index, entry, opened)
+	return appendProof(dst, proof)
+}
+
+func appendProof(dst []byte, proof [][sha256.Size]byte) []byte {
 	dst = append(dst, EventLineProof...)
 	for i, h := range proof {
 		if i > 0 {
@@ -156,6 +163,18 @@ func AppendInclusionLine(dst []byte, index uint64, entry []byte, opened *Opening
 		dst = append(dst, '"')
 	}
 	return append(dst, ']', '}', '\n')
+}
+
+// AppendKeyEventLine appends the line of a key event in a ProofInclusion
+// bundle: an entry that registers, rotates or revokes a signing key
+// (actor.created with a signing_key, actor.key), carried whether or not it
+// matches the selection so that the signatures of the selected events can
+// be checked against the keys the log registered (testvectors/FORMATS.md,
+// "Audit bundles"). It is not one of the selected events.
+func AppendKeyEventLine(dst []byte, index uint64, entry []byte, proof [][sha256.Size]byte) []byte {
+	dst = appendEntry(dst, index, entry, nil)
+	dst = append(dst, EventLineKeyEvent...)
+	return appendProof(dst, proof)
 }
 
 func appendEntry(dst []byte, index uint64, entry []byte, opened *Opening) []byte {
