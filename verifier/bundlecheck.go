@@ -93,13 +93,13 @@ type bundleVerifier struct {
 	in   *bufio.Reader
 	line int // lines read so far
 
-	h         bundle.Header
-	sel       selection // h.Selection, its times parsed
-	res       *BundleResult
-	factory   *compact.RangeFactory
-	rng       *compact.Range
-	right     *compact.Range
-	next      uint64 // the smallest index the next event may have
+	h       bundle.Header
+	sel     selection // h.Selection, its times parsed
+	res     *BundleResult
+	factory *compact.RangeFactory
+	rng     *compact.Range
+	right   *compact.Range
+	next    uint64 // the smallest index the next event may have
 	// lineAfter is the smallest index the next line may have, key event
 	// lines included (they may come before the selection's from).
 	lineAfter uint64

@@ -50,7 +50,7 @@ type lineResult struct {
 	opened bool
 	// keyEvent: a key_event line, carried for the signatures.
 	keyEvent bool
-	err    *Error
+	err      *Error
 }
 
 const (
