@@ -2,6 +2,7 @@ package logserver
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -49,10 +50,15 @@ func (s *Server) signedRequest(w http.ResponseWriter, r *http.Request) (*http.Re
 		return r, fmt.Errorf("%w: a signed request other than an action is at most %d bytes", kernel.ErrTooLarge, event.MaxSignedRequest)
 	}
 	sig.By = actor.ID
-	r2 := r.WithContext(kernel.WithRequestSignature(r.Context(), sig))
+	ctx := context.WithValue(kernel.WithRequestSignature(r.Context(), sig), authenticatedKey{}, actor)
+	r2 := r.WithContext(ctx)
 	r2.Body = io.NopCloser(bytes.NewReader(body))
 	return r2, nil
 }
+
+// authenticatedKey carries the actor signedRequest authenticated to the
+// handler, which then need not look the credential up again.
+type authenticatedKey struct{}
 
 // parseSignatureHeader parses "key=…, nonce=…, time=…, sig=…".
 func parseSignatureHeader(h string) (*kernel.RequestSignature, error) {
