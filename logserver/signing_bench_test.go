@@ -2,6 +2,7 @@ package logserver
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"testing"
 
@@ -11,11 +12,13 @@ import (
 	"github.com/annal-dev/annal/logserver/client"
 )
 
-// BenchmarkSignedActions compares one agent's sequential actions signed
-// and unsigned, on one kernel, in the same run: the cost of signing in the
-// client and of checking in the kernel (the fold checks again). The modes
-// alternate, three rounds each (unsigned, signed, unsigned, …), so that
-// neither runs on a larger log than the other: read the pairs.
+// BenchmarkSignedActions compares one agent's sequential actions signed,
+// unsigned and sealed, on one kernel, in the same run: the cost of signing
+// in the client and of checking in the kernel (the fold checks again), and
+// of sealing a payload (encrypting it and writing it durably beside the
+// log before the decision). The modes alternate, three rounds each
+// (unsigned, signed, sealed, unsigned, …), so that none runs on a larger
+// log than the others: read them by round.
 //
 //	go test ./logserver -run '^$' -bench SignedActions -benchtime 1000x
 func BenchmarkSignedActions(b *testing.B) {
@@ -27,14 +30,18 @@ func BenchmarkSignedActions(b *testing.B) {
 	// times, and each new agent takes energy from root.
 	signed, _, _, _ := signedAgentTB(b, ts)
 	_, unsigned, _, _ := signedAgentTB(b, ts)
-	clients := map[string]*client.Client{"unsigned": unsigned, "signed": signed}
+	clients := map[string]*client.Client{"unsigned": unsigned, "signed": signed, "sealed": unsigned}
 	for round := range 3 {
-		for _, mode := range []string{"unsigned", "signed"} {
+		for _, mode := range []string{"unsigned", "signed", "sealed"} {
 			b.Run(mode, func(b *testing.B) {
 				ctx := context.Background()
 				b.ResetTimer()
 				for i := range b.N {
-					if _, err := clients[mode].Submit(ctx, api.ActionRequest{Type: "create", Target: fmt.Sprintf("workspace/%s/%d/%d", mode, round, i)}); err != nil {
+					req := api.ActionRequest{Type: "create", Target: fmt.Sprintf("workspace/%s/%d/%d", mode, round, i), Payload: json.RawMessage(`{"note":"call back"}`)}
+					if mode == "sealed" {
+						req.Subject = fmt.Sprintf("customer-%d", i%100)
+					}
+					if _, err := clients[mode].Submit(ctx, req); err != nil {
 						b.Fatal(err)
 					}
 				}
