@@ -95,6 +95,10 @@ entry. The summary counts each actor's actions signed and unsigned;
 --require-signed fails on any action not signed by its actor (or not
 checkable: signed by a key whose registration the bundle leaves out).
 
+A sealed payload the bundle opens ("opened": payload and salt) is checked
+against the commitment its event carries; one it does not open (its subject
+erased) is counted, and its event verified like any other.
+
 On success it prints a summary (--json for machines); on failure it names the
 first thing that is wrong and exits 1.`,
 		Args: exactArgs(1),
