@@ -227,6 +227,9 @@ func parseEventLine(line []byte, withProof bool, buf []byte) (e bundleEvent, _ [
 		e.keyEvent, rest = true, rest[len(eventLineKeyEvent):]
 	}
 	if bytes.HasPrefix(rest, eventLineOpened) {
+		if e.keyEvent {
+			return e, buf, errors.New("a key_event line opens no sealed payload")
+		}
 		if e.opened, rest, err = parseOpened(rest[len(eventLineOpened):]); err != nil {
 			return e, buf, err
 		}

@@ -51,6 +51,10 @@ func FuzzParseEventLine(f *testing.F) {
 	f.Add(eventLine(3, actionEntry(3), nil, false), false)
 	f.Add(eventLine(0, []byte("x"), [][32]byte{{1}, {2}}, true), true)
 	f.Add([]byte(`{"entry":"eA==","index":01}`), false)
+	opening := &bundle.Opening{Payload: []byte(`{"a":1}`), Salt: bytes.Repeat([]byte{7}, 32)}
+	f.Add(bundle.AppendRangeLine(nil, 4, actionEntry(4), opening), false)
+	f.Add(bundle.AppendInclusionLine(nil, 4, actionEntry(4), opening, [][32]byte{{3}}), true)
+	f.Add(bundle.AppendKeyEventLine(nil, 2, actionEntry(2), [][32]byte{{4}}), true)
 	f.Fuzz(func(t *testing.T, line []byte, withProof bool) {
 		e, _, err := parseEventLine(line, withProof, nil)
 		if err != nil {
@@ -60,7 +64,17 @@ func FuzzParseEventLine(f *testing.F) {
 		for _, h := range e.proof {
 			proof = append(proof, [32]byte(h))
 		}
-		again := eventLine(e.index, e.entry, proof, withProof)
+		var again []byte
+		switch {
+		case e.keyEvent:
+			again = bundle.AppendKeyEventLine(nil, e.index, e.entry, proof)
+		case e.opened != nil && withProof:
+			again = bundle.AppendInclusionLine(nil, e.index, e.entry, &bundle.Opening{Payload: e.opened.payload, Salt: e.opened.salt}, proof)
+		case e.opened != nil:
+			again = bundle.AppendRangeLine(nil, e.index, e.entry, &bundle.Opening{Payload: e.opened.payload, Salt: e.opened.salt})
+		default:
+			again = eventLine(e.index, e.entry, proof, withProof)
+		}
 		if !bytes.Equal(again[:len(again)-1], line) {
 			t.Fatalf("line %q parses, but encodes back as %q", line, again)
 		}

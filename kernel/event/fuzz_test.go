@@ -124,3 +124,39 @@ func FuzzEncodeThenParse(f *testing.F) {
 		}
 	})
 }
+
+// FuzzSealedRequestBody: a signed action body, as outside input, either is
+// refused or becomes canonical JSON that carries no payload or salt when
+// it carries a sealed member, and that it maps to itself (the form the
+// log's events give back is stable).
+func FuzzSealedRequestBody(f *testing.F) {
+	salt := `"QEFCQ0RFRkdISUpLTE1OT1BRUlNUVVZXWFlaW1xdXl8="`
+	f.Add([]byte(`{"payload":{"a":1},"salt":` + salt + `,"subject":"customer-1","target":"t","type":"create"}`))
+	f.Add([]byte(`{"seal":true,"target":"t","type":"create"}`))
+	f.Add([]byte(`{"target":"t","type":"create"}`))
+	f.Add([]byte(`{"payload":null,"salt":` + salt + `,"subject":"x"}`))
+	f.Add([]byte(`[1,2]`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		canon, err := jcs.Transform(body)
+		if err != nil {
+			return
+		}
+		out, err := SealedRequestBody(canon)
+		if err != nil {
+			return
+		}
+		again, err := jcs.Transform(out)
+		if err != nil || !bytes.Equal(again, out) {
+			t.Fatalf("%q became %q, not canonical JSON", canon, out)
+		}
+		if bytes.Contains(out, []byte(`"sealed":{`)) && !bytes.Equal(out, canon) {
+			var m map[string]json.RawMessage
+			if json.Unmarshal(out, &m) != nil || m["payload"] != nil || m["salt"] != nil {
+				t.Fatalf("%q became %q, which keeps the payload or the salt", canon, out)
+			}
+		}
+		if twice, err := SealedRequestBody(out); err != nil || !bytes.Equal(twice, out) {
+			t.Fatalf("%q maps to %q, and that to %q (%v)", canon, out, twice, err)
+		}
+	})
+}
