@@ -30,6 +30,20 @@ func FuzzParse(f *testing.F) {
 			f.Add([]byte(v.Entry))
 		}
 	}
+	// The sealed action and the erasure.
+	if raw, err := os.ReadFile("../../testvectors/sealed.json"); err == nil {
+		var vectors struct {
+			Events []struct {
+				Entry string `json:"entry"`
+			} `json:"events"`
+		}
+		if err := json.Unmarshal(raw, &vectors); err != nil {
+			f.Fatal(err)
+		}
+		for _, v := range vectors.Events {
+			f.Add([]byte(v.Entry))
+		}
+	}
 	good := string(mustEncode(f, actionEvent(Mutate)))
 	for _, bad := range []string{
 		"{ " + good[1:],
