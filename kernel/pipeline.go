@@ -108,10 +108,13 @@ func (k *Kernel) Submit(ctx context.Context, actor *Actor, req ActionRequest) (*
 	if err != nil {
 		return nil, err
 	}
-	if err := k.sealAction(ctx, actor, req, &action); err != nil {
+	sealed, err := k.sealAction(ctx, actor, req, &action)
+	if err != nil {
 		return nil, err
 	}
-	return k.act(ctx, actor, req, action, nil)
+	rc, err := k.act(ctx, actor, req, action, nil)
+	sealed(err)
+	return rc, err
 }
 
 // act decides an action (or, with approval, a held action a human

@@ -43,15 +43,21 @@ import (
 type sealedStore struct {
 	dir string
 	// mu orders key creation against destruction, so that a seal racing
-	// an erasure cannot leave a fresh key behind it.
+	// an erasure cannot leave a fresh key behind it, and guards inflight.
 	mu sync.Mutex
+	// inflight are the payload files written for requests not decided
+	// yet, by path: a refused request removes the file it wrote, unless
+	// another request stored the same commitment meanwhile (shared).
+	inflight map[string]*sealUse
 }
+
+type sealUse struct{ shared bool }
 
 // ErrErased is the answer for a sealed payload whose subject was erased.
 var ErrErased = errors.New("the payload's subject was erased: its key is destroyed")
 
 func openSealedStore(dataDir string) *sealedStore {
-	return &sealedStore{dir: filepath.Join(dataDir, "sealed")}
+	return &sealedStore{dir: filepath.Join(dataDir, "sealed"), inflight: map[string]*sealUse{}}
 }
 
 func (s *sealedStore) keyPath(subject string) string {
@@ -101,33 +107,76 @@ func gcm(key []byte) (cipher.AEAD, error) {
 }
 
 // seal stores payload (canonical) under subject with salt, durably, and
-// returns what the event carries.
-func (s *sealedStore) seal(subject string, salt, payload []byte) (*event.SealedPayload, error) {
+// returns what the event carries, and whether this request wrote a new
+// file (then it must call release once decided). The file is written
+// outside mu: sealed actions sync their files in parallel.
+func (s *sealedStore) seal(subject string, salt, payload []byte) (_ *event.SealedPayload, fresh bool, _ error) {
 	sp := &event.SealedPayload{Subject: subject, Commitment: event.SealCommitment(salt, payload)}
+	path := s.payloadPath(sp)
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	key, err := s.key(subject, true)
-	if err != nil {
-		return nil, err
+	write := true
+	if err == nil {
+		switch u := s.inflight[path]; {
+		case u != nil:
+			u.shared = true // written again below, so durable before this one's receipt
+		case fileExists(path):
+			write = false // the same payload under the same salt, stored already
+		default:
+			fresh = true
+			s.inflight[path] = &sealUse{}
+		}
 	}
+	s.mu.Unlock()
+	if err != nil || !write {
+		return sp, false, err
+	}
+	if err := s.write(path, key, sp.Commitment, salt, payload); err != nil {
+		s.release(sp, fresh, false)
+		return nil, false, err
+	}
+	return sp, fresh, nil
+}
+
+func (s *sealedStore) write(path string, key []byte, commitment string, salt, payload []byte) error {
 	aead, err := gcm(key)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	nonce := make([]byte, aead.NonceSize())
 	if _, err := rand.Read(nonce); err != nil {
-		return nil, err
+		return err
 	}
 	plain := append(append([]byte{}, salt...), payload...)
-	sealed := aead.Seal(nonce, nonce, plain, []byte(sp.Commitment))
-	path := s.payloadPath(sp)
+	sealed := aead.Seal(nonce, nonce, plain, []byte(commitment))
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, err
+		return err
 	}
 	if err := atomicfile.Write(path, bytes.NewReader(sealed), 0o600); err != nil {
-		return nil, fmt.Errorf("store a sealed payload: %w", err)
+		return fmt.Errorf("store a sealed payload: %w", err)
 	}
-	return sp, nil
+	return nil
+}
+
+// release ends a fresh seal's request: kept, its file stays; refused, its
+// file goes unless another request stored the same commitment meanwhile.
+func (s *sealedStore) release(sp *event.SealedPayload, fresh, keep bool) {
+	if !fresh {
+		return
+	}
+	path := s.payloadPath(sp)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	u := s.inflight[path]
+	delete(s.inflight, path)
+	if !keep && u != nil && !u.shared {
+		os.Remove(path)
+	}
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 // open returns the salt and payload a commitment was made to, ErrErased
@@ -221,7 +270,7 @@ func newSalt() ([]byte, error) {
 // reads it through Options.Open). An execute payload, read by the rules,
 // is never sealed; asking for it is an error, and so is a payload sent by
 // hash (its blob is not erasable).
-func (k *Kernel) sealAction(ctx context.Context, actor *Actor, req ActionRequest, action *event.Action) error {
+func (k *Kernel) sealAction(ctx context.Context, actor *Actor, req ActionRequest, action *event.Action) (done func(error), _ error) {
 	asked := req.Seal || req.Subject != "" || req.Salt != ""
 	if !asked {
 		k.mu.Lock()
@@ -234,55 +283,63 @@ func (k *Kernel) sealAction(ctx context.Context, actor *Actor, req ActionRequest
 		must := k.ledger.MustSeal(actor.ID, envelope)
 		k.mu.Unlock()
 		if !must || action.Type == event.Execute || (action.Payload == nil && action.PayloadHash == "") {
-			return nil
+			return noop, nil
 		}
 		if s, _ := ctx.Value(signatureKey{}).(*RequestSignature); s != nil && s.By == actor.ID {
 			// The kernel's own salt would not be what the actor signed.
-			return formError(StageValidate, "%s or its envelope asks that payloads be sealed: a signed request seals its payload itself (seal, subject and salt; the Go client and annal do)", actor.ID)
+			return nil, formError(StageValidate, "%s or its envelope asks that payloads be sealed: a signed request seals its payload itself (seal, subject and salt; the Go client and annal do)", actor.ID)
 		}
 	}
 	switch {
 	case action.Type == event.Execute:
-		return formError(StageValidate, "an execute payload is read by the rules (its cost, its intent) and cannot be sealed")
+		return nil, formError(StageValidate, "an execute payload is read by the rules (its cost, its intent) and cannot be sealed")
 	case action.PayloadHash != "":
-		return formError(StageValidate, "a sealed payload travels inline, not by payload_hash: a blob is not erasable")
+		return nil, formError(StageValidate, "a sealed payload travels inline, not by payload_hash: a blob is not erasable")
 	case action.Payload == nil:
-		return formError(StageValidate, "seal: the action has no payload to seal")
+		return nil, formError(StageValidate, "seal: the action has no payload to seal")
 	case len(action.Payload) > event.MaxSealedPayload:
-		return denyAt(StageValidate, GateForm, ErrTooLarge, "sealed payload is %d bytes, more than %d", len(action.Payload), event.MaxSealedPayload)
+		return nil, denyAt(StageValidate, GateForm, ErrTooLarge, "sealed payload is %d bytes, more than %d", len(action.Payload), event.MaxSealedPayload)
 	}
 	subject := req.Subject
 	if subject == "" {
 		subject = actor.ID
 	}
 	if !event.ValidSubject(subject) {
-		return formError(StageValidate, "subject %q is not 1-128 of [A-Za-z0-9._:-] starting with a letter or digit", subject)
+		return nil, formError(StageValidate, "subject %q is not 1-128 of [A-Za-z0-9._:-] starting with a letter or digit", subject)
 	}
 	k.mu.Lock()
 	erased, isErased := k.ledger.Erased[subject]
 	k.mu.Unlock()
 	if isErased {
-		return denyAt(StageValidate, ledger.GateSeal, ErrConflict, "subject %s was erased at entry %d: nothing more is sealed under it", subject, erased.Index)
+		return nil, denyAt(StageValidate, ledger.GateSeal, ErrConflict, "subject %s was erased at entry %d: nothing more is sealed under it", subject, erased.Index)
 	}
 	var salt []byte
 	if req.Salt != "" {
 		var err error
 		if salt, err = base64.StdEncoding.DecodeString(req.Salt); err != nil || len(salt) != event.SaltSize {
-			return formError(StageValidate, "salt is not the standard base64 of %d bytes", event.SaltSize)
+			return nil, formError(StageValidate, "salt is not the standard base64 of %d bytes", event.SaltSize)
 		}
 	} else {
 		var err error
 		if salt, err = newSalt(); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	sp, err := k.sealed.seal(subject, salt, action.Payload)
+	sp, fresh, err := k.sealed.seal(subject, salt, action.Payload)
 	if err != nil {
-		return denyAt(StageValidate, "", ErrUnavailable, "%v", err)
+		return nil, denyAt(StageValidate, "", ErrUnavailable, "%v", err)
 	}
 	action.Payload, action.Sealed = nil, sp
-	return nil
+	return func(err error) {
+		// Refused for sure: nothing names the file. An append whose
+		// outcome is unknown may have landed: the file stays.
+		var d *Denial
+		refused := errors.As(err, &d) && !d.OutcomeUnknown
+		k.sealed.release(sp, fresh, !refused)
+	}, nil
 }
+
+func noop(error) {}
 
 // OpenSealed returns the salt and payload of a sealed payload the kernel
 // still holds, or ErrErased.

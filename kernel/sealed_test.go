@@ -1,7 +1,9 @@
 package kernel
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"io"
@@ -63,5 +65,51 @@ func TestErasureFinishedAfterCrash(t *testing.T) {
 	}
 	if _, _, err := k.OpenSealed(SealedOf(entry)); !errors.Is(err, ErrErased) {
 		t.Fatalf("open after restart: %v", err)
+	}
+}
+
+// TestRefusedSealKeepsSharedPayload: a refused request that seals the very
+// payload, under the same salt, of a committed one does not remove the
+// committed one's file; a refused request's own file goes.
+func TestRefusedSealKeepsSharedPayload(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	cfg := DefaultConfig(dir)
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	cfg.DisableProduction = true
+	k, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	root, err := k.Actor("root")
+	if err != nil {
+		t.Fatal(err)
+	}
+	salt := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{9}, 32))
+	req := ActionRequest{Type: event.Create, Target: "crm/1", Payload: json.RawMessage(`{"x":1}`), Subject: "customer-1", Salt: salt}
+	rc, err := k.Submit(ctx, root, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := req
+	refused.ActionID = "not-registered"
+	if _, err := k.Submit(ctx, root, refused); err == nil {
+		t.Fatal("an unregistered action id was accepted")
+	}
+	entry, err := k.Entry(ctx, rc.Index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, payload, err := k.OpenSealed(SealedOf(entry)); err != nil || string(payload) != `{"x":1}` {
+		t.Fatalf("the committed payload after a refused twin: %s, %v", payload, err)
+	}
+	other := refused
+	other.Payload, other.Salt = json.RawMessage(`{"x":2}`), ""
+	if _, err := k.Submit(ctx, root, other); err == nil {
+		t.Fatal("an unregistered action id was accepted")
+	}
+	if files, _ := os.ReadDir(filepath.Join(dir, "sealed", "payloads", "customer-1")); len(files) != 1 {
+		t.Fatalf("payload files %v, want only the committed one", files)
 	}
 }

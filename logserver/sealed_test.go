@@ -276,7 +276,8 @@ func isStatus(err error, status int) bool {
 // the sealed plaintext when the kernel decides.
 func TestSealRequired(t *testing.T) {
 	ctx := context.Background()
-	ts := newTestServer(t)
+	dir := t.TempDir()
+	ts := newTestServer(t, func(c *kernel.Config) { c.DataDir = dir })
 	agent, agentID := sealedAgent(t, ts, false, true)
 	rc, err := agent.Submit(ctx, api.ActionRequest{Type: "create", Target: "workspace/a.json", Payload: json.RawMessage(`{"name":"Bob"}`)})
 	if err != nil {
@@ -312,12 +313,19 @@ func TestSealRequired(t *testing.T) {
 	if _, err := sealer.Submit(ctx, api.ActionRequest{Type: "create", Target: "workspace/p.json", Payload: json.RawMessage(`{"ssn":"123-45-6789"}`), Subject: "patient-9"}); !isStatus(err, http.StatusForbidden) {
 		t.Fatalf("sealed payload matching a blocked pattern: %v, want 403", err)
 	}
+	// The refused payload is not kept: nothing in the log names it.
+	if files, _ := os.ReadDir(filepath.Join(dir, "sealed", "payloads", "patient-9")); len(files) != 0 {
+		t.Fatalf("a refused sealed payload was kept: %v", files)
+	}
 	ok, err := sealer.Submit(ctx, api.ActionRequest{Type: "create", Target: "workspace/p.json", Payload: json.RawMessage(`{"note":"fine"}`), Subject: "patient-9"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if ev := eventAt(t, ts.root, ok.Index); ev.Action.Sealed == nil || ev.Action.Sealed.Subject != "patient-9" {
 		t.Fatalf("action of a sealing actor logged as %+v", ev.Action)
+	}
+	if files, _ := os.ReadDir(filepath.Join(dir, "sealed", "payloads", "patient-9")); len(files) != 1 {
+		t.Fatalf("the committed sealed payload: %v, want one file", files)
 	}
 	if a, err := ts.root.Actor(ctx, sealerID); err != nil || !a.SealPayloads {
 		t.Fatalf("actor view: %+v, %v", a, err)
