@@ -48,6 +48,9 @@ type ExportSelection struct {
 	// OldSize, if not 0, adds the consistency proof from the tree of that
 	// size (an older checkpoint the auditor holds) to the checkpoint's.
 	OldSize uint64
+	// WithholdSealed leaves sealed payloads closed (their commitments
+	// only), for an auditor who needs the proofs and not the personal data.
+	WithholdSealed bool
 }
 
 // Filtered reports whether the selection filters events by content, which
@@ -62,8 +65,8 @@ type ExportResult struct {
 	Events uint64
 	Bytes  int64
 	// Opened counts the sealed payloads the bundle carries opened; Erased
-	// those it carries as their commitment only (their subject erased, or
-	// the payload missing from the data folder).
+	// those it carries as their commitment only (their subject erased, the
+	// payload missing from the data folder, or withheld).
 	Opened, Erased uint64
 	// KeyEvents counts the key events a filtered bundle carries besides
 	// the events it selects (key_event lines).
@@ -185,7 +188,12 @@ func (k *Kernel) Export(ctx context.Context, sel ExportSelection, w io.Writer, p
 			}
 			pending = nil
 		}
-		opened := k.openingOf(entry, res)
+		var opened *bundle.Opening
+		if !sel.WithholdSealed {
+			opened = k.openingOf(entry, res)
+		} else if SealedOf(entry) != nil {
+			res.Erased++
+		}
 		if sel.Filtered() {
 			hashes, err := x.inclusionProof(index)
 			if err != nil {

@@ -15,7 +15,7 @@ import (
 // refused.
 var bundleParams = map[string]bool{
 	"from": true, "to": true, "actor": true, "session": true, "kind": true,
-	"since": true, "until": true, "old_size": true,
+	"since": true, "until": true, "old_size": true, "sealed": true,
 }
 
 // handleBundle streams an audit bundle (annal.dev/audit-bundle/v1) of the
@@ -75,7 +75,7 @@ func parseBundleQuery(q url.Values) (kernel.ExportSelection, error) {
 	var sel kernel.ExportSelection
 	for name, values := range q {
 		if !bundleParams[name] {
-			return sel, fmt.Errorf("%w: unknown parameter %q (from, to, actor, session, kind, since, until, old_size)", kernel.ErrInvalid, name)
+			return sel, fmt.Errorf("%w: unknown parameter %q (from, to, actor, session, kind, since, until, old_size, sealed)", kernel.ErrInvalid, name)
 		}
 		if len(values) != 1 {
 			return sel, fmt.Errorf("%w: parameter %q is given %d times", kernel.ErrInvalid, name, len(values))
@@ -107,6 +107,13 @@ func parseBundleQuery(q url.Values) (kernel.ExportSelection, error) {
 		sel.OldSize = *old
 	}
 	sel.Actor, sel.Session, sel.Kind = q.Get("actor"), q.Get("session"), q.Get("kind")
+	switch q.Get("sealed") {
+	case "", "open":
+	case "withhold":
+		sel.WithholdSealed = true
+	default:
+		return sel, fmt.Errorf("%w: sealed=%q: open (the default: sealed payloads the kernel holds, opened) or withhold (commitments only)", kernel.ErrInvalid, q.Get("sealed"))
+	}
 	for name, dst := range map[string]*time.Time{"since": &sel.Since, "until": &sel.Until} {
 		if v := q.Get(name); v != "" {
 			t, err := time.Parse(time.RFC3339Nano, v)

@@ -169,6 +169,16 @@ func TestSealedPayloadErasure(t *testing.T) {
 	if "sha256:"+hex.EncodeToString(h[:]) != ev.Action.Sealed.Commitment || !bytes.Contains(opened.Opened.Payload, []byte(secret)) {
 		t.Fatalf("the bundle's opening does not open the commitment by the documented formula")
 	}
+	// Withheld on request: the proofs without the personal data.
+	withheld, err := ts.root.Bundle(ctx, url.Values{"sealed": {"withhold"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wres, err := verifier.VerifyBundle(withheld, mustKeyPolicy(t, ts), nil)
+	withheld.Close()
+	if err != nil || wres.Sealed.Opened != 0 || wres.Sealed.Closed != 1 {
+		t.Fatalf("bundle with sealed payloads withheld: %+v, %v", wres, err)
+	}
 	// A bundle whose opened payload was changed fails, naming the entry.
 	forged := bytes.Replace(bundleBytes, line, bytes.Replace(line,
 		[]byte(base64.StdEncoding.EncodeToString(opened.Opened.Payload)),

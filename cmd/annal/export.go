@@ -20,6 +20,7 @@ func exportCommand(g *globalFlags) *cobra.Command {
 	var out, from, to, actor, session, kind, since, until string
 	var oldSize uint64
 	var progress string
+	var withhold bool
 	cmd := &cobra.Command{
 		Use:   "export [-o FILE] [--from N] [--to N] [--actor ID] [--session ID] [--kind KIND] [--since T] [--until T] [--old-size N]",
 		Short: "Write an audit bundle of the log's events, for annal-verify bundle",
@@ -34,7 +35,9 @@ of the index range [from, to), proven together. With --actor, --session, --kind,
 its own inclusion proof, and none of the others (selective disclosure).
 --session ID --kind session.delta gives one session's delta chain, for
 annal-verify chain. --old-size N adds the proof that the log at size N (a
-checkpoint you already hold) is a prefix of the bundle's.
+checkpoint you already hold) is a prefix of the bundle's. Sealed payloads the
+kernel still holds travel opened, checked against their commitments;
+--withhold-sealed leaves them closed.
 
 Needs a human's credential. The bundle streams to FILE (written under a
 temporary name and renamed once complete) or to stdout; a progress line goes
@@ -49,6 +52,9 @@ to stderr when it is a terminal.`,
 			}
 			if oldSize > 0 {
 				q.Set("old_size", strconv.FormatUint(oldSize, 10))
+			}
+			if withhold {
+				q.Set("sealed", "withhold")
 			}
 			c, err := g.client(true)
 			if err != nil {
@@ -99,6 +105,7 @@ to stderr when it is a terminal.`,
 	f.StringVar(&until, "until", "", "only events before this RFC 3339 time")
 	f.Uint64Var(&oldSize, "old-size", 0, "add a consistency proof from this older tree size")
 	f.StringVar(&progress, "progress", "auto", "progress on stderr: auto (when a terminal), always, never")
+	f.BoolVar(&withhold, "withhold-sealed", false, "leave sealed payloads closed (commitments only): proofs without the personal data")
 	return cmd
 }
 
