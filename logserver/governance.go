@@ -163,11 +163,18 @@ func (s *Server) routeGovernance() {
 
 func (s *Server) holdOut(h kernel.Hold) api.Hold {
 	c := s.k.HoldContextOf(h)
+	payload, subject := h.Action.Payload, ""
+	if sp := h.Action.Sealed; sp != nil {
+		subject = sp.Subject
+		if _, plain, err := s.k.OpenSealed(sp); err == nil {
+			payload = plain
+		}
+	}
 	return api.Hold{
 		ID: h.ID, Actor: h.Actor, Envelope: h.Envelope, Type: string(h.Action.Type), Target: h.Action.Target,
 		Reserved: h.Reserved, Deadline: h.Deadline.String(), Status: h.Status, RequestedAt: h.RequestedAt,
-		AnsweredBy: h.AnsweredBy, AnsweredAt: h.AnsweredAt, Settled: h.Settled, Session: h.Session, Payload: h.Action.Payload,
-		RuleEnvelope: c.RuleEnvelope, RulePattern: c.RulePattern, Remaining: c.Remaining,
+		AnsweredBy: h.AnsweredBy, AnsweredAt: h.AnsweredAt, Settled: h.Settled, Session: h.Session, Payload: payload,
+		SealedSubject: subject, RuleEnvelope: c.RuleEnvelope, RulePattern: c.RulePattern, Remaining: c.Remaining,
 	}
 }
 

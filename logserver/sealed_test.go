@@ -414,3 +414,53 @@ func TestSignedSealedAction(t *testing.T) {
 		t.Fatalf("audit after erasure: %+v, %v", report, err)
 	}
 }
+
+// TestSealedHeldAction: a sealed action that waits for a human keeps its
+// payload sealed in the hold and in the action the approval commits; the
+// human sees the payload in the hold's history entry before answering.
+func TestSealedHeldAction(t *testing.T) {
+	ctx := context.Background()
+	ts := newTestServer(t)
+	trust := 0.9
+	grants := []api.Grant{{Pattern: "workspace/**", Actions: []string{"create", "mutate"}}}
+	a, err := ts.root.CreateAgent(ctx, api.AgentRequest{Name: "mailer", Purpose: "sends mail", Energy: 10000, Trust: &trust, Grants: grants})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ts.root.IssueEnvelope(ctx, api.EnvelopeRequest{Holder: a.ID, Budget: 10000, Grants: grants, SealPayloads: true,
+		HoldOn: []api.Grant{{Pattern: "workspace/outbox/*", Actions: []string{"mutate"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	agent, err := client.New(ts.srv.URL, a.Credential)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, err := agent.Submit(ctx, api.ActionRequest{Type: "mutate", Target: "workspace/outbox/1", Payload: json.RawMessage(`{"to":"erin@example.org"}`), Subject: "customer-3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if held.Status != "held" {
+		t.Fatalf("receipt %+v, want held", held)
+	}
+	hev := eventAt(t, ts.root, held.Index)
+	if hev.Action.Sealed == nil || hev.Action.Payload != nil {
+		t.Fatalf("hold logged as %+v", hev.Action)
+	}
+	if it := historyOf(t, ts.root, held.Index); !strings.Contains(string(it.SealedPayload), "erin@") {
+		t.Fatalf("the held action's payload is not shown to the human: %+v", it)
+	}
+	if h, err := ts.root.Hold(ctx, held.HoldID); err != nil || h.SealedSubject != "customer-3" || !strings.Contains(string(h.Payload), "erin@") {
+		t.Fatalf("the hold as the human sees it: %+v, %v", h, err)
+	}
+	rc, err := ts.root.AnswerHold(ctx, held.HoldID, "approve", "checked")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := eventAt(t, ts.root, rc.Index)
+	if ev.Kind != event.KindAction || ev.Action.Sealed == nil || *ev.Action.Sealed != *hev.Action.Sealed {
+		t.Fatalf("approved action logged as %+v", ev.Action)
+	}
+	if it := historyOf(t, ts.root, rc.Index); !strings.Contains(string(it.SealedPayload), "erin@") {
+		t.Fatalf("the committed action's payload: %+v", it)
+	}
+}

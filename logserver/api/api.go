@@ -217,9 +217,12 @@ type Hold struct {
 	// approved action's entry.
 	AnsweredAt uint64 `json:"answered_at,omitempty"`
 	Settled    uint64 `json:"settled"`
-	// Session and Payload are the held action's, as it would be logged.
-	Session string          `json:"session,omitempty"`
-	Payload json.RawMessage `json:"payload,omitempty"`
+	// Session and Payload are the held action's, as it would be logged;
+	// for a sealed payload, Payload is its plaintext while the kernel holds
+	// it (the log holds the commitment) and SealedSubject names its subject.
+	Session       string          `json:"session,omitempty"`
+	Payload       json.RawMessage `json:"payload,omitempty"`
+	SealedSubject string          `json:"sealed_subject,omitempty"`
 	// RuleEnvelope and RulePattern name the hold rule that held the action
 	// (the envelope whose hold_on grant matched, and its pattern); Remaining
 	// is what the action's envelope has left. All three are as of now.

@@ -279,7 +279,8 @@
         el('dt', {}, 'Envelope'), el('dd', {}, u(h.envelope), ` — ${h.remaining} left, ${h.reserved} reserved for this action`),
         h.session ? el('dt', {}, 'Session') : null, h.session ? el('dd', {}, u(h.session)) : null,
         el('dt', {}, 'Requested'), el('dd', {}, `log index ${h.requested_at}`)),
-      h.payload ? el('details', {}, el('summary', {}, 'Payload'), el('pre', { className: 'json' }, prettyJSON(JSON.stringify(h.payload)))) : null,
+      h.payload ? el('details', {}, el('summary', {}, h.sealed_subject ? `Payload (sealed, subject ${h.sealed_subject}: the log holds only its commitment)` : 'Payload'),
+        el('pre', { className: 'json' }, prettyJSON(JSON.stringify(h.payload)))) : null,
       human ? el('div', { className: 'answer' }, reason,
         el('button', { type: 'button', className: 'primary', onclick: answer('approve') }, 'Approve'),
         el('button', { type: 'button', className: 'danger', onclick: answer('reject') }, 'Reject'))
