@@ -16,11 +16,10 @@ import (
 	"github.com/annal-dev/annal/kernel/event"
 )
 
-// TestErasureFinishedAfterCrash: an erasure whose event is durable but
-// whose key survived (a crash in between) is finished at the next start.
-func TestErasureFinishedAfterCrash(t *testing.T) {
-	ctx := context.Background()
-	dir := t.TempDir()
+// openSealedKernel opens a kernel on dir, quiet and without production,
+// and returns it with its root.
+func openSealedKernel(t *testing.T, dir string) (*Kernel, *Actor, Config) {
+	t.Helper()
 	cfg := DefaultConfig(dir)
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	cfg.DisableProduction = true
@@ -32,6 +31,15 @@ func TestErasureFinishedAfterCrash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return k, root, cfg
+}
+
+// TestErasureFinishedAfterCrash: an erasure whose event is durable but
+// whose key survived (a crash in between) is finished at the next start.
+func TestErasureFinishedAfterCrash(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	k, root, cfg := openSealedKernel(t, dir)
 	rc, err := k.Submit(ctx, root, ActionRequest{Type: event.Create, Target: "crm/1", Payload: json.RawMessage(`{"x":1}`), Subject: "customer-1"})
 	if err != nil {
 		t.Fatal(err)
@@ -55,7 +63,6 @@ func TestErasureFinishedAfterCrash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer k.Close()
 	if _, err := os.Stat(keyPath); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("the key of an erased subject survived a restart: %v", err)
 	}
@@ -66,6 +73,18 @@ func TestErasureFinishedAfterCrash(t *testing.T) {
 	if _, _, err := k.OpenSealed(SealedOf(entry)); !errors.Is(err, ErrErased) {
 		t.Fatalf("open after restart: %v", err)
 	}
+	// annald rebuild folds the log again, the erasure and the commitment
+	// it left included.
+	if err := k.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Rebuild(ctx, cfg)
+	if err != nil {
+		t.Fatalf("rebuild after erasure: %v", err)
+	}
+	if rep.Size != rc.Index+2 || len(rep.Differences) != 0 {
+		t.Fatalf("rebuild: %+v", rep)
+	}
 }
 
 // TestRefusedSealKeepsSharedPayload: a refused request that seals the very
@@ -74,18 +93,8 @@ func TestErasureFinishedAfterCrash(t *testing.T) {
 func TestRefusedSealKeepsSharedPayload(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	cfg := DefaultConfig(dir)
-	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	cfg.DisableProduction = true
-	k, err := Open(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	k, root, _ := openSealedKernel(t, dir)
 	defer k.Close()
-	root, err := k.Actor("root")
-	if err != nil {
-		t.Fatal(err)
-	}
 	salt := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{9}, 32))
 	req := ActionRequest{Type: event.Create, Target: "crm/1", Payload: json.RawMessage(`{"x":1}`), Subject: "customer-1", Salt: salt}
 	rc, err := k.Submit(ctx, root, req)

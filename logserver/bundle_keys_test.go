@@ -1,10 +1,8 @@
 package logserver
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"io"
 	"net/url"
 	"strings"
 	"testing"
@@ -36,23 +34,8 @@ func TestFilteredBundleCarriesKeyEvents(t *testing.T) {
 		}
 		last = rc.Index
 	}
-	if _, err := ts.root.WaitProof(ctx, last); err != nil {
-		t.Fatal(err)
-	}
 	for _, q := range []url.Values{{"actor": {agent}}, {"kind": {"action"}}} {
-		body, err := ts.root.Bundle(ctx, q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		raw, err := io.ReadAll(body)
-		body.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := verifier.VerifyBundle(bytes.NewReader(raw), mustKeyPolicy(t, ts), nil)
-		if err != nil {
-			t.Fatalf("bundle %v: %v", q, err)
-		}
+		res, raw := verifiedBundleOf(t, ts, last, q)
 		if c := res.Signatures[agent]; c == nil || c.Signed != 2 || c.Unverifiable != 0 || c.Unsigned != 0 {
 			t.Fatalf("bundle %v: signatures of %s %+v, want 2 signed", q, agent, c)
 		}
@@ -70,7 +53,7 @@ func TestFilteredBundleCarriesKeyEvents(t *testing.T) {
 				break
 			}
 		}
-		_, err = verifier.VerifyBundle(strings.NewReader(strings.Join(lines, "")), mustKeyPolicy(t, ts), nil)
+		_, err := verifier.VerifyBundle(strings.NewReader(strings.Join(lines, "")), mustKeyPolicy(t, ts), nil)
 		var ve *verifier.Error
 		if !errors.As(err, &ve) || !strings.Contains(err.Error(), "not a key event") {
 			t.Fatalf("a forged key_event line: %v", err)

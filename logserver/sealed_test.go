@@ -89,11 +89,18 @@ func historyOf(t *testing.T, c *client.Client, index uint64) api.HistoryItem {
 
 func verifiedBundle(t *testing.T, ts *testServer, index uint64) (*verifier.BundleResult, []byte) {
 	t.Helper()
+	return verifiedBundleOf(t, ts, index, nil)
+}
+
+// verifiedBundleOf exports the bundle of query q once a checkpoint covers
+// index, and verifies it under the log's key.
+func verifiedBundleOf(t *testing.T, ts *testServer, index uint64, q url.Values) (*verifier.BundleResult, []byte) {
+	t.Helper()
 	ctx := context.Background()
 	if _, err := ts.root.WaitProof(ctx, index); err != nil {
 		t.Fatal(err)
 	}
-	body, err := ts.root.Bundle(ctx, nil)
+	body, err := ts.root.Bundle(ctx, q)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +111,7 @@ func verifiedBundle(t *testing.T, ts *testServer, index uint64) (*verifier.Bundl
 	}
 	res, err := verifier.VerifyBundle(bytes.NewReader(raw), mustKeyPolicy(t, ts), nil)
 	if err != nil {
-		t.Fatalf("bundle: %v", err)
+		t.Fatalf("bundle %v: %v", q, err)
 	}
 	return res, raw
 }
