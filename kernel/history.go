@@ -96,7 +96,11 @@ func indexKey(t []byte, index uint64) []byte {
 // indexKeys are the sorted index keys of index: bbolt inserts sorted keys
 // page by page.
 func indexKeys(index []indexedEvent) [][]byte {
-	var keys [][]byte
+	n := 0
+	for _, ie := range index {
+		n += len(ie.terms)
+	}
+	keys := make([][]byte, 0, n)
 	for _, ie := range index {
 		for _, t := range ie.terms {
 			keys = append(keys, indexKey(t, ie.index))

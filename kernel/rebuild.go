@@ -73,7 +73,7 @@ func Rebuild(ctx context.Context, cfg Config) (*RebuildReport, error) {
 	}
 	start := time.Now()
 	fresh := ledger.New()
-	var index []indexedEvent
+	index := make([]indexedEvent, 0, size)
 	if err := foldLog(ctx, tl, fresh, size, func(i uint64, ev *event.Event) {
 		index = append(index, indexedEvent{index: i, terms: historyTerms(ev)})
 	}); err != nil {

@@ -372,7 +372,8 @@ func (s *store) write(values map[string][]byte, index []indexedEvent, folded fol
 
 // foldLog applies the log's entries [l.Size, size) to l, reading a bundle
 // at a time. Every entry is parsed strictly; parsing (the costly part) runs
-// on all cores, folding in log order on one.
+// on all cores and one bundle ahead, while the entries before it are
+// folded in log order on one.
 func foldLog(ctx context.Context, tl *tileLog, l *ledger.Ledger, size uint64, folded ...func(uint64, *event.Event)) error {
 	if l.Size < size {
 		// Sequenced entries reach the tree later on Tessera's AWS driver.
@@ -380,41 +381,70 @@ func foldLog(ctx context.Context, tl *tileLog, l *ledger.Ledger, size uint64, fo
 			return err
 		}
 	}
-	workers := runtime.GOMAXPROCS(0)
-	for l.Size < size {
-		from := l.Size
-		bundleIndex := from / layout.EntryBundleWidth
-		b, err := tl.readBundle(ctx, bundleIndex, size)
-		if err != nil {
-			return err
-		}
-		end := min(size, (bundleIndex+1)*layout.EntryBundleWidth)
-		n := int(end - from)
-		events := make([]*event.Event, n)
-		errs := make([]error, n)
-		var wg sync.WaitGroup
-		for w := range workers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for j := w; j < n; j += workers {
-					events[j], errs[j] = event.Parse(b.Entries[(from+uint64(j))%layout.EntryBundleWidth])
+	type parsed struct {
+		from   uint64
+		events []*event.Event
+		errs   []error
+		err    error // reading the bundle
+	}
+	bundles := make(chan parsed, 1)
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		defer close(bundles)
+		workers := runtime.GOMAXPROCS(0)
+		for from := l.Size; from < size; {
+			bundleIndex := from / layout.EntryBundleWidth
+			end := min(size, (bundleIndex+1)*layout.EntryBundleWidth)
+			p := parsed{from: from}
+			b, err := tl.readBundle(ctx, bundleIndex, size)
+			if err != nil {
+				p.err = err
+			} else {
+				n := int(end - from)
+				p.events, p.errs = make([]*event.Event, n), make([]error, n)
+				var wg sync.WaitGroup
+				for w := range workers {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						for j := w; j < n; j += workers {
+							p.events[j], p.errs[j] = event.Parse(b.Entries[(from+uint64(j))%layout.EntryBundleWidth])
+						}
+					}()
 				}
-			}()
-		}
-		wg.Wait()
-		for j := range n {
-			i := from + uint64(j)
-			if errs[j] != nil {
-				return fmt.Errorf("log entry %d: %w", i, errs[j])
+				wg.Wait()
 			}
-			if err := l.Fold(i, events[j]); err != nil {
+			select {
+			case bundles <- p:
+			case <-stop:
+				return
+			}
+			if p.err != nil {
+				return
+			}
+			from = end
+		}
+	}()
+	for p := range bundles {
+		if p.err != nil {
+			return p.err
+		}
+		for j, ev := range p.events {
+			i := p.from + uint64(j)
+			if p.errs[j] != nil {
+				return fmt.Errorf("log entry %d: %w", i, p.errs[j])
+			}
+			if err := l.Fold(i, ev); err != nil {
 				return err
 			}
 			for _, f := range folded {
-				f(i, events[j])
+				f(i, ev)
 			}
 		}
+	}
+	if l.Size < size {
+		return fmt.Errorf("folded %d of the log's %d entries", l.Size, size)
 	}
 	return nil
 }

@@ -207,7 +207,7 @@ func (q *Quarantine) validate(kind Kind) error {
 }
 
 func (k *Kill) validate() error {
-	if !uuidPattern.MatchString(k.KillID) {
+	if !validUUID(k.KillID) {
 		return fmt.Errorf("kill_id %q is not a lower-case UUID", k.KillID)
 	}
 	if err := validateAgentRef("killed agent", k.Agent); err != nil {

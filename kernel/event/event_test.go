@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -468,5 +469,37 @@ func BenchmarkParse(b *testing.B) {
 		if _, err := Parse(entry); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestHandwrittenIDChecks: the hand-written checks of event ids and actor
+// ids accept exactly what their patterns describe.
+func TestHandwrittenIDChecks(t *testing.T) {
+	uuid := regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+	actor := regexp.MustCompile(`^[a-z][a-z0-9-]{0,63}$`)
+	for _, s := range []string{"", "a", "agent-1", "Agent", "1agent", "a_b", "a-", strings.Repeat("a", 64), strings.Repeat("a", 65),
+		"019a5c3e-0000-7000-8000-000000000001", "019A5C3E-0000-7000-8000-000000000001", "019a5c3e-0000-7000-8000-00000000001",
+		"019a5c3e00000-7000-8000-000000000001", "019a5c3e-0000-7000-8000-00000000000g", "root", "kernel", "é"} {
+		if got, want := validUUID(s), uuid.MatchString(s); got != want {
+			t.Errorf("validUUID(%q) = %v, the pattern says %v", s, got, want)
+		}
+		if got, want := ValidActorID(s), actor.MatchString(s); got != want {
+			t.Errorf("ValidActorID(%q) = %v, the pattern says %v", s, got, want)
+		}
+	}
+}
+
+// TestCommonKindsEncodeAsWritten: an action's encoding is canonical as
+// json writes it (its structs are in member order), so Encode takes the
+// fast path for the most common kind.
+func TestCommonKindsEncodeAsWritten(t *testing.T) {
+	ev := actionEvent(Mutate)
+	ev.Action.Envelope = "env-1"
+	raw, err := json.Marshal(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !isCanonical(raw) {
+		t.Fatalf("an action event does not encode canonically as written: %s", raw)
 	}
 }

@@ -174,3 +174,24 @@ func FuzzSealedRequestBody(f *testing.F) {
 		}
 	})
 }
+
+// FuzzIsCanonical: what the fast check calls canonical, RFC 8785 (the full
+// transform) leaves exactly as it is.
+func FuzzIsCanonical(f *testing.F) {
+	for _, e := range sampleEvents() {
+		f.Add(mustEncode(f, e))
+	}
+	for _, s := range []string{`{"a":1,"b":[true,false,null],"c":{"d":"\u001f\n"}}`, `{"b":1,"a":2}`, `{"a":-0}`, `{"a":1.5}`,
+		`{"a":"\u2028"}`, `{"é":1}`, `{"a":"<&>"}`, `[1e2]`, `{"a":1,"a":2}`, `"\u000a"`, `123456789012345`, `1234567890123456`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if !isCanonical(b) {
+			return
+		}
+		canon, err := jcs.Transform(b)
+		if err != nil || !bytes.Equal(canon, b) {
+			t.Fatalf("isCanonical(%q), but RFC 8785 gives %q (%v)", b, canon, err)
+		}
+	})
+}

@@ -11,7 +11,7 @@ func (e *Event) validate() error {
 	if e.V != Version {
 		return fmt.Errorf("event version %d is not %d", e.V, Version)
 	}
-	if !uuidPattern.MatchString(e.ID) {
+	if !validUUID(e.ID) {
 		return fmt.Errorf("event id %q is not a lower-case UUID", e.ID)
 	}
 	if e.Time.IsZero() {
