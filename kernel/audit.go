@@ -146,10 +146,8 @@ func Audit(ctx context.Context, src LogSource, verifierKey string, opts ...Audit
 	rep := &AuditReport{Origin: cp.Origin, Size: cp.Size}
 	l := ledger.New()
 	rng := (&compact.RangeFactory{Hash: rfc6962.DefaultHasher.HashChildren}).NewEmptyRange(0)
-	for first := uint64(0); first < cp.Size; first += layout.EntryBundleWidth {
-		bundleIndex := first / layout.EntryBundleWidth
-		p := layout.PartialTileSize(0, bundleIndex, cp.Size)
-		rawBundle, err := src.ReadEntryBundle(ctx, bundleIndex, p)
+	read := func(bundleIndex uint64) ([][]byte, error) {
+		rawBundle, err := src.ReadEntryBundle(ctx, bundleIndex, layout.PartialTileSize(0, bundleIndex, cp.Size))
 		if err != nil {
 			return nil, fmt.Errorf("entry bundle %d: %w", bundleIndex, err)
 		}
@@ -157,19 +155,23 @@ func Audit(ctx context.Context, src LogSource, verifierKey string, opts ...Audit
 		if err := b.UnmarshalText(rawBundle); err != nil {
 			return nil, fmt.Errorf("entry bundle %d: %w", bundleIndex, err)
 		}
-		end := min(cp.Size, first+layout.EntryBundleWidth)
-		if uint64(len(b.Entries)) < end-first {
-			return nil, fmt.Errorf("entry bundle %d holds %d entries, the checkpoint needs %d", bundleIndex, len(b.Entries), end-first)
+		return b.Entries, nil
+	}
+	stop := make(chan struct{})
+	defer close(stop)
+	for run := range parseAhead(0, cp.Size, read, stop) {
+		if run.err != nil {
+			return nil, run.err
 		}
-		for i := first; i < end; i++ {
-			entry := b.Entries[i-first]
+		for j, entry := range run.entries {
+			i := run.from + uint64(j)
 			if err := rng.Append(rfc6962.DefaultHasher.HashLeaf(entry), nil); err != nil {
 				return nil, err
 			}
 			if rep.Broken != nil {
 				continue // the root is still checked, so the break is in the signed log
 			}
-			ev, err := event.Parse(entry)
+			ev, err := run.events[j], run.errs[j]
 			if err != nil {
 				rep.Broken = &AuditFinding{Index: i, Gate: GateForm, Reason: err.Error()}
 				continue

@@ -372,8 +372,8 @@ func (s *store) write(values map[string][]byte, index []indexedEvent, folded fol
 
 // foldLog applies the log's entries [l.Size, size) to l, reading a bundle
 // at a time. Every entry is parsed strictly; parsing (the costly part) runs
-// on all cores and one bundle ahead, while the entries before it are
-// folded in log order on one.
+// on all cores and one bundle ahead (parseAhead), while the entries before
+// it are folded in log order on one.
 func foldLog(ctx context.Context, tl *tileLog, l *ledger.Ledger, size uint64, folded ...func(uint64, *event.Event)) error {
 	if l.Size < size {
 		// Sequenced entries reach the tree later on Tessera's AWS driver.
@@ -381,52 +381,16 @@ func foldLog(ctx context.Context, tl *tileLog, l *ledger.Ledger, size uint64, fo
 			return err
 		}
 	}
-	type parsed struct {
-		from   uint64
-		events []*event.Event
-		errs   []error
-		err    error // reading the bundle
-	}
-	bundles := make(chan parsed, 1)
 	stop := make(chan struct{})
 	defer close(stop)
-	go func() {
-		defer close(bundles)
-		workers := runtime.GOMAXPROCS(0)
-		for from := l.Size; from < size; {
-			bundleIndex := from / layout.EntryBundleWidth
-			end := min(size, (bundleIndex+1)*layout.EntryBundleWidth)
-			p := parsed{from: from}
-			b, err := tl.readBundle(ctx, bundleIndex, size)
-			if err != nil {
-				p.err = err
-			} else {
-				n := int(end - from)
-				p.events, p.errs = make([]*event.Event, n), make([]error, n)
-				var wg sync.WaitGroup
-				for w := range workers {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						for j := w; j < n; j += workers {
-							p.events[j], p.errs[j] = event.Parse(b.Entries[(from+uint64(j))%layout.EntryBundleWidth])
-						}
-					}()
-				}
-				wg.Wait()
-			}
-			select {
-			case bundles <- p:
-			case <-stop:
-				return
-			}
-			if p.err != nil {
-				return
-			}
-			from = end
+	read := func(bundleIndex uint64) ([][]byte, error) {
+		b, err := tl.readBundle(ctx, bundleIndex, size)
+		if err != nil {
+			return nil, err
 		}
-	}()
-	for p := range bundles {
+		return b.Entries, nil
+	}
+	for p := range parseAhead(l.Size, size, read, stop) {
 		if p.err != nil {
 			return p.err
 		}
@@ -447,6 +411,66 @@ func foldLog(ctx context.Context, tl *tileLog, l *ledger.Ledger, size uint64, fo
 		return fmt.Errorf("folded %d of the log's %d entries", l.Size, size)
 	}
 	return nil
+}
+
+// parsedRun is a run of consecutive entries of one entry bundle, from
+// index from, each parsed (events[j], or errs[j]); err is why the bundle
+// could not be read, and ends the runs.
+type parsedRun struct {
+	from    uint64
+	entries [][]byte
+	events  []*event.Event
+	errs    []error
+	err     error
+}
+
+// parseAhead reads the entries [from, size) a bundle at a time (read
+// returns the whole bundle of the index it is given) and parses each run
+// on all cores, one run ahead of its reader, in order. Closing stop ends
+// it early.
+func parseAhead(from, size uint64, read func(bundleIndex uint64) ([][]byte, error), stop <-chan struct{}) <-chan parsedRun {
+	runs := make(chan parsedRun, 1)
+	go func() {
+		defer close(runs)
+		workers := runtime.GOMAXPROCS(0)
+		for from < size {
+			bundleIndex := from / layout.EntryBundleWidth
+			end := min(size, (bundleIndex+1)*layout.EntryBundleWidth)
+			p := parsedRun{from: from}
+			entries, err := read(bundleIndex)
+			switch {
+			case err != nil:
+				p.err = err
+			case uint64(len(entries)) < end-bundleIndex*layout.EntryBundleWidth:
+				p.err = fmt.Errorf("entry bundle %d holds %d entries, the log needs %d", bundleIndex, len(entries), end-bundleIndex*layout.EntryBundleWidth)
+			default:
+				n := int(end - from)
+				p.entries = entries[from-bundleIndex*layout.EntryBundleWidth : end-bundleIndex*layout.EntryBundleWidth]
+				p.events, p.errs = make([]*event.Event, n), make([]error, n)
+				var wg sync.WaitGroup
+				for w := range workers {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						for j := w; j < n; j += workers {
+							p.events[j], p.errs[j] = event.Parse(p.entries[j])
+						}
+					}()
+				}
+				wg.Wait()
+			}
+			select {
+			case runs <- p:
+			case <-stop:
+				return
+			}
+			if p.err != nil {
+				return
+			}
+			from = end
+		}
+	}()
+	return runs
 }
 
 // diskLeafAt reads leaf hashes from the data folder's POSIX log.

@@ -45,7 +45,25 @@ func Check(agent Ring, required Ring, eff Score) CheckResult {
 		res.Reason = fmt.Sprintf("denied: agent at %v is less privileged than the %v the action requires (§6.1)", agent, required)
 	default:
 		res.Allowed = true
-		res.Reason = fmt.Sprintf("allowed: agent at %v meets the %v the action requires (§6.1)", agent, required)
+		res.Reason = allowedReason(agent, required)
 	}
 	return res
+}
+
+// allowedReasons are the reasons of the allowed checks, made once: every
+// action of every fold is checked (the valid rings are 0 to 3).
+var allowedReasons = func() (r [4][4]string) {
+	for a := range r {
+		for q := range r[a] {
+			r[a][q] = fmt.Sprintf("allowed: agent at %v meets the %v the action requires (§6.1)", Ring(a), Ring(q))
+		}
+	}
+	return r
+}()
+
+func allowedReason(agent, required Ring) string {
+	if agent >= 0 && int(agent) < len(allowedReasons) && required >= 0 && int(required) < len(allowedReasons) {
+		return allowedReasons[agent][required]
+	}
+	return fmt.Sprintf("allowed: agent at %v meets the %v the action requires (§6.1)", agent, required)
 }
