@@ -42,7 +42,7 @@ type Cosigner struct {
 	signer      *fnote.Signer
 	verifierKey string
 
-	mldsa            *fnote.SubtreeSigner // nil: Ed25519 only
+	mldsa            *mldsaSigner // nil: Ed25519 only
 	mldsaVerifierKey string
 }
 
@@ -89,8 +89,12 @@ func (c *Cosigner) WithMLDSA(mldsaKey string) (*Cosigner, error) {
 	}
 	vkey := fmt.Sprintf("%s+%08x+%s", signer.Name(), signer.KeyHash(),
 		base64.StdEncoding.EncodeToString(append([]byte{cosignatureMLDSA44}, priv.PublicKey().Bytes()...)))
+	fast, err := newMLDSASigner(signer.Name(), signer.KeyHash(), mldsaSeed(mldsaKey))
+	if err != nil {
+		return nil, fmt.Errorf("witness ML-DSA-44 key: %w", err)
+	}
 	both := *c
-	both.mldsa, both.mldsaVerifierKey = signer, vkey
+	both.mldsa, both.mldsaVerifierKey = fast, vkey
 	return &both, nil
 }
 

@@ -1,6 +1,7 @@
 package witness
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -154,6 +155,50 @@ func TestMLDSA_GossipWithPeerNamedByMLDSAKey(t *testing.T) {
 	for i, w := range []*testWitness{a, b} {
 		if r := w.gossip(); r.Consistent != 1 || r.Failed != 0 || len(r.Equivocations) != 0 {
 			t.Errorf("witness %d: %+v, want 1 consistent", i+1, r)
+		}
+	}
+}
+
+// TestMLDSASigner_AsFormatsSignsIt: the circl-backed signer's signatures
+// verify under transparency-dev/formats' own ML-DSA-44 verifier, for many
+// checkpoints, and bear the name and key hash formats gives the key.
+func TestMLDSASigner_AsFormatsSignsIt(t *testing.T) {
+	skey, vkey, err := fnote.GenerateMLDSAKey("witness.test/circl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := fnote.NewMLDSASigner(skey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := newMLDSASigner(ref.Name(), ref.KeyHash(), mldsaSeed(skey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := fnote.NewVerifierForCosignatureV1(vkey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Name() != s.Name() || v.KeyHash() != s.KeyHash() {
+		t.Fatalf("signer %s+%08x, verifier %s+%08x", s.Name(), s.KeyHash(), v.Name(), v.KeyHash())
+	}
+	for i := range 20 {
+		l := newTestLog(t, fmt.Sprintf("example.com/log-%d", i)).growTo(uint64(i + 1))
+		msg := l.checkpoint(uint64(i + 1))
+		n, err := note.Open(msg, note.VerifierList(mustVerifierTB(t, l.vkey)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		signed, err := note.Sign(&note.Note{Text: n.Text}, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := note.Open(signed, note.VerifierList(v)); err != nil {
+			t.Fatalf("checkpoint %d: formats' verifier refuses the signature: %v", i, err)
+		}
+		tampered := []byte(strings.Replace(string(signed), l.origin, l.origin+"x", 1))
+		if _, err := note.Open(tampered, note.VerifierList(v)); err == nil {
+			t.Fatalf("checkpoint %d: a changed origin still verifies", i)
 		}
 	}
 }

@@ -154,7 +154,7 @@ func buildOmniwitness(ctx context.Context, dir string) (string, error) {
 // startAnnalWitness configures every log with `annal-witness logs add`,
 // then runs `annal-witness serve` on 127.0.0.1 with a data folder in dir,
 // and returns once it listens.
-func startAnnalWitness(ctx context.Context, bin, dir string, logs []*benchLog) (*witnessProcess, error) {
+func startAnnalWitness(ctx context.Context, bin, dir string, logs []*benchLog, args ...string) (*witnessProcess, error) {
 	data := filepath.Join(dir, "annal-witness-data")
 	for _, l := range logs {
 		if ctx.Err() != nil {
@@ -170,7 +170,7 @@ func startAnnalWitness(ctx context.Context, bin, dir string, logs []*benchLog) (
 		return nil, err
 	}
 	p, err := startProcess("annal-witness", bin,
-		[]string{"serve", "--data", data, "--listen", "127.0.0.1:0", "--name", annalWitnessName},
+		append([]string{"serve", "--data", data, "--listen", "127.0.0.1:0", "--name", annalWitnessName}, args...),
 		filepath.Join(dir, "annal-witness.log"), pw)
 	pw.Close() // the child has its own copy
 	if err != nil {

