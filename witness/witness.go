@@ -215,7 +215,7 @@ func (w *Witness) addCheckpoint(ctx context.Context, req *AddCheckpointRequest) 
 		// Failures up to the write concern this request alone: it fails,
 		// and the others of the group go on. Only a failed write rolls the
 		// group back.
-		stored, err := latestInTx(tx, origin)
+		stored, err := latestHeadInTx(tx, origin)
 		if err != nil {
 			refusal = fmt.Errorf("stored checkpoint of %q: %w", abbreviate(origin), err)
 			return nil
@@ -225,6 +225,11 @@ func (w *Witness) addCheckpoint(ctx context.Context, req *AddCheckpointRequest) 
 			// old size is wrong too. Either way the log signed both. (Two
 			// roots of the empty tree are refused too, but no evidence
 			// format can show them.)
+			// Evidence needs the whole stored record, note included.
+			if stored, err = latestInTx(tx, origin); err != nil {
+				refusal = fmt.Errorf("stored checkpoint of %q: %w", abbreviate(origin), err)
+				return nil
+			}
 			conflict = &sameSizeConflict{cfg: current, stored: stored, opened: n}
 		}
 		if refusal = checkExtends(stored, req); refusal != nil {

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -29,6 +30,7 @@ type serveFlags struct {
 	// gossipInterval is the time between gossip rounds; 0 turns gossip off.
 	gossipInterval time.Duration
 	mldsa          bool
+	cpuProfile     string
 }
 
 func newServeCommand() *cobra.Command {
@@ -62,6 +64,7 @@ socket in the data folder.`,
 	fl.DurationVar(&f.lockTimeout, "lock-timeout", witness.DefaultLockTimeout, "how long to wait for another process to release the data folder")
 	fl.DurationVar(&f.gossipInterval, "gossip-interval", witness.DefaultGossipInterval, "time between gossip rounds with the peers; 0 turns gossip off")
 	fl.BoolVar(&f.mldsa, "mldsa", true, "cosign with an ML-DSA-44 key too (made on first start with it, in witness-mldsa.key)")
+	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile (go tool pprof) of the whole run to this file, finished when serve stops")
 	return cmd
 }
 
@@ -71,6 +74,20 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 		return fmt.Errorf("--log-level: %w", err)
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	if f.cpuProfile != "" {
+		pf, err := os.Create(f.cpuProfile)
+		if err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			pf.Close()
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer func() {
+			pprof.StopCPUProfile()
+			pf.Close()
+		}()
+	}
 	if err := os.MkdirAll(f.data, 0o700); err != nil {
 		return fmt.Errorf("create data folder: %w", err)
 	}
