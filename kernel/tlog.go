@@ -20,7 +20,6 @@ import (
 	"github.com/transparency-dev/tessera"
 	"github.com/transparency-dev/tessera/api"
 	"github.com/transparency-dev/tessera/api/layout"
-	"github.com/transparency-dev/tessera/client"
 	"golang.org/x/mod/sumdb/note"
 )
 
@@ -37,6 +36,10 @@ type tileLog struct {
 	// stopGC stops the garbage collector; gcDone closes when it has.
 	stopGC context.CancelFunc
 	gcDone chan struct{}
+	// proofs builds proofs from cached tiles (proofcache.go), made on
+	// first use.
+	proofsOnce sync.Once
+	proofs     *proofTiles
 }
 
 // checkpointGrace is how long, from the first published checkpoint that
@@ -260,7 +263,19 @@ func (l *tileLog) readCheckpoint(ctx context.Context) (*checkpoints.SignedCheckp
 	if err != nil {
 		return nil, err
 	}
+	// The same bytes as the last checkpoint that verified verify again:
+	// a proof request need not check an Ed25519 signature each time.
+	if last := l.cp.lastVerified(); last != nil && bytes.Equal(last.Raw, raw) {
+		return last, nil
+	}
 	return checkpoints.OpenCheckpoint(raw, l.verifier)
+}
+
+// lastVerified is the last published checkpoint that verified, or nil.
+func (v *verifiedCheckpoint) lastVerified() *checkpoints.SignedCheckpoint {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.last
 }
 
 // settle records the outcome of reading the published checkpoint and says
@@ -384,28 +399,20 @@ func (l *tileLog) readBundle(ctx context.Context, bundleIndex, size uint64) (*ap
 // inclusionProof returns the RFC 6962 inclusion proof of index in the tree
 // of the given size, built from O(log n) tiles.
 func (l *tileLog) inclusionProof(ctx context.Context, index, size uint64) ([][sha256.Size]byte, error) {
-	pb, err := client.NewProofBuilder(ctx, size, l.readTile)
-	if err != nil {
-		return nil, err
-	}
-	hashes, err := pb.InclusionProof(ctx, index)
-	if err != nil {
-		return nil, err
-	}
-	return toHashes(hashes)
+	return l.proofTiles().inclusion(ctx, index, size)
+}
+
+func (l *tileLog) proofTiles() *proofTiles {
+	l.proofsOnce.Do(func() { l.proofs = newProofTiles(l.readTile) })
+	return l.proofs
 }
 
 // consistencyProof returns the RFC 6962 consistency proof between two sizes.
 func (l *tileLog) consistencyProof(ctx context.Context, old, size uint64) ([][sha256.Size]byte, error) {
-	pb, err := client.NewProofBuilder(ctx, size, l.readTile)
-	if err != nil {
-		return nil, err
+	if old > size {
+		return nil, fmt.Errorf("consistency proof from %d to the smaller %d", old, size)
 	}
-	hashes, err := pb.ConsistencyProof(ctx, old, size)
-	if err != nil {
-		return nil, err
-	}
-	return toHashes(hashes)
+	return l.proofTiles().consistency(ctx, old, size)
 }
 
 func toHashes(in [][]byte) ([][sha256.Size]byte, error) {

@@ -1,0 +1,154 @@
+package kernel
+
+import (
+	"container/list"
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"sync"
+
+	"github.com/transparency-dev/merkle/compact"
+	"github.com/transparency-dev/merkle/proof"
+	"github.com/transparency-dev/merkle/rfc6962"
+	"github.com/transparency-dev/tessera/api"
+	"github.com/transparency-dev/tessera/api/layout"
+)
+
+// proofTiles builds inclusion and consistency proofs from the log's hash
+// tiles, keeping the tiles it read with every node inside them hashed.
+// A tile of a given width never changes (the log only grows: a wider
+// partial tile, or the full one, is another file), so what is cached is
+// never stale, and a proof costs lookups instead of reading three tiles
+// and hashing up to 255 nodes in each (Tessera's ProofBuilder, made anew
+// per request). Safe for concurrent use; the cache holds at most
+// maxProofTiles tiles (16 KiB each), least recently used out first.
+type proofTiles struct {
+	read func(ctx context.Context, level, index uint64, p uint8) ([]byte, error)
+
+	mu    sync.Mutex
+	tiles map[proofTileKey]*list.Element
+	order *list.List // front: most recently used
+}
+
+// maxProofTiles bounds the cache: 16 MiB of tiles.
+const maxProofTiles = 1024
+
+type proofTileKey struct {
+	level, index uint64
+	width        uint8 // 0: full
+}
+
+type proofTile struct {
+	key proofTileKey
+	// nodes[k] are the hashes of the tile's level-k subtrees, k = 0..8.
+	nodes [9][][sha256.Size]byte
+}
+
+func newProofTiles(read func(ctx context.Context, level, index uint64, p uint8) ([]byte, error)) *proofTiles {
+	return &proofTiles{read: read, tiles: map[proofTileKey]*list.Element{}, order: list.New()}
+}
+
+// inclusion returns the RFC 6962 audit path of leaf index in the tree of
+// size.
+func (t *proofTiles) inclusion(ctx context.Context, index, size uint64) ([][sha256.Size]byte, error) {
+	nodes, err := proof.Inclusion(index, size)
+	if err != nil {
+		return nil, err
+	}
+	return t.fetch(ctx, nodes, size)
+}
+
+// consistency returns the RFC 6962 consistency proof from old to size.
+func (t *proofTiles) consistency(ctx context.Context, old, size uint64) ([][sha256.Size]byte, error) {
+	nodes, err := proof.Consistency(old, size)
+	if err != nil {
+		return nil, err
+	}
+	return t.fetch(ctx, nodes, size)
+}
+
+func (t *proofTiles) fetch(ctx context.Context, nodes proof.Nodes, size uint64) ([][sha256.Size]byte, error) {
+	hashes := make([][]byte, 0, len(nodes.IDs))
+	for _, id := range nodes.IDs {
+		h, err := t.node(ctx, id, size)
+		if err != nil {
+			return nil, fmt.Errorf("proof node %d/%d: %w", id.Level, id.Index, err)
+		}
+		hashes = append(hashes, h)
+	}
+	hashes, err := nodes.Rehash(hashes, rfc6962.DefaultHasher.HashChildren)
+	if err != nil {
+		return nil, err
+	}
+	return toHashes(hashes)
+}
+
+// node returns the hash of a complete subtree of the tree of size.
+func (t *proofTiles) node(ctx context.Context, id compact.NodeID, size uint64) ([]byte, error) {
+	tileLevel, tileIndex, nodeLevel, nodeIndex := layout.NodeCoordsToTileAddress(uint64(id.Level), id.Index)
+	tile, err := t.tile(ctx, tileLevel, tileIndex, layout.PartialTileSize(tileLevel, tileIndex, size))
+	if err != nil {
+		return nil, err
+	}
+	level := tile.nodes[nodeLevel]
+	if nodeIndex >= uint64(len(level)) {
+		return nil, fmt.Errorf("tile %d/%d holds %d nodes at level %d, not node %d", tileLevel, tileIndex, len(level), nodeLevel, nodeIndex)
+	}
+	h := level[nodeIndex]
+	return h[:], nil
+}
+
+// tile returns tile (level, index) of width p (0: full), read and hashed
+// once.
+func (t *proofTiles) tile(ctx context.Context, level, index uint64, p uint8) (*proofTile, error) {
+	key := proofTileKey{level, index, p}
+	t.mu.Lock()
+	if e, ok := t.tiles[key]; ok {
+		t.order.MoveToFront(e)
+		t.mu.Unlock()
+		return e.Value.(*proofTile), nil
+	}
+	t.mu.Unlock()
+	raw, err := t.read(ctx, level, index, p)
+	if err != nil {
+		return nil, err
+	}
+	var ht api.HashTile
+	if err := ht.UnmarshalText(raw); err != nil {
+		return nil, fmt.Errorf("tile %d/%d: %w", level, index, err)
+	}
+	want := int(p)
+	if p == 0 {
+		want = layout.TileWidth
+	}
+	if len(ht.Nodes) < want {
+		return nil, fmt.Errorf("tile %d/%d holds %d hashes, want %d", level, index, len(ht.Nodes), want)
+	}
+	pt := &proofTile{key: key}
+	pt.nodes[0] = make([][sha256.Size]byte, want)
+	for i, n := range ht.Nodes[:want] {
+		if len(n) != sha256.Size {
+			return nil, fmt.Errorf("tile %d/%d: hash %d is %d bytes", level, index, i, len(n))
+		}
+		pt.nodes[0][i] = [sha256.Size]byte(n)
+	}
+	for k := 1; k < len(pt.nodes); k++ {
+		below := pt.nodes[k-1]
+		pt.nodes[k] = make([][sha256.Size]byte, len(below)/2)
+		for i := range pt.nodes[k] {
+			pt.nodes[k][i] = [sha256.Size]byte(rfc6962.DefaultHasher.HashChildren(below[2*i][:], below[2*i+1][:]))
+		}
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if e, ok := t.tiles[key]; ok { // read meanwhile by another request
+		return e.Value.(*proofTile), nil
+	}
+	t.tiles[key] = t.order.PushFront(pt)
+	for t.order.Len() > maxProofTiles {
+		last := t.order.Back()
+		t.order.Remove(last)
+		delete(t.tiles, last.Value.(*proofTile).key)
+	}
+	return pt, nil
+}
