@@ -45,6 +45,9 @@ type options struct {
 	holdN        int
 	rebuildN     int
 	soak         soakOptions
+	// tesseraServer: compare the governed phases with Tessera's
+	// conformance server, interleaved (tesserasrv.go).
+	tesseraServer bool
 }
 
 func newCommand() *cobra.Command {
@@ -72,6 +75,7 @@ func newCommand() *cobra.Command {
 	f.IntSliceVar(&o.governed, "governed", []int{64, 512}, "concurrent agents for the governed phases (each its own agent and envelope)")
 	f.IntVar(&o.holdN, "holds", 200, "holds for the hold latency phase")
 	f.IntVar(&o.rebuildN, "rebuild-events", 100_000, "events in the log that annald rebuild replays (0 skips)")
+	f.BoolVar(&o.tesseraServer, "tessera-server", true, "run Tessera's conformance POSIX server (go install "+conformancePackage+"@"+conformanceVersion+") at the governed concurrencies, interleaved with the governed phases (A, B, A, B), and print the ratio")
 	f.DurationVar(&o.soak.duration, "soak", 0, "instead of the phases: run the kernel this long at --soak-rate and report disk bytes and RSS per event")
 	f.IntVar(&o.soak.rate, "soak-rate", 2000, "soak: actions per second (an open loop)")
 	f.IntVar(&o.soak.clients, "soak-clients", 64, "soak: concurrent clients")
@@ -164,7 +168,7 @@ func run(ctx context.Context, o options, out io.Writer) error {
 			ungoverned[c] = rate
 		}
 	}
-	gov, err := governedPhases(ctx, url, cred, o, ungoverned)
+	gov, err := interleavedGoverned(ctx, dir, url, cred, o, ungoverned)
 	if err != nil {
 		return fmt.Errorf("governed phases: %w", err)
 	}

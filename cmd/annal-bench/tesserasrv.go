@@ -1,0 +1,226 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/mod/sumdb/note"
+)
+
+// The reference server: Tessera's own conformance POSIX server,
+// POST /add, at the Tessera version the kernel runs on.
+const (
+	conformancePackage = "github.com/transparency-dev/tessera/cmd/conformance/posix"
+	conformanceVersion = "v1.0.4"
+)
+
+// tesseraServer is a running conformance server.
+type tesseraServer struct {
+	url  string
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// buildConformance installs the conformance server into dir/bin from the
+// module proxy, outside the bench's module (so its go.mod is untouched).
+func buildConformance(ctx context.Context, dir string) (string, error) {
+	work := filepath.Join(dir, "conformance-build")
+	bin := filepath.Join(dir, "bin")
+	if err := os.MkdirAll(work, 0o700); err != nil {
+		return "", err
+	}
+	cmd := exec.CommandContext(ctx, "go", "install", conformancePackage+"@"+conformanceVersion)
+	cmd.Dir = work
+	cmd.Env = append(os.Environ(), "GOBIN="+bin, "GOFLAGS=-mod=mod", "GOWORK=off")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go install %s@%s: %v\n%s", conformancePackage, conformanceVersion, err, out)
+	}
+	return filepath.Join(bin, "posix"), nil
+}
+
+// startConformance runs the server on 127.0.0.1 with a fresh log in dir.
+func startConformance(ctx context.Context, bin, dir string) (*tesseraServer, error) {
+	skey, _, err := note.GenerateKey(rand.Reader, "bench.local/conformance")
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	logFile, err := os.Create(filepath.Join(dir, "conformance.log"))
+	if err != nil {
+		return nil, err
+	}
+	defer logFile.Close()
+	cmd := exec.Command(bin, "--storage_dir", filepath.Join(dir, "log"), "--listen", addr)
+	cmd.Env = append(os.Environ(), "LOG_PRIVATE_KEY="+skey)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	s := &tesseraServer{url: "http://" + addr, cmd: cmd, done: make(chan struct{})}
+	go func() { cmd.Wait(); close(s.done) }()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			return s, nil
+		}
+		select {
+		case <-s.done:
+			return nil, fmt.Errorf("the conformance server exited: see %s", logFile.Name())
+		case <-ctx.Done():
+			s.stop()
+			return nil, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			s.stop()
+			return nil, errors.New("the conformance server did not listen within 30 s")
+		}
+	}
+}
+
+func (s *tesseraServer) stop() {
+	s.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-s.done:
+	case <-time.After(10 * time.Second):
+		s.cmd.Process.Kill()
+		<-s.done
+	}
+}
+
+// addLoad posts unique entries of about a kernel event's size from
+// concurrency clients for d, and returns adds/s and the latencies.
+func (s *tesseraServer) addLoad(concurrency int, d time.Duration, run string) (float64, []time.Duration, error) {
+	hc := &http.Client{Timeout: time.Minute, Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: concurrency}}
+	defer hc.CloseIdleConnections()
+	pad := strings.Repeat("e", 330)
+	var n, seq atomic.Uint64
+	var mu sync.Mutex
+	var lat []time.Duration
+	var firstErr atomic.Value
+	deadline := time.Now().Add(d)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range concurrency {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var mine []time.Duration
+			defer func() { mu.Lock(); lat = append(lat, mine...); mu.Unlock() }()
+			for time.Now().Before(deadline) {
+				body := fmt.Sprintf("%s/%d/%s", run, seq.Add(1), pad) // unique: no deduplication answers
+				t := time.Now()
+				resp, err := hc.Post(s.url+"/add", "application/octet-stream", bytes.NewReader([]byte(body)))
+				if err != nil {
+					firstErr.CompareAndSwap(nil, err)
+					return
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					firstErr.CompareAndSwap(nil, fmt.Errorf("POST /add: %s", resp.Status))
+					return
+				}
+				mine = append(mine, time.Since(t))
+				n.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if err, ok := firstErr.Load().(error); ok && n.Load() == 0 {
+		return 0, nil, err
+	}
+	slices.Sort(lat)
+	return float64(n.Load()) / time.Since(start).Seconds(), lat, nil
+}
+
+// interleavedGoverned runs the governed phases; with --tessera-server, in
+// two rounds each preceded by the conformance server at the same
+// concurrencies (A, B, A, B), and adds the server's rows and the ratio of
+// the governed rate to the server's, each the mean of its two runs.
+func interleavedGoverned(ctx context.Context, dir, url, cred string, o options, ungoverned map[int]float64) ([]row, error) {
+	if !o.tesseraServer {
+		return governedPhases(ctx, url, cred, o, ungoverned)
+	}
+	tdir := filepath.Join(dir, "conformance")
+	if err := os.MkdirAll(tdir, 0o700); err != nil {
+		return nil, err
+	}
+	bin, err := buildConformance(ctx, tdir)
+	if err != nil {
+		rows, gerr := governedPhases(ctx, url, cred, o, ungoverned)
+		return append(rows, row{"Tessera conformance server", "skipped", firstLine(err.Error())}), gerr
+	}
+	srv, err := startConformance(ctx, bin, tdir)
+	if err != nil {
+		return nil, err
+	}
+	defer srv.stop()
+	server := map[int][]float64{}
+	serverP50 := map[int][]time.Duration{}
+	governed := map[int][]float64{}
+	var rows []row
+	for round := range 2 {
+		for _, c := range o.governed {
+			rate, lat, err := srv.addLoad(c, o.duration, fmt.Sprintf("round%d-c%d", round, c))
+			if err != nil {
+				return nil, fmt.Errorf("conformance server at %d: %w", c, err)
+			}
+			server[c] = append(server[c], rate)
+			serverP50[c] = append(serverP50[c], percentile(lat, 50))
+		}
+		gov, err := governedPhases(ctx, url, cred, o, ungoverned)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range gov {
+			var c int
+			var rate float64
+			if _, err := fmt.Sscanf(r.name, "governed actions, %d concurrent agents", &c); err == nil {
+				fmt.Sscanf(r.value, "%f", &rate)
+				governed[c] = append(governed[c], rate)
+			}
+		}
+		if round == 1 {
+			rows = append(rows, gov...)
+		}
+	}
+	for _, c := range o.governed {
+		s, g := server[c], governed[c]
+		if len(s) < 2 || len(g) < 2 {
+			continue
+		}
+		rows = append(rows,
+			row{fmt.Sprintf("Tessera conformance server POST /add, %d concurrent", c), fmt.Sprintf("%.0f / %.0f adds/s", s[0], s[1]),
+				fmt.Sprintf("p50 %s / %s, runs interleaved with the governed ones", fmtDur(serverP50[c][0]), fmtDur(serverP50[c][1]))},
+			row{fmt.Sprintf("governed actions, %d agents, both rounds", c), fmt.Sprintf("%.0f / %.0f actions/s", g[0], g[1]),
+				fmt.Sprintf("%.2fx of the conformance server (means)", (g[0]+g[1])/(s[0]+s[1]))})
+	}
+	return rows, nil
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
