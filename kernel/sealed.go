@@ -274,6 +274,10 @@ func (k *Kernel) sealAction(ctx context.Context, actor *Actor, req ActionRequest
 	asked := req.Seal || req.Subject != "" || req.Salt != ""
 	if !asked {
 		k.mu.Lock()
+		if !k.ledger.AnyMustSeal() {
+			k.mu.Unlock()
+			return noop, nil
+		}
 		envelope := req.Envelope
 		if envelope == "" && action.Type != event.Observe {
 			if a, ok := k.ledger.Actors[actor.ID]; ok && !a.IsHuman() {

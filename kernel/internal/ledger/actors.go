@@ -166,6 +166,7 @@ var actorCreatedRule = &rule{
 		}
 		a := &Actor{ActorRecord: rec, Status: event.StatusActive, CreatedAt: index, Balance: rec.Energy}
 		l.Actors[a.ID] = a
+		l.countSealer(a.SealPayloads)
 		l.byCredential[a.CredentialSHA256] = a.ID
 		l.touchActor(creator)
 		l.touchActor(a)

@@ -177,6 +177,7 @@ var envelopeIssuedRule = &rule{
 	apply: func(l *Ledger, index uint64, ev *event.Event) {
 		v := &Envelope{Envelope: *ev.Envelope, IssuedAt: index}
 		l.Envelopes[v.ID] = v
+		l.countSealer(v.SealPayloads)
 		l.byHolder[v.Holder] = append(l.byHolder[v.Holder], v.ID)
 		l.touchEnvelope(v)
 	},

@@ -92,6 +92,7 @@ type Ledger struct {
 	compiled     map[string]*policy.Compiled  // policy name -> its latest version, compiled
 	keys         map[string]*event.SigningKey // signing key -> parsed
 	prunedNonces int                          // len(Nonces) after the last forgetting
+	sealers      int                          // actors and envelopes that ask for sealed payloads
 	dirty        map[string]bool
 }
 

@@ -170,11 +170,13 @@ func Load(stored map[string][]byte) (*Ledger, error) {
 			if err = json.Unmarshal(raw, &a); err == nil && a.ID == id {
 				l.Actors[id] = &a
 				l.byCredential[a.CredentialSHA256] = id
+				l.countSealer(a.SealPayloads)
 			}
 		case "envelope":
 			var e Envelope
 			if err = json.Unmarshal(raw, &e); err == nil && e.ID == id {
 				l.Envelopes[id] = &e
+				l.countSealer(e.SealPayloads)
 			}
 		case "hold":
 			var h Hold

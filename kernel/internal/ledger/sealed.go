@@ -78,6 +78,16 @@ func (l *Ledger) checkSealed(ev *event.Event) *Violation {
 	return nil
 }
 
+func (l *Ledger) countSealer(seals bool) {
+	if seals {
+		l.sealers++
+	}
+}
+
+// AnyMustSeal reports whether any actor or envelope ever asked for sealed
+// payloads: while none has, no action needs MustSeal's look-up.
+func (l *Ledger) AnyMustSeal() bool { return l.sealers > 0 }
+
 // MustSeal reports whether an action of actor under envelope must have its
 // payload sealed, and under which subject when the request names none: the
 // actor's own id.

@@ -59,6 +59,16 @@ func TestFoldSealed(t *testing.T) {
 	if _, ok := keys["erased/customer-1"]; !ok {
 		t.Fatalf("no stored key for the erased subject: %v", keys)
 	}
+	loaded, err := Load(keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !loaded.AnyMustSeal() || loaded.Erased["customer-1"] == nil {
+		t.Fatal("the stored state lost the sealing actors and envelopes or the erasure")
+	}
+	if New().AnyMustSeal() {
+		t.Fatal("an empty ledger asks for sealing")
+	}
 }
 
 // TestFoldSealedUnderOlderRules: the kernel decides no sealing in a log
