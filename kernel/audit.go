@@ -180,10 +180,10 @@ func Audit(ctx context.Context, src LogSource, verifierKey string, opts ...Audit
 			if a := ev.Action; a != nil && a.Sealed != nil && ev.Kind != event.KindActionDenied {
 				rep.SealedClosed++
 				if cfg.sealed != nil {
-					if _, _, err := cfg.sealed.open(a.Sealed); err == nil {
+					if _, payload, err := cfg.sealed.open(a.Sealed); err == nil {
 						rep.SealedOpened++
 						rep.SealedClosed--
-						open = cfg.sealed.openPayload
+						open = func(*event.SealedPayload) (json.RawMessage, bool) { return payload, true }
 					}
 				}
 			}
