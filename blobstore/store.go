@@ -24,6 +24,8 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+
+	"github.com/annal-dev/annal/internal/atomicfile"
 )
 
 // Errors the store answers.
@@ -148,7 +150,7 @@ func (s *Store) Put(r io.Reader) (oid string, size int64, err error) {
 		return "", 0, err
 	}
 	tmp = nil
-	if err := syncDir(filepath.Dir(final)); err != nil {
+	if err := atomicfile.SyncDir(filepath.Dir(final)); err != nil {
 		return "", 0, err
 	}
 	s.used += n
@@ -175,13 +177,4 @@ func (s *Store) Get(oid string) ([]byte, error) {
 		return nil, fmt.Errorf("%w: %s", ErrDamaged, oid)
 	}
 	return buf.Bytes(), nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

@@ -232,7 +232,7 @@ func (s *sealedStore) destroy(subject string) error {
 		if err := os.Remove(path); err != nil {
 			return err
 		}
-		if err := syncDir(filepath.Dir(path)); err != nil {
+		if err := atomicfile.SyncDir(filepath.Dir(path)); err != nil {
 			return err
 		}
 	} else if !errors.Is(err, os.ErrNotExist) {
@@ -242,19 +242,7 @@ func (s *sealedStore) destroy(subject string) error {
 }
 
 // holds reports whether a key of subject is present.
-func (s *sealedStore) holds(subject string) bool {
-	_, err := os.Stat(s.keyPath(subject))
-	return err == nil
-}
-
-func syncDir(path string) error {
-	d, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
-}
+func (s *sealedStore) holds(subject string) bool { return fileExists(s.keyPath(subject)) }
 
 // newSalt returns a fresh salt for a payload the kernel seals itself.
 func newSalt() ([]byte, error) {

@@ -37,10 +37,16 @@ func Write(path string, r io.Reader, mode os.FileMode) error {
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		return err
 	}
-	dir, err := os.Open(filepath.Dir(path))
+	return SyncDir(filepath.Dir(path))
+}
+
+// SyncDir syncs folder dir, so that a file created, renamed or removed in
+// it stays so after a crash.
+func SyncDir(dir string) error {
+	d, err := os.Open(dir)
 	if err != nil {
 		return err
 	}
-	defer dir.Close()
-	return dir.Sync()
+	defer d.Close()
+	return d.Sync()
 }
