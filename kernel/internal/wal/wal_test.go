@@ -1,0 +1,827 @@
+package wal
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// entryAt is the test entry for index i: JSON-like text of varying length,
+// empty for every tenth index.
+func entryAt(i uint64) []byte {
+	if i%10 == 2 {
+		return []byte{}
+	}
+	return fmt.Appendf(nil, `{"i":%d,"pad":"%s"}`, i, strings.Repeat("x", int(i%13)))
+}
+
+func entriesFrom(first uint64, n int) [][]byte {
+	es := make([][]byte, n)
+	for i := range es {
+		es[i] = entryAt(first + uint64(i))
+	}
+	return es
+}
+
+func mustOpen(t testing.TB, dir string, from uint64, opts Options) (*Log, []Record, OpenInfo) {
+	t.Helper()
+	l, records, info, err := Open(dir, from, opts)
+	if err != nil {
+		t.Fatalf("Open(%d): %v", from, err)
+	}
+	return l, records, info
+}
+
+// writeLog appends groups of the given sizes from first and closes the
+// log; it returns the index after the last entry.
+func writeLog(t testing.TB, dir string, first uint64, opts Options, groups ...int) uint64 {
+	t.Helper()
+	l, _, _ := mustOpen(t, dir, first, opts)
+	next := l.Next()
+	for _, n := range groups {
+		if err := l.Append(next, entriesFrom(next, n)); err != nil {
+			t.Fatal(err)
+		}
+		next += uint64(n)
+		if l.Next() != next {
+			t.Fatalf("Next() = %d after an append up to %d", l.Next(), next-1)
+		}
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return next
+}
+
+// checkRecords checks that records are entryAt(from), …, entryAt(end-1).
+func checkRecords(t testing.TB, records []Record, from, end uint64) {
+	t.Helper()
+	if uint64(len(records)) != end-min(from, end) {
+		t.Fatalf("%d records from %d, want %d (up to %d)", len(records), from, end-min(from, end), end)
+	}
+	for i, r := range records {
+		idx := from + uint64(i)
+		if r.Index != idx || !bytes.Equal(r.Entry, entryAt(idx)) {
+			t.Fatalf("record %d is %d %q, want %d %q", i, r.Index, r.Entry, idx, entryAt(idx))
+		}
+	}
+}
+
+// snapshot is every file of dir and its bytes.
+func snapshot(t testing.TB, dir string) map[string]string {
+	t.Helper()
+	files := map[string]string{}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[e.Name()] = string(b)
+	}
+	return files
+}
+
+func restore(t testing.TB, dir string, files map[string]string) {
+	t.Helper()
+	os.RemoveAll(dir)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for name, b := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(b), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func segmentNames(t testing.TB, dir string) []string {
+	t.Helper()
+	var names []string
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if _, ok, _, _ := parseName(e.Name()); ok {
+			names = append(names, e.Name())
+		}
+	}
+	return names
+}
+
+// recordEnds are the offsets where each record of a segment file ends.
+func recordEnds(t testing.TB, data []byte) []int {
+	t.Helper()
+	var ends []int
+	off := len(SegmentHeader)
+	for off < len(data) {
+		_, _, size, problem := decodeRecord(data, off)
+		if problem != "" {
+			t.Fatalf("at %d: %s", off, problem)
+		}
+		off += size
+		ends = append(ends, off)
+	}
+	return ends
+}
+
+func TestRoundTrip(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "wal")
+	l, records, info := mustOpen(t, dir, 0, Options{})
+	if len(records) != 0 || l.Next() != 0 || info.Segments != 0 {
+		t.Fatalf("a new log: %d records, next %d, %+v", len(records), l.Next(), info)
+	}
+	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("the folder: %v, %v", fi, err)
+	}
+	l.Close()
+	end := writeLog(t, dir, 0, Options{}, 1, 3, 16, 1, 7, 256)
+
+	for _, from := range []uint64{0, 1, 2, 17, end - 1, end, end + 1, end + 1000} {
+		l, records, info := mustOpen(t, dir, from, Options{})
+		checkRecords(t, records, from, end)
+		if want := max(end, from); l.Next() != want {
+			t.Errorf("from %d: Next() = %d, want %d", from, l.Next(), want)
+		}
+		if info.TornBytes != 0 || info.Segments != 1 || info.SegmentsRead != 1 {
+			t.Errorf("from %d: %+v", from, info)
+		}
+		l.Close()
+	}
+
+	// Wrong index, closed log.
+	l, _, _ = mustOpen(t, dir, 0, Options{})
+	if err := l.Append(end+1, entriesFrom(end+1, 1)); err == nil {
+		t.Error("an append past Next() was taken")
+	}
+	if err := l.Append(end-1, entriesFrom(end-1, 1)); err == nil {
+		t.Error("an append before Next() was taken")
+	}
+	if err := l.Append(end, nil); err != nil || l.Next() != end {
+		t.Errorf("an empty append: %v, next %d", err, l.Next())
+	}
+	l.Close()
+	if err := l.Append(end, entriesFrom(end, 1)); !errors.Is(err, ErrClosed) {
+		t.Errorf("an append after Close: %v", err)
+	}
+
+	// The tile log is ahead of the WAL: the next append starts a segment
+	// there, and the WAL carries on from it.
+	ahead := end + 50
+	writeLog(t, dir, ahead, Options{}, 2, 1)
+	if names := segmentNames(t, dir); len(names) != 2 || names[1] != segmentName(ahead) {
+		t.Fatalf("segments %v", names)
+	}
+	l, records, _ = mustOpen(t, dir, ahead, Options{})
+	checkRecords(t, records, ahead, ahead+3)
+	l.Close()
+	l, records, _ = mustOpen(t, dir, ahead+1, Options{})
+	checkRecords(t, records, ahead+1, ahead+3)
+	l.Close()
+}
+
+func TestEntryLimits(t *testing.T) {
+	dir := t.TempDir()
+	l, _, _ := mustOpen(t, dir, 0, Options{})
+	defer l.Close()
+	big := make([]byte, MaxEntrySize+1)
+	if err := l.Append(0, [][]byte{[]byte("a"), big}); !errors.Is(err, ErrEntryTooLarge) {
+		t.Fatalf("an entry of %d bytes: %v", len(big), err)
+	}
+	if l.Next() != 0 || len(segmentNames(t, dir)) != 0 {
+		t.Fatal("a refused append left something")
+	}
+	if err := l.Append(0, [][]byte{big[:MaxEntrySize], {}}); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	_, records, _ := mustOpen(t, dir, 0, Options{})
+	if len(records) != 2 || len(records[0].Entry) != MaxEntrySize || len(records[1].Entry) != 0 {
+		t.Fatalf("read back %d records", len(records))
+	}
+}
+
+// Every cut inside the last group leaves the whole records before the cut
+// and cuts the rest off; the log then carries on from there.
+func TestTornTail(t *testing.T) {
+	dir := t.TempDir()
+	end := writeLog(t, dir, 0, Options{}, 5, 4)
+	orig := snapshot(t, dir)
+	name := segmentName(0)
+	data := []byte(orig[name])
+	ends := recordEnds(t, data)
+	lastGroupStart := ends[len(ends)-5]
+
+	for cut := lastGroupStart + 1; cut < len(data); cut++ {
+		restore(t, dir, orig)
+		if err := os.Truncate(filepath.Join(dir, name), int64(cut)); err != nil {
+			t.Fatal(err)
+		}
+		// Whole records up to the cut.
+		whole := 0
+		for whole < len(ends) && ends[whole] <= cut {
+			whole++
+		}
+		good := ends[whole-1]
+		l, records, info := mustOpen(t, dir, 0, Options{})
+		checkRecords(t, records, 0, uint64(whole))
+		if info.TornBytes != int64(cut-good) || (cut != good && info.TornOffset != int64(good)) {
+			t.Fatalf("cut at %d: %+v, want %d bytes torn at %d", cut, info, cut-good, good)
+		}
+		if l.Next() != uint64(whole) {
+			t.Fatalf("cut at %d: Next() = %d", cut, l.Next())
+		}
+		if fi, _ := os.Stat(filepath.Join(dir, name)); fi.Size() != int64(good) {
+			t.Fatalf("cut at %d: the file has %d bytes, want %d", cut, fi.Size(), good)
+		}
+		// The log carries on where the cut was.
+		if err := l.Append(uint64(whole), entriesFrom(uint64(whole), int(end)-whole)); err != nil {
+			t.Fatal(err)
+		}
+		l.Close()
+		l, records, info = mustOpen(t, dir, 0, Options{})
+		checkRecords(t, records, 0, end)
+		if info.TornBytes != 0 {
+			t.Fatalf("cut at %d: the second open cut %d bytes", cut, info.TornBytes)
+		}
+		l.Close()
+	}
+}
+
+// Bytes after the last record that a write cut short can leave, and a
+// damaged last record, are cut off.
+func TestTornTailGarbage(t *testing.T) {
+	dir := t.TempDir()
+	end := writeLog(t, dir, 0, Options{}, 3, 2)
+	orig := snapshot(t, dir)
+	name := segmentName(0)
+	data := []byte(orig[name])
+	ends := recordEnds(t, data)
+	last := data[ends[len(ends)-2]:]
+
+	rng := rand.New(rand.NewPCG(1, 2))
+	random := make([]byte, 300)
+	for i := range random {
+		random[i] = byte(rng.Uint32())
+	}
+	badCRC := AppendRecord(nil, end, entryAt(end))
+	badCRC[5] ^= 1
+	variants := map[string][]byte{
+		"a zero":               {0},
+		"zeros, 15":            make([]byte, 15),
+		"zeros, 16":            make([]byte, 16),
+		"zeros, 4096":          make([]byte, 4096),
+		"random":               random,
+		"0xff":                 bytes.Repeat([]byte{0xff}, 40),
+		"next record, bad CRC": badCRC,
+		"next record, cut":     AppendRecord(nil, end, []byte("a longer entry than that"))[:30],
+		"huge length":          {0x7f, 0xff, 0xff, 0xff, 1, 2, 3, 4, 0, 0, 0, 0, 0, 0, 0, 5},
+	}
+	for what, garbage := range variants {
+		restore(t, dir, orig)
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, append(slices.Clone(data), garbage...), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		l, records, info := mustOpen(t, dir, 0, Options{})
+		checkRecords(t, records, 0, end)
+		if info.TornBytes != int64(len(garbage)) || info.TornOffset != int64(len(data)) {
+			t.Errorf("%s: %+v", what, info)
+		}
+		if l.Next() != end {
+			t.Errorf("%s: Next() = %d", what, l.Next())
+		}
+		l.Close()
+		if got := snapshot(t, dir)[name]; got != string(data) {
+			t.Errorf("%s: the file was not cut back to its records", what)
+		}
+	}
+
+	// A damaged last record is a torn tail: whatever byte is hit.
+	for i := range last {
+		for _, flip := range []byte{0x01, 0x80} {
+			restore(t, dir, orig)
+			damaged := slices.Clone(data)
+			damaged[ends[len(ends)-2]+i] ^= flip
+			if err := os.WriteFile(filepath.Join(dir, name), damaged, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			l, records, info, err := Open(dir, 0, Options{})
+			if err != nil {
+				t.Fatalf("byte %d of the last record ^%#x: %v", i, flip, err)
+			}
+			checkRecords(t, records, 0, end-1)
+			if info.TornBytes != int64(len(last)) {
+				t.Fatalf("byte %d ^%#x: %+v", i, flip, info)
+			}
+			l.Close()
+		}
+	}
+
+	// Zeros after a bare header, at index 0: a record of zeros does not
+	// verify (its CRC would have to be that of eight zero bytes).
+	zdir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(zdir, segmentName(0)), append([]byte(SegmentHeader), make([]byte, 64)...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l, records, info := mustOpen(t, zdir, 0, Options{})
+	if len(records) != 0 || info.TornBytes != 64 || l.Next() != 0 {
+		t.Fatalf("zeros: %d records, %+v", len(records), info)
+	}
+	l.Close()
+}
+
+// Damage anywhere but at the end of the newest segment fails Open and
+// leaves the disk as it was.
+func TestDamage(t *testing.T) {
+	expectDamage := func(t *testing.T, dir string, from uint64, what string, wantErr error) {
+		t.Helper()
+		before := snapshot(t, dir)
+		l, records, _, err := Open(dir, from, Options{})
+		if !errors.Is(err, wantErr) {
+			if l != nil {
+				l.Close()
+			}
+			t.Fatalf("%s: Open gives %d records, err %v; want %v", what, len(records), err, wantErr)
+		}
+		if l != nil || records != nil {
+			t.Fatalf("%s: Open returned a log along with %v", what, err)
+		}
+		if after := snapshot(t, dir); !mapsEqual(before, after) {
+			t.Fatalf("%s: a failed Open changed the disk", what)
+		}
+	}
+
+	t.Run("a record before the last", func(t *testing.T) {
+		dir := t.TempDir()
+		writeLog(t, dir, 0, Options{}, 4, 3)
+		orig := snapshot(t, dir)
+		name := segmentName(0)
+		data := []byte(orig[name])
+		ends := recordEnds(t, data)
+		for _, r := range []int{0, 3, len(ends) - 2} { // first, last of a group, second to last
+			start := len(SegmentHeader)
+			if r > 0 {
+				start = ends[r-1]
+			}
+			for off := start; off < ends[r]; off++ {
+				for _, flip := range []byte{0x01, 0x80} {
+					damaged := slices.Clone(data)
+					damaged[off] ^= flip
+					restore(t, dir, map[string]string{name: string(damaged)})
+					expectDamage(t, dir, 0, fmt.Sprintf("record %d byte %d ^%#x", r, off-start, flip), ErrDamaged)
+				}
+			}
+		}
+		// Below from, in a segment that is read: still damage.
+		damaged := slices.Clone(data)
+		damaged[len(SegmentHeader)+20] ^= 1
+		restore(t, dir, map[string]string{name: string(damaged)})
+		expectDamage(t, dir, 5, "a record below from", ErrDamaged)
+		// A record missing from the middle.
+		cut := append(slices.Clone(data[:ends[1]]), data[ends[2]:]...)
+		restore(t, dir, map[string]string{name: string(cut)})
+		expectDamage(t, dir, 0, "a record left out", ErrDamaged)
+		// A record written twice.
+		twice := append(slices.Clone(data[:ends[2]]), data[ends[1]:]...)
+		restore(t, dir, map[string]string{name: string(twice)})
+		expectDamage(t, dir, 0, "a record written twice", ErrDamaged)
+		// The header.
+		for off := range len(SegmentHeader) {
+			damaged := slices.Clone(data)
+			damaged[off] ^= 0x20
+			restore(t, dir, map[string]string{name: string(damaged)})
+			expectDamage(t, dir, 0, fmt.Sprintf("header byte %d", off), ErrDamaged)
+		}
+		restore(t, dir, map[string]string{name: SegmentHeader[:10]})
+		expectDamage(t, dir, 0, "a short header", ErrDamaged)
+		restore(t, dir, map[string]string{name: ""})
+		expectDamage(t, dir, 0, "an empty file", ErrDamaged)
+		// A segment named other than its first record.
+		restore(t, dir, map[string]string{segmentName(1): string(data)})
+		expectDamage(t, dir, 1, "a misnamed segment", ErrDamaged)
+	})
+
+	t.Run("a closed segment", func(t *testing.T) {
+		dir := t.TempDir()
+		writeLog(t, dir, 0, Options{SegmentBytes: 60}, 3, 3, 3, 3)
+		orig := snapshot(t, dir)
+		names := segmentNames(t, dir)
+		if len(names) != 4 {
+			t.Fatalf("segments %v", names)
+		}
+		closed := names[1]
+		data := []byte(orig[closed])
+		ends := recordEnds(t, data)
+		variants := map[string][]byte{
+			"its last record cut":    data[:len(data)-1],
+			"its last record gone":   data[:ends[len(ends)-2]],
+			"bytes after its last":   append(slices.Clone(data), 0),
+			"its last record ^0x01":  xorAt(data, len(data)-1, 1),
+			"its first record ^0x01": xorAt(data, len(SegmentHeader)+3, 1),
+		}
+		for what, b := range variants {
+			files := maps(orig)
+			files[closed] = string(b)
+			restore(t, dir, files)
+			if what == "its last record gone" {
+				expectDamage(t, dir, 0, what, ErrGap)
+				continue
+			}
+			expectDamage(t, dir, 0, what, ErrDamaged)
+		}
+		// A segment named within its predecessor.
+		files := maps(orig)
+		delete(files, names[2])
+		first, _, _, _ := parseName(names[2])
+		files[segmentName(first-1)] = orig[names[2]]
+		restore(t, dir, files)
+		expectDamage(t, dir, 0, "overlapping segments", ErrDamaged)
+
+		// A damaged segment wholly below from is not read.
+		files = maps(orig)
+		files[names[0]] = string(xorAt([]byte(orig[names[0]]), len(SegmentHeader)+3, 1))
+		restore(t, dir, files)
+		second, _, _, _ := parseName(names[1])
+		l, _, info, err := Open(dir, second, Options{})
+		if err != nil || info.SegmentsRead != 3 {
+			t.Fatalf("damage below from: %v, %+v", err, info)
+		}
+		l.Close()
+	})
+}
+
+func xorAt(b []byte, off int, x byte) []byte {
+	b = slices.Clone(b)
+	b[off] ^= x
+	return b
+}
+
+func maps(m map[string]string) map[string]string {
+	c := make(map[string]string, len(m))
+	for k, v := range m {
+		c[k] = v
+	}
+	return c
+}
+
+func mapsEqual(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+func TestGap(t *testing.T) {
+	t.Run("starts after from", func(t *testing.T) {
+		dir := t.TempDir()
+		end := writeLog(t, dir, 10, Options{}, 5)
+		for _, from := range []uint64{0, 5, 9} {
+			if _, _, _, err := Open(dir, from, Options{}); !errors.Is(err, ErrGap) {
+				t.Errorf("from %d: %v", from, err)
+			}
+		}
+		for _, from := range []uint64{10, 12, end, end + 3} {
+			l, records, _ := mustOpen(t, dir, from, Options{})
+			checkRecords(t, records, from, end)
+			l.Close()
+		}
+	})
+	t.Run("an empty segment after from", func(t *testing.T) {
+		dir := t.TempDir()
+		os.WriteFile(filepath.Join(dir, segmentName(10)), []byte(SegmentHeader), 0o600)
+		if _, _, _, err := Open(dir, 9, Options{}); !errors.Is(err, ErrGap) {
+			t.Errorf("%v", err)
+		}
+		l, records, _ := mustOpen(t, dir, 10, Options{})
+		if len(records) != 0 || l.Next() != 10 {
+			t.Errorf("%d records, next %d", len(records), l.Next())
+		}
+		l.Close()
+	})
+	t.Run("a missing segment", func(t *testing.T) {
+		dir := t.TempDir()
+		end := writeLog(t, dir, 0, Options{SegmentBytes: 100}, 3, 3, 3, 3)
+		names := segmentNames(t, dir)
+		os.Remove(filepath.Join(dir, names[1]))
+		if _, _, _, err := Open(dir, 0, Options{}); !errors.Is(err, ErrGap) {
+			t.Errorf("%v", err)
+		}
+		// From the segment after the missing one on, nothing is missing.
+		third, _, _, _ := parseName(names[2])
+		l, records, _ := mustOpen(t, dir, third, Options{})
+		checkRecords(t, records, third, end)
+		l.Close()
+	})
+}
+
+func TestRotationAndRelease(t *testing.T) {
+	dir := t.TempDir()
+	opts := Options{SegmentBytes: 150}
+	var groups []int
+	for i := range 40 {
+		groups = append(groups, 1+i%4)
+	}
+	end := writeLog(t, dir, 0, opts, groups...)
+	names := segmentNames(t, dir)
+	if len(names) < 20 {
+		t.Fatalf("only %d segments", len(names))
+	}
+	for _, n := range names[:len(names)-1] {
+		fi, _ := os.Stat(filepath.Join(dir, n))
+		if fi.Size() < 150 {
+			t.Errorf("%s was closed at %d bytes", n, fi.Size())
+		}
+	}
+	firsts := make([]uint64, len(names))
+	for i, n := range names {
+		firsts[i], _, _, _ = parseName(n)
+	}
+
+	l, records, info := mustOpen(t, dir, 0, opts)
+	checkRecords(t, records, 0, end)
+	if info.Segments != len(names) || info.SegmentsRead != len(names) {
+		t.Fatalf("%+v", info)
+	}
+	for _, upTo := range []uint64{0, 1, firsts[1] - 1, firsts[1], firsts[3] + 1, firsts[10], end - 1, end, end + 5} {
+		if err := l.Release(upTo); err != nil {
+			t.Fatal(err)
+		}
+		// Exactly the segments whose records are all below upTo are
+		// gone, never the newest.
+		var want []string
+		for i, n := range names {
+			if i == len(names)-1 || firsts[i+1] > upTo {
+				want = append(want, n)
+			}
+		}
+		if got := segmentNames(t, dir); !slices.Equal(got, want) {
+			t.Fatalf("Release(%d) left %v, want %v", upTo, got, want)
+		}
+		from := min(upTo, end)
+		l2, records, info := mustOpen(t, dir, from, opts)
+		checkRecords(t, records, from, end)
+		if info.Segments != len(want) {
+			t.Fatalf("%+v", info)
+		}
+		l2.Close()
+	}
+	// The log goes on after a full release.
+	if err := l.Append(end, entriesFrom(end, 3)); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	l, records, _ = mustOpen(t, dir, end, opts)
+	checkRecords(t, records, end, end+3)
+	l.Close()
+}
+
+// Release runs in the integrator's goroutine while the committer appends.
+func TestReleaseDuringAppend(t *testing.T) {
+	dir := t.TempDir()
+	l, _, _ := mustOpen(t, dir, 0, Options{SegmentBytes: 200})
+	var released sync.WaitGroup
+	progress := make(chan uint64, 1000)
+	released.Add(1)
+	go func() {
+		defer released.Done()
+		for upTo := range progress {
+			if err := l.Release(upTo); err != nil {
+				t.Error(err)
+			}
+		}
+	}()
+	var next uint64
+	for i := range 300 {
+		n := 1 + i%5
+		if err := l.Append(next, entriesFrom(next, n)); err != nil {
+			t.Fatal(err)
+		}
+		next += uint64(n)
+		progress <- next - uint64(i%7) // the tile log lags a little
+	}
+	close(progress)
+	released.Wait()
+	if err := l.Release(next); err != nil {
+		t.Fatal(err)
+	}
+	if names := segmentNames(t, dir); len(names) != 1 {
+		t.Fatalf("after releasing everything: %v", names)
+	}
+	l.Close()
+	l, records, _ := mustOpen(t, dir, next, Options{})
+	if len(records) != 0 || l.Next() != next {
+		t.Fatalf("%d records, next %d", len(records), l.Next())
+	}
+	l.Close()
+}
+
+// A failed append is cut back; a failed cut-back breaks the Log.
+func TestAppendFailure(t *testing.T) {
+	injected := errors.New("injected")
+	dir := t.TempDir()
+	l, _, _ := mustOpen(t, dir, 0, Options{})
+	if err := l.Append(0, entriesFrom(0, 4)); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, segmentName(0))
+	size := func() int64 {
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Size()
+	}
+	before := size()
+	realWrite, realSync, realTruncate := l.writeAt, l.syncData, l.truncate
+
+	// A write that lands halfway.
+	l.writeAt = func(f *os.File, b []byte, off int64) (int, error) {
+		n, _ := realWrite(f, b[:len(b)/2], off)
+		return n, injected
+	}
+	if err := l.Append(4, entriesFrom(4, 3)); !errors.Is(err, injected) {
+		t.Fatalf("%v", err)
+	}
+	if size() != before || l.Next() != 4 {
+		t.Fatalf("after a failed write: %d bytes (was %d), next %d", size(), before, l.Next())
+	}
+	// A short write without an error.
+	l.writeAt = func(f *os.File, b []byte, off int64) (int, error) {
+		return realWrite(f, b[:len(b)-1], off)
+	}
+	if err := l.Append(4, entriesFrom(4, 3)); err == nil || size() != before || l.Next() != 4 {
+		t.Fatalf("a short write: %v, %d bytes", err, size())
+	}
+	// A write that lands, and a sync that fails.
+	l.writeAt = realWrite
+	fails := 1
+	l.syncData = func(f *os.File) error {
+		if fails > 0 {
+			fails--
+			return injected
+		}
+		return realSync(f)
+	}
+	if err := l.Append(4, entriesFrom(4, 3)); !errors.Is(err, injected) {
+		t.Fatalf("%v", err)
+	}
+	if size() != before || l.Next() != 4 {
+		t.Fatalf("after a failed sync: %d bytes (was %d), next %d", size(), before, l.Next())
+	}
+	// The log is not broken: the same entries go in.
+	if err := l.Append(4, entriesFrom(4, 3)); err != nil {
+		t.Fatal(err)
+	}
+	before = size()
+
+	// A failed write whose cut-back fails breaks the log. The write
+	// lands but for its last 5 bytes: one whole record and a torn one.
+	l.writeAt = func(f *os.File, b []byte, off int64) (int, error) {
+		n, _ := realWrite(f, b[:len(b)-5], off)
+		return n, injected
+	}
+	l.truncate = func(*os.File, int64) error { return injected }
+	err := l.Append(7, entriesFrom(7, 2))
+	if !errors.Is(err, ErrBroken) {
+		t.Fatalf("%v", err)
+	}
+	l.writeAt, l.truncate = realWrite, realTruncate
+	if err := l.Append(7, entriesFrom(7, 2)); !errors.Is(err, ErrBroken) {
+		t.Fatalf("a broken log took an append: %v", err)
+	}
+	if size() <= before {
+		t.Fatal("the injected write did not land")
+	}
+	l.Close()
+	// Open decides from the disk: the whole record of the failed write is
+	// returned (like any entry durable before its receipt went out), the
+	// rest is a torn tail.
+	l, records, info := mustOpen(t, dir, 0, Options{})
+	checkRecords(t, records, 0, 8)
+	rec7, rec8 := len(AppendRecord(nil, 7, entryAt(7))), len(AppendRecord(nil, 8, entryAt(8)))
+	if info.TornBytes != int64(rec8-5) || size() != before+int64(rec7) {
+		t.Fatalf("%+v, %d bytes (want %d)", info, size(), before+int64(rec7))
+	}
+	l.Close()
+
+	// A sync that fails after the cut-back truncated: broken too.
+	l, _, _ = mustOpen(t, dir, 0, Options{})
+	l.syncData = func(*os.File) error { return injected }
+	if err := l.Append(8, entriesFrom(8, 1)); !errors.Is(err, ErrBroken) {
+		t.Fatalf("%v", err)
+	}
+	l.Close()
+}
+
+// A failure in the first append of a segment leaves the segment empty; the
+// next append uses it.
+func TestAppendFailureInNewSegment(t *testing.T) {
+	injected := errors.New("injected")
+	dir := t.TempDir()
+	l, _, _ := mustOpen(t, dir, 0, Options{SegmentBytes: 50})
+	if err := l.Append(0, entriesFrom(0, 4)); err != nil {
+		t.Fatal(err)
+	}
+	realWrite := l.writeAt
+	l.writeAt = func(*os.File, []byte, int64) (int, error) { return 0, injected }
+	if err := l.Append(4, entriesFrom(4, 1)); !errors.Is(err, injected) {
+		t.Fatal(err)
+	}
+	if got := snapshot(t, dir)[segmentName(4)]; got != SegmentHeader {
+		t.Fatalf("the new segment holds %q", got)
+	}
+	l.Close()
+	// Reopened with the empty segment newest.
+	l, records, _ := mustOpen(t, dir, 0, Options{SegmentBytes: 50})
+	checkRecords(t, records, 0, 4)
+	l.writeAt = realWrite
+	if err := l.Append(4, entriesFrom(4, 2)); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	if names := segmentNames(t, dir); len(names) != 2 {
+		t.Fatalf("segments %v", names)
+	}
+	l, records, _ = mustOpen(t, dir, 0, Options{})
+	checkRecords(t, records, 0, 6)
+	l.Close()
+}
+
+// An empty newest segment left behind when the tile log moves ahead is
+// removed, not closed: a closed segment always has records.
+func TestEmptySegmentSkipped(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, segmentName(5)), []byte(SegmentHeader), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l, _, _ := mustOpen(t, dir, 9, Options{})
+	if err := l.Append(9, entriesFrom(9, 2)); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	if names := segmentNames(t, dir); !slices.Equal(names, []string{segmentName(9)}) {
+		t.Fatalf("segments %v", names)
+	}
+}
+
+func TestOtherFiles(t *testing.T) {
+	dir := t.TempDir()
+	end := writeLog(t, dir, 0, Options{}, 3)
+	others := []string{"README", "00000000000000000001.wal.bak", "0000000000000000001.wal", "x0000000000000000001.wal"}
+	for _, n := range others {
+		os.WriteFile(filepath.Join(dir, n), []byte("keep"), 0o600)
+	}
+	tmp := fmt.Sprintf("%020d%s", end, tempSuffix)
+	os.WriteFile(filepath.Join(dir, tmp), []byte(SegmentHeader[:5]), 0o600)
+	l, records, info := mustOpen(t, dir, 0, Options{})
+	checkRecords(t, records, 0, end)
+	if info.TempFilesRemoved != 1 || info.Segments != 1 {
+		t.Fatalf("%+v", info)
+	}
+	files := snapshot(t, dir)
+	if _, ok := files[tmp]; ok {
+		t.Error("the stale temporary file is still there")
+	}
+	for _, n := range others {
+		if files[n] != "keep" {
+			t.Errorf("%s was touched", n)
+		}
+	}
+	l.Close()
+
+	// A name of twenty digits past 2^64-1.
+	os.WriteFile(filepath.Join(dir, "99999999999999999999.wal"), []byte(SegmentHeader), 0o600)
+	if _, _, _, err := Open(dir, 0, Options{}); !errors.Is(err, ErrDamaged) {
+		t.Errorf("%v", err)
+	}
+}
+
+func TestRecordCRCCoversTheIndex(t *testing.T) {
+	// The check value of CRC-32C (Castagnoli), not of the IEEE CRC-32.
+	if got := crc32.Checksum([]byte("123456789"), castagnoli); got != 0xe3069283 {
+		t.Errorf("CRC-32C check value %08x", got)
+	}
+	if got := recordCRC(make([]byte, 8)); got == 0 {
+		t.Error("a record of zeros would verify")
+	}
+	a := AppendRecord(nil, 1, []byte("x"))
+	b := AppendRecord(nil, 2, []byte("x"))
+	if bytes.Equal(a[4:8], b[4:8]) {
+		t.Error("the CRC does not depend on the index")
+	}
+}
