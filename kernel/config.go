@@ -71,8 +71,14 @@ type Config struct {
 	// GCInterval is how often Tessera removes partial tiles and entry
 	// bundles that full ones replaced (DefaultGCInterval).
 	GCInterval time.Duration
-	// MaxOutstanding bounds entries in flight before Tessera pushes back.
+	// MaxOutstanding bounds entries in flight before Tessera pushes back,
+	// and entries the write-ahead log holds ahead of the tiles.
 	MaxOutstanding uint
+	// DisableWriteAhead has a data folder's log answer only once Tessera has
+	// written an entry into the tiles, as annald did before its write-ahead
+	// log (writeahead.go); entries a write-ahead log still holds are written
+	// into the tiles first. A log in a database and bucket has none.
+	DisableWriteAhead bool
 	// FoldInterval is how often kernel state catches up with the log.
 	FoldInterval time.Duration
 	// Energy is the energy model written into the genesis event on first
@@ -118,6 +124,13 @@ type Config struct {
 	// wrapAdd, if set, wraps Tessera's Add: tests use it to make appends
 	// fail the way a full disk does.
 	wrapAdd func(tessera.AddFn) tessera.AddFn
+	// holdTiles, if set, keeps the write-ahead log's entries out of the
+	// tiles until it is closed, and failTiles, if set, is asked before each
+	// write of the tiles (landed false) and after it (landed true), and
+	// fails it with its error: tests of the write-ahead log's crash and
+	// failure paths use them.
+	holdTiles <-chan struct{}
+	failTiles func(landed bool) error
 	// syncScrubEntries, if set, replaces ScrubAtStartEntries, for tests of
 	// the background scrub.
 	syncScrubEntries uint64

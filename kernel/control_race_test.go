@@ -111,7 +111,7 @@ func TestConcurrentControlDecisionsFoldInAnyOrder(t *testing.T) {
 	failed := g.failed
 	g.mu.Unlock()
 	if failed != nil {
-		size, _ := g.log.integratedSize(ctx)
+		size, _ := g.log.size(ctx)
 		for i := uint64(0); i < size; i++ {
 			entry, err := g.log.readEntry(ctx, i)
 			if err == nil && (strings.Contains(string(entry), "elev") || strings.Contains(string(entry), "agent.ring")) {

@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -404,12 +405,16 @@ func TestEveryFileKindTruncatedOrFlipped(t *testing.T) {
 	}
 }
 
-// A hash tile truncated under a running kernel: the next write fails, and
-// instead of resuming onto it the kernel says which file is damaged and
-// stays stopped; repair and a restart bring it back.
+// A hash tile truncated under a running kernel that writes through
+// Tessera: the next write fails, and instead of resuming onto it the kernel
+// says which file is damaged and stays stopped; repair and a restart bring
+// it back. (With the write-ahead log the tile writer never reads the tiles
+// back: TestWriteAhead_TileDamagedWhileRunningIsNotBuiltOn.)
 func TestTileDamagedWhileRunningStopsWritesNamingIt(t *testing.T) {
 	f := newFolder(t, 5)
-	k := openTest(t, f.dir)
+	cfg := testConfig(t, f.dir)
+	cfg.DisableWriteAhead = true
+	k := openTestConfig(t, cfg)
 	defer k.Close()
 	tile := f.tile(t, 0, 0)
 	raw, _ := os.ReadFile(tile)
@@ -440,6 +445,57 @@ func TestTileDamagedWhileRunningStopsWritesNamingIt(t *testing.T) {
 	k2 := f.sound(t)
 	if _, err := k2.Submit(context.Background(), rootOf(t, k2), ActionRequest{Type: event.Observe, Target: "workspace/after"}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// With the write-ahead log, a hash tile truncated under a running kernel:
+// the action is answered (the write-ahead log holds it), the next write of
+// the tiles finds the damage and the kernel stops, naming the file; repair
+// and a restart bring it back, and the answered entry lands at its index.
+func TestWriteAhead_TileDamagedWhileRunningStopsWritesNamingIt(t *testing.T) {
+	f := newFolder(t, 5)
+	k := openTest(t, f.dir)
+	tile := f.tile(t, 0, 0)
+	raw, _ := os.ReadFile(tile)
+	if err := os.WriteFile(tile, raw[:len(raw)-7], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	rc, err := k.Submit(ctx, rootOf(t, k), ActionRequest{Type: event.Observe, Target: "workspace/late"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := k.Ready()
+		if err != nil && strings.Contains(err.Error(), tile) && strings.Contains(err.Error(), "annald repair") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("readiness after a write onto a truncated tile: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if _, err := k.Submit(ctx, rootOf(t, k), ActionRequest{Type: event.Observe, Target: "workspace/later"}); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("an action on a damaged log: %v", err)
+	}
+	if err := k.Close(); err != nil {
+		t.Logf("close: %v", err)
+	}
+	if _, err := repair(t, f); err != nil {
+		t.Fatal(err)
+	}
+	k2 := f.sound(t)
+	entry, err := k2.Entry(ctx, rc.Index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if leaf := event.LeafHash(entry); hex.EncodeToString(leaf[:]) != rc.LeafHash {
+		t.Fatalf("entry %d after repair and restart is not the answered one", rc.Index)
+	}
+	next, err := k2.Submit(ctx, rootOf(t, k2), ActionRequest{Type: event.Observe, Target: "workspace/after"})
+	if err != nil || next.Index != rc.Index+1 {
+		t.Fatalf("after repair: %+v, %v", next, err)
 	}
 }
 

@@ -9,18 +9,22 @@ import (
 	"github.com/transparency-dev/tessera"
 )
 
-// groupCommitter hands entries to Tessera in groups, one group in flight at
-// a time: while a group is being written, new entries wait, and all of them
-// go to Tessera together as soon as the write ends.
+// groupCommitter makes entries durable in groups, one group in flight at a
+// time: while a group is being written, new entries wait, and all of them
+// are written together as soon as the write ends. A group costs one
+// write-ahead fsync (writeahead.go) or, without the write-ahead log, one
+// Tessera batch.
 //
-// Why: Tessera's queue cuts a batch when its first entry is maxAge old, even
+// Why, for Tessera: Tessera's queue cuts a batch when its first entry is maxAge old, even
 // while the previous batch is still being written. Under load that makes
 // many small batches, each paying the full cost of a POSIX write (new files,
 // fsyncs). Arrivals over HTTP are spread out, so without grouping the kernel
 // wrote batches a quarter the size raw Tessera did at the same concurrency.
 // Grouping restores large batches under load and costs one maxAge when idle.
 type groupCommitter struct {
-	add tessera.AddFn
+	// write makes a group durable and says where each entry landed: through
+	// Tessera (tesseraWriter) or the kernel's write-ahead log (writeahead.go).
+	write func(group []*commitRequest) []commitResult
 	// onDurable, if set, sees each group once Tessera has sequenced all of
 	// it and before any caller hears back, with the entries' outcomes; it
 	// may turn an outcome into an error. The kernel folds the group into its
@@ -51,16 +55,16 @@ type commitResult struct {
 	err   error
 }
 
-func newGroupCommitter(add tessera.AddFn, maxGroup, maxPending int) *groupCommitter {
+func newGroupCommitter(write func([]*commitRequest) []commitResult, maxGroup, maxPending int) *groupCommitter {
 	g := &groupCommitter{
-		add: add, maxGroup: maxGroup, maxPending: maxPending,
+		write: write, maxGroup: maxGroup, maxPending: maxPending,
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	go g.run()
 	return g
 }
 
-// append queues entry and waits until Tessera has durably sequenced it.
+// append queues entry and waits until it is durably sequenced.
 func (g *groupCommitter) append(ctx context.Context, entry []byte, ev *event.Event, folded func()) (uint64, error) {
 	r := &commitRequest{entry: entry, ev: ev, folded: folded, result: make(chan commitResult, 1)}
 	g.mu.Lock()
@@ -106,15 +110,7 @@ func (g *groupCommitter) drain() {
 		if n == 0 {
 			return
 		}
-		futures := make([]tessera.IndexFuture, n)
-		for i, r := range group {
-			futures[i] = g.add(context.Background(), tessera.NewEntry(r.entry))
-		}
-		results := make([]commitResult, n)
-		for i, f := range futures {
-			idx, err := f()
-			results[i] = commitResult{index: idx.Index, err: err}
-		}
+		results := g.write(group)
 		if g.onDurable != nil {
 			g.onDurable(group, results)
 		}
@@ -151,6 +147,24 @@ func (g *groupCommitter) abandon(err error) {
 	}
 	for i, r := range abandoned {
 		r.result <- results[i]
+	}
+}
+
+// tesseraWriter writes a group through Tessera's appender, which assigns
+// the indices: all of it is handed over before any future is waited on, so
+// that it can go out as one batch.
+func tesseraWriter(add tessera.AddFn) func([]*commitRequest) []commitResult {
+	return func(group []*commitRequest) []commitResult {
+		futures := make([]tessera.IndexFuture, len(group))
+		for i, r := range group {
+			futures[i] = add(context.Background(), tessera.NewEntry(r.entry))
+		}
+		results := make([]commitResult, len(group))
+		for i, f := range futures {
+			idx, err := f()
+			results[i] = commitResult{index: idx.Index, err: err}
+		}
+		return results
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/annal-dev/annal/kernel/event"
 	"github.com/annal-dev/annal/kernel/internal/ledger"
 	"github.com/annal-dev/annal/kernel/internal/ratelimit"
+	"github.com/annal-dev/annal/kernel/internal/wal"
 	"github.com/google/uuid"
 )
 
@@ -133,10 +134,27 @@ func Open(cfg Config) (_ *Kernel, err error) {
 		if check.tempFiles > 0 {
 			cfg.Logger.Info("removed temporary files that interrupted writes left in the log folder", "count", check.tempFiles)
 		}
-		if cache, err = openCheckedState(dir, cfg.Logger, diskLeafAt(dir.LogPath())); err != nil {
+		// What the write-ahead log holds past the tiles goes into them
+		// before anything reads the log.
+		var wa *writeAhead
+		if cfg.DisableWriteAhead {
+			err = replayWriteAhead(dir.Path, dir.LogPath(), cfg.Logger)
+		} else {
+			wa, err = openWriteAhead(dir.Path, dir.LogPath(), int(cfg.MaxOutstanding), cfg.Logger)
+		}
+		if err != nil {
 			return nil, err
 		}
-		if l, err = openTileLog(dir.LogPath(), signer, verifier, cfg, witnesses); err != nil {
+		if cache, err = openCheckedState(dir, cfg.Logger, diskLeafAt(dir.LogPath())); err != nil {
+			if wa != nil {
+				wa.wal.Close()
+			}
+			return nil, err
+		}
+		if l, err = openTileLog(dir.LogPath(), signer, verifier, cfg, witnesses, wa); err != nil {
+			if wa != nil {
+				wa.wal.Close()
+			}
 			cache.store.close()
 			return nil, err
 		}
@@ -144,7 +162,7 @@ func Open(cfg Config) (_ *Kernel, err error) {
 		// A shared log is read through Tessera: its checkpoint must be this
 		// log's before anything is appended to it.
 		check = &logCheck{}
-		if l, err = openTileLog(dir.LogPath(), signer, verifier, cfg, witnesses); err != nil {
+		if l, err = openTileLog(dir.LogPath(), signer, verifier, cfg, witnesses, nil); err != nil {
 			return nil, err
 		}
 		if lease := cfg.Storage.AWS.Lease; lease != nil {
@@ -179,6 +197,15 @@ func Open(cfg Config) (_ *Kernel, err error) {
 		k.limiter = ratelimit.New(cfg.RateLimits, cfg.MaxRateBuckets, cfg.RateClock)
 	}
 	l.group.onDurable = k.foldDurable
+	if l.wa != nil {
+		l.wa.onFailure = k.tileLogFailure
+		l.wa.hold, l.wa.fail = cfg.holdTiles, cfg.failTiles
+		l.wa.checkEdge = func() error {
+			_, err := verifyLogEdge(context.Background(), dir.LogPath(), verifier)
+			return err
+		}
+		l.wa.start()
+	}
 	if err := k.recover(context.Background()); err != nil {
 		shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -297,8 +324,10 @@ func (k *Kernel) foldDurable(group []*commitRequest, results []commitResult) {
 			// Tessera may fail after an entry became durable (its tree
 			// state renamed into place, the folder's fsync then failing):
 			// nothing more is decided until the ledger has folded what the
-			// log holds, which the resume loop does.
-			k.stopWriting(fmt.Errorf("the log failed to take an entry: %w", r.err), true)
+			// log holds, which the resume loop does. A write-ahead log
+			// that could not cut a failed write back holds what only a
+			// restart can tell.
+			k.stopWriting(fmt.Errorf("the log failed to take an entry: %w", r.err), !errors.Is(r.err, wal.ErrBroken))
 		case r.index != k.ledger.Size:
 			// Durable, but behind an entry this kernel was told had failed
 			// and which landed after all (or one already folded by a
@@ -351,6 +380,26 @@ func (k *Kernel) stopWriting(why error, resumable bool) {
 		return
 	}
 	k.logger.Error("the kernel stops taking writes until an operator looks", "err", why)
+}
+
+// tileLogFailure hears from the write-ahead log when the tile log refuses
+// the entries it holds (err set), and once it takes them again (err nil).
+// The entries are durable and answered; until the tiles hold them the
+// kernel decides nothing more, so that a refusal that lasts cannot grow
+// the write-ahead log without bound.
+func (k *Kernel) tileLogFailure(err error, resumable bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if err != nil {
+		k.stopWriting(fmt.Errorf("the tile log refuses the entries the write-ahead log holds: %w", err), resumable)
+		return
+	}
+	if k.failed != nil && k.resumable {
+		select {
+		case k.wakeResume <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // Ready is nil while the kernel takes writes, else why it does not.
@@ -409,6 +458,9 @@ func (k *Kernel) tryResume(ctx context.Context) (done bool, err error) {
 	}
 	if !k.log.group.idle() {
 		return false, errors.New("entries are still being written")
+	}
+	if k.log.wa != nil && !k.log.wa.caughtUp() {
+		return false, errors.New("the tile log does not yet hold every entry of the write-ahead log")
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -634,7 +686,7 @@ type Info struct {
 // Info returns the origin, verifier key, integrated size and the size of
 // the latest checkpoint.
 func (k *Kernel) Info(ctx context.Context) (Info, error) {
-	size, err := k.log.integratedSize(ctx)
+	size, err := k.log.size(ctx)
 	if err != nil {
 		return Info{}, err
 	}

@@ -87,7 +87,7 @@ func (k *Kernel) witnessRefusal(index uint64) error {
 
 func (k *Kernel) proofAt(ctx context.Context, index uint64, cp *checkpoints.SignedCheckpoint) (*checkpoints.TLogProof, error) {
 	if index >= cp.Size {
-		size, _ := k.log.integratedSize(ctx)
+		size, _ := k.log.size(ctx)
 		if index < size {
 			if err := k.witnessRefusal(index); err != nil {
 				return nil, err

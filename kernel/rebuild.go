@@ -58,7 +58,10 @@ func Rebuild(ctx context.Context, cfg Config) (*RebuildReport, error) {
 	}
 	st := cache.store
 	defer st.close()
-	tl, err := openTileLog(dir.LogPath(), signer, verifier, cfg, nil)
+	if err := replayWriteAhead(dir.Path, dir.LogPath(), cfg.Logger); err != nil {
+		return nil, err
+	}
+	tl, err := openTileLog(dir.LogPath(), signer, verifier, cfg, nil, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -26,7 +26,11 @@ import (
 // tileLog is the kernel's view of its Tessera POSIX log: append, read back,
 // and build proofs from tiles.
 type tileLog struct {
-	group    *groupCommitter
+	group *groupCommitter
+	// wa, if set, is the write-ahead log in front of the tiles
+	// (writeahead.go): entries are durable, and readable, before they are
+	// in the tiles.
+	wa       *writeAhead
 	reader   tessera.LogReader
 	awaiter  *tessera.PublicationAwaiter
 	shutdown func(context.Context) error
@@ -59,7 +63,7 @@ type verifiedCheckpoint struct {
 	gaveUp  bool      // failing for longer than checkpointGrace
 }
 
-func openTileLog(path string, signer note.Signer, verifier note.Verifier, cfg Config, witnesses *witnessWatch) (*tileLog, error) {
+func openTileLog(path string, signer note.Signer, verifier note.Verifier, cfg Config, witnesses *witnessWatch, wa *writeAhead) (*tileLog, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var witnessClient *http.Client
 	if witnesses != nil {
@@ -103,8 +107,13 @@ func openTileLog(path string, signer note.Signer, verifier note.Verifier, cfg Co
 		add = cfg.wrapAdd(add)
 	}
 	reader = wrapReader(reader)
+	write := tesseraWriter(add)
+	if wa != nil {
+		write = wa.write
+	}
 	l := &tileLog{
-		group:    newGroupCommitter(add, int(cfg.BatchMaxSize), int(cfg.MaxOutstanding)),
+		wa:       wa,
+		group:    newGroupCommitter(write, int(cfg.BatchMaxSize), int(cfg.MaxOutstanding)),
 		reader:   reader,
 		awaiter:  tessera.NewPublicationAwaiter(ctx, reader.ReadCheckpoint, poll),
 		shutdown: shutdown,
@@ -127,9 +136,21 @@ func (l *tileLog) close(ctx context.Context) error {
 	l.stopGC()
 	<-l.gcDone
 	l.group.close(ctx)
-	err := l.shutdown(ctx)
+	var errs []error
+	if l.wa != nil {
+		err := l.wa.close(ctx)
+		errs = append(errs, err)
+		// Tessera was handed no entry, so its shutdown waits for no
+		// checkpoint: wait here, as it would, for one that covers the tiles.
+		if size, serr := l.reader.IntegratedSize(ctx); err == nil && serr == nil && size > 0 {
+			if _, err := l.awaitPublished(ctx, size-1); err != nil {
+				errs = append(errs, fmt.Errorf("await a checkpoint of the last entries: %w", err))
+			}
+		}
+	}
+	errs = append(errs, l.shutdown(ctx))
 	l.cancel()
-	return err
+	return errors.Join(errs...)
 }
 
 // maxGCBundles bounds one garbage collection pass, as Tessera bounds its.
@@ -227,6 +248,15 @@ func collectGarbage(root string, treeSize uint64, maxBundles int) error {
 // folded, if set, is called once the kernel has folded the entry.
 func (l *tileLog) append(ctx context.Context, entry []byte, ev *event.Event, folded func()) (uint64, error) {
 	return l.group.append(ctx, entry, ev, folded)
+}
+
+// size is the number of entries durably in the log: with a write-ahead
+// log, also those not yet in the tiles.
+func (l *tileLog) size(ctx context.Context) (uint64, error) {
+	if l.wa != nil {
+		return l.wa.next(), nil
+	}
+	return l.integratedSize(ctx)
 }
 
 // integratedSize is the number of entries durably in the tree, which may be
@@ -354,6 +384,11 @@ func (l *tileLog) readTile(ctx context.Context, level, index uint64, p uint8) ([
 // not yet in the tree (Tessera's AWS driver integrates once a second) is
 // waited for.
 func (l *tileLog) readEntry(ctx context.Context, index uint64) ([]byte, error) {
+	if l.wa != nil {
+		if entry, ok, err := l.wa.tailEntry(index); ok {
+			return entry, err
+		}
+	}
 	size, err := l.waitIntegrated(ctx, index+1)
 	if err != nil {
 		return nil, err
@@ -369,6 +404,11 @@ func (l *tileLog) readEntry(ctx context.Context, index uint64) ([]byte, error) {
 }
 
 func (l *tileLog) readBundle(ctx context.Context, bundleIndex, size uint64) (*api.EntryBundle, error) {
+	if l.wa != nil {
+		if b, ok, err := l.bundleWithTail(ctx, bundleIndex, size); ok {
+			return b, err
+		}
+	}
 	p := layout.PartialTileSize(0, bundleIndex, size)
 	raw, err := l.reader.ReadEntryBundle(ctx, bundleIndex, p)
 	if errors.Is(err, os.ErrNotExist) && p > 0 {

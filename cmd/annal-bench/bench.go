@@ -39,6 +39,7 @@ type options struct {
 	proofN       int
 	batchSize    uint
 	batchAge     time.Duration
+	noWriteAhead bool
 	checkpointIv time.Duration
 	cpuProfile   string
 	governed     []int
@@ -71,6 +72,7 @@ func newCommand() *cobra.Command {
 	f.UintVar(&o.batchSize, "batch-size", kernel.DefaultBatchMaxSize, "Tessera batch size (both baseline and kernel)")
 	f.DurationVar(&o.batchAge, "batch-age", kernel.DefaultBatchMaxAge, "Tessera batch age (both baseline and kernel)")
 	f.DurationVar(&o.checkpointIv, "checkpoint-interval", kernel.DefaultCheckpointInterval, "checkpoint interval")
+	f.BoolVar(&o.noWriteAhead, "no-write-ahead", false, "annald answers once Tessera has written an entry into the tiles, without its write-ahead log")
 	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the annald HTTP phases to this file")
 	f.IntSliceVar(&o.governed, "governed", []int{64, 512}, "concurrent agents for the governed phases (each its own agent and envelope)")
 	f.IntVar(&o.holdN, "holds", 200, "holds for the hold latency phase")
@@ -143,14 +145,11 @@ func run(ctx context.Context, o options, out io.Writer) error {
 		rows = append(rows, row{fmt.Sprintf("annald POST /v1/actions, %d concurrent", c), fmt.Sprintf("%.0f actions/s", rate),
 			fmt.Sprintf("%.2fx of Tessera at %d", rate/baseline[c], c)})
 	}
-	lat, err := sequentialLatency(ctx, url, cred, o.sequentialN)
+	seq, err := interleavedSequential(ctx, filepath.Join(dir, "annal-other-mode"), url, cred, o)
 	if err != nil {
 		return err
 	}
-	rows = append(rows,
-		row{"receipt latency, 1 sequential client, p50", fmtDur(percentile(lat, 50)), fmt.Sprintf("n=%d", len(lat))},
-		row{"receipt latency, 1 sequential client, p99", fmtDur(percentile(lat, 99)), ""},
-	)
+	rows = append(rows, seq...)
 	size, plat, err := proofLatency(ctx, k, url, o.proofN)
 	if err != nil {
 		return err
@@ -252,6 +251,7 @@ func closedLoop(concurrency int, d time.Duration, op func(i uint64) error) float
 func benchConfig(dir string, o options) kernel.Config {
 	cfg := kernel.DefaultConfig(dir)
 	cfg.BatchMaxSize, cfg.BatchMaxAge, cfg.CheckpointInterval = o.batchSize, o.batchAge, o.checkpointIv
+	cfg.DisableWriteAhead = o.noWriteAhead
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	cfg.Energy.Genesis = 1 << 50 // root funds every phase's agents
 	cfg.RateLimits = map[ring.Ring]kernel.RateLimit{}
@@ -333,6 +333,45 @@ func sequentialLatency(ctx context.Context, url, cred string, n int) ([]time.Dur
 		lat = append(lat, time.Since(start))
 	}
 	return lat, nil
+}
+
+// interleavedSequential measures the receipt latency of one sequential
+// client on the kernel at url and, interleaved with it in halves (A, B,
+// A, B), on a second kernel in the other mode: without the write-ahead log
+// when the first has one, and the other way round.
+func interleavedSequential(ctx context.Context, otherDir, url, cred string, o options) ([]row, error) {
+	other := o
+	other.noWriteAhead = !o.noWriteAhead
+	_, otherURL, otherCred, stop, err := startKernel(otherDir, other)
+	if err != nil {
+		return nil, err
+	}
+	defer stop()
+	var main, alt []time.Duration
+	half := max(o.sequentialN/2, 1)
+	for range 2 {
+		lat, err := sequentialLatency(ctx, url, cred, half)
+		if err != nil {
+			return nil, err
+		}
+		main = append(main, lat...)
+		if lat, err = sequentialLatency(ctx, otherURL, otherCred, half); err != nil {
+			return nil, err
+		}
+		alt = append(alt, lat...)
+	}
+	mode := func(noWriteAhead bool) string {
+		if noWriteAhead {
+			return "answered once Tessera wrote the tiles (--no-write-ahead)"
+		}
+		return "answered once the write-ahead log synced"
+	}
+	p50, p99, altP50, altP99 := percentile(main, 50), percentile(main, 99), percentile(alt, 50), percentile(alt, 99)
+	return []row{
+		{"receipt latency, 1 sequential client, p50 / p99", fmtDur(p50) + " / " + fmtDur(p99), fmt.Sprintf("n=%d, %s", len(main), mode(o.noWriteAhead))},
+		{"  the same, other mode, p50 / p99", fmtDur(altP50) + " / " + fmtDur(altP99),
+			fmt.Sprintf("n=%d, %s, interleaved; p50 ratio %.2fx", len(alt), mode(other.noWriteAhead), float64(p50)/float64(altP50))},
+	}, nil
 }
 
 // proofLatency fetches proofs for random entries under the latest

@@ -51,6 +51,7 @@ type serveFlags struct {
 	checkpointIntervalSet bool
 	batchSize             uint
 	batchAge              time.Duration
+	noWriteAhead          bool
 	logLevel              string
 	strictDenials         bool
 	noProduction          bool
@@ -94,6 +95,7 @@ func newServeCommand() *cobra.Command {
 	fl.DurationVar(&f.checkpointInterval, "checkpoint-interval", kernel.DefaultCheckpointInterval, "how often a checkpoint is signed (min 100ms)")
 	fl.UintVar(&f.batchSize, "batch-size", kernel.DefaultBatchMaxSize, "Tessera batch: most entries written at once")
 	fl.DurationVar(&f.batchAge, "batch-age", kernel.DefaultBatchMaxAge, "Tessera batch: longest an entry waits to be written")
+	fl.BoolVar(&f.noWriteAhead, "no-write-ahead", false, "answer an action only once Tessera has written it into the tiles (several fsyncs), not once the data folder's write-ahead log holds it (one fsync)")
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fl.BoolVar(&f.strictDenials, "strict-denials", false, "record nothing for a denied action (the paper's strict INV-4); by default a denial is a zero-cost action.denied event")
 	fl.BoolVar(&f.noProduction, "no-energy-production", false, "do not produce energy each tick")
@@ -140,6 +142,7 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 	}
 	cfg.BatchMaxSize = f.batchSize
 	cfg.BatchMaxAge = f.batchAge
+	cfg.DisableWriteAhead = f.noWriteAhead
 	cfg.Logger = logger
 	cfg.StrictDenials = f.strictDenials
 	cfg.DisableProduction = f.noProduction

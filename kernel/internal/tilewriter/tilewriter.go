@@ -346,6 +346,10 @@ func (w *Writer) append(from uint64, entries [][]byte) (uint64, []byte, error) {
 		return 0, nil, fmt.Errorf("tilewriter: %s: %s holds size %d root %x, but this writer left size %d root %x: another writer appended to the log", w.root, treeStatePath, size, root, from, rootOf(w.tree))
 	}
 
+	if err := w.checkEdge(from); err != nil {
+		return 0, nil, err
+	}
+
 	var files []file
 	var visitErr error
 	// keepTileNodes sees every node the tree makes; those at heights that
@@ -423,6 +427,43 @@ func (w *Writer) append(from uint64, entries [][]byte) (uint64, []byte, error) {
 		return 0, nil, fmt.Errorf("tilewriter: %s: entries %d to %d: %w", w.root, from, size-1, err)
 	}
 	return size, root, nil
+}
+
+// ErrEdgeChanged: a file at the right edge of the tree state on disk (a
+// partial hash tile or entry bundle) no longer holds what the Writer wrote
+// there. The Writer would not build on it (it continues from memory), but
+// readers are served that file: the log folder is damaged.
+var ErrEdgeChanged = errors.New("a file of the log's right edge changed on disk")
+
+// checkEdge reads back the right-edge files of a tree of size entries and
+// compares them with what the Writer holds: a few small reads per Append,
+// so that damage to the files readers are served is found at the next
+// write, as Tessera, which reads them back to extend them, finds it.
+func (w *Writer) checkEdge(size uint64) error {
+	check := func(partial, full string, want []byte) error {
+		rel, raw, err := readPartialOrFull(w.root, partial, full)
+		if err != nil {
+			return fmt.Errorf("tilewriter: %s: %w: %v", w.root, ErrEdgeChanged, err)
+		}
+		if len(raw) < len(want) || (rel == partial && len(raw) != len(want)) || !bytes.Equal(raw[:len(want)], want) {
+			return fmt.Errorf("tilewriter: %s: %w: %s holds %d bytes that differ from the %d the writer wrote", w.root, ErrEdgeChanged, rel, len(raw), len(want))
+		}
+		return nil
+	}
+	for level, nodes := range w.edge {
+		count := size >> (tileHeight * level)
+		width := count % tileWidth
+		if width == 0 || len(nodes) == 0 {
+			continue
+		}
+		if err := check(layout.TilePath(uint64(level), count/tileWidth, uint8(width)), layout.TilePath(uint64(level), count/tileWidth, 0), bytes.Join(nodes, nil)); err != nil {
+			return err
+		}
+	}
+	if width := size % tileWidth; width > 0 {
+		return check(layout.EntriesPath(size/tileWidth, uint8(width)), layout.EntriesPath(size/tileWidth, 0), w.bundle)
+	}
+	return nil
 }
 
 // tileFile is the hash tile at level, index holding nodes (partial width,

@@ -691,3 +691,40 @@ func BenchmarkTesseraAdd(b *testing.B) {
 		})
 	}
 }
+
+// A right-edge file damaged under an open Writer is found at its next
+// Append, which writes nothing: the Writer continues from memory, but
+// readers are served that file.
+func TestAppendFindsDamagedEdge(t *testing.T) {
+	for _, damaged := range []string{
+		layout.TilePath(0, 1, 44), // the partial level-0 tile of 300 entries
+		layout.TilePath(1, 0, 1),  // the partial level-1 tile
+		layout.EntriesPath(1, 44), // the partial entry bundle
+	} {
+		t.Run(damaged, func(t *testing.T) {
+			dir := t.TempDir()
+			w, err := Open(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := w.Append(testEntries(0, 300)); err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(dir, damaged)
+			raw, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, raw[:len(raw)-3], 0o644); err != nil {
+				t.Fatal(err)
+			}
+			before, _ := os.ReadFile(filepath.Join(dir, ".state", "treeState"))
+			if _, _, err := w.Append(testEntries(300, 1)); !errors.Is(err, ErrEdgeChanged) || !strings.Contains(err.Error(), damaged) {
+				t.Fatalf("an Append onto a damaged %s: %v", damaged, err)
+			}
+			if after, _ := os.ReadFile(filepath.Join(dir, ".state", "treeState")); !bytes.Equal(before, after) {
+				t.Fatal("the tree state changed")
+			}
+		})
+	}
+}

@@ -1,0 +1,445 @@
+package kernel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/annal-dev/annal/kernel/internal/tilewriter"
+	"github.com/annal-dev/annal/kernel/internal/wal"
+	"github.com/transparency-dev/tessera"
+	"github.com/transparency-dev/tessera/api"
+	"github.com/transparency-dev/tessera/api/layout"
+)
+
+// walDirName is the write-ahead log's folder in the data folder.
+const walDirName = "wal"
+
+// maxIntegrateBatch bounds the entries one write of the tile log takes: a
+// backlog is worked off in steps, each of which frees its part of the
+// write-ahead log.
+const maxIntegrateBatch = 4096
+
+// writeAhead puts a write-ahead log in front of a data folder's tile log.
+//
+// A group of entries gets the next indices, goes to the write-ahead log in
+// one write and one fsync, and is then durable: the kernel folds it and
+// answers. The tile log (tilewriter, Tessera's POSIX layout) takes the
+// entries behind, at exactly those indices, and Tessera's appender, which
+// is never handed an entry, signs and publishes checkpoints of what is in
+// the tiles. Until an entry is in the tiles the kernel serves it from the
+// tail kept here, so a receipt's entry can be read at once.
+//
+// Why: a receipt then waits for one fsync instead of Tessera's batch (an
+// entry bundle, tiles and the tree state, each synced with its folder), and
+// the tile log is written in large batches behind, off the answer's path.
+//
+// After a crash, openWriteAhead writes what the write-ahead log holds past
+// the tile log's durable size, and nothing below it: the tile writer is
+// told the index of every entry, so an entry is never written twice, and a
+// receipt's index is where its entry lands.
+type writeAhead struct {
+	wal     *wal.Log
+	logDir  string
+	logger  *slog.Logger
+	maxTail int
+	// onFailure is told when the tile log refuses the tail (the kernel then
+	// stops taking writes, resumably or not) and again, with nil, once the
+	// tail is in.
+	onFailure func(err error, resumable bool)
+
+	mu   sync.Mutex
+	base uint64   // the index of tail[0]: every entry below is in the tiles
+	tail [][]byte // durable in the write-ahead log, not yet in the tiles
+	// failing is the tile log's last refusal, nil once it takes the tail.
+	failing error
+	// dead is set when the tile log is not what the write-ahead log
+	// continues: nothing more is written to it.
+	dead     error
+	started  bool
+	stopping bool
+	// moved is closed (and replaced) whenever the tail shrinks, or failing
+	// or dead changes: writers held back and close wait on it.
+	moved chan struct{}
+	wake  chan struct{} // the tail grew, or close began
+	done  chan struct{} // the integrator has stopped
+
+	tw *tilewriter.Writer // the integrator's; nil after a failed write
+
+	// checkEdge, if set, is the start-up check of the tiles' newest files
+	// (verifyLogEdge), run when a write of the tiles fails.
+	checkEdge func() error
+	// hold and fail are Config.holdTiles and Config.failTiles.
+	hold <-chan struct{}
+	fail func(landed bool) error
+}
+
+// openWriteAhead writes what the data folder's write-ahead log holds past
+// its tile log into the tile log, and opens the write-ahead log for
+// appends. It runs before Tessera opens the log folder. A folder with no
+// write-ahead log gets one.
+func openWriteAhead(dataPath, logDir string, maxTail int, logger *slog.Logger) (*writeAhead, error) {
+	tw, err := tilewriter.Open(logDir)
+	if err != nil {
+		return nil, fmt.Errorf("open the tile log for the write-ahead log: %w", err)
+	}
+	w, records, info, err := wal.Open(filepath.Join(dataPath, walDirName), tw.Size(), wal.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("write-ahead log: %w", err)
+	}
+	if info.TornBytes > 0 {
+		logger.Warn("cut off the unacknowledged tail a crash left in the write-ahead log", "bytes", info.TornBytes)
+	}
+	if len(records) > 0 {
+		start := time.Now()
+		for i := 0; i < len(records); i += maxIntegrateBatch {
+			chunk := records[i:min(i+maxIntegrateBatch, len(records))]
+			entries := make([][]byte, len(chunk))
+			for j, r := range chunk {
+				entries[j] = r.Entry
+			}
+			if _, _, err := tw.Append(entries); err != nil {
+				w.Close()
+				return nil, fmt.Errorf("write the write-ahead log's entries from %d into the tile log: %w", chunk[0].Index, err)
+			}
+		}
+		logger.Info("wrote the entries the write-ahead log held into the tile log", "entries", len(records),
+			"from", records[0].Index, "size", tw.Size(), "elapsed", time.Since(start).Round(time.Millisecond))
+	}
+	if err := w.Release(tw.Size()); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("write-ahead log: %w", err)
+	}
+	if w.Next() != tw.Size() {
+		w.Close()
+		return nil, fmt.Errorf("write-ahead log continues at %d but the tile log has %d entries", w.Next(), tw.Size())
+	}
+	return &writeAhead{
+		wal: w, logDir: logDir, logger: logger, maxTail: max(maxTail, 1), tw: tw, base: tw.Size(),
+		moved: make(chan struct{}), wake: make(chan struct{}, 1), done: make(chan struct{}),
+	}, nil
+}
+
+// replayWriteAhead writes what a data folder's write-ahead log holds into
+// its tile log, if it has one: for tools that open the log folder when
+// annald is not running.
+func replayWriteAhead(dataPath, logDir string, logger *slog.Logger) error {
+	if _, err := os.Stat(filepath.Join(dataPath, walDirName)); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	w, err := openWriteAhead(dataPath, logDir, 1, logger)
+	if err != nil {
+		return err
+	}
+	return w.wal.Close()
+}
+
+// start starts the integrator.
+func (w *writeAhead) start() {
+	w.mu.Lock()
+	w.started = true
+	w.mu.Unlock()
+	go w.run()
+}
+
+// write is the group committer's write: the group gets the next indices
+// and is durable once the write-ahead log has synced it. A tail that has
+// grown to maxTail holds the group back until the tile log catches up.
+func (w *writeAhead) write(group []*commitRequest) []commitResult {
+	results := make([]commitResult, len(group))
+	fail := func(err error) []commitResult {
+		for i := range results {
+			results[i].err = err
+		}
+		return results
+	}
+	for {
+		w.mu.Lock()
+		full, failing, dead, moved := len(w.tail) >= w.maxTail, w.failing, w.dead, w.moved
+		w.mu.Unlock()
+		if dead != nil {
+			return fail(dead)
+		}
+		if !full {
+			break
+		}
+		if failing != nil {
+			return fail(fmt.Errorf("%w: %d entries wait for the tile log, which refuses them: %v", tessera.ErrPushback, w.maxTail, failing))
+		}
+		<-moved
+	}
+	entries := make([][]byte, len(group))
+	for i, r := range group {
+		entries[i] = r.entry
+	}
+	first := w.wal.Next()
+	if err := w.wal.Append(first, entries); err != nil {
+		return fail(fmt.Errorf("write-ahead log: %w", err))
+	}
+	w.mu.Lock()
+	if w.base+uint64(len(w.tail)) != first {
+		err := fmt.Errorf("the write-ahead log wrote entries from %d but its tail ends at %d", first, w.base+uint64(len(w.tail)))
+		w.mu.Unlock()
+		return fail(err)
+	}
+	w.tail = append(w.tail, entries...)
+	w.mu.Unlock()
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+	for i := range results {
+		results[i].index = first + uint64(i)
+	}
+	return results
+}
+
+// run writes the tail into the tile log until close, retrying a refusal
+// with a growing pause.
+func (w *writeAhead) run() {
+	defer close(w.done)
+	pause := 50 * time.Millisecond
+	for {
+		w.mu.Lock()
+		stopping, dead := w.stopping, w.dead
+		batch := w.tail[:min(len(w.tail), maxIntegrateBatch)]
+		base := w.base
+		w.mu.Unlock()
+		if stopping {
+			return
+		}
+		if len(batch) == 0 || dead != nil {
+			<-w.wake
+			continue
+		}
+		if w.hold != nil {
+			select {
+			case <-w.hold:
+				w.hold = nil
+			case <-w.wake:
+				continue
+			}
+		}
+		err := w.integrate(base, batch)
+		var inconsistent *inconsistentTailError
+		if err != nil && !errors.As(err, &inconsistent) && w.checkEdge != nil {
+			// As the resume after a failed Tessera write does: damage to
+			// the newest files is not retried onto, it is named.
+			if derr := w.checkEdge(); errors.Is(derr, ErrDamaged) {
+				err = fmt.Errorf("the log is damaged: %w", derr)
+				inconsistent = &inconsistentTailError{}
+			}
+		}
+		switch {
+		case inconsistent != nil:
+			w.logger.Error("the tile log cannot take the write-ahead log's entries; nothing more is written to it", "err", err)
+			w.setFailure(err, true)
+			w.onFailure(err, false)
+		case err != nil:
+			w.logger.Error("the tile log refuses entries of the write-ahead log; retrying", "from", base, "err", err)
+			w.setFailure(err, false)
+			w.onFailure(err, true)
+			select {
+			case <-time.After(pause):
+			case <-w.wake:
+				w.mu.Lock()
+				stopping := w.stopping
+				w.mu.Unlock()
+				if stopping {
+					return
+				}
+				time.Sleep(pause)
+			}
+			pause = min(2*pause, 2*time.Second)
+		default:
+			pause = 50 * time.Millisecond
+		}
+	}
+}
+
+// inconsistentTailError is a tile log that is neither at the tail's start
+// nor inside the tail: what is durable is not what the kernel wrote.
+type inconsistentTailError struct{ size, base, end uint64 }
+
+func (e *inconsistentTailError) Error() string {
+	return fmt.Sprintf("the tile log has %d entries, but the write-ahead log's tail runs from %d to %d", e.size, e.base, e.end)
+}
+
+// integrate writes batch, the tail from base, into the tile log. A tile
+// log found past base (a failed write whose tree state did land) has the
+// entries it holds dropped from the tail instead of written again.
+func (w *writeAhead) integrate(base uint64, batch [][]byte) error {
+	if w.fail != nil {
+		if err := w.fail(false); err != nil {
+			return err
+		}
+	}
+	if w.tw == nil {
+		tw, err := tilewriter.Open(w.logDir)
+		if err != nil {
+			return err
+		}
+		w.tw = tw
+	}
+	switch size := w.tw.Size(); {
+	case size == base:
+	case size > base && size <= base+uint64(len(batch)):
+		w.advance(int(size - base))
+		return nil
+	default:
+		return &inconsistentTailError{size: size, base: base, end: base + uint64(len(batch))}
+	}
+	_, _, err := w.tw.Append(batch)
+	if err == nil && w.fail != nil {
+		err = w.fail(true) // as a folder sync that fails after the tree state landed
+	}
+	if err != nil {
+		w.tw = nil
+		return err
+	}
+	w.advance(len(batch))
+	return nil
+}
+
+// advance drops the first n entries of the tail, which the tile log now
+// holds, and frees their part of the write-ahead log.
+func (w *writeAhead) advance(n int) {
+	w.mu.Lock()
+	clear(w.tail[:n])
+	w.tail = w.tail[n:]
+	if len(w.tail) == 0 {
+		w.tail = nil // let the backing array go
+	}
+	w.base += uint64(n)
+	base, recovered := w.base, w.failing != nil
+	w.failing = nil
+	close(w.moved)
+	w.moved = make(chan struct{})
+	w.mu.Unlock()
+	if recovered {
+		w.onFailure(nil, true)
+	}
+	if err := w.wal.Release(base); err != nil {
+		w.logger.Warn("write-ahead log: could not remove what the tile log holds", "err", err)
+	}
+}
+
+func (w *writeAhead) setFailure(err error, dead bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.failing = err
+	if dead {
+		w.dead = err
+	}
+	close(w.moved)
+	w.moved = make(chan struct{})
+}
+
+// caughtUp reports whether the tile log holds every entry written.
+func (w *writeAhead) caughtUp() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.tail) == 0 && w.failing == nil
+}
+
+// next is the index the next entry gets: the log's size as the kernel
+// serves it.
+func (w *writeAhead) next() uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.base + uint64(len(w.tail))
+}
+
+// tailEntry returns entry index if the tail holds it. ok is false for an
+// entry below the tail (read it from the tiles); err is set for one past
+// the end.
+func (w *writeAhead) tailEntry(index uint64) (entry []byte, ok bool, err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch end := w.base + uint64(len(w.tail)); {
+	case index < w.base:
+		return nil, false, nil
+	case index >= end:
+		return nil, true, fmt.Errorf("entry %d: %w (log size is %d)", index, os.ErrNotExist, end)
+	default:
+		return w.tail[index-w.base], true, nil
+	}
+}
+
+// tailBundle returns entry bundle bundleIndex of a log of size, if part of
+// it is in the tail: the tail's entries of it, and how many before them to
+// read from the tiles (whose size then is at least base).
+func (w *writeAhead) tailBundle(bundleIndex, size uint64) (fromTiles, base uint64, entries [][]byte, ok bool, err error) {
+	start := bundleIndex * layout.EntryBundleWidth
+	end := min(size, start+layout.EntryBundleWidth)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if end <= w.base {
+		return 0, 0, nil, false, nil
+	}
+	if tailEnd := w.base + uint64(len(w.tail)); end > tailEnd {
+		return 0, 0, nil, true, fmt.Errorf("entry bundle %d: %w (log size is %d)", bundleIndex, os.ErrNotExist, tailEnd)
+	}
+	from := max(start, w.base)
+	// A copy: advance clears the slots it drops.
+	return from - start, w.base, append([][]byte(nil), w.tail[from-w.base:end-w.base]...), true, nil
+}
+
+// close writes the tail into the tile log, until ctx is done (what is left
+// stays in the write-ahead log for the next start), and closes the
+// write-ahead log.
+func (w *writeAhead) close(ctx context.Context) error {
+	var err error
+	for {
+		w.mu.Lock()
+		empty, dead, moved, started := len(w.tail) == 0, w.dead, w.moved, w.started
+		left := len(w.tail)
+		w.mu.Unlock()
+		if empty || dead != nil || !started {
+			break
+		}
+		select {
+		case <-moved:
+			continue
+		case <-ctx.Done():
+			err = fmt.Errorf("%d entries are left in the write-ahead log for the next start: %w", left, ctx.Err())
+		}
+		break
+	}
+	w.mu.Lock()
+	w.stopping = true
+	started := w.started
+	w.mu.Unlock()
+	if started {
+		select {
+		case w.wake <- struct{}{}:
+		default:
+		}
+		<-w.done
+	}
+	return errors.Join(err, w.wal.Close())
+}
+
+// bundleWithTail is entry bundle bundleIndex of a log of size, part of it
+// from the tiles and the rest from the write-ahead log's tail.
+func (l *tileLog) bundleWithTail(ctx context.Context, bundleIndex, size uint64) (*api.EntryBundle, bool, error) {
+	fromTiles, base, tail, ok, err := l.wa.tailBundle(bundleIndex, size)
+	if !ok || err != nil {
+		return nil, ok, err
+	}
+	b := &api.EntryBundle{Entries: make([][]byte, 0, fromTiles+uint64(len(tail)))}
+	if fromTiles > 0 {
+		head, err := l.readBundle(ctx, bundleIndex, base)
+		if err != nil {
+			return nil, true, err
+		}
+		b.Entries = append(b.Entries, head.Entries[:fromTiles]...)
+	}
+	b.Entries = append(b.Entries, tail...)
+	return b, true, nil
+}

@@ -1,0 +1,333 @@
+package kernel
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/annal-dev/annal/kernel/event"
+)
+
+// crashChildEnv names the data folder a crash child writes to.
+const crashChildEnv = "ANNAL_WAL_CRASH_CHILD"
+
+type crashReceipt struct {
+	Index    uint64 `json:"index"`
+	LeafHash string `json:"leaf_hash"`
+	EventID  string `json:"event_id"`
+}
+
+// TestWriteAheadCrashChild is the process TestWriteAhead_SIGKILLBeforeTiles
+// kills: it takes actions while the tiles are held back, prints each
+// receipt, and kills itself with entries in the write-ahead log only.
+func TestWriteAheadCrashChild(t *testing.T) {
+	dir := os.Getenv(crashChildEnv)
+	if dir == "" {
+		t.Skip("run by TestWriteAhead_SIGKILLBeforeTiles")
+	}
+	cfg := testConfig(t, dir)
+	hold := make(chan struct{})
+	if os.Getenv(crashChildEnv+"_RELEASE") != "" {
+		close(hold) // a second round: the tiles take what they can before the kill
+	}
+	cfg.holdTiles = hold
+	k, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := rootOf(t, k)
+	out := bufio.NewWriter(os.Stdout)
+	for i := range 300 {
+		rc, err := k.Submit(context.Background(), root, ActionRequest{Type: event.Create, Target: fmt.Sprintf("crash/%d", i), Payload: json.RawMessage(fmt.Sprintf(`{"i":%d}`, i))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		line, _ := json.Marshal(crashReceipt{rc.Index, rc.LeafHash, rc.EventID})
+		fmt.Fprintf(out, "RECEIPT %s\n", line)
+	}
+	out.Flush()
+	// The state cache folds what the tiles do not hold yet (its fold loop
+	// runs every 50 ms): the restart must not take it for a state of
+	// another log.
+	time.Sleep(150 * time.Millisecond)
+	syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	select {}
+}
+
+// TestWriteAhead_SIGKILLBeforeTiles kills a kernel whose receipts are in the
+// write-ahead log but not in the tiles, twice: each start writes what the
+// write-ahead log holds into the tiles, every receipt's index and bytes are
+// in the log, nothing is written twice, and the state replays to the same
+// ledger.
+func TestWriteAhead_SIGKILLBeforeTiles(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts child processes")
+	}
+	dir := t.TempDir()
+	var receipts []crashReceipt
+	for round, release := range []string{"", "1"} {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestWriteAheadCrashChild$", "-test.v")
+		cmd.Env = append(os.Environ(), crashChildEnv+"="+dir, crashChildEnv+"_RELEASE="+release)
+		var stdout bytes.Buffer
+		cmd.Stdout = &stdout
+		err := cmd.Run()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+			t.Fatalf("round %d: the child should die of SIGKILL, got %v\n%s", round, err, stdout.String())
+		}
+		n := 0
+		for _, line := range strings.Split(stdout.String(), "\n") {
+			if rest, ok := strings.CutPrefix(line, "RECEIPT "); ok {
+				var r crashReceipt
+				if err := json.Unmarshal([]byte(rest), &r); err != nil {
+					t.Fatal(err)
+				}
+				receipts = append(receipts, r)
+				n++
+			}
+		}
+		if n != 300 {
+			t.Fatalf("round %d: %d receipts, want 300", round, n)
+		}
+		if round == 0 {
+			if size, _, err := (diskLog{root: filepath.Join(dir, logDirName)}).treeState(); err != nil || size != 0 {
+				t.Fatalf("the tiles should hold nothing before the restart, have %d (%v)", size, err)
+			}
+		}
+	}
+
+	ctx := context.Background()
+	k := openTest(t, dir)
+	want := uint64(1 + len(receipts)) // genesis, then every receipt
+	info, err := k.Info(ctx)
+	if err != nil || info.Size != want {
+		t.Fatalf("log size %d (%v), want %d", info.Size, err, want)
+	}
+	ids := map[string]uint64{}
+	for i := range want {
+		entry, err := k.Entry(ctx, i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev, err := event.Parse(entry)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j, dup := ids[ev.ID]; dup {
+			t.Fatalf("event %s is in the log twice: at %d and %d", ev.ID, j, i)
+		}
+		ids[ev.ID] = i
+	}
+	for _, r := range receipts {
+		entry, err := k.Entry(ctx, r.Index)
+		if err != nil {
+			t.Fatal(err)
+		}
+		leaf := event.LeafHash(entry)
+		if hex.EncodeToString(leaf[:]) != r.LeafHash || ids[r.EventID] != r.Index {
+			t.Fatalf("receipt %+v: the log has event %x at its index", r, leaf)
+		}
+	}
+	// The tiles hold it all, under a signed checkpoint.
+	if _, err := k.AwaitInclusionProof(ctx, want-1); err != nil {
+		t.Fatal(err)
+	}
+	rc, err := k.Submit(ctx, rootOf(t, k), ActionRequest{Type: event.Observe, Target: "after"})
+	if err != nil || rc.Index != want {
+		t.Fatalf("the next action lands at %d (%v), want %d", rc.Index, err, want)
+	}
+	if err := k.Close(); err != nil {
+		t.Fatal(err)
+	}
+	size, err := VerifyFolder(ctx, dir)
+	if err != nil || size != want+1 {
+		t.Fatalf("the folder's log: size %d, %v; want %d", size, err, want+1)
+	}
+	rep, err := Rebuild(ctx, testConfig(t, dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Size != want+1 || len(rep.Differences) > 0 {
+		t.Fatalf("rebuild: %+v", rep)
+	}
+}
+
+// TestWriteAhead_ReceiptReadableBeforeTiles: an answered entry is read,
+// listed and counted at once, while the tiles do not hold it yet; a proof
+// waits for them.
+func TestWriteAhead_ReceiptReadableBeforeTiles(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig(t, dir)
+	hold := make(chan struct{})
+	cfg.holdTiles = hold
+	k, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	ctx := context.Background()
+	root := rootOf(t, k)
+	var last *Receipt
+	for i := range 300 { // past one entry bundle
+		if last, err = k.Submit(ctx, root, ActionRequest{Type: event.Create, Target: fmt.Sprintf("early/%d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if size, _, _ := (diskLog{root: k.LogPath()}).treeState(); size != 0 {
+		t.Fatalf("the tiles hold %d entries while held back", size)
+	}
+	entry, err := k.Entry(ctx, last.Index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if leaf := event.LeafHash(entry); hex.EncodeToString(leaf[:]) != last.LeafHash {
+		t.Fatalf("entry %d read back is not the receipt's", last.Index)
+	}
+	if _, err := k.Entry(ctx, last.Index+1); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("an entry past the log: %v", err)
+	}
+	if info, _ := k.Info(ctx); info.Size != last.Index+1 {
+		t.Fatalf("Info.Size %d, want %d", info.Size, last.Index+1)
+	}
+	if _, err := k.InclusionProof(ctx, last.Index); !errors.Is(err, ErrNotPublished) {
+		t.Fatalf("a proof of an entry not in the tiles: %v", err)
+	}
+	close(hold)
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := k.AwaitInclusionProof(wctx, last.Index); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestWriteAhead_TilesRefuseThenTake: when the tiles refuse the write-ahead
+// log's entries, the kernel stops deciding (the answered entries stay
+// readable), and resumes once the tiles take them.
+func TestWriteAhead_TilesRefuseThenTake(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig(t, dir)
+	var refuse, refuseLanded atomic.Bool
+	cfg.failTiles = func(landed bool) error {
+		if landed && refuseLanded.CompareAndSwap(true, false) {
+			return errors.New("sync the tile folder: input/output error (test)")
+		}
+		if !landed && refuse.Load() {
+			return errors.New("disk full (test)")
+		}
+		return nil
+	}
+	k, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	ctx := context.Background()
+	root := rootOf(t, k)
+	refuse.Store(true)
+	rc, err := k.Submit(ctx, root, ActionRequest{Type: event.Create, Target: "before/refusal"})
+	if err != nil {
+		t.Fatal(err) // durable in the write-ahead log
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for k.Ready() == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("the kernel still takes writes while the tiles refuse them")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if _, err := k.Submit(ctx, root, ActionRequest{Type: event.Create, Target: "during/refusal"}); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("an action while the tiles refuse: %v", err)
+	}
+	if _, err := k.Entry(ctx, rc.Index); err != nil {
+		t.Fatalf("the answered entry is not readable: %v", err)
+	}
+	refuse.Store(false)
+	for k.Ready() != nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("the kernel did not resume once the tiles took the entries: %v", k.Ready())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	next, err := k.Submit(ctx, root, ActionRequest{Type: event.Create, Target: "after/refusal"})
+	if err != nil || next.Index != rc.Index+1 {
+		t.Fatalf("after resuming: %+v, %v", next, err)
+	}
+
+	// A write of the tiles that landed but reported failing: the entry is
+	// found in the tiles on the retry, not written twice.
+	refuseLanded.Store(true)
+	landed, err := k.Submit(ctx, root, ActionRequest{Type: event.Create, Target: "landed/reported/failed"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := k.AwaitInclusionProof(wctx, landed.Index); err != nil {
+		t.Fatal(err)
+	}
+	for k.Ready() != nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("the kernel did not resume: %v", k.Ready())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	after, err := k.Submit(ctx, root, ActionRequest{Type: event.Create, Target: "after/landed"})
+	if err != nil || after.Index != landed.Index+1 {
+		t.Fatalf("after the landed write: %+v, %v", after, err)
+	}
+	if size, _, err := (diskLog{root: k.LogPath()}).treeState(); err != nil || size > after.Index+1 {
+		t.Fatalf("the tiles hold %d entries (%v): something was written twice", size, err)
+	}
+}
+
+// TestWriteAhead_DisabledStartWritesItFirst: a kernel started without the
+// write-ahead log on a folder whose write-ahead log holds entries writes
+// them into the tiles first, and Tessera continues after them.
+func TestWriteAhead_DisabledStartWritesItFirst(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig(t, dir)
+	cfg.holdTiles = make(chan struct{}) // never released: Close leaves them in the write-ahead log
+	k, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := rootOf(t, k)
+	for i := range 10 {
+		if _, err := k.Submit(context.Background(), root, ActionRequest{Type: event.Create, Target: fmt.Sprintf("held/%d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	k.Close() // reports the entries left behind
+	if size, _, _ := (diskLog{root: k.LogPath()}).treeState(); size != 0 {
+		t.Fatalf("the tiles hold %d entries", size)
+	}
+	cfg = testConfig(t, dir)
+	cfg.DisableWriteAhead = true
+	k = openTestConfig(t, cfg)
+	defer k.Close()
+	rc, err := k.Submit(context.Background(), rootOf(t, k), ActionRequest{Type: event.Observe, Target: "through/tessera"})
+	if err != nil || rc.Index != 11 {
+		t.Fatalf("the first action through Tessera: %+v, %v; want index 11", rc, err)
+	}
+}
+
+func openTestConfig(t *testing.T, cfg Config) *Kernel {
+	t.Helper()
+	k, err := Open(cfg)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	return k
+}
