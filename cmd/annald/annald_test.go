@@ -448,6 +448,7 @@ func TestDurability_SIGKILLUnderLoad(t *testing.T) {
 	// range, and check every receipt against the entry at its index.
 	leaves := make([][]byte, cp.Size)
 	rf := (&compact.RangeFactory{Hash: rfc6962.DefaultHasher.HashChildren}).NewEmptyRange(0)
+	eventAt := map[string]uint64{} // nothing is written twice, however the crash fell
 	for i := uint64(0); i < cp.Size; i++ {
 		entry, err := cl.Event(ctx, i)
 		if err != nil {
@@ -458,9 +459,14 @@ func TestDurability_SIGKILLUnderLoad(t *testing.T) {
 			t.Fatal(err)
 		}
 		if i > 0 {
-			if _, err := verifier.ParseEvent(entry); err != nil {
+			ev, err := verifier.ParseEvent(entry)
+			if err != nil {
 				t.Fatalf("entry %d: %v", i, err)
 			}
+			if j, dup := eventAt[ev.ID]; dup {
+				t.Fatalf("event %s is in the log twice, at %d and %d", ev.ID, j, i)
+			}
+			eventAt[ev.ID] = i
 		}
 	}
 	root, err := rf.GetRootHash(nil)
