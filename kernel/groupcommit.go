@@ -33,12 +33,22 @@ type groupCommitter struct {
 	maxGroup   int
 	maxPending int
 
-	mu       sync.Mutex
-	pending  []*commitRequest
-	inFlight bool // a group is with Tessera
-	wake     chan struct{}
-	stop     chan struct{}
-	done     chan struct{}
+	mu      sync.Mutex
+	pending []*commitRequest
+	// unanswered counts the entries taken from pending and not yet
+	// answered: being written, or written and waiting to be folded.
+	unanswered int
+	wake       chan struct{}
+	stop       chan struct{}
+	// durable takes each written group to the fold stage, in order, so
+	// that the next group is written while this one is folded.
+	durable chan durableGroup
+	done    chan struct{} // both stages have stopped
+}
+
+type durableGroup struct {
+	group   []*commitRequest
+	results []commitResult
 }
 
 type commitRequest struct {
@@ -59,8 +69,10 @@ func newGroupCommitter(write func([]*commitRequest) []commitResult, maxGroup, ma
 	g := &groupCommitter{
 		write: write, maxGroup: maxGroup, maxPending: maxPending,
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
+		durable: make(chan durableGroup),
 	}
 	go g.run()
+	go g.foldStage()
 	return g
 }
 
@@ -86,7 +98,7 @@ func (g *groupCommitter) append(ctx context.Context, entry []byte, ev *event.Eve
 }
 
 func (g *groupCommitter) run() {
-	defer close(g.done)
+	defer close(g.durable)
 	for {
 		select {
 		case <-g.stop:
@@ -98,40 +110,49 @@ func (g *groupCommitter) run() {
 	}
 }
 
-// drain writes groups until nothing is pending.
+// drain writes groups until nothing is pending, each handed to the fold
+// stage once written.
 func (g *groupCommitter) drain() {
 	for {
 		g.mu.Lock()
 		n := min(len(g.pending), g.maxGroup)
 		group := g.pending[:n:n]
 		g.pending = g.pending[n:]
-		g.inFlight = n > 0
+		g.unanswered += n
 		g.mu.Unlock()
 		if n == 0 {
 			return
 		}
-		results := g.write(group)
+		g.durable <- durableGroup{group: group, results: g.write(group)}
+	}
+}
+
+// foldStage folds each written group, in the order written, and answers
+// its entries.
+func (g *groupCommitter) foldStage() {
+	defer close(g.done)
+	for d := range g.durable {
 		if g.onDurable != nil {
-			g.onDurable(group, results)
+			g.onDurable(d.group, d.results)
 		}
-		for i, r := range group {
-			r.result <- results[i]
+		for i, r := range d.group {
+			r.result <- d.results[i]
 		}
 		g.mu.Lock()
-		g.inFlight = false
+		g.unanswered -= len(d.group)
 		g.mu.Unlock()
 	}
 }
 
-// idle reports whether no entry is waiting or being written.
+// idle reports whether no entry is waiting, being written or being folded.
 func (g *groupCommitter) idle() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return len(g.pending) == 0 && !g.inFlight
+	return len(g.pending) == 0 && g.unanswered == 0
 }
 
-// abandon answers every entry not yet handed to Tessera with err: they
-// are not in the log and never will be. The group in flight is not
+// abandon answers every entry not yet being written with err: they are
+// not in the log and never will be. The group being written is not
 // touched; its entries may land.
 func (g *groupCommitter) abandon(err error) {
 	g.mu.Lock()
