@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -253,7 +254,10 @@ func actionForm(req ActionRequest) (event.Action, error) {
 // implementation read from payloads: such a member is refused outright, so
 // no caller can even try to steer the kernel through its payload.
 func controlField(payload []byte) string {
-	if len(payload) == 0 || payload[0] != '{' {
+	// Every such member name starts with `"_` in the canonical payload
+	// (RFC 8785 leaves "_" unescaped): a payload without it has none, and
+	// is not parsed again.
+	if len(payload) == 0 || payload[0] != '{' || !bytes.Contains(payload, []byte(`"_`)) {
 		return ""
 	}
 	var members map[string]json.RawMessage

@@ -30,8 +30,9 @@ type proofTiles struct {
 	order *list.List // front: most recently used
 }
 
-// maxProofTiles bounds the cache: 16 MiB of tiles.
-const maxProofTiles = 1024
+// maxProofTiles bounds the cache: 64 MiB of tiles, every level-0 tile of
+// a log of a million entries and those above.
+const maxProofTiles = 4096
 
 type proofTileKey struct {
 	level, index uint64

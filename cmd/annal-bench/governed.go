@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
@@ -15,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/annal-dev/annal/checkpoints"
 	"github.com/annal-dev/annal/kernel"
 	"github.com/annal-dev/annal/kernel/event"
 	"github.com/annal-dev/annal/logserver"
@@ -174,6 +176,10 @@ func rebuildPhase(ctx context.Context, dir string, o options) ([]row, error) {
 		return nil, err
 	}
 	opened := time.Since(openStart)
+	proofRows, err := proofPhase(ctx, k, o.duration)
+	if err != nil {
+		return nil, fmt.Errorf("proofs: %w", err)
+	}
 	historyRows, err := historyPhase(ctx, k, rootActor, agents[0])
 	if err != nil {
 		return nil, err
@@ -190,6 +196,7 @@ func rebuildPhase(ctx context.Context, dir string, o options) ([]row, error) {
 		row{fmt.Sprintf("annald start on %d events", report.Size), opened.Round(time.Millisecond).String(), "start-up check of the newest files, state cache current"},
 		row{fmt.Sprintf("annald verify of %d events", report.Size), verified.Round(time.Millisecond).String(), fmt.Sprintf("%.0f events/s, every entry and tile", float64(report.Size)/verified.Seconds())},
 	)
+	rows = append(rows, proofRows...)
 	rows = append(rows, historyRows...)
 	exp, err := exportPhases(ctx, cfg, agents[0].ID)
 	if err != nil {
@@ -386,4 +393,76 @@ func historyOverHTTP(ctx context.Context, k *kernel.Kernel, agent *kernel.Actor)
 			fmt.Sprintf("%d events a page, GET /v1/events on loopback, decoded", n)})
 	}
 	return rows, nil
+}
+
+// proofClients is the concurrency of the proof throughput phase.
+const proofClients = 64
+
+// proofPhase measures inclusion proofs of random entries of the whole log
+// under its checkpoint: in process (the kernel's time, no HTTP), then GET
+// /v1/proof over HTTP from proofClients clients for d. Each HTTP proof is
+// parsed and must name the checkpoint.
+func proofPhase(ctx context.Context, k *kernel.Kernel, d time.Duration) ([]row, error) {
+	cp, err := k.LatestCheckpoint(ctx)
+	for err == nil && cp.Size < 2 {
+		time.Sleep(50 * time.Millisecond)
+		cp, err = k.LatestCheckpoint(ctx)
+	}
+	if err != nil {
+		return nil, err
+	}
+	size := cp.Size
+	const inProcess = 20000
+	lat := make([]time.Duration, 0, inProcess)
+	for range inProcess {
+		start := time.Now()
+		if _, err := k.InclusionProof(ctx, rand.Uint64N(size)); err != nil {
+			return nil, err
+		}
+		lat = append(lat, time.Since(start))
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	srv := &http.Server{Handler: logserver.New(k, slog.New(slog.NewTextHandler(io.Discard, nil)))}
+	go srv.Serve(ln)
+	defer srv.Close()
+	base := "http://" + ln.Addr().String()
+	var done atomic.Int64
+	var firstErr atomic.Value
+	var wg sync.WaitGroup
+	deadline := time.Now().Add(d)
+	start := time.Now()
+	for range proofClients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := newClient(base, "", 1)
+			if err != nil {
+				firstErr.CompareAndSwap(nil, err)
+				return
+			}
+			for time.Now().Before(deadline) {
+				text, err := c.Proof(ctx, rand.Uint64N(size))
+				if err == nil {
+					_, err = checkpoints.ParseTLogProof(text)
+				}
+				if err != nil {
+					firstErr.CompareAndSwap(nil, err)
+					return
+				}
+				done.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if err, ok := firstErr.Load().(error); ok {
+		return nil, err
+	}
+	rate := float64(done.Load()) / time.Since(start).Seconds()
+	return []row{
+		{fmt.Sprintf("inclusion proof at size %d, in process, p50 / p99", size), fmtDur(percentile(lat, 50)) + " / " + fmtDur(percentile(lat, 99)), fmt.Sprintf("n=%d random entries, the kernel's time without HTTP", inProcess)},
+		{fmt.Sprintf("GET /v1/proof at size %d, %d clients", size, proofClients), fmt.Sprintf("%.0f proofs/s", rate), "random entries, each parsed; client and server in one process"},
+	}, nil
 }
