@@ -162,6 +162,17 @@ func TestWriteAhead_SIGKILLBeforeTiles(t *testing.T) {
 	if rep.Size != want+1 || len(rep.Differences) > 0 {
 		t.Fatalf("rebuild: %+v", rep)
 	}
+	vkey, err := LocalVerifierKey(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	audit, err := Audit(ctx, LocalLog(dir), vkey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if audit.Size != want+1 || audit.Folded != audit.Size || audit.Broken != nil {
+		t.Fatalf("audit of the log after the crashes: %+v", audit)
+	}
 }
 
 // TestWriteAhead_ReceiptReadableBeforeTiles: an answered entry is read,
