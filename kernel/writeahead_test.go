@@ -109,8 +109,17 @@ func TestWriteAhead_SIGKILLBeforeTiles(t *testing.T) {
 	}
 
 	ctx := context.Background()
-	k := openTest(t, dir)
 	want := uint64(1 + len(receipts)) // genesis, then every receipt
+	// annald rebuild, run first on the crashed folder, writes what the
+	// write-ahead log holds into the tiles before it replays them.
+	rep, err := Rebuild(ctx, testConfig(t, dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Size != want || len(rep.Differences) > 0 {
+		t.Fatalf("rebuild of the crashed folder: %+v, want %d entries and no differences", rep, want)
+	}
+	k := openTest(t, dir)
 	info, err := k.Info(ctx)
 	if err != nil || info.Size != want {
 		t.Fatalf("log size %d (%v), want %d", info.Size, err, want)
@@ -155,7 +164,7 @@ func TestWriteAhead_SIGKILLBeforeTiles(t *testing.T) {
 	if err != nil || size != want+1 {
 		t.Fatalf("the folder's log: size %d, %v; want %d", size, err, want+1)
 	}
-	rep, err := Rebuild(ctx, testConfig(t, dir))
+	rep, err = Rebuild(ctx, testConfig(t, dir))
 	if err != nil {
 		t.Fatal(err)
 	}
