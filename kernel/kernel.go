@@ -138,9 +138,9 @@ func Open(cfg Config) (_ *Kernel, err error) {
 		// before anything reads the log.
 		var wa *writeAhead
 		if cfg.DisableWriteAhead {
-			err = replayWriteAhead(dir.Path, dir.LogPath(), cfg.Logger)
+			err = replayWriteAhead(dir, cfg.Logger)
 		} else {
-			wa, err = openWriteAhead(dir.Path, dir.LogPath(), int(cfg.MaxOutstanding), cfg.Logger)
+			wa, err = openWriteAhead(dir, int(cfg.MaxOutstanding), cfg.Logger)
 		}
 		if err != nil {
 			return nil, err

@@ -58,7 +58,7 @@ func Rebuild(ctx context.Context, cfg Config) (*RebuildReport, error) {
 	}
 	st := cache.store
 	defer st.close()
-	if err := replayWriteAhead(dir.Path, dir.LogPath(), cfg.Logger); err != nil {
+	if err := replayWriteAhead(dir, cfg.Logger); err != nil {
 		return nil, err
 	}
 	tl, err := openTileLog(dir.LogPath(), signer, verifier, cfg, nil, nil)

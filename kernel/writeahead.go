@@ -7,9 +7,11 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/annal-dev/annal/internal/atomicfile"
 	"github.com/annal-dev/annal/kernel/internal/tilewriter"
 	"github.com/annal-dev/annal/kernel/internal/wal"
 	"github.com/transparency-dev/tessera"
@@ -83,14 +85,26 @@ type writeAhead struct {
 // its tile log into the tile log, and opens the write-ahead log for
 // appends. It runs before Tessera opens the log folder. A folder with no
 // write-ahead log gets one.
-func openWriteAhead(dataPath, logDir string, maxTail int, logger *slog.Logger) (*writeAhead, error) {
+func openWriteAhead(dir *dataDir, maxTail int, logger *slog.Logger) (*writeAhead, error) {
+	logDir := dir.LogPath()
 	tw, err := tilewriter.Open(logDir)
 	if err != nil {
 		return nil, fmt.Errorf("open the tile log for the write-ahead log: %w", err)
 	}
-	w, records, info, err := wal.Open(filepath.Join(dataPath, walDirName), tw.Size(), wal.Options{})
+	walDir := filepath.Join(dir.Path, walDirName)
+	marked, err := checkWriteAheadOrigin(walDir, dir.Origin)
+	if err != nil {
+		return nil, err
+	}
+	w, records, info, err := wal.Open(walDir, tw.Size(), wal.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("write-ahead log: %w", err)
+	}
+	if !marked {
+		if err := atomicfile.Write(filepath.Join(walDir, walOriginName), strings.NewReader(dir.Origin+"\n"), 0o600); err != nil {
+			w.Close()
+			return nil, fmt.Errorf("write-ahead log: %w", err)
+		}
 	}
 	if info.TornBytes > 0 {
 		logger.Warn("cut off the unacknowledged tail a crash left in the write-ahead log", "bytes", info.TornBytes)
@@ -128,15 +142,41 @@ func openWriteAhead(dataPath, logDir string, maxTail int, logger *slog.Logger) (
 // replayWriteAhead writes what a data folder's write-ahead log holds into
 // its tile log, if it has one: for tools that open the log folder when
 // annald is not running.
-func replayWriteAhead(dataPath, logDir string, logger *slog.Logger) error {
-	if _, err := os.Stat(filepath.Join(dataPath, walDirName)); errors.Is(err, os.ErrNotExist) {
+func replayWriteAhead(dir *dataDir, logger *slog.Logger) error {
+	if _, err := os.Stat(filepath.Join(dir.Path, walDirName)); errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
-	w, err := openWriteAhead(dataPath, logDir, 1, logger)
+	w, err := openWriteAhead(dir, 1, logger)
 	if err != nil {
 		return err
 	}
 	return w.wal.Close()
+}
+
+// walOriginName is the file in the write-ahead log's folder that names the
+// log it belongs to.
+const walOriginName = "origin"
+
+// checkWriteAheadOrigin refuses, before anything in it is read, a
+// write-ahead log folder that belongs to another log (copied from another
+// data folder): its entries written into this log's tiles, at this log's
+// indices and under its key, would be a history this log never decided.
+// marked is false for a folder that names no log yet (a new one): the
+// caller marks it as this log's.
+func checkWriteAheadOrigin(walDir, origin string) (marked bool, err error) {
+	path := filepath.Join(walDir, walOriginName)
+	raw, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("write-ahead log: %w", err)
+	}
+	if got := strings.TrimSpace(string(raw)); got != origin {
+		return false, &DamageError{File: path, Problem: fmt.Sprintf("the write-ahead log belongs to the log %q, not to this data folder's %q", got, origin),
+			Remedy: "it was copied from another data folder: move the wal folder away (its entries are not this log's) and start again"}
+	}
+	return true, nil
 }
 
 // start starts the integrator.

@@ -351,3 +351,43 @@ func openTestConfig(t *testing.T, cfg Config) *Kernel {
 	}
 	return k
 }
+
+// TestWriteAhead_FromAnotherLogIsRefused: a write-ahead log copied from
+// another data folder is refused at start, naming it, and nothing of it
+// reaches this log's tiles.
+func TestWriteAhead_FromAnotherLogIsRefused(t *testing.T) {
+	ours, theirs := t.TempDir(), t.TempDir()
+	k := openTest(t, ours)
+	if err := k.Close(); err != nil {
+		t.Fatal(err)
+	}
+	size, _, err := (diskLog{root: filepath.Join(ours, logDirName)}).treeState()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(t, theirs)
+	cfg.holdTiles = make(chan struct{}) // their entries stay in their write-ahead log
+	other, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		if _, err := other.Submit(context.Background(), rootOf(t, other), ActionRequest{Type: event.Observe, Target: fmt.Sprintf("theirs/%d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	other.Close()
+	if err := os.RemoveAll(filepath.Join(ours, walDirName)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.CopyFS(filepath.Join(ours, walDirName), os.DirFS(filepath.Join(theirs, walDirName))); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Open(testConfig(t, ours))
+	if !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), filepath.Join(ours, walDirName)) {
+		t.Fatalf("a start with another log's write-ahead log: %v", err)
+	}
+	if after, _, _ := (diskLog{root: filepath.Join(ours, logDirName)}).treeState(); after != size {
+		t.Fatalf("the tiles went from %d to %d entries", size, after)
+	}
+}
