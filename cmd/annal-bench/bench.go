@@ -42,6 +42,7 @@ type options struct {
 	noWriteAhead bool
 	checkpointIv time.Duration
 	cpuProfile   string
+	memProfile   string
 	governed     []int
 	holdN        int
 	rebuildN     int
@@ -74,6 +75,7 @@ func newCommand() *cobra.Command {
 	f.DurationVar(&o.checkpointIv, "checkpoint-interval", kernel.DefaultCheckpointInterval, "checkpoint interval")
 	f.BoolVar(&o.noWriteAhead, "no-write-ahead", false, "annald answers once Tessera has written an entry into the tiles, without its write-ahead log")
 	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the annald HTTP phases to this file")
+	f.StringVar(&o.memProfile, "memprofile", "", "write an allocation profile (pprof allocs) of the whole run to this file")
 	f.IntSliceVar(&o.governed, "governed", []int{64, 512}, "concurrent agents for the governed phases (each its own agent and envelope)")
 	f.IntVar(&o.holdN, "holds", 200, "holds for the hold latency phase")
 	f.IntVar(&o.rebuildN, "rebuild-events", 100_000, "events in the log that annald rebuild replays (0 skips)")
@@ -178,6 +180,16 @@ func run(ctx context.Context, o options, out io.Writer) error {
 			return fmt.Errorf("rebuild phase: %w", err)
 		}
 		rows = append(rows, r...)
+	}
+	if o.memProfile != "" {
+		f, err := os.Create(o.memProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+			return err
+		}
 	}
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "measure\tresult\tnote")
