@@ -60,8 +60,9 @@ type writeAhead struct {
 	tail [][]byte // durable in the write-ahead log, not yet in the tiles
 	// failing is the tile log's last refusal, nil once it takes the tail.
 	failing error
-	// dead is set when the tile log is not what the write-ahead log
-	// continues: nothing more is written to it.
+	// dead is set when the tiles cannot take the tail at all (they are not
+	// what the write-ahead log continues, or they are damaged): nothing
+	// more is written to them.
 	dead     error
 	started  bool
 	stopping bool
@@ -268,16 +269,16 @@ func (w *writeAhead) run() {
 		started := time.Now()
 		err := w.integrate(base, batch)
 		var inconsistent *inconsistentTailError
-		if err != nil && !errors.As(err, &inconsistent) && w.checkEdge != nil {
+		permanent := errors.As(err, &inconsistent)
+		if err != nil && !permanent && w.checkEdge != nil {
 			// As the resume after a failed Tessera write does: damage to
 			// the newest files is not retried onto, it is named.
 			if derr := w.checkEdge(); errors.Is(derr, ErrDamaged) {
-				err = fmt.Errorf("the log is damaged: %w", derr)
-				inconsistent = &inconsistentTailError{}
+				err, permanent = fmt.Errorf("the log is damaged: %w", derr), true
 			}
 		}
 		switch {
-		case inconsistent != nil:
+		case permanent:
 			w.logger.Error("the tile log cannot take the write-ahead log's entries; nothing more is written to it", "err", err)
 			w.setFailure(err, true)
 			w.onFailure(err, false)
