@@ -22,6 +22,13 @@ import (
 // walDirName is the write-ahead log's folder in the data folder.
 const walDirName = "wal"
 
+// walSegmentBytes is the size at which the write-ahead log starts a new
+// segment; a segment goes once the tiles hold all of it. Small enough that
+// the data folder carries little more than its log (at most about one
+// segment and the tail), large enough that starting one (two extra syncs)
+// is rare: about every 20,000 entries.
+const walSegmentBytes = 8 << 20
+
 // maxIntegrateBatch bounds the entries one write of the tile log takes: a
 // backlog is worked off in steps, each of which frees its part of the
 // write-ahead log.
@@ -97,7 +104,7 @@ func openWriteAhead(dir *dataDir, maxTail int, logger *slog.Logger) (*writeAhead
 	if err != nil {
 		return nil, err
 	}
-	w, records, info, err := wal.Open(walDir, tw.Size(), wal.Options{})
+	w, records, info, err := wal.Open(walDir, tw.Size(), wal.Options{SegmentBytes: walSegmentBytes})
 	if err != nil {
 		return nil, fmt.Errorf("write-ahead log: %w", err)
 	}

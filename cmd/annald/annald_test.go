@@ -624,3 +624,49 @@ func TestCrash_RepeatedSIGKILLWithAgentsAndHolds(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestWriteAheadFlagBothWays: a data folder served with --no-write-ahead,
+// then with the write-ahead log and killed right after its receipts, then
+// without it again: every receipt of every round is in the log at its
+// index with its leaf hash, and the next action lands after them.
+func TestWriteAheadFlagBothWays(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dataDir := filepath.Join(t.TempDir(), "annal-data")
+	var receipts []receiptRecord
+	var cred string
+	for round, args := range [][]string{{"--no-write-ahead"}, nil} {
+		d := startDaemon(t, dataDir, args...)
+		if cred == "" {
+			cred = d.rootCredential(t)
+		}
+		cl := d.client(t, cred)
+		for i := range 50 {
+			r, err := cl.Submit(ctx, api.ActionRequest{Type: "create", Target: fmt.Sprintf("flag/%d/%d", round, i)})
+			if err != nil {
+				t.Fatalf("round %d: %v", round, err)
+			}
+			receipts = append(receipts, receiptRecord{r.Index, r.LeafHash, r.EventID})
+		}
+		d.kill(t)
+	}
+	d := startDaemon(t, dataDir, "--no-write-ahead")
+	cl := d.client(t, cred)
+	last := receipts[len(receipts)-1].index
+	if _, err := cl.WaitProof(ctx, last); err != nil {
+		t.Fatalf("no checkpoint covers the last receipt (index %d): %v", last, err)
+	}
+	for _, r := range receipts {
+		entry, err := cl.Event(ctx, r.index)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := rfc6962.DefaultHasher.HashLeaf(entry); hex.EncodeToString(got) != r.leafHash {
+			t.Fatalf("receipt for index %d: the log has leaf %x there, the receipt says %s", r.index, got, r.leafHash)
+		}
+	}
+	r, err := cl.Submit(ctx, api.ActionRequest{Type: "observe", Target: "flag/after"})
+	if err != nil || r.Index != last+1 {
+		t.Fatalf("the next action: %+v, %v; want index %d", r, err, last+1)
+	}
+}
