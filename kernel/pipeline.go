@@ -10,7 +10,6 @@ import (
 	"github.com/annal-dev/annal/kernel/delta"
 	"github.com/annal-dev/annal/kernel/event"
 	"github.com/annal-dev/annal/kernel/internal/ledger"
-	"github.com/gowebpki/jcs"
 )
 
 // ActionRequest is what an actor asks the kernel to record.
@@ -237,7 +236,7 @@ func actionForm(req ActionRequest) (event.Action, error) {
 		return a, formError(StageValidate, "%v", err)
 	}
 	if a.Payload != nil {
-		canonical, err := jcs.Transform(a.Payload)
+		canonical, err := event.Canonical(a.Payload)
 		if err != nil {
 			return a, formError(StageValidate, "payload: %v", err)
 		}

@@ -3,7 +3,19 @@ package event
 import (
 	"bytes"
 	"unicode/utf8"
+
+	"github.com/gowebpki/jcs"
 )
+
+// Canonical returns the JSON value b in RFC 8785 canonical form: b itself
+// when it is canonical as it stands (what most clients send, so nothing is
+// parsed twice or copied), else the full transform's output.
+func Canonical(b []byte) ([]byte, error) {
+	if isCanonical(b) {
+		return b, nil
+	}
+	return jcs.Transform(b)
+}
 
 // isCanonical reports whether b is, for certain, RFC 8785 canonical JSON,
 // judging only the subset Encode's own output falls in when its structs
