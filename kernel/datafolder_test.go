@@ -425,17 +425,9 @@ func TestTileDamagedWhileRunningStopsWritesNamingIt(t *testing.T) {
 	if _, err := k.Submit(context.Background(), root, ActionRequest{Type: event.Observe, Target: "workspace/late"}); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("a write onto a truncated tile: %v", err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		err := k.Ready()
-		if err != nil && strings.Contains(err.Error(), tile) && strings.Contains(err.Error(), "annald repair") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("readiness after a write onto a truncated tile: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitReadiness(t, k, "the kernel stops, naming the truncated tile and annald repair", func(err error) bool {
+		return err != nil && strings.Contains(err.Error(), tile) && strings.Contains(err.Error(), "annald repair")
+	})
 	if err := k.Close(); err != nil {
 		t.Logf("close: %v", err)
 	}
@@ -465,17 +457,9 @@ func TestWriteAhead_TileDamagedWhileRunningStopsWritesNamingIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		err := k.Ready()
-		if err != nil && strings.Contains(err.Error(), tile) && strings.Contains(err.Error(), "annald repair") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("readiness after a write onto a truncated tile: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitReadiness(t, k, "the kernel stops, naming the truncated tile and annald repair", func(err error) bool {
+		return err != nil && strings.Contains(err.Error(), tile) && strings.Contains(err.Error(), "annald repair")
+	})
 	if _, err := k.Submit(ctx, rootOf(t, k), ActionRequest{Type: event.Observe, Target: "workspace/later"}); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("an action on a damaged log: %v", err)
 	}

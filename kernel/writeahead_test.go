@@ -260,13 +260,7 @@ func TestWriteAhead_TilesRefuseThenTake(t *testing.T) {
 	if err != nil {
 		t.Fatal(err) // durable in the write-ahead log
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for k.Ready() == nil {
-		if time.Now().After(deadline) {
-			t.Fatal("the kernel still takes writes while the tiles refuse them")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitReadiness(t, k, "the kernel stops taking writes while the tiles refuse them", func(err error) bool { return err != nil })
 	if _, err := k.Submit(ctx, root, ActionRequest{Type: event.Create, Target: "during/refusal"}); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("an action while the tiles refuse: %v", err)
 	}
@@ -274,12 +268,7 @@ func TestWriteAhead_TilesRefuseThenTake(t *testing.T) {
 		t.Fatalf("the answered entry is not readable: %v", err)
 	}
 	refuse.Store(false)
-	for k.Ready() != nil {
-		if time.Now().After(deadline) {
-			t.Fatalf("the kernel did not resume once the tiles took the entries: %v", k.Ready())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitReadiness(t, k, "the kernel resumes once the tiles take the entries", func(err error) bool { return err == nil })
 	next, err := k.Submit(ctx, root, ActionRequest{Type: event.Create, Target: "after/refusal"})
 	if err != nil || next.Index != rc.Index+1 {
 		t.Fatalf("after resuming: %+v, %v", next, err)
@@ -297,12 +286,7 @@ func TestWriteAhead_TilesRefuseThenTake(t *testing.T) {
 	if _, err := k.AwaitInclusionProof(wctx, landed.Index); err != nil {
 		t.Fatal(err)
 	}
-	for k.Ready() != nil {
-		if time.Now().After(deadline) {
-			t.Fatalf("the kernel did not resume: %v", k.Ready())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitReadiness(t, k, "the kernel resumes after the landed write", func(err error) bool { return err == nil })
 	after, err := k.Submit(ctx, root, ActionRequest{Type: event.Create, Target: "after/landed"})
 	if err != nil || after.Index != landed.Index+1 {
 		t.Fatalf("after the landed write: %+v, %v", after, err)
@@ -389,5 +373,22 @@ func TestWriteAhead_FromAnotherLogIsRefused(t *testing.T) {
 	}
 	if after, _, _ := (diskLog{root: filepath.Join(ours, logDirName)}).treeState(); after != size {
 		t.Fatalf("the tiles went from %d to %d entries", size, after)
+	}
+}
+
+// waitReadiness waits up to 10 s for k's readiness (nil, or why it takes
+// no writes) to satisfy ok, and fails the test with it otherwise.
+func waitReadiness(t *testing.T, k *Kernel, want string, ok func(error) bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := k.Ready()
+		if ok(err) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 10 s for this: %s; readiness is %v", want, err)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -225,7 +225,7 @@ func tesseraBaseline(ctx context.Context, dir string, concurrency int, o options
 	}
 	defer shutdown(context.Background())
 	entry := []byte(strings.Repeat("e", 330)) // about the size of a kernel action event
-	rate := closedLoop(concurrency, o.duration, func(i uint64) error {
+	rate, _ := closedLoop(concurrency, o.duration, func(_ int, i uint64) error { // a refused add is a failure, not counted
 		e := append([]byte(fmt.Sprint(i)), entry...)
 		_, err := a.Add(ctx, tessera.NewEntry(e))()
 		return err
@@ -233,27 +233,33 @@ func tesseraBaseline(ctx context.Context, dir string, concurrency int, o options
 	return rate, nil
 }
 
-// closedLoop runs op from concurrency workers for d and returns ops/s.
-// Errors are counted as failures and end the worker.
-func closedLoop(concurrency int, d time.Duration, op func(i uint64) error) float64 {
+// closedLoop runs op from concurrency workers for d, worker w calling
+// op(w, i) with i a number no other call gets, as soon as its last call
+// returned, and returns the calls per second that succeeded. An error ends
+// its worker; the first is returned, for the phases that fail on one.
+func closedLoop(concurrency int, d time.Duration, op func(w int, i uint64) error) (float64, error) {
 	var n, seq atomic.Uint64
+	var firstErr atomic.Value
 	deadline := time.Now().Add(d)
 	start := time.Now()
 	var wg sync.WaitGroup
-	for w := 0; w < concurrency; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+	for w := range concurrency {
+		wg.Go(func() {
 			for time.Now().Before(deadline) {
-				if err := op(seq.Add(1)); err != nil {
+				if err := op(w, seq.Add(1)); err != nil {
+					firstErr.CompareAndSwap(nil, err)
 					return
 				}
 				n.Add(1)
 			}
-		}()
+		})
 	}
 	wg.Wait()
-	return float64(n.Load()) / time.Since(start).Seconds()
+	rate := float64(n.Load()) / time.Since(start).Seconds()
+	if err, ok := firstErr.Load().(error); ok {
+		return rate, err
+	}
+	return rate, nil
 }
 
 // benchConfig is the kernel configuration of every phase: the options'
@@ -282,22 +288,32 @@ func startKernelWith(cfg kernel.Config) (*kernel.Kernel, string, string, func(),
 	if err != nil {
 		return nil, "", "", nil, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	url, stopServer, err := serveLoopback(k, cfg.Logger)
 	if err != nil {
 		k.Close()
 		return nil, "", "", nil, err
 	}
-	srv := &http.Server{Handler: logserver.New(k, cfg.Logger)}
-	go srv.Serve(ln)
 	raw, err := os.ReadFile(k.RootCredentialPath())
 	if err != nil {
 		return nil, "", "", nil, err
 	}
 	stop := func() {
-		srv.Close()
+		stopServer()
 		k.Close()
 	}
-	return k, "http://" + ln.Addr().String(), strings.TrimSpace(string(raw)), stop, nil
+	return k, url, strings.TrimSpace(string(raw)), stop, nil
+}
+
+// serveLoopback serves k's HTTP API on a free port of 127.0.0.1 and
+// returns its base URL and how to stop serving.
+func serveLoopback(k *kernel.Kernel, logger *slog.Logger) (string, func(), error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	srv := &http.Server{Handler: logserver.New(k, logger)}
+	go srv.Serve(ln)
+	return "http://" + ln.Addr().String(), func() { srv.Close() }, nil
 }
 
 func newClient(url, cred string, conns int) (*client.Client, error) {
@@ -315,7 +331,7 @@ func httpThroughput(ctx context.Context, url, cred string, concurrency int, d ti
 		return 0, err
 	}
 	var firstErr atomic.Value
-	rate := closedLoop(concurrency, d, func(i uint64) error {
+	rate, _ := closedLoop(concurrency, d, func(_ int, i uint64) error {
 		_, err := c.Submit(ctx, api.ActionRequest{
 			Type: "mutate", Target: fmt.Sprintf("workspace/bench/%d", i),
 			Payload: benchPayload(int(i)),

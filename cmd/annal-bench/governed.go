@@ -285,29 +285,10 @@ func benchPayload(i int) []byte {
 func agentPhases(o options, ungoverned map[int]float64, name string, submit func(w, i int) error) ([]row, error) {
 	var rows []row
 	for _, c := range o.governed {
-		var n atomic.Int64
-		var firstErr atomic.Value
-		deadline := time.Now().Add(o.duration)
-		start := time.Now()
-		var wg sync.WaitGroup
-		for w := 0; w < c; w++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := 0; time.Now().Before(deadline); i++ {
-					if err := submit(w, i); err != nil {
-						firstErr.CompareAndSwap(nil, err)
-						return
-					}
-					n.Add(1)
-				}
-			}()
-		}
-		wg.Wait()
-		if err, ok := firstErr.Load().(error); ok {
+		rate, err := closedLoop(c, o.duration, func(w int, i uint64) error { return submit(w, int(i)) })
+		if err != nil {
 			return nil, err
 		}
-		rate := float64(n.Load()) / time.Since(start).Seconds()
 		note := ""
 		if base := ungoverned[c]; base > 0 {
 			note = fmt.Sprintf("%.2fx of ungoverned at %d", rate/base, c)
@@ -421,46 +402,27 @@ func proofPhase(ctx context.Context, k *kernel.Kernel, d time.Duration) ([]row, 
 		}
 		lat = append(lat, time.Since(start))
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	base, stop, err := serveLoopback(k, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		return nil, err
 	}
-	srv := &http.Server{Handler: logserver.New(k, slog.New(slog.NewTextHandler(io.Discard, nil)))}
-	go srv.Serve(ln)
-	defer srv.Close()
-	base := "http://" + ln.Addr().String()
-	var done atomic.Int64
-	var firstErr atomic.Value
-	var wg sync.WaitGroup
-	deadline := time.Now().Add(d)
-	start := time.Now()
-	for range proofClients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c, err := newClient(base, "", 1)
-			if err != nil {
-				firstErr.CompareAndSwap(nil, err)
-				return
-			}
-			for time.Now().Before(deadline) {
-				text, err := c.Proof(ctx, rand.Uint64N(size))
-				if err == nil {
-					_, err = checkpoints.ParseTLogProof(text)
-				}
-				if err != nil {
-					firstErr.CompareAndSwap(nil, err)
-					return
-				}
-				done.Add(1)
-			}
-		}()
+	defer stop()
+	clients := make([]*client.Client, proofClients)
+	for i := range clients {
+		if clients[i], err = newClient(base, "", 1); err != nil {
+			return nil, err
+		}
 	}
-	wg.Wait()
-	if err, ok := firstErr.Load().(error); ok {
+	rate, err := closedLoop(proofClients, d, func(w int, _ uint64) error {
+		text, err := clients[w].Proof(ctx, rand.Uint64N(size))
+		if err == nil {
+			_, err = checkpoints.ParseTLogProof(text)
+		}
+		return err
+	})
+	if err != nil {
 		return nil, err
 	}
-	rate := float64(done.Load()) / time.Since(start).Seconds()
 	return []row{
 		{fmt.Sprintf("inclusion proof at size %d, in process, p50 / p99", size), fmtDur(percentile(lat, 50)) + " / " + fmtDur(percentile(lat, 99)), fmt.Sprintf("n=%d random entries, the kernel's time without HTTP", inProcess)},
 		{fmt.Sprintf("GET /v1/proof at size %d, %d clients", size, proofClients), fmt.Sprintf("%.0f proofs/s", rate), "random entries, each parsed; client and server in one process"},

@@ -175,7 +175,7 @@ func measuredLoad(ctx context.Context, url, cred string, concurrency int, d time
 	var mu sync.Mutex
 	var lat []time.Duration
 	var firstErr atomic.Value
-	rate := closedLoop(concurrency, d, func(i uint64) error {
+	rate, _ := closedLoop(concurrency, d, func(_ int, i uint64) error {
 		start := time.Now()
 		_, err := c.Submit(ctx, api.ActionRequest{Type: "mutate", Target: fmt.Sprintf("workspace/bench/%d", i), Payload: benchPayload(int(i))})
 		if err != nil {

@@ -58,6 +58,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/annal-dev/annal/internal/atomicfile"
 	"github.com/transparency-dev/merkle/compact"
 	"github.com/transparency-dev/merkle/rfc6962"
 	"github.com/transparency-dev/tessera/api/layout"
@@ -663,15 +664,7 @@ func ensureDir(dir string, dirsToSync map[string]struct{}) error {
 // syncDir syncs the folder dir, so that the names created or renamed in it
 // are durable.
 func syncDir(dir string) error {
-	d, err := os.OpenFile(dir, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := atomicfile.SyncDir(dir); err != nil {
 		return fmt.Errorf("syncing folder %s: %w", dir, err)
 	}
 	return nil
