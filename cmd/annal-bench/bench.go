@@ -224,7 +224,7 @@ func tesseraBaseline(ctx context.Context, dir string, concurrency int, o options
 		return 0, err
 	}
 	defer shutdown(context.Background())
-	entry := []byte(strings.Repeat("e", 330)) // about the size of a kernel action event
+	entry := []byte(strings.Repeat("e", 330))                                    // about the size of a kernel action event
 	rate, _ := closedLoop(concurrency, o.duration, func(_ int, i uint64) error { // a refused add is a failure, not counted
 		e := append([]byte(fmt.Sprint(i)), entry...)
 		_, err := a.Add(ctx, tessera.NewEntry(e))()
