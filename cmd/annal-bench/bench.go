@@ -224,8 +224,9 @@ func tesseraBaseline(ctx context.Context, dir string, concurrency int, o options
 		return 0, err
 	}
 	defer shutdown(context.Background())
-	entry := []byte(strings.Repeat("e", 330))                                    // about the size of a kernel action event
-	rate, _ := closedLoop(concurrency, o.duration, func(_ int, i uint64) error { // a refused add is a failure, not counted
+	entry := []byte(strings.Repeat("e", 330)) // about the size of a kernel action event
+	// A refused add is a failure, not counted.
+	rate, _ := closedLoop(concurrency, o.duration, func(_ int, i uint64) error {
 		e := append([]byte(fmt.Sprint(i)), entry...)
 		_, err := a.Add(ctx, tessera.NewEntry(e))()
 		return err
