@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -37,8 +38,15 @@ type soakSample struct {
 	apparent   int64  // the data folder's file sizes
 	allocated  int64  // its allocated blocks
 	partials   int    // files in .p (partial tile and bundle) folders
-	rssKiB     int64
+	// rss is the resident set; anon and file split it into the memory the
+	// process allocated (the Go heap, stacks) and the pages of files it
+	// maps (bbolt maps its state file), which the kernel may drop.
+	rss       procMemory
+	heapInUse uint64 // the Go heap's spans in use (runtime.MemStats.HeapInuse)
 }
+
+// procMemory is the resident set from /proc/self/status, in KiB.
+type procMemory struct{ total, anon, file int64 }
 
 // soak runs the kernel at a fixed rate for o.duration and prints the data
 // folder's bytes per event against the entries' own bytes plus 64 (a leaf
@@ -115,30 +123,36 @@ func soak(ctx context.Context, dir string, bo options, o soakOptions, out io.Wri
 		return err
 	}
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "time\tevents\tentry B/event\tfolder B/event\tallocated B/event\tratio to entry+64\tpartial files\tRSS MiB\t")
+	fmt.Fprintln(tw, "time\tevents\tentry B/event\tfolder B/event\tallocated B/event\tratio to entry+64\tpartial files\tRSS MiB\tanon MiB\tfile MiB\tGo heap MiB\t")
 	for _, s := range samples {
 		if s.events == 0 {
 			continue
 		}
 		per := float64(s.entryBytes) / float64(s.events)
-		fmt.Fprintf(tw, "%v\t%d\t%.0f\t%.0f\t%.0f\t%.2f\t%d\t%.0f\t\n", s.at, s.events, per,
+		fmt.Fprintf(tw, "%v\t%d\t%.0f\t%.0f\t%.0f\t%.2f\t%d\t%.0f\t%.0f\t%.0f\t%.0f\t\n", s.at, s.events, per,
 			float64(s.apparent)/float64(s.events), float64(s.allocated)/float64(s.events),
-			float64(s.allocated)/float64(s.events)/(per+64), s.partials, float64(s.rssKiB)/1024)
+			float64(s.allocated)/float64(s.events)/(per+64), s.partials,
+			float64(s.rss.total)/1024, float64(s.rss.anon)/1024, float64(s.rss.file)/1024, float64(s.heapInUse)/(1<<20))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	third := len(samples) / 3
 	if third > 0 {
-		var first, last int64
-		for _, s := range samples[:third] {
-			first += s.rssKiB
+		ratio := func(of func(soakSample) int64) float64 {
+			var first, last int64
+			for _, s := range samples[:third] {
+				first += of(s)
+			}
+			for _, s := range samples[len(samples)-third:] {
+				last += of(s)
+			}
+			return float64(last) / float64(first)
 		}
-		for _, s := range samples[len(samples)-third:] {
-			last += s.rssKiB
-		}
-		fmt.Fprintf(out, "soak: %d events at %d/s for %v (%d dropped or failed); RSS last third / first third = %.2f\n",
-			events.Load(), o.rate, o.duration, failures.Load(), float64(last)/float64(first))
+		fmt.Fprintf(out, "soak: %d events at %d/s for %v (%d dropped or failed); last third / first third: RSS %.2f, anon %.2f, file %.2f, Go heap %.2f\n",
+			events.Load(), o.rate, o.duration, failures.Load(),
+			ratio(func(s soakSample) int64 { return s.rss.total }), ratio(func(s soakSample) int64 { return s.rss.anon }),
+			ratio(func(s soakSample) int64 { return s.rss.file }), ratio(func(s soakSample) int64 { return int64(s.heapInUse) }))
 	}
 	return nil
 }
@@ -171,24 +185,37 @@ func sampleFolder(dir string) (soakSample, error) {
 		}
 		return nil
 	})
-	s.rssKiB = rssKiB()
+	s.rss = readProcMemory()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	s.heapInUse = ms.HeapInuse
 	return s, err
 }
 
-// rssKiB is this process's resident set (annal-bench runs the kernel in
-// process), from /proc/self/status.
-func rssKiB() int64 {
+// readProcMemory reads this process's resident set (annal-bench runs the
+// kernel in process) from /proc/self/status.
+func readProcMemory() procMemory {
+	var m procMemory
 	f, err := os.Open("/proc/self/status")
 	if err != nil {
-		return 0
+		return m
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
-			n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return n
+		name, v, ok := strings.Cut(sc.Text(), ":")
+		if !ok {
+			continue
+		}
+		n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+		switch name {
+		case "VmRSS":
+			m.total = n
+		case "RssAnon":
+			m.anon = n
+		case "RssFile":
+			m.file = n
 		}
 	}
-	return 0
+	return m
 }
