@@ -615,7 +615,9 @@ func foldedAt(ctx context.Context, tl *tileLog, size uint64) (foldedRecord, erro
 }
 
 // closeTimeout bounds how long Close waits for entries to be written: past
-// it, entries not yet handed to Tessera are answered with an error.
+// it, entries not yet being written are answered with an error, and
+// answered entries the tiles do not hold yet stay in the write-ahead log
+// for the next start.
 const closeTimeout = 3 * time.Second
 
 // Close stops the kernel: pending appends are integrated and published, state
@@ -635,8 +637,8 @@ func (k *Kernel) Close() error {
 	defer cancel()
 	logErr := k.log.close(ctx)
 	if errors.Is(logErr, context.DeadlineExceeded) && len(k.WitnessProblems()) > 0 {
-		// Tessera waits to publish a checkpoint that covers every entry,
-		// which refusing witnesses never cosign. The entries are durable;
+		// Close waits for a checkpoint that covers every entry, which
+		// refusing witnesses never cosign. The entries are durable;
 		// the checkpoint follows once the witnesses are fixed.
 		k.logger.Warn("stopped without a checkpoint for the last entries: witnesses refuse this log's checkpoints", "problems", k.WitnessProblems())
 		logErr = nil

@@ -243,8 +243,9 @@ func collectGarbage(root string, treeSize uint64, maxBundles int) error {
 	return atomicfile.Write(filepath.Join(root, gcStatePath), bytes.NewReader(out), 0o644)
 }
 
-// append adds an entry and returns once it is durably sequenced and
-// integrated (a resolved Tessera POSIX future).
+// append adds an entry and returns its index once it is durable: in the
+// write-ahead log (the tiles take it behind), or without one once
+// Tessera's POSIX future has resolved (sequenced and integrated).
 // folded, if set, is called once the kernel has folded the entry.
 func (l *tileLog) append(ctx context.Context, entry []byte, ev *event.Event, folded func()) (uint64, error) {
 	return l.group.append(ctx, entry, ev, folded)
