@@ -16,7 +16,7 @@
 //   - Log order is decision order for events that do not commute: an event
 //     claims what it reads and changes, and no two events in flight claim one
 //     object when either changes it. Energy an event will draw is held until
-//     it is folded, so the order Tessera gives one batch never matters.
+//     it is folded, so the order of the entries of one group never matters.
 //   - The kernel never writes what it cannot fold: after a failed append it
 //     refuses all writes (Ready says why) until the data folder takes writes
 //     again; then it folds what landed although reported failed and resumes
@@ -28,8 +28,11 @@
 //     is scrubbed before serving (small logs) or in the background. A log's
 //     signing key is never made anew for an existing log. A damaged state
 //     cache is set aside and rebuilt, never a crash.
-//   - Submit MUST NOT return a receipt until the event is durably sequenced,
-//     integrated and folded: a receipt's index and leaf hash survive SIGKILL.
+//   - Submit MUST NOT return a receipt until the event is durable at its
+//     index and folded: in the data folder's write-ahead log (writeahead.go;
+//     the tiles take it behind, at exactly that index, and every start
+//     writes in what they lack, never twice), or, without one, sequenced and
+//     integrated by Tessera. A receipt's index and leaf hash survive SIGKILL.
 //   - No call acts as an actor without that actor's credential: callers
 //     authenticate with Authenticate and pass the Actor it returns.
 //   - One data folder is opened by at most one kernel, across processes (an
