@@ -231,7 +231,9 @@ func (w *writeAhead) write(group []*commitRequest) []commitResult {
 	}
 	w.mu.Lock()
 	if w.base+uint64(len(w.tail)) != first {
-		err := fmt.Errorf("the write-ahead log wrote entries from %d but its tail ends at %d", first, w.base+uint64(len(w.tail)))
+		// The entries are durable but not where the tail says: what the
+		// log holds is for the next start to decide, not this kernel.
+		err := fmt.Errorf("%w: the write-ahead log wrote entries from %d but its tail ends at %d", wal.ErrBroken, first, w.base+uint64(len(w.tail)))
 		w.mu.Unlock()
 		return fail(err)
 	}
