@@ -43,8 +43,11 @@ type Kernel struct {
 	// mu guards the ledger, the claims and the pending energy. Decisions
 	// are taken under it against the durable ledger less what decided
 	// events hold; the group committer folds each durable group into the
-	// ledger under it.
-	mu      sync.Mutex
+	// ledger under it. Reads that change nothing (authenticating a
+	// credential, asking whether a payload must be sealed) take it shared,
+	// so that the requests of many agents do not queue behind each other
+	// on their way to the decision.
+	mu      sync.RWMutex
 	ledger  *ledger.Ledger
 	claims  claims
 	pending *ledger.Pending
@@ -661,12 +664,12 @@ func (k *Kernel) Authenticate(credential string) (*Actor, error) {
 		return nil, fmt.Errorf("%w: no credential presented", ErrUnauthenticated)
 	}
 	hash := event.CredentialHash(credential)
-	k.mu.Lock()
+	k.mu.RLock()
 	a, ok := k.ledger.ActorByCredential(hash)
 	if ok {
 		a = copyActor(a)
 	}
-	k.mu.Unlock()
+	k.mu.RUnlock()
 	// The map lookup is by hash, so timing reveals nothing of the credential;
 	// the compare guards against a state that maps a hash to the wrong actor.
 	if !ok || subtle.ConstantTimeCompare([]byte(a.CredentialSHA256), []byte(hash)) != 1 {

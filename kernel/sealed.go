@@ -261,9 +261,9 @@ func newSalt() ([]byte, error) {
 func (k *Kernel) sealAction(ctx context.Context, actor *Actor, req ActionRequest, action *event.Action) (done func(error), _ error) {
 	asked := req.Seal || req.Subject != "" || req.Salt != ""
 	if !asked {
-		k.mu.Lock()
+		k.mu.RLock()
 		if !k.ledger.AnyMustSeal() {
-			k.mu.Unlock()
+			k.mu.RUnlock()
 			return noop, nil
 		}
 		envelope := req.Envelope
@@ -273,7 +273,7 @@ func (k *Kernel) sealAction(ctx context.Context, actor *Actor, req ActionRequest
 			}
 		}
 		must := k.ledger.MustSeal(actor.ID, envelope)
-		k.mu.Unlock()
+		k.mu.RUnlock()
 		if !must || action.Type == event.Execute || (action.Payload == nil && action.PayloadHash == "") {
 			return noop, nil
 		}

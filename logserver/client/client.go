@@ -72,8 +72,19 @@ func New(baseURL, credential string) (*Client, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("server URL %q is not an http(s) URL", baseURL)
 	}
-	return &Client{base: u, credential: credential, http: &http.Client{Timeout: 60 * time.Second}}, nil
+	return &Client{base: u, credential: credential, http: &http.Client{Transport: sharedTransport, Timeout: 60 * time.Second}}, nil
 }
+
+// sharedTransport is every default client's connection pool. Go's default
+// keeps two idle connections per host, so a process running many agents
+// against one kernel would open and close a connection for most actions;
+// this one keeps enough for hundreds of agents at once.
+var sharedTransport = func() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns = 1024
+	t.MaxIdleConnsPerHost = 512
+	return t
+}()
 
 // WithHTTPClient replaces the HTTP client (timeouts, transport).
 func (c *Client) WithHTTPClient(h *http.Client) *Client {

@@ -1,0 +1,107 @@
+package logserver
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/annal-dev/annal/kernel"
+	"github.com/annal-dev/annal/kernel/ring"
+	"github.com/annal-dev/annal/logserver/api"
+	"github.com/annal-dev/annal/logserver/client"
+)
+
+// BenchmarkGovernedActions measures governed actions over loopback HTTP as
+// annal-bench's governed phase sends them: many agents at once, each its
+// own agent, envelope and connection, the client and the server in this
+// process. ns/op and allocs/op are per action for both sides together,
+// which is what two cores shared by the load and the kernel pay.
+//
+//	go test ./logserver -run '^$' -bench GovernedActions -benchtime 20000x -cpu 2
+func BenchmarkGovernedActions(b *testing.B) {
+	ts := newTestServer(b, func(c *kernel.Config) {
+		unlimited := kernel.RateLimit{Rate: 1e9, Burst: 1e9}
+		c.RateLimits = map[ring.Ring]kernel.RateLimit{ring.Root: unlimited, ring.Privileged: unlimited, ring.Standard: unlimited, ring.Sandbox: unlimited}
+		c.Energy.Genesis = 1 << 50 // root funds the agents of every run
+	})
+	ctx := context.Background()
+	const agents = 128
+	grants := []api.Grant{{Pattern: "workspace/**", Actions: []string{"create", "mutate"}}}
+	trust := 0.8
+	clients := make([]*client.Client, agents)
+	for i := range clients {
+		a, err := ts.root.CreateAgent(ctx, api.AgentRequest{Name: fmt.Sprintf("bench-%d", i), Purpose: "benchmark", Energy: 1 << 40, Grants: grants, Trust: &trust})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := ts.root.IssueEnvelope(ctx, api.EnvelopeRequest{Holder: a.ID, Budget: 1 << 40, Grants: grants}); err != nil {
+			b.Fatal(err)
+		}
+		if clients[i], err = client.New(ts.srv.URL, a.Credential); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Run("kernel", func(b *testing.B) { submitInParallel(b, clients) })
+	// floor: the same requests and answers through the same client and
+	// HTTP server, to a handler that only decodes the request as
+	// handleSubmit does and answers a receipt: what HTTP and JSON cost
+	// without the kernel.
+	floor := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req api.ActionRequest
+		if err := readJSON(w, r, api.MaxActionBody, &req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		writeJSON(w, http.StatusOK, api.Receipt{Status: "committed", EventID: "0196f7e2-0000-7000-8000-000000000000", Index: 1,
+			LeafHash: strings.Repeat("ab", 32), Time: "2026-11-26T00:00:00.000000Z", Actor: "agent", Type: req.Type, Target: req.Target, Cost: 1})
+	}))
+	defer floor.Close()
+	floorClients := make([]*client.Client, agents)
+	for i := range floorClients {
+		floorClients[i], _ = client.New(floor.URL, "cred")
+	}
+	b.Run("http-floor", func(b *testing.B) { submitInParallel(b, floorClients) })
+}
+
+func submitInParallel(b *testing.B, clients []*client.Client) {
+	ctx := context.Background()
+	var next, n atomic.Uint64
+	b.SetParallelism(len(clients) / 2) // with -cpu 2: one goroutine per agent
+	b.ReportAllocs()
+	cpu0 := processCPU()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		w := next.Add(1) - 1
+		c := clients[w%uint64(len(clients))]
+		for pb.Next() {
+			i := n.Add(1)
+			payload := json.RawMessage(fmt.Sprintf(`{"content_oid":"sha256:%064x","bytes":%d}`, i, i))
+			if _, err := c.Submit(ctx, api.ActionRequest{Type: "mutate", Target: fmt.Sprintf("workspace/gov/%d/%d", w, i), Payload: payload}); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "actions/s")
+	// The process's CPU time (user and system) per action, and the cores
+	// it kept busy: below the machine's cores, the kernel waits on
+	// something other than the processor.
+	cpu := processCPU() - cpu0
+	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/op")
+	b.ReportMetric(cpu.Seconds()/b.Elapsed().Seconds(), "cores")
+}
+
+func processCPU() time.Duration {
+	var r syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &r); err != nil {
+		return 0
+	}
+	return time.Duration(r.Utime.Nano() + r.Stime.Nano())
+}
