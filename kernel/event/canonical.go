@@ -2,19 +2,226 @@ package event
 
 import (
 	"bytes"
+	"slices"
 	"unicode/utf8"
 
 	"github.com/gowebpki/jcs"
 )
 
 // Canonical returns the JSON value b in RFC 8785 canonical form: b itself
-// when it is canonical as it stands (what most clients send, so nothing is
-// parsed twice or copied), else the full transform's output.
+// when it is canonical as it stands (nothing is parsed twice or copied);
+// else, for JSON in the subset most clients send (members in any order,
+// whitespace, integers of at most 15 digits, strings escaped as RFC 8785
+// escapes them), the members sorted in one pass; else the full
+// transform's output. All three agree byte for byte (FuzzIsCanonical).
 func Canonical(b []byte) ([]byte, error) {
 	if isCanonical(b) {
 		return b, nil
 	}
+	if out, ok := sortMembers(b); ok {
+		return out, nil
+	}
 	return jcs.Transform(b)
+}
+
+// sortMembers is RFC 8785 for the subset isCanonical judges, less the
+// member order and with whitespace between tokens: it drops the whitespace
+// and sorts each object's members. It answers false, and the full
+// transform decides, for anything else: a fraction or exponent, a string
+// escaped otherwise than RFC 8785 escapes it, a member name that is not
+// printable ASCII, a name given twice, invalid JSON.
+//
+// Why: the full transform (gowebpki/jcs) builds a tree of strings and
+// converts every name to UTF-16 to sort it; for a typical payload it cost
+// more than the kernel's rule checks and a third of the allocations of an
+// action.
+func sortMembers(b []byte) ([]byte, bool) {
+	if !utf8.Valid(b) {
+		return nil, false
+	}
+	c := canonSorter{canonScanner: canonScanner{b: b}, out: make([]byte, 0, len(b))}
+	c.space()
+	if !c.value(0) {
+		return nil, false
+	}
+	c.space()
+	return c.out, c.i == len(b)
+}
+
+// canonSorter copies a JSON value from its scanner's input to out in
+// canonical form.
+type canonSorter struct {
+	canonScanner
+	out []byte
+	// members is scratch space for the objects being sorted, reused by
+	// each (a nested object's members sit above its parent's).
+	members []sortedMember
+	scratch []byte
+}
+
+// sortedMember is one member of an object being sorted: its name, and
+// where its canonical text (name, colon and value) sits in out.
+type sortedMember struct {
+	name       []byte
+	start, end int
+}
+
+func (c *canonSorter) space() {
+	for c.i < len(c.b) {
+		switch c.b[c.i] {
+		case ' ', '\t', '\n', '\r':
+			c.i++
+		default:
+			return
+		}
+	}
+}
+
+func (c *canonSorter) value(depth int) bool {
+	if c.i >= len(c.b) || depth > maxCanonicalDepth {
+		return false
+	}
+	start := c.i
+	switch ch := c.b[c.i]; {
+	case ch == '{':
+		return c.object(depth)
+	case ch == '[':
+		return c.array(depth)
+	case ch == '"':
+		if _, ok := c.str(false); !ok {
+			return false
+		}
+	case ch == 't':
+		if !c.literal("true") {
+			return false
+		}
+	case ch == 'f':
+		if !c.literal("false") {
+			return false
+		}
+	case ch == 'n':
+		if !c.literal("null") {
+			return false
+		}
+	case ch == '-' || ch >= '0' && ch <= '9':
+		if !c.number() {
+			return false
+		}
+	default:
+		return false
+	}
+	c.out = append(c.out, c.b[start:c.i]...)
+	return true
+}
+
+func (c *canonSorter) array(depth int) bool {
+	c.i++ // [
+	c.out = append(c.out, '[')
+	c.space()
+	if c.i < len(c.b) && c.b[c.i] == ']' {
+		c.i++
+		c.out = append(c.out, ']')
+		return true
+	}
+	for {
+		c.space()
+		if !c.value(depth + 1) {
+			return false
+		}
+		c.space()
+		if c.i >= len(c.b) {
+			return false
+		}
+		switch c.b[c.i] {
+		case ',':
+			c.i++
+			c.out = append(c.out, ',')
+		case ']':
+			c.i++
+			c.out = append(c.out, ']')
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+func (c *canonSorter) object(depth int) bool {
+	c.i++ // {
+	c.out = append(c.out, '{')
+	objStart := len(c.out)
+	c.space()
+	if c.i < len(c.b) && c.b[c.i] == '}' {
+		c.i++
+		c.out = append(c.out, '}')
+		return true
+	}
+	first := len(c.members)
+	defer func() { c.members = c.members[:first] }()
+	sorted := true
+	for {
+		c.space()
+		nameStart := c.i
+		name, ok := c.str(true)
+		if !ok {
+			return false
+		}
+		if n := len(c.members); n > first {
+			switch bytes.Compare(c.members[n-1].name, name) {
+			case 0:
+				return false // a name given twice: the full transform's to refuse
+			case 1:
+				sorted = false
+			}
+		}
+		c.space()
+		if c.i >= len(c.b) || c.b[c.i] != ':' {
+			return false
+		}
+		c.i++
+		start := len(c.out)
+		c.out = append(c.out, c.b[nameStart:nameStart+len(name)+2]...)
+		c.out = append(c.out, ':')
+		c.space()
+		if !c.value(depth + 1) {
+			return false
+		}
+		c.members = append(c.members, sortedMember{name: name, start: start, end: len(c.out)})
+		c.space()
+		if c.i >= len(c.b) {
+			return false
+		}
+		switch c.b[c.i] {
+		case ',':
+			c.i++
+			c.out = append(c.out, ',')
+			continue
+		case '}':
+			c.i++
+		default:
+			return false
+		}
+		break
+	}
+	members := c.members[first:]
+	if !sorted {
+		slices.SortFunc(members, func(a, b sortedMember) int { return bytes.Compare(a.name, b.name) })
+		for i := 1; i < len(members); i++ {
+			if bytes.Equal(members[i-1].name, members[i].name) {
+				return false
+			}
+		}
+		c.scratch = append(c.scratch[:0], c.out[objStart:]...)
+		c.out = c.out[:objStart]
+		for i, m := range members {
+			if i > 0 {
+				c.out = append(c.out, ',')
+			}
+			c.out = append(c.out, c.scratch[m.start-objStart:m.end-objStart]...)
+		}
+	}
+	c.out = append(c.out, '}')
+	return true
 }
 
 // isCanonical reports whether b is, for certain, RFC 8785 canonical JSON,
