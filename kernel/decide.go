@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/annal-dev/annal/kernel/event"
 	"github.com/annal-dev/annal/kernel/internal/ledger"
@@ -103,19 +104,25 @@ func (k *Kernel) decide(ctx context.Context, stage string, build builder) (*deci
 		}
 		draw := k.ledger.Draw(ev)
 		k.pending.Hold(draw)
-		released := false
+		var released atomic.Bool
 		release := func() { // under k.mu
-			if !released {
-				released = true
+			if !released.Load() {
+				released.Store(true)
 				k.pending.Release(draw)
 				k.claims.release(want)
 			}
 		}
 		k.mu.Unlock()
 		index, entry, err := k.appendDecided(ctx, stage, ev, release)
-		k.mu.Lock()
-		release()
-		k.mu.Unlock()
+		// The fold released what the decision held, in its critical
+		// section, unless the entry never reached it: the lock is taken
+		// again only then (a second lock per action made requests queue
+		// on it).
+		if !released.Load() {
+			k.mu.Lock()
+			release()
+			k.mu.Unlock()
+		}
 		if err != nil {
 			return nil, err
 		}

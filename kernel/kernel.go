@@ -312,15 +312,27 @@ func (k *Kernel) foldDurable(group []*commitRequest, results []commitResult) {
 		order[i] = i
 	}
 	sort.Slice(order, func(a, b int) bool { return results[order[a]].index < results[order[b]].index })
+	for len(order) > 0 {
+		n := min(len(order), foldChunk)
+		k.foldInOrder(group, results, order[:n])
+		order = order[n:]
+	}
+}
+
+// foldChunk is how many entries of a group are folded in one hold of the
+// kernel's lock. Why: a group holds up to 512 entries, and folding them all
+// at once kept every decision waiting for milliseconds; between chunks
+// decisions go on against the ledger as it stands, with what is not yet
+// folded still held (its claims and energy).
+const foldChunk = 64
+
+// foldInOrder folds the entries of group at order, in that order, in one
+// critical section.
+func (k *Kernel) foldInOrder(group []*commitRequest, results []commitResult, order []int) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	defer k.signalGrowth(k.ledger.Size)
 	for _, i := range order {
-		// Claims and held energy go in the same critical section as the
-		// fold, so the next decision sees the event's effect, not its hold.
-		if f := group[i].folded; f != nil {
-			defer f()
-		}
 		r := &results[i]
 		switch {
 		case r.err != nil:
@@ -346,6 +358,11 @@ func (k *Kernel) foldDurable(group []*commitRequest, results []commitResult) {
 			} else {
 				k.indexFolded(r.index, group[i].ev)
 			}
+		}
+		// Claims and held energy go in the same critical section as the
+		// fold, so the next decision sees the event's effect, not its hold.
+		if f := group[i].folded; f != nil {
+			f()
 		}
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -24,6 +26,9 @@ import (
 // process. ns/op and allocs/op are per action for both sides together,
 // which is what two cores shared by the load and the kernel pay.
 //
+// ANNAL_BENCH_AGENTS sets how many agents (128 by default; annal-bench
+// runs 512).
+//
 //	go test ./logserver -run '^$' -bench GovernedActions -benchtime 20000x -cpu 2
 func BenchmarkGovernedActions(b *testing.B) {
 	ts := newTestServer(b, func(c *kernel.Config) {
@@ -32,7 +37,10 @@ func BenchmarkGovernedActions(b *testing.B) {
 		c.Energy.Genesis = 1 << 50 // root funds the agents of every run
 	})
 	ctx := context.Background()
-	const agents = 128
+	agents := 128
+	if n, err := strconv.Atoi(os.Getenv("ANNAL_BENCH_AGENTS")); err == nil {
+		agents = n
+	}
 	grants := []api.Grant{{Pattern: "workspace/**", Actions: []string{"create", "mutate"}}}
 	trust := 0.8
 	clients := make([]*client.Client, agents)

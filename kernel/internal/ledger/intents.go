@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -209,6 +210,12 @@ func checkResultIntent(c *checker) *Violation {
 
 // openIntent records an intent committed at index.
 func (l *Ledger) openIntent(index uint64, ev *event.Event) {
+	// Only a payload with a member "phase" can be an intent. Payloads are
+	// canonical, so its name is written plainly if it is there: most
+	// actions are not parsed a second time to find out.
+	if !bytes.Contains(ev.Action.Payload, []byte(`"phase"`)) {
+		return
+	}
 	p, err := parseExecute(ev.Action.Payload, l.Rules)
 	if err != nil || !p.intent {
 		return
