@@ -46,7 +46,9 @@ type soakSample struct {
 }
 
 // procMemory is the resident set from /proc/self/status, in KiB.
-type procMemory struct{ total, anon, file int64 }
+// procMemory is in kB. stateMap is the part of file that is the kernel's
+// state file (state.db) as bbolt maps it, from /proc/self/smaps.
+type procMemory struct{ total, anon, file, stateMap int64 }
 
 // soak runs the kernel at a fixed rate for o.duration and prints the data
 // folder's bytes per event against the entries' own bytes plus 64 (a leaf
@@ -123,16 +125,16 @@ func soak(ctx context.Context, dir string, bo options, o soakOptions, out io.Wri
 		return err
 	}
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "time\tevents\tentry B/event\tfolder B/event\tallocated B/event\tratio to entry+64\tpartial files\tRSS MiB\tanon MiB\tfile MiB\tGo heap MiB\t")
+	fmt.Fprintln(tw, "time\tevents\tentry B/event\tfolder B/event\tallocated B/event\tratio to entry+64\tpartial files\tRSS MiB\tanon MiB\tfile MiB\tof it state.db MiB\tGo heap MiB\t")
 	for _, s := range samples {
 		if s.events == 0 {
 			continue
 		}
 		per := float64(s.entryBytes) / float64(s.events)
-		fmt.Fprintf(tw, "%v\t%d\t%.0f\t%.0f\t%.0f\t%.2f\t%d\t%.0f\t%.0f\t%.0f\t%.0f\t\n", s.at, s.events, per,
+		fmt.Fprintf(tw, "%v\t%d\t%.0f\t%.0f\t%.0f\t%.2f\t%d\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t\n", s.at, s.events, per,
 			float64(s.apparent)/float64(s.events), float64(s.allocated)/float64(s.events),
 			float64(s.allocated)/float64(s.events)/(per+64), s.partials,
-			float64(s.rss.total)/1024, float64(s.rss.anon)/1024, float64(s.rss.file)/1024, float64(s.heapInUse)/(1<<20))
+			float64(s.rss.total)/1024, float64(s.rss.anon)/1024, float64(s.rss.file)/1024, float64(s.rss.stateMap)/1024, float64(s.heapInUse)/(1<<20))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -149,10 +151,11 @@ func soak(ctx context.Context, dir string, bo options, o soakOptions, out io.Wri
 			}
 			return float64(last) / float64(first)
 		}
-		fmt.Fprintf(out, "soak: %d events at %d/s for %v (%d dropped or failed); last third / first third: RSS %.2f, anon %.2f, file %.2f, Go heap %.2f\n",
+		fmt.Fprintf(out, "soak: %d events at %d/s for %v (%d dropped or failed); last third / first third: RSS %.2f, anon %.2f, file %.2f, RSS less the state file's map %.2f, Go heap %.2f\n",
 			events.Load(), o.rate, o.duration, failures.Load(),
 			ratio(func(s soakSample) int64 { return s.rss.total }), ratio(func(s soakSample) int64 { return s.rss.anon }),
-			ratio(func(s soakSample) int64 { return s.rss.file }), ratio(func(s soakSample) int64 { return int64(s.heapInUse) }))
+			ratio(func(s soakSample) int64 { return s.rss.file }), ratio(func(s soakSample) int64 { return s.rss.total - s.rss.stateMap }),
+			ratio(func(s soakSample) int64 { return int64(s.heapInUse) }))
 	}
 	return nil
 }
@@ -217,5 +220,37 @@ func readProcMemory() procMemory {
 			m.file = n
 		}
 	}
+	m.stateMap = mappedRSS("/proc/self/smaps", "state.db")
 	return m
+}
+
+// mappedRSS sums the resident kB of the mappings in an smaps file whose
+// path's last element is name.
+func mappedRSS(smaps, name string) int64 {
+	f, err := os.Open(smaps)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	return mappedRSSIn(f, name)
+}
+
+func mappedRSSIn(r io.Reader, name string) int64 {
+	var sum int64
+	in := false
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		line := sc.Text()
+		fields := strings.Fields(line)
+		if len(fields) >= 5 && strings.Contains(fields[0], "-") && !strings.HasSuffix(fields[0], ":") {
+			// A mapping's header: address perms offset dev inode [path].
+			in = len(fields) >= 6 && filepath.Base(fields[len(fields)-1]) == name
+			continue
+		}
+		if in && len(fields) >= 2 && fields[0] == "Rss:" {
+			n, _ := strconv.ParseInt(fields[1], 10, 64)
+			sum += n
+		}
+	}
+	return sum
 }
