@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -16,6 +17,8 @@ import (
 	"github.com/annal-dev/annal/checkpoints"
 	"github.com/annal-dev/annal/kernel/event"
 	"github.com/annal-dev/annal/kernel/internal/ledger"
+	"github.com/annal-dev/annal/kernel/internal/tilewriter"
+	"github.com/annal-dev/annal/kernel/internal/wal"
 	"github.com/transparency-dev/merkle/compact"
 	"github.com/transparency-dev/merkle/rfc6962"
 	"github.com/transparency-dev/tessera/api"
@@ -68,7 +71,7 @@ type AuditReport struct {
 	// entry below it was read, hashed and checked against its root.
 	Size uint64 `json:"size"`
 	// Folded is how many entries replayed under the rules before the
-	// first that breaks one (Size when none does).
+	// first that breaks one (Size + Unsigned when none does).
 	Folded uint64 `json:"folded"`
 	// Rules is the rules version in force at the end of the replay.
 	Rules int `json:"rules"`
@@ -85,9 +88,16 @@ type AuditReport struct {
 	// folder and judged by every rule; SealedClosed those it judged
 	// without their payload (erased, or an audit from tiles alone): the
 	// rules that read payloads (policy patterns) were taken as decided.
-	SealedOpened uint64        `json:"sealed_opened,omitempty"`
-	SealedClosed uint64        `json:"sealed_closed,omitempty"`
-	Elapsed      time.Duration `json:"elapsed_ns"`
+	SealedOpened uint64 `json:"sealed_opened,omitempty"`
+	SealedClosed uint64 `json:"sealed_closed,omitempty"`
+	// Unsigned counts the entries past the signed checkpoint that were
+	// replayed from the data folder (WithUnsignedTail), UnsignedInWAL of
+	// them only in its write-ahead log; UnsignedSkipped says why they
+	// were not read, if they were not.
+	Unsigned        uint64        `json:"unsigned,omitempty"`
+	UnsignedInWAL   uint64        `json:"unsigned_in_wal,omitempty"`
+	UnsignedSkipped string        `json:"unsigned_skipped,omitempty"`
+	Elapsed         time.Duration `json:"elapsed_ns"`
 }
 
 // AuditOption changes what Audit reads besides the log.
@@ -95,6 +105,20 @@ type AuditOption func(*auditConfig)
 
 type auditConfig struct {
 	sealed *sealedStore
+	// tailDir: replay what this data folder holds past the checkpoint.
+	tailDir string
+}
+
+// WithUnsignedTail has Audit go on past the signed checkpoint with what the
+// data folder at dataDir holds beyond it: the entries in its tiles that no
+// checkpoint covers yet, then those only in its write-ahead log (answered,
+// and written into the tiles at the next start or annald rebuild). They are
+// replayed under the same rules and hashed on, and the tiles' part is
+// checked against the tree state they record; no signature covers them
+// yet. While annald runs on the folder they are not read: it writes them
+// into the tiles itself, and the report says so.
+func WithUnsignedTail(dataDir string) AuditOption {
+	return func(c *auditConfig) { c.tailDir = dataDir }
 }
 
 // WithSealedPayloads has Audit read the sealed payloads an annald data
@@ -110,10 +134,16 @@ type AuditFinding struct {
 	Actor  string `json:"actor"`
 	Gate   string `json:"gate"`
 	Reason string `json:"reason"`
+	// Unsigned: the entry is past the signed checkpoint (WithUnsignedTail).
+	Unsigned bool `json:"unsigned,omitempty"`
 }
 
 func (f AuditFinding) String() string {
-	return fmt.Sprintf("entry %d (%s by %s) breaks the %s rule: %s", f.Index, f.Kind, f.Actor, f.Gate, f.Reason)
+	where := ""
+	if f.Unsigned {
+		where = ", past the signed checkpoint"
+	}
+	return fmt.Sprintf("entry %d (%s by %s%s) breaks the %s rule: %s", f.Index, f.Kind, f.Actor, where, f.Gate, f.Reason)
 }
 
 // maxAuditFindings bounds the tolerated findings a report lists.
@@ -157,6 +187,42 @@ func Audit(ctx context.Context, src LogSource, verifierKey string, opts ...Audit
 		}
 		return b.Entries, nil
 	}
+	// fold replays entry i (ev, or the parse error err) under the rules,
+	// once its leaf is hashed into rng.
+	fold := func(i uint64, ev *event.Event, err error, unsigned bool) error {
+		if rep.Broken != nil {
+			return nil // the root is still checked, so the break is in the signed log
+		}
+		if err != nil {
+			rep.Broken = &AuditFinding{Index: i, Gate: GateForm, Reason: err.Error(), Unsigned: unsigned}
+			return nil
+		}
+		var open func(*event.SealedPayload) (json.RawMessage, bool)
+		if a := ev.Action; a != nil && a.Sealed != nil && ev.Kind != event.KindActionDenied {
+			rep.SealedClosed++
+			if cfg.sealed != nil {
+				if _, payload, err := cfg.sealed.open(a.Sealed); err == nil {
+					rep.SealedOpened++
+					rep.SealedClosed--
+					open = func(*event.SealedPayload) (json.RawMessage, bool) { return payload, true }
+				}
+			}
+		}
+		tolerated, err := l.FoldOpened(i, ev, open)
+		if fe, ok := err.(*ledger.FoldError); ok {
+			rep.Broken = &AuditFinding{Index: i, Kind: string(ev.Kind), Actor: ev.Actor, Gate: fe.Gate, Reason: fe.Reason, Unsigned: unsigned}
+			return nil
+		} else if err != nil {
+			return err
+		}
+		for _, t := range tolerated {
+			if len(rep.Tolerated) < maxAuditFindings {
+				rep.Tolerated = append(rep.Tolerated, AuditFinding{Index: i, Kind: string(ev.Kind), Actor: ev.Actor, Gate: t.Gate, Reason: t.Reason, Unsigned: unsigned})
+			}
+		}
+		rep.Folded++
+		return nil
+	}
 	stop := make(chan struct{})
 	defer close(stop)
 	for run := range parseAhead(0, cp.Size, read, stop) {
@@ -164,42 +230,12 @@ func Audit(ctx context.Context, src LogSource, verifierKey string, opts ...Audit
 			return nil, run.err
 		}
 		for j, entry := range run.entries {
-			i := run.from + uint64(j)
 			if err := rng.Append(rfc6962.DefaultHasher.HashLeaf(entry), nil); err != nil {
 				return nil, err
 			}
-			if rep.Broken != nil {
-				continue // the root is still checked, so the break is in the signed log
-			}
-			ev, err := run.events[j], run.errs[j]
-			if err != nil {
-				rep.Broken = &AuditFinding{Index: i, Gate: GateForm, Reason: err.Error()}
-				continue
-			}
-			var open func(*event.SealedPayload) (json.RawMessage, bool)
-			if a := ev.Action; a != nil && a.Sealed != nil && ev.Kind != event.KindActionDenied {
-				rep.SealedClosed++
-				if cfg.sealed != nil {
-					if _, payload, err := cfg.sealed.open(a.Sealed); err == nil {
-						rep.SealedOpened++
-						rep.SealedClosed--
-						open = func(*event.SealedPayload) (json.RawMessage, bool) { return payload, true }
-					}
-				}
-			}
-			tolerated, err := l.FoldOpened(i, ev, open)
-			if fe, ok := err.(*ledger.FoldError); ok {
-				rep.Broken = &AuditFinding{Index: i, Kind: string(ev.Kind), Actor: ev.Actor, Gate: fe.Gate, Reason: fe.Reason}
-				continue
-			} else if err != nil {
+			if err := fold(run.from+uint64(j), run.events[j], run.errs[j], false); err != nil {
 				return nil, err
 			}
-			for _, t := range tolerated {
-				if len(rep.Tolerated) < maxAuditFindings {
-					rep.Tolerated = append(rep.Tolerated, AuditFinding{Index: i, Kind: string(ev.Kind), Actor: ev.Actor, Gate: t.Gate, Reason: t.Reason})
-				}
-			}
-			rep.Folded++
 		}
 	}
 	root, err := rng.GetRootHash(nil)
@@ -209,10 +245,98 @@ func Audit(ctx context.Context, src LogSource, verifierKey string, opts ...Audit
 	if cp.Size > 0 && !bytes.Equal(root, cp.Hash[:]) {
 		return nil, fmt.Errorf("the %d entries read hash to root %x, the signed checkpoint says %x: these tiles are not the log it signs", cp.Size, root, cp.Hash)
 	}
+	if cfg.tailDir != "" && rep.Broken == nil {
+		if err := auditUnsignedTail(ctx, cfg.tailDir, src, cp.Origin, cp.Size, rng, fold, rep); err != nil {
+			return nil, err
+		}
+	}
 	rep.Rules, rep.Elapsed = l.Rules, time.Since(start)
 	for _, in := range l.Intents {
 		rep.OpenIntents = append(rep.OpenIntents, in.Index)
 	}
 	slices.Sort(rep.OpenIntents)
 	return rep, nil
+}
+
+// auditUnsignedTail replays, after the signed checkpoint's size entries,
+// what the data folder at dir holds past them (WithUnsignedTail): the
+// entries of its tiles up to their tree state, checked against its root,
+// then the write-ahead log's entries past that.
+func auditUnsignedTail(ctx context.Context, dir string, src LogSource, origin string, size uint64, rng *compact.Range,
+	fold func(i uint64, ev *event.Event, err error, unsigned bool) error, rep *AuditReport) error {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	unlock, err := lockDir(abs)
+	if errors.Is(err, ErrDataDirInUse) {
+		rep.UnsignedSkipped = "annald is running on the data folder: it writes the entries past the checkpoint into the tiles and signs them"
+		return nil
+	} else if err != nil {
+		return err
+	}
+	defer unlock()
+	treeSize, treeRoot, err := tilewriter.ReadTreeState(filepath.Join(abs, logDirName))
+	if err != nil {
+		return err
+	}
+	if treeSize < size {
+		return fmt.Errorf("the tiles' tree state holds %d entries, fewer than the signed checkpoint's %d", treeSize, size)
+	}
+	for b := size / layout.EntryBundleWidth; size < treeSize; b++ {
+		raw, err := src.ReadEntryBundle(ctx, b, layout.PartialTileSize(0, b, treeSize))
+		if err != nil {
+			return fmt.Errorf("entry bundle %d: %w", b, err)
+		}
+		var bundle api.EntryBundle
+		if err := bundle.UnmarshalText(raw); err != nil {
+			return fmt.Errorf("entry bundle %d: %w", b, err)
+		}
+		if b*layout.EntryBundleWidth+uint64(len(bundle.Entries)) <= size {
+			return fmt.Errorf("entry bundle %d holds %d entries, none past %d, yet the tree state holds %d", b, len(bundle.Entries), size, treeSize)
+		}
+		for j, entry := range bundle.Entries {
+			i := b*layout.EntryBundleWidth + uint64(j)
+			if i < size {
+				continue
+			}
+			if err := rng.Append(rfc6962.DefaultHasher.HashLeaf(entry), nil); err != nil {
+				return err
+			}
+			ev, perr := event.Parse(entry)
+			if err := fold(i, ev, perr, true); err != nil {
+				return err
+			}
+			rep.Unsigned++
+			size++
+		}
+	}
+	if root, err := rng.GetRootHash(nil); err != nil {
+		return err
+	} else if treeSize > 0 && !bytes.Equal(root, treeRoot) {
+		return fmt.Errorf("the %d entries of the tiles hash to root %x, their tree state says %x", treeSize, root, treeRoot)
+	}
+	walDir := filepath.Join(abs, walDirName)
+	if _, err := os.Stat(walDir); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if _, err := checkWriteAheadOrigin(walDir, origin); err != nil {
+		return err
+	}
+	records, _, err := wal.Read(walDir, treeSize)
+	if err != nil {
+		return fmt.Errorf("write-ahead log: %w", err)
+	}
+	for _, r := range records {
+		if err := rng.Append(rfc6962.DefaultHasher.HashLeaf(r.Entry), nil); err != nil {
+			return err
+		}
+		ev, perr := event.Parse(r.Entry)
+		if err := fold(r.Index, ev, perr, true); err != nil {
+			return err
+		}
+		rep.Unsigned++
+		rep.UnsignedInWAL++
+	}
+	return nil
 }

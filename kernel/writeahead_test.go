@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/annal-dev/annal/kernel/event"
+	"github.com/annal-dev/annal/kernel/internal/wal"
 )
 
 // crashChildEnv names the data folder a crash child writes to.
@@ -105,6 +106,7 @@ func TestWriteAhead_SIGKILLBeforeTiles(t *testing.T) {
 			if size, _, err := (diskLog{root: filepath.Join(dir, logDirName)}).treeState(); err != nil || size != 0 {
 				t.Fatalf("the tiles should hold nothing before the restart, have %d (%v)", size, err)
 			}
+			checkAuditOfCrashedFolder(t, dir, uint64(1+n))
 		}
 	}
 
@@ -120,6 +122,13 @@ func TestWriteAhead_SIGKILLBeforeTiles(t *testing.T) {
 		t.Fatalf("rebuild of the crashed folder: %+v, want %d entries and no differences", rep, want)
 	}
 	k := openTest(t, dir)
+	vkey, err := LocalVerifierKey(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if audit, err := Audit(ctx, LocalLog(dir), vkey, WithUnsignedTail(dir)); err != nil || audit.UnsignedSkipped == "" || audit.Unsigned != 0 {
+		t.Fatalf("an audit beside a running kernel should leave what is past the checkpoint to it: %+v, %v", audit, err)
+	}
 	info, err := k.Info(ctx)
 	if err != nil || info.Size != want {
 		t.Fatalf("log size %d (%v), want %d", info.Size, err, want)
@@ -171,16 +180,75 @@ func TestWriteAhead_SIGKILLBeforeTiles(t *testing.T) {
 	if rep.Size != want+1 || len(rep.Differences) > 0 {
 		t.Fatalf("rebuild: %+v", rep)
 	}
-	vkey, err := LocalVerifierKey(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
 	audit, err := Audit(ctx, LocalLog(dir), vkey)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if audit.Size != want+1 || audit.Folded != audit.Size || audit.Broken != nil {
 		t.Fatalf("audit of the log after the crashes: %+v", audit)
+	}
+}
+
+// checkAuditOfCrashedFolder audits a folder whose kernel was killed with
+// its entries in the write-ahead log only: with WithUnsignedTail the audit
+// replays them all past the signed checkpoint, none breaking a rule; and an
+// entry in the write-ahead log that breaks one (added to a copy of the
+// folder) is named, as past the checkpoint.
+func checkAuditOfCrashedFolder(t *testing.T, dir string, answered uint64) {
+	t.Helper()
+	ctx := context.Background()
+	vkey, err := LocalVerifierKey(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	audit, err := Audit(ctx, LocalLog(dir), vkey, WithUnsignedTail(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if audit.Broken != nil || audit.UnsignedSkipped != "" || audit.Size+audit.Unsigned != answered ||
+		audit.UnsignedInWAL != answered-audit.Size || audit.Folded != answered {
+		t.Fatalf("audit of the crashed folder: %+v; want the %d answered entries replayed, those past the checkpoint from the write-ahead log", audit, answered)
+	}
+	t.Logf("audit of the crashed folder: size %d, unsigned %d (%d in the write-ahead log), folded %d", audit.Size, audit.Unsigned, audit.UnsignedInWAL, audit.Folded)
+	// Without the tail, the audit covers the signed checkpoint alone.
+	if signed, err := Audit(ctx, LocalLog(dir), vkey); err != nil || signed.Unsigned != 0 || signed.Folded != signed.Size {
+		t.Fatalf("audit without the tail: %+v, %v", signed, err)
+	}
+
+	// The same entries written into the tiles of a copy, as a start does
+	// before its first checkpoint: past the checkpoint, from the tiles.
+	inTiles := copyDir(t, dir)
+	os.Remove(filepath.Join(inTiles, lockFileName))
+	d, err := openExistingDataDir(testConfig(t, inTiles))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = replayWriteAhead(d, testConfig(t, inTiles).Logger)
+	d.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tiles, err := Audit(ctx, LocalLog(inTiles), vkey, WithUnsignedTail(inTiles))
+	if err != nil || tiles.Broken != nil || tiles.Size+tiles.Unsigned != answered || tiles.UnsignedInWAL != 0 {
+		t.Fatalf("audit with the entries in the tiles past the checkpoint: %+v, %v", tiles, err)
+	}
+
+	bad := copyDir(t, dir)
+	os.Remove(filepath.Join(bad, lockFileName))
+	w, _, _, err := wal.Open(filepath.Join(bad, walDirName), answered, wal.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Append(answered, [][]byte{[]byte(`{"not":"an event"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	audit, err = Audit(ctx, LocalLog(bad), vkey, WithUnsignedTail(bad))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := audit.Broken; b == nil || b.Index != answered || !b.Unsigned || b.Gate != GateForm || audit.Folded != answered {
+		t.Fatalf("a write-ahead entry that is no event: %+v, broken %+v; want entry %d named, past the checkpoint", audit, audit.Broken, answered)
 	}
 }
 

@@ -650,9 +650,21 @@ func TestWriteAheadFlagBothWays(t *testing.T) {
 		}
 		d.kill(t)
 	}
+	last := receipts[len(receipts)-1].index
+	// annald audit on the killed folder replays every answered entry:
+	// those the tiles hold, and past the signed checkpoint those the
+	// write-ahead log alone holds.
+	out, err := exec.Command(annaldBinary, "audit", "--data", dataDir, "--json").Output()
+	var audit struct {
+		Size, Folded, Unsigned uint64
+		Broken                 any
+	}
+	if jerr := json.Unmarshal(out, &audit); err != nil || jerr != nil || audit.Broken != nil ||
+		audit.Size+audit.Unsigned <= last || audit.Folded != audit.Size+audit.Unsigned {
+		t.Fatalf("annald audit of the killed folder: %v, %s; want entries up to %d replayed", err, out, last)
+	}
 	d := startDaemon(t, dataDir, "--no-write-ahead")
 	cl := d.client(t, cred)
-	last := receipts[len(receipts)-1].index
 	if _, err := cl.WaitProof(ctx, last); err != nil {
 		t.Fatalf("no checkpoint covers the last receipt (index %d): %v", last, err)
 	}

@@ -27,6 +27,12 @@ func newAuditCommand() *cobra.Command {
 any URL that serves the tiles (--url, with the log's verifier key in --key) —
 verifies its signed checkpoint, replays every entry below it under the rules of
 every event kind, and checks that the entries hash to the checkpoint's root.
+With --data it goes on with what the folder holds past that checkpoint: the
+entries in its tiles that no checkpoint covers yet, checked against the tree
+state the tiles record, and the entries only in its write-ahead log, which
+annald answered before a crash and writes into the tiles at its next start.
+They are replayed under the same rules and reported as not yet signed; while
+annald runs on the folder they are left to it.
 It names the index, the rule (gate) and the reason of the first entry that
 breaks a rule, and exits 1; it changes nothing. annald may be running.
 
@@ -58,7 +64,7 @@ log.rules entry.`,
 					return fmt.Errorf("data folder: %w", err)
 				}
 				src = kernel.LocalLog(data)
-				opts = append(opts, kernel.WithSealedPayloads(data))
+				opts = append(opts, kernel.WithSealedPayloads(data), kernel.WithUnsignedTail(data))
 				if key == "" {
 					var err error
 					if key, err = kernel.LocalVerifierKey(data); err != nil {
@@ -94,6 +100,13 @@ log.rules entry.`,
 				if rep.SealedOpened+rep.SealedClosed > 0 {
 					fmt.Fprintf(out, "annald: sealed payloads: %d judged by every rule from the data folder, %d without their payload (erased or not here: policy patterns taken as decided)\n",
 						rep.SealedOpened, rep.SealedClosed)
+				}
+				switch {
+				case rep.UnsignedSkipped != "":
+					fmt.Fprintf(out, "annald: entries past the signed checkpoint not read: %s\n", rep.UnsignedSkipped)
+				case rep.Unsigned > 0:
+					fmt.Fprintf(out, "annald: replayed %d entries past the signed checkpoint, not yet signed (%d of them only in the write-ahead log: the next start or annald rebuild writes them into the tiles)\n",
+						rep.Unsigned, rep.UnsignedInWAL)
 				}
 				if n := len(rep.OpenIntents); n > 0 {
 					fmt.Fprintf(out, "annald: %d execute intents have no result (allowed, outcome never recorded), first at entry %d\n", n, rep.OpenIntents[0])

@@ -669,3 +669,14 @@ func syncDir(dir string) error {
 	}
 	return nil
 }
+
+// ReadTreeState returns the size and root hash of the tree the tiles under
+// root hold (.state/treeState; the empty tree when there is none). It
+// changes nothing: it is for readers beside the writer.
+func ReadTreeState(root string) (size uint64, rootHash []byte, err error) {
+	size, rootHash, err = readTreeState(root)
+	if err != nil {
+		return 0, nil, fmt.Errorf("tilewriter: %s: %w", root, err)
+	}
+	return size, rootHash, nil
+}

@@ -186,15 +186,9 @@ type segmentFile struct {
 // index after the last record, or from when there is none at or past from.
 // An Open that fails changes nothing on disk (but may have made dir).
 func Open(dir string, from uint64, opts Options) (*Log, []Record, OpenInfo, error) {
-	var info OpenInfo
 	if err := makeDir(dir); err != nil {
-		return nil, nil, info, err
+		return nil, nil, OpenInfo{}, err
 	}
-	segments, temps, err := listDir(dir)
-	if err != nil {
-		return nil, nil, info, err
-	}
-	info.Segments = len(segments)
 	l := &Log{
 		dir:          dir,
 		segmentBytes: opts.SegmentBytes,
@@ -206,65 +200,14 @@ func Open(dir string, from uint64, opts Options) (*Log, []Record, OpenInfo, erro
 	if l.segmentBytes <= 0 {
 		l.segmentBytes = DefaultSegmentBytes
 	}
-
-	var records []Record
-	var newest segmentScan
-	if len(segments) > 0 {
-		// The last segment whose name is at most from holds from, if any
-		// segment does; the ones before it hold only records below from.
-		k := sort.Search(len(segments), func(i int) bool { return segments[i].first > from }) - 1
-		if k < 0 {
-			return nil, nil, info, fmt.Errorf("%w: the oldest segment, %s, starts at index %d, but the tile log holds only the entries below %d",
-				ErrGap, l.path(segments[0].name), segments[0].first, from)
-		}
-		due := segments[k].first
-		for i := k; i < len(segments); i++ {
-			seg := segments[i]
-			path := l.path(seg.name)
-			if seg.first != due {
-				if seg.first > due {
-					return nil, nil, info, fmt.Errorf("%w: %s starts at index %d, but the segment before it ends before %d: entries %d to %d are in no segment",
-						ErrGap, path, seg.first, due, due, seg.first-1)
-				}
-				return nil, nil, info, fmt.Errorf("%s: %w: it starts at index %d, but the segment before it already holds the entries up to %d",
-					path, ErrDamaged, seg.first, due-1)
-			}
-			data, err := os.ReadFile(path)
-			if err != nil {
-				return nil, nil, info, fmt.Errorf("wal: %w", err)
-			}
-			info.SegmentsRead++
-			scan, err := scanSegment(data, seg.first, func(index uint64, entry []byte) {
-				if index >= from {
-					records = append(records, Record{Index: index, Entry: slices.Clone(entry)})
-				}
-			})
-			if err != nil {
-				return nil, nil, info, fmt.Errorf("%s %w", path, err)
-			}
-			isNewest := i == len(segments)-1
-			if scan.fault != "" {
-				switch {
-				case !isNewest:
-					return nil, nil, info, fmt.Errorf("%s at offset %d: %w: %s, in a segment that is not the newest",
-						path, scan.good, ErrDamaged, scan.fault)
-				case scan.verifying >= 0:
-					return nil, nil, info, fmt.Errorf("%s at offset %d: %w: %s, yet the record at offset %d (index %d) verifies, so this is no torn tail",
-						path, scan.good, ErrDamaged, scan.fault, scan.verifying, scan.verifyingIndex)
-				}
-			}
-			if isNewest {
-				newest = scan
-				if scan.fault != "" {
-					info.TornFile, info.TornOffset, info.TornReason = path, int64(scan.good), scan.fault
-					info.TornBytes = int64(len(data) - scan.good)
-				}
-			}
-			due = scan.end
-		}
-		if due > from {
-			l.next = due
-		}
+	r, err := read(dir, from)
+	info := r.info
+	if err != nil {
+		return nil, nil, info, err
+	}
+	segments, temps, records, newest := r.segments, r.temps, r.records, r.newest
+	if r.end > from {
+		l.next = r.end
 	}
 
 	// Everything checks: now change the disk.
@@ -297,6 +240,100 @@ func Open(dir string, from uint64, opts Options) (*Log, []Record, OpenInfo, erro
 		info.TempFilesRemoved++
 	}
 	return l, records, info, nil
+}
+
+// Read returns the records of the write-ahead log in dir whose index is
+// at least from, as Open would, and changes nothing: a torn tail is
+// reported in OpenInfo, not cut off, and a missing folder holds no
+// records. It is for readers beside the kernel (an audit of a data folder
+// after a crash); while a kernel appends, its last write may read as a
+// torn tail.
+func Read(dir string, from uint64) ([]Record, OpenInfo, error) {
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		return nil, OpenInfo{}, nil
+	}
+	r, err := read(dir, from)
+	return r.records, r.info, err
+}
+
+// readResult is what read found in a log's folder.
+type readResult struct {
+	info     OpenInfo
+	segments []segmentFile
+	temps    []string
+	records  []Record
+	newest   segmentScan
+	end      uint64 // the index after the last good record (0: no segment)
+}
+
+// read reads and checks the segments that may hold records at or past
+// from, without changing anything.
+func read(dir string, from uint64) (readResult, error) {
+	var r readResult
+	segments, temps, err := listDir(dir)
+	if err != nil {
+		return r, err
+	}
+	r.segments, r.temps = segments, temps
+	r.info.Segments = len(segments)
+	path := func(name string) string { return filepath.Join(dir, name) }
+	if len(segments) == 0 {
+		return r, nil
+	}
+	// The last segment whose name is at most from holds from, if any
+	// segment does; the ones before it hold only records below from.
+	k := sort.Search(len(segments), func(i int) bool { return segments[i].first > from }) - 1
+	if k < 0 {
+		return r, fmt.Errorf("%w: the oldest segment, %s, starts at index %d, but the tile log holds only the entries below %d",
+			ErrGap, path(segments[0].name), segments[0].first, from)
+	}
+	due := segments[k].first
+	for i := k; i < len(segments); i++ {
+		seg := segments[i]
+		p := path(seg.name)
+		if seg.first != due {
+			if seg.first > due {
+				return r, fmt.Errorf("%w: %s starts at index %d, but the segment before it ends before %d: entries %d to %d are in no segment",
+					ErrGap, p, seg.first, due, due, seg.first-1)
+			}
+			return r, fmt.Errorf("%s: %w: it starts at index %d, but the segment before it already holds the entries up to %d",
+				p, ErrDamaged, seg.first, due-1)
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return r, fmt.Errorf("wal: %w", err)
+		}
+		r.info.SegmentsRead++
+		scan, err := scanSegment(data, seg.first, func(index uint64, entry []byte) {
+			if index >= from {
+				r.records = append(r.records, Record{Index: index, Entry: slices.Clone(entry)})
+			}
+		})
+		if err != nil {
+			return r, fmt.Errorf("%s %w", p, err)
+		}
+		isNewest := i == len(segments)-1
+		if scan.fault != "" {
+			switch {
+			case !isNewest:
+				return r, fmt.Errorf("%s at offset %d: %w: %s, in a segment that is not the newest",
+					p, scan.good, ErrDamaged, scan.fault)
+			case scan.verifying >= 0:
+				return r, fmt.Errorf("%s at offset %d: %w: %s, yet the record at offset %d (index %d) verifies, so this is no torn tail",
+					p, scan.good, ErrDamaged, scan.fault, scan.verifying, scan.verifyingIndex)
+			}
+		}
+		if isNewest {
+			r.newest = scan
+			if scan.fault != "" {
+				r.info.TornFile, r.info.TornOffset, r.info.TornReason = p, int64(scan.good), scan.fault
+				r.info.TornBytes = int64(len(data) - scan.good)
+			}
+		}
+		due = scan.end
+	}
+	r.end = due
+	return r, nil
 }
 
 // makeDir creates dir if it is missing, and syncs its parent so that it

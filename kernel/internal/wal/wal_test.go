@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -823,5 +824,62 @@ func TestRecordCRCCoversTheIndex(t *testing.T) {
 	b := AppendRecord(nil, 2, []byte("x"))
 	if bytes.Equal(a[4:8], b[4:8]) {
 		t.Error("the CRC does not depend on the index")
+	}
+}
+
+// Read returns what Open would, and changes nothing: a torn tail is
+// reported, not cut; temporary segments stay; a missing folder holds no
+// records and is not made; damage is an error as for Open.
+func TestReadChangesNothing(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "wal")
+	if records, info, err := Read(dir, 0); err != nil || len(records) != 0 || info.Segments != 0 {
+		t.Fatalf("Read of a missing folder = %d records, %+v, %v", len(records), info, err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("Read made the folder: %v", err)
+	}
+	end := writeLog(t, dir, 0, Options{SegmentBytes: 200}, 5, 4, 3)
+	name := segmentNames(t, dir)[len(segmentNames(t, dir))-1]
+	f, err := os.OpenFile(filepath.Join(dir, name), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write([]byte{0, 0, 0, 9, 1, 2}); err != nil { // a write cut short
+		t.Fatal(err)
+	}
+	f.Close()
+	if err := os.WriteFile(filepath.Join(dir, segmentName(end)+".tmp"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	before := snapshot(t, dir)
+	for _, from := range []uint64{0, 3, end - 1, end, end + 5} {
+		records, info, err := Read(dir, from)
+		if err != nil {
+			t.Fatalf("Read(%d): %v", from, err)
+		}
+		checkRecords(t, records, from, end)
+		if info.TornBytes != 6 {
+			t.Fatalf("Read(%d) reports %d torn bytes, want 6", from, info.TornBytes)
+		}
+	}
+	if after := snapshot(t, dir); !mapsEqual(before, after) {
+		t.Fatal("Read changed the folder")
+	}
+	// Open then cuts the tail and returns the same records.
+	l, records, info := mustOpen(t, dir, 0, Options{})
+	checkRecords(t, records, 0, end)
+	if info.TornBytes != 6 {
+		t.Fatalf("Open cut %d bytes, want 6", info.TornBytes)
+	}
+	l.Close()
+
+	// Damage in a segment that is not the newest is an error.
+	first := segmentNames(t, dir)[0]
+	data := []byte(snapshot(t, dir)[first])
+	if err := os.WriteFile(filepath.Join(dir, first), xorAt(data, len(SegmentHeader)+9, 0xff), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := Read(dir, 0); !errors.Is(err, ErrDamaged) {
+		t.Fatalf("Read of a damaged segment: %v, want ErrDamaged", err)
 	}
 }
