@@ -1,7 +1,9 @@
 package witness
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io/fs"
 	"net/http"
@@ -338,5 +340,27 @@ func TestCommitter_GroupSeesEarlierWrites(t *testing.T) {
 	c.close()
 	if err := c.commit(context.Background(), func(*bolt.Tx) error { return nil }); !errors.Is(err, ErrClosed) {
 		t.Errorf("commit after close: %v, want ErrClosed", err)
+	}
+}
+
+// decodeHead reads a stored record's origin, size and root as a whole
+// decode does, and declines a record whose first members are not those.
+func TestDecodeHead(t *testing.T) {
+	cp := &CosignedCheckpoint{Origin: "example.com/log", Size: 1234, Root: bytes.Repeat([]byte{7}, 32),
+		Note: bytes.Repeat([]byte("x"), 5000), CosignedAt: time.Unix(1700000000, 0).UTC()}
+	v, err := json.Marshal(cp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var origin string
+	var size uint64
+	var root []byte
+	if !decodeHead(v, &origin, &size, &root) || origin != cp.Origin || size != cp.Size || !bytes.Equal(root, cp.Root) {
+		t.Fatalf("decodeHead = %q %d %x", origin, size, root)
+	}
+	for _, other := range []string{`{"size":1,"origin":"a","root":"AAAA"}`, `[1]`, `{"origin":"a"}`, `{"origin":1,"size":1,"root":""}`, ``} {
+		if decodeHead([]byte(other), &origin, &size, &root) {
+			t.Errorf("decodeHead(%s) should leave it to a whole decode", other)
+		}
 	}
 }

@@ -161,7 +161,7 @@ func (w *Witness) AddCheckpoint(ctx context.Context, body []byte) ([]byte, error
 
 func (w *Witness) addCheckpoint(ctx context.Context, req *AddCheckpointRequest) ([]byte, error) {
 	origin := req.Checkpoint.Origin
-	cfg, err := w.store.Log(origin)
+	cfg, cfgRecord, err := w.store.logAndRecord(origin)
 	if err != nil {
 		return nil, err
 	}
@@ -195,10 +195,14 @@ func (w *Witness) addCheckpoint(ctx context.Context, req *AddCheckpointRequest) 
 	var conflict *sameSizeConflict
 	err = w.commits.commit(ctx, func(tx *bolt.Tx) error {
 		cosignature, refusal, conflict = nil, nil, nil
-		current, err := logInTx(tx, origin)
-		if err != nil {
-			refusal = err
-			return nil
+		current := cfg
+		if id := LogID(origin); !bytes.Equal(tx.Bucket(logsBucket).Get(id[:]), cfgRecord) {
+			// Changed (or removed) since it was read: decode it again.
+			var err error
+			if current, err = logInTx(tx, origin); err != nil {
+				refusal = err
+				return nil
+			}
 		}
 		n, signed := opened, presigned
 		if !slices.Equal(current.Keys, cfg.Keys) {
