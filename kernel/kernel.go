@@ -561,6 +561,7 @@ func (k *Kernel) foldLoop() {
 	defer close(k.foldDone)
 	t := time.NewTicker(k.cfg.FoldInterval)
 	defer t.Stop()
+	released := time.Now()
 	for {
 		select {
 		case <-k.stopFold:
@@ -569,9 +570,19 @@ func (k *Kernel) foldLoop() {
 			if err := k.persist(); err != nil {
 				k.logger.Error("persist state", "err", err)
 			}
+			if time.Since(released) >= releaseMappedInterval {
+				released = time.Now()
+				if err := k.store.releaseMappedPages(); err != nil {
+					k.logger.Warn("state file", "err", err)
+				}
+			}
 		}
 	}
 }
+
+// releaseMappedInterval is how often the kernel lets go of the state
+// file's pages it has read (store.releaseMappedPages).
+const releaseMappedInterval = 10 * time.Second
 
 // indexFolded queues the history terms of a folded event (the caller
 // holds k.mu, or is alone with the kernel as at start).

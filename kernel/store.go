@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/annal-dev/annal/kernel/event"
@@ -295,6 +296,26 @@ func checksum(key, value []byte) uint32 {
 }
 
 func (s *store) close() error { return s.db.Close() }
+
+// releaseMappedPages drops this process's references to the pages of the
+// state file it has read through bbolt's memory map. Why: bbolt reads
+// every page through one shared, read-only map of the whole file, and a
+// page once read stays in the process's resident set until bbolt makes the
+// map anew as the file grows. With the history index taking new pages all
+// over the file, the resident set climbed with the log though the kernel
+// held no more memory (a 10-minute soak at 5,000 actions/s: the map's part
+// 1 → 11 MiB of 39–51 MiB, back to 1 at each new map). The pages stay in
+// the page cache, and the next read of one maps it again (a minor fault).
+// It runs in a read transaction, during which bbolt cannot replace the map.
+func (s *store) releaseMappedPages() error {
+	return s.db.View(func(tx *bolt.Tx) error {
+		info := s.db.Info()
+		if _, _, errno := syscall.Syscall(syscall.SYS_MADVISE, info.Data, uintptr(tx.Size()), syscall.MADV_DONTNEED); errno != 0 {
+			return fmt.Errorf("release the state file's mapped pages: %w", errno)
+		}
+		return nil
+	})
+}
 
 // indexChunk bounds the history keys one transaction writes: bbolt
 // handles many moderate transactions far better than one huge one (a

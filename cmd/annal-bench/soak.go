@@ -17,6 +17,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/annal-dev/annal/internal/procmem"
 	"github.com/annal-dev/annal/logserver/api"
 )
 
@@ -220,37 +221,6 @@ func readProcMemory() procMemory {
 			m.file = n
 		}
 	}
-	m.stateMap = mappedRSS("/proc/self/smaps", "state.db")
+	m.stateMap = procmem.MappedRSS("state.db")
 	return m
-}
-
-// mappedRSS sums the resident kB of the mappings in an smaps file whose
-// path's last element is name.
-func mappedRSS(smaps, name string) int64 {
-	f, err := os.Open(smaps)
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	return mappedRSSIn(f, name)
-}
-
-func mappedRSSIn(r io.Reader, name string) int64 {
-	var sum int64
-	in := false
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		line := sc.Text()
-		fields := strings.Fields(line)
-		if len(fields) >= 5 && strings.Contains(fields[0], "-") && !strings.HasSuffix(fields[0], ":") {
-			// A mapping's header: address perms offset dev inode [path].
-			in = len(fields) >= 6 && filepath.Base(fields[len(fields)-1]) == name
-			continue
-		}
-		if in && len(fields) >= 2 && fields[0] == "Rss:" {
-			n, _ := strconv.ParseInt(fields[1], 10, 64)
-			sum += n
-		}
-	}
-	return sum
 }

@@ -1,4 +1,4 @@
-package main
+package procmem
 
 import (
 	"strings"
@@ -22,10 +22,10 @@ Rss:                1024 kB
 7f3a38000000-7f3a38001000 r--s 00000000 fe:00 777                        /tmp/x/state.db.damaged
 Rss:                   8 kB
 `
-	if got := mappedRSSIn(strings.NewReader(smaps), "state.db"); got != 20480+1024 {
+	if got := MappedRSSIn(strings.NewReader(smaps), "state.db"); got != 20480+1024 {
 		t.Errorf("mappedRSSIn = %d kB, want %d", got, 20480+1024)
 	}
-	if got := mappedRSSIn(strings.NewReader(smaps), "nothing.db"); got != 0 {
+	if got := MappedRSSIn(strings.NewReader(smaps), "nothing.db"); got != 0 {
 		t.Errorf("mappedRSSIn of an unmapped file = %d kB, want 0", got)
 	}
 }
@@ -36,7 +36,7 @@ func FuzzMappedRSSIn(f *testing.F) {
 	f.Add("7f3a10000000-7f3a14000000 r--s 00000000 fe:00 1234 /tmp/x/state.db\nRss: 20480 kB\n")
 	f.Add("a-b c d e f state.db\nRss: -5 kB\nRss:\n")
 	f.Fuzz(func(t *testing.T, s string) {
-		if got := mappedRSSIn(strings.NewReader(s), "state.db"); got < 0 && !strings.Contains(s, "-") {
+		if got := MappedRSSIn(strings.NewReader(s), "state.db"); got < 0 && !strings.Contains(s, "-") {
 			t.Fatalf("negative sum %d from text with no minus sign", got)
 		}
 	})

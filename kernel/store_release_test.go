@@ -1,0 +1,56 @@
+package kernel
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/annal-dev/annal/internal/procmem"
+	"github.com/annal-dev/annal/kernel/event"
+)
+
+// releaseMappedPages lets go of the state file's pages the kernel read,
+// and what the state holds reads back the same after.
+func TestStore_ReleaseMappedPages(t *testing.T) {
+	if _, err := os.Stat("/proc/self/smaps"); err != nil {
+		t.Skip("no /proc/self/smaps here")
+	}
+	k := openTest(t, t.TempDir())
+	ctx := context.Background()
+	root := rootOf(t, k)
+	for i := range 2000 {
+		if _, err := k.Submit(ctx, root, ActionRequest{Type: event.Create, Target: fmt.Sprintf("release/%d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := k.persist(); err != nil {
+		t.Fatal(err)
+	}
+	read := func() []uint64 { // the history reads its index from the state file
+		var got []uint64
+		page, err := k.History(ctx, root, HistoryQuery{Limit: 200})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range page.Events {
+			got = append(got, e.Index)
+		}
+		return got
+	}
+	before := read()
+	mapped := procmem.MappedRSS(stateFileName)
+	if mapped == 0 {
+		t.Fatalf("no resident pages of %s after reading it", stateFileName)
+	}
+	if err := k.store.releaseMappedPages(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("mapped %d kB before the release, %d after", mapped, procmem.MappedRSS(stateFileName))
+	if after := procmem.MappedRSS(stateFileName); after >= mapped {
+		t.Fatalf("the state file's map keeps %d kB resident, %d before the release", after, mapped)
+	}
+	if again := read(); fmt.Sprint(again) != fmt.Sprint(before) || len(before) != 200 {
+		t.Fatalf("the history after the release: %v, before: %v", again, before)
+	}
+}
