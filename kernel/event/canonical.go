@@ -81,33 +81,15 @@ func (c *canonSorter) value(depth int) bool {
 	if c.i >= len(c.b) || depth > maxCanonicalDepth {
 		return false
 	}
-	start := c.i
-	switch ch := c.b[c.i]; {
-	case ch == '{':
+	switch c.b[c.i] {
+	case '{':
 		return c.object(depth)
-	case ch == '[':
+	case '[':
 		return c.array(depth)
-	case ch == '"':
-		if _, ok := c.str(false); !ok {
-			return false
-		}
-	case ch == 't':
-		if !c.literal("true") {
-			return false
-		}
-	case ch == 'f':
-		if !c.literal("false") {
-			return false
-		}
-	case ch == 'n':
-		if !c.literal("null") {
-			return false
-		}
-	case ch == '-' || ch >= '0' && ch <= '9':
-		if !c.number() {
-			return false
-		}
-	default:
+	}
+	// A scalar: the scanner accepts it only as RFC 8785 writes it.
+	start := c.i
+	if !c.canonScanner.value(depth) {
 		return false
 	}
 	c.out = append(c.out, c.b[start:c.i]...)
