@@ -325,13 +325,12 @@ const tileWriteInterval = 50 * time.Millisecond
 // busyTileWriteInterval is the time between writes of the tiles while the
 // kernel is busy: when a tileWriteInterval has gathered busyTail entries or
 // more. Why: every write rewrites the partial bundle and the partial tile
-// of each level besides the tree state, and creating a file costs the
-// processor about as much as a hundred actions' share of a tile (measured:
-// 120-250 µs of system time per create and sync on ext4). Under load the
-// partial files are most of what is written; writing them four times less
-// often gave the governed actions about a tenth more throughput on two
-// cores (BenchmarkGovernedActions). It matches the default checkpoint
-// interval, so each checkpoint still finds a larger tree.
+// of each level besides the tree state, and creating and syncing a file
+// costs 120–250 µs of system time on ext4 here. Under load the partial
+// files were most of what was written; writing them four times less often
+// raised governed actions by a fifth or more on two cores
+// (BenchmarkGovernedActions, interleaved). It matches the default
+// checkpoint interval, so each checkpoint still finds a larger tree.
 const (
 	busyTileWriteInterval = 200 * time.Millisecond
 	busyTail              = 256
