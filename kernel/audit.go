@@ -176,17 +176,7 @@ func Audit(ctx context.Context, src LogSource, verifierKey string, opts ...Audit
 	rep := &AuditReport{Origin: cp.Origin, Size: cp.Size}
 	l := ledger.New()
 	rng := (&compact.RangeFactory{Hash: rfc6962.DefaultHasher.HashChildren}).NewEmptyRange(0)
-	read := func(bundleIndex uint64) ([][]byte, error) {
-		rawBundle, err := src.ReadEntryBundle(ctx, bundleIndex, layout.PartialTileSize(0, bundleIndex, cp.Size))
-		if err != nil {
-			return nil, fmt.Errorf("entry bundle %d: %w", bundleIndex, err)
-		}
-		var b api.EntryBundle
-		if err := b.UnmarshalText(rawBundle); err != nil {
-			return nil, fmt.Errorf("entry bundle %d: %w", bundleIndex, err)
-		}
-		return b.Entries, nil
-	}
+	read := func(bundleIndex uint64) ([][]byte, error) { return readBundle(ctx, src, bundleIndex, cp.Size) }
 	// fold replays entry i (ev, or the parse error err) under the rules,
 	// once its leaf is hashed into rng.
 	fold := func(i uint64, ev *event.Event, err error, unsigned bool) error {
@@ -284,18 +274,14 @@ func auditUnsignedTail(ctx context.Context, dir string, src LogSource, origin st
 		return fmt.Errorf("the tiles' tree state holds %d entries, fewer than the signed checkpoint's %d", treeSize, size)
 	}
 	for b := size / layout.EntryBundleWidth; size < treeSize; b++ {
-		raw, err := src.ReadEntryBundle(ctx, b, layout.PartialTileSize(0, b, treeSize))
+		entries, err := readBundle(ctx, src, b, treeSize)
 		if err != nil {
-			return fmt.Errorf("entry bundle %d: %w", b, err)
+			return err
 		}
-		var bundle api.EntryBundle
-		if err := bundle.UnmarshalText(raw); err != nil {
-			return fmt.Errorf("entry bundle %d: %w", b, err)
+		if b*layout.EntryBundleWidth+uint64(len(entries)) <= size {
+			return fmt.Errorf("entry bundle %d holds %d entries, none past %d, yet the tree state holds %d", b, len(entries), size, treeSize)
 		}
-		if b*layout.EntryBundleWidth+uint64(len(bundle.Entries)) <= size {
-			return fmt.Errorf("entry bundle %d holds %d entries, none past %d, yet the tree state holds %d", b, len(bundle.Entries), size, treeSize)
-		}
-		for j, entry := range bundle.Entries {
+		for j, entry := range entries {
 			i := b*layout.EntryBundleWidth + uint64(j)
 			if i < size {
 				continue
@@ -339,4 +325,17 @@ func auditUnsignedTail(ctx context.Context, dir string, src LogSource, origin st
 		rep.UnsignedInWAL++
 	}
 	return nil
+}
+
+// readBundle reads entry bundle index of a log of size entries from src.
+func readBundle(ctx context.Context, src LogSource, index, size uint64) ([][]byte, error) {
+	raw, err := src.ReadEntryBundle(ctx, index, layout.PartialTileSize(0, index, size))
+	if err != nil {
+		return nil, fmt.Errorf("entry bundle %d: %w", index, err)
+	}
+	var b api.EntryBundle
+	if err := b.UnmarshalText(raw); err != nil {
+		return nil, fmt.Errorf("entry bundle %d: %w", index, err)
+	}
+	return b.Entries, nil
 }
