@@ -12,12 +12,23 @@ import (
 // fuzzFirst is the index the fuzzed segment is named by.
 const fuzzFirst = 7
 
-// validSegment is the segment named fuzzFirst holding n records.
+// validSegment is the segment named fuzzFirst holding n records, written
+// three to a write.
 func validSegment(n int) []byte {
 	b := []byte(SegmentHeader)
 	for i := range n {
 		idx := uint64(fuzzFirst + i)
-		b = AppendRecord(b, idx, entryAt(idx))
+		b = AppendRecord(b, idx, entryAt(idx), i%3 == 0)
+	}
+	return b
+}
+
+// validSegmentV1 is validSegment in the first version's format.
+func validSegmentV1(n int) []byte {
+	b := []byte(SegmentHeaderV1)
+	for i := range n {
+		idx := uint64(fuzzFirst + i)
+		b = appendRecordV1(b, idx, entryAt(idx))
 	}
 	return b
 }
@@ -34,10 +45,16 @@ func FuzzOpen(f *testing.F) {
 	f.Add(uint8(0), false, []byte{}, uint8(0))
 	f.Add(uint8(4), false, []byte{}, uint8(1))
 	f.Add(uint8(4), false, []byte{}, uint8(9))
-	f.Add(uint8(2), false, AppendRecord(nil, fuzzFirst+2, []byte("torn entry"))[:20], uint8(2))
+	f.Add(uint8(2), false, AppendRecord(nil, fuzzFirst+2, []byte("torn entry"), false)[:20], uint8(2))
 	f.Add(uint8(2), false, make([]byte, 40), uint8(0))
-	f.Add(uint8(3), false, AppendRecord(nil, fuzzFirst+3, []byte(`{"x":1}`)), uint8(3))
-	f.Add(uint8(3), false, AppendRecord(nil, fuzzFirst+2, entryAt(fuzzFirst+2)), uint8(3)) // written twice
+	f.Add(uint8(3), false, AppendRecord(nil, fuzzFirst+3, []byte(`{"x":1}`), true), uint8(3))
+	f.Add(uint8(3), false, AppendRecord(nil, fuzzFirst+2, entryAt(fuzzFirst+2), false), uint8(3)) // written twice
+	// A write whose first page did not land but whose last did.
+	f.Add(uint8(3), false, append(make([]byte, 30), AppendRecord(nil, fuzzFirst+4, entryAt(fuzzFirst+4), false)...), uint8(3))
+	f.Add(uint8(0), true, xorAt(validSegment(6), len(validSegment(4))+2, 0x40), uint8(0)) // in the last write
+	f.Add(uint8(0), true, xorAt(validSegment(6), len(validSegment(2))+2, 0x40), uint8(0)) // in a synced write
+	f.Add(uint8(0), true, validSegmentV1(4), uint8(2))
+	f.Add(uint8(0), true, xorAt(validSegmentV1(4), len(validSegmentV1(2))+2, 0x40), uint8(0))
 	f.Add(uint8(0), true, whole, uint8(1))
 	f.Add(uint8(0), true, whole[:len(whole)-3], uint8(1))
 	f.Add(uint8(0), true, whole[:lastStart+2], uint8(1))
@@ -135,13 +152,19 @@ func parseWhole(t *testing.T, data []byte) []Record {
 		t.Fatalf("after a successful Open the segment is not whole: %v %s", err, scan.fault)
 	}
 	// Independently of scanSegment: the bytes are the encoding of the
-	// records.
-	enc := []byte(SegmentHeader)
+	// records (with the marks of first records the file has).
+	version := segmentVersion(data)
+	enc := []byte(data[:len(SegmentHeader)])
 	for i, r := range records {
 		if r.Index != fuzzFirst+uint64(i) {
 			t.Fatalf("record %d has index %d", i, r.Index)
 		}
-		enc = AppendRecord(enc, r.Index, r.Entry)
+		if version == 1 {
+			enc = appendRecordV1(enc, r.Index, r.Entry)
+			continue
+		}
+		opensWrite := len(data) > len(enc) && data[len(enc)]&0x80 != 0
+		enc = AppendRecord(enc, r.Index, r.Entry, opensWrite)
 	}
 	if !bytes.Equal(enc, data) {
 		t.Fatal("the segment is not the encoding of its records")

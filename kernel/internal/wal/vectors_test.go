@@ -17,15 +17,18 @@ func TestVectors(t *testing.T) {
 		t.Fatal(err)
 	}
 	var f struct {
-		HeaderHex string `json:"header_hex"`
-		Segments  []struct {
+		HeaderHex   string `json:"header_hex"`
+		HeaderV1Hex string `json:"header_v1_hex"`
+		Segments    []struct {
 			Name    string `json:"name"`
+			Version int    `json:"version"`
 			First   uint64 `json:"first,string"`
 			File    string `json:"file"`
 			Records []struct {
-				Index     uint64 `json:"index,string"`
-				EntryHex  string `json:"entry_hex"`
-				RecordHex string `json:"record_hex"`
+				Index      uint64 `json:"index,string"`
+				OpensWrite bool   `json:"opens_write"`
+				EntryHex   string `json:"entry_hex"`
+				RecordHex  string `json:"record_hex"`
 			} `json:"records"`
 			SegmentHex string `json:"segment_hex"`
 		} `json:"segments"`
@@ -36,6 +39,9 @@ func TestVectors(t *testing.T) {
 	if got := hex.EncodeToString([]byte(SegmentHeader)); got != f.HeaderHex {
 		t.Errorf("SegmentHeader is %s, wal.json says %s", got, f.HeaderHex)
 	}
+	if got := hex.EncodeToString([]byte(SegmentHeaderV1)); got != f.HeaderV1Hex {
+		t.Errorf("SegmentHeaderV1 is %s, wal.json says %s", got, f.HeaderV1Hex)
+	}
 	if len(f.Segments) == 0 {
 		t.Fatal("wal.json has no segments")
 	}
@@ -44,9 +50,15 @@ func TestVectors(t *testing.T) {
 			t.Errorf("%s: named %s, wal.json says %s", s.Name, segmentName(s.First), s.File)
 		}
 		segment := []byte(SegmentHeader)
+		if s.Version == 1 {
+			segment = []byte(SegmentHeaderV1)
+		}
 		for _, r := range s.Records {
 			entry, _ := hex.DecodeString(r.EntryHex)
-			rec := AppendRecord(nil, r.Index, entry)
+			rec := AppendRecord(nil, r.Index, entry, r.OpensWrite)
+			if s.Version == 1 {
+				rec = appendRecordV1(nil, r.Index, entry)
+			}
 			if hex.EncodeToString(rec) != r.RecordHex {
 				t.Errorf("%s: index %d encodes as %x, wal.json says %s", s.Name, r.Index, rec, r.RecordHex)
 			}

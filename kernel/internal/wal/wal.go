@@ -28,13 +28,18 @@
 // # Format (testvectors/FORMATS.md, "Write-ahead log")
 //
 // The log is a folder of segment files, each named %020d.wal by the index of
-// its first record. A segment is the 16-byte SegmentHeader followed by
-// records:
+// its first record. A segment is the 16-byte SegmentHeader (version 2)
+// followed by records:
 //
-//	u32 big-endian entry length (at most MaxEntrySize)
-//	u32 big-endian CRC-32C (Castagnoli) of (u64 big-endian index || entry)
+//	u32 big-endian word: entry length (at most MaxEntrySize), top bit set
+//	    on the first record of each write (Append)
+//	u32 big-endian CRC-32C (Castagnoli) of (word || u64 big-endian index || entry)
 //	u64 big-endian index
 //	entry
+//
+// Segments of version 1 (SegmentHeaderV1) are still read: their word is
+// the length alone and their CRC covers index || entry. An Append never
+// writes to one; it starts a segment of version 2.
 //
 // Indices are consecutive within a segment and across segments, and a
 // segment's name is its first record's index. Only the newest segment may
@@ -55,13 +60,23 @@
 //   - in any segment but the newest, the log is damaged (ErrDamaged): such
 //     a segment was closed only after all its records were synced;
 //   - in the newest, it is a torn tail, which a crash during a write that
-//     was never acknowledged leaves (a prefix of the write, or zeros or
-//     garbage where the file grew but its data did not land), unless a
-//     record that verifies (whole, its CRC holding, its index within the
-//     segment's size in bytes of the index due) starts at or after the
-//     fault: then the writer wrote on past the fault, which is damage to
-//     what may have been acknowledged (ErrDamaged). A torn tail is cut off
-//     (truncated, synced) and reported in OpenInfo.
+//     was never acknowledged leaves (any of the write's pages may have
+//     landed and any not, leaving zeros or garbage where the file grew),
+//     unless a record that verifies (whole, its CRC holding, its index
+//     within the segment's size in bytes of the index due) and that the
+//     interrupted write cannot have made starts at or after the fault:
+//     then the writer began another write after the faulty bytes, which
+//     had been synced and may have been acknowledged (ErrDamaged). In a
+//     version 2 segment such a record is one marked as a write's first,
+//     one at the fault itself, or one whose index is at most the one due;
+//     unmarked records with later indices are the interrupted write's own
+//     and are cut with it (OpenInfo.TornRecordsAfter). Version 1 marks no
+//     first record, so there any record that verifies past the fault is
+//     damage. A torn tail is cut off (truncated, synced) and reported in
+//     OpenInfo.
+//
+// A write starts only after the one before it is synced (Append returns
+// after its fdatasync), which is what makes the mark a proof.
 //
 // A torn tail may hold a prefix of the group being written; its whole
 // records are good and are returned (an entry that was durable but not yet
@@ -125,6 +140,11 @@ type OpenInfo struct {
 	TornFile   string
 	TornOffset int64
 	TornReason string
+	// TornRecordsAfter counts the records past TornOffset that verify but
+	// were written by the same interrupted write (version 2 segments), so
+	// were never acknowledged: a crash kept their pages and lost an
+	// earlier one.
+	TornRecordsAfter int
 	// TempFilesRemoved counts the temporary segment files a crash left.
 	TempFilesRemoved int
 }
@@ -142,6 +162,7 @@ type Log struct {
 	activeFirst uint64   // its name
 	activeEnd   uint64   // the index after its last record
 	activeSize  int64
+	activeV1    bool // the newest segment is of version 1: the next Append starts one of version 2
 	next        uint64
 	buf         []byte // the records of one Append, kept for the next
 	broken      error
@@ -228,6 +249,7 @@ func Open(dir string, from uint64, opts Options) (*Log, []Record, OpenInfo, erro
 		}
 		l.active, l.activePath = f, l.path(last.name)
 		l.activeFirst, l.activeEnd, l.activeSize = last.first, newest.end, int64(newest.good)
+		l.activeV1 = newest.version == 1
 		for i, seg := range segments[:len(segments)-1] {
 			l.closed = append(l.closed, closedSegment{path: l.path(seg.name), end: segments[i+1].first})
 		}
@@ -318,8 +340,11 @@ func read(dir string, from uint64) (readResult, error) {
 			case !isNewest:
 				return r, fmt.Errorf("%s at offset %d: %w: %s, in a segment that is not the newest",
 					p, scan.good, ErrDamaged, scan.fault)
-			case scan.verifying >= 0:
+			case scan.verifying >= 0 && scan.version == 1:
 				return r, fmt.Errorf("%s at offset %d: %w: %s, yet the record at offset %d (index %d) verifies, so this is no torn tail",
+					p, scan.good, ErrDamaged, scan.fault, scan.verifying, scan.verifyingIndex)
+			case scan.verifying >= 0:
+				return r, fmt.Errorf("%s at offset %d: %w: %s, yet the record at offset %d (index %d) verifies and was not written with the faulty bytes, so this is no torn tail",
 					p, scan.good, ErrDamaged, scan.fault, scan.verifying, scan.verifyingIndex)
 			}
 		}
@@ -328,6 +353,10 @@ func read(dir string, from uint64) (readResult, error) {
 			if scan.fault != "" {
 				r.info.TornFile, r.info.TornOffset, r.info.TornReason = p, int64(scan.good), scan.fault
 				r.info.TornBytes = int64(len(data) - scan.good)
+				r.info.TornRecordsAfter = scan.sameWrite
+				if scan.sameWrite > 0 {
+					r.info.TornReason += fmt.Sprintf("; %d later records of the same write verify and are cut with it", scan.sameWrite)
+				}
 			}
 		}
 		due = scan.end
@@ -421,7 +450,7 @@ func (l *Log) Append(first uint64, entries [][]byte) error {
 			return fmt.Errorf("%w: the entry at index %d has %d bytes, more than %d", ErrEntryTooLarge, first+uint64(i), len(e), MaxEntrySize)
 		}
 	}
-	if l.active == nil || l.activeEnd != first || (l.activeSize >= l.segmentBytes && l.activeEnd > l.activeFirst) {
+	if l.active == nil || l.activeEnd != first || l.activeV1 || (l.activeSize >= l.segmentBytes && l.activeEnd > l.activeFirst) {
 		if err := l.startSegment(first); err != nil {
 			return err
 		}
@@ -429,7 +458,7 @@ func (l *Log) Append(first uint64, entries [][]byte) error {
 
 	buf := l.buf[:0]
 	for i, e := range entries {
-		buf = AppendRecord(buf, first+uint64(i), e)
+		buf = AppendRecord(buf, first+uint64(i), e, i == 0)
 	}
 	if cap(buf) <= maxKeptBuffer {
 		l.buf = buf
@@ -468,13 +497,15 @@ func (l *Log) Append(first uint64, entries [][]byte) error {
 // first, and makes it the one written: a temporary file gets the header,
 // is synced, renamed to the segment's name, and the folder is synced, so
 // that a segment that has a name has its header, and survives a crash.
-// The segment it replaces is closed, or removed if it holds no record.
+// The segment it replaces is closed, or removed if it holds no record; an
+// empty version 1 segment of the same name is replaced by the rename.
 func (l *Log) startSegment(first uint64) error {
 	name := segmentName(first)
 	path := l.path(name)
-	if _, err := os.Lstat(path); err == nil {
+	replacing := l.active != nil && l.activePath == path && l.activeEnd == l.activeFirst
+	if _, err := os.Lstat(path); err == nil && !replacing {
 		return fmt.Errorf("wal: starting a segment at index %d: %s exists already", first, path)
-	} else if !errors.Is(err, fs.ErrNotExist) {
+	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("wal: %w", err)
 	}
 	tmp := l.path(fmt.Sprintf("%020d%s", first, tempSuffix))
@@ -503,7 +534,9 @@ func (l *Log) startSegment(first uint64) error {
 
 	if old := l.active; old != nil {
 		old.Close() // synced after every write; nothing to lose
-		if l.activeEnd == l.activeFirst {
+		if replacing {
+			// The rename put the new segment in its place.
+		} else if l.activeEnd == l.activeFirst {
 			// No records: nothing to keep. Should the removal not
 			// survive a crash, the empty segment lies below the new one
 			// and below the tile log's size, so Open does not read it.
@@ -516,6 +549,7 @@ func (l *Log) startSegment(first uint64) error {
 	}
 	l.active, l.activePath = f, path
 	l.activeFirst, l.activeEnd, l.activeSize = first, first, int64(len(SegmentHeader))
+	l.activeV1 = false
 	return nil
 }
 

@@ -2,6 +2,7 @@ package wal
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -125,11 +126,11 @@ func recordEnds(t testing.TB, data []byte) []int {
 	var ends []int
 	off := len(SegmentHeader)
 	for off < len(data) {
-		_, _, size, problem := decodeRecord(data, off)
+		r, problem := decodeRecord(data, off, segmentVersion(data))
 		if problem != "" {
 			t.Fatalf("at %d: %s", off, problem)
 		}
-		off += size
+		off += r.size
 		ends = append(ends, off)
 	}
 	return ends
@@ -274,7 +275,7 @@ func TestTornTailGarbage(t *testing.T) {
 	for i := range random {
 		random[i] = byte(rng.Uint32())
 	}
-	badCRC := AppendRecord(nil, end, entryAt(end))
+	badCRC := AppendRecord(nil, end, entryAt(end), true)
 	badCRC[5] ^= 1
 	variants := map[string][]byte{
 		"a zero":               {0},
@@ -284,7 +285,7 @@ func TestTornTailGarbage(t *testing.T) {
 		"random":               random,
 		"0xff":                 bytes.Repeat([]byte{0xff}, 40),
 		"next record, bad CRC": badCRC,
-		"next record, cut":     AppendRecord(nil, end, []byte("a longer entry than that"))[:30],
+		"next record, cut":     AppendRecord(nil, end, []byte("a longer entry than that"), true)[:30],
 		"huge length":          {0x7f, 0xff, 0xff, 0xff, 1, 2, 3, 4, 0, 0, 0, 0, 0, 0, 0, 5},
 	}
 	for what, garbage := range variants {
@@ -369,7 +370,7 @@ func TestDamage(t *testing.T) {
 		name := segmentName(0)
 		data := []byte(orig[name])
 		ends := recordEnds(t, data)
-		for _, r := range []int{0, 3, len(ends) - 2} { // first, last of a group, second to last
+		for _, r := range []int{0, 1, 3} { // first, one inside a group, last of a group: a later write verifies
 			start := len(SegmentHeader)
 			if r > 0 {
 				start = ends[r-1]
@@ -714,7 +715,7 @@ func TestAppendFailure(t *testing.T) {
 	// rest is a torn tail.
 	l, records, info := mustOpen(t, dir, 0, Options{})
 	checkRecords(t, records, 0, 8)
-	rec7, rec8 := len(AppendRecord(nil, 7, entryAt(7))), len(AppendRecord(nil, 8, entryAt(8)))
+	rec7, rec8 := len(AppendRecord(nil, 7, entryAt(7), true)), len(AppendRecord(nil, 8, entryAt(8), false))
 	if info.TornBytes != int64(rec8-5) || size() != before+int64(rec7) {
 		t.Fatalf("%+v, %d bytes (want %d)", info, size(), before+int64(rec7))
 	}
@@ -817,14 +818,39 @@ func TestRecordCRCCoversTheIndex(t *testing.T) {
 	if got := crc32.Checksum([]byte("123456789"), castagnoli); got != 0xe3069283 {
 		t.Errorf("CRC-32C check value %08x", got)
 	}
-	if got := recordCRC(make([]byte, 8)); got == 0 {
+	if got := recordCRC(make([]byte, 4), make([]byte, 8)); got == 0 {
 		t.Error("a record of zeros would verify")
 	}
-	a := AppendRecord(nil, 1, []byte("x"))
-	b := AppendRecord(nil, 2, []byte("x"))
+	if got := recordCRCV1(make([]byte, 8)); got == 0 {
+		t.Error("a version 1 record of zeros would verify")
+	}
+	a := AppendRecord(nil, 1, []byte("x"), false)
+	b := AppendRecord(nil, 2, []byte("x"), false)
 	if bytes.Equal(a[4:8], b[4:8]) {
 		t.Error("the CRC does not depend on the index")
 	}
+	// The mark of a write's first record is covered too: flipping it
+	// fails the CRC.
+	c := AppendRecord(nil, 1, []byte("x"), true)
+	if !bytes.Equal(a[:4], xorAt(c[:4], 0, 0x80)) || bytes.Equal(a[4:8], c[4:8]) {
+		t.Errorf("marked %x, unmarked %x: the CRC does not cover the mark", c[:8], a[:8])
+	}
+	if _, problem := decodeRecord(xorAt(c, 0, 0x80), 0, 2); problem == "" {
+		t.Error("a record whose mark flipped verifies")
+	}
+}
+
+// appendRecordV1 is AppendRecord in the first version's format, which the
+// package reads but no longer writes: no mark, and a CRC of the index and
+// the entry only.
+func appendRecordV1(dst []byte, index uint64, entry []byte) []byte {
+	start := len(dst)
+	dst = binary.BigEndian.AppendUint32(dst, uint32(len(entry)))
+	dst = binary.BigEndian.AppendUint32(dst, 0)
+	dst = binary.BigEndian.AppendUint64(dst, index)
+	dst = append(dst, entry...)
+	binary.BigEndian.PutUint32(dst[start+4:], recordCRCV1(dst[start+8:]))
+	return dst
 }
 
 // Read returns what Open would, and changes nothing: a torn tail is
@@ -882,4 +908,161 @@ func TestReadChangesNothing(t *testing.T) {
 	if _, _, err := Read(dir, 0); !errors.Is(err, ErrDamaged) {
 		t.Fatalf("Read of a damaged segment: %v, want ErrDamaged", err)
 	}
+}
+
+// A crash during a write may keep any of its pages: a later record of the
+// write can land where an earlier one did not. That write was never
+// acknowledged, and its records carry no mark of a write's first record
+// past the first: the fault and all after it are a torn tail, cut off,
+// whatever record of the last write is hit. The writes before it are
+// whole.
+func TestTornWriteOutOfOrder(t *testing.T) {
+	dir := t.TempDir()
+	writeLog(t, dir, 0, Options{}, 3, 5)
+	orig := snapshot(t, dir)
+	name := segmentName(0)
+	data := []byte(orig[name])
+	ends := recordEnds(t, data)
+	const lastWrite = 3 // the index of the last write's first record
+	for r := lastWrite; r < len(ends); r++ {
+		start := ends[r-1]
+		for what, damage := range map[string]func([]byte){
+			"zeros":     func(b []byte) { clear(b[start:ends[r]]) },
+			"a bit":     func(b []byte) { b[start+17] ^= 0x04 },
+			"its mark":  func(b []byte) { b[start] ^= 0x80 },
+			"a garbage": func(b []byte) { copy(b[start:], bytes.Repeat([]byte{0xa5}, ends[r]-start)) },
+		} {
+			damaged := slices.Clone(data)
+			damage(damaged)
+			restore(t, dir, map[string]string{name: string(damaged)})
+			l, records, info, err := Open(dir, 0, Options{})
+			if err != nil {
+				t.Fatalf("record %d (%s): %v", r, what, err)
+			}
+			checkRecords(t, records, 0, uint64(r))
+			if info.TornOffset != int64(start) || info.TornBytes != int64(len(data)-start) || info.TornRecordsAfter != len(ends)-1-r {
+				t.Fatalf("record %d (%s): %+v", r, what, info)
+			}
+			if info.TornRecordsAfter > 0 && !strings.Contains(info.TornReason, "of the same write") {
+				t.Errorf("record %d (%s): the reason does not say what was cut: %q", r, what, info.TornReason)
+			}
+			// The log carries on from the fault, and reads back whole.
+			if err := l.Append(uint64(r), entriesFrom(uint64(r), 2)); err != nil {
+				t.Fatal(err)
+			}
+			l.Close()
+			l, records, info = mustOpen(t, dir, 0, Options{})
+			checkRecords(t, records, 0, uint64(r)+2)
+			if info.TornBytes != 0 {
+				t.Fatalf("record %d (%s): reopened with %+v", r, what, info)
+			}
+			l.Close()
+		}
+	}
+	// Records missing from the middle of the last write, with its end
+	// landed, as a crash that kept its first and last pages leaves.
+	hole := slices.Clone(data)
+	clear(hole[ends[lastWrite]:ends[len(ends)-2]])
+	restore(t, dir, map[string]string{name: string(hole)})
+	l, records, info := mustOpen(t, dir, 0, Options{})
+	checkRecords(t, records, 0, lastWrite+1)
+	if info.TornRecordsAfter != 1 {
+		t.Fatalf("a hole in the last write: %+v", info)
+	}
+	l.Close()
+}
+
+// The same faults in any write but the last are damage: the next write's
+// first record, marked, verifies after them, so they had been synced.
+func TestDamageBeforeALaterWrite(t *testing.T) {
+	dir := t.TempDir()
+	writeLog(t, dir, 0, Options{}, 3, 5, 1)
+	orig := snapshot(t, dir)
+	name := segmentName(0)
+	data := []byte(orig[name])
+	ends := recordEnds(t, data)
+	for r := 1; r < len(ends)-1; r++ { // every record of the first two writes
+		start := ends[r-1]
+		damaged := slices.Clone(data)
+		clear(damaged[start:ends[r]])
+		restore(t, dir, map[string]string{name: string(damaged)})
+		if _, _, _, err := Open(dir, 0, Options{}); !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), "not written with the faulty bytes") {
+			t.Fatalf("record %d zeroed: %v, want ErrDamaged", r, err)
+		}
+		if got := snapshot(t, dir)[name]; got != string(damaged) {
+			t.Fatalf("record %d: a failed Open changed the file", r)
+		}
+	}
+}
+
+// Segments of the first version are read by its rules (a record that
+// verifies after a fault is damage, whatever wrote it), and the log goes on
+// in a new segment of version 2; an empty version 1 segment where that
+// segment goes is replaced.
+func TestVersion1Segments(t *testing.T) {
+	v1 := func(first uint64, n int) []byte {
+		b := []byte(SegmentHeaderV1)
+		for i := range n {
+			b = appendRecordV1(b, first+uint64(i), entryAt(first+uint64(i)))
+		}
+		return b
+	}
+	dir := t.TempDir()
+	restore(t, dir, map[string]string{segmentName(0): string(v1(0, 5))})
+	l, records, _ := mustOpen(t, dir, 0, Options{})
+	checkRecords(t, records, 0, 5)
+	if err := l.Append(5, entriesFrom(5, 3)); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	files := snapshot(t, dir)
+	if !strings.HasPrefix(files[segmentName(0)], SegmentHeaderV1) || !strings.HasPrefix(files[segmentName(5)], SegmentHeader) || len(files) != 2 {
+		t.Fatalf("after an append to a version 1 log: %v", slices.Sorted(func(yield func(string) bool) {
+			for n := range files {
+				if !yield(n) {
+					return
+				}
+			}
+		}))
+	}
+	if files[segmentName(0)] != string(v1(0, 5)) {
+		t.Fatal("the version 1 segment changed")
+	}
+	l, records, _ = mustOpen(t, dir, 0, Options{})
+	checkRecords(t, records, 0, 8)
+	l.Close()
+
+	// Old rules in an old segment: a zeroed record before one that
+	// verifies is damage, even within what may have been one write.
+	data := v1(0, 5)
+	ends := recordEnds(t, data)
+	damaged := slices.Clone(data)
+	clear(damaged[ends[2]:ends[3]])
+	restore(t, dir, map[string]string{segmentName(0): string(damaged)})
+	if _, _, _, err := Open(dir, 0, Options{}); !errors.Is(err, ErrDamaged) {
+		t.Fatalf("a version 1 fault before a record that verifies: %v", err)
+	}
+	// A torn last record of a version 1 segment is cut as before.
+	restore(t, dir, map[string]string{segmentName(0): string(data[:len(data)-3])})
+	l, records, info := mustOpen(t, dir, 0, Options{})
+	checkRecords(t, records, 0, 4)
+	if info.TornBytes != int64(len(data)-3-ends[3]) {
+		t.Fatalf("%+v", info)
+	}
+	l.Close()
+
+	// An empty version 1 segment named where the next goes.
+	restore(t, dir, map[string]string{segmentName(0): string(v1(0, 3)), segmentName(3): SegmentHeaderV1})
+	l, records, _ = mustOpen(t, dir, 0, Options{})
+	checkRecords(t, records, 0, 3)
+	if err := l.Append(3, entriesFrom(3, 2)); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	if got := snapshot(t, dir)[segmentName(3)]; !strings.HasPrefix(got, SegmentHeader) {
+		t.Fatalf("the empty version 1 segment was not replaced: %q", got[:16])
+	}
+	l, records, _ = mustOpen(t, dir, 0, Options{})
+	checkRecords(t, records, 0, 5)
+	l.Close()
 }
