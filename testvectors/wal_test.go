@@ -42,8 +42,8 @@ type walRecord struct {
 	Index      uint64 `json:"index,string"`
 	OpensWrite bool   `json:"opens_write,omitempty"`
 	EntryHex   string `json:"entry_hex"`
-	CRC       string `json:"crc"`
-	RecordHex string `json:"record_hex"`
+	CRC        string `json:"crc"`
+	RecordHex  string `json:"record_hex"`
 }
 
 // walHeaders are the segment headers of versions 1 and 2 as FORMATS.md
