@@ -70,6 +70,10 @@ type Kernel struct {
 	// unindexed are the history terms of folded events not yet in the
 	// state file's index (history.go); persist writes them.
 	unindexed []indexedEvent
+	// persistMu makes persists take turns: each writes what it took from
+	// the ledger and then drops that many terms from unindexed, which two
+	// at once would drop twice.
+	persistMu sync.Mutex
 
 	// limiter is the rate limit gate's token buckets (in memory: a
 	// restart refills them, which the limits' burst sizes allow).
@@ -595,6 +599,8 @@ func (k *Kernel) indexFolded(index uint64, ev *event.Event) {
 // queue only once written, so History always finds an event in one place
 // or the other.
 func (k *Kernel) persist() error {
+	k.persistMu.Lock()
+	defer k.persistMu.Unlock()
 	k.mu.Lock()
 	values := map[string][]byte{}
 	dirty := k.ledger.TakeDirty()

@@ -54,3 +54,67 @@ func TestStore_ReleaseMappedPages(t *testing.T) {
 		t.Fatalf("the history after the release: %v, before: %v", again, before)
 	}
 }
+
+// Persists may run at once (the fold loop's and another caller's): each
+// writes what it took, none drops another's history terms, and the history
+// finds every event.
+func TestPersistConcurrently(t *testing.T) {
+	k := openTest(t, t.TempDir())
+	ctx := context.Background()
+	root := rootOf(t, k)
+	const actions = 300
+	done := make(chan struct{})
+	errs := make(chan error, 4)
+	for range 4 {
+		go func() {
+			for {
+				select {
+				case <-done:
+					errs <- nil
+					return
+				default:
+				}
+				if err := k.persist(); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	for i := range actions {
+		if _, err := k.Submit(ctx, root, ActionRequest{Type: event.Create, Target: fmt.Sprintf("persist/%d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(done)
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := k.persist(); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	q := HistoryQuery{Limit: 200, TargetPrefix: "persist/"}
+	for {
+		page, err := k.History(ctx, root, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range page.Events {
+			target := e.Event.Action.Target
+			if seen[target] {
+				t.Fatalf("%s listed twice", target)
+			}
+			seen[target] = true
+		}
+		if page.NextCursor == nil {
+			break
+		}
+		q.Cursor = page.NextCursor
+	}
+	if len(seen) != actions {
+		t.Fatalf("the history lists %d of %d actions", len(seen), actions)
+	}
+}
