@@ -115,7 +115,8 @@ func openWriteAhead(dir *dataDir, maxTail int, logger *slog.Logger) (*writeAhead
 		}
 	}
 	if info.TornBytes > 0 {
-		logger.Warn("cut off the unacknowledged tail a crash left in the write-ahead log", "bytes", info.TornBytes)
+		logger.Warn("cut off the unacknowledged tail a crash left in the write-ahead log", "bytes", info.TornBytes,
+			"file", info.TornFile, "offset", info.TornOffset, "reason", info.TornReason, "records_of_the_same_write_after_it", info.TornRecordsAfter)
 	}
 	if len(records) > 0 {
 		start := time.Now()
