@@ -76,7 +76,10 @@
 //     OpenInfo.
 //
 // A write starts only after the one before it is synced (Append returns
-// after its fdatasync), which is what makes the mark a proof.
+// after its fdatasync), which is what makes the mark a proof. What it
+// cannot tell apart is damage within the last write after it was synced
+// from a crash during it: both are cut, as damage to the very last record
+// always was.
 //
 // A torn tail may hold a prefix of the group being written; its whole
 // records are good and are returned (an entry that was durable but not yet
