@@ -237,3 +237,33 @@ func TestUnknownSubcommandsAreErrors(t *testing.T) {
 		t.Fatalf("--version: %q %v", out, err)
 	}
 }
+
+// serve's collector target: the flag when given, GOGC when only it is set,
+// the default otherwise; a target below 1 is refused before anything
+// starts.
+func TestServe_GCPercent(t *testing.T) {
+	for _, c := range []struct {
+		flagGiven, gogcSet bool
+		flag               int
+		want               int
+		sets               bool
+	}{
+		{false, false, DefaultGCPercent, DefaultGCPercent, true},
+		{false, true, DefaultGCPercent, 0, false},
+		{true, true, 150, 150, true},
+		{true, false, 50, 50, true},
+	} {
+		got, sets := gcPercentFor(c.flagGiven, c.flag, c.gogcSet)
+		if got != c.want || sets != c.sets {
+			t.Errorf("flag given %v (%d), GOGC set %v: %d, %v; want %d, %v", c.flagGiven, c.flag, c.gogcSet, got, sets, c.want, c.sets)
+		}
+	}
+	data := filepath.Join(t.TempDir(), "w")
+	out, err := run(t, "serve", "--data", data, "--gc-percent", "0")
+	if err == nil || !strings.Contains(err.Error(), "--gc-percent 0") {
+		t.Fatalf("--gc-percent 0: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(data); err == nil {
+		t.Fatal("a refused --gc-percent made the data folder")
+	}
+}

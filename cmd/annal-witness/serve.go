@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"runtime/pprof"
 	"syscall"
 	"time"
@@ -31,7 +32,18 @@ type serveFlags struct {
 	gossipInterval time.Duration
 	mldsa          bool
 	cpuProfile     string
+	gcPercent      int
 }
+
+// DefaultGCPercent is the garbage collector's target of annal-witness
+// serve (Go's GOGC; Go's own default is 100). Why: a witness's live heap
+// is small (the requests in flight; the state is in bbolt's map, outside
+// the heap), and each cosignature allocates its notes and signatures
+// afresh, so at 100 the collector ran most of the time under load. At 400,
+// interleaved runs of annal-witness-bench --logs 100 took 0.39–0.42 ms of
+// CPU per cosignature instead of 0.46–0.48 (+7–19% cosignatures/s), with
+// RSS 48 MB instead of 33 MB.
+const DefaultGCPercent = 400
 
 func newServeCommand() *cobra.Command {
 	var f serveFlags
@@ -53,6 +65,13 @@ socket in the data folder.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			if f.gcPercent < 1 {
+				return fmt.Errorf("--gc-percent %d: at least 1", f.gcPercent)
+			}
+			_, gogcSet := os.LookupEnv("GOGC")
+			if percent, ok := gcPercentFor(cmd.Flags().Changed("gc-percent"), f.gcPercent, gogcSet); ok {
+				defer debug.SetGCPercent(debug.SetGCPercent(percent))
+			}
 			return serve(ctx, f, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
@@ -65,7 +84,18 @@ socket in the data folder.`,
 	fl.DurationVar(&f.gossipInterval, "gossip-interval", witness.DefaultGossipInterval, "time between gossip rounds with the peers; 0 turns gossip off")
 	fl.BoolVar(&f.mldsa, "mldsa", true, "cosign with an ML-DSA-44 key too (made on first start with it, in witness-mldsa.key)")
 	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile (go tool pprof) of the whole run to this file, finished when serve stops")
+	fl.IntVar(&f.gcPercent, "gc-percent", DefaultGCPercent, "the garbage collector's target, as GOGC (which, when set, wins over this default)")
 	return cmd
+}
+
+// gcPercentFor is the collector's target serve sets, and whether it sets
+// one: the flag's value when it was given, nothing when GOGC is set (the
+// runtime has applied it), the flag's default otherwise.
+func gcPercentFor(flagGiven bool, flag int, gogcSet bool) (int, bool) {
+	if gogcSet && !flagGiven {
+		return 0, false
+	}
+	return flag, true
 }
 
 func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
