@@ -94,10 +94,14 @@ type AuditReport struct {
 	// replayed from the data folder (WithUnsignedTail), UnsignedInWAL of
 	// them only in its write-ahead log; UnsignedSkipped says why they
 	// were not read, if they were not.
-	Unsigned        uint64        `json:"unsigned,omitempty"`
-	UnsignedInWAL   uint64        `json:"unsigned_in_wal,omitempty"`
-	UnsignedSkipped string        `json:"unsigned_skipped,omitempty"`
-	Elapsed         time.Duration `json:"elapsed_ns"`
+	Unsigned        uint64 `json:"unsigned,omitempty"`
+	UnsignedInWAL   uint64 `json:"unsigned_in_wal,omitempty"`
+	UnsignedSkipped string `json:"unsigned_skipped,omitempty"`
+	// WALTornTail describes the bytes at the end of the write-ahead log
+	// that a crash during a write left (never acknowledged): not replayed,
+	// and cut by the next start. Empty when there are none.
+	WALTornTail string        `json:"wal_torn_tail,omitempty"`
+	Elapsed     time.Duration `json:"elapsed_ns"`
 }
 
 // AuditOption changes what Audit reads besides the log.
@@ -309,9 +313,12 @@ func auditUnsignedTail(ctx context.Context, dir string, src LogSource, origin st
 	if _, err := checkWriteAheadOrigin(walDir, origin); err != nil {
 		return err
 	}
-	records, _, err := wal.Read(walDir, treeSize)
+	records, info, err := wal.Read(walDir, treeSize)
 	if err != nil {
 		return fmt.Errorf("write-ahead log: %w", err)
+	}
+	if info.TornBytes > 0 {
+		rep.WALTornTail = fmt.Sprintf("%d bytes at offset %d of %s: %s", info.TornBytes, info.TornOffset, info.TornFile, info.TornReason)
 	}
 	for _, r := range records {
 		if err := rng.Append(rfc6962.DefaultHasher.HashLeaf(r.Entry), nil); err != nil {

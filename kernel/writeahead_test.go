@@ -233,6 +233,31 @@ func checkAuditOfCrashedFolder(t *testing.T, dir string, answered uint64) {
 		t.Fatalf("audit with the entries in the tiles past the checkpoint: %+v, %v", tiles, err)
 	}
 
+	// A write a crash cut short at the end of the write-ahead log: named,
+	// not replayed, and the folder left as it was.
+	torn := copyDir(t, dir)
+	os.Remove(filepath.Join(torn, lockFileName))
+	segments, _ := filepath.Glob(filepath.Join(torn, walDirName, "*.wal"))
+	if len(segments) == 0 {
+		t.Fatal("no write-ahead segment in the crashed folder")
+	}
+	newest := segments[len(segments)-1]
+	f, err := os.OpenFile(newest, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write([]byte{0x80, 0, 0, 40, 1, 2, 3}) // a record header cut short
+	f.Close()
+	before, _ := os.ReadFile(newest)
+	tornAudit, err := Audit(ctx, LocalLog(torn), vkey, WithUnsignedTail(torn))
+	if err != nil || tornAudit.Broken != nil || tornAudit.Size+tornAudit.Unsigned != answered ||
+		!strings.Contains(tornAudit.WALTornTail, "a record header cut short") || !strings.Contains(tornAudit.WALTornTail, filepath.Base(newest)) {
+		t.Fatalf("audit of a folder whose write-ahead log ends torn: %+v, %v", tornAudit, err)
+	}
+	if after, _ := os.ReadFile(newest); !bytes.Equal(after, before) {
+		t.Fatal("the audit changed the write-ahead log")
+	}
+
 	bad := copyDir(t, dir)
 	os.Remove(filepath.Join(bad, lockFileName))
 	w, _, _, err := wal.Open(filepath.Join(bad, walDirName), answered, wal.Options{})

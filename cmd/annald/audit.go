@@ -108,6 +108,9 @@ log.rules entry.`,
 					fmt.Fprintf(out, "annald: replayed %d entries past the signed checkpoint, not yet signed (%d of them only in the write-ahead log: the next start or annald rebuild writes them into the tiles)\n",
 						rep.Unsigned, rep.UnsignedInWAL)
 				}
+				if rep.WALTornTail != "" {
+					fmt.Fprintf(out, "annald: the write-ahead log ends in a write a crash cut short (never answered, not replayed; the next start cuts it off): %s\n", rep.WALTornTail)
+				}
 				if n := len(rep.OpenIntents); n > 0 {
 					fmt.Fprintf(out, "annald: %d execute intents have no result (allowed, outcome never recorded), first at entry %d\n", n, rep.OpenIntents[0])
 				}
