@@ -18,6 +18,12 @@
 // --max-grow entries per step and sending one c2sp.org/tlog-witness
 // add-checkpoint request per step, from the witness's size, with the
 // consistency proof and a checkpoint signed with the log's Ed25519 key.
+// The requests of the path on which every step is cosigned are made
+// before any witness is measured (--prepare), the same bytes for every
+// witness: signing a checkpoint and proving consistency take the client
+// about as much CPU as cosigning takes a witness, on the same cores, and
+// would otherwise be measured with it. A request off that path (after a
+// 409) or beyond it is made when it is sent, and counted.
 // Only 200 answers count as throughput; every other answer is an error. A
 // 409 is retried at once from the size in its body, anything else (429 is
 // omniwitness's pushback) after a backoff. Latency is per step: from its
@@ -38,6 +44,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -71,6 +78,10 @@ const (
 	// DefaultBackoff is the base of the wait before retrying a step after
 	// an answer other than 200 and 409.
 	DefaultBackoff = time.Millisecond
+	// DefaultPreparedRate sizes --prepare's default: the requests per
+	// second, all logs together, prepared for the whole --duration; about
+	// twice the fastest witness measured here.
+	DefaultPreparedRate = 10_000
 	// targetRatio is issue 17's target: annal-witness at least 2.5 times
 	// the rate of omniwitness at its best setting.
 	targetRatio = 2.5
@@ -83,6 +94,7 @@ type options struct {
 	maxGrow          int
 	timeout          time.Duration
 	backoff          time.Duration
+	prepare          int
 	dir              string
 	annalWitness     string
 	annalWitnessArgs []string
@@ -124,6 +136,7 @@ and prints add-checkpoint/s, latency and errors of each, and their ratio.`,
 	f.IntVar(&o.maxGrow, "max-grow", DefaultMaxGrow, "a step adds 1 to this many entries to the log")
 	f.DurationVar(&o.timeout, "timeout", DefaultTimeout, "bound on one request")
 	f.DurationVar(&o.backoff, "backoff", DefaultBackoff, "after the n-th refusal of a step other than 409 (e.g. 429, a witness's pushback), wait n×this (at most 50ms) before retrying; 0 retries at once")
+	f.IntVar(&o.prepare, "prepare", -1, fmt.Sprintf("requests per log made (signed, with their proofs) before measuring, so the client's CPU goes to sending them; -1: --steps, or enough for %d/s for --duration; 0: made while measuring", DefaultPreparedRate))
 	f.StringVar(&o.dir, "dir", "", "folder in which the temporary state folder is made (default: the system's); use the disk you want measured")
 	f.StringVar(&o.annalWitness, "annal-witness", "", "prebuilt annal-witness binary (default: go build "+annalWitnessPackage+")")
 	f.StringVar(&o.omniwitness, "omniwitness", "", "prebuilt omniwitness binary (default: go install "+omniwitnessPackage+"@"+omniwitnessVersion+")")
@@ -148,8 +161,21 @@ func (o options) validate() error {
 		return fmt.Errorf("--timeout %v: must be positive", o.timeout)
 	case o.backoff < 0:
 		return fmt.Errorf("--backoff %v: 0 or more", o.backoff)
+	case o.prepare < -1:
+		return fmt.Errorf("--prepare %d: -1 (automatic), 0 or more", o.prepare)
 	}
 	return nil
+}
+
+// preparedSteps is how many requests per log are made before measuring.
+func (o options) preparedSteps() int {
+	switch {
+	case o.prepare >= 0:
+		return o.prepare
+	case o.steps > 0:
+		return o.steps
+	}
+	return int(math.Ceil(o.duration.Seconds() * DefaultPreparedRate / float64(o.logs)))
 }
 
 func run(ctx context.Context, o options, out, progress io.Writer) error {
@@ -180,6 +206,13 @@ func run(ctx context.Context, o options, out, progress io.Writer) error {
 	if err != nil {
 		return err
 	}
+	prepare := o.preparedSteps()
+	if prepare > 0 {
+		fmt.Fprintf(progress, "preparing %d requests per log …\n", prepare)
+		if err := prepareLogs(logs, o.maxGrow, prepare); err != nil {
+			return err
+		}
+	}
 	wl := workload{duration: o.duration, steps: o.steps, maxGrow: o.maxGrow, timeout: o.timeout, maxAttempts: DefaultMaxAttempts, backoff: o.backoff}
 
 	fmt.Fprintf(out, "annal-witness-bench: %d CPUs (%s/%s, GOMAXPROCS %d), %s; state in %s\n",
@@ -192,8 +225,9 @@ func run(ctx context.Context, o options, out, progress io.Writer) error {
 	if o.steps > 0 {
 		stepsText = fmt.Sprintf("%d steps per log", o.steps)
 	}
-	fmt.Fprintf(out, "  workload: %d logs, one client each, all at once; +1..%d entries per step; %s in at most %v per witness; retry backoff %v\n\n",
+	fmt.Fprintf(out, "  workload: %d logs, one client each, all at once; +1..%d entries per step; %s in at most %v per witness; retry backoff %v\n",
 		o.logs, o.maxGrow, stepsText, o.duration, o.backoff)
+	fmt.Fprintf(out, "  prepared before measuring: the first %d requests of each log (the same bytes for every witness); others are made when sent\n\n", prepare)
 
 	type side struct {
 		name  string
@@ -280,7 +314,7 @@ func printResults(out io.Writer, results []*measurement) error {
 	}
 	fmt.Fprintln(out)
 	for _, m := range results {
-		fmt.Fprintf(out, "%s: %d requests in %v; errors: %s", m.witness, m.sent, m.elapsed.Round(time.Millisecond), m.errorSummary())
+		fmt.Fprintf(out, "%s: %d requests in %v (%d made while measuring); errors: %s", m.witness, m.sent, m.elapsed.Round(time.Millisecond), m.madeLive, m.errorSummary())
 		if m.ok > 0 && m.serverCPU > 0 {
 			fmt.Fprintf(out, "; witness CPU %s per cosignature", fmtDur(m.serverCPU/time.Duration(m.ok)))
 		}

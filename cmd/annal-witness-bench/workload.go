@@ -4,16 +4,19 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
 	"math"
 	"math/rand/v2"
 	"net/http"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/annal-dev/annal/checkpoints"
@@ -30,6 +33,51 @@ type benchLog struct {
 	origin string
 	signer note.Signer
 	vkey   string
+	// prepared holds request bodies made before any measurement (prepare),
+	// by the step they ask the witness to take. Only read while measuring.
+	prepared map[stepKey][]byte
+}
+
+// stepKey is one add-checkpoint step of a log: from the size the witness
+// cosigned to the size of the new checkpoint.
+type stepKey struct{ old, size uint64 }
+
+// prepare makes the request bodies of the log's first steps, each from the
+// size of the step before: the path on which every request is cosigned, so
+// that a measurement's client mostly sends bytes made before it started
+// (signing a checkpoint and proving consistency cost the client about as
+// much CPU as cosigning costs a witness, on the same cores). A request off
+// that path (after a 409) or beyond it is made when it is sent.
+func (l *benchLog) prepare(maxGrow, steps int) error {
+	w := newLogWriter(l, maxGrow)
+	prepared := make(map[stepKey][]byte, steps)
+	for range steps {
+		w.step()
+		body, err := w.makeRequest()
+		if err != nil {
+			return fmt.Errorf("log %s: %w", l.origin, err)
+		}
+		prepared[stepKey{w.witnessSize, w.size}] = body
+		w.witnessSize = w.size
+	}
+	l.prepared = prepared
+	return nil
+}
+
+// prepareLogs prepares steps steps of every log, on every core.
+func prepareLogs(logs []*benchLog, maxGrow, steps int) error {
+	var next atomic.Int64
+	errs := make([]error, len(logs))
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(logs)) {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < len(logs); i = int(next.Add(1) - 1) {
+				errs[i] = logs[i].prepare(maxGrow, steps)
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // newBenchLogs makes n logs with origins "bench.example/log-<i>".
@@ -50,17 +98,21 @@ func newBenchLogs(n int) ([]*benchLog, error) {
 	return logs, nil
 }
 
-// logWriter is a log as one witness sees it during one measurement: an
-// in-memory tree, grown step by step, and the size the client believes the
-// witness cosigned last. The entries and the growth steps depend only on
-// the log's index, so every witness gets the same checkpoints in the same
-// order.
+// logWriter is a log as one witness sees it during one measurement: the
+// log's size, grown step by step, its in-memory tree (grown to that size
+// only when a request is not prepared), and the size the client believes
+// the witness cosigned last. The entries and the growth steps depend only
+// on the log's index, so every witness gets the same checkpoints in the
+// same order.
 type logWriter struct {
 	log         *benchLog
+	size        uint64
 	tree        *testonly.Tree
 	rng         *rand.Rand
 	maxGrow     int
 	witnessSize uint64
+	// madeLive counts the requests made when sent, not prepared.
+	madeLive int
 }
 
 func newLogWriter(l *benchLog, maxGrow int) *logWriter {
@@ -80,20 +132,31 @@ func (w *logWriter) growTo(size uint64) {
 	}
 }
 
-// step grows the tree by 1 to maxGrow entries.
+// step grows the log by 1 to maxGrow entries.
 func (w *logWriter) step() {
-	w.growTo(w.tree.Size() + 1 + w.rng.Uint64N(uint64(w.maxGrow)))
+	w.size += 1 + w.rng.Uint64N(uint64(w.maxGrow))
 }
 
 // request is the c2sp.org/tlog-witness add-checkpoint body that moves the
-// witness from witnessSize to the tree's size:
+// witness from witnessSize to the log's size: the prepared one, or one made
+// now.
+func (w *logWriter) request() ([]byte, error) {
+	if body, ok := w.log.prepared[stepKey{w.witnessSize, w.size}]; ok {
+		return body, nil
+	}
+	w.madeLive++
+	return w.makeRequest()
+}
+
+// makeRequest makes the body request sends:
 //
 //	old <n>\n
 //	<base64 proof hash>\n...
 //	\n
 //	<signed checkpoint>
-func (w *logWriter) request() ([]byte, error) {
-	size := w.tree.Size()
+func (w *logWriter) makeRequest() ([]byte, error) {
+	w.growTo(w.size)
+	size := w.size
 	signed, err := checkpoints.SignCheckpoint(checkpoints.Checkpoint{
 		Origin: w.log.origin, Size: size, Hash: [32]byte(w.tree.Hash()),
 	}, w.log.signer)
@@ -119,10 +182,10 @@ func (w *logWriter) request() ([]byte, error) {
 
 // resync takes the size a 409 answer says the witness cosigned. A witness
 // can only be ahead of the client with checkpoints of this same log (a
-// request whose answer was lost), so the tree is grown to that size if
+// request whose answer was lost), so the log is grown to that size if
 // needed, and the next request starts from it.
 func (w *logWriter) resync(stored uint64) {
-	w.growTo(stored)
+	w.size = max(w.size, stored)
 	w.witnessSize = stored
 }
 
@@ -167,6 +230,9 @@ type measurement struct {
 	// retries counts requests sent again for a step after an answer other
 	// than 200 (a 409 is retried from the size in its body).
 	retries int
+	// madeLive counts the requests made while measuring, not prepared
+	// before it (see benchLog.prepare).
+	madeLive int
 	// gaveUp lists the logs that stopped early, with the reason.
 	gaveUp []string
 	// serverCPU and clientCPU are the CPU time the witness process and
@@ -233,9 +299,11 @@ func (wl workload) run(ctx context.Context, name, baseURL string, logs []*benchL
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			m := wl.runLog(ctx, client, url, newLogWriter(l, wl.maxGrow), deadline)
+			w := newLogWriter(l, wl.maxGrow)
+			m := wl.runLog(ctx, client, url, w, deadline)
 			mu.Lock()
 			defer mu.Unlock()
+			total.madeLive += w.madeLive
 			total.ok += m.ok
 			total.sent += m.sent
 			total.retries += m.retries
@@ -300,7 +368,7 @@ func (wl workload) runLog(ctx context.Context, client *http.Client, url string, 
 				}
 				m.ok++
 				m.latencies = append(m.latencies, time.Since(stepStart))
-				w.witnessSize = w.tree.Size()
+				w.witnessSize = w.size
 				break
 			}
 			m.errors[strconv.Itoa(code)]++

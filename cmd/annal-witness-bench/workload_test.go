@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
@@ -67,7 +68,7 @@ func sizeAfter(l *benchLog, steps int) uint64 {
 	for range steps {
 		w.step()
 	}
-	return w.tree.Size()
+	return w.size
 }
 
 func checkClean(t *testing.T, m *measurement, wantOK int) {
@@ -110,7 +111,7 @@ func TestWorkload_SameForEveryWitness(t *testing.T) {
 				t.Fatal(err)
 			}
 			bodies[run] = append(bodies[run], body)
-			w.witnessSize = w.tree.Size()
+			w.witnessSize = w.size
 		}
 	}
 	for i := range bodies[0] {
@@ -121,71 +122,153 @@ func TestWorkload_SameForEveryWitness(t *testing.T) {
 }
 
 // The body is c2sp.org/tlog-witness's: the old size, a consistency proof
-// that verifies, and a checkpoint signed by the log's key.
+// that verifies, and a checkpoint signed by the log's key; whether prepared
+// before measuring or made when sent.
 func TestRequest_IsTLogWitnessBody(t *testing.T) {
+	for _, prepared := range []int{0, 12} {
+		t.Run(fmt.Sprintf("prepared=%d", prepared), func(t *testing.T) {
+			l := testLogs(t, 1)[0]
+			if err := l.prepare(DefaultMaxGrow, prepared); err != nil {
+				t.Fatal(err)
+			}
+			verifier, err := checkpoints.NewLogVerifier(l.vkey)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := newLogWriter(l, DefaultMaxGrow)
+			// A second tree, grown along, gives the old roots.
+			mirror := newLogWriter(l, DefaultMaxGrow)
+			for step := range 20 {
+				old, oldRoot := mirror.tree.Size(), mirror.tree.Hash()
+				w.step()
+				body, err := w.request()
+				if err != nil {
+					t.Fatal(err)
+				}
+				mirror.growTo(w.size)
+				req, err := witness.ParseAddCheckpointRequest(body)
+				if err != nil {
+					t.Fatalf("step %d: %v\n%s", step, err, body)
+				}
+				if req.OldSize != old || req.Checkpoint.Size != w.size || req.Checkpoint.Origin != l.origin {
+					t.Fatalf("step %d: old %d, size %d, origin %q; want %d, %d, %q", step, req.OldSize, req.Checkpoint.Size, req.Checkpoint.Origin, old, w.size, l.origin)
+				}
+				if req.Checkpoint.Hash != [32]byte(mirror.tree.Hash()) {
+					t.Fatalf("step %d: checkpoint root is not the tree's", step)
+				}
+				if _, err := checkpoints.OpenCheckpoint(req.SignedCheckpoint, verifier); err != nil {
+					t.Fatalf("step %d: log signature: %v", step, err)
+				}
+				if old == 0 {
+					if len(req.Proof) != 0 {
+						t.Fatalf("step %d: %d proof lines from size 0", step, len(req.Proof))
+					}
+				} else {
+					p := make([][]byte, len(req.Proof))
+					for i := range req.Proof {
+						p[i] = req.Proof[i][:]
+					}
+					if err := proof.VerifyConsistency(rfc6962.DefaultHasher, old, req.Checkpoint.Size, p, oldRoot, req.Checkpoint.Hash[:]); err != nil {
+						t.Fatalf("step %d: consistency proof: %v", step, err)
+					}
+				}
+				w.witnessSize = w.size
+			}
+			if want := 20 - prepared; w.madeLive != want {
+				t.Fatalf("%d requests made live, want %d (%d prepared)", w.madeLive, want, prepared)
+			}
+		})
+	}
+}
+
+// A prepared request is the same bytes as the one made when sent: a
+// measurement with prepared requests sends the workload one without sends.
+func TestPrepare_SameBytesAsMadeWhenSent(t *testing.T) {
 	l := testLogs(t, 1)[0]
-	verifier, err := checkpoints.NewLogVerifier(l.vkey)
-	if err != nil {
+	unprepared := *l
+	if err := l.prepare(DefaultMaxGrow, 30); err != nil {
 		t.Fatal(err)
 	}
-	w := newLogWriter(l, DefaultMaxGrow)
-	for step := range 20 {
-		old, oldRoot := w.tree.Size(), w.tree.Hash()
-		w.step()
-		body, err := w.request()
+	if len(l.prepared) != 30 {
+		t.Fatalf("%d prepared, want 30", len(l.prepared))
+	}
+	a, b := newLogWriter(l, DefaultMaxGrow), newLogWriter(&unprepared, DefaultMaxGrow)
+	for step := range 30 {
+		a.step()
+		b.step()
+		ba, err := a.request()
 		if err != nil {
 			t.Fatal(err)
 		}
-		req, err := witness.ParseAddCheckpointRequest(body)
+		bb, err := b.request()
 		if err != nil {
-			t.Fatalf("step %d: %v\n%s", step, err, body)
+			t.Fatal(err)
 		}
-		if req.OldSize != old || req.Checkpoint.Size != w.tree.Size() || req.Checkpoint.Origin != l.origin {
-			t.Fatalf("step %d: old %d, size %d, origin %q; want %d, %d, %q", step, req.OldSize, req.Checkpoint.Size, req.Checkpoint.Origin, old, w.tree.Size(), l.origin)
+		if !bytes.Equal(ba, bb) {
+			t.Fatalf("step %d: prepared\n%s\nmade when sent\n%s", step, ba, bb)
 		}
-		if _, err := checkpoints.OpenCheckpoint(req.SignedCheckpoint, verifier); err != nil {
-			t.Fatalf("step %d: log signature: %v", step, err)
+		a.witnessSize, b.witnessSize = a.size, b.size
+	}
+	if a.madeLive != 0 || b.madeLive != 30 {
+		t.Fatalf("made live: %d prepared, %d unprepared; want 0 and 30", a.madeLive, b.madeLive)
+	}
+}
+
+// A run partly prepared is cosigned step by step like one made live, and
+// counts the requests it made while measuring.
+func TestWorkload_PreparedThenLive(t *testing.T) {
+	logs := testLogs(t, 3)
+	if err := prepareLogs(logs, DefaultMaxGrow, 10); err != nil {
+		t.Fatal(err)
+	}
+	w := newInProcessWitness(t, logs, nil)
+	const steps = 25
+	m := testWorkload(steps).run(context.Background(), "annal-witness", w.srv.URL, logs)
+	checkClean(t, m, len(logs)*steps)
+	if want := len(logs) * (steps - 10); m.madeLive != want {
+		t.Fatalf("%d requests made while measuring, want %d", m.madeLive, want)
+	}
+	for _, l := range logs {
+		if got, want := w.storedSize(t, l), sizeAfter(l, steps); got != want {
+			t.Errorf("%s: witness at size %d, log at %d", l.origin, got, want)
 		}
-		if old == 0 {
-			if len(req.Proof) != 0 {
-				t.Fatalf("step %d: %d proof lines from size 0", step, len(req.Proof))
-			}
-		} else {
-			p := make([][]byte, len(req.Proof))
-			for i := range req.Proof {
-				p[i] = req.Proof[i][:]
-			}
-			if err := proof.VerifyConsistency(rfc6962.DefaultHasher, old, req.Checkpoint.Size, p, oldRoot, req.Checkpoint.Hash[:]); err != nil {
-				t.Fatalf("step %d: consistency proof: %v", step, err)
-			}
-		}
-		w.witnessSize = w.tree.Size()
 	}
 }
 
 // A witness ahead of the client answers 409 with its size; the client
-// retries from that size and the step is cosigned.
+// retries from that size and the step is cosigned. Prepared requests are
+// of the path the 409 left: the rest are made when sent.
 func TestWorkload_409ResyncsFromWitnessSize(t *testing.T) {
-	logs := testLogs(t, 1)
-	w := newInProcessWitness(t, logs, nil)
-	// Another client of the same log moved the witness to size 40, beyond
-	// the first step (at most 16 entries).
-	ahead := newLogWriter(logs[0], DefaultMaxGrow)
-	ahead.growTo(40)
-	body, err := ahead.request()
-	if err != nil {
-		t.Fatal(err)
-	}
-	code, answer, err := post(context.Background(), http.DefaultClient, w.srv.URL+"/add-checkpoint", body)
-	if err != nil || code != http.StatusOK {
-		t.Fatalf("moving the witness to 40: %d %q %v", code, answer, err)
-	}
-	m := testWorkload(3).run(context.Background(), "annal-witness", w.srv.URL, logs)
-	if m.ok != 3 || m.errors["409"] != 1 || m.errorCount() != 1 || m.retries != 1 || len(m.gaveUp) != 0 {
-		t.Fatalf("ok %d, errors %s, retries %d, stopped %v; want 3 cosigned, one 409 retried", m.ok, m.errorSummary(), m.retries, m.gaveUp)
-	}
-	if got := w.storedSize(t, logs[0]); got < 40 {
-		t.Fatalf("witness at %d, want at least 40", got)
+	for _, prepared := range []int{0, 3} {
+		t.Run(fmt.Sprintf("prepared=%d", prepared), func(t *testing.T) {
+			logs := testLogs(t, 1)
+			w := newInProcessWitness(t, logs, nil)
+			// Another client of the same log moved the witness to size 40,
+			// beyond the first step (at most 16 entries).
+			ahead := newLogWriter(logs[0], DefaultMaxGrow)
+			ahead.size = 40
+			body, err := ahead.request()
+			if err != nil {
+				t.Fatal(err)
+			}
+			code, answer, err := post(context.Background(), http.DefaultClient, w.srv.URL+"/add-checkpoint", body)
+			if err != nil || code != http.StatusOK {
+				t.Fatalf("moving the witness to 40: %d %q %v", code, answer, err)
+			}
+			if err := logs[0].prepare(DefaultMaxGrow, prepared); err != nil {
+				t.Fatal(err)
+			}
+			m := testWorkload(3).run(context.Background(), "annal-witness", w.srv.URL, logs)
+			if m.ok != 3 || m.errors["409"] != 1 || m.errorCount() != 1 || m.retries != 1 || len(m.gaveUp) != 0 {
+				t.Fatalf("ok %d, errors %s, retries %d, stopped %v; want 3 cosigned, one 409 retried", m.ok, m.errorSummary(), m.retries, m.gaveUp)
+			}
+			if want := 4 - min(prepared, 1); m.madeLive != want {
+				t.Fatalf("%d requests made while measuring, want %d", m.madeLive, want)
+			}
+			if got := w.storedSize(t, logs[0]); got < 40 {
+				t.Fatalf("witness at %d, want at least 40", got)
+			}
+		})
 	}
 }
 
@@ -338,5 +421,34 @@ func TestAnnalWitnessBinary_LogsAddAndServe(t *testing.T) {
 	case <-p.exited:
 	default:
 		t.Fatal("annal-witness still running after stop")
+	}
+}
+
+// --prepare: as given, else --steps, else enough for DefaultPreparedRate
+// over --duration; below -1 refused.
+func TestOptions_PreparedSteps(t *testing.T) {
+	base := options{logs: 100, duration: 10 * time.Second, maxGrow: 1, timeout: time.Second}
+	for _, tc := range []struct {
+		prepare, steps int
+		want           int
+	}{
+		{-1, 0, 10 * DefaultPreparedRate / 100},
+		{-1, 7, 7},
+		{0, 7, 0},
+		{5, 0, 5},
+	} {
+		o := base
+		o.prepare, o.steps = tc.prepare, tc.steps
+		if err := o.validate(); err != nil {
+			t.Fatalf("%+v: %v", tc, err)
+		}
+		if got := o.preparedSteps(); got != tc.want {
+			t.Errorf("--prepare %d --steps %d: %d prepared, want %d", tc.prepare, tc.steps, got, tc.want)
+		}
+	}
+	o := base
+	o.prepare = -2
+	if err := o.validate(); err == nil {
+		t.Fatal("--prepare -2 accepted")
 	}
 }
