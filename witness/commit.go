@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -13,10 +15,17 @@ var ErrClosed = errors.New("witness is closed")
 
 // committer applies state changes in groups: it takes every change queued
 // while the previous group was being written, applies them in order in one
-// bbolt read-write transaction, and commits (one fsync). A lone change is
-// committed at once; there is no timer. Because the changes of a group run
-// one after the other in the same transaction, each sees the writes of the
-// ones before it, exactly as if each had its own transaction.
+// bbolt read-write transaction, and commits (one fsync). Because the changes
+// of a group run one after the other in the same transaction, each sees the
+// writes of the ones before it, exactly as if each had its own transaction.
+//
+// A change is announced (expect) before the work that precedes it, checking
+// and making signatures, about a quarter of a millisecond of CPU. While
+// changes are announced and not yet queued, the loop waits for them, at most
+// linger after the group's first change: under load that makes groups
+// several times larger, and the commit, about 0.1 ms of CPU and two
+// fdatasyncs, is paid once per group instead of once or twice per change. A
+// lone change, with nothing announced behind it, is committed at once.
 //
 // bbolt's own DB.Batch groups too, but waits up to MaxBatchDelay for a
 // group to fill, which a witness with one log and one client would pay on
@@ -24,7 +33,12 @@ var ErrClosed = errors.New("witness is closed")
 type committer struct {
 	db       *bolt.DB
 	maxBatch int
+	linger   time.Duration
 	queue    chan *commitJob
+	// coming counts the changes announced and not yet queued; nudge wakes
+	// a lingering loop when it falls to 0.
+	coming atomic.Int64
+	nudge  chan struct{}
 	// observe, if set, is told the size of each group committed.
 	observe func(groupSize int)
 
@@ -44,12 +58,14 @@ type commitJob struct {
 	result chan error // buffered: the loop never waits for the requester
 }
 
-func newCommitter(db *bolt.DB, maxBatch int, observe func(groupSize int)) *committer {
+func newCommitter(db *bolt.DB, maxBatch int, linger time.Duration, observe func(groupSize int)) *committer {
 	c := &committer{
 		db:       db,
 		maxBatch: maxBatch,
+		linger:   linger,
 		observe:  observe,
 		queue:    make(chan *commitJob, maxBatch),
+		nudge:    make(chan struct{}, 1),
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
 	}
@@ -57,11 +73,36 @@ func newCommitter(db *bolt.DB, maxBatch int, observe func(groupSize int)) *commi
 	return c
 }
 
+// expect announces a change about to be committed, and returns the
+// function that withdraws the announcement: commit calls it, and the
+// caller must call it too (a deferred call) if it gives the change up.
+// Calls after the first do nothing.
+func (c *committer) expect() (arrived func()) {
+	c.coming.Add(1)
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			if c.coming.Add(-1) == 0 {
+				select {
+				case c.nudge <- struct{}{}:
+				default:
+				}
+			}
+		})
+	}
+}
+
 // commit runs apply in a transaction and returns once that transaction has
 // committed (nil) or rolled back (the error). If ctx ends first, commit
 // returns ctx's error, but the change may still be applied and kept.
-func (c *committer) commit(ctx context.Context, apply func(tx *bolt.Tx) error) error {
+// arrived, if not nil, is expect's function for this change.
+func (c *committer) commit(ctx context.Context, arrived func(), apply func(tx *bolt.Tx) error) error {
 	job := &commitJob{apply: apply, result: make(chan error, 1)}
+	if arrived != nil {
+		// Withdrawn once queued (or given up): a loop that took the job
+		// before is woken then.
+		defer arrived()
+	}
 	c.mu.RLock()
 	if c.closed {
 		c.mu.RUnlock()
@@ -74,6 +115,9 @@ func (c *committer) commit(ctx context.Context, apply func(tx *bolt.Tx) error) e
 		return ctx.Err()
 	}
 	c.mu.RUnlock()
+	if arrived != nil {
+		arrived()
+	}
 	select {
 	case err := <-job.result:
 		return err
@@ -85,6 +129,8 @@ func (c *committer) commit(ctx context.Context, apply func(tx *bolt.Tx) error) e
 func (c *committer) loop() {
 	defer close(c.done)
 	batch := make([]*commitJob, 0, c.maxBatch)
+	linger := time.NewTimer(time.Hour)
+	linger.Stop()
 	for {
 		batch = batch[:0]
 		select {
@@ -101,14 +147,33 @@ func (c *committer) loop() {
 				}
 			}
 		}
+		lingering := false
 	fill:
 		for len(batch) < c.maxBatch {
 			select {
 			case job := <-c.queue:
 				batch = append(batch, job)
+				continue
 			default:
+			}
+			if c.linger <= 0 || c.coming.Load() == 0 {
 				break fill
 			}
+			if !lingering {
+				lingering = true
+				linger.Reset(c.linger)
+			}
+			select {
+			case job := <-c.queue:
+				batch = append(batch, job)
+			case <-c.nudge:
+			case <-linger.C:
+				lingering = false
+				break fill
+			}
+		}
+		if lingering {
+			linger.Stop()
 		}
 		err := c.db.Update(func(tx *bolt.Tx) error {
 			for _, job := range batch {

@@ -306,7 +306,7 @@ func TestCommitter_GroupSeesEarlierWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	c := newCommitter(s.db, 16, nil)
+	c := newCommitter(s.db, 16, time.Millisecond, nil)
 	defer c.close()
 	const jobs = 200
 	seen := make([]uint64, jobs)
@@ -315,7 +315,9 @@ func TestCommitter_GroupSeesEarlierWrites(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := c.commit(context.Background(), func(tx *bolt.Tx) error {
+			arrived := c.expect()
+			defer arrived()
+			err := c.commit(context.Background(), arrived, func(tx *bolt.Tx) error {
 				b := tx.Bucket(metaBucket)
 				var n uint64
 				if v := b.Get([]byte("counter")); v != nil {
@@ -338,8 +340,82 @@ func TestCommitter_GroupSeesEarlierWrites(t *testing.T) {
 		t.Errorf("%d distinct counter values for %d jobs: two jobs read the same state", len(got), jobs)
 	}
 	c.close()
-	if err := c.commit(context.Background(), func(*bolt.Tx) error { return nil }); !errors.Is(err, ErrClosed) {
+	if err := c.commit(context.Background(), nil, func(*bolt.Tx) error { return nil }); !errors.Is(err, ErrClosed) {
 		t.Errorf("commit after close: %v, want ErrClosed", err)
+	}
+}
+
+// A group waits for the changes announced while its first is queued, and
+// only for them: a lone change is committed at once, and a change given up
+// ends the wait.
+func TestCommitter_LingersForAnnouncedChanges(t *testing.T) {
+	s, err := OpenStore(filepath.Join(t.TempDir(), StateFileName), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	groups := make(chan int, 16)
+	// A linger no test run reaches: every group below ends because
+	// nothing more is announced, not by the timer.
+	c := newCommitter(s.db, 16, time.Hour, func(n int) { groups <- n })
+	defer c.close()
+	nop := func(*bolt.Tx) error { return nil }
+	ctx := context.Background()
+
+	if err := c.commit(ctx, c.expect(), nop); err != nil {
+		t.Fatal(err)
+	}
+	if n := <-groups; n != 1 {
+		t.Fatalf("lone change: group of %d", n)
+	}
+
+	// Three announced; the first queued at once, the others later, one of
+	// them given up.
+	first, second, dropped := c.expect(), c.expect(), c.expect()
+	done := make(chan error, 2)
+	go func() { done <- c.commit(ctx, first, nop) }()
+	time.Sleep(50 * time.Millisecond)
+	select {
+	case n := <-groups:
+		t.Fatalf("a group of %d committed while two changes were announced", n)
+	default:
+	}
+	go func() { done <- c.commit(ctx, second, nop) }()
+	time.Sleep(50 * time.Millisecond)
+	select {
+	case n := <-groups:
+		t.Fatalf("a group of %d committed while a change was announced", n)
+	default:
+	}
+	dropped()
+	dropped() // a second call does nothing
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := <-groups; n != 2 {
+		t.Fatalf("group of %d, want the 2 changes queued", n)
+	}
+	if got := c.coming.Load(); got != 0 {
+		t.Fatalf("%d changes still announced", got)
+	}
+}
+
+// With announced changes that never come, a group waits linger and no
+// more.
+func TestCommitter_LingerBounded(t *testing.T) {
+	s, err := OpenStore(filepath.Join(t.TempDir(), StateFileName), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	c := newCommitter(s.db, 16, 20*time.Millisecond, nil)
+	defer c.close()
+	never := c.expect()
+	defer never()
+	if err := c.commit(context.Background(), c.expect(), func(*bolt.Tx) error { return nil }); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -27,6 +27,9 @@ const (
 	DefaultMaxInFlightPerOrigin = 64
 	// DefaultMaxCommitBatch bounds the requests committed in one transaction.
 	DefaultMaxCommitBatch = 256
+	// DefaultCommitLinger bounds how long a group waits for the requests
+	// being checked and signed when its first one is ready (see committer).
+	DefaultCommitLinger = time.Millisecond
 )
 
 // Errors of AddCheckpoint, besides ErrMalformedRequest, ErrRequestTooLarge,
@@ -63,6 +66,9 @@ type Options struct {
 	MaxInFlightPerOrigin int
 	// MaxCommitBatch: DefaultMaxCommitBatch if 0.
 	MaxCommitBatch int
+	// CommitLinger: DefaultCommitLinger if 0; a negative value commits
+	// what is queued without waiting for requests on their way.
+	CommitLinger time.Duration
 	// Logger receives one line per refused or notable request; slog.Default
 	// if nil.
 	Logger *slog.Logger
@@ -99,6 +105,9 @@ func New(store *Store, cosigner *Cosigner, opts Options) (*Witness, error) {
 	if opts.MaxCommitBatch == 0 {
 		opts.MaxCommitBatch = DefaultMaxCommitBatch
 	}
+	if opts.CommitLinger == 0 {
+		opts.CommitLinger = DefaultCommitLinger
+	}
 	if opts.GossipTimeout == 0 {
 		opts.GossipTimeout = DefaultGossipTimeout
 	}
@@ -119,7 +128,7 @@ func New(store *Store, cosigner *Cosigner, opts Options) (*Witness, error) {
 	return &Witness{
 		store:    store,
 		cosigner: cosigner,
-		commits:  newCommitter(store.db, opts.MaxCommitBatch, func(n int) { m.groupSize.Observe(float64(n)) }),
+		commits:  newCommitter(store.db, opts.MaxCommitBatch, opts.CommitLinger, func(n int) { m.groupSize.Observe(float64(n)) }),
 		inflight: &originLimiter{max: opts.MaxInFlightPerOrigin, n: map[string]int{}},
 		log:      opts.Logger,
 		metrics:  m,
@@ -169,6 +178,8 @@ func (w *Witness) addCheckpoint(ctx context.Context, req *AddCheckpointRequest) 
 		return nil, fmt.Errorf("%w: %q has %d", ErrBusy, abbreviate(origin), w.inflight.max)
 	}
 	defer w.inflight.release(origin)
+	arrived := w.commits.expect()
+	defer arrived()
 
 	// Signatures are checked outside the transaction, so that the slow part
 	// of a request runs in parallel with others; the transaction re-checks
@@ -193,7 +204,7 @@ func (w *Witness) addCheckpoint(ctx context.Context, req *AddCheckpointRequest) 
 	var cosignature []byte
 	var refusal error
 	var conflict *sameSizeConflict
-	err = w.commits.commit(ctx, func(tx *bolt.Tx) error {
+	err = w.commits.commit(ctx, arrived, func(tx *bolt.Tx) error {
 		cosignature, refusal, conflict = nil, nil, nil
 		current := cfg
 		if id := LogID(origin); !bytes.Equal(tx.Bucket(logsBucket).Get(id[:]), cfgRecord) {

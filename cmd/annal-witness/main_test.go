@@ -267,3 +267,15 @@ func TestServe_GCPercent(t *testing.T) {
 		t.Fatal("a refused --gc-percent made the data folder")
 	}
 }
+
+// A negative --commit-linger is refused before anything is made.
+func TestServe_CommitLingerRefusedBelowZero(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "w")
+	out, err := run(t, "serve", "--data", data, "--commit-linger", "-1ms")
+	if err == nil || !strings.Contains(err.Error(), "--commit-linger -1ms") {
+		t.Fatalf("--commit-linger -1ms: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(data); err == nil {
+		t.Fatal("a refused --commit-linger made the data folder")
+	}
+}

@@ -33,6 +33,7 @@ type serveFlags struct {
 	mldsa          bool
 	cpuProfile     string
 	gcPercent      int
+	commitLinger   time.Duration
 }
 
 // DefaultGCPercent is the garbage collector's target of annal-witness
@@ -65,6 +66,9 @@ socket in the data folder.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			if f.commitLinger < 0 {
+				return fmt.Errorf("--commit-linger %v: 0 or more", f.commitLinger)
+			}
 			if f.gcPercent < 1 {
 				return fmt.Errorf("--gc-percent %d: at least 1", f.gcPercent)
 			}
@@ -85,6 +89,7 @@ socket in the data folder.`,
 	fl.BoolVar(&f.mldsa, "mldsa", true, "cosign with an ML-DSA-44 key too (made on first start with it, in witness-mldsa.key)")
 	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile (go tool pprof) of the whole run to this file, finished when serve stops")
 	fl.IntVar(&f.gcPercent, "gc-percent", DefaultGCPercent, "the garbage collector's target, as GOGC (which, when set, wins over this default)")
+	fl.DurationVar(&f.commitLinger, "commit-linger", witness.DefaultCommitLinger, "how long a commit group may wait for requests still being checked and signed (only while some are); 0 commits what is queued at once")
 	return cmd
 }
 
@@ -134,7 +139,11 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	w, err := witness.New(store, cosigner, witness.Options{Logger: logger})
+	linger := f.commitLinger
+	if linger == 0 {
+		linger = -1 // witness.Options: no wait
+	}
+	w, err := witness.New(store, cosigner, witness.Options{Logger: logger, CommitLinger: linger})
 	if err != nil {
 		return err
 	}
