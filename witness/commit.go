@@ -20,12 +20,17 @@ var ErrClosed = errors.New("witness is closed")
 // writes of the ones before it, exactly as if each had its own transaction.
 //
 // A change is announced (expect) before the work that precedes it, checking
-// and making signatures, about a quarter of a millisecond of CPU. While
-// changes are announced and not yet queued, the loop waits for them, at most
-// linger after the group's first change: under load that makes groups
-// several times larger, and the commit, about 0.1 ms of CPU and two
-// fdatasyncs, is paid once per group instead of once or twice per change. A
-// lone change, with nothing announced behind it, is committed at once.
+// and making signatures, about a quarter of a millisecond of CPU. After its
+// first change, a group waits up to linger for more: always when the group
+// before it had more than one change (the witness is under load, and more
+// requests are on their way than are announced: with two cores, only two
+// run their signatures at once, the rest wait for a core), and otherwise
+// only while changes are announced and not yet queued. The commit, 0.1–0.2
+// ms of CPU and two fdatasyncs, is then paid once per group of about a
+// dozen instead of once per one or two (annal-witness-bench --logs 100:
+// groups of 12.5 instead of 2.6, 13% more cosignatures/s than waiting only
+// for announced changes, 30–40% more than not waiting). A lone change, with
+// nothing announced behind it and no load before it, is committed at once.
 //
 // bbolt's own DB.Batch groups too, but waits up to MaxBatchDelay for a
 // group to fill, which a witness with one log and one client would pay on
@@ -131,6 +136,7 @@ func (c *committer) loop() {
 	batch := make([]*commitJob, 0, c.maxBatch)
 	linger := time.NewTimer(time.Hour)
 	linger.Stop()
+	lastGroup := 0
 	for {
 		batch = batch[:0]
 		select {
@@ -148,6 +154,7 @@ func (c *committer) loop() {
 			}
 		}
 		lingering := false
+		underLoad := lastGroup > 1
 	fill:
 		for len(batch) < c.maxBatch {
 			select {
@@ -156,7 +163,7 @@ func (c *committer) loop() {
 				continue
 			default:
 			}
-			if c.linger <= 0 || c.coming.Load() == 0 {
+			if c.linger <= 0 || (!underLoad && c.coming.Load() == 0) {
 				break fill
 			}
 			if !lingering {
@@ -175,6 +182,7 @@ func (c *committer) loop() {
 		if lingering {
 			linger.Stop()
 		}
+		lastGroup = len(batch)
 		err := c.db.Update(func(tx *bolt.Tx) error {
 			for _, job := range batch {
 				if err := job.apply(tx); err != nil {

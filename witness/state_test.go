@@ -402,6 +402,47 @@ func TestCommitter_LingersForAnnouncedChanges(t *testing.T) {
 	}
 }
 
+// After a group of more than one change, the next one waits for changes
+// not announced yet: under load more are on their way than are announced.
+func TestCommitter_UnderLoadWaitsForLaterChanges(t *testing.T) {
+	s, err := OpenStore(filepath.Join(t.TempDir(), StateFileName), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	groups := make(chan int, 16)
+	// Groups of 2 at most, and a linger no test run reaches: a group ends
+	// when it is full.
+	c := newCommitter(s.db, 2, time.Hour, func(n int) { groups <- n })
+	defer c.close()
+	nop := func(*bolt.Tx) error { return nil }
+	ctx := context.Background()
+	done := make(chan error, 4)
+	a, b := c.expect(), c.expect()
+	go func() { done <- c.commit(ctx, a, nop) }()
+	go func() { done <- c.commit(ctx, b, nop) }()
+	if n := <-groups; n != 2 {
+		t.Fatalf("group of %d, want 2", n)
+	}
+	// Nothing announced now; the next change still waits for another.
+	go func() { done <- c.commit(ctx, nil, nop) }()
+	time.Sleep(50 * time.Millisecond)
+	select {
+	case n := <-groups:
+		t.Fatalf("after a group of 2, a group of %d committed without waiting", n)
+	default:
+	}
+	go func() { done <- c.commit(ctx, nil, nop) }()
+	if n := <-groups; n != 2 {
+		t.Fatalf("group of %d, want the 2 later changes", n)
+	}
+	for range 4 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // With announced changes that never come, a group waits linger and no
 // more.
 func TestCommitter_LingerBounded(t *testing.T) {

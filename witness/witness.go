@@ -27,8 +27,9 @@ const (
 	DefaultMaxInFlightPerOrigin = 64
 	// DefaultMaxCommitBatch bounds the requests committed in one transaction.
 	DefaultMaxCommitBatch = 256
-	// DefaultCommitLinger bounds how long a group waits for the requests
-	// being checked and signed when its first one is ready (see committer).
+	// DefaultCommitLinger bounds how long a commit group waits for more
+	// requests once its first is ready: under load, or while others are
+	// being checked and signed (see committer).
 	DefaultCommitLinger = time.Millisecond
 )
 

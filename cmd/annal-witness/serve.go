@@ -89,7 +89,7 @@ socket in the data folder.`,
 	fl.BoolVar(&f.mldsa, "mldsa", true, "cosign with an ML-DSA-44 key too (made on first start with it, in witness-mldsa.key)")
 	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile (go tool pprof) of the whole run to this file, finished when serve stops")
 	fl.IntVar(&f.gcPercent, "gc-percent", DefaultGCPercent, "the garbage collector's target, as GOGC (which, when set, wins over this default)")
-	fl.DurationVar(&f.commitLinger, "commit-linger", witness.DefaultCommitLinger, "how long a commit group may wait for requests still being checked and signed (only while some are); 0 commits what is queued at once")
+	fl.DurationVar(&f.commitLinger, "commit-linger", witness.DefaultCommitLinger, "how long a commit group may wait for more requests, under load or while some are being checked and signed; 0 commits what is queued at once")
 	return cmd
 }
 
