@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"math"
 	"math/rand/v2"
@@ -267,28 +266,11 @@ func (m *measurement) errorSummary() string {
 	return strings.Join(parts, " ")
 }
 
-// newHTTPClient keeps one connection per log alive and never uses a proxy:
-// every witness is on 127.0.0.1.
-func newHTTPClient(logs int, timeout time.Duration) *http.Client {
-	return &http.Client{
-		Transport: &http.Transport{
-			Proxy:               nil,
-			MaxIdleConns:        logs,
-			MaxIdleConnsPerHost: logs,
-			IdleConnTimeout:     time.Minute,
-			DisableCompression:  true,
-		},
-		Timeout: timeout,
-	}
-}
-
 // run drives the witness at baseURL with one goroutine per log, all at
 // once, and returns what it measured. It returns when every log has done
 // its steps, the duration has passed (requests in flight then finish), or
 // ctx ends.
 func (wl workload) run(ctx context.Context, name, baseURL string, logs []*benchLog) *measurement {
-	client := newHTTPClient(len(logs), wl.timeout)
-	defer client.CloseIdleConnections()
 	url := strings.TrimSuffix(baseURL, "/") + "/add-checkpoint"
 	total := &measurement{witness: name, logs: len(logs), errors: map[string]int{}}
 	var mu sync.Mutex
@@ -300,7 +282,7 @@ func (wl workload) run(ctx context.Context, name, baseURL string, logs []*benchL
 		go func() {
 			defer wg.Done()
 			w := newLogWriter(l, wl.maxGrow)
-			m := wl.runLog(ctx, client, url, w, deadline)
+			m := wl.runLog(ctx, url, w, deadline)
 			mu.Lock()
 			defer mu.Unlock()
 			total.madeLive += w.madeLive
@@ -322,12 +304,17 @@ func (wl workload) run(ctx context.Context, name, baseURL string, logs []*benchL
 // runLog is one log's client: step, send, and on anything but 200 retry
 // the step (from the witness's size after a 409, after a short backoff
 // otherwise), at most maxAttempts times.
-func (wl workload) runLog(ctx context.Context, client *http.Client, url string, w *logWriter, deadline time.Time) *measurement {
+func (wl workload) runLog(ctx context.Context, url string, w *logWriter, deadline time.Time) *measurement {
 	m := &measurement{errors: map[string]int{}}
 	giveUp := func(format string, args ...any) *measurement {
 		m.gaveUp = append(m.gaveUp, w.log.origin+": "+fmt.Sprintf(format, args...))
 		return m
 	}
+	conn, err := newLogConn(url, wl.timeout)
+	if err != nil {
+		return giveUp("%v", err)
+	}
+	defer conn.close()
 	for step := 0; wl.steps == 0 || step < wl.steps; step++ {
 		if ctx.Err() != nil || !time.Now().Before(deadline) {
 			return m
@@ -351,7 +338,7 @@ func (wl workload) runLog(ctx context.Context, client *http.Client, url string, 
 			if attempt == 1 {
 				stepStart = time.Now()
 			}
-			code, answer, err := post(ctx, client, url, body)
+			code, answer, err := conn.post(ctx, body)
 			m.sent++
 			if err != nil {
 				if ctx.Err() != nil {
@@ -384,25 +371,6 @@ func (wl workload) runLog(ctx context.Context, client *http.Client, url string, 
 		}
 	}
 	return m
-}
-
-// post sends one add-checkpoint request and reads the answer (at most
-// 64 KiB of it).
-func post(ctx context.Context, client *http.Client, url string, body []byte) (int, []byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		return 0, nil, err
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	answer, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	if err != nil {
-		return 0, nil, err
-	}
-	return resp.StatusCode, answer, nil
 }
 
 // parseSizeAnswer reads the body of a 409 answer: the witness's size in

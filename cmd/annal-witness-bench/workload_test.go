@@ -251,7 +251,12 @@ func TestWorkload_409ResyncsFromWitnessSize(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			code, answer, err := post(context.Background(), http.DefaultClient, w.srv.URL+"/add-checkpoint", body)
+			conn, err := newLogConn(w.srv.URL+"/add-checkpoint", 10*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.close()
+			code, answer, err := conn.post(context.Background(), body)
 			if err != nil || code != http.StatusOK {
 				t.Fatalf("moving the witness to 40: %d %q %v", code, answer, err)
 			}

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// countingServer answers each POST with its body reversed and counts the
+// connections it accepted.
+func countingServer(t *testing.T, h http.HandlerFunc) (*httptest.Server, *atomic.Int64) {
+	t.Helper()
+	var conns atomic.Int64
+	srv := httptest.NewUnstartedServer(h)
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv, &conns
+}
+
+func reverse(b []byte) string {
+	r := make([]byte, len(b))
+	for i := range b {
+		r[len(b)-1-i] = b[i]
+	}
+	return string(r)
+}
+
+// Requests of one log go one after the other on one kept connection, with
+// their bodies, and each answer is read whole.
+func TestLogConn_KeepsItsConnection(t *testing.T) {
+	srv, conns := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || r.URL.Path != "/add-checkpoint" {
+			http.Error(w, "wrong request "+r.Method+" "+r.URL.Path, http.StatusBadRequest)
+			return
+		}
+		b, _ := io.ReadAll(r.Body)
+		io.WriteString(w, reverse(b))
+	})
+	c, err := newLogConn(srv.URL+"/add-checkpoint", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.close()
+	for i := range 20 {
+		body := strings.Repeat("ab", i*100) + "z"
+		code, answer, err := c.post(context.Background(), []byte(body))
+		if err != nil || code != http.StatusOK || string(answer) != reverse([]byte(body)) {
+			t.Fatalf("request %d: %d %.40q %v", i, code, answer, err)
+		}
+	}
+	if n := conns.Load(); n != 1 {
+		t.Fatalf("%d connections for 20 requests, want 1", n)
+	}
+}
+
+// A connection the witness closes, or one that fails, is dialled again for
+// the next request.
+func TestLogConn_DialsAgainAfterClose(t *testing.T) {
+	var n atomic.Int64
+	srv, conns := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		if n.Add(1)%2 == 0 {
+			w.Header().Set("Connection", "close")
+		}
+		w.WriteHeader(http.StatusConflict)
+		io.WriteString(w, "12\n")
+	})
+	c, err := newLogConn(srv.URL+"/add-checkpoint", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.close()
+	for i := range 6 {
+		code, answer, err := c.post(context.Background(), []byte("x"))
+		if err != nil || code != http.StatusConflict || string(answer) != "12\n" {
+			t.Fatalf("request %d: %d %q %v", i, code, answer, err)
+		}
+	}
+	if got := conns.Load(); got != 3 {
+		t.Fatalf("%d connections, want 3 (the witness closed every second)", got)
+	}
+}
+
+// An answer slower than the timeout is an error, and the next request gets
+// a fresh connection; so does ctx's end.
+func TestLogConn_TimeoutAndCancel(t *testing.T) {
+	var slow atomic.Bool
+	slow.Store(true)
+	release := make(chan struct{})
+	srv, _ := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		if slow.Load() {
+			<-release
+		}
+		io.WriteString(w, "ok")
+	})
+	defer close(release)
+	c, err := newLogConn(srv.URL+"/add-checkpoint", 100*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.close()
+	if _, _, err := c.post(context.Background(), []byte("x")); err == nil {
+		t.Fatal("no error from an answer slower than the timeout")
+	}
+	c.timeout = time.Minute
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(50*time.Millisecond, cancel)
+	if _, _, err := c.post(ctx, []byte("x")); err == nil {
+		t.Fatal("no error after ctx ended")
+	}
+	slow.Store(false)
+	if code, answer, err := c.post(context.Background(), []byte("x")); err != nil || code != http.StatusOK || string(answer) != "ok" {
+		t.Fatalf("after the timeout: %d %q %v", code, answer, err)
+	}
+}
+
+func TestNewLogConn_HTTPOnly(t *testing.T) {
+	for _, u := range []string{"https://127.0.0.1:1/add-checkpoint", "127.0.0.1:1", "http://[::1"} {
+		if _, err := newLogConn(u, time.Second); err == nil {
+			t.Errorf("%q accepted", u)
+		}
+	}
+}
