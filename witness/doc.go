@@ -22,7 +22,10 @@
 //     state that a crash could roll back.
 //   - Concurrent requests are committed in groups (one transaction, one
 //     fsync, many requests, applied in order), which gives throughput
-//     without giving up the ordering above.
+//     without giving up the ordering above. A group waits at most
+//     Options.CommitLinger for more, and only under load or while other
+//     requests are being checked and signed; a lone request is committed
+//     at once.
 //   - Gossip reads the cosigned state and never changes it: what a peer
 //     serves can produce evidence or a logged failure, never a
 //     cosignature or a change of the stored checkpoint.
