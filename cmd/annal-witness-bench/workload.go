@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/annal-dev/annal/checkpoints"
+	"github.com/annal-dev/annal/internal/loadconn"
 	"github.com/transparency-dev/merkle/rfc6962"
 	"github.com/transparency-dev/merkle/testonly"
 	"golang.org/x/mod/sumdb/note"
@@ -310,11 +311,11 @@ func (wl workload) runLog(ctx context.Context, url string, w *logWriter, deadlin
 		m.gaveUp = append(m.gaveUp, w.log.origin+": "+fmt.Sprintf(format, args...))
 		return m
 	}
-	conn, err := newLogConn(url, wl.timeout)
+	conn, err := loadconn.New(url, nil, wl.timeout)
 	if err != nil {
 		return giveUp("%v", err)
 	}
-	defer conn.close()
+	defer conn.Close()
 	for step := 0; wl.steps == 0 || step < wl.steps; step++ {
 		if ctx.Err() != nil || !time.Now().Before(deadline) {
 			return m
@@ -338,7 +339,7 @@ func (wl workload) runLog(ctx context.Context, url string, w *logWriter, deadlin
 			if attempt == 1 {
 				stepStart = time.Now()
 			}
-			code, answer, err := conn.post(ctx, body)
+			code, answer, err := conn.Post(ctx, body)
 			m.sent++
 			if err != nil {
 				if ctx.Err() != nil {

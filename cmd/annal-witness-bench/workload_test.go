@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/annal-dev/annal/checkpoints"
+	"github.com/annal-dev/annal/internal/loadconn"
 	"github.com/annal-dev/annal/witness"
 	"github.com/annal-dev/annal/witness/witnesstest"
 	fnote "github.com/transparency-dev/formats/note"
@@ -251,12 +252,12 @@ func TestWorkload_409ResyncsFromWitnessSize(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			conn, err := newLogConn(w.srv.URL+"/add-checkpoint", 10*time.Second)
+			conn, err := loadconn.New(w.srv.URL+"/add-checkpoint", nil, 10*time.Second)
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer conn.close()
-			code, answer, err := conn.post(context.Background(), body)
+			defer conn.Close()
+			code, answer, err := conn.Post(context.Background(), body)
 			if err != nil || code != http.StatusOK {
 				t.Fatalf("moving the witness to 40: %d %q %v", code, answer, err)
 			}

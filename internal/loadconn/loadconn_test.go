@@ -1,4 +1,4 @@
-package main
+package loadconn
 
 import (
 	"context"
@@ -38,7 +38,7 @@ func reverse(b []byte) string {
 
 // Requests of one log go one after the other on one kept connection, with
 // their bodies, and each answer is read whole.
-func TestLogConn_KeepsItsConnection(t *testing.T) {
+func TestConn_KeepsItsConnection(t *testing.T) {
 	srv, conns := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost || r.URL.Path != "/add-checkpoint" {
 			http.Error(w, "wrong request "+r.Method+" "+r.URL.Path, http.StatusBadRequest)
@@ -47,14 +47,14 @@ func TestLogConn_KeepsItsConnection(t *testing.T) {
 		b, _ := io.ReadAll(r.Body)
 		io.WriteString(w, reverse(b))
 	})
-	c, err := newLogConn(srv.URL+"/add-checkpoint", 10*time.Second)
+	c, err := New(srv.URL+"/add-checkpoint", nil, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.close()
+	defer c.Close()
 	for i := range 20 {
 		body := strings.Repeat("ab", i*100) + "z"
-		code, answer, err := c.post(context.Background(), []byte(body))
+		code, answer, err := c.Post(context.Background(), []byte(body))
 		if err != nil || code != http.StatusOK || string(answer) != reverse([]byte(body)) {
 			t.Fatalf("request %d: %d %.40q %v", i, code, answer, err)
 		}
@@ -66,7 +66,7 @@ func TestLogConn_KeepsItsConnection(t *testing.T) {
 
 // A connection the witness closes, or one that fails, is dialled again for
 // the next request.
-func TestLogConn_DialsAgainAfterClose(t *testing.T) {
+func TestConn_DialsAgainAfterClose(t *testing.T) {
 	var n atomic.Int64
 	srv, conns := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
 		if n.Add(1)%2 == 0 {
@@ -75,13 +75,13 @@ func TestLogConn_DialsAgainAfterClose(t *testing.T) {
 		w.WriteHeader(http.StatusConflict)
 		io.WriteString(w, "12\n")
 	})
-	c, err := newLogConn(srv.URL+"/add-checkpoint", 10*time.Second)
+	c, err := New(srv.URL+"/add-checkpoint", nil, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.close()
+	defer c.Close()
 	for i := range 6 {
-		code, answer, err := c.post(context.Background(), []byte("x"))
+		code, answer, err := c.Post(context.Background(), []byte("x"))
 		if err != nil || code != http.StatusConflict || string(answer) != "12\n" {
 			t.Fatalf("request %d: %d %q %v", i, code, answer, err)
 		}
@@ -93,7 +93,7 @@ func TestLogConn_DialsAgainAfterClose(t *testing.T) {
 
 // An answer slower than the timeout is an error, and the next request gets
 // a fresh connection; so does ctx's end.
-func TestLogConn_TimeoutAndCancel(t *testing.T) {
+func TestConn_TimeoutAndCancel(t *testing.T) {
 	var slow atomic.Bool
 	slow.Store(true)
 	release := make(chan struct{})
@@ -104,30 +104,70 @@ func TestLogConn_TimeoutAndCancel(t *testing.T) {
 		io.WriteString(w, "ok")
 	})
 	defer close(release)
-	c, err := newLogConn(srv.URL+"/add-checkpoint", 100*time.Millisecond)
+	c, err := New(srv.URL+"/add-checkpoint", nil, 100*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.close()
-	if _, _, err := c.post(context.Background(), []byte("x")); err == nil {
+	defer c.Close()
+	if _, _, err := c.Post(context.Background(), []byte("x")); err == nil {
 		t.Fatal("no error from an answer slower than the timeout")
 	}
-	c.timeout = time.Minute
+	c.SetTimeout(time.Minute)
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(50*time.Millisecond, cancel)
-	if _, _, err := c.post(ctx, []byte("x")); err == nil {
+	if _, _, err := c.Post(ctx, []byte("x")); err == nil {
 		t.Fatal("no error after ctx ended")
 	}
 	slow.Store(false)
-	if code, answer, err := c.post(context.Background(), []byte("x")); err != nil || code != http.StatusOK || string(answer) != "ok" {
+	if code, answer, err := c.Post(context.Background(), []byte("x")); err != nil || code != http.StatusOK || string(answer) != "ok" {
 		t.Fatalf("after the timeout: %d %q %v", code, answer, err)
 	}
 }
 
-func TestNewLogConn_HTTPOnly(t *testing.T) {
-	for _, u := range []string{"https://127.0.0.1:1/add-checkpoint", "127.0.0.1:1", "http://[::1"} {
-		if _, err := newLogConn(u, time.Second); err == nil {
+func TestNew_HTTPOnly(t *testing.T) {
+	for _, u := range []string{"https://127.0.0.1:1/add-checkpoint", "127.0.0.1:1", "http://[::1", "http:///x"} {
+		if _, err := New(u, nil, time.Second); err == nil {
 			t.Errorf("%q accepted", u)
 		}
+	}
+}
+
+// The Conn's header goes with every request; an answer longer than
+// MaxAnswer is cut there, and its connection not kept.
+func TestConn_HeaderAndLongAnswer(t *testing.T) {
+	srv, conns := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		if got := r.Header.Get("Authorization"); got != "Bearer k" {
+			http.Error(w, "authorization "+got, http.StatusUnauthorized)
+			return
+		}
+		if r.URL.Query().Get("long") != "" {
+			w.Write(make([]byte, MaxAnswer+10))
+			return
+		}
+		io.WriteString(w, "ok")
+	})
+	c, err := New(srv.URL+"/v1/actions", http.Header{"Authorization": {"Bearer k"}}, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for range 3 {
+		if code, answer, err := c.Post(context.Background(), []byte("{}")); err != nil || code != http.StatusOK || string(answer) != "ok" {
+			t.Fatalf("%d %q %v", code, answer, err)
+		}
+	}
+	long, err := New(srv.URL+"/v1/actions?long=1", http.Header{"Authorization": {"Bearer k"}}, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer long.Close()
+	for range 2 {
+		code, answer, err := long.Post(context.Background(), nil)
+		if err != nil || code != http.StatusOK || len(answer) != MaxAnswer {
+			t.Fatalf("%d, %d bytes, %v; want %d bytes", code, len(answer), err, MaxAnswer)
+		}
+	}
+	if n := conns.Load(); n != 3 {
+		t.Fatalf("%d connections, want 1 kept and 2 dropped after long answers", n)
 	}
 }
