@@ -327,25 +327,17 @@ func newClient(url, cred string, conns int) (*client.Client, error) {
 }
 
 func httpThroughput(ctx context.Context, url, cred string, concurrency int, d time.Duration) (float64, error) {
-	c, err := newClient(url, cred, concurrency)
+	posters, err := newActionPosters(url, cred, concurrency)
 	if err != nil {
 		return 0, err
 	}
-	var firstErr atomic.Value
-	rate, _ := closedLoop(concurrency, d, func(_ int, i uint64) error {
-		_, err := c.Submit(ctx, api.ActionRequest{
+	defer closePosters(posters)
+	return closedLoop(concurrency, d, func(w int, i uint64) error {
+		return posters[w].submit(ctx, api.ActionRequest{
 			Type: "mutate", Target: fmt.Sprintf("workspace/bench/%d", i),
 			Payload: benchPayload(int(i)),
 		})
-		if err != nil {
-			firstErr.CompareAndSwap(nil, err)
-		}
-		return err
 	})
-	if err, ok := firstErr.Load().(error); ok {
-		return rate, err
-	}
-	return rate, nil
 }
 
 func sequentialLatency(ctx context.Context, url, cred string, n int) ([]time.Duration, error) {

@@ -28,7 +28,10 @@ import (
 // envelope, hold rules (which do not match), energy. Each concurrent client
 // is its own agent with its own envelope, as agents are in use. The
 // baseline is the same run's ungoverned rate (root, which no envelope binds).
-func governedPhases(ctx context.Context, url, rootCred string, o options, ungoverned map[int]float64) ([]row, error) {
+// governedPhases runs the governed and all-gates phases and the hold
+// latencies; with goClient, also the governed phase at the largest
+// concurrency through the product's client, for reference.
+func governedPhases(ctx context.Context, url, rootCred string, o options, ungoverned map[int]float64, goClient bool) ([]row, error) {
 	root, err := newClient(url, rootCred, 4)
 	if err != nil {
 		return nil, err
@@ -41,6 +44,14 @@ func governedPhases(ctx context.Context, url, rootCred string, o options, ungove
 	writable := []api.Grant{{Pattern: "workspace/**", Actions: []string{"create", "mutate"}}, {Pattern: "sessions/**", Actions: []string{"create", "mutate"}}}
 	holdOn := []api.Grant{{Pattern: "workspace/held/*", Actions: []string{"mutate"}}}
 	agents := make([]*client.Client, most)
+	posters := make([]*actionPoster, most)
+	defer func() {
+		for _, p := range posters {
+			if p != nil {
+				p.conn.Close()
+			}
+		}
+	}()
 	trust := 0.8 // Ring 2: every gate applies, the ring's included
 	for i := range agents {
 		a, err := root.CreateAgent(ctx, api.AgentRequest{Name: fmt.Sprintf("bench-%d", i), Purpose: "benchmark", Energy: 1 << 32, Grants: writable, Trust: &trust})
@@ -53,17 +64,36 @@ func governedPhases(ctx context.Context, url, rootCred string, o options, ungove
 		if agents[i], err = newClient(url, a.Credential, 1); err != nil {
 			return nil, err
 		}
+		if posters[i], err = newActionPoster(url, a.Credential); err != nil {
+			return nil, err
+		}
 	}
 	// The governed and all-gates phases send the same payload as the
 	// ungoverned phase, so that their ratios are the gates' cost alone.
+	governed := func(w, i int) api.ActionRequest {
+		return api.ActionRequest{Type: "mutate", Target: fmt.Sprintf("workspace/gov/%d/%d", w, i), Payload: benchPayload(i)}
+	}
 	rows, err := agentPhases(o, ungoverned, "governed actions, %d concurrent agents", func(w, i int) error {
-		_, err := agents[w].Submit(ctx, api.ActionRequest{Type: "mutate", Target: fmt.Sprintf("workspace/gov/%d/%d", w, i), Payload: benchPayload(i)})
-		return err
+		return posters[w].submit(ctx, governed(w, i))
 	})
 	if err != nil {
 		return nil, err
 	}
-	ctl, err := allGatesPhases(ctx, root, agents, o, ungoverned)
+	if goClient {
+		rate, err := closedLoop(most, o.duration, func(w int, i uint64) error {
+			_, err := agents[w].Submit(ctx, governed(w, int(i)))
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		note := ""
+		if g := rateOf(rows, fmt.Sprintf("governed actions, %d concurrent agents", most)); g > 0 {
+			note = fmt.Sprintf("%.2fx of the same through internal/loadconn", rate/g)
+		}
+		rows = append(rows, row{fmt.Sprintf("governed actions, %d agents, each through the Go client (logserver/client)", most), fmt.Sprintf("%.0f actions/s", rate), note})
+	}
+	ctl, err := allGatesPhases(ctx, root, agents, posters, o, ungoverned)
 	if err != nil {
 		return nil, fmt.Errorf("all gates: %w", err)
 	}
@@ -211,7 +241,7 @@ func rebuildPhase(ctx context.Context, dir string, o options) ([]row, error) {
 // registered descriptor classifying the target, declared resources checked
 // against the ring, the quarantine gate and the rate limiter, beside the
 // capability, envelope, hold and energy gates of the governed phase.
-func allGatesPhases(ctx context.Context, root *client.Client, agents []*client.Client, o options, ungoverned map[int]float64) ([]row, error) {
+func allGatesPhases(ctx context.Context, root *client.Client, agents []*client.Client, posters []*actionPoster, o options, ungoverned map[int]float64) ([]row, error) {
 	if _, err := root.SetDefaultPolicy(ctx, "no_pii"); err != nil {
 		return nil, fmt.Errorf("policy: %w", err)
 	}
@@ -265,11 +295,22 @@ func allGatesPhases(ctx context.Context, root *client.Client, agents []*client.C
 	}
 	return agentPhases(o, ungoverned, "all gates (ring, rate, quarantine, session, resources, policy), %d agents", func(w, i int) error {
 		target := fmt.Sprintf("sessions/%s/%d/%d", sessions[w], w, i)
-		_, err := agents[w].Submit(ctx, api.ActionRequest{Type: "mutate", Target: target, Session: sessions[w],
+		return posters[w].submit(ctx, api.ActionRequest{Type: "mutate", Target: target, Session: sessions[w],
 			Payload:   benchPayload(i),
 			Resources: &api.Resources{FilesystemWrite: []string{target}, Tools: 1}})
-		return err
 	})
+}
+
+// rateOf reads the rate of the row named name, 0 if there is none.
+func rateOf(rows []row, name string) float64 {
+	for _, r := range rows {
+		if r.name == name {
+			var rate float64
+			fmt.Sscanf(r.value, "%f", &rate)
+			return rate
+		}
+	}
+	return 0
 }
 
 // benchPayload is the payload of every phase's actions: a content id and

@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -14,10 +12,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
+	"github.com/annal-dev/annal/internal/loadconn"
 	"golang.org/x/mod/sumdb/note"
 )
 
@@ -112,47 +109,35 @@ func (s *tesseraServer) stop() {
 // addLoad posts unique entries of about a kernel event's size from
 // concurrency clients for d, and returns adds/s and the latencies.
 func (s *tesseraServer) addLoad(concurrency int, d time.Duration, run string) (float64, []time.Duration, error) {
-	hc := &http.Client{Timeout: time.Minute, Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: concurrency}}
-	defer hc.CloseIdleConnections()
-	pad := strings.Repeat("e", 330)
-	var n, seq atomic.Uint64
-	var mu sync.Mutex
-	var lat []time.Duration
-	var firstErr atomic.Value
-	deadline := time.Now().Add(d)
-	start := time.Now()
-	var wg sync.WaitGroup
-	for range concurrency {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var mine []time.Duration
-			defer func() { mu.Lock(); lat = append(lat, mine...); mu.Unlock() }()
-			for time.Now().Before(deadline) {
-				body := fmt.Sprintf("%s/%d/%s", run, seq.Add(1), pad) // unique: no deduplication answers
-				t := time.Now()
-				resp, err := hc.Post(s.url+"/add", "application/octet-stream", bytes.NewReader([]byte(body)))
-				if err != nil {
-					firstErr.CompareAndSwap(nil, err)
-					return
-				}
-				io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				if resp.StatusCode != http.StatusOK {
-					firstErr.CompareAndSwap(nil, fmt.Errorf("POST /add: %s", resp.Status))
-					return
-				}
-				mine = append(mine, time.Since(t))
-				n.Add(1)
-			}
-		}()
+	conns := make([]*loadconn.Conn, concurrency)
+	for i := range conns {
+		var err error
+		if conns[i], err = loadconn.New(s.url+"/add", http.Header{"Content-Type": {"application/octet-stream"}}, time.Minute); err != nil {
+			return 0, nil, err
+		}
+		defer conns[i].Close()
 	}
-	wg.Wait()
-	if err, ok := firstErr.Load().(error); ok && n.Load() == 0 {
+	pad := strings.Repeat("e", 330)
+	lat := make([][]time.Duration, concurrency)
+	rate, err := closedLoop(concurrency, d, func(w int, i uint64) error {
+		body := fmt.Appendf(nil, "%s/%d/%s", run, i, pad) // unique: no deduplication answers
+		t := time.Now()
+		code, answer, err := conns[w].Post(context.Background(), body)
+		if err != nil {
+			return fmt.Errorf("POST /add: %w", err)
+		}
+		if code != http.StatusOK {
+			return fmt.Errorf("POST /add: %d %s", code, firstLine(string(answer)))
+		}
+		lat[w] = append(lat[w], time.Since(t))
+		return nil
+	})
+	all := slices.Concat(lat...)
+	if err != nil && len(all) == 0 {
 		return 0, nil, err
 	}
-	slices.Sort(lat)
-	return float64(n.Load()) / time.Since(start).Seconds(), lat, nil
+	slices.Sort(all)
+	return rate, all, nil
 }
 
 // interleavedGoverned runs the governed phases; with --tessera-server, in
@@ -161,7 +146,7 @@ func (s *tesseraServer) addLoad(concurrency int, d time.Duration, run string) (f
 // the governed rate to the server's, each the mean of its two runs.
 func interleavedGoverned(ctx context.Context, dir, url, cred string, o options, ungoverned map[int]float64) ([]row, error) {
 	if !o.tesseraServer {
-		return governedPhases(ctx, url, cred, o, ungoverned)
+		return governedPhases(ctx, url, cred, o, ungoverned, true)
 	}
 	tdir := filepath.Join(dir, "conformance")
 	if err := os.MkdirAll(tdir, 0o700); err != nil {
@@ -169,7 +154,7 @@ func interleavedGoverned(ctx context.Context, dir, url, cred string, o options, 
 	}
 	bin, err := buildConformance(ctx, tdir)
 	if err != nil {
-		rows, gerr := governedPhases(ctx, url, cred, o, ungoverned)
+		rows, gerr := governedPhases(ctx, url, cred, o, ungoverned, true)
 		return append(rows, row{"Tessera conformance server", "skipped", firstLine(err.Error())}), gerr
 	}
 	srv, err := startConformance(ctx, bin, tdir)
@@ -190,7 +175,7 @@ func interleavedGoverned(ctx context.Context, dir, url, cred string, o options, 
 			server[c] = append(server[c], rate)
 			serverP50[c] = append(serverP50[c], percentile(lat, 50))
 		}
-		gov, err := governedPhases(ctx, url, cred, o, ungoverned)
+		gov, err := governedPhases(ctx, url, cred, o, ungoverned, round == 1)
 		if err != nil {
 			return nil, err
 		}
