@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/annal-dev/annal/internal/loadconn"
 	"github.com/annal-dev/annal/kernel"
 	"github.com/annal-dev/annal/kernel/ring"
 	"github.com/annal-dev/annal/logserver/api"
@@ -27,7 +28,10 @@ import (
 // which is what two cores shared by the load and the kernel pay.
 //
 // ANNAL_BENCH_AGENTS sets how many agents (128 by default; annal-bench
-// runs 512).
+// runs 512). "kernel" sends through the Go client (logserver/client),
+// "kernel-loadconn" through internal/loadconn as annal-bench's throughput
+// phases do, and "http-floor" through the Go client to a handler that only
+// decodes and answers.
 //
 //	go test ./logserver -run '^$' -bench GovernedActions -benchtime 20000x -cpu 2
 func BenchmarkGovernedActions(b *testing.B) {
@@ -44,6 +48,7 @@ func BenchmarkGovernedActions(b *testing.B) {
 	grants := []api.Grant{{Pattern: "workspace/**", Actions: []string{"create", "mutate"}}}
 	trust := 0.8
 	clients := make([]*client.Client, agents)
+	conns := make([]*loadconn.Conn, agents)
 	for i := range clients {
 		a, err := ts.root.CreateAgent(ctx, api.AgentRequest{Name: fmt.Sprintf("bench-%d", i), Purpose: "benchmark", Energy: 1 << 40, Grants: grants, Trust: &trust})
 		if err != nil {
@@ -55,8 +60,37 @@ func BenchmarkGovernedActions(b *testing.B) {
 		if clients[i], err = client.New(ts.srv.URL, a.Credential); err != nil {
 			b.Fatal(err)
 		}
+		h := http.Header{"Authorization": {"Bearer " + a.Credential}, "Content-Type": {"application/json"}}
+		if conns[i], err = loadconn.New(ts.srv.URL+"/v1/actions", h, time.Minute); err != nil {
+			b.Fatal(err)
+		}
+		defer conns[i].Close()
 	}
-	b.Run("kernel", func(b *testing.B) { submitInParallel(b, clients) })
+	b.Run("kernel", func(b *testing.B) {
+		submitInParallel(b, len(clients), func(ctx context.Context, w int, req api.ActionRequest) error {
+			_, err := clients[w].Submit(ctx, req)
+			return err
+		})
+	})
+	b.Run("kernel-loadconn", func(b *testing.B) {
+		submitInParallel(b, len(conns), func(ctx context.Context, w int, req api.ActionRequest) error {
+			body, err := json.Marshal(req)
+			if err != nil {
+				return err
+			}
+			code, answer, err := conns[w].Post(ctx, body)
+			var r api.Receipt
+			switch {
+			case err != nil:
+				return err
+			case code != http.StatusOK:
+				return fmt.Errorf("%d %s", code, answer)
+			case json.Unmarshal(answer, &r) != nil || r.Status != kernel.StatusCommitted:
+				return fmt.Errorf("not a committed receipt: %s", answer)
+			}
+			return nil
+		})
+	})
 	// floor: the same requests and answers through the same client and
 	// HTTP server, to a handler that only decodes the request as
 	// handleSubmit does and answers a receipt: what HTTP and JSON cost
@@ -75,23 +109,29 @@ func BenchmarkGovernedActions(b *testing.B) {
 	for i := range floorClients {
 		floorClients[i], _ = client.New(floor.URL, "cred")
 	}
-	b.Run("http-floor", func(b *testing.B) { submitInParallel(b, floorClients) })
+	b.Run("http-floor", func(b *testing.B) {
+		submitInParallel(b, len(floorClients), func(ctx context.Context, w int, req api.ActionRequest) error {
+			_, err := floorClients[w].Submit(ctx, req)
+			return err
+		})
+	})
 }
 
-func submitInParallel(b *testing.B, clients []*client.Client) {
+// submitInParallel has each of n clients submit in turn, client w with
+// submit(ctx, w, req).
+func submitInParallel(b *testing.B, n int, submit func(ctx context.Context, w int, req api.ActionRequest) error) {
 	ctx := context.Background()
-	var next, n atomic.Uint64
-	b.SetParallelism(len(clients) / 2) // with -cpu 2: one goroutine per agent
+	var next, seq atomic.Uint64
+	b.SetParallelism(n / 2) // with -cpu 2: one goroutine per agent
 	b.ReportAllocs()
 	cpu0 := processCPU()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
-		w := next.Add(1) - 1
-		c := clients[w%uint64(len(clients))]
+		w := int((next.Add(1) - 1) % uint64(n))
 		for pb.Next() {
-			i := n.Add(1)
+			i := seq.Add(1)
 			payload := json.RawMessage(fmt.Sprintf(`{"content_oid":"sha256:%064x","bytes":%d}`, i, i))
-			if _, err := c.Submit(ctx, api.ActionRequest{Type: "mutate", Target: fmt.Sprintf("workspace/gov/%d/%d", w, i), Payload: payload}); err != nil {
+			if err := submit(ctx, w, api.ActionRequest{Type: "mutate", Target: fmt.Sprintf("workspace/gov/%d/%d", w, i), Payload: payload}); err != nil {
 				b.Error(err)
 				return
 			}
