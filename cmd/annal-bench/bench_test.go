@@ -74,4 +74,3 @@ func TestRun_SmallScale(t *testing.T) {
 		}
 	}
 }
-
