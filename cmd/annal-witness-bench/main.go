@@ -34,7 +34,10 @@
 // instead of refusing most of them with 429 (see tunedFlag). The target is
 // judged against the faster of the two.
 //
-// It prints the machine, one row per witness, and the ratios.
+// Every witness is measured --rounds times, interleaved (A, B, C, A, B, C),
+// each time with fresh state. It prints the machine, one row per witness
+// and round, and the ratios by round and of the means; the target is
+// judged on the ratio of the means.
 // Subprocesses and temporary folders are removed on exit and on Ctrl-C.
 package main
 
@@ -49,6 +52,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -78,6 +82,9 @@ const (
 	// DefaultBackoff is the base of the wait before retrying a step after
 	// an answer other than 200 and 409.
 	DefaultBackoff = time.Millisecond
+	// DefaultRounds: every witness is measured twice, interleaved, so that
+	// a drift of the shared machine's speed falls on all of them.
+	DefaultRounds = 2
 	// DefaultPreparedRate sizes --prepare's default: the requests per
 	// second, all logs together, prepared for the whole --duration; about
 	// 1.5 times the fastest witness measured here (annal-witness with
@@ -96,6 +103,7 @@ type options struct {
 	timeout          time.Duration
 	backoff          time.Duration
 	prepare          int
+	rounds           int
 	dir              string
 	annalWitness     string
 	annalWitnessArgs []string
@@ -138,6 +146,7 @@ and prints add-checkpoint/s, latency and errors of each, and their ratio.`,
 	f.DurationVar(&o.timeout, "timeout", DefaultTimeout, "bound on one request")
 	f.DurationVar(&o.backoff, "backoff", DefaultBackoff, "after the n-th refusal of a step other than 409 (e.g. 429, a witness's pushback), wait n×this (at most 50ms) before retrying; 0 retries at once")
 	f.IntVar(&o.prepare, "prepare", -1, fmt.Sprintf("requests per log made (signed, with their proofs) before measuring, so the client's CPU goes to sending them; -1: --steps, or enough for %d/s for --duration; 0: made while measuring", DefaultPreparedRate))
+	f.IntVar(&o.rounds, "rounds", DefaultRounds, "measure every witness this many times, interleaved (A, B, C, A, B, C); the ratios are of the means")
 	f.StringVar(&o.dir, "dir", "", "folder in which the temporary state folder is made (default: the system's); use the disk you want measured")
 	f.StringVar(&o.annalWitness, "annal-witness", "", "prebuilt annal-witness binary (default: go build "+annalWitnessPackage+")")
 	f.StringVar(&o.omniwitness, "omniwitness", "", "prebuilt omniwitness binary (default: go install "+omniwitnessPackage+"@"+omniwitnessVersion+")")
@@ -162,6 +171,8 @@ func (o options) validate() error {
 		return fmt.Errorf("--timeout %v: must be positive", o.timeout)
 	case o.backoff < 0:
 		return fmt.Errorf("--backoff %v: 0 or more", o.backoff)
+	case o.rounds < 1:
+		return fmt.Errorf("--rounds %d: at least 1", o.rounds)
 	case o.prepare < -1:
 		return fmt.Errorf("--prepare %d: -1 (automatic), 0 or more", o.prepare)
 	}
@@ -249,17 +260,20 @@ func run(ctx context.Context, o options, out, progress io.Writer) error {
 		}
 	}
 	var results []*measurement
-	for _, s := range sides {
-		d := filepath.Join(dir, s.dir)
-		if err := os.Mkdir(d, 0o700); err != nil {
-			return err
+	for round := 1; round <= o.rounds; round++ {
+		for _, s := range sides {
+			d := filepath.Join(dir, fmt.Sprintf("%s-%d", s.dir, round))
+			if err := os.Mkdir(d, 0o700); err != nil {
+				return err
+			}
+			fmt.Fprintf(progress, "measuring %s, round %d of %d …\n", s.name, round, o.rounds)
+			m, err := measure(ctx, wl, s.name, logs, func(ctx context.Context) (*witnessProcess, error) { return s.start(ctx, d) })
+			if err != nil {
+				return err
+			}
+			m.round = round
+			results = append(results, m)
 		}
-		fmt.Fprintf(progress, "measuring %s …\n", s.name)
-		m, err := measure(ctx, wl, s.name, logs, func(ctx context.Context) (*witnessProcess, error) { return s.start(ctx, d) })
-		if err != nil {
-			return err
-		}
-		results = append(results, m)
 	}
 	return printResults(out, results)
 }
@@ -301,12 +315,17 @@ func describeBinary(path string) string {
 	return fmt.Sprintf("%s (%s, %s %s)", path, bi.GoVersion, bi.Main.Path, bi.Main.Version)
 }
 
+// printResults prints a row per measurement, then each omniwitness
+// configuration's ratio, round by round and of the means over the rounds,
+// and the target's verdict on the ratio of the means against the fastest
+// configuration. results[0] is annal-witness's first round; the rest come
+// in the same order of witnesses in every round.
 func printResults(out io.Writer, results []*measurement) error {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "witness\tlogs\trequests\tcosigned (200)\tadd-checkpoint/s\tp50\tp99\terrors\tretries\twitness CPU\tbench CPU\t")
+	fmt.Fprintln(tw, "witness\tround\tlogs\trequests\tcosigned (200)\tadd-checkpoint/s\tp50\tp99\terrors\tretries\twitness CPU\tbench CPU\t")
 	for _, m := range results {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.0f\t%s\t%s\t%d\t%d\t%s\t%s\t\n",
-			m.witness, m.logs, m.sent, m.ok, m.rate(),
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%.0f\t%s\t%s\t%d\t%d\t%s\t%s\t\n",
+			m.witness, m.round, m.logs, m.sent, m.ok, m.rate(),
 			fmtDur(percentile(m.latencies, 50)), fmtDur(percentile(m.latencies, 99)),
 			m.errorCount(), m.retries, fmtCores(m.serverCPU, m.elapsed), fmtCores(m.clientCPU, m.elapsed))
 	}
@@ -315,7 +334,7 @@ func printResults(out io.Writer, results []*measurement) error {
 	}
 	fmt.Fprintln(out)
 	for _, m := range results {
-		fmt.Fprintf(out, "%s: %d requests in %v (%d made while measuring); errors: %s", m.witness, m.sent, m.elapsed.Round(time.Millisecond), m.madeLive, m.errorSummary())
+		fmt.Fprintf(out, "%s, round %d: %d requests in %v (%d made while measuring); errors: %s", m.witness, m.round, m.sent, m.elapsed.Round(time.Millisecond), m.madeLive, m.errorSummary())
 		if m.ok > 0 && m.serverCPU > 0 {
 			fmt.Fprintf(out, "; witness CPU %s per cosignature", fmtDur(m.serverCPU/time.Duration(m.ok)))
 		}
@@ -324,23 +343,59 @@ func printResults(out io.Writer, results []*measurement) error {
 			fmt.Fprintf(out, "  stopped early: %s\n", g)
 		}
 	}
+	// Each witness's rounds, in the order the witnesses were measured.
+	var names []string
+	rounds := map[string][]*measurement{}
+	for _, m := range results {
+		if _, ok := rounds[m.witness]; !ok {
+			names = append(names, m.witness)
+		}
+		rounds[m.witness] = append(rounds[m.witness], m)
+	}
+	mean := func(ms []*measurement) float64 {
+		sum := 0.0
+		for _, m := range ms {
+			sum += m.rate()
+		}
+		return sum / float64(len(ms))
+	}
+	annal := rounds[names[0]]
 	// The target is judged against the fastest omniwitness configuration.
-	var best *measurement
-	for _, m := range results[1:] {
-		fmt.Fprintf(out, "\nratio annal-witness / %s: %s", m.witness, fmtRatio(results[0], m))
-		if best == nil || m.rate() > best.rate() {
-			best = m
+	best, bestMean := "", 0.0
+	for _, name := range names[1:] {
+		other := rounds[name]
+		var each []string
+		for i := range min(len(annal), len(other)) {
+			each = append(each, fmtRatio(annal[i], other[i]))
+		}
+		fmt.Fprintf(out, "\nratio %s / %s: %s by round; %s of the means", names[0], name, strings.Join(each, ", "), fmtMeanRatio(mean(annal), mean(other)))
+		if m := mean(other); m > bestMean {
+			best, bestMean = name, m
 		}
 	}
-	if best != nil && best.rate() > 0 {
-		ratio := results[0].rate() / best.rate()
+	if bestMean > 0 {
+		ratio := mean(annal) / bestMean
+		met := 0
+		for i, m := range annal {
+			if i < len(rounds[best]) && rounds[best][i].rate() > 0 && m.rate()/rounds[best][i].rate() >= targetRatio {
+				met++
+			}
+		}
 		verdict := "met"
 		if ratio < targetRatio {
 			verdict = "NOT met"
 		}
-		fmt.Fprintf(out, "\ntarget annal-witness ≥ %.1f× the fastest omniwitness (%s): %s\n", targetRatio, best.witness, verdict)
+		fmt.Fprintf(out, "\ntarget annal-witness ≥ %.1f× the fastest omniwitness (%s), means of %d rounds: %.2f×, %s (met in %d of %d rounds)\n",
+			targetRatio, best, len(annal), ratio, verdict, met, len(annal))
 	}
 	return nil
+}
+
+func fmtMeanRatio(a, b float64) string {
+	if b <= 0 {
+		return "– (no cosignature)"
+	}
+	return fmt.Sprintf("%.2f×", a/b)
 }
 
 func fmtRatio(a, b *measurement) string {

@@ -215,7 +215,9 @@ const maxBackoff = 50 * time.Millisecond
 // measurement is what one witness did under the workload.
 type measurement struct {
 	witness string
-	logs    int
+	// round is the measurement's place among the witness's rounds, from 1.
+	round int
+	logs  int
 	// ok counts 200 answers, the throughput.
 	ok int
 	// sent counts every request sent, answered or not.

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -433,7 +434,7 @@ func TestAnnalWitnessBinary_LogsAddAndServe(t *testing.T) {
 // --prepare: as given, else --steps, else enough for DefaultPreparedRate
 // over --duration; below -1 refused.
 func TestOptions_PreparedSteps(t *testing.T) {
-	base := options{logs: 100, duration: 10 * time.Second, maxGrow: 1, timeout: time.Second}
+	base := options{logs: 100, duration: 10 * time.Second, maxGrow: 1, timeout: time.Second, rounds: 1}
 	for _, tc := range []struct {
 		prepare, steps int
 		want           int
@@ -456,5 +457,38 @@ func TestOptions_PreparedSteps(t *testing.T) {
 	o.prepare = -2
 	if err := o.validate(); err == nil {
 		t.Fatal("--prepare -2 accepted")
+	}
+}
+
+// The ratios are by round and of the means, and the verdict is on the
+// ratio of the means against the configuration with the higher mean.
+func TestPrintResults_RatiosOfMeans(t *testing.T) {
+	m := func(name string, round, ok int) *measurement {
+		return &measurement{witness: name, round: round, logs: 1, ok: ok, sent: ok, elapsed: time.Second, errors: map[string]int{}}
+	}
+	results := []*measurement{
+		m("annal-witness", 1, 4800), m("omniwitness", 1, 500), m("omniwitness --db_max_conns=1", 1, 2000),
+		m("annal-witness", 2, 5400), m("omniwitness", 2, 600), m("omniwitness --db_max_conns=1", 2, 2000),
+	}
+	var out bytes.Buffer
+	if err := printResults(&out, results); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"ratio annal-witness / omniwitness: 9.60×, 9.00× by round; 9.27× of the means",
+		"ratio annal-witness / omniwitness --db_max_conns=1: 2.40×, 2.70× by round; 2.55× of the means",
+		"target annal-witness ≥ 2.5× the fastest omniwitness (omniwitness --db_max_conns=1), means of 2 rounds: 2.55×, met (met in 1 of 2 rounds)",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("no %q in\n%s", want, out.String())
+		}
+	}
+	results[3].ok = 4000 // means 4400 / 2000 = 2.2
+	out.Reset()
+	if err := printResults(&out, results); err != nil {
+		t.Fatal(err)
+	}
+	if want := "means of 2 rounds: 2.20×, NOT met (met in 0 of 2 rounds)"; !strings.Contains(out.String(), want) {
+		t.Errorf("no %q in\n%s", want, out.String())
 	}
 }
