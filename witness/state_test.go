@@ -297,17 +297,27 @@ func TestClosedWitnessRefuses(t *testing.T) {
 	}
 }
 
-// TestCommitter_GroupSeesEarlierWrites checks the committer's promise: jobs
-// committed together run in order in one transaction, each seeing the
-// writes of those before it, as if each had its own transaction.
-func TestCommitter_GroupSeesEarlierWrites(t *testing.T) {
+// testCommitter is a committer on a new store, both closed when the test
+// ends.
+func testCommitter(t *testing.T, maxBatch int, linger time.Duration, observe func(int)) *committer {
+	t.Helper()
 	s, err := OpenStore(filepath.Join(t.TempDir(), StateFileName), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
-	c := newCommitter(s.db, 16, time.Millisecond, nil)
-	defer c.close()
+	c := newCommitter(s.db, maxBatch, linger, observe)
+	t.Cleanup(func() {
+		c.close()
+		s.Close()
+	})
+	return c
+}
+
+// TestCommitter_GroupSeesEarlierWrites checks the committer's promise: jobs
+// committed together run in order in one transaction, each seeing the
+// writes of those before it, as if each had its own transaction.
+func TestCommitter_GroupSeesEarlierWrites(t *testing.T) {
+	c := testCommitter(t, 16, time.Millisecond, nil)
 	const jobs = 200
 	seen := make([]uint64, jobs)
 	var wg sync.WaitGroup
@@ -349,16 +359,10 @@ func TestCommitter_GroupSeesEarlierWrites(t *testing.T) {
 // only for them: a lone change is committed at once, and a change given up
 // ends the wait.
 func TestCommitter_LingersForAnnouncedChanges(t *testing.T) {
-	s, err := OpenStore(filepath.Join(t.TempDir(), StateFileName), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
 	groups := make(chan int, 16)
 	// A linger no test run reaches: every group below ends because
 	// nothing more is announced, not by the timer.
-	c := newCommitter(s.db, 16, time.Hour, func(n int) { groups <- n })
-	defer c.close()
+	c := testCommitter(t, 16, time.Hour, func(n int) { groups <- n })
 	nop := func(*bolt.Tx) error { return nil }
 	ctx := context.Background()
 
@@ -405,16 +409,10 @@ func TestCommitter_LingersForAnnouncedChanges(t *testing.T) {
 // After a group of more than one change, the next one waits for changes
 // not announced yet: under load more are on their way than are announced.
 func TestCommitter_UnderLoadWaitsForLaterChanges(t *testing.T) {
-	s, err := OpenStore(filepath.Join(t.TempDir(), StateFileName), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
 	groups := make(chan int, 16)
 	// Groups of 2 at most, and a linger no test run reaches: a group ends
 	// when it is full.
-	c := newCommitter(s.db, 2, time.Hour, func(n int) { groups <- n })
-	defer c.close()
+	c := testCommitter(t, 2, time.Hour, func(n int) { groups <- n })
 	nop := func(*bolt.Tx) error { return nil }
 	ctx := context.Background()
 	done := make(chan error, 4)
@@ -446,13 +444,7 @@ func TestCommitter_UnderLoadWaitsForLaterChanges(t *testing.T) {
 // With announced changes that never come, a group waits linger and no
 // more.
 func TestCommitter_LingerBounded(t *testing.T) {
-	s, err := OpenStore(filepath.Join(t.TempDir(), StateFileName), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	c := newCommitter(s.db, 16, 20*time.Millisecond, nil)
-	defer c.close()
+	c := testCommitter(t, 16, 20*time.Millisecond, nil)
 	never := c.expect()
 	defer never()
 	if err := c.commit(context.Background(), c.expect(), func(*bolt.Tx) error { return nil }); err != nil {

@@ -258,24 +258,19 @@ func TestServe_GCPercent(t *testing.T) {
 			t.Errorf("flag given %v (%d), GOGC set %v: %d, %v; want %d, %v", c.flagGiven, c.flag, c.gogcSet, got, sets, c.want, c.sets)
 		}
 	}
-	data := filepath.Join(t.TempDir(), "w")
-	out, err := run(t, "serve", "--data", data, "--gc-percent", "0")
-	if err == nil || !strings.Contains(err.Error(), "--gc-percent 0") {
-		t.Fatalf("--gc-percent 0: %v\n%s", err, out)
-	}
-	if _, err := os.Stat(data); err == nil {
-		t.Fatal("a refused --gc-percent made the data folder")
-	}
 }
 
-// A negative --commit-linger is refused before anything is made.
-func TestServe_CommitLingerRefusedBelowZero(t *testing.T) {
-	data := filepath.Join(t.TempDir(), "w")
-	out, err := run(t, "serve", "--data", data, "--commit-linger", "-1ms")
-	if err == nil || !strings.Contains(err.Error(), "--commit-linger -1ms") {
-		t.Fatalf("--commit-linger -1ms: %v\n%s", err, out)
-	}
-	if _, err := os.Stat(data); err == nil {
-		t.Fatal("a refused --commit-linger made the data folder")
+// A --gc-percent below 1 or a negative --commit-linger is refused, naming
+// the flag, before anything is made.
+func TestServe_BadTuningRefusedFirst(t *testing.T) {
+	for _, bad := range [][2]string{{"--gc-percent", "0"}, {"--commit-linger", "-1ms"}} {
+		data := filepath.Join(t.TempDir(), "w")
+		out, err := run(t, "serve", "--data", data, bad[0], bad[1])
+		if err == nil || !strings.Contains(err.Error(), bad[0]+" "+bad[1]) {
+			t.Fatalf("%s %s: %v\n%s", bad[0], bad[1], err, out)
+		}
+		if _, err := os.Stat(data); err == nil {
+			t.Fatalf("a refused %s made the data folder", bad[0])
+		}
 	}
 }
