@@ -60,6 +60,9 @@ func (c *Conn) SetTimeout(d time.Duration) { c.timeout = d }
 // Post sends body and reads the answer (at most MaxAnswer bytes of it),
 // within the timeout; ctx's end stops it too.
 func (c *Conn) Post(ctx context.Context, body []byte) (code int, answer []byte, err error) {
+	if err := ctx.Err(); err != nil {
+		return 0, nil, err
+	}
 	if c.conn == nil {
 		d := net.Dialer{Timeout: c.timeout}
 		if c.conn, err = d.DialContext(ctx, "tcp", c.url.Host); err != nil {
@@ -75,11 +78,13 @@ func (c *Conn) Post(ctx context.Context, body []byte) (code int, answer []byte, 
 		}
 	}()
 	conn := c.conn
-	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
-	defer stop()
 	if err := conn.SetDeadline(time.Now().Add(c.timeout)); err != nil {
 		return 0, nil, err
 	}
+	// After the timeout's deadline is set, so that ctx's end, even one
+	// already past, always overrides it.
+	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
 	req := &http.Request{
 		Method: http.MethodPost, URL: c.url, Host: c.url.Host,
 		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,

@@ -171,3 +171,30 @@ func TestConn_HeaderAndLongAnswer(t *testing.T) {
 		t.Fatalf("%d connections, want 1 kept and 2 dropped after long answers", n)
 	}
 }
+
+// A request under a context already ended fails, and sends nothing.
+func TestConn_EndedContext(t *testing.T) {
+	var served atomic.Int64
+	srv, _ := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		served.Add(1)
+		io.WriteString(w, "ok")
+	})
+	c, err := New(srv.URL+"/x", nil, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, _, err := c.Post(context.Background(), []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for range 20 {
+		if _, _, err := c.Post(ctx, []byte("x")); err == nil {
+			t.Fatal("no error under an ended context")
+		}
+	}
+	if n := served.Load(); n != 1 {
+		t.Fatalf("%d requests served, want only the first", n)
+	}
+}
