@@ -45,13 +45,7 @@ func governedPhases(ctx context.Context, url, rootCred string, o options, ungove
 	holdOn := []api.Grant{{Pattern: "workspace/held/*", Actions: []string{"mutate"}}}
 	agents := make([]*client.Client, most)
 	posters := make([]*actionPoster, most)
-	defer func() {
-		for _, p := range posters {
-			if p != nil {
-				p.conn.Close()
-			}
-		}
-	}()
+	defer closePosters(posters)
 	trust := 0.8 // Ring 2: every gate applies, the ring's included
 	for i := range agents {
 		a, err := root.CreateAgent(ctx, api.AgentRequest{Name: fmt.Sprintf("bench-%d", i), Purpose: "benchmark", Energy: 1 << 32, Grants: writable, Trust: &trust})

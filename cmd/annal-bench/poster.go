@@ -47,9 +47,12 @@ func newActionPosters(url, cred string, n int) ([]*actionPoster, error) {
 	return ps, nil
 }
 
+// closePosters closes the posters made so far (nil ones are skipped).
 func closePosters(ps []*actionPoster) {
 	for _, p := range ps {
-		p.conn.Close()
+		if p != nil {
+			p.conn.Close()
+		}
 	}
 }
 
