@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -122,12 +123,20 @@ func BenchmarkGovernedActions(b *testing.B) {
 func submitInParallel(b *testing.B, n int, submit func(ctx context.Context, w int, req api.ActionRequest) error) {
 	ctx := context.Background()
 	var next, seq atomic.Uint64
-	b.SetParallelism(n / 2) // with -cpu 2: one goroutine per agent
+	// One goroutine per agent whatever -cpu is: RunParallel starts
+	// parallelism × GOMAXPROCS of them, and those beyond n stop at once
+	// (the others take their share of b.N), since two goroutines on one
+	// agent would share its connection.
+	procs := runtime.GOMAXPROCS(0)
+	b.SetParallelism((n + procs - 1) / procs)
 	b.ReportAllocs()
 	cpu0 := processCPU()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
-		w := int((next.Add(1) - 1) % uint64(n))
+		w := int(next.Add(1) - 1)
+		if w >= n {
+			return
+		}
 		for pb.Next() {
 			i := seq.Add(1)
 			payload := json.RawMessage(fmt.Sprintf(`{"content_oid":"sha256:%064x","bytes":%d}`, i, i))

@@ -8,6 +8,7 @@ import (
 
 	"github.com/annal-dev/annal/kernel"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
@@ -62,6 +63,12 @@ func newMetrics(k *kernel.Kernel) *metrics {
 			}
 			return age.Seconds()
 		}),
+		// The process's runtime (heap, collector, goroutines, the
+		// collector's percentage as annald serve --gc-headroom sets it)
+		// and its resources (RSS, CPU seconds, open files), for the
+		// operator watching its memory and load.
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
 	return m
 }

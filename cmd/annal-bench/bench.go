@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/annal-dev/annal/checkpoints"
+	"github.com/annal-dev/annal/internal/gcgoal"
 	"github.com/annal-dev/annal/kernel"
 	"github.com/annal-dev/annal/kernel/ring"
 	"github.com/annal-dev/annal/logserver"
@@ -50,6 +51,12 @@ type options struct {
 	// tesseraServer: compare the governed phases with Tessera's
 	// conformance server, interleaved (tesserasrv.go).
 	tesseraServer bool
+	// gcHeadroom is the collector's headroom of the bench process, where
+	// annald's kernel runs: annald's default, so that it runs as deployed.
+	gcHeadroom int64
+	// annald is the annald binary the HTTP phases measure as its own
+	// process; "" builds one, inProcess runs the kernel in this process.
+	annald string
 }
 
 func newCommand() *cobra.Command {
@@ -62,6 +69,20 @@ func newCommand() *cobra.Command {
 		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return run(cmd.Context(), o, cmd.OutOrStdout())
+		},
+		// The kernel runs in this process, so the process runs the
+		// collector as annald serve does.
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			if o.gcHeadroom < 0 {
+				return fmt.Errorf("--gc-headroom %d: 0 or more bytes", o.gcHeadroom)
+			}
+			if _, gogcSet := os.LookupEnv("GOGC"); gogcSet && !cmd.Flags().Changed("gc-headroom") {
+				o.gcHeadroom = 0 // GOGC wins, as with annald serve
+			}
+			if o.gcHeadroom > 0 {
+				gcgoal.Keep(uint64(o.gcHeadroom))
+			}
+			return nil
 		},
 	}
 	f := cmd.PersistentFlags() // the storage subcommand takes them too
@@ -85,6 +106,8 @@ func newCommand() *cobra.Command {
 	f.IntVar(&o.soak.clients, "soak-clients", 64, "soak: concurrent clients")
 	f.DurationVar(&o.soak.sample, "soak-sample", 10*time.Second, "soak: sampling interval")
 	f.DurationVar(&o.soak.gc, "soak-gc", 0, "soak: Tessera's clean-up interval of partial tiles (0: the kernel's default)")
+	f.StringVar(&o.annald, "annald", "", "the annald binary whose serve the HTTP phases measure, as its own process (default: built from this module with go build); \""+inProcess+"\" runs the kernel inside annal-bench instead")
+	f.Int64Var(&o.gcHeadroom, "gc-headroom", gcgoal.DefaultHeadroom, "the garbage collector's headroom above the live heap, in bytes, as annald serve --gc-headroom (the kernel runs in this process); 0: Go's default")
 	cmd.AddCommand(storageCommand(&o))
 	return cmd
 }
@@ -110,8 +133,8 @@ func run(ctx context.Context, o options, out io.Writer) error {
 			runtime.NumCPU(), runtime.Version(), o.soak.rate, o.soak.clients, o.soak.duration, dir)
 		return soak(ctx, filepath.Join(dir, "soak"), o, o.soak, out)
 	}
-	fmt.Fprintf(out, "annal-bench: %d CPUs, %s, batch %d/%v, checkpoint every %v, %v per phase, logs in %s\n\n",
-		runtime.NumCPU(), runtime.Version(), o.batchSize, o.batchAge, o.checkpointIv, o.duration, dir)
+	fmt.Fprintf(out, "annal-bench: %d CPUs, %s, batch %d/%v, checkpoint every %v, %v per phase, GC headroom %d MiB, logs in %s\n\n",
+		runtime.NumCPU(), runtime.Version(), o.batchSize, o.batchAge, o.checkpointIv, o.duration, o.gcHeadroom>>20, dir)
 	var rows []row
 	baseline := map[int]float64{}
 	for _, c := range o.concurrency {
@@ -123,11 +146,27 @@ func run(ctx context.Context, o options, out io.Writer) error {
 		rows = append(rows, row{fmt.Sprintf("tessera POSIX Add, %d concurrent", c), fmt.Sprintf("%.0f adds/s", rate), "baseline"})
 	}
 
-	k, url, cred, stop, err := startKernel(filepath.Join(dir, "annal"), o)
+	if o.cpuProfile != "" && o.annald != inProcess {
+		return fmt.Errorf("--cpuprofile profiles this process: give it with --annald %s", inProcess)
+	}
+	if o.annald == "" {
+		bin, err := findAnnald(ctx, dir)
+		if err != nil {
+			return err
+		}
+		o.annald = bin
+	}
+	if o.annald == inProcess {
+		fmt.Fprintf(out, "annald: the kernel in this process, sharing its runtime with the load generator\n\n")
+	} else {
+		fmt.Fprintf(out, "annald: %s serve, its own process\n\n", o.annald)
+	}
+	srv, err := startBenchServer(ctx, filepath.Join(dir, "annal"), o)
 	if err != nil {
 		return err
 	}
-	defer stop()
+	defer srv.stop()
+	url, cred := srv.url, srv.cred
 	if o.cpuProfile != "" {
 		f, err := os.Create(o.cpuProfile)
 		if err != nil {
@@ -140,19 +179,19 @@ func run(ctx context.Context, o options, out io.Writer) error {
 		defer pprof.StopCPUProfile()
 	}
 	for _, c := range o.concurrency {
-		rate, err := httpThroughput(ctx, url, cred, c, o.duration)
+		rate, cpu, err := srv.measure(func() (float64, error) { return httpThroughput(ctx, url, cred, c, o.duration) })
 		if err != nil {
 			return fmt.Errorf("http at %d: %w", c, err)
 		}
 		rows = append(rows, row{fmt.Sprintf("annald POST /v1/actions, %d concurrent", c), fmt.Sprintf("%.0f actions/s", rate),
-			fmt.Sprintf("%.2fx of Tessera at %d", rate/baseline[c], c)})
+			fmt.Sprintf("%.2fx of Tessera at %d%s", rate/baseline[c], c, cpuNote(cpu, "annald"))})
 	}
 	seq, err := interleavedSequential(ctx, filepath.Join(dir, "annal-other-mode"), url, cred, o)
 	if err != nil {
 		return err
 	}
 	rows = append(rows, seq...)
-	size, plat, err := proofLatency(ctx, k, url, o.proofN)
+	size, plat, err := proofLatency(ctx, url, o.proofN)
 	if err != nil {
 		return err
 	}
@@ -169,7 +208,7 @@ func run(ctx context.Context, o options, out io.Writer) error {
 			ungoverned[c] = rate
 		}
 	}
-	gov, err := interleavedGoverned(ctx, dir, url, cred, o, ungoverned)
+	gov, err := interleavedGoverned(ctx, dir, srv, o, ungoverned)
 	if err != nil {
 		return fmt.Errorf("governed phases: %w", err)
 	}
@@ -272,12 +311,85 @@ func benchConfig(dir string, o options) kernel.Config {
 	cfg.BatchMaxSize, cfg.BatchMaxAge, cfg.CheckpointInterval = o.batchSize, o.batchAge, o.checkpointIv
 	cfg.DisableWriteAhead = o.noWriteAhead
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	cfg.Energy.Genesis = 1 << 50 // root funds every phase's agents
+	cfg.Energy.Genesis = benchGenesis
 	cfg.RateLimits = map[ring.Ring]kernel.RateLimit{}
 	for _, r := range []ring.Ring{ring.Root, ring.Privileged, ring.Standard, ring.Sandbox} {
-		cfg.RateLimits[r] = kernel.RateLimit{Rate: 1e9, Burst: 1e9}
+		cfg.RateLimits[r] = kernel.RateLimit{Rate: benchRateLimit, Burst: benchRateLimit}
 	}
 	return cfg
+}
+
+const (
+	// benchGenesis is root's energy: it funds every phase's agents.
+	benchGenesis = 1 << 50
+	// benchRateLimit is every ring's rate and burst, far above what a
+	// closed loop reaches.
+	benchRateLimit = 1_000_000_000
+)
+
+// benchServer is the kernel the HTTP phases measure: annald serve as its
+// own process, or the kernel in this process (--annald in-process).
+type benchServer struct {
+	url, cred string
+	// cpu is the server's CPU time so far; nil in process, where the
+	// load generator's would be counted with it.
+	cpu  func() (time.Duration, error)
+	stop func() error
+}
+
+// startBenchServer starts the kernel on a fresh data folder dir, as
+// o.annald says.
+func startBenchServer(ctx context.Context, dir string, o options) (*benchServer, error) {
+	if o.annald == inProcess {
+		_, url, cred, stop, err := startKernel(dir, o)
+		if err != nil {
+			return nil, err
+		}
+		return &benchServer{url: url, cred: cred, stop: func() error { stop(); return nil }}, nil
+	}
+	p, err := startAnnald(ctx, o.annald, dir, o)
+	if err != nil {
+		return nil, err
+	}
+	return &benchServer{url: p.url, cred: p.cred, cpu: p.cpu, stop: p.stop}, nil
+}
+
+// measure runs a closed loop (fn answers its rate) and answers with its
+// rate and the server CPU time each operation took, 0 when that cannot be
+// told.
+func (s *benchServer) measure(fn func() (float64, error)) (float64, time.Duration, error) {
+	return measureCPU(s.cpu, fn)
+}
+
+func measureCPU(cpu func() (time.Duration, error), fn func() (float64, error)) (float64, time.Duration, error) {
+	if cpu == nil {
+		rate, err := fn()
+		return rate, 0, err
+	}
+	c0, err := cpu()
+	if err != nil {
+		return 0, 0, err
+	}
+	start := time.Now()
+	rate, err := fn()
+	elapsed := time.Since(start)
+	if err != nil {
+		return rate, 0, err
+	}
+	c1, err := cpu()
+	if err != nil || rate <= 0 {
+		return rate, 0, err
+	}
+	return rate, time.Duration(float64(c1-c0) / (rate * elapsed.Seconds())), nil
+}
+
+// cpuNote is a row's note on the CPU time each operation took the server
+// who, or nothing when it was not measured.
+func cpuNote(perOp time.Duration, who string) string {
+	if perOp <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("; %.0f µs of %s CPU each", float64(perOp.Nanoseconds())/1000, who)
 }
 
 func startKernel(dir string, o options) (*kernel.Kernel, string, string, func(), error) {
@@ -363,11 +475,12 @@ func sequentialLatency(ctx context.Context, url, cred string, n int) ([]time.Dur
 func interleavedSequential(ctx context.Context, otherDir, url, cred string, o options) ([]row, error) {
 	other := o
 	other.noWriteAhead = !o.noWriteAhead
-	_, otherURL, otherCred, stop, err := startKernel(otherDir, other)
+	otherSrv, err := startBenchServer(ctx, otherDir, other)
 	if err != nil {
 		return nil, err
 	}
-	defer stop()
+	defer otherSrv.stop()
+	otherURL, otherCred := otherSrv.url, otherSrv.cred
 	var main, alt []time.Duration
 	half := max(o.sequentialN/2, 1)
 	for range 2 {
@@ -397,7 +510,7 @@ func interleavedSequential(ctx context.Context, otherDir, url, cred string, o op
 
 // proofLatency fetches proofs for random entries under the latest
 // checkpoint and checks that each parses and names that checkpoint.
-func proofLatency(ctx context.Context, k *kernel.Kernel, url string, n int) (uint64, []time.Duration, error) {
+func proofLatency(ctx context.Context, url string, n int) (uint64, []time.Duration, error) {
 	c, err := newClient(url, "", 1)
 	if err != nil {
 		return 0, nil, err

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -59,7 +61,8 @@ func TestRun_SmallScale(t *testing.T) {
 		t.Skip("runs every phase")
 	}
 	var out bytes.Buffer
-	if err := run(context.Background(), testOptions(t), &out); err != nil {
+	o := testOptions(t)
+	if err := run(context.Background(), o, &out); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
 	for _, want := range []string{
@@ -68,9 +71,71 @@ func TestRun_SmallScale(t *testing.T) {
 		"governed actions, 4 agents, each through the Go client (logserver/client)",
 		"all gates (ring, rate, quarantine, session, resources, policy), 4 agents",
 		"hold approve",
+		// annald ran as its own process, so its CPU is told apart from
+		// the load generator's.
+		"annald: " + filepath.Join(o.dir, "bin", "annald") + " serve, its own process",
+		"µs of annald CPU each",
 	} {
 		if !strings.Contains(out.String(), want) {
-			t.Errorf("no row %q in\n%s", want, out.String())
+			t.Errorf("no %q in\n%s", want, out.String())
 		}
+	}
+}
+
+// With --annald in-process the kernel runs in the bench's process, whose
+// CPU is the load generator's too: no CPU figures then.
+func TestRun_InProcess(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs every phase")
+	}
+	o := testOptions(t)
+	o.annald, o.concurrency, o.governed = inProcess, []int{2}, []int{2}
+	var out bytes.Buffer
+	if err := run(context.Background(), o, &out); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	for _, want := range []string{"the kernel in this process", "annald POST /v1/actions, 2 concurrent", "governed actions, 2 concurrent agents"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("no %q in\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "CPU each") {
+		t.Errorf("CPU figures for an in-process kernel:\n%s", out.String())
+	}
+}
+
+// An annald that fails to start is reported with what it said.
+func TestStartAnnald_FailureSaysWhy(t *testing.T) {
+	dir := t.TempDir()
+	fake := filepath.Join(dir, "annald")
+	if err := os.WriteFile(fake, []byte("#!/bin/sh\necho 'annald: unknown flag: --gc-headroom' >&2\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, err := startAnnald(context.Background(), fake, filepath.Join(dir, "data"), testOptions(t))
+	if err == nil || !strings.Contains(err.Error(), "unknown flag: --gc-headroom") {
+		t.Fatalf("start of a failing annald: %v, want its words", err)
+	}
+}
+
+// processCPUOf reads a process's CPU time from /proc: this process's
+// grows with work done.
+func TestProcessCPUOf(t *testing.T) {
+	before, err := processCPUOf(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := 0
+	for start := time.Now(); time.Since(start) < 200*time.Millisecond; {
+		x++
+	}
+	after, err := processCPUOf(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := after - before; d < 100*time.Millisecond || d > 10*time.Second {
+		t.Errorf("200 ms of work took %v of CPU by /proc (x=%d)", d, x)
+	}
+	if _, err := processCPUOf(1 << 30); err == nil {
+		t.Error("no error for a process that does not exist")
 	}
 }

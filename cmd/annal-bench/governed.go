@@ -31,8 +31,9 @@ import (
 // governedPhases runs the governed and all-gates phases and the hold
 // latencies; with goClient, also the governed phase at the largest
 // concurrency through the product's client, for reference.
-func governedPhases(ctx context.Context, url, rootCred string, o options, ungoverned map[int]float64, goClient bool) ([]row, error) {
-	root, err := newClient(url, rootCred, 4)
+func governedPhases(ctx context.Context, srv *benchServer, o options, ungoverned map[int]float64, goClient bool) ([]row, error) {
+	url := srv.url
+	root, err := newClient(url, srv.cred, 4)
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +68,7 @@ func governedPhases(ctx context.Context, url, rootCred string, o options, ungove
 	governed := func(w, i int) api.ActionRequest {
 		return api.ActionRequest{Type: "mutate", Target: fmt.Sprintf("workspace/gov/%d/%d", w, i), Payload: benchPayload(i)}
 	}
-	rows, err := agentPhases(o, ungoverned, "governed actions, %d concurrent agents", func(w, i int) error {
+	rows, err := agentPhases(srv, o, ungoverned, "governed actions, %d concurrent agents", func(w, i int) error {
 		return posters[w].submit(ctx, governed(w, i))
 	})
 	if err != nil {
@@ -87,7 +88,7 @@ func governedPhases(ctx context.Context, url, rootCred string, o options, ungove
 		}
 		rows = append(rows, row{fmt.Sprintf("governed actions, %d agents, each through the Go client (logserver/client)", most), fmt.Sprintf("%.0f actions/s", rate), note})
 	}
-	ctl, err := allGatesPhases(ctx, root, agents, posters, o, ungoverned)
+	ctl, err := allGatesPhases(ctx, srv, root, agents, posters, o, ungoverned)
 	if err != nil {
 		return nil, fmt.Errorf("all gates: %w", err)
 	}
@@ -235,7 +236,7 @@ func rebuildPhase(ctx context.Context, dir string, o options) ([]row, error) {
 // registered descriptor classifying the target, declared resources checked
 // against the ring, the quarantine gate and the rate limiter, beside the
 // capability, envelope, hold and energy gates of the governed phase.
-func allGatesPhases(ctx context.Context, root *client.Client, agents []*client.Client, posters []*actionPoster, o options, ungoverned map[int]float64) ([]row, error) {
+func allGatesPhases(ctx context.Context, srv *benchServer, root *client.Client, agents []*client.Client, posters []*actionPoster, o options, ungoverned map[int]float64) ([]row, error) {
 	if _, err := root.SetDefaultPolicy(ctx, "no_pii"); err != nil {
 		return nil, fmt.Errorf("policy: %w", err)
 	}
@@ -287,7 +288,7 @@ func allGatesPhases(ctx context.Context, root *client.Client, agents []*client.C
 			}
 		}
 	}
-	return agentPhases(o, ungoverned, "all gates (ring, rate, quarantine, session, resources, policy), %d agents", func(w, i int) error {
+	return agentPhases(srv, o, ungoverned, "all gates (ring, rate, quarantine, session, resources, policy), %d agents", func(w, i int) error {
 		target := fmt.Sprintf("sessions/%s/%d/%d", sessions[w], w, i)
 		return posters[w].submit(ctx, api.ActionRequest{Type: "mutate", Target: target, Session: sessions[w],
 			Payload:   benchPayload(i),
@@ -317,10 +318,12 @@ func benchPayload(i int) []byte {
 // in a closed loop for o.duration, agent w doing its i-th action with
 // submit, and reports actions/s against the ungoverned figure at the same
 // concurrency. The first error ends the phase.
-func agentPhases(o options, ungoverned map[int]float64, name string, submit func(w, i int) error) ([]row, error) {
+func agentPhases(srv *benchServer, o options, ungoverned map[int]float64, name string, submit func(w, i int) error) ([]row, error) {
 	var rows []row
 	for _, c := range o.governed {
-		rate, err := closedLoop(c, o.duration, func(w int, i uint64) error { return submit(w, int(i)) })
+		rate, cpu, err := srv.measure(func() (float64, error) {
+			return closedLoop(c, o.duration, func(w int, i uint64) error { return submit(w, int(i)) })
+		})
 		if err != nil {
 			return nil, err
 		}
@@ -328,6 +331,7 @@ func agentPhases(o options, ungoverned map[int]float64, name string, submit func
 		if base := ungoverned[c]; base > 0 {
 			note = fmt.Sprintf("%.2fx of ungoverned at %d", rate/base, c)
 		}
+		note += cpuNote(cpu, "annald")
 		rows = append(rows, row{fmt.Sprintf(name, c), fmt.Sprintf("%.0f actions/s", rate), note})
 	}
 	return rows, nil

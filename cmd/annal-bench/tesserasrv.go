@@ -96,6 +96,11 @@ func startConformance(ctx context.Context, bin, dir string) (*tesseraServer, err
 	}
 }
 
+// cpu is the CPU time (user and system) the server has used so far.
+func (s *tesseraServer) cpu() (time.Duration, error) {
+	return processCPUOf(s.cmd.Process.Pid)
+}
+
 func (s *tesseraServer) stop() {
 	s.cmd.Process.Signal(os.Interrupt)
 	select {
@@ -144,9 +149,9 @@ func (s *tesseraServer) addLoad(concurrency int, d time.Duration, run string) (f
 // two rounds each preceded by the conformance server at the same
 // concurrencies (A, B, A, B), and adds the server's rows and the ratio of
 // the governed rate to the server's, each the mean of its two runs.
-func interleavedGoverned(ctx context.Context, dir, url, cred string, o options, ungoverned map[int]float64) ([]row, error) {
+func interleavedGoverned(ctx context.Context, dir string, srv *benchServer, o options, ungoverned map[int]float64) ([]row, error) {
 	if !o.tesseraServer {
-		return governedPhases(ctx, url, cred, o, ungoverned, true)
+		return governedPhases(ctx, srv, o, ungoverned, true)
 	}
 	tdir := filepath.Join(dir, "conformance")
 	if err := os.MkdirAll(tdir, 0o700); err != nil {
@@ -154,28 +159,35 @@ func interleavedGoverned(ctx context.Context, dir, url, cred string, o options, 
 	}
 	bin, err := buildConformance(ctx, tdir)
 	if err != nil {
-		rows, gerr := governedPhases(ctx, url, cred, o, ungoverned, true)
+		rows, gerr := governedPhases(ctx, srv, o, ungoverned, true)
 		return append(rows, row{"Tessera conformance server", "skipped", firstLine(err.Error())}), gerr
 	}
-	srv, err := startConformance(ctx, bin, tdir)
+	conformance, err := startConformance(ctx, bin, tdir)
 	if err != nil {
 		return nil, err
 	}
-	defer srv.stop()
+	defer conformance.stop()
 	server := map[int][]float64{}
+	serverCPU := map[int][]time.Duration{}
 	serverP50 := map[int][]time.Duration{}
 	governed := map[int][]float64{}
 	var rows []row
 	for round := range 2 {
 		for _, c := range o.governed {
-			rate, lat, err := srv.addLoad(c, o.duration, fmt.Sprintf("round%d-c%d", round, c))
+			var lat []time.Duration
+			rate, cpu, err := measureCPU(conformance.cpu, func() (float64, error) {
+				rate, l, err := conformance.addLoad(c, o.duration, fmt.Sprintf("round%d-c%d", round, c))
+				lat = l
+				return rate, err
+			})
 			if err != nil {
 				return nil, fmt.Errorf("conformance server at %d: %w", c, err)
 			}
 			server[c] = append(server[c], rate)
+			serverCPU[c] = append(serverCPU[c], cpu)
 			serverP50[c] = append(serverP50[c], percentile(lat, 50))
 		}
-		gov, err := governedPhases(ctx, url, cred, o, ungoverned, round == 1)
+		gov, err := governedPhases(ctx, srv, o, ungoverned, round == 1)
 		if err != nil {
 			return nil, err
 		}
@@ -198,7 +210,8 @@ func interleavedGoverned(ctx context.Context, dir, url, cred string, o options, 
 		}
 		rows = append(rows,
 			row{fmt.Sprintf("Tessera conformance server POST /add, %d concurrent", c), fmt.Sprintf("%.0f / %.0f adds/s", s[0], s[1]),
-				fmt.Sprintf("p50 %s / %s, runs interleaved with the governed ones", fmtDur(serverP50[c][0]), fmtDur(serverP50[c][1]))},
+				fmt.Sprintf("p50 %s / %s, runs interleaved with the governed ones%s", fmtDur(serverP50[c][0]), fmtDur(serverP50[c][1]),
+					cpuNote((serverCPU[c][0]+serverCPU[c][1])/2, "its"))},
 			row{fmt.Sprintf("governed actions, %d agents, both rounds", c), fmt.Sprintf("%.0f / %.0f actions/s", g[0], g[1]),
 				fmt.Sprintf("%.2fx of the conformance server (means)", (g[0]+g[1])/(s[0]+s[1]))})
 	}

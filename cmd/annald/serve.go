@@ -21,6 +21,7 @@ import (
 	"github.com/annal-dev/annal/agentmcp"
 
 	"github.com/annal-dev/annal/internal/cli"
+	"github.com/annal-dev/annal/internal/gcgoal"
 	"github.com/annal-dev/annal/kernel"
 	"github.com/annal-dev/annal/kernel/event"
 	"github.com/annal-dev/annal/logserver"
@@ -73,6 +74,7 @@ type serveFlags struct {
 	storage               storageFlags
 	leaseHolder           string
 	leaseTTL              time.Duration
+	gcHeadroom            int64
 }
 
 func newServeCommand() *cobra.Command {
@@ -85,6 +87,12 @@ func newServeCommand() *cobra.Command {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			f.checkpointIntervalSet = cmd.Flags().Changed("checkpoint-interval")
+			_, gogcSet := os.LookupEnv("GOGC")
+			stopGC, err := keepGCGoal(f.gcHeadroom, cmd.Flags().Changed("gc-headroom"), gogcSet)
+			if err != nil {
+				return err
+			}
+			defer stopGC()
 			return serve(ctx, f, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
@@ -97,6 +105,7 @@ func newServeCommand() *cobra.Command {
 	fl.DurationVar(&f.batchAge, "batch-age", kernel.DefaultBatchMaxAge, "with --no-write-ahead, Tessera batch: longest an entry waits to be written")
 	fl.BoolVar(&f.noWriteAhead, "no-write-ahead", false, "answer an action only once Tessera has written it into the tiles (several fsyncs), not once the data folder's write-ahead log holds it (one fsync)")
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	fl.Int64Var(&f.gcHeadroom, "gc-headroom", gcgoal.DefaultHeadroom, "bytes the heap may grow above the live heap between garbage collections (at most 10x the live heap; GOGC, when set, wins over this default); 0: Go's default, twice the live heap")
 	fl.BoolVar(&f.strictDenials, "strict-denials", false, "record nothing for a denied action (the paper's strict INV-4); by default a denial is a zero-cost action.denied event")
 	fl.BoolVar(&f.noProduction, "no-energy-production", false, "do not produce energy each tick")
 	fl.Uint64Var(&f.genesisEnergy, "genesis-energy", event.DefaultEnergy.Genesis, "energy root holds at the start (first start only)")
@@ -120,6 +129,19 @@ func newServeCommand() *cobra.Command {
 	fl.DurationVar(&f.leaseTTL, "lease-ttl", 10*time.Second, "with --storage aws: how long the write lease lasts unrenewed; a standby takes over this long after the active kernel stops")
 	fl.DurationVar(&f.tick, "tick", time.Duration(event.DefaultEnergy.TickMillis)*time.Millisecond, "tick length Δt, in milliseconds or more (first start only)")
 	return cmd
+}
+
+// keepGCGoal applies --gc-headroom for as long as serve runs: nothing when
+// it is 0, or when GOGC is set and the flag was not given (the runtime
+// has applied GOGC). It returns how to stop.
+func keepGCGoal(headroom int64, flagGiven, gogcSet bool) (func(), error) {
+	switch {
+	case headroom < 0:
+		return nil, fmt.Errorf("--gc-headroom %d: 0 or more bytes", headroom)
+	case headroom == 0 || (gogcSet && !flagGiven):
+		return func() {}, nil
+	}
+	return gcgoal.Keep(uint64(headroom)), nil
 }
 
 func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
