@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/annal-dev/annal/internal/gcgoal"
 	"github.com/annal-dev/annal/internal/loadconn"
 	"github.com/annal-dev/annal/kernel"
 	"github.com/annal-dev/annal/kernel/ring"
@@ -34,8 +35,14 @@ import (
 // phases do, and "http-floor" through the Go client to a handler that only
 // decodes and answers.
 //
+// The collector keeps annald serve's default headroom (internal/gcgoal)
+// unless GOGC is set.
+//
 //	go test ./logserver -run '^$' -bench GovernedActions -benchtime 20000x -cpu 2
 func BenchmarkGovernedActions(b *testing.B) {
+	if _, set := os.LookupEnv("GOGC"); !set {
+		defer gcgoal.Keep(gcgoal.DefaultHeadroom)()
+	}
 	ts := newTestServer(b, func(c *kernel.Config) {
 		unlimited := kernel.RateLimit{Rate: 1e9, Burst: 1e9}
 		c.RateLimits = map[ring.Ring]kernel.RateLimit{ring.Root: unlimited, ring.Privileged: unlimited, ring.Standard: unlimited, ring.Sandbox: unlimited}

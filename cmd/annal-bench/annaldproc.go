@@ -74,6 +74,9 @@ func annaldArgs(dir string, o options) []string {
 	if o.noWriteAhead {
 		args = append(args, "--no-write-ahead")
 	}
+	if o.cpuProfile != "" {
+		args = append(args, "--cpuprofile", o.cpuProfile)
+	}
 	return args
 }
 

@@ -13,10 +13,10 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
-	"runtime/pprof"
 	"syscall"
 	"time"
 
+	"github.com/annal-dev/annal/internal/cli"
 	"github.com/annal-dev/annal/witness"
 	"github.com/spf13/cobra"
 )
@@ -110,18 +110,11 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	if f.cpuProfile != "" {
-		pf, err := os.Create(f.cpuProfile)
+		stopProfile, err := cli.StartCPUProfile(f.cpuProfile)
 		if err != nil {
-			return fmt.Errorf("--cpuprofile: %w", err)
+			return err
 		}
-		if err := pprof.StartCPUProfile(pf); err != nil {
-			pf.Close()
-			return fmt.Errorf("--cpuprofile: %w", err)
-		}
-		defer func() {
-			pprof.StopCPUProfile()
-			pf.Close()
-		}()
+		defer stopProfile()
 	}
 	if err := os.MkdirAll(f.data, 0o700); err != nil {
 		return fmt.Errorf("create data folder: %w", err)

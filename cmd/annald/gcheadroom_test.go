@@ -2,6 +2,9 @@ package main
 
 import (
 	"bufio"
+	"bytes"
+	"compress/gzip"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -59,5 +62,25 @@ func TestServe_GCHeadroom(t *testing.T) {
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("a refused --gc-headroom left %s behind: %v", dir, err)
+	}
+}
+
+// annald serve --cpuprofile profiles the whole run: the file is written
+// and whole (gzip to its end) once annald stops.
+func TestServe_CPUProfile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "annald.pprof")
+	d := startDaemon(t, filepath.Join(t.TempDir(), "data"), "--cpuprofile", path)
+	submitN(t, d, 20)
+	d.stop(t)
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatalf("profile is not gzip: %v", err)
+	}
+	if _, err := io.Copy(io.Discard, zr); err != nil {
+		t.Fatalf("profile is cut short: %v", err)
 	}
 }

@@ -75,6 +75,7 @@ type serveFlags struct {
 	leaseHolder           string
 	leaseTTL              time.Duration
 	gcHeadroom            int64
+	cpuProfile            string
 }
 
 func newServeCommand() *cobra.Command {
@@ -93,6 +94,13 @@ func newServeCommand() *cobra.Command {
 				return err
 			}
 			defer stopGC()
+			if f.cpuProfile != "" {
+				stopProfile, err := cli.StartCPUProfile(f.cpuProfile)
+				if err != nil {
+					return err
+				}
+				defer stopProfile()
+			}
 			return serve(ctx, f, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
@@ -105,6 +113,7 @@ func newServeCommand() *cobra.Command {
 	fl.DurationVar(&f.batchAge, "batch-age", kernel.DefaultBatchMaxAge, "with --no-write-ahead, Tessera batch: longest an entry waits to be written")
 	fl.BoolVar(&f.noWriteAhead, "no-write-ahead", false, "answer an action only once Tessera has written it into the tiles (several fsyncs), not once the data folder's write-ahead log holds it (one fsync)")
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile (go tool pprof) of the whole run to this file, finished when serve stops")
 	fl.Int64Var(&f.gcHeadroom, "gc-headroom", gcgoal.DefaultHeadroom, "bytes the heap may grow above the live heap between garbage collections (at most 10x the live heap; GOGC, when set, wins over this default); 0: Go's default, twice the live heap")
 	fl.BoolVar(&f.strictDenials, "strict-denials", false, "record nothing for a denied action (the paper's strict INV-4); by default a denial is a zero-cost action.denied event")
 	fl.BoolVar(&f.noProduction, "no-energy-production", false, "do not produce energy each tick")

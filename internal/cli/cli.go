@@ -5,12 +5,15 @@
 // VCS revision the binary was built from), and makes every command group
 // (a command with subcommands and nothing to run of its own) refuse an
 // unknown subcommand with a non-zero exit ("unknown command"), where cobra
-// would print help and exit 0.
+// would print help and exit 0. StartCPUProfile is the servers'
+// --cpuprofile.
 package cli
 
 import (
 	"fmt"
+	"os"
 	"runtime/debug"
+	"runtime/pprof"
 
 	"github.com/spf13/cobra"
 )
@@ -66,4 +69,22 @@ func strictGroups(c *cobra.Command) {
 		c.Annotations = map[string]string{}
 	}
 	c.Annotations["group"] = "strict"
+}
+
+// StartCPUProfile profiles the process into the file at path (go tool
+// pprof) until the returned function is called; errors name the
+// --cpuprofile flag.
+func StartCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }

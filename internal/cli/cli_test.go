@@ -1,9 +1,14 @@
 package cli
 
 import (
+	"bytes"
+	"compress/gzip"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
 )
@@ -43,5 +48,34 @@ func TestVersion(t *testing.T) {
 	out, err := run("--version")
 	if err != nil || !strings.HasPrefix(out, "tool ") || !strings.Contains(out, "go1.") {
 		t.Fatalf("--version: %q %v", out, err)
+	}
+}
+
+// StartCPUProfile writes a gzipped pprof profile that is whole once
+// stopped; a file it cannot make is an error naming the flag.
+func TestStartCPUProfile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cpu.pprof")
+	stop, err := StartCPUProfile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := 0
+	for start := time.Now(); time.Since(start) < 50*time.Millisecond; {
+		x++
+	}
+	stop()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatalf("profile is not gzip (x=%d): %v", x, err)
+	}
+	if _, err := io.Copy(io.Discard, zr); err != nil {
+		t.Fatalf("profile is cut short: %v", err)
+	}
+	if _, err := StartCPUProfile(filepath.Join(t.TempDir(), "no", "such", "dir", "cpu.pprof")); err == nil || !strings.Contains(err.Error(), "--cpuprofile") {
+		t.Fatalf("profile into a missing folder: %v", err)
 	}
 }
