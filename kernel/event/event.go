@@ -254,6 +254,22 @@ func Encode(e *Event) ([]byte, error) {
 	if err := e.validate(); err != nil {
 		return nil, err
 	}
+	entry, ok := appendAction(make([]byte, 0, 512), e)
+	if !ok {
+		var err error
+		if entry, err = encodeGeneral(e); err != nil {
+			return nil, err
+		}
+	}
+	if len(entry) > MaxEntrySize {
+		return nil, &TooLargeError{Size: len(entry)}
+	}
+	return entry, nil
+}
+
+// encodeGeneral encodes a validated event of any kind: encoding/json, then
+// the RFC 8785 transform unless the output is canonical as it is.
+func encodeGeneral(e *Event) ([]byte, error) {
 	var buf bytes.Buffer
 	buf.Grow(512)
 	enc := json.NewEncoder(&buf)
@@ -265,15 +281,12 @@ func Encode(e *Event) ([]byte, error) {
 	// The structs of the common kinds list their fields in member order,
 	// so their encoding is canonical as it is; anything else goes through
 	// the full RFC 8785 transform.
-	entry := raw
-	if !isCanonical(raw) {
-		var err error
-		if entry, err = jcs.Transform(raw); err != nil {
-			return nil, fmt.Errorf("event %s: canonical JSON: %w", e.ID, err)
-		}
+	if isCanonical(raw) {
+		return raw, nil
 	}
-	if len(entry) > MaxEntrySize {
-		return nil, &TooLargeError{Size: len(entry)}
+	entry, err := jcs.Transform(raw)
+	if err != nil {
+		return nil, fmt.Errorf("event %s: canonical JSON: %w", e.ID, err)
 	}
 	return entry, nil
 }
