@@ -139,3 +139,14 @@ func TestProcessCPUOf(t *testing.T) {
 		t.Error("no error for a process that does not exist")
 	}
 }
+
+// The governed-to-conformance ratio is a comparison of work only when the
+// server's requests did not wait out its batch age.
+func TestRatioNote(t *testing.T) {
+	if got := ratioNote(1.02, []time.Duration{33 * time.Millisecond, 31 * time.Millisecond}); got != "1.02x of the conformance server (means)" {
+		t.Errorf("at 512: %q", got)
+	}
+	if got := ratioNote(170.6, []time.Duration{1007 * time.Millisecond, 1008 * time.Millisecond}); !strings.Contains(got, "not a comparison of work") {
+		t.Errorf("at 64, paced by the batch age: %q", got)
+	}
+}
