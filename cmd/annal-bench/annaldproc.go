@@ -27,9 +27,15 @@ const annaldPackage = "github.com/annal-dev/annal/cmd/annald"
 // conformance server, which is also a process of its own.
 type annaldProcess struct {
 	url, cred string
-	cmd       *exec.Cmd
-	done      chan struct{}
-	logPath   string
+	childProcess
+}
+
+// childProcess is a server the bench started: annald or Tessera's
+// conformance server.
+type childProcess struct {
+	cmd     *exec.Cmd
+	done    chan struct{} // closed once it has exited
+	logPath string
 }
 
 // findAnnald is the annald to measure when --annald is not given: the one
@@ -101,7 +107,7 @@ func startAnnald(ctx context.Context, bin, dir string, o options) (*annaldProces
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	p := &annaldProcess{cmd: cmd, done: make(chan struct{}), logPath: logPath}
+	p := &annaldProcess{childProcess: childProcess{cmd: cmd, done: make(chan struct{}), logPath: logPath}}
 	started := make(chan error, 1)
 	go func() {
 		started <- p.readBanner(stdout)
@@ -166,23 +172,23 @@ func logTail(path string) string {
 }
 
 // cpu is the CPU time (user and system) the process has used so far.
-func (p *annaldProcess) cpu() (time.Duration, error) {
+func (p *childProcess) cpu() (time.Duration, error) {
 	return processCPUOf(p.cmd.Process.Pid)
 }
 
 // stop ends the process as an operator would (SIGINT), killing it if it
 // has not stopped in 10 s; an exit other than a clean one is an error.
-func (p *annaldProcess) stop() error {
+func (p *childProcess) stop() error {
 	p.cmd.Process.Signal(os.Interrupt)
 	select {
 	case <-p.done:
 	case <-time.After(10 * time.Second):
 		p.cmd.Process.Kill()
 		<-p.done
-		return fmt.Errorf("annald did not stop within 10 s of SIGINT: see %s", p.logPath)
+		return fmt.Errorf("%s did not stop within 10 s of SIGINT: see %s", p.cmd.Path, p.logPath)
 	}
 	if !p.cmd.ProcessState.Success() {
-		return fmt.Errorf("annald stopped with %v: see %s", p.cmd.ProcessState, p.logPath)
+		return fmt.Errorf("%s stopped with %v: see %s", p.cmd.Path, p.cmd.ProcessState, p.logPath)
 	}
 	return nil
 }

@@ -27,9 +27,8 @@ const (
 
 // tesseraServer is a running conformance server.
 type tesseraServer struct {
-	url  string
-	cmd  *exec.Cmd
-	done chan struct{}
+	url string
+	childProcess
 }
 
 // buildConformance installs the conformance server into dir/bin from the
@@ -72,7 +71,7 @@ func startConformance(ctx context.Context, bin, dir string) (*tesseraServer, err
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	s := &tesseraServer{url: "http://" + addr, cmd: cmd, done: make(chan struct{})}
+	s := &tesseraServer{url: "http://" + addr, childProcess: childProcess{cmd: cmd, done: make(chan struct{}), logPath: logFile.Name()}}
 	go func() { cmd.Wait(); close(s.done) }()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -93,21 +92,6 @@ func startConformance(ctx context.Context, bin, dir string) (*tesseraServer, err
 			s.stop()
 			return nil, errors.New("the conformance server did not listen within 30 s")
 		}
-	}
-}
-
-// cpu is the CPU time (user and system) the server has used so far.
-func (s *tesseraServer) cpu() (time.Duration, error) {
-	return processCPUOf(s.cmd.Process.Pid)
-}
-
-func (s *tesseraServer) stop() {
-	s.cmd.Process.Signal(os.Interrupt)
-	select {
-	case <-s.done:
-	case <-time.After(10 * time.Second):
-		s.cmd.Process.Kill()
-		<-s.done
 	}
 }
 
