@@ -70,8 +70,9 @@ func newCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return run(cmd.Context(), o, cmd.OutOrStdout())
 		},
-		// The kernel runs in this process, so the process runs the
-		// collector as annald serve does.
+		// Kernels run in this process too (--annald in-process, the
+		// rebuild, export and soak phases), so it runs the collector as
+		// annald serve does.
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			if o.gcHeadroom < 0 {
 				return fmt.Errorf("--gc-headroom %d: 0 or more bytes", o.gcHeadroom)
@@ -107,7 +108,7 @@ func newCommand() *cobra.Command {
 	f.DurationVar(&o.soak.sample, "soak-sample", 10*time.Second, "soak: sampling interval")
 	f.DurationVar(&o.soak.gc, "soak-gc", 0, "soak: Tessera's clean-up interval of partial tiles (0: the kernel's default)")
 	f.StringVar(&o.annald, "annald", "", "the annald binary whose serve the HTTP phases measure, as its own process (default: built from this module with go build); \""+inProcess+"\" runs the kernel inside annal-bench instead")
-	f.Int64Var(&o.gcHeadroom, "gc-headroom", gcgoal.DefaultHeadroom, "the garbage collector's headroom above the live heap, in bytes, as annald serve --gc-headroom (the kernel runs in this process); 0: Go's default")
+	f.Int64Var(&o.gcHeadroom, "gc-headroom", gcgoal.DefaultHeadroom, "the garbage collector's headroom above the live heap, in bytes, as annald serve --gc-headroom: given to annald's process, and kept in this one, where the kernel of --annald in-process and of the rebuild, export and soak phases runs; 0: Go's default")
 	cmd.AddCommand(storageCommand(&o))
 	return cmd
 }
@@ -210,6 +211,10 @@ func run(ctx context.Context, o options, out io.Writer) error {
 		return fmt.Errorf("governed phases: %w", err)
 	}
 	rows = append(rows, gov...)
+	// annald must have served every phase and stop cleanly.
+	if err := srv.stop(); err != nil {
+		return err
+	}
 	if o.rebuildN > 0 {
 		r, err := rebuildPhase(ctx, filepath.Join(dir, "rebuild"), o)
 		if err != nil {
@@ -336,19 +341,21 @@ type benchServer struct {
 
 // startBenchServer starts the kernel on a fresh data folder dir, as
 // o.annald says.
+// Its stop may be called more than once (a deferred stop after the one
+// whose error is checked); it stops the server once.
 func startBenchServer(ctx context.Context, dir string, o options) (*benchServer, error) {
 	if o.annald == inProcess {
 		_, url, cred, stop, err := startKernel(dir, o)
 		if err != nil {
 			return nil, err
 		}
-		return &benchServer{url: url, cred: cred, stop: func() error { stop(); return nil }}, nil
+		return &benchServer{url: url, cred: cred, stop: sync.OnceValue(func() error { stop(); return nil })}, nil
 	}
 	p, err := startAnnald(ctx, o.annald, dir, o)
 	if err != nil {
 		return nil, err
 	}
-	return &benchServer{url: p.url, cred: p.cred, cpu: p.cpu, stop: p.stop}, nil
+	return &benchServer{url: p.url, cred: p.cred, cpu: p.cpu, stop: sync.OnceValue(p.stop)}, nil
 }
 
 // measure runs a closed loop (fn answers its rate) and answers with its
@@ -491,6 +498,9 @@ func interleavedSequential(ctx context.Context, otherDir, url, cred string, o op
 			return nil, err
 		}
 		alt = append(alt, lat...)
+	}
+	if err := otherSrv.stop(); err != nil {
+		return nil, err
 	}
 	mode := func(noWriteAhead bool) string {
 		if noWriteAhead {

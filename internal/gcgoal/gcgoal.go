@@ -1,5 +1,5 @@
-// Package gcgoal keeps the garbage collector's heap goal at least a fixed
-// headroom above the live heap, as long as the process runs.
+// Package gcgoal keeps the garbage collector's heap goal a fixed headroom
+// above the live heap, within MaxPercent, as long as the process runs.
 //
 // Go's default goal (GOGC=100) is twice the live heap. A server whose live
 // heap is small but which allocates a little for every request then
@@ -32,9 +32,9 @@ import (
 const MaxPercent = 1000
 
 // DefaultHeadroom is annald's headroom. Why 256 MiB: under 512 agents
-// annald holds about 20 MB live, so this is MaxPercent's eleven times that;
-// collections drop from about fourteen a second to one or two, and RSS
-// under load stays near the live heap plus the headroom.
+// annald holds about 20 MB live, so the goal is MaxPercent's cap, eleven
+// times that; collections drop from about fourteen a second to one or
+// two, and RSS under load stays within the live heap plus the headroom.
 const DefaultHeadroom = 256 << 20
 
 // liveHeap is the runtime metric of the heap the last collection marked.
@@ -44,7 +44,10 @@ const liveHeap = "/gc/heap/live:bytes"
 // bytes above a live heap of live bytes: never below Go's default of 100,
 // never above MaxPercent.
 func PercentFor(live, headroom uint64) int {
-	if live == 0 {
+	switch {
+	case headroom == 0:
+		return 100
+	case live == 0:
 		return MaxPercent
 	}
 	p := headroom * 100 / live
@@ -62,7 +65,7 @@ func PercentFor(live, headroom uint64) int {
 type keeper struct {
 	headroom uint64
 	stopped  atomic.Bool
-	mu       sync.Mutex // serialises adjust with stop
+	mu       sync.Mutex // serialises afterCollection with stop
 	percent  int
 	sample   []metrics.Sample
 }
