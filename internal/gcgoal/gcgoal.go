@@ -50,7 +50,8 @@ func PercentFor(live, headroom uint64) int {
 	case live == 0:
 		return MaxPercent
 	}
-	p := headroom * 100 / live
+	// In floating point: headroom*100 overflows for a headroom past 2^57.
+	p := float64(headroom) * 100 / float64(live)
 	switch {
 	case p < 100:
 		return 100
