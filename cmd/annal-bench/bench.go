@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/annal-dev/annal/checkpoints"
+	"github.com/annal-dev/annal/internal/cli"
 	"github.com/annal-dev/annal/internal/gcgoal"
 	"github.com/annal-dev/annal/kernel"
 	"github.com/annal-dev/annal/kernel/ring"
@@ -166,15 +167,11 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	defer srv.stop()
 	url, cred := srv.url, srv.cred
 	if o.cpuProfile != "" && o.annald == inProcess {
-		f, err := os.Create(o.cpuProfile)
+		stopProfile, err := cli.StartCPUProfile(o.cpuProfile)
 		if err != nil {
 			return err
 		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+		defer stopProfile()
 	}
 	for _, c := range o.concurrency {
 		rate, cpu, err := srv.measure(func() (float64, error) { return httpThroughput(ctx, url, cred, c, o.duration) })
