@@ -32,7 +32,8 @@ import (
 // ANNAL_BENCH_AGENTS sets how many agents (128 by default; annal-bench
 // runs 512). "kernel" sends through the Go client (logserver/client),
 // "kernel-loadconn" through internal/loadconn as annal-bench's throughput
-// phases do, and "http-floor" through the Go client to a handler that only
+// phases do, "root-loadconn" the same as root (no agent gates), and
+// "http-floor" through the Go client to a handler that only
 // decodes and answers.
 //
 // The collector keeps annald serve's default headroom (internal/gcgoal)
@@ -80,8 +81,8 @@ func BenchmarkGovernedActions(b *testing.B) {
 			return err
 		})
 	})
-	b.Run("kernel-loadconn", func(b *testing.B) {
-		submitInParallel(b, len(conns), func(ctx context.Context, w int, req api.ActionRequest) error {
+	postReceipts := func(conns []*loadconn.Conn) func(ctx context.Context, w int, req api.ActionRequest) error {
+		return func(ctx context.Context, w int, req api.ActionRequest) error {
 			body, err := json.Marshal(req)
 			if err != nil {
 				return err
@@ -97,7 +98,26 @@ func BenchmarkGovernedActions(b *testing.B) {
 				return fmt.Errorf("not a committed receipt: %s", answer)
 			}
 			return nil
-		})
+		}
+	}
+	b.Run("kernel-loadconn", func(b *testing.B) {
+		submitInParallel(b, len(conns), postReceipts(conns))
+	})
+	// root: the same load through the same connections' kind, every one
+	// root's, whose actions no agent gate judges: what governing costs is
+	// the difference.
+	rootConns := make([]*loadconn.Conn, agents)
+	for i := range rootConns {
+		h := http.Header{"Authorization": {"Bearer " + ts.rootCred}, "Content-Type": {"application/json"}}
+		c, err := loadconn.New(ts.srv.URL+"/v1/actions", h, time.Minute)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer c.Close()
+		rootConns[i] = c
+	}
+	b.Run("root-loadconn", func(b *testing.B) {
+		submitInParallel(b, len(rootConns), postReceipts(rootConns))
 	})
 	// floor: the same requests and answers through the same client and
 	// HTTP server, to a handler that only decodes the request as
