@@ -52,6 +52,9 @@ type options struct {
 	// tesseraServer: compare the governed phases with Tessera's
 	// conformance server, interleaved (tesserasrv.go).
 	tesseraServer bool
+	// rounds is how many times the governed phases and the conformance
+	// server are measured, interleaved; the ratio is of the means.
+	rounds int
 	// gcHeadroom is the collector's headroom of the bench process, where
 	// annald's kernel runs: annald's default, so that it runs as deployed.
 	gcHeadroom int64
@@ -75,6 +78,9 @@ func newCommand() *cobra.Command {
 		// rebuild, export and soak phases), so it runs the collector as
 		// annald serve does.
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			if o.rounds < 1 {
+				return fmt.Errorf("--rounds %d: 1 or more", o.rounds)
+			}
 			if o.gcHeadroom < 0 {
 				return fmt.Errorf("--gc-headroom %d: 0 or more bytes", o.gcHeadroom)
 			}
@@ -103,6 +109,7 @@ func newCommand() *cobra.Command {
 	f.IntVar(&o.holdN, "holds", 200, "holds for the hold latency phase")
 	f.IntVar(&o.rebuildN, "rebuild-events", 100_000, "events in the log that annald rebuild replays (0 skips)")
 	f.BoolVar(&o.tesseraServer, "tessera-server", true, "run Tessera's conformance POSIX server (go install "+conformancePackage+"@"+conformanceVersion+") at the governed concurrencies, interleaved with the governed phases (A, B, A, B), and print the ratio")
+	f.IntVar(&o.rounds, "rounds", 2, "with --tessera-server, measure the conformance server and the governed phases this many times, interleaved; the ratio is of the means")
 	f.DurationVar(&o.soak.duration, "soak", 0, "instead of the phases: run the kernel this long at --soak-rate and report disk bytes and RSS per event")
 	f.IntVar(&o.soak.rate, "soak-rate", 2000, "soak: actions per second (an open loop)")
 	f.IntVar(&o.soak.clients, "soak-clients", 64, "soak: concurrent clients")

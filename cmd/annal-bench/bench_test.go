@@ -150,3 +150,43 @@ func TestRatioNote(t *testing.T) {
 		t.Errorf("at 64, paced by the batch age: %q", got)
 	}
 }
+
+// The conformance comparison's rows show every round's figure, in order,
+// and the ratio is of the means.
+func TestRoundFigures(t *testing.T) {
+	if got := joinEach([]float64{12453.4, 9963.6, 11000}, "%.0f"); got != "12453 / 9964 / 11000" {
+		t.Errorf("rates: %q", got)
+	}
+	if got := joinEach([]time.Duration{31 * time.Millisecond, 1500 * time.Microsecond}, "%s"); got != fmtDur(31*time.Millisecond)+" / "+fmtDur(1500*time.Microsecond) {
+		t.Errorf("latencies: %q", got)
+	}
+	if got := mean([]float64{10, 20, 45}); got != 25 {
+		t.Errorf("mean of rates: %v", got)
+	}
+	if got := mean([]time.Duration{80 * time.Microsecond, 90 * time.Microsecond}); got != 85*time.Microsecond {
+		t.Errorf("mean of CPU times: %v", got)
+	}
+	for rounds, want := range map[int]string{1: "one round", 2: "both rounds", 4: "all 4 rounds"} {
+		if got := everyRound(rounds); got != want {
+			t.Errorf("everyRound(%d) = %q, want %q", rounds, got, want)
+		}
+	}
+}
+
+// --rounds below one is refused before anything runs.
+func TestRoundsFlag_Refused(t *testing.T) {
+	for _, arg := range []string{"--rounds=0", "--rounds=-2"} {
+		cmd := newCommand()
+		var out bytes.Buffer
+		cmd.SetOut(&out)
+		cmd.SetErr(&out)
+		cmd.SetArgs([]string{arg, "--dir", t.TempDir()})
+		err := cmd.Execute()
+		if err == nil || !strings.Contains(err.Error(), "1 or more") {
+			t.Errorf("%s: %v", arg, err)
+		}
+		if strings.Contains(out.String(), "annal-bench:") {
+			t.Errorf("%s: ran anyway:\n%s", arg, out.String())
+		}
+	}
+}

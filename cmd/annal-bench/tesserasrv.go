@@ -130,9 +130,11 @@ func (s *tesseraServer) addLoad(concurrency int, d time.Duration, run string) (f
 }
 
 // interleavedGoverned runs the governed phases; with --tessera-server, in
-// two rounds each preceded by the conformance server at the same
-// concurrencies (A, B, A, B), and adds the server's rows and the ratio of
-// the governed rate to the server's, each the mean of its two runs.
+// --rounds rounds each preceded by the conformance server at the same
+// concurrencies (A, B, A, B, …), and adds the server's rows and the ratio
+// of the governed rate to the server's, each the mean of its runs. The
+// governed phases' other rows (the Go client, every gate) are of the last
+// round.
 func interleavedGoverned(ctx context.Context, dir string, srv *benchServer, o options, ungoverned map[int]float64) ([]row, error) {
 	if !o.tesseraServer {
 		return governedPhases(ctx, srv, o, ungoverned, true)
@@ -156,7 +158,8 @@ func interleavedGoverned(ctx context.Context, dir string, srv *benchServer, o op
 	serverP50 := map[int][]time.Duration{}
 	governed := map[int][]float64{}
 	var rows []row
-	for round := range 2 {
+	last := o.rounds - 1
+	for round := range o.rounds {
 		for _, c := range o.governed {
 			var lat []time.Duration
 			rate, cpu, err := measureCPU(conformance.cpu, func() (float64, error) {
@@ -171,7 +174,7 @@ func interleavedGoverned(ctx context.Context, dir string, srv *benchServer, o op
 			serverCPU[c] = append(serverCPU[c], cpu)
 			serverP50[c] = append(serverP50[c], percentile(lat, 50))
 		}
-		gov, err := governedPhases(ctx, srv, o, ungoverned, round == 1)
+		gov, err := governedPhases(ctx, srv, o, ungoverned, round == last)
 		if err != nil {
 			return nil, err
 		}
@@ -183,23 +186,56 @@ func interleavedGoverned(ctx context.Context, dir string, srv *benchServer, o op
 				governed[c] = append(governed[c], rate)
 			}
 		}
-		if round == 1 {
+		if round == last {
 			rows = append(rows, gov...)
 		}
 	}
 	for _, c := range o.governed {
 		s, g := server[c], governed[c]
-		if len(s) < 2 || len(g) < 2 {
+		if len(s) < o.rounds || len(g) < o.rounds {
 			continue
 		}
 		rows = append(rows,
-			row{fmt.Sprintf("Tessera conformance server POST /add, %d concurrent", c), fmt.Sprintf("%.0f / %.0f adds/s", s[0], s[1]),
-				fmt.Sprintf("p50 %s / %s, runs interleaved with the governed ones%s", fmtDur(serverP50[c][0]), fmtDur(serverP50[c][1]),
-					cpuNote((serverCPU[c][0]+serverCPU[c][1])/2, "its"))},
-			row{fmt.Sprintf("governed actions, %d agents, both rounds", c), fmt.Sprintf("%.0f / %.0f actions/s", g[0], g[1]),
-				ratioNote((g[0]+g[1])/(s[0]+s[1]), serverP50[c])})
+			row{fmt.Sprintf("Tessera conformance server POST /add, %d concurrent", c), joinEach(s, "%.0f") + " adds/s",
+				fmt.Sprintf("p50 %s, runs interleaved with the governed ones%s", joinEach(serverP50[c], "%s"),
+					cpuNote(mean(serverCPU[c]), "its"))},
+			row{fmt.Sprintf("governed actions, %d agents, %s", c, everyRound(o.rounds)), joinEach(g, "%.0f") + " actions/s",
+				ratioNote(mean(g)/mean(s), serverP50[c])})
 	}
 	return rows, nil
+}
+
+// everyRound names the rounds of a row: "both rounds" for two.
+func everyRound(rounds int) string {
+	switch rounds {
+	case 1:
+		return "one round"
+	case 2:
+		return "both rounds"
+	}
+	return fmt.Sprintf("all %d rounds", rounds)
+}
+
+// joinEach formats each of xs (durations with fmtDur) and joins them with
+// " / ", in the order measured.
+func joinEach[T float64 | time.Duration](xs []T, format string) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		if d, ok := any(x).(time.Duration); ok {
+			parts[i] = fmtDur(d)
+		} else {
+			parts[i] = fmt.Sprintf(format, x)
+		}
+	}
+	return strings.Join(parts, " / ")
+}
+
+func mean[T float64 | time.Duration](xs []T) T {
+	var sum T
+	for _, x := range xs {
+		sum += x
+	}
+	return sum / T(len(xs))
 }
 
 // ratioNote is the note of the governed rate against the conformance
