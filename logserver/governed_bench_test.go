@@ -54,6 +54,16 @@ func BenchmarkGovernedActions(b *testing.B) {
 	if n, err := strconv.Atoi(os.Getenv("ANNAL_BENCH_AGENTS")); err == nil {
 		agents = n
 	}
+	// dial opens a kept connection posting actions with credential.
+	dial := func(credential string) *loadconn.Conn {
+		h := http.Header{"Authorization": {"Bearer " + credential}, "Content-Type": {"application/json"}}
+		c, err := loadconn.New(ts.srv.URL+"/v1/actions", h, time.Minute)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { c.Close() })
+		return c
+	}
 	grants := []api.Grant{{Pattern: "workspace/**", Actions: []string{"create", "mutate"}}}
 	trust := 0.8
 	clients := make([]*client.Client, agents)
@@ -69,11 +79,7 @@ func BenchmarkGovernedActions(b *testing.B) {
 		if clients[i], err = client.New(ts.srv.URL, a.Credential); err != nil {
 			b.Fatal(err)
 		}
-		h := http.Header{"Authorization": {"Bearer " + a.Credential}, "Content-Type": {"application/json"}}
-		if conns[i], err = loadconn.New(ts.srv.URL+"/v1/actions", h, time.Minute); err != nil {
-			b.Fatal(err)
-		}
-		defer conns[i].Close()
+		conns[i] = dial(a.Credential)
 	}
 	b.Run("kernel", func(b *testing.B) {
 		submitInParallel(b, len(clients), func(ctx context.Context, w int, req api.ActionRequest) error {
@@ -108,13 +114,7 @@ func BenchmarkGovernedActions(b *testing.B) {
 	// the difference.
 	rootConns := make([]*loadconn.Conn, agents)
 	for i := range rootConns {
-		h := http.Header{"Authorization": {"Bearer " + ts.rootCred}, "Content-Type": {"application/json"}}
-		c, err := loadconn.New(ts.srv.URL+"/v1/actions", h, time.Minute)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer c.Close()
-		rootConns[i] = c
+		rootConns[i] = dial(ts.rootCred)
 	}
 	b.Run("root-loadconn", func(b *testing.B) {
 		submitInParallel(b, len(rootConns), postReceipts(rootConns))
