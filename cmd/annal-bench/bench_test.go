@@ -154,10 +154,10 @@ func TestRatioNote(t *testing.T) {
 // The conformance comparison's rows show every round's figure, in order,
 // and the ratio is of the means.
 func TestRoundFigures(t *testing.T) {
-	if got := joinEach([]float64{12453.4, 9963.6, 11000}, "%.0f"); got != "12453 / 9964 / 11000" {
+	if got := joinEach([]float64{12453.4, 9963.6, 11000}, wholeNumber); got != "12453 / 9964 / 11000" {
 		t.Errorf("rates: %q", got)
 	}
-	if got := joinEach([]time.Duration{31 * time.Millisecond, 1500 * time.Microsecond}, "%s"); got != fmtDur(31*time.Millisecond)+" / "+fmtDur(1500*time.Microsecond) {
+	if got := joinEach([]time.Duration{31 * time.Millisecond, 1500 * time.Microsecond}, fmtDur); got != fmtDur(31*time.Millisecond)+" / "+fmtDur(1500*time.Microsecond) {
 		t.Errorf("latencies: %q", got)
 	}
 	if got := mean([]float64{10, 20, 45}); got != 25 {

@@ -196,10 +196,10 @@ func interleavedGoverned(ctx context.Context, dir string, srv *benchServer, o op
 			continue
 		}
 		rows = append(rows,
-			row{fmt.Sprintf("Tessera conformance server POST /add, %d concurrent", c), joinEach(s, "%.0f") + " adds/s",
-				fmt.Sprintf("p50 %s, runs interleaved with the governed ones%s", joinEach(serverP50[c], "%s"),
+			row{fmt.Sprintf("Tessera conformance server POST /add, %d concurrent", c), joinEach(s, wholeNumber) + " adds/s",
+				fmt.Sprintf("p50 %s, runs interleaved with the governed ones%s", joinEach(serverP50[c], fmtDur),
 					cpuNote(mean(serverCPU[c]), "its"))},
-			row{fmt.Sprintf("governed actions, %d agents, %s", c, everyRound(o.rounds)), joinEach(g, "%.0f") + " actions/s",
+			row{fmt.Sprintf("governed actions, %d agents, %s", c, everyRound(o.rounds)), joinEach(g, wholeNumber) + " actions/s",
 				ratioNote(mean(g)/mean(s), serverP50[c])})
 	}
 	return rows, nil
@@ -216,19 +216,17 @@ func everyRound(rounds int) string {
 	return fmt.Sprintf("all %d rounds", rounds)
 }
 
-// joinEach formats each of xs (durations with fmtDur) and joins them with
-// " / ", in the order measured.
-func joinEach[T float64 | time.Duration](xs []T, format string) string {
+// joinEach formats each of xs and joins them with " / ", in the order
+// measured.
+func joinEach[T any](xs []T, format func(T) string) string {
 	parts := make([]string, len(xs))
 	for i, x := range xs {
-		if d, ok := any(x).(time.Duration); ok {
-			parts[i] = fmtDur(d)
-		} else {
-			parts[i] = fmt.Sprintf(format, x)
-		}
+		parts[i] = format(x)
 	}
 	return strings.Join(parts, " / ")
 }
+
+func wholeNumber(x float64) string { return fmt.Sprintf("%.0f", x) }
 
 func mean[T float64 | time.Duration](xs []T) T {
 	var sum T
