@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -453,10 +454,7 @@ func httpThroughput(ctx context.Context, url, cred string, concurrency int, d ti
 	}
 	defer closePosters(posters)
 	return closedLoop(concurrency, d, func(w int, i uint64) error {
-		return posters[w].submit(ctx, api.ActionRequest{
-			Type: "mutate", Target: fmt.Sprintf("workspace/bench/%d", i),
-			Payload: benchPayload(int(i)),
-		})
+		return posters[w].mutate(ctx, "workspace/bench/"+strconv.FormatUint(i, 10), int(i))
 	})
 }
 

@@ -3,8 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -40,6 +43,9 @@ func TestActionPoster_CommittedReceiptOnly(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if err := p.mutate(ctx, "workspace/poster/mutate", 3); err != nil {
+		t.Fatal(err)
+	}
 	if err := p.submit(ctx, api.ActionRequest{Type: "fly", Target: "workspace/poster"}); err == nil || !strings.Contains(err.Error(), "400") {
 		t.Fatalf("invalid action: %v, want a 400 error", err)
 	}
@@ -50,6 +56,42 @@ func TestActionPoster_CommittedReceiptOnly(t *testing.T) {
 	defer bad.conn.Close()
 	if err := bad.submit(ctx, api.ActionRequest{Type: "mutate", Target: "workspace/poster"}); err == nil || !strings.Contains(err.Error(), "401") {
 		t.Fatalf("unknown credential: %v, want a 401 error", err)
+	}
+}
+
+// The hand-made request body is the one encoding/json makes of the same
+// request, and the payload the one the phases always sent.
+func TestAppendMutateBody(t *testing.T) {
+	for _, i := range []int{0, 7, 255, 1 << 40} {
+		target := "workspace/gov/3/" + strconv.Itoa(i)
+		want, err := json.Marshal(api.ActionRequest{Type: "mutate", Target: target,
+			Payload: []byte(fmt.Sprintf(`{"content_oid":"sha256:%064x","bytes":%d}`, i, i))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := appendMutateBody(nil, target, i); string(got) != string(want) {
+			t.Errorf("body %d:\n got %s\nwant %s", i, got, want)
+		}
+	}
+}
+
+func TestIsCommittedReceipt(t *testing.T) {
+	const target = "workspace/gov/1/1"
+	for _, c := range []struct {
+		answer string
+		want   bool
+	}{
+		{`{"status":"committed","index":4,"target":"workspace/gov/1/1","cost":1}`, true},
+		{`{"status":"held","index":4,"target":"workspace/gov/1/1"}`, false},
+		{`{"status":"committed","target":"workspace/gov/1/12"}`, false},
+		{`{"status":"committed","target":"workspace/gov/1/"}`, false},
+		{`{"status":"denied","reason":"\"status\":\"committed\"","target":"workspace/gov/1/1"}`, false},
+		{`"status":"committed","target":"workspace/gov/1/1"`, false},
+		{``, false},
+	} {
+		if got := isCommittedReceipt([]byte(c.answer), target); got != c.want {
+			t.Errorf("isCommittedReceipt(%s) = %v, want %v", c.answer, got, c.want)
+		}
 	}
 }
 

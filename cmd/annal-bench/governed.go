@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -65,18 +66,18 @@ func governedPhases(ctx context.Context, srv *benchServer, o options, ungoverned
 	}
 	// The governed and all-gates phases send the same payload as the
 	// ungoverned phase, so that their ratios are the gates' cost alone.
-	governed := func(w, i int) api.ActionRequest {
-		return api.ActionRequest{Type: "mutate", Target: fmt.Sprintf("workspace/gov/%d/%d", w, i), Payload: benchPayload(i)}
+	governedTarget := func(w, i int) string {
+		return "workspace/gov/" + strconv.Itoa(w) + "/" + strconv.Itoa(i)
 	}
 	rows, err := agentPhases(srv, o, ungoverned, "governed actions, %d concurrent agents", func(w, i int) error {
-		return posters[w].submit(ctx, governed(w, i))
+		return posters[w].mutate(ctx, governedTarget(w, i), i)
 	})
 	if err != nil {
 		return nil, err
 	}
 	if goClient {
 		rate, err := closedLoop(most, o.duration, func(w int, i uint64) error {
-			_, err := agents[w].Submit(ctx, governed(w, int(i)))
+			_, err := agents[w].Submit(ctx, api.ActionRequest{Type: "mutate", Target: governedTarget(w, int(i)), Payload: benchPayload(int(i))})
 			return err
 		})
 		if err != nil {
@@ -310,8 +311,21 @@ func rateOf(rows []row, name string) float64 {
 
 // benchPayload is the payload of every phase's actions: a content id and
 // a size, as an agent recording a file write would send.
-func benchPayload(i int) []byte {
-	return []byte(fmt.Sprintf(`{"content_oid":"sha256:%064x","bytes":%d}`, i, i))
+func benchPayload(i int) []byte { return appendBenchPayload(nil, i) }
+
+// appendBenchPayload appends benchPayload(i): {"content_oid":
+// "sha256:<i in 64 hex digits>","bytes":i}.
+func appendBenchPayload(dst []byte, i int) []byte {
+	dst = append(dst, `{"content_oid":"sha256:`...)
+	var hex [64]byte
+	digits := strconv.AppendUint(hex[:0], uint64(i), 16)
+	for range 64 - len(digits) {
+		dst = append(dst, '0')
+	}
+	dst = append(dst, digits...)
+	dst = append(dst, `","bytes":`...)
+	dst = strconv.AppendInt(dst, int64(i), 10)
+	return append(dst, '}')
 }
 
 // agentPhases runs, for each concurrency of o.governed, that many agents
