@@ -22,7 +22,14 @@ import (
 // claims cannot deadlock. The table is guarded by k.mu.
 type claims struct {
 	m map[string]*claimState
+	// spare are states of keys no longer claimed, for reuse: every action
+	// claims its actor and envelope afresh, and lets go of them once
+	// folded.
+	spare []*claimState
 }
+
+// maxSpareClaims bounds the states kept for reuse.
+const maxSpareClaims = 1024
 
 type claimState struct {
 	readers int
@@ -30,7 +37,8 @@ type claimState struct {
 	// writersWaiting counts writers waiting for the object; readers yield
 	// to them.
 	writersWaiting int
-	// released is closed (and replaced) each time a holder lets go.
+	// released, made when a decision has to wait for the object, is
+	// closed (and dropped) when a holder lets go.
 	released chan struct{}
 }
 
@@ -39,10 +47,22 @@ func newClaims() claims { return claims{m: map[string]*claimState{}} }
 func (t *claims) state(key string) *claimState {
 	s, ok := t.m[key]
 	if !ok {
-		s = &claimState{released: make(chan struct{})}
+		if n := len(t.spare); n > 0 {
+			s, t.spare = t.spare[n-1], t.spare[:n-1]
+		} else {
+			s = &claimState{}
+		}
 		t.m[key] = s
 	}
 	return s
+}
+
+// busy returns the channel closed when a holder of s lets go.
+func (s *claimState) busy() <-chan struct{} {
+	if s.released == nil {
+		s.released = make(chan struct{})
+	}
+	return s.released
 }
 
 // free reports whether c could be taken now by a decision that changes
@@ -61,7 +81,7 @@ func (t *claims) tryTake(want []ledger.Claim) <-chan struct{} {
 	writer := slices.ContainsFunc(want, func(c ledger.Claim) bool { return c.Exclusive })
 	for _, c := range want {
 		if s, ok := t.m[c.Key]; ok && !s.free(c, writer) {
-			return s.released
+			return s.busy()
 		}
 	}
 	for _, c := range want {
@@ -106,10 +126,14 @@ func (t *claims) release(held []ledger.Claim) {
 }
 
 func (t *claims) wake(key string, s *claimState) {
-	close(s.released)
+	if s.released != nil {
+		close(s.released)
+		s.released = nil
+	}
 	if s.readers == 0 && !s.writer && s.writersWaiting == 0 {
 		delete(t.m, key)
-		return
+		if len(t.spare) < maxSpareClaims {
+			t.spare = append(t.spare, s)
+		}
 	}
-	s.released = make(chan struct{})
 }

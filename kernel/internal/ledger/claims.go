@@ -62,7 +62,7 @@ func (c *claimSet) chain(id string) {
 // and what the rule of its kind names. It reads the ledger only to follow
 // an envelope's chain, which never changes once issued.
 func (l *Ledger) Claims(ev *event.Event) []Claim {
-	c := &claimSet{l: l}
+	c := &claimSet{l: l, cs: make([]Claim, 0, 8)}
 	if ev.Actor != event.KernelActor {
 		c.read(actorKey(ev.Actor))
 	}

@@ -14,6 +14,12 @@ type Envelope struct {
 	// Policies are attached to the envelope and bind whoever acts under
 	// it or under an envelope delegated from it.
 	Policies []string `json:"policies,omitempty"`
+
+	// chain is Chain(ID), kept once the envelope is in the ledger (by the
+	// rule that issues it, and by the load of a stored state): its
+	// ancestors are fixed when it is issued and never leave the ledger, so
+	// the walk up the chain is done once, not on every action.
+	chain []*Envelope
 }
 
 // Remaining is budget − consumed − reserved.
@@ -22,8 +28,24 @@ func (v *Envelope) Remaining() uint64 { return v.Budget - v.Consumed - v.Reserve
 // EnvelopesOf returns the ids of the envelopes held by actor, oldest first.
 func (l *Ledger) EnvelopesOf(actor string) []string { return l.byHolder[actor] }
 
-// Chain returns the envelope and its ancestors, the envelope first.
+// Chain returns the envelope and its ancestors, the envelope first. The
+// slice is shared: callers must not change it.
 func (l *Ledger) Chain(id string) ([]*Envelope, *Violation) {
+	if v, ok := l.Envelopes[id]; ok && v.chain != nil {
+		return v.chain, nil
+	}
+	return l.walkChain(id)
+}
+
+// keepChain stores v's chain in it, if the chain is whole.
+func (l *Ledger) keepChain(v *Envelope) {
+	if chain, bad := l.walkChain(v.ID); bad == nil {
+		v.chain = chain[:len(chain):len(chain)] // an append by a caller copies
+	}
+}
+
+// walkChain is Chain without the kept chains.
+func (l *Ledger) walkChain(id string) ([]*Envelope, *Violation) {
 	var chain []*Envelope
 	for id != "" {
 		v, ok := l.Envelopes[id]
@@ -177,6 +199,7 @@ var envelopeIssuedRule = &rule{
 	apply: func(l *Ledger, index uint64, ev *event.Event) {
 		v := &Envelope{Envelope: *ev.Envelope, IssuedAt: index}
 		l.Envelopes[v.ID] = v
+		l.keepChain(v)
 		l.countSealer(v.SealPayloads)
 		l.byHolder[v.Holder] = append(l.byHolder[v.Holder], v.ID)
 		l.touchEnvelope(v)

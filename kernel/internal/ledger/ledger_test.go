@@ -595,3 +595,42 @@ func TestPersistRoundTrip(t *testing.T) {
 		t.Fatal("unknown key loaded")
 	}
 }
+
+// An envelope's chain is kept once it is issued (and once a stored state
+// is loaded): what Chain returns is what walking up the parents finds, and
+// a change to an ancestor, here a revocation, shows through it.
+func TestChainKeptAgreesWithTheWalk(t *testing.T) {
+	b := newBuilder(t)
+	l := fold(t, b.genesis(1_000_000), b.agent(RootID, "agent-p", 500), b.agent(RootID, "agent-c", 500),
+		b.agent(RootID, "agent-g", 500), b.trust(RootID, "agent-p"), b.trust(RootID, "agent-c"), b.trust(RootID, "agent-g"),
+		b.envelope(RootID, "env-p", "agent-p", "", 100), b.envelope("agent-p", "env-c", "agent-c", "env-p", 50),
+		b.envelope("agent-c", "env-g", "agent-g", "env-c", 20))
+	stored := map[string][]byte{}
+	for _, key := range l.Keys() {
+		if v, ok := l.Encode(key); ok {
+			stored[key] = v
+		}
+	}
+	loaded, err := Load(stored)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, l := range map[string]*Ledger{"folded": l, "loaded": loaded} {
+		chain, v := l.Chain("env-g")
+		walked, wv := l.walkChain("env-g")
+		if v != nil || wv != nil || len(chain) != 3 || !slices.Equal(chain, walked) {
+			t.Fatalf("%s: Chain(env-g) = %v, %v; walked %v, %v", name, chain, v, walked, wv)
+		}
+		if l.Envelopes["env-g"].chain == nil {
+			t.Fatalf("%s: env-g's chain is not kept", name)
+		}
+		if _, v := l.Chain("env-none"); v == nil {
+			t.Fatalf("%s: the chain of an envelope that does not exist", name)
+		}
+		foldOn(t, l, b.revoke(RootID, "env-p"))
+		if chain, _ := l.Chain("env-g"); !chain[2].Revoked {
+			t.Fatalf("%s: the parent's revocation does not show in the kept chain", name)
+		}
+		mustRefuse(t, l, b.action("agent-g", "env-g", "workspace/g", 1), GateEnvelope, "env-p is revoked")
+	}
+}

@@ -203,6 +203,7 @@ func Load(stored map[string][]byte) (*Ledger, error) {
 	slices.SortFunc(envs, func(a, b *Envelope) int { return cmp.Compare(a.IssuedAt, b.IssuedAt) })
 	for _, e := range envs {
 		l.byHolder[e.Holder] = append(l.byHolder[e.Holder], e.ID)
+		l.keepChain(e)
 	}
 	for _, h := range l.Holds {
 		if h.Status == HoldPending {
