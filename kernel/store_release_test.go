@@ -17,6 +17,7 @@ func TestStore_ReleaseMappedPages(t *testing.T) {
 		t.Skip("no /proc/self/smaps here")
 	}
 	k := openTest(t, t.TempDir())
+	defer k.Close()
 	ctx := context.Background()
 	root := rootOf(t, k)
 	for i := range 2000 {
@@ -60,6 +61,7 @@ func TestStore_ReleaseMappedPages(t *testing.T) {
 // finds every event.
 func TestPersistConcurrently(t *testing.T) {
 	k := openTest(t, t.TempDir())
+	defer k.Close()
 	ctx := context.Background()
 	root := rootOf(t, k)
 	const actions = 300
