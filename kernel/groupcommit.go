@@ -25,10 +25,12 @@ type groupCommitter struct {
 	// write makes a group durable and says where each entry landed: through
 	// Tessera (tesseraWriter) or the kernel's write-ahead log (writeahead.go).
 	write func(group []*commitRequest) []commitResult
-	// onDurable, if set, sees each group once Tessera has sequenced all of
-	// it and before any caller hears back, with the entries' outcomes; it
-	// may turn an outcome into an error. The kernel folds the group into its
-	// ledger here, so an answer always reflects its own event.
+	// onDurable, if set, sees each group once it is durable (all of it
+	// sequenced) and before any of its callers hears back, with the
+	// entries' outcomes; it may turn an outcome into an error, and may
+	// answer (commitRequest.answer) the entries it is done with before it
+	// returns; the rest are answered after. The kernel folds the group into
+	// its ledger here, so an answer always reflects its own event.
 	onDurable  func(group []*commitRequest, results []commitResult)
 	maxGroup   int
 	maxPending int
@@ -58,6 +60,19 @@ type commitRequest struct {
 	// failed), in the same critical section.
 	folded func()
 	result chan commitResult
+	// answered is set once result has been sent: by onDurable, which may
+	// answer the entries it has folded before the rest of their group,
+	// or by the fold stage after it. Only the goroutine folding the
+	// group touches it.
+	answered bool
+}
+
+// answer sends res to the submitter, unless it has been answered.
+func (r *commitRequest) answer(res commitResult) {
+	if !r.answered {
+		r.answered = true
+		r.result <- res
+	}
 }
 
 type commitResult struct {
@@ -136,7 +151,7 @@ func (g *groupCommitter) foldStage() {
 			g.onDurable(d.group, d.results)
 		}
 		for i, r := range d.group {
-			r.result <- d.results[i]
+			r.answer(d.results[i])
 		}
 		g.mu.Lock()
 		g.unanswered -= len(d.group)
@@ -167,7 +182,7 @@ func (g *groupCommitter) abandon(err error) {
 		g.onDurable(abandoned, results)
 	}
 	for i, r := range abandoned {
-		r.result <- results[i]
+		r.answer(results[i])
 	}
 }
 

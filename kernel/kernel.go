@@ -308,8 +308,9 @@ func (k *Kernel) genesis(ctx context.Context) error {
 	return nil
 }
 
-// foldDurable folds a durable group into the ledger, in log order. It runs
-// in the group committer before any submitter hears back.
+// foldDurable folds a durable group into the ledger, in log order, and
+// answers each chunk's submitters once it is folded. It runs in the group
+// committer's fold stage.
 func (k *Kernel) foldDurable(group []*commitRequest, results []commitResult) {
 	order := make([]int, len(group))
 	for i := range order {
@@ -319,6 +320,9 @@ func (k *Kernel) foldDurable(group []*commitRequest, results []commitResult) {
 	for len(order) > 0 {
 		n := min(len(order), foldChunk)
 		k.foldInOrder(group, results, order[:n])
+		for _, i := range order[:n] {
+			group[i].answer(results[i])
+		}
 		order = order[n:]
 	}
 }
@@ -328,6 +332,8 @@ func (k *Kernel) foldDurable(group []*commitRequest, results []commitResult) {
 // with 512 agents), so a full group of 512 would hold every decision back
 // for some 5 ms; between chunks decisions go on against the ledger as it
 // stands, with what is not yet folded still held (its claims and energy).
+// A chunk's submitters are answered as soon as it is folded, so that they
+// come back while the rest is folded rather than all at once after it.
 const foldChunk = 64
 
 // foldInOrder folds the entries of group at order, in that order, in one
