@@ -3,34 +3,36 @@ package ledger
 import (
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/annal-dev/annal/kernel/event"
 	"github.com/annal-dev/annal/kernel/internal/capability"
 )
 
 // patterns caches parsed capability patterns: grants are checked on every
-// action, and a log names few distinct patterns.
+// action, several times, and a log names few distinct patterns. A lookup
+// takes no lock (sync.Map), since every decision and fold on both cores
+// makes several.
 type patterns struct {
-	mu sync.Mutex
-	m  map[string]capability.Pattern
+	m sync.Map // pattern string → capability.Pattern
+	n atomic.Int64
 }
 
 const maxCachedPatterns = 4096
 
 func (p *patterns) get(s string) (capability.Pattern, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if pat, ok := p.m[s]; ok {
-		return pat, nil
+	if pat, ok := p.m.Load(s); ok {
+		return pat.(capability.Pattern), nil
 	}
 	pat, err := capability.ParsePattern(s)
 	if err != nil {
 		return pat, err
 	}
-	if p.m == nil || len(p.m) >= maxCachedPatterns {
-		p.m = map[string]capability.Pattern{}
+	if p.n.Add(1) > maxCachedPatterns {
+		p.m.Clear()
+		p.n.Store(1)
 	}
-	p.m[s] = pat
+	p.m.Store(s, pat)
 	return pat, nil
 }
 

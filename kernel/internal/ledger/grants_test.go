@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/annal-dev/annal/kernel/event"
@@ -41,5 +42,32 @@ func TestAxiom4_3_DefaultDeny(t *testing.T) {
 	}
 	if Allows(nil, "a", event.Observe) {
 		t.Error("no grants allow something")
+	}
+}
+
+// The pattern cache answers what parsing answers, and stays bounded
+// however many distinct patterns it is asked for.
+func TestPatternCache_Bounded(t *testing.T) {
+	var c patterns
+	for i := range maxCachedPatterns + 10 {
+		s := fmt.Sprintf("workspace/p%d/**", i)
+		p, err := c.get(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !p.Match(fmt.Sprintf("workspace/p%d/x", i)) || p.Match("workspace/other/x") {
+			t.Fatalf("cached pattern %s matches wrongly", s)
+		}
+	}
+	if n := c.n.Load(); n > maxCachedPatterns {
+		t.Fatalf("%d patterns cached, more than %d", n, maxCachedPatterns)
+	}
+	size := 0
+	c.m.Range(func(any, any) bool { size++; return true })
+	if size > maxCachedPatterns || int64(size) != c.n.Load() {
+		t.Fatalf("the cache holds %d patterns, counts %d", size, c.n.Load())
+	}
+	if _, err := c.get("workspace/***"); err == nil {
+		t.Fatal("an invalid pattern was accepted")
 	}
 }
