@@ -114,7 +114,7 @@ func ParseAgentsMD(data []byte, name, mcpServer string) (Policy, []AgentsMDNote,
 			}
 			p.BlockedActions = appendOnce(p.BlockedActions, value)
 		case "patterns":
-			if _, err := compilePattern(value); err != nil {
+			if _, _, err := compilePattern(value); err != nil {
 				return p, notes, invalid("AGENTS.md line %d: blocked pattern: %v", n, err)
 			}
 			p.BlockedPatterns = appendOnce(p.BlockedPatterns, value)

@@ -23,6 +23,9 @@ type Compiled struct {
 	policy   Policy
 	actions  map[string]struct{}
 	patterns []*regexp.Regexp
+	// literals are each pattern's prefilter (prefilter.go), nil where
+	// there is none.
+	literals [][][]byte
 	// tools: server -> its allowed tools (targets mcp/<server>/<tool>).
 	tools map[string]map[string]bool
 }
@@ -40,11 +43,12 @@ func Compile(p Policy) (*Compiled, error) {
 		c.actions[a] = struct{}{}
 	}
 	for _, pat := range p.BlockedPatterns {
-		re, err := compilePattern(pat)
+		re, lits, err := compilePattern(pat)
 		if err != nil { // Validate compiled it already.
 			return nil, invalid("policy %s: %v", p.Name, err)
 		}
 		c.patterns = append(c.patterns, re)
+		c.literals = append(c.literals, lits)
 	}
 	for _, t := range p.AllowedTools {
 		m := allowedTool.FindStringSubmatch(t)
@@ -87,10 +91,10 @@ func (v *Violation) Error() string {
 // actions and then against the allowed tools; then patterns, in the
 // policy's order, case-insensitively on the payload bytes.
 func (c *Compiled) Check(actionNames []string, payload []byte) *Violation {
-	return c.check(actionNames, payload, true)
+	return c.check(actionNames, &foldedPayload{payload: payload}, true)
 }
 
-func (c *Compiled) check(actionNames []string, payload []byte, patterns bool) *Violation {
+func (c *Compiled) check(actionNames []string, payload *foldedPayload, patterns bool) *Violation {
 	for _, name := range actionNames {
 		if _, blocked := c.actions[name]; blocked {
 			return &Violation{Policy: c.policy.Name, Rule: RuleBlockedAction, Detail: fmt.Sprintf("action %q is blocked", name)}
@@ -104,7 +108,7 @@ func (c *Compiled) check(actionNames []string, payload []byte, patterns bool) *V
 		}
 	}
 	for i, re := range c.patterns {
-		if patterns && re.Match(payload) {
+		if patterns && payload.mayMatch(c.literals[i]) && re.Match(payload.payload) {
 			return &Violation{Policy: c.policy.Name, Rule: RuleBlockedPattern, Detail: fmt.Sprintf("payload matches pattern %q", c.policy.BlockedPatterns[i])}
 		}
 	}
@@ -126,11 +130,12 @@ func EvaluateNames(policies []*Compiled, actionNames []string) *Violation {
 }
 
 func evaluate(policies []*Compiled, actionNames []string, payload []byte, patterns bool) *Violation {
+	folded := &foldedPayload{payload: payload}
 	for i, c := range policies {
 		if c == nil {
 			return &Violation{Rule: RuleMissingPolicy, Detail: fmt.Sprintf("policy %d of %d is missing", i+1, len(policies))}
 		}
-		if v := c.check(actionNames, payload, patterns); v != nil {
+		if v := c.check(actionNames, folded, patterns); v != nil {
 			return v
 		}
 	}

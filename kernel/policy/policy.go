@@ -110,7 +110,7 @@ func (p Policy) Validate() error {
 	}
 	seen = make(map[string]bool, len(p.BlockedPatterns))
 	for i, pat := range p.BlockedPatterns {
-		if _, err := compilePattern(pat); err != nil {
+		if _, _, err := compilePattern(pat); err != nil {
 			return invalid("policy %s: blocked pattern %d: %v", p.Name, i+1, err)
 		}
 		if seen[pat] {
@@ -155,29 +155,30 @@ func checkAction(a string) error {
 }
 
 // compilePattern compiles one blocked pattern with case folding on, and
-// refuses what the package comment says Validate refuses.
-func compilePattern(pat string) (*regexp.Regexp, error) {
+// refuses what the package comment says Validate refuses. It returns the
+// pattern's prefilter too (requiredLiterals).
+func compilePattern(pat string) (*regexp.Regexp, [][]byte, error) {
 	switch {
 	case len(pat) > MaxPatternSize:
-		return nil, fmt.Errorf("%d bytes, more than %d", len(pat), MaxPatternSize)
+		return nil, nil, fmt.Errorf("%d bytes, more than %d", len(pat), MaxPatternSize)
 	case !utf8.ValidString(pat):
-		return nil, fmt.Errorf("%q is not UTF-8", pat)
+		return nil, nil, fmt.Errorf("%q is not UTF-8", pat)
 	case flagsOff.MatchString(pat):
-		return nil, fmt.Errorf("%q clears a flag with (?-...); patterns are always case-insensitive", pat)
+		return nil, nil, fmt.Errorf("%q clears a flag with (?-...); patterns are always case-insensitive", pat)
 	}
 	full := "(?i)" + pat
 	tree, err := syntax.Parse(full, syntax.Perl)
 	if err != nil {
-		return nil, fmt.Errorf("%q does not compile as RE2: %v", pat, err)
+		return nil, nil, fmt.Errorf("%q does not compile as RE2: %v", pat, err)
 	}
 	if canBeEmpty(tree) {
-		return nil, fmt.Errorf("%q can match an empty run of text, so it would block payloads for where it matches rather than for what they contain", pat)
+		return nil, nil, fmt.Errorf("%q can match an empty run of text, so it would block payloads for where it matches rather than for what they contain", pat)
 	}
 	re, err := regexp.Compile(full)
 	if err != nil {
-		return nil, fmt.Errorf("%q does not compile as RE2: %v", pat, err)
+		return nil, nil, fmt.Errorf("%q does not compile as RE2: %v", pat, err)
 	}
-	return re, nil
+	return re, requiredLiterals(tree), nil
 }
 
 // canBeEmpty reports whether re can match zero characters somewhere, taking
