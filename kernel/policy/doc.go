@@ -39,7 +39,11 @@
 // no pattern, however written, can make Check take exponential time (the
 // "catastrophic backtracking" of Python's re, which the seed uses, cannot
 // happen here). Python-only syntax such as (?P=name) or (?=...) is refused
-// at Validate.
+// at Validate. Linear is still slow for a case-insensitive pattern, which
+// Go's regexp tries at every byte: each pattern gets a prefilter, literals
+// one of which every match holds, and an ASCII payload holding none of them
+// (without case) is cleared without the regular expression. The verdict is
+// the regular expression's either way.
 //
 // A pattern whose match can be empty is refused: "x*", "a?", "^", "$",
 // "\b", "(?:)". A zero-length match carries no content, so such a pattern
