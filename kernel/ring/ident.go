@@ -65,11 +65,23 @@ func checkText(what, s string) error {
 		return fmt.Errorf("%s %s: %w: not valid UTF-8", what, quote(s), ErrInvalidValue)
 	}
 	for i, r := range s {
-		if unicode.IsControl(r) || unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp) {
+		if controlOrFormat(r) {
 			return fmt.Errorf("%s %s: %w: control or format character %U at byte %d", what, quote(s), ErrInvalidValue, r, i)
 		}
 	}
 	return nil
+}
+
+// controlOrFormat reports whether r is a control, format, line separator
+// or paragraph separator character.
+func controlOrFormat(r rune) bool {
+	if r < utf8.RuneSelf {
+		// ASCII's only such characters are the C0 controls and DEL (Cf, Zl
+		// and Zp hold none of it): paths and names are mostly ASCII, and
+		// unicode.In walks its tables for every rune.
+		return r < 0x20 || r == 0x7f
+	}
+	return unicode.IsControl(r) || unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp)
 }
 
 // quote returns s quoted for an error message, cut to its first 64 bytes so

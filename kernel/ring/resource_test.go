@@ -3,6 +3,7 @@ package ring
 import (
 	"strings"
 	"testing"
+	"unicode"
 )
 
 func TestSpec7_2_DefaultConstraints(t *testing.T) {
@@ -239,5 +240,31 @@ func TestAttack_FilesystemEscape(t *testing.T) {
 	}
 	if got := (Constraints{FilesystemScope: "FULL", FilesystemWritable: true}).CheckUse(Use{FilesystemRead: []string{"a"}}, []string{"a"}); len(got) != 1 {
 		t.Errorf("unknown scope allowed a read: %+v", got)
+	}
+}
+
+// controlOrFormat's ASCII shortcut answers as the Unicode tables do, for
+// every ASCII rune; and checkText refuses what it names, ASCII or not.
+func TestControlOrFormat_AgreesWithTheTables(t *testing.T) {
+	for r := rune(0); r < 0x80; r++ {
+		want := unicode.IsControl(r) || unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp)
+		if got := controlOrFormat(r); got != want {
+			t.Errorf("controlOrFormat(%U) = %v, the tables say %v", r, got, want)
+		}
+	}
+	for _, r := range []rune{0x85, 0xAD, 0x200B, 0x200E, 0x2028, 0x2029, 0xFEFF} {
+		if !controlOrFormat(r) || checkText("path", "a"+string(r)+"b") == nil {
+			t.Errorf("%U is not refused", r)
+		}
+	}
+	for _, s := range []string{"a\tb", "a\x7fb", "a\x00b", "\nb"} {
+		if checkText("path", s) == nil {
+			t.Errorf("%q is not refused", s)
+		}
+	}
+	for _, s := range []string{"/work/notes.md", "/tmp/é ü ✓", "a b~!@#$%^&*()"} {
+		if err := checkText("path", s); err != nil {
+			t.Errorf("%q: %v", s, err)
+		}
 	}
 }
