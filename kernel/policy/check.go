@@ -100,7 +100,12 @@ func (c *Compiled) check(actionNames []string, payload *foldedPayload, patterns 
 			return &Violation{Policy: c.policy.Name, Rule: RuleBlockedAction, Detail: fmt.Sprintf("action %q is blocked", name)}
 		}
 	}
+	// Without a server's tools listed there is nothing to find, and the
+	// regular expression is not run on every name.
 	for _, name := range actionNames {
+		if c.tools == nil {
+			break
+		}
 		if m := allowedTool.FindStringSubmatch(name); m != nil {
 			if allowed, listed := c.tools[m[1]]; listed && !allowed[m[2]] {
 				return &Violation{Policy: c.policy.Name, Rule: RuleToolNotAllowed, Detail: fmt.Sprintf("tool %q is not among server %s's allowed tools", m[2], m[1])}
