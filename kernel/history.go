@@ -201,6 +201,7 @@ func (k *Kernel) History(ctx context.Context, viewer *Actor, q HistoryQuery) (*H
 	}
 	page := &HistoryPage{Events: []HistoryItem{}}
 	bundles := map[uint64]*api.EntryBundle{}
+	targetNeedle := q.targetNeedle()
 	scanned, bytesOut := 0, 0
 	err = k.store.db.View(func(tx *bolt.Tx) error {
 		// The tail is read after the transaction began: an entry persisted
@@ -227,6 +228,9 @@ func (k *Kernel) History(ctx context.Context, viewer *Actor, q HistoryQuery) (*H
 			entry, err := k.entryAt(ctx, bundles, i, size)
 			if err != nil {
 				return err
+			}
+			if targetNeedle != nil && !bytes.Contains(entry, targetNeedle) {
+				continue // cannot match: not worth parsing
 			}
 			ev, err := event.Parse(entry)
 			if err != nil {
@@ -261,6 +265,24 @@ func (k *Kernel) visibleActors(viewer *Actor, actor string) (map[string]bool, er
 		return nil, fmt.Errorf("%w: %s may not read the history of %s", ErrForbidden, viewer.ID, actor)
 	}
 	return visible, nil
+}
+
+// targetNeedle is what the entry of an action whose target starts with
+// q.TargetPrefix holds, byte for byte: canonical JSON writes the member
+// "target" as "target":"<target>", with printable ASCII other than the
+// quote and the backslash as it is. So an entry without it is passed over
+// unparsed; one with it is parsed and judged by matches, like any other.
+// nil when there is no prefix or it holds a byte JSON might escape.
+func (q HistoryQuery) targetNeedle() []byte {
+	if q.TargetPrefix == "" {
+		return nil
+	}
+	for i := 0; i < len(q.TargetPrefix); i++ {
+		if c := q.TargetPrefix[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			return nil
+		}
+	}
+	return []byte(`"target":"` + q.TargetPrefix)
 }
 
 // matches checks every filter against the event itself: an index only

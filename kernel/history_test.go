@@ -20,6 +20,14 @@ func historyLog(t *testing.T, mutate ...func(*Config)) (*govKernel, *Actor, *Act
 	a, _ := g.agent(10_000, "workspace/**:observe,mutate")
 	b, _ := g.agent(10_000, "workspace/**:observe")
 	g.envelope(g.root, EnvelopeRequest{Holder: a.ID, Budget: 5_000, Grants: grants("workspace/**:observe,mutate"), HoldOn: grants("workspace/release/**:mutate")})
+	// Decoys: payloads that hold another target's text, which the search
+	// for a target prefix may look at but must not return.
+	for i := range 3 {
+		if _, err := g.Submit(context.Background(), a, ActionRequest{Type: event.Observe, Target: fmt.Sprintf("workspace/a/decoy/%d", i),
+			Payload: []byte(`{"note":{"target":"workspace/b/decoy"}}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for i := range 30 {
 		g.submit(a, event.Observe, fmt.Sprintf("workspace/a/%d", i))
 		g.submit(b, event.Observe, fmt.Sprintf("workspace/b/%d", i))
@@ -80,17 +88,18 @@ func TestHistoryFiltersAgreeWithTheLog(t *testing.T) {
 	check := func(phase string) {
 		all := allEvents(t, g.Kernel)
 		queries := map[string]HistoryQuery{
-			"all":            {},
-			"actor a":        {Actor: a.ID},
-			"actor b":        {Actor: b.ID},
-			"kind action":    {Kind: string(event.KindAction)},
-			"type mutate":    {Type: "mutate"},
-			"denied":         {Outcome: OutcomeDenied},
-			"held":           {Outcome: OutcomeHeld},
-			"committed by a": {Outcome: OutcomeCommitted, Actor: a.ID},
-			"target prefix":  {TargetPrefix: "workspace/b/"},
-			"since":          {Since: all[len(all)/2].Event.Time},
-			"until":          {Until: all[len(all)/3].Event.Time},
+			"all":                                {},
+			"actor a":                            {Actor: a.ID},
+			"actor b":                            {Actor: b.ID},
+			"kind action":                        {Kind: string(event.KindAction)},
+			"type mutate":                        {Type: "mutate"},
+			"denied":                             {Outcome: OutcomeDenied},
+			"held":                               {Outcome: OutcomeHeld},
+			"committed by a":                     {Outcome: OutcomeCommitted, Actor: a.ID},
+			"target prefix":                      {TargetPrefix: "workspace/b/"},
+			"target prefix, a part of a segment": {TargetPrefix: "workspace/a/de"},
+			"since":                              {Since: all[len(all)/2].Event.Time},
+			"until":                              {Until: all[len(all)/3].Event.Time},
 		}
 		for _, e := range all {
 			if e.Event.Action != nil && e.Event.Action.Envelope != "" {
