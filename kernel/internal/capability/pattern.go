@@ -106,7 +106,14 @@ func (p Pattern) isZero() bool { return len(p.segs) == 0 }
 // Match reports whether p matches target. It is false for every target that
 // event.ValidateTarget refuses, and for the zero Pattern.
 func (p Pattern) Match(target string) bool {
-	if p.isZero() || event.ValidateTarget(target) != nil {
+	return event.ValidateTarget(target) == nil && p.MatchValidTarget(target)
+}
+
+// MatchValidTarget is Match for a target the caller has already checked
+// with event.ValidateTarget, so that matching one target against several
+// grants validates it once. On any other target its answer means nothing.
+func (p Pattern) MatchValidTarget(target string) bool {
+	if p.isZero() {
 		return false
 	}
 	accept := uint64(1) << len(p.segs)

@@ -44,11 +44,14 @@ func ParsePattern(s string) (capability.Pattern, error) { return patternCache.ge
 // Allows reports whether some grant lists t and matches target (Axiom 4.3:
 // default deny).
 func Allows(grants []event.Grant, target string, t event.ActionType) bool {
+	if len(grants) == 0 || event.ValidateTarget(target) != nil {
+		return false // no pattern matches an invalid target
+	}
 	for _, g := range grants {
 		if !slices.Contains(g.Actions, t) {
 			continue
 		}
-		if p, err := patternCache.get(g.Pattern); err == nil && p.Match(target) {
+		if p, err := patternCache.get(g.Pattern); err == nil && p.MatchValidTarget(target) {
 			return true
 		}
 	}
