@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/annal-dev/annal/logserver/api"
+	"github.com/annal-dev/annal/logserver/client"
 )
 
 func testOptions(t *testing.T) options {
@@ -230,5 +231,42 @@ func TestRoundsFlag_Refused(t *testing.T) {
 		if strings.Contains(out.String(), "annal-bench:") {
 			t.Errorf("%s: ran anyway:\n%s", arg, out.String())
 		}
+	}
+}
+
+// settle returns once annald's checkpoint covers every entry it has
+// answered for, which a receipt does not wait for.
+func TestSettle_WaitsForTheCheckpoint(t *testing.T) {
+	o := testOptions(t)
+	_, url, cred, stop, err := startKernel(o.dir, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	p, err := newActionPoster(url, cred)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.conn.Close()
+	ctx := context.Background()
+	for i := range 20 {
+		if err := p.mutate(ctx, "workspace/settle/"+strconv.Itoa(i), i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv := &benchServer{url: url, cred: cred}
+	if err := settle(ctx, srv); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(url, cred)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := c.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Size < 21 || info.CheckpointSize < info.Size {
+		t.Fatalf("after settle: %d entries, checkpoint of %d", info.Size, info.CheckpointSize)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/annal-dev/annal/internal/loadconn"
+	"github.com/annal-dev/annal/logserver/client"
 	"golang.org/x/mod/sumdb/note"
 )
 
@@ -129,6 +130,34 @@ func (s *tesseraServer) addLoad(concurrency int, d time.Duration, run string) (f
 	return rate, all, nil
 }
 
+// settle waits until annald has published a checkpoint of every entry it
+// has answered for. Why: its receipts come before the tiles and the
+// checkpoint (the write-ahead log), and that work is annald's; without the
+// wait it would run during the conformance server's next phase, on the
+// cores that phase is measured on.
+func settle(ctx context.Context, srv *benchServer) error {
+	c, err := client.New(srv.url, srv.cred)
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(settleTimeout)
+	for {
+		info, err := c.Info(ctx)
+		if err != nil {
+			return fmt.Errorf("waiting for annald's checkpoint: %w", err)
+		}
+		if info.CheckpointSize >= info.Size {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("annald published no checkpoint of its %d entries within %v (the latest covers %d)", info.Size, settleTimeout, info.CheckpointSize)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+const settleTimeout = 30 * time.Second
+
 // interleavedGoverned runs the governed phases; with --tessera-server, in
 // --rounds rounds each preceded by the conformance server at the same
 // concurrencies (A, B, A, B, …), and adds the server's rows and the ratio
@@ -160,6 +189,9 @@ func interleavedGoverned(ctx context.Context, dir string, srv *benchServer, o op
 	var rows []row
 	last := o.rounds - 1
 	for round := range o.rounds {
+		if err := settle(ctx, srv); err != nil {
+			return nil, err
+		}
 		for _, c := range o.governed {
 			var lat []time.Duration
 			rate, cpu, err := measureCPU(conformance.cpu, func() (float64, error) {
