@@ -24,20 +24,27 @@ func testOptions(t *testing.T) options {
 	}
 }
 
-// A poster's submit succeeds only on the action's committed receipt; a
-// refusal or a hold is an error naming it.
-func TestActionPoster_CommittedReceiptOnly(t *testing.T) {
+// startPoster starts a kernel in process and a poster of root's actions to
+// it, both stopped when the test ends.
+func startPoster(t *testing.T) (url, cred string, p *actionPoster) {
+	t.Helper()
 	o := testOptions(t)
 	_, url, cred, stop, err := startKernel(o.dir, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer stop()
-	p, err := newActionPoster(url, cred)
-	if err != nil {
+	t.Cleanup(stop)
+	if p, err = newActionPoster(url, cred); err != nil {
 		t.Fatal(err)
 	}
-	defer p.conn.Close()
+	t.Cleanup(p.conn.Close)
+	return url, cred, p
+}
+
+// A poster's submit succeeds only on the action's committed receipt; a
+// refusal or a hold is an error naming it.
+func TestActionPoster_CommittedReceiptOnly(t *testing.T) {
+	url, _, p := startPoster(t)
 	ctx := context.Background()
 	for i := range 3 {
 		if err := p.submit(ctx, api.ActionRequest{Type: "mutate", Target: "workspace/poster", Payload: benchPayload(i)}); err != nil {
@@ -237,17 +244,7 @@ func TestRoundsFlag_Refused(t *testing.T) {
 // settle returns once annald's checkpoint covers every entry it has
 // answered for, which a receipt does not wait for.
 func TestSettle_WaitsForTheCheckpoint(t *testing.T) {
-	o := testOptions(t)
-	_, url, cred, stop, err := startKernel(o.dir, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stop()
-	p, err := newActionPoster(url, cred)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.conn.Close()
+	url, cred, p := startPoster(t)
 	ctx := context.Background()
 	for i := range 20 {
 		if err := p.mutate(ctx, "workspace/settle/"+strconv.Itoa(i), i); err != nil {
