@@ -22,12 +22,16 @@ const (
 type Compiled struct {
 	policy   Policy
 	actions  map[string]struct{}
-	patterns []*regexp.Regexp
-	// literals are each pattern's prefilter (prefilter.go), nil where
-	// there is none.
-	literals [][][]byte
+	patterns []blockedPattern
 	// tools: server -> its allowed tools (targets mcp/<server>/<tool>).
 	tools map[string]map[string]bool
+}
+
+// blockedPattern is a compiled blocked pattern and its prefilter
+// (prefilter.go; nil literals: none).
+type blockedPattern struct {
+	re       *regexp.Regexp
+	literals [][]byte
 }
 
 // Compile validates p and compiles its patterns.
@@ -47,8 +51,7 @@ func Compile(p Policy) (*Compiled, error) {
 		if err != nil { // Validate compiled it already.
 			return nil, invalid("policy %s: %v", p.Name, err)
 		}
-		c.patterns = append(c.patterns, re)
-		c.literals = append(c.literals, lits)
+		c.patterns = append(c.patterns, blockedPattern{re: re, literals: lits})
 	}
 	for _, t := range p.AllowedTools {
 		m := allowedTool.FindStringSubmatch(t)
@@ -102,18 +105,17 @@ func (c *Compiled) check(actionNames []string, payload *foldedPayload, patterns 
 	}
 	// Without a server's tools listed there is nothing to find, and the
 	// regular expression is not run on every name.
-	for _, name := range actionNames {
-		if c.tools == nil {
-			break
-		}
-		if m := allowedTool.FindStringSubmatch(name); m != nil {
-			if allowed, listed := c.tools[m[1]]; listed && !allowed[m[2]] {
-				return &Violation{Policy: c.policy.Name, Rule: RuleToolNotAllowed, Detail: fmt.Sprintf("tool %q is not among server %s's allowed tools", m[2], m[1])}
+	if c.tools != nil {
+		for _, name := range actionNames {
+			if m := allowedTool.FindStringSubmatch(name); m != nil {
+				if allowed, listed := c.tools[m[1]]; listed && !allowed[m[2]] {
+					return &Violation{Policy: c.policy.Name, Rule: RuleToolNotAllowed, Detail: fmt.Sprintf("tool %q is not among server %s's allowed tools", m[2], m[1])}
+				}
 			}
 		}
 	}
-	for i, re := range c.patterns {
-		if patterns && payload.mayMatch(c.literals[i]) && re.Match(payload.payload) {
+	for i, bp := range c.patterns {
+		if patterns && payload.mayMatch(bp.literals) && bp.re.Match(payload.payload) {
 			return &Violation{Policy: c.policy.Name, Rule: RuleBlockedPattern, Detail: fmt.Sprintf("payload matches pattern %q", c.policy.BlockedPatterns[i])}
 		}
 	}
