@@ -57,19 +57,21 @@ func (k *Kernel) decide(ctx context.Context, stage string, build builder) (*deci
 			waiting = nil
 		}
 	}
+	unlock := func() { k.mu.Unlock(); k.deciding.Unlock() }
 	for {
 		now := event.At(k.cfg.Now())
+		k.deciding.Lock()
 		k.mu.Lock()
 		if k.failed != nil {
 			err := k.failed
 			stopWaiting()
-			k.mu.Unlock()
+			unlock()
 			return nil, denyAt(stage, "", ErrUnavailable, "the kernel has stopped taking work: %v", err)
 		}
 		ev, err := build(k.ledger, now)
 		if err != nil {
 			stopWaiting()
-			k.mu.Unlock()
+			unlock()
 			return nil, err
 		}
 		ev.V, ev.Time = event.Version, now
@@ -85,7 +87,7 @@ func (k *Kernel) decide(ctx context.Context, stage string, build builder) (*deci
 				k.claims.wait(want, false)
 				waiting = want
 			}
-			k.mu.Unlock()
+			unlock()
 			select {
 			case <-busy:
 				continue
@@ -99,7 +101,7 @@ func (k *Kernel) decide(ctx context.Context, stage string, build builder) (*deci
 		stopWaiting()
 		if err := k.ledger.Check(ev, k.checkOptions()); err != nil {
 			k.claims.release(want)
-			k.mu.Unlock()
+			unlock()
 			return nil, k.denial(stage, ev, err)
 		}
 		draw := k.ledger.Draw(ev)
@@ -112,7 +114,7 @@ func (k *Kernel) decide(ctx context.Context, stage string, build builder) (*deci
 				k.claims.release(want)
 			}
 		}
-		k.mu.Unlock()
+		unlock()
 		index, entry, err := k.appendDecided(ctx, stage, ev, release)
 		// The fold released what the decision held, in its critical
 		// section, unless the entry never reached it: the lock is taken

@@ -47,8 +47,12 @@ type Kernel struct {
 	// credential, asking whether a payload must be sealed) take it shared,
 	// so that the requests of many agents do not queue behind each other
 	// on their way to the decision.
-	mu      sync.RWMutex
-	ledger  *ledger.Ledger
+	mu sync.RWMutex
+	// deciding queues decisions before they take mu, so that mu has at
+	// most one decision waiting on it. Why: with hundreds of agents
+	// queued on mu itself, the fold stage waited behind all of them.
+	deciding sync.Mutex
+	ledger   *ledger.Ledger
 	claims  claims
 	pending *ledger.Pending
 	// ids are actor ids handed to creations in flight.
@@ -716,6 +720,26 @@ func (k *Kernel) Authenticate(credential string) (*Actor, error) {
 		return nil, fmt.Errorf("%w: the credential belongs to no actor", ErrUnauthenticated)
 	}
 	return a, nil
+}
+
+// Identify is Authenticate for a caller that needs to know only who acts,
+// such as Submit, whose decision reads the actor's state under the
+// kernel's lock anyway: the actor it returns has its ID and Kind set and
+// nothing else. It takes none of the kernel's locks. Why: under load,
+// every request's Authenticate took the kernel's lock shared, and the
+// readers queued behind a decision were let in together, so the next
+// decision and the fold of the log waited until each of them had been
+// scheduled (512 agents: the fold stage waited on the lock 30% of the
+// time, and held it 8%).
+func (k *Kernel) Identify(credential string) (*Actor, error) {
+	if credential == "" {
+		return nil, fmt.Errorf("%w: no credential presented", ErrUnauthenticated)
+	}
+	id, kind, ok := k.ledger.IdentifyCredential(event.CredentialHash(credential))
+	if !ok {
+		return nil, fmt.Errorf("%w: the credential belongs to no actor", ErrUnauthenticated)
+	}
+	return &Actor{ActorRecord: event.ActorRecord{ID: id, Kind: kind}}, nil
 }
 
 // Info describes the log.

@@ -99,7 +99,8 @@ const MaxOutputBytes = ledger.MaxOutputBytes
 // is a *Denial naming the stage and gate; unless the kernel runs with
 // StrictDenials, a denial of a well-formed action is itself recorded as a
 // zero-cost action.denied event. A mutate of ledger/hold/<id> is a human's
-// answer to a hold.
+// answer to a hold. Of actor, only its ID is read (Identify gives no more):
+// the decision reads the actor's state from the ledger.
 func (k *Kernel) Submit(ctx context.Context, actor *Actor, req ActionRequest) (*Receipt, error) {
 	if id, ok := strings.CutPrefix(req.Target, "ledger/hold/"); ok && req.Type == event.Mutate {
 		return k.answerHoldAction(ctx, actor, id, req)

@@ -261,11 +261,10 @@ func newSalt() ([]byte, error) {
 func (k *Kernel) sealAction(ctx context.Context, actor *Actor, req ActionRequest, action *event.Action) (done func(error), _ error) {
 	asked := req.Seal || req.Subject != "" || req.Salt != ""
 	if !asked {
-		k.mu.RLock()
 		if !k.ledger.AnyMustSeal() {
-			k.mu.RUnlock()
 			return noop, nil
 		}
+		k.mu.RLock()
 		envelope := req.Envelope
 		if envelope == "" && action.Type != event.Observe {
 			if a, ok := k.ledger.Actors[actor.ID]; ok && !a.IsHuman() {

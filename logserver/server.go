@@ -82,6 +82,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // authenticate returns the actor of a request's bearer credential or, for
 // the console, of its session cookie (see cookieSession for the CSRF rules).
 func (s *Server) authenticate(r *http.Request) (*kernel.Actor, error) {
+	return s.authenticateBy(r, s.k.Authenticate)
+}
+
+// identify is authenticate for a handler that needs only the actor's id
+// (kernel.Identify: no lock of the kernel's on the way to a decision).
+func (s *Server) identify(r *http.Request) (*kernel.Actor, error) {
+	return s.authenticateBy(r, s.k.Identify)
+}
+
+// authenticateBy finds the actor of a request's credential with lookup.
+func (s *Server) authenticateBy(r *http.Request, lookup func(credential string) (*kernel.Actor, error)) (*kernel.Actor, error) {
 	if a, ok := r.Context().Value(authenticatedKey{}).(*kernel.Actor); ok {
 		return a, nil // a signed request's, authenticated once (signing.go)
 	}
@@ -92,14 +103,14 @@ func (s *Server) authenticate(r *http.Request) (*kernel.Actor, error) {
 			return nil, err
 		}
 		if sess != nil {
-			return s.k.Authenticate(sess.credential)
+			return lookup(sess.credential)
 		}
 	}
 	cred, ok := bearerCredential(h)
 	if !ok {
 		return nil, fmt.Errorf("%w: send \"Authorization: Bearer <credential>\"", kernel.ErrUnauthenticated)
 	}
-	return s.k.Authenticate(cred)
+	return lookup(cred)
 }
 
 // bearerCredential returns the credential of an Authorization header value
@@ -174,7 +185,7 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, fmt.Errorf("%w: wait=%q; the only value is \"published\"", kernel.ErrInvalid, wait))
 		return
 	}
-	actor, err := s.authenticate(r)
+	actor, err := s.identify(r)
 	if err != nil {
 		s.metrics.denied("authenticate", err)
 		s.fail(w, r, err)

@@ -77,7 +77,7 @@ var genesisRule = &rule{
 		}
 		root := &Actor{ActorRecord: *ev.Subject, Status: event.StatusActive, CreatedAt: index, Balance: l.Energy.Genesis}
 		l.Actors[root.ID] = root
-		l.byCredential[root.CredentialSHA256] = root.ID
+		l.addCredential(root)
 		l.touchActor(root)
 	},
 }
@@ -126,7 +126,7 @@ var actorCreatedRule = &rule{
 			if _, ok := c.l.Actors[rec.ID]; ok {
 				return inconsistent(Conflict, "actor %s already exists", rec.ID)
 			}
-			if _, ok := c.l.byCredential[rec.CredentialSHA256]; ok {
+			if c.l.credentialTaken(rec.CredentialSHA256) {
 				return inconsistent(Conflict, "actor %s reuses another actor's credential", rec.ID)
 			}
 			if rec.Expires.ReachedBy(c.at) {
@@ -167,7 +167,7 @@ var actorCreatedRule = &rule{
 		a := &Actor{ActorRecord: rec, Status: event.StatusActive, CreatedAt: index, Balance: rec.Energy}
 		l.Actors[a.ID] = a
 		l.countSealer(a.SealPayloads)
-		l.byCredential[a.CredentialSHA256] = a.ID
+		l.addCredential(a)
 		l.touchActor(creator)
 		l.touchActor(a)
 	},

@@ -38,6 +38,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 
 	"github.com/annal-dev/annal/kernel/event"
 	"github.com/annal-dev/annal/kernel/policy"
@@ -85,15 +87,17 @@ type Ledger struct {
 	Legacy uint64 `json:"legacy,omitempty"`
 	Control
 
-	byCredential map[string]string
+	credentials  *credentialIndex
 	byHolder     map[string][]string          // agent -> its envelopes, in issue order
 	elevationsOf map[string][]string          // agent -> its elevations, in grant order
 	pendingHolds map[string]int               // envelope -> its pending holds
 	compiled     map[string]*policy.Compiled  // policy name -> its latest version, compiled
 	keys         map[string]*event.SigningKey // signing key -> parsed
 	prunedNonces int                          // len(Nonces) after the last forgetting
-	sealers      int                          // actors and envelopes that ask for sealed payloads
-	dirty        map[string]bool
+	// sealers counts the actors and envelopes that ask for sealed
+	// payloads; AnyMustSeal reads it without the ledger's lock.
+	sealers atomic.Int64
+	dirty   map[string]bool
 }
 
 // New returns the ledger of an empty log.
@@ -101,7 +105,7 @@ func New() *Ledger {
 	return &Ledger{
 		Rules:  RulesLegacy,
 		Actors: map[string]*Actor{}, Envelopes: map[string]*Envelope{}, Holds: map[string]*Hold{},
-		byCredential: map[string]string{}, byHolder: map[string][]string{}, elevationsOf: map[string][]string{},
+		credentials: &credentialIndex{byHash: map[string]identity{}}, byHolder: map[string][]string{}, elevationsOf: map[string][]string{},
 		pendingHolds: map[string]int{}, compiled: map[string]*policy.Compiled{}, keys: map[string]*event.SigningKey{},
 		dirty: map[string]bool{}, Control: newControl(),
 	}
@@ -290,12 +294,50 @@ func (e *FoldError) Unwrap() error { return ErrInconsistent }
 
 // ActorByCredential finds the actor whose credential hashes to hash.
 func (l *Ledger) ActorByCredential(hash string) (*Actor, bool) {
-	id, ok := l.byCredential[hash]
+	who, ok := l.credentials.byHash[hash]
 	if !ok {
 		return nil, false
 	}
-	a, ok := l.Actors[id]
+	a, ok := l.Actors[who.id]
 	return a, ok
+}
+
+// credentialIndex maps a credential's hash to the actor it belongs to. It
+// has a lock of its own, so that IdentifyCredential needs none of the
+// ledger's: a credential never changes, and an actor's id and kind never
+// do, so entries are only added, by a fold, which holds the ledger's lock
+// too (the ledger's own readers, under that lock, need no more).
+type credentialIndex struct {
+	mu     sync.RWMutex
+	byHash map[string]identity
+}
+
+// identity is what never changes of an actor.
+type identity struct {
+	id   string
+	kind event.ActorKind
+}
+
+func (l *Ledger) addCredential(a *Actor) {
+	l.credentials.mu.Lock()
+	l.credentials.byHash[a.CredentialSHA256] = identity{id: a.ID, kind: a.Kind}
+	l.credentials.mu.Unlock()
+}
+
+// credentialTaken reports whether an actor has the credential of hash.
+func (l *Ledger) credentialTaken(hash string) bool {
+	_, ok := l.credentials.byHash[hash]
+	return ok
+}
+
+// IdentifyCredential returns the id and kind of the actor whose credential
+// hashes to hash. Unlike the ledger's other methods it may be called
+// without the ledger's lock, while the ledger folds.
+func (l *Ledger) IdentifyCredential(hash string) (id string, kind event.ActorKind, ok bool) {
+	l.credentials.mu.RLock()
+	who, ok := l.credentials.byHash[hash]
+	l.credentials.mu.RUnlock()
+	return who.id, who.kind, ok
 }
 
 func (l *Ledger) touch(key string)          { l.dirty[key] = true }

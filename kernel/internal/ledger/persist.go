@@ -169,7 +169,7 @@ func Load(stored map[string][]byte) (*Ledger, error) {
 			var a Actor
 			if err = json.Unmarshal(raw, &a); err == nil && a.ID == id {
 				l.Actors[id] = &a
-				l.byCredential[a.CredentialSHA256] = id
+				l.addCredential(&a)
 				l.countSealer(a.SealPayloads)
 			}
 		case "envelope":

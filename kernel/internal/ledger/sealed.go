@@ -80,13 +80,14 @@ func (l *Ledger) checkSealed(ev *event.Event) *Violation {
 
 func (l *Ledger) countSealer(seals bool) {
 	if seals {
-		l.sealers++
+		l.sealers.Add(1)
 	}
 }
 
 // AnyMustSeal reports whether any actor or envelope ever asked for sealed
-// payloads: while none has, no action needs MustSeal's look-up.
-func (l *Ledger) AnyMustSeal() bool { return l.sealers > 0 }
+// payloads: while none has, no action needs MustSeal's look-up. Like
+// IdentifyCredential, it may be called without the ledger's lock.
+func (l *Ledger) AnyMustSeal() bool { return l.sealers.Load() > 0 }
 
 // MustSeal reports whether an action of actor under envelope must have its
 // payload sealed, and under which subject when the request names none: the
