@@ -53,8 +53,8 @@ type Kernel struct {
 	// queued on mu itself, the fold stage waited behind all of them.
 	deciding sync.Mutex
 	ledger   *ledger.Ledger
-	claims  claims
-	pending *ledger.Pending
+	claims   claims
+	pending  *ledger.Pending
 	// ids are actor ids handed to creations in flight.
 	ids map[string]bool
 	// failed is why the kernel takes no writes, nil while it does: an
