@@ -97,7 +97,10 @@ func TestFullDiskStopsWritesAndResumesWhenSpaceReturns(t *testing.T) {
 	filler := filepath.Join(mnt, "filler")
 	fill(t, filler, diskSize)
 	var failed error
-	for i := 20; i < 2000 && failed == nil; i++ {
+	// The write-ahead log takes entries into the part of its segment it
+	// grew ahead of them (1 MiB, some 2,500 of these) before it needs
+	// more of the disk.
+	for i := 20; i < 8000 && failed == nil; i++ {
 		failed = submit(i)
 	}
 	if !errors.Is(failed, ErrUnavailable) {

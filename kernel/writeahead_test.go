@@ -242,11 +242,21 @@ func checkAuditOfCrashedFolder(t *testing.T, dir string, answered uint64) {
 		t.Fatal("no write-ahead segment in the crashed folder")
 	}
 	newest := segments[len(segments)-1]
-	f, err := os.OpenFile(newest, os.O_WRONLY|os.O_APPEND, 0)
+	// Where its records end: the segment may go on with zeros (the wal
+	// package grows it ahead), and an entry ends with "}".
+	written, err := os.ReadFile(newest)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.Write([]byte{0x80, 0, 0, 40, 1, 2, 3}) // a record header cut short
+	recordsEnd := len(bytes.TrimRight(written, "\x00"))
+	f, err := os.OpenFile(newest, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(int64(recordsEnd)); err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt([]byte{0x80, 0, 0, 40, 1, 2, 3}, int64(recordsEnd)) // a record header cut short
 	f.Close()
 	before, _ := os.ReadFile(newest)
 	tornAudit, err := Audit(ctx, LocalLog(torn), vkey, WithUnsignedTail(torn))

@@ -30,12 +30,15 @@ type walVectors struct {
 }
 
 type walSegment struct {
-	Name       string      `json:"name"`
-	Version    int         `json:"version"`
-	First      uint64      `json:"first,string"`
-	File       string      `json:"file"`
-	Records    []walRecord `json:"records"`
-	SegmentHex string      `json:"segment_hex"`
+	Name    string      `json:"name"`
+	Version int         `json:"version"`
+	First   uint64      `json:"first,string"`
+	File    string      `json:"file"`
+	Records []walRecord `json:"records"`
+	// ZeroTail counts zero bytes after the records (version 2): a writer
+	// grows a segment ahead of its records, and zeros end them.
+	ZeroTail   int    `json:"zero_tail,omitempty"`
+	SegmentHex string `json:"segment_hex"`
 }
 
 type walRecord struct {
@@ -106,6 +109,10 @@ func TestWALVectors(t *testing.T) {
 			expect(t, walFile, s.Name, fmt.Sprintf("records[%d].record_hex", j), &r.RecordHex, hex.EncodeToString(record))
 			segment = append(segment, record...)
 		}
+		if s.ZeroTail > 0 && s.Version != 2 {
+			t.Fatalf("%s: zeros end the records of version 2 segments only", s.Name)
+		}
+		segment = append(segment, make([]byte, s.ZeroTail)...)
 		expect(t, walFile, s.Name, "segment_hex", &s.SegmentHex, hex.EncodeToString(segment))
 
 		// And back: parsing the segment's bytes gives the records.
@@ -140,13 +147,16 @@ type walParsed struct {
 
 // parseWALSegment reads a whole segment of the given version strictly: the
 // header, then records whose CRC holds and whose indices run on from
-// first, to the last byte.
+// first, to the last byte or, in version 2, to where only zeros are left.
 func parseWALSegment(b []byte, version int, first uint64, table *crc32.Table) ([]walParsed, error) {
 	if !bytes.HasPrefix(b, []byte(walHeaders[version])) {
 		return nil, fmt.Errorf("no version %d segment header", version)
 	}
 	var out []walParsed
 	for off := len(walHeaders[version]); off < len(b); {
+		if version == 2 && bytes.Count(b[off:], []byte{0}) == len(b)-off {
+			break
+		}
 		if len(b)-off < 16 {
 			return nil, fmt.Errorf("offset %d: a record header cut short", off)
 		}

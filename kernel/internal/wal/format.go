@@ -177,13 +177,37 @@ type segmentScan struct {
 	// sameWrite counts, in a version 2 segment, the records past the fault
 	// that verify but belong to the write the fault interrupted.
 	sameWrite int
+	// zeroTail counts the zero bytes after the records of a version 2
+	// segment that is whole: the part of the file its writer grew ahead
+	// of its records (Append).
+	zeroTail int
+}
+
+// allZero reports whether b holds only zero bytes. No record is all
+// zeros: its CRC would have to be that of zero bytes, which is not zero
+// (TestRecordCRCCoversTheIndex).
+func allZero(b []byte) bool {
+	for len(b) >= 8 {
+		if binary.LittleEndian.Uint64(b) != 0 {
+			return false
+		}
+		b = b[8:]
+	}
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // scanSegment reads data, the bytes of the segment whose name says first,
 // and calls visit with each good record in order: a record is good when it
 // is whole, its CRC holds and its index follows the one before (the first
-// is first). It stops at the first record that is not. A wrong header is an
-// error: a segment gets its header before it gets its name.
+// is first). It stops at the first record that is not, or, in a version 2
+// segment, where only zero bytes are left: they end the records, and are
+// no fault. A wrong header is an error: a segment gets its header before
+// it gets its name.
 func scanSegment(data []byte, first uint64, visit func(index uint64, entry []byte)) (segmentScan, error) {
 	version := segmentVersion(data)
 	if version == 0 {
@@ -192,6 +216,10 @@ func scanSegment(data []byte, first uint64, visit func(index uint64, entry []byt
 	}
 	s := segmentScan{version: version, end: first, good: len(SegmentHeader), verifying: -1}
 	for s.good < len(data) {
+		if version == 2 && allZero(data[s.good:]) {
+			s.zeroTail = len(data) - s.good
+			return s, nil
+		}
 		r, problem := decodeRecord(data, s.good, version)
 		if problem == "" && r.index != s.end {
 			problem = fmt.Sprintf("a record with index %d where %d was due", r.index, s.end)

@@ -30,6 +30,7 @@ func TestVectors(t *testing.T) {
 				EntryHex   string `json:"entry_hex"`
 				RecordHex  string `json:"record_hex"`
 			} `json:"records"`
+			ZeroTail   int    `json:"zero_tail"`
 			SegmentHex string `json:"segment_hex"`
 		} `json:"segments"`
 	}
@@ -64,6 +65,7 @@ func TestVectors(t *testing.T) {
 			}
 			segment = append(segment, rec...)
 		}
+		segment = append(segment, make([]byte, s.ZeroTail)...)
 		if hex.EncodeToString(segment) != s.SegmentHex {
 			t.Errorf("%s: the segment encodes as %x, wal.json says %s", s.Name, segment, s.SegmentHex)
 		}

@@ -37,6 +37,14 @@
 //	u64 big-endian index
 //	entry
 //
+// In a version 2 segment the records may be followed by zero bytes to the
+// end of the file: where only zeros are left the records end, in any
+// segment, and that is no fault. An Append that does not fit in the file
+// grows it by up to Options.GrowBytes of zeros after its records, in the
+// same write, so that the Appends after it write inside the file: the
+// fdatasync of a write that leaves the size alone writes no metadata. No
+// record is all zeros (its CRC would have to be that of zero bytes).
+//
 // Segments of version 1 (SegmentHeaderV1) are still read: their word is
 // the length alone and their CRC covers index || entry. An Append never
 // writes to one; it starts a segment of version 2.
@@ -55,7 +63,8 @@
 // last one whose name is at most from, and those after it): older ones are
 // waiting for Release. A record is good when it is whole, at most
 // MaxEntrySize long, its CRC holds and its index is the one due. The first
-// record that is not good is a fault, and:
+// record that is not good, where more than zeros are left (version 2), is
+// a fault, and:
 //
 //   - in any segment but the newest, the log is damaged (ErrDamaged): such
 //     a segment was closed only after all its records were synced;
@@ -125,6 +134,10 @@ type Options struct {
 	// SegmentBytes: a segment that has reached it is closed and a new one
 	// started (default DefaultSegmentBytes).
 	SegmentBytes int64
+	// GrowBytes: how far past its records an Append that does not fit in
+	// the segment file grows it, with zeros (default DefaultGrowBytes;
+	// negative: not at all, every Append grows the file by its records).
+	GrowBytes int64
 }
 
 // Record is one entry of the log at its index.
@@ -158,13 +171,18 @@ type OpenInfo struct {
 type Log struct {
 	dir          string
 	segmentBytes int64
+	growBytes    int64
 
 	// Owned by the goroutine that appends.
 	active      *os.File // the newest segment, written at activeSize; nil if none
 	activePath  string   // its path (active.Name() may be its temporary name)
 	activeFirst uint64   // its name
 	activeEnd   uint64   // the index after its last record
-	activeSize  int64
+	activeSize  int64    // its header and records: where the next write goes
+	// activeGrown is the segment's length on disk, at least activeSize:
+	// what lies past activeSize are zeros that an earlier write grew the
+	// file by (Options.GrowBytes).
+	activeGrown int64
 	activeV1    bool // the newest segment is of version 1: the next Append starts one of version 2
 	next        uint64
 	buf         []byte // the records of one Append, kept for the next
@@ -192,6 +210,15 @@ type closedSegment struct {
 // maxKeptBuffer bounds the buffer an Append keeps for the next: a rare
 // huge group does not pin its memory.
 const maxKeptBuffer = 4 << 20
+
+// DefaultGrowBytes is how far past its records an Append that does not
+// fit in the segment grows the file, with zeros, in the same write. Why: the
+// Appends after it then write inside the file, and the fdatasync of a
+// write that leaves the file's size alone writes no metadata. On ext4
+// here (virtio disk) one write and fdatasync took 92-118 µs of CPU and
+// 160-280 µs growing the file, against 42-46 µs and 93-96 µs inside it,
+// the zeros included; 4 MiB of zeros took a write to 13 ms, 1 MiB to 1.1.
+const DefaultGrowBytes = 1 << 20
 
 type segmentFile struct {
 	name  string
@@ -224,6 +251,12 @@ func Open(dir string, from uint64, opts Options) (*Log, []Record, OpenInfo, erro
 	if l.segmentBytes <= 0 {
 		l.segmentBytes = DefaultSegmentBytes
 	}
+	switch l.growBytes = opts.GrowBytes; {
+	case l.growBytes == 0:
+		l.growBytes = DefaultGrowBytes
+	case l.growBytes < 0:
+		l.growBytes = 0
+	}
 	r, err := read(dir, from)
 	info := r.info
 	if err != nil {
@@ -252,6 +285,7 @@ func Open(dir string, from uint64, opts Options) (*Log, []Record, OpenInfo, erro
 		}
 		l.active, l.activePath = f, l.path(last.name)
 		l.activeFirst, l.activeEnd, l.activeSize = last.first, newest.end, int64(newest.good)
+		l.activeGrown = l.activeSize + int64(newest.zeroTail) // no zeros after a torn tail was cut
 		l.activeV1 = newest.version == 1
 		for i, seg := range segments[:len(segments)-1] {
 			l.closed = append(l.closed, closedSegment{path: l.path(seg.name), end: segments[i+1].first})
@@ -463,12 +497,23 @@ func (l *Log) Append(first uint64, entries [][]byte) error {
 	for i, e := range entries {
 		buf = AppendRecord(buf, first+uint64(i), e, i == 0)
 	}
+	off := l.activeSize
+	written := int64(len(buf))
+	if end := off + written; end > l.activeGrown {
+		// Zeros after the records, up to growBytes past them but not
+		// past the segment's size limit: the records end where they
+		// start (scanSegment).
+		if grown := max(end, min(end+l.growBytes, l.segmentBytes)); grown > end {
+			pad := int(grown - end)
+			buf = slices.Grow(buf, pad)[:len(buf)+pad]
+			clear(buf[len(buf)-pad:])
+		}
+	}
 	if cap(buf) <= maxKeptBuffer {
 		l.buf = buf
 	} else {
 		l.buf = nil
 	}
-	off := l.activeSize
 	n, err := l.writeAt(l.active, buf, off)
 	if err == nil && n != len(buf) {
 		err = io.ErrShortWrite
@@ -482,6 +527,7 @@ func (l *Log) Append(first uint64, entries [][]byte) error {
 		if cutErr == nil {
 			cutErr = l.syncData(l.active)
 		}
+		l.activeGrown = off
 		if cutErr != nil {
 			l.broken = fmt.Errorf("%w: writing indices %d to %d to %s at offset %d failed (%v), and so did cutting it back: %v",
 				ErrBroken, first, first+uint64(len(entries))-1, path, off, err, cutErr)
@@ -490,7 +536,8 @@ func (l *Log) Append(first uint64, entries [][]byte) error {
 		return fmt.Errorf("wal: writing indices %d to %d to %s at offset %d (cut back, nothing written): %w",
 			first, first+uint64(len(entries))-1, path, off, err)
 	}
-	l.activeSize += int64(len(buf))
+	l.activeSize += written
+	l.activeGrown = max(l.activeGrown, off+int64(len(buf)))
 	l.activeEnd = first + uint64(len(entries))
 	l.next = l.activeEnd
 	return nil
@@ -552,6 +599,7 @@ func (l *Log) startSegment(first uint64) error {
 	}
 	l.active, l.activePath = f, path
 	l.activeFirst, l.activeEnd, l.activeSize = first, first, int64(len(SegmentHeader))
+	l.activeGrown = l.activeSize
 	l.activeV1 = false
 	return nil
 }

@@ -42,6 +42,12 @@ func mustOpen(t testing.TB, dir string, from uint64, opts Options) (*Log, []Reco
 	return l, records, info
 }
 
+// exactLayout makes segments that end with their last record, which
+// the tests that cut, damage or append bytes by offset need: a segment
+// whose writer grew it ahead of its records (Options.GrowBytes) ends with
+// zeros, and has its own tests (TestGrownSegment).
+var exactLayout = Options{GrowBytes: -1}
+
 // writeLog appends groups of the given sizes from first and closes the
 // log; it returns the index after the last entry.
 func writeLog(t testing.TB, dir string, first uint64, opts Options, groups ...int) uint64 {
@@ -216,7 +222,7 @@ func TestEntryLimits(t *testing.T) {
 // and cuts the rest off; the log then carries on from there.
 func TestTornTail(t *testing.T) {
 	dir := t.TempDir()
-	end := writeLog(t, dir, 0, Options{}, 5, 4)
+	end := writeLog(t, dir, 0, exactLayout, 5, 4)
 	orig := snapshot(t, dir)
 	name := segmentName(0)
 	data := []byte(orig[name])
@@ -234,23 +240,29 @@ func TestTornTail(t *testing.T) {
 			whole++
 		}
 		good := ends[whole-1]
-		l, records, info := mustOpen(t, dir, 0, Options{})
+		// What is left of the cut record is torn, and cut off, unless
+		// it is zeros only: those end the records (a grown segment).
+		torn, size := cut-good, good
+		if allZero(data[good:cut]) {
+			torn, size = 0, cut
+		}
+		l, records, info := mustOpen(t, dir, 0, exactLayout)
 		checkRecords(t, records, 0, uint64(whole))
-		if info.TornBytes != int64(cut-good) || (cut != good && info.TornOffset != int64(good)) {
-			t.Fatalf("cut at %d: %+v, want %d bytes torn at %d", cut, info, cut-good, good)
+		if info.TornBytes != int64(torn) || (torn != 0 && info.TornOffset != int64(good)) {
+			t.Fatalf("cut at %d: %+v, want %d bytes torn at %d", cut, info, torn, good)
 		}
 		if l.Next() != uint64(whole) {
 			t.Fatalf("cut at %d: Next() = %d", cut, l.Next())
 		}
-		if fi, _ := os.Stat(filepath.Join(dir, name)); fi.Size() != int64(good) {
-			t.Fatalf("cut at %d: the file has %d bytes, want %d", cut, fi.Size(), good)
+		if fi, _ := os.Stat(filepath.Join(dir, name)); fi.Size() != int64(size) {
+			t.Fatalf("cut at %d: the file has %d bytes, want %d", cut, fi.Size(), size)
 		}
 		// The log carries on where the cut was.
 		if err := l.Append(uint64(whole), entriesFrom(uint64(whole), int(end)-whole)); err != nil {
 			t.Fatal(err)
 		}
 		l.Close()
-		l, records, info = mustOpen(t, dir, 0, Options{})
+		l, records, info = mustOpen(t, dir, 0, exactLayout)
 		checkRecords(t, records, 0, end)
 		if info.TornBytes != 0 {
 			t.Fatalf("cut at %d: the second open cut %d bytes", cut, info.TornBytes)
@@ -263,7 +275,7 @@ func TestTornTail(t *testing.T) {
 // damaged last record, are cut off.
 func TestTornTailGarbage(t *testing.T) {
 	dir := t.TempDir()
-	end := writeLog(t, dir, 0, Options{}, 3, 2)
+	end := writeLog(t, dir, 0, exactLayout, 3, 2)
 	orig := snapshot(t, dir)
 	name := segmentName(0)
 	data := []byte(orig[name])
@@ -277,16 +289,32 @@ func TestTornTailGarbage(t *testing.T) {
 	}
 	badCRC := AppendRecord(nil, end, entryAt(end), true)
 	badCRC[5] ^= 1
+	// Zeros after the records end them: nothing is torn or cut.
+	for _, zeros := range []int{1, 15, 16, 4096} {
+		restore(t, dir, orig)
+		grown := append(slices.Clone(data), make([]byte, zeros)...)
+		if err := os.WriteFile(filepath.Join(dir, name), grown, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		l, records, info := mustOpen(t, dir, 0, exactLayout)
+		checkRecords(t, records, 0, end)
+		if info.TornBytes != 0 || l.Next() != end {
+			t.Errorf("%d zeros: %+v, next %d", zeros, info, l.Next())
+		}
+		l.Close()
+		if got := snapshot(t, dir)[name]; got != string(grown) {
+			t.Errorf("%d zeros: the file changed", zeros)
+		}
+	}
 	variants := map[string][]byte{
-		"a zero":               {0},
-		"zeros, 15":            make([]byte, 15),
-		"zeros, 16":            make([]byte, 16),
-		"zeros, 4096":          make([]byte, 4096),
-		"random":               random,
-		"0xff":                 bytes.Repeat([]byte{0xff}, 40),
-		"next record, bad CRC": badCRC,
-		"next record, cut":     AppendRecord(nil, end, []byte("a longer entry than that"), true)[:30],
-		"huge length":          {0x7f, 0xff, 0xff, 0xff, 1, 2, 3, 4, 0, 0, 0, 0, 0, 0, 0, 5},
+		"a one":                  {1},
+		"zeros, then a one":      append(make([]byte, 15), 1),
+		"zeros, 4096, then 0xff": append(make([]byte, 4096), 0xff),
+		"random":                 random,
+		"0xff":                   bytes.Repeat([]byte{0xff}, 40),
+		"next record, bad CRC":   badCRC,
+		"next record, cut":       AppendRecord(nil, end, []byte("a longer entry than that"), true)[:30],
+		"huge length":            {0x7f, 0xff, 0xff, 0xff, 1, 2, 3, 4, 0, 0, 0, 0, 0, 0, 0, 5},
 	}
 	for what, garbage := range variants {
 		restore(t, dir, orig)
@@ -294,7 +322,7 @@ func TestTornTailGarbage(t *testing.T) {
 		if err := os.WriteFile(path, append(slices.Clone(data), garbage...), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		l, records, info := mustOpen(t, dir, 0, Options{})
+		l, records, info := mustOpen(t, dir, 0, exactLayout)
 		checkRecords(t, records, 0, end)
 		if info.TornBytes != int64(len(garbage)) || info.TornOffset != int64(len(data)) {
 			t.Errorf("%s: %+v", what, info)
@@ -317,7 +345,7 @@ func TestTornTailGarbage(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dir, name), damaged, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			l, records, info, err := Open(dir, 0, Options{})
+			l, records, info, err := Open(dir, 0, exactLayout)
 			if err != nil {
 				t.Fatalf("byte %d of the last record ^%#x: %v", i, flip, err)
 			}
@@ -330,16 +358,22 @@ func TestTornTailGarbage(t *testing.T) {
 	}
 
 	// Zeros after a bare header, at index 0: a record of zeros does not
-	// verify (its CRC would have to be that of eight zero bytes).
+	// verify (its CRC would have to be that of eight zero bytes), so they
+	// hold no record; then a one, which makes them a torn tail.
 	zdir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(zdir, segmentName(0)), append([]byte(SegmentHeader), make([]byte, 64)...), 0o600); err != nil {
-		t.Fatal(err)
+	for _, c := range []struct {
+		tail []byte
+		torn int64
+	}{{make([]byte, 64), 0}, {append(make([]byte, 64), 1), 65}} {
+		if err := os.WriteFile(filepath.Join(zdir, segmentName(0)), append([]byte(SegmentHeader), c.tail...), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		l, records, info := mustOpen(t, zdir, 0, exactLayout)
+		if len(records) != 0 || info.TornBytes != c.torn || l.Next() != 0 {
+			t.Fatalf("zeros: %d records, %+v; want %d bytes torn", len(records), info, c.torn)
+		}
+		l.Close()
 	}
-	l, records, info := mustOpen(t, zdir, 0, Options{})
-	if len(records) != 0 || info.TornBytes != 64 || l.Next() != 0 {
-		t.Fatalf("zeros: %d records, %+v", len(records), info)
-	}
-	l.Close()
 }
 
 // Damage anywhere but at the end of the newest segment fails Open and
@@ -348,7 +382,7 @@ func TestDamage(t *testing.T) {
 	expectDamage := func(t *testing.T, dir string, from uint64, what string, wantErr error) {
 		t.Helper()
 		before := snapshot(t, dir)
-		l, records, _, err := Open(dir, from, Options{})
+		l, records, _, err := Open(dir, from, exactLayout)
 		if !errors.Is(err, wantErr) {
 			if l != nil {
 				l.Close()
@@ -365,7 +399,7 @@ func TestDamage(t *testing.T) {
 
 	t.Run("a record before the last", func(t *testing.T) {
 		dir := t.TempDir()
-		writeLog(t, dir, 0, Options{}, 4, 3)
+		writeLog(t, dir, 0, exactLayout, 4, 3)
 		orig := snapshot(t, dir)
 		name := segmentName(0)
 		data := []byte(orig[name])
@@ -415,7 +449,7 @@ func TestDamage(t *testing.T) {
 
 	t.Run("a closed segment", func(t *testing.T) {
 		dir := t.TempDir()
-		writeLog(t, dir, 0, Options{SegmentBytes: 60}, 3, 3, 3, 3)
+		writeLog(t, dir, 0, Options{SegmentBytes: 60, GrowBytes: -1}, 3, 3, 3, 3)
 		orig := snapshot(t, dir)
 		names := segmentNames(t, dir)
 		if len(names) != 4 {
@@ -427,7 +461,7 @@ func TestDamage(t *testing.T) {
 		variants := map[string][]byte{
 			"its last record cut":    data[:len(data)-1],
 			"its last record gone":   data[:ends[len(ends)-2]],
-			"bytes after its last":   append(slices.Clone(data), 0),
+			"bytes after its last":   append(slices.Clone(data), 0, 0, 1),
 			"its last record ^0x01":  xorAt(data, len(data)-1, 1),
 			"its first record ^0x01": xorAt(data, len(SegmentHeader)+3, 1),
 		}
@@ -454,7 +488,7 @@ func TestDamage(t *testing.T) {
 		files[names[0]] = string(xorAt([]byte(orig[names[0]]), len(SegmentHeader)+3, 1))
 		restore(t, dir, files)
 		second, _, _, _ := parseName(names[1])
-		l, _, info, err := Open(dir, second, Options{})
+		l, _, info, err := Open(dir, second, exactLayout)
 		if err != nil || info.SegmentsRead != 3 {
 			t.Fatalf("damage below from: %v, %+v", err, info)
 		}
@@ -636,7 +670,7 @@ func TestReleaseDuringAppend(t *testing.T) {
 func TestAppendFailure(t *testing.T) {
 	injected := errors.New("injected")
 	dir := t.TempDir()
-	l, _, _ := mustOpen(t, dir, 0, Options{})
+	l, _, _ := mustOpen(t, dir, 0, exactLayout)
 	if err := l.Append(0, entriesFrom(0, 4)); err != nil {
 		t.Fatal(err)
 	}
@@ -713,7 +747,7 @@ func TestAppendFailure(t *testing.T) {
 	// Open decides from the disk: the whole record of the failed write is
 	// returned (like any entry durable before its receipt went out), the
 	// rest is a torn tail.
-	l, records, info := mustOpen(t, dir, 0, Options{})
+	l, records, info := mustOpen(t, dir, 0, exactLayout)
 	checkRecords(t, records, 0, 8)
 	rec7, rec8 := len(AppendRecord(nil, 7, entryAt(7), true)), len(AppendRecord(nil, 8, entryAt(8), false))
 	if info.TornBytes != int64(rec8-5) || size() != before+int64(rec7) {
@@ -722,7 +756,7 @@ func TestAppendFailure(t *testing.T) {
 	l.Close()
 
 	// A sync that fails after the cut-back truncated: broken too.
-	l, _, _ = mustOpen(t, dir, 0, Options{})
+	l, _, _ = mustOpen(t, dir, 0, exactLayout)
 	l.syncData = func(*os.File) error { return injected }
 	if err := l.Append(8, entriesFrom(8, 1)); !errors.Is(err, ErrBroken) {
 		t.Fatalf("%v", err)
@@ -864,7 +898,7 @@ func TestReadChangesNothing(t *testing.T) {
 	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("Read made the folder: %v", err)
 	}
-	end := writeLog(t, dir, 0, Options{SegmentBytes: 200}, 5, 4, 3)
+	end := writeLog(t, dir, 0, Options{SegmentBytes: 200, GrowBytes: -1}, 5, 4, 3)
 	name := segmentNames(t, dir)[len(segmentNames(t, dir))-1]
 	f, err := os.OpenFile(filepath.Join(dir, name), os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
@@ -892,7 +926,7 @@ func TestReadChangesNothing(t *testing.T) {
 		t.Fatal("Read changed the folder")
 	}
 	// Open then cuts the tail and returns the same records.
-	l, records, info := mustOpen(t, dir, 0, Options{})
+	l, records, info := mustOpen(t, dir, 0, exactLayout)
 	checkRecords(t, records, 0, end)
 	if info.TornBytes != 6 {
 		t.Fatalf("Open cut %d bytes, want 6", info.TornBytes)
@@ -918,7 +952,7 @@ func TestReadChangesNothing(t *testing.T) {
 // whole.
 func TestTornWriteOutOfOrder(t *testing.T) {
 	dir := t.TempDir()
-	writeLog(t, dir, 0, Options{}, 3, 5)
+	writeLog(t, dir, 0, exactLayout, 3, 5)
 	orig := snapshot(t, dir)
 	name := segmentName(0)
 	data := []byte(orig[name])
@@ -935,12 +969,18 @@ func TestTornWriteOutOfOrder(t *testing.T) {
 			damaged := slices.Clone(data)
 			damage(damaged)
 			restore(t, dir, map[string]string{name: string(damaged)})
-			l, records, info, err := Open(dir, 0, Options{})
+			l, records, info, err := Open(dir, 0, exactLayout)
 			if err != nil {
 				t.Fatalf("record %d (%s): %v", r, what, err)
 			}
 			checkRecords(t, records, 0, uint64(r))
-			if info.TornOffset != int64(start) || info.TornBytes != int64(len(data)-start) || info.TornRecordsAfter != len(ends)-1-r {
+			switch {
+			case allZero(damaged[start:]):
+				// The last record zeroed: zeros end the records.
+				if info.TornBytes != 0 {
+					t.Fatalf("record %d (%s): %+v", r, what, info)
+				}
+			case info.TornOffset != int64(start) || info.TornBytes != int64(len(data)-start) || info.TornRecordsAfter != len(ends)-1-r:
 				t.Fatalf("record %d (%s): %+v", r, what, info)
 			}
 			if info.TornRecordsAfter > 0 && !strings.Contains(info.TornReason, "of the same write") {
@@ -951,7 +991,7 @@ func TestTornWriteOutOfOrder(t *testing.T) {
 				t.Fatal(err)
 			}
 			l.Close()
-			l, records, info = mustOpen(t, dir, 0, Options{})
+			l, records, info = mustOpen(t, dir, 0, exactLayout)
 			checkRecords(t, records, 0, uint64(r)+2)
 			if info.TornBytes != 0 {
 				t.Fatalf("record %d (%s): reopened with %+v", r, what, info)
@@ -964,7 +1004,7 @@ func TestTornWriteOutOfOrder(t *testing.T) {
 	hole := slices.Clone(data)
 	clear(hole[ends[lastWrite]:ends[len(ends)-2]])
 	restore(t, dir, map[string]string{name: string(hole)})
-	l, records, info := mustOpen(t, dir, 0, Options{})
+	l, records, info := mustOpen(t, dir, 0, exactLayout)
 	checkRecords(t, records, 0, lastWrite+1)
 	if info.TornRecordsAfter != 1 {
 		t.Fatalf("a hole in the last write: %+v", info)
@@ -976,7 +1016,7 @@ func TestTornWriteOutOfOrder(t *testing.T) {
 // first record, marked, verifies after them, so they had been synced.
 func TestDamageBeforeALaterWrite(t *testing.T) {
 	dir := t.TempDir()
-	writeLog(t, dir, 0, Options{}, 3, 5, 1)
+	writeLog(t, dir, 0, exactLayout, 3, 5, 1)
 	orig := snapshot(t, dir)
 	name := segmentName(0)
 	data := []byte(orig[name])
@@ -986,7 +1026,7 @@ func TestDamageBeforeALaterWrite(t *testing.T) {
 		damaged := slices.Clone(data)
 		clear(damaged[start:ends[r]])
 		restore(t, dir, map[string]string{name: string(damaged)})
-		if _, _, _, err := Open(dir, 0, Options{}); !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), "not written with the faulty bytes") {
+		if _, _, _, err := Open(dir, 0, exactLayout); !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), "not written with the faulty bytes") {
 			t.Fatalf("record %d zeroed: %v, want ErrDamaged", r, err)
 		}
 		if got := snapshot(t, dir)[name]; got != string(damaged) {
@@ -1065,4 +1105,167 @@ func TestVersion1Segments(t *testing.T) {
 	l, records, _ = mustOpen(t, dir, 0, Options{})
 	checkRecords(t, records, 0, 5)
 	l.Close()
+}
+
+// A segment grows ahead of its records (Options.GrowBytes): the zeros
+// after them end the records, an Append that fits lands inside the file
+// and leaves its size alone, closed segments end with zeros too, and a
+// crash during a write inside the zeros, or damage to a synced write
+// before it, reads as at the end of a file that was not grown.
+func TestGrownSegment(t *testing.T) {
+	dir := t.TempDir()
+	const segmentBytes, grow = 64 << 10, 8 << 10
+	opts := Options{SegmentBytes: segmentBytes, GrowBytes: grow}
+	size := func(name string) int64 {
+		t.Helper()
+		fi, err := os.Stat(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Size()
+	}
+	first := segmentName(0)
+	l, _, _ := mustOpen(t, dir, 0, opts)
+	if err := l.Append(0, entriesFrom(0, 3)); err != nil {
+		t.Fatal(err)
+	}
+	next := uint64(3)
+	if got, want := size(first), l.activeSize+grow; got != want {
+		t.Fatalf("after the first append the segment has %d bytes, want its records and %d zeros (%d)", got, grow, want)
+	}
+	grown, fits := size(first), 0
+	for l.activeSize+200 < grown {
+		if err := l.Append(next, entriesFrom(next, 2)); err != nil {
+			t.Fatal(err)
+		}
+		next += 2
+		fits++
+		if got := size(first); got != grown {
+			t.Fatalf("an append inside the zeros changed the size %d -> %d", grown, got)
+		}
+	}
+	if fits < 10 {
+		t.Fatalf("only %d appends fitted in %d bytes", fits, grow)
+	}
+	// One that does not fit grows the file again.
+	if err := l.Append(next, entriesFrom(next, 8)); err != nil {
+		t.Fatal(err)
+	}
+	next += 8
+	if got := size(first); got != l.activeSize+grow {
+		t.Fatalf("growing again: %d bytes, want %d", got, l.activeSize+grow)
+	}
+	l.Close()
+
+	// Opened again: every record, nothing torn, and appends go on where
+	// the records end, inside the zeros.
+	l, records, info := mustOpen(t, dir, 0, opts)
+	checkRecords(t, records, 0, next)
+	if info.TornBytes != 0 || l.Next() != next {
+		t.Fatalf("reopened: %+v, next %d", info, l.Next())
+	}
+	before := size(first)
+	if err := l.Append(next, entriesFrom(next, 2)); err != nil {
+		t.Fatal(err)
+	}
+	next += 2
+	if got := size(first); got != before {
+		t.Fatalf("after reopening, an append that fits grew the file %d -> %d", before, got)
+	}
+
+	// On to more segments: a closed one may end with zeros, never past
+	// the size limit but for its last write's records.
+	for len(segmentNames(t, dir)) < 3 {
+		if err := l.Append(next, entriesFrom(next, 7)); err != nil {
+			t.Fatal(err)
+		}
+		next += 7
+	}
+	l.Close()
+	names := segmentNames(t, dir)
+	for _, name := range names[:len(names)-1] {
+		data, _ := os.ReadFile(filepath.Join(dir, name))
+		ends := recordEnds(t, data)
+		last := ends[len(ends)-1]
+		if !allZero(data[last:]) || len(data) > max(last, segmentBytes) {
+			t.Fatalf("closed segment %s: %d bytes, its records end at %d", name, len(data), last)
+		}
+	}
+	l, records, info = mustOpen(t, dir, 0, opts)
+	checkRecords(t, records, 0, next)
+	if info.TornBytes != 0 {
+		t.Fatalf("three segments: %+v", info)
+	}
+	l.Close()
+	// Zeros after a closed segment's records end them there too (a
+	// segment closes when a restart finds the tile log ahead of it).
+	files := snapshot(t, dir)
+	files[names[0]] += string(make([]byte, 5000))
+	restore(t, dir, files)
+	l, records, _ = mustOpen(t, dir, 0, opts)
+	checkRecords(t, records, 0, next)
+	l.Close()
+
+	// A crash during a write inside the zeros: its first page lost, its
+	// last landed. The write is a torn tail, cut off with the zeros.
+	orig := snapshot(t, dir)
+	newest := names[len(names)-1]
+	l, _, _ = mustOpen(t, dir, 0, opts)
+	at := l.activeSize
+	if err := l.Append(next, entriesFrom(next, 4)); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	written := []byte(snapshot(t, dir)[newest])
+	torn := slices.Clone(written)
+	clear(torn[at : at+20])
+	restore(t, dir, map[string]string{})
+	for name, b := range orig {
+		if name == newest {
+			b = string(torn)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(b), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l, records, info = mustOpen(t, dir, 0, opts)
+	checkRecords(t, records, 0, next)
+	if info.TornOffset != at || info.TornBytes != int64(len(torn))-at || info.TornRecordsAfter != 3 || size(newest) != at {
+		t.Fatalf("a torn write inside the zeros: %+v, the file %d bytes", info, size(newest))
+	}
+	// The log carries on, growing the file again.
+	if err := l.Append(next, entriesFrom(next, 2)); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	l, records, _ = mustOpen(t, dir, 0, opts)
+	checkRecords(t, records, 0, next+2)
+	l.Close()
+
+	// Damage to a synced write with a later one after it, inside the
+	// zeros: Open fails and changes nothing. (At the last write itself
+	// it is a torn tail, as above.)
+	ends := recordEnds(t, written[:at])
+	damaged := slices.Clone(written)
+	clear(damaged[ends[len(ends)-2]+4 : ends[len(ends)-2]+8]) // the CRC of the record before the last write
+	restore(t, dir, map[string]string{newest: string(damaged)})
+	from := segmentsFirst(t, newest)
+	if l, _, _, err := Open(dir, from, opts); !errors.Is(err, ErrDamaged) {
+		if l != nil {
+			l.Close()
+		}
+		t.Fatalf("a damaged synced write before the last: %v, want ErrDamaged", err)
+	}
+	if got := snapshot(t, dir)[newest]; got != string(damaged) {
+		t.Fatal("the failed Open changed the segment")
+	}
+}
+
+func segmentsFirst(t testing.TB, name string) uint64 {
+	t.Helper()
+	first, ok, _, err := parseName(name)
+	if !ok || err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return first
 }
