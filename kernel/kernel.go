@@ -43,10 +43,13 @@ type Kernel struct {
 	// mu guards the ledger, the claims and the pending energy. Decisions
 	// are taken under it against the durable ledger less what decided
 	// events hold; the group committer folds each durable group into the
-	// ledger under it. Reads that change nothing (authenticating a
-	// credential, asking whether a payload must be sealed) take it shared,
-	// so that the requests of many agents do not queue behind each other
-	// on their way to the decision.
+	// ledger under it. Reads that change nothing (Authenticate, which
+	// copies the actor; the seal check once some actor or envelope asks
+	// for sealed payloads) take it shared. A submitted action's way to its
+	// decision takes it only there: Identify and the seal check's first
+	// look read what the ledger keeps beside it (its credential index and
+	// count of sealers), so that the requests of many agents do not queue
+	// on it twice.
 	mu sync.RWMutex
 	// deciding queues decisions before they take mu, so that mu has at
 	// most one decision waiting on it. Why: with hundreds of agents
