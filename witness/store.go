@@ -135,7 +135,8 @@ func (c LogConfig) verifierList() ([]note.Verifier, error) {
 	seen := map[nameHash]bool{}
 	vs := make([]note.Verifier, 0, len(c.Keys))
 	for _, k := range c.Keys {
-		v, err := fnote.NewVerifier(strings.TrimSpace(k))
+		k = strings.TrimSpace(k)
+		v, err := fnote.NewVerifier(k)
 		if err != nil {
 			return nil, fmt.Errorf("%w: log %q: verifier key %q: %v", ErrInvalidLogConfig, abbreviate(c.Origin), abbreviate(k), err)
 		}
@@ -144,7 +145,7 @@ func (c LogConfig) verifierList() ([]note.Verifier, error) {
 			return nil, fmt.Errorf("%w: log %q: two keys share name %q and key ID %08x", ErrInvalidLogConfig, abbreviate(c.Origin), v.Name(), v.KeyHash())
 		}
 		seen[id] = true
-		vs = append(vs, v)
+		vs = append(vs, withFastEd25519(k, v))
 	}
 	return vs, nil
 }
