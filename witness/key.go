@@ -39,7 +39,7 @@ const (
 // too: every cosignature it makes is then two signature lines, and a log or
 // client trusts the witness by either key.
 type Cosigner struct {
-	signer      *fnote.Signer
+	signer      *ed25519CosignerV1
 	verifierKey string
 
 	mldsa            *mldsaSigner // nil: Ed25519 only
@@ -68,7 +68,7 @@ func NewCosigner(skey string) (*Cosigner, error) {
 	pub := ed25519.NewKeyFromSeed(seed[1:]).Public().(ed25519.PublicKey)
 	vkey := fmt.Sprintf("%s+%08x+%s", signer.Name(), signer.KeyHash(),
 		base64.StdEncoding.EncodeToString(append([]byte{cosignatureV1Ed25519}, pub...)))
-	return &Cosigner{signer: signer, verifierKey: vkey}, nil
+	return &Cosigner{signer: newEd25519CosignerV1(signer.Name(), signer.KeyHash(), seed[1:]), verifierKey: vkey}, nil
 }
 
 // WithMLDSA returns a Cosigner that signs with c's Ed25519 key and with the
