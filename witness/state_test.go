@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -471,5 +472,76 @@ func TestDecodeHead(t *testing.T) {
 		if decodeHead([]byte(other), &origin, &size, &root) {
 			t.Errorf("decodeHead(%s) should leave it to a whole decode", other)
 		}
+	}
+}
+
+// The store's cache of log configurations follows AddLog and RemoveLog:
+// a removed log is unknown at once, a log added again with another key is
+// read with that key, and a caller changing the configuration it got does
+// not change what the next one gets.
+func TestLogConfigCacheFollowsChanges(t *testing.T) {
+	store, err := OpenStore(filepath.Join(t.TempDir(), StateFileName), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	first, second := newTestLog(t, "cache.example"), newTestLog(t, "cache.example")
+	if err := store.AddLog(LogConfig{Origin: first.origin, Keys: []string{first.vkey}}); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // the second read comes from the cache
+		cfg, err := store.Log(first.origin)
+		if err != nil || !slices.Equal(cfg.Keys, []string{first.vkey}) {
+			t.Fatalf("%+v, %v", cfg, err)
+		}
+		cfg.Keys[0] = "changed by the caller"
+	}
+	if err := store.RemoveLog(first.origin, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Log(first.origin); !errors.Is(err, ErrUnknownLog) {
+		t.Fatalf("a removed log reads as %v", err)
+	}
+	if err := store.AddLog(LogConfig{Origin: second.origin, Keys: []string{second.vkey}}); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if cfg, err := store.Log(second.origin); err != nil || !slices.Equal(cfg.Keys, []string{second.vkey}) {
+			t.Fatalf("added again with another key: %+v, %v", cfg, err)
+		}
+	}
+
+	// Reads racing changes (run with -race) never leave a configuration
+	// behind a change: once the changes stop, the last one is read.
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for range 4 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+					store.Log(first.origin)
+				}
+			}
+		})
+	}
+	for i := range 50 {
+		log := first
+		if i%2 == 1 {
+			log = second
+		}
+		if err := store.RemoveLog(first.origin, false); err != nil {
+			t.Fatal(err)
+		}
+		if err := store.AddLog(LogConfig{Origin: log.origin, Keys: []string{log.vkey}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	if cfg, err := store.Log(first.origin); err != nil || !slices.Equal(cfg.Keys, []string{second.vkey}) {
+		t.Fatalf("after the changes: %+v, %v; want the last key", cfg, err)
 	}
 }
