@@ -10,22 +10,30 @@ import (
 	"golang.org/x/mod/sumdb/note"
 )
 
+// cosignerAndFormats makes a witness key, and returns the witness's
+// Cosigner of it and formats' cosignature/v1 signer of the same key.
+func cosignerAndFormats(tb testing.TB) (*Cosigner, note.Signer) {
+	tb.Helper()
+	skey, _, err := note.GenerateKey(rand.Reader, "witness.example")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	c, err := NewCosigner(skey)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	theirs, err := fnote.NewSignerForCosignatureV1(skey)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return c, theirs
+}
+
 // The witness's Ed25519 cosignature is formats' own, byte for byte, for
 // the same second, and formats' verifier takes it; a note formats refuses
 // to cosign is refused too.
 func TestEd25519CosignerMatchesFormats(t *testing.T) {
-	skey, _, err := note.GenerateKey(rand.Reader, "witness.example")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := NewCosigner(skey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	theirs, err := fnote.NewSignerForCosignatureV1(skey)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, theirs := cosignerAndFormats(t)
 	ours := c.Signer()
 	if ours.Name() != theirs.Name() || ours.KeyHash() != theirs.KeyHash() {
 		t.Fatalf("ours %s %08x, formats' %s %08x", ours.Name(), ours.KeyHash(), theirs.Name(), theirs.KeyHash())
@@ -75,18 +83,7 @@ func TestEd25519CosignerMatchesFormats(t *testing.T) {
 // BenchmarkCosignEd25519: one cosignature/v1 Ed25519 signature by formats'
 // signer (crypto/ed25519) and by the witness's.
 func BenchmarkCosignEd25519(b *testing.B) {
-	skey, _, err := note.GenerateKey(rand.Reader, "witness.example")
-	if err != nil {
-		b.Fatal(err)
-	}
-	c, err := NewCosigner(skey)
-	if err != nil {
-		b.Fatal(err)
-	}
-	theirs, err := fnote.NewSignerForCosignatureV1(skey)
-	if err != nil {
-		b.Fatal(err)
-	}
+	c, theirs := cosignerAndFormats(b)
 	msg := []byte("log.example\n7\nAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n")
 	for name, s := range map[string]note.Signer{"formats": theirs, "witness": c.Signer()} {
 		b.Run(name, func(b *testing.B) {
