@@ -342,7 +342,9 @@ func (s *Store) logAndRecord(origin string) (LogConfig, []byte, error) {
 		if s.logs == nil || len(s.logs) >= maxCachedLogs {
 			s.logs = map[string]cachedLog{}
 		}
-		s.logs[origin] = cachedLog{cfg: LogConfig{Origin: cfg.Origin, Keys: slices.Clone(cfg.Keys), TileURL: cfg.TileURL}, record: record}
+		kept := cfg
+		kept.Keys = slices.Clone(cfg.Keys)
+		s.logs[origin] = cachedLog{cfg: kept, record: record}
 	}
 	s.logsMu.Unlock()
 	return cfg, record, nil
