@@ -95,7 +95,8 @@ func TestSpec200_SameCheckpointAgain(t *testing.T) {
 	tw.addLog(l)
 	tw.mustCosign(l.request(0, 9))
 	// old = size = stored size, same root, empty proof: consistent.
-	checkCosignature(t, tw, l, l.checkpoint(9), tw.post(l.request(9, 9)), time.Now())
+	start := time.Now() // before the request: arguments are evaluated in order
+	checkCosignature(t, tw, l, l.checkpoint(9), tw.post(l.request(9, 9)), start)
 }
 
 func TestSpec200_EmptyTree(t *testing.T) {
@@ -103,7 +104,8 @@ func TestSpec200_EmptyTree(t *testing.T) {
 	l := newTestLog(t, "example.com/log")
 	tw.addLog(l)
 	// Tessera publishes and witnesses a size-0 checkpoint on a new log.
-	checkCosignature(t, tw, l, l.checkpoint(0), tw.post(l.request(0, 0)), time.Now())
+	start := time.Now()
+	checkCosignature(t, tw, l, l.checkpoint(0), tw.post(l.request(0, 0)), start)
 	l.growTo(3)
 	tw.mustCosign(l.request(0, 3))
 }
