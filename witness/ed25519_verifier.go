@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/annal-dev/annal/checkpoints"
 	"github.com/oasisprotocol/curve25519-voi/primitives/ed25519"
 	"golang.org/x/mod/sumdb/note"
 )
@@ -29,9 +30,6 @@ func (v *fastEd25519) KeyHash() uint32 { return v.hash }
 func (v *fastEd25519) Verify(msg, sig []byte) bool {
 	return len(sig) == ed25519.SignatureSize && ed25519.VerifyExpandedWithOptions(v.key, msg, sig, stdlibRules)
 }
-
-// algEd25519 is the note key type byte of an Ed25519 key.
-const algEd25519 = 1
 
 // expandedKeys caches the expanded public key of each Ed25519 verifier
 // key seen (the logs' configured keys: a handful each), by the key's
@@ -58,7 +56,7 @@ func withFastEd25519(vkey string, v note.Verifier) note.Verifier {
 		return v
 	}
 	raw, err := base64.StdEncoding.DecodeString(parts[2])
-	if err != nil || len(raw) != 1+ed25519.PublicKeySize || raw[0] != algEd25519 {
+	if err != nil || len(raw) != 1+ed25519.PublicKeySize || raw[0] != checkpoints.Ed25519 {
 		return v
 	}
 	key, err := ed25519.NewExpandedPublicKey(ed25519.PublicKey(raw[1:]))

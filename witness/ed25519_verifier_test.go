@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/annal-dev/annal/checkpoints"
 	fnote "github.com/transparency-dev/formats/note"
 	"golang.org/x/mod/sumdb/note"
 )
@@ -18,7 +19,7 @@ import (
 // whatever its bytes: name, note's key hash (the first four bytes of
 // SHA-256 of name, a newline and the key, big-endian), the key in base64.
 func vkeyOf(name string, pub []byte) string {
-	raw := append([]byte{algEd25519}, pub...)
+	raw := append([]byte{checkpoints.Ed25519}, pub...)
 	h := sha256.Sum256(append([]byte(name+"\n"), raw...))
 	return fmt.Sprintf("%s+%08x+%s", name, binary.BigEndian.Uint32(h[:4]), base64.StdEncoding.EncodeToString(raw))
 }
