@@ -18,8 +18,8 @@ func (e *Event) validate() error {
 	if e.Time.IsZero() {
 		return fmt.Errorf("event %s has no time", e.ID)
 	}
-	if t := e.Time; !t.IsZero() && (t.Year() < 1 || t.Year() > 9999) {
-		return validateTime("event "+e.ID+" time", t)
+	if !writable(e.Time) { // the message is built only when it is needed
+		return validateTime("event "+e.ID+" time", e.Time)
 	}
 	if !ValidActorID(e.Actor) {
 		return fmt.Errorf("event %s: actor %q is not a valid actor id", e.ID, e.Actor)
