@@ -25,6 +25,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/gowebpki/jcs"
+
+	"github.com/annal-dev/annal/kernel/ring"
 )
 
 // ZeroHash is the parent_hash of the first delta of a chain.
@@ -65,19 +67,16 @@ type Delta struct {
 }
 
 var (
-	identifierPattern = regexp.MustCompile(`^[a-zA-Z0-9]([a-zA-Z0-9._:-]*[a-zA-Z0-9])?$`)
-	uuidPattern       = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
-	actorPattern      = regexp.MustCompile(`^[a-z][a-z0-9-]{0,63}$`)
-	hashPattern       = regexp.MustCompile(`^[0-9a-f]{64}$`)
-	oidPattern        = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+	uuidPattern  = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+	actorPattern = regexp.MustCompile(`^[a-z][a-z0-9-]{0,63}$`)
+	hashPattern  = regexp.MustCompile(`^[0-9a-f]{64}$`)
+	oidPattern   = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
 )
 
 // ValidIdentifier reports whether s is a session or turn id: Execution
-// Control §17.1's pattern, at most 256 bytes. Go's $ matches only at the end
-// of the text, so "abc\n" is refused.
-func ValidIdentifier(s string) bool {
-	return len(s) <= 256 && identifierPattern.MatchString(s)
-}
+// Control §17.1's pattern, at most 256 bytes (ring.IsIdentifier), so
+// "abc\n" is refused.
+func ValidIdentifier(s string) bool { return ring.IsIdentifier(s) }
 
 // Hash computes the delta's hash from its other fields.
 func (d *Delta) Hash() (string, error) {

@@ -12,11 +12,18 @@ import (
 var pythonishRE = regexp.MustCompile(`^[a-zA-Z0-9]([a-zA-Z0-9._:-]*[a-zA-Z0-9])?$`)
 
 func FuzzValidIdentifier(f *testing.F) {
-	for _, s := range []string{"a", "abc\n", "did:annal:x", "a..b", "", "\x00", "а", strings.Repeat("a", 256), strings.Repeat("a", 257), "a-", "a\r\n"} {
+	for _, s := range []string{"a", "abc\n", "did:annal:x", "a..b", "", "\x00", "а", strings.Repeat("a", 256), strings.Repeat("a", 257), "a-", "a\r\n", "-a", ".", "a.b", "a_", "A:9", "a b", "ab\x7f", "a\u00e9b", "0", "a:b-c_d.e"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		if ValidIdentifier(s) != nil {
+		valid := ValidIdentifier(s) == nil
+		if want := len(s) <= MaxIdentifierLen && pythonishRE.MatchString(s); valid != want {
+			t.Fatalf("ValidIdentifier(%q) valid=%v, the pattern and length say %v", s, valid, want)
+		}
+		if valid != IsIdentifier(s) {
+			t.Fatalf("ValidIdentifier(%q) and IsIdentifier disagree", s)
+		}
+		if !valid {
 			return
 		}
 		if strings.ContainsAny(s, "\n\r\x00 ") {
@@ -121,6 +128,26 @@ func FuzzNetworkDestination(f *testing.F) {
 			}
 		} else if d.Host != host {
 			t.Fatalf("entry %q matched %q", entry, dest)
+		}
+	})
+}
+
+// BenchmarkIdentifier compares IsIdentifier with the regexp it replaced, on
+// an agent id of the usual length.
+func BenchmarkIdentifier(b *testing.B) {
+	const id = "agent-7f3c2a9e-41d2-4c1b-9a7e-0d5b8c6e2f10"
+	b.Run("IsIdentifier", func(b *testing.B) {
+		for b.Loop() {
+			if !IsIdentifier(id) {
+				b.Fatal("refused")
+			}
+		}
+	})
+	b.Run("regexp", func(b *testing.B) {
+		for b.Loop() {
+			if !pythonishRE.MatchString(id) {
+				b.Fatal("refused")
+			}
 		}
 	})
 }
