@@ -32,6 +32,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/annal-dev/annal/kernel/ring"
 )
 
 // StepState is the state of one step.
@@ -68,7 +70,7 @@ const (
 	MaxMaxRetries         = 10
 	MaxTimeoutSeconds     = 86400
 	MaxSteps              = 64
-	MaxIDLength           = 256
+	MaxIDLength           = ring.MaxIdentifierLen
 	MaxNameLength         = 1024 // Action, Compensation, error reasons
 )
 
@@ -425,19 +427,6 @@ func clip(s string) string {
 	return strings.ToValidUTF8(s, "\uFFFD")
 }
 
-// validID reports whether s matches §17.1's identifier pattern.
-func validID(s string) bool {
-	if len(s) == 0 || len(s) > MaxIDLength {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' {
-			continue
-		}
-		if i == 0 || i == len(s)-1 || (c != '.' && c != '_' && c != ':' && c != '-') {
-			return false
-		}
-	}
-	return true
-}
+// validID reports whether s matches §17.1's identifier pattern
+// (ring.IsIdentifier; MaxIDLength is its bound too).
+func validID(s string) bool { return ring.IsIdentifier(s) }
