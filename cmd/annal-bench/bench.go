@@ -130,6 +130,7 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	klog.SetOutput(io.Discard)
 	klog.LogToStderr(false)
 	dir := o.dir
+	placement := "" // how the servers' folders are placed, for the header
 	if dir == "" {
 		d, err := os.MkdirTemp("", "annal-bench")
 		if err != nil {
@@ -137,14 +138,18 @@ func run(ctx context.Context, o options, out io.Writer) error {
 		}
 		defer os.RemoveAll(d)
 		dir = d
+		placement = ", each server's folder in block groups of its own (chattr +T)"
+		if err := spreadSubfolders(dir); err != nil {
+			placement = fmt.Sprintf(" (folders placed beside it: %v)", err)
+		}
 	}
 	if o.soak.duration > 0 {
-		fmt.Fprintf(out, "annal-bench soak: %d CPUs, %s, %d actions/s from %d clients for %v, log in %s\n\n",
-			runtime.NumCPU(), runtime.Version(), o.soak.rate, o.soak.clients, o.soak.duration, dir)
+		fmt.Fprintf(out, "annal-bench soak: %d CPUs, %s, %d actions/s from %d clients for %v, log in %s%s\n\n",
+			runtime.NumCPU(), runtime.Version(), o.soak.rate, o.soak.clients, o.soak.duration, dir, placement)
 		return soak(ctx, filepath.Join(dir, "soak"), o, o.soak, out)
 	}
-	fmt.Fprintf(out, "annal-bench: %d CPUs, %s, batch %d/%v, checkpoint every %v, %v per phase, GC headroom %d MiB, logs in %s\n\n",
-		runtime.NumCPU(), runtime.Version(), o.batchSize, o.batchAge, o.checkpointIv, o.duration, o.gcHeadroom>>20, dir)
+	fmt.Fprintf(out, "annal-bench: %d CPUs, %s, batch %d/%v, checkpoint every %v, %v per phase, GC headroom %d MiB, logs in %s%s\n\n",
+		runtime.NumCPU(), runtime.Version(), o.batchSize, o.batchAge, o.checkpointIv, o.duration, o.gcHeadroom>>20, dir, placement)
 	var rows []row
 	baseline := map[int]float64{}
 	for _, c := range o.concurrency {
