@@ -110,7 +110,7 @@ func newCommand() *cobra.Command {
 	f.IntVar(&o.holdN, "holds", 200, "holds for the hold latency phase")
 	f.IntVar(&o.rebuildN, "rebuild-events", 100_000, "events in the log that annald rebuild replays (0 skips)")
 	f.BoolVar(&o.tesseraServer, "tessera-server", true, "run Tessera's conformance POSIX server (go install "+conformancePackage+"@"+conformanceVersion+") at the governed concurrencies, interleaved with the governed phases (A, B, A, B), and print the ratio")
-	f.IntVar(&o.rounds, "rounds", 2, "with --tessera-server, measure the conformance server and the governed phases this many times, interleaved; the ratio is of the means")
+	f.IntVar(&o.rounds, "rounds", 4, "with --tessera-server, measure the conformance server and the governed phases this many times, interleaved; the ratio is of the means (four by default: on a shared machine a round swings by ±30%)")
 	f.DurationVar(&o.soak.duration, "soak", 0, "instead of the phases: run the kernel this long at --soak-rate and report disk bytes and RSS per event")
 	f.IntVar(&o.soak.rate, "soak-rate", 2000, "soak: actions per second (an open loop)")
 	f.IntVar(&o.soak.clients, "soak-clients", 64, "soak: concurrent clients")
