@@ -18,7 +18,10 @@
 //
 // The benchmarks drive every server they compare through a Conn, so that
 // the cores go to the servers. A connection that fails, or that the server
-// closes, is dialled again for the next request. Only http:// is spoken.
+// closes, is dialled again for the next request, and so is one left idle
+// longer than MaxIdle: the server may have closed it meanwhile (its idle
+// timeout), and a POST found unanswered on such a connection cannot be
+// sent again safely. Only http:// is spoken.
 package loadconn
 
 import (
@@ -40,6 +43,13 @@ import (
 // MaxAnswer bounds the answer body Post reads.
 const MaxAnswer = 1 << 20
 
+// MaxIdle is how long a kept connection may sit unused before the next
+// request dials afresh instead of reusing it. Servers close idle
+// connections after their own timeout (annald's --idle-timeout, 120 s by
+// default; net/http's servers often less); a load loop never idles this
+// long, while a benchmark's pause between phases may.
+const MaxIdle = 5 * time.Second
+
 // maxHeaderBytes bounds an answer's status line and header together; a
 // line longer than the read buffer (4 KiB) is refused on its own.
 const maxHeaderBytes = 64 << 10
@@ -50,10 +60,12 @@ type Conn struct {
 	host    string
 	head    []byte // the request line and header, up to "Content-Length: "
 	timeout time.Duration
+	maxIdle time.Duration
 	conn    net.Conn
 	br      *bufio.Reader
-	req     []byte // the request being written, kept for its capacity
-	answer  []byte // the last answer's body, kept for its capacity
+	used    time.Time // when the last answer on conn was read
+	req     []byte    // the request being written, kept for its capacity
+	answer  []byte    // the last answer's body, kept for its capacity
 }
 
 // New returns a Conn that posts to rawURL with header on every request
@@ -90,7 +102,7 @@ func New(rawURL string, header http.Header, timeout time.Duration) (*Conn, error
 		}
 	}
 	head = append(head, "Content-Length: "...)
-	return &Conn{host: u.Host, head: head, timeout: timeout}, nil
+	return &Conn{host: u.Host, head: head, timeout: timeout, maxIdle: MaxIdle}, nil
 }
 
 // SetTimeout sets the bound on each later request and its answer.
@@ -102,6 +114,9 @@ func (c *Conn) SetTimeout(d time.Duration) { c.timeout = d }
 func (c *Conn) Post(ctx context.Context, body []byte) (code int, answer []byte, err error) {
 	if err := ctx.Err(); err != nil {
 		return 0, nil, err
+	}
+	if c.conn != nil && time.Since(c.used) > c.maxIdle {
+		c.Close()
 	}
 	if c.conn == nil {
 		d := net.Dialer{Timeout: c.timeout}
@@ -136,6 +151,7 @@ func (c *Conn) Post(ctx context.Context, body []byte) (code int, answer []byte, 
 	if err != nil {
 		return 0, nil, err
 	}
+	c.used = time.Now()
 	return code, c.answer, nil
 }
 

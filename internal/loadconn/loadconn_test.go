@@ -2,6 +2,7 @@ package loadconn
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -196,5 +197,56 @@ func TestConn_EndedContext(t *testing.T) {
 	}
 	if n := served.Load(); n != 1 {
 		t.Fatalf("%d requests served, want only the first", n)
+	}
+}
+
+// A connection left idle past the server's idle timeout is closed by the
+// server; with the idle limit below that timeout the next request dials
+// afresh, where without it the request is lost on the closed connection.
+func TestConn_DialsAgainAfterIdle(t *testing.T) {
+	var conns atomic.Int64
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "ok")
+	}))
+	srv.Config.IdleTimeout = 50 * time.Millisecond
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	post := func(c *Conn) error {
+		code, answer, err := c.Post(context.Background(), []byte("x"))
+		if err == nil && (code != http.StatusOK || string(answer) != "ok") {
+			err = fmt.Errorf("answer %d %q", code, answer)
+		}
+		return err
+	}
+	for _, tc := range []struct {
+		maxIdle time.Duration
+		fails   bool
+	}{{maxIdle: 20 * time.Millisecond}, {maxIdle: time.Hour, fails: true}} {
+		c, err := New(srv.URL+"/", nil, 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.maxIdle = tc.maxIdle
+		before := conns.Load()
+		if err := post(c); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(300 * time.Millisecond) // past the server's idle timeout
+		err = post(c)
+		if tc.fails {
+			if err == nil {
+				t.Fatalf("idle limit %v: the request on the connection the server closed succeeded; the test does not close it", tc.maxIdle)
+			}
+		} else if err != nil {
+			t.Fatalf("idle limit %v: %v", tc.maxIdle, err)
+		} else if got := conns.Load() - before; got != 2 {
+			t.Fatalf("idle limit %v: %d connections, want 2", tc.maxIdle, got)
+		}
+		c.Close()
 	}
 }
