@@ -24,7 +24,9 @@ import (
 	"github.com/annal-dev/annal/internal/gcgoal"
 	"github.com/annal-dev/annal/kernel"
 	"github.com/annal-dev/annal/kernel/event"
+	"github.com/annal-dev/annal/internal/fastpost"
 	"github.com/annal-dev/annal/logserver"
+	"github.com/annal-dev/annal/logserver/api"
 	"github.com/spf13/cobra"
 	"golang.org/x/net/netutil"
 	"k8s.io/klog/v2"
@@ -71,6 +73,7 @@ type serveFlags struct {
 	killTimeout           time.Duration
 	maxConnections        int
 	idleTimeout           time.Duration
+	fastPost              bool
 	storage               storageFlags
 	leaseHolder           string
 	leaseTTL              time.Duration
@@ -127,6 +130,7 @@ func newServeCommand() *cobra.Command {
 	fl.DurationVar(&f.killTimeout, "kill-timeout", 5*time.Second, "how long the kill webhook may take (§12.5)")
 	fl.IntVar(&f.maxConnections, "max-connections", 1024, "most client connections served at once; more wait to be accepted")
 	fl.DurationVar(&f.idleTimeout, "idle-timeout", 120*time.Second, "how long an idle keep-alive connection stays open")
+	fl.BoolVar(&f.fastPost, "fast-post", true, "serve plainly framed POST /v1/actions requests without net/http's work for each request (internal/fastpost), on plain HTTP; false: net/http serves every request")
 	fl.BoolVar(&f.keepBlobs, "keep-blobs", false, "keep the bytes behind OIDs that clients send (POST /v1/blobs) in DATA/blobs, served to humans at GET /v1/blobs/<oid>")
 	fl.Int64Var(&f.maxBlob, "max-blob", 16<<20, "with --keep-blobs: the largest blob, in bytes")
 	fl.Int64Var(&f.blobQuota, "blob-quota", 10<<30, "with --keep-blobs: the most bytes all blobs may take")
@@ -229,6 +233,21 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 		IdleTimeout:       f.idleTimeout,
 		MaxHeaderBytes:    64 << 10,
 	}
+	// Agents' actions, the load that matters, skip net/http's work for
+	// each request when their framing is plain; every other request, and
+	// every connection after one, is net/http's (see internal/fastpost).
+	var fast *fastpost.Listener
+	if f.fastPost && f.tlsCert == "" {
+		fast, err = fastpost.New(ln, fastpost.Config{
+			Path: "/v1/actions", Handler: srv.Handler, MaxBody: api.MaxActionBody,
+			ReadHeaderTimeout: srv.ReadHeaderTimeout, ReadTimeout: srv.ReadTimeout, IdleTimeout: srv.IdleTimeout,
+			Server: srv, Logger: logger,
+		})
+		if err != nil {
+			return err
+		}
+		ln = fast
+	}
 	errc := make(chan error, 1)
 	serveHTTP := func() {
 		if f.tlsCert != "" {
@@ -284,8 +303,8 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", agentmcp.HTTPHandler(handler, cli.Version()))
 	mux.Handle("/", handler)
-	var api http.Handler = mux
-	standby := current.Swap(&api) != nil
+	var served http.Handler = mux
+	standby := current.Swap(&served) != nil
 	fmt.Fprintf(stdout, "annald: log %s\n", k.Origin())
 	fmt.Fprintf(stdout, "annald: verifier key %s\n", k.VerifierKey())
 	fmt.Fprintf(stdout, "annald: storage %s\n", k.Storage())
@@ -308,6 +327,9 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		srv.Close()
+	}
+	if fast != nil {
+		fast.Shutdown(shutdownCtx) // at its end, what is left is closed
 	}
 	if cause := context.Cause(ctx); errors.Is(cause, kernel.ErrLeaseLost) {
 		return fmt.Errorf("stopped: %w", cause)

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/annal-dev/annal/logserver/api"
+)
+
+// annald answers POST /v1/actions on its fast path (internal/fastpost) as
+// net/http answers it with --fast-post=false: for a committed action, a
+// read, and the refusals (no or a wrong credential, bad JSON, a body
+// over the limit, a denied target), on one kept connection (the body over
+// the limit on a connection of its own). The answers
+// are compared with the values that differ between two logs (indexes,
+// ids, times, hashes) masked.
+func TestFastPostAnswersAsNetHTTP(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	exchanges := map[bool][]string{}
+	for _, fast := range []bool{true, false} {
+		d := startDaemon(t, filepath.Join(t.TempDir(), "data"), fmt.Sprintf("--fast-post=%v", fast))
+		root := d.client(t, d.rootCredential(t))
+		grants := []api.Grant{{Pattern: "workspace/**", Actions: []string{"*"}}}
+		agent, err := root.CreateAgent(ctx, api.AgentRequest{Name: "a", Purpose: "fast path", Energy: 1000, Grants: grants, Trust: ptr(0.8)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := root.IssueEnvelope(ctx, api.EnvelopeRequest{Holder: agent.ID, Budget: 500, Grants: grants}); err != nil {
+			t.Fatal(err)
+		}
+		u, err := url.Parse(d.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		action := func(cred, body string, extra ...string) string {
+			h := "POST /v1/actions HTTP/1.1\r\nHost: " + u.Host + "\r\nContent-Type: application/json\r\n"
+			if cred != "" {
+				h += "Authorization: Bearer " + cred + "\r\n"
+			}
+			return h + strings.Join(extra, "") + fmt.Sprintf("Content-Length: %d\r\n\r\n", len(body)) + body
+		}
+		big := `{"type":"mutate","target":"workspace/big","payload":{"x":"` + strings.Repeat("x", api.MaxActionBody) + `"}}`
+		requests := []string{
+			action(agent.Credential, `{"type":"create","target":"workspace/a.md","payload":{"text":"one"}}`),
+			action(agent.Credential, `{"type":"observe","target":"workspace/a.md"}`),
+			action("", `{"type":"create","target":"workspace/b.md"}`),
+			action("not-a-credential", `{"type":"create","target":"workspace/b.md"}`),
+			action(agent.Credential, `{"type":"create","target":"workspace/b.md"`),
+			action(agent.Credential, `{"type":"create","target":"workspace/b.md","extra":1}`),
+			action(agent.Credential, `{"type":"create","target":"secrets/key"}`),
+			action(agent.Credential, `{"type":"create","target":"workspace/c.md"}`, "Connection: close\r\n"),
+		}
+		c, err := net.Dial("tcp", u.Host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.SetDeadline(time.Now().Add(time.Minute))
+		br := bufio.NewReader(c)
+		for i, raw := range requests {
+			if _, err := io.WriteString(c, raw); err != nil {
+				t.Fatalf("request %d: %v", i, err)
+			}
+			r, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatalf("request %d: %v", i, err)
+			}
+			b, err := io.ReadAll(r.Body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			exchanges[fast] = append(exchanges[fast], describe(r, b))
+		}
+		c.Close()
+		// A body over the limit: net/http refuses it on both, with the
+		// connection closed after the answer.
+		c, err = net.Dial("tcp", u.Host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.SetDeadline(time.Now().Add(time.Minute))
+		go io.WriteString(c, action(agent.Credential, big))
+		r, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(r.Body)
+		exchanges[fast] = append(exchanges[fast], describe(r, b))
+		c.Close()
+	}
+	fast, slow := exchanges[true], exchanges[false]
+	if len(fast) != len(slow) {
+		t.Fatalf("%d answers on the fast path, %d from net/http", len(fast), len(slow))
+	}
+	codes := ""
+	for i := range fast {
+		if fast[i] != slow[i] {
+			t.Errorf("answer %d:\n fast path: %s\n net/http:  %s", i, fast[i], slow[i])
+		}
+		codes += fast[i][:3] + " "
+	}
+	// The answers cover what they should: committed, refused.
+	if want := "200 200 401 401 400 400 403 200 413 "; codes != want {
+		t.Errorf("status codes %q, want %q", codes, want)
+	}
+}
+
+var varyingValue = regexp.MustCompile(`"(index|id|event_id|hold_id|time|at|leaf_hash|signature|hash|prev|receipt|entry_hash|checkpoint|sig|[a-z_]*_at)":("[^"]*"|[0-9]+)`)
+
+var generatedID = regexp.MustCompile(`\b(agent|env)-[0-9a-f]{12,}`)
+
+// describe is an answer with what differs between two logs masked.
+func describe(r *http.Response, body []byte) string {
+	var v any
+	masked := string(body)
+	if json.Unmarshal(body, &v) == nil {
+		masked = varyingValue.ReplaceAllString(masked, `"$1":_`)
+		masked = generatedID.ReplaceAllString(masked, "$1-_")
+	}
+	return fmt.Sprintf("%03d close=%v type=%q nosniff=%q len=%d %s", r.StatusCode, r.Close,
+		r.Header.Get("Content-Type"), r.Header.Get("X-Content-Type-Options"), len(masked), masked)
+}

@@ -1,0 +1,390 @@
+// Package fastpost serves one route, POST to one exact path, on plain
+// HTTP/1.1 connections without net/http's machinery for each request, and
+// hands every other connection, untouched, to an http.Server.
+//
+// For a request of a few hundred bytes whose handler takes tens of
+// microseconds, net/http's own work is a large share: a header map parsed
+// and another cloned for the answer, a context and a background read (a
+// goroutine and an extra read system call) for every request. On the
+// two-core machines annald runs on, that is a fifth of its CPU for an
+// action. A Listener reads each request head itself and serves it only if
+// the head is in a strict subset (parseHead: the one path, HTTP/1.1, one
+// Content-Length, one Host, visible ASCII, nothing that changes the
+// framing); for those, net/http's ReadRequest gives the same request (a
+// fuzz test compares them). At the first request that is not in the
+// subset, before any of its bytes is consumed, the connection goes to the
+// http.Server through Accept, with the bytes already read, and stays
+// there. So the fast path never answers what net/http would refuse or read
+// differently, and everything else (other routes, errors in framing,
+// chunked bodies, Expect, upgrades) is net/http's, as before.
+//
+// The route's handler is the same http.Handler, called with an
+// *http.Request like net/http's. Its answer is buffered whole (at most
+// MaxAnswer bytes) and written in one write with a Content-Length; the
+// header is completed as net/http completes it (Date, a sniffed
+// Content-Type, Connection: close). What the fast path does not offer: the
+// request's context is not cancelled when the client goes away (it is when
+// the Listener is shut down), and the ResponseWriter has no Flush or
+// Hijack. A route that needs either must not be served by it.
+package fastpost
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"runtime"
+	"sync"
+	"time"
+)
+
+// MaxAnswer bounds an answer the fast path buffers. A handler that writes
+// more has its connection closed without an answer.
+const MaxAnswer = 1 << 20
+
+// readBuffer is each connection's read buffer; a request head that does
+// not fit in it goes to net/http, which allows longer ones.
+const readBuffer = 4096
+
+// Config is what a Listener serves and how long it waits.
+type Config struct {
+	Path    string       // the one path served, e.g. "/v1/actions"; no query
+	Handler http.Handler // the route's handler
+	MaxBody int64        // a longer Content-Length goes to net/http
+
+	// The same bounds as http.Server's: on the head from its first byte,
+	// on the whole request, and between requests on a kept connection.
+	ReadHeaderTimeout, ReadTimeout, IdleTimeout time.Duration
+
+	// Server, if set, is put in each request's context under
+	// http.ServerContextKey, as net/http does.
+	Server *http.Server
+	Logger *slog.Logger // a handler's panic is logged here (nil: slog.Default)
+}
+
+// Listener accepts connections from an inner listener, serves the fast
+// route on them, and gives each connection whose request is not the fast
+// route's to Accept. Close, which http.Server.Shutdown calls, stops
+// accepting; Shutdown also drains the fast path's connections.
+type Listener struct {
+	inner     net.Listener
+	cfg       Config
+	url       *url.URL
+	handoff   chan net.Conn
+	done      chan struct{} // closed by Close
+	acceptErr chan error
+
+	closeOnce sync.Once
+	mu        sync.Mutex
+	conns     map[*conn]bool // each fast connection: whether it is idle
+	ctx       context.Context
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
+}
+
+// New starts accepting on inner.
+func New(inner net.Listener, cfg Config) (*Listener, error) {
+	u, err := url.ParseRequestURI(cfg.Path)
+	if err != nil || u.RawQuery != "" || u.Fragment != "" || u.Path != cfg.Path {
+		return nil, fmt.Errorf("fastpost: path %q must be a plain absolute path", cfg.Path)
+	}
+	if cfg.Handler == nil || cfg.MaxBody < 0 {
+		return nil, errors.New("fastpost: a handler and a body limit are needed")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	l := &Listener{
+		inner: inner, cfg: cfg, url: u,
+		handoff:   make(chan net.Conn),
+		done:      make(chan struct{}),
+		acceptErr: make(chan error, 1),
+		conns:     make(map[*conn]bool),
+	}
+	l.ctx, l.cancel = context.WithCancel(context.Background())
+	if cfg.Server != nil {
+		l.ctx = context.WithValue(l.ctx, http.ServerContextKey, cfg.Server)
+	}
+	go l.acceptLoop()
+	return l, nil
+}
+
+func (l *Listener) acceptLoop() {
+	for {
+		c, err := l.inner.Accept()
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				time.Sleep(5 * time.Millisecond) // as http.Server backs off
+				continue
+			}
+			l.acceptErr <- err
+			return
+		}
+		fc := &conn{l: l, nc: c, br: bufio.NewReaderSize(c, readBuffer)}
+		if !l.track(fc, true) {
+			c.Close()
+			continue
+		}
+		go fc.serve()
+	}
+}
+
+// Accept returns the next connection for the http.Server: one whose
+// request is not the fast route's, with the bytes already read in front.
+func (l *Listener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.handoff:
+		return c, nil
+	case err := <-l.acceptErr:
+		l.acceptErr <- err // for later calls
+		return nil, err
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+// Addr is the inner listener's.
+func (l *Listener) Addr() net.Addr { return l.inner.Addr() }
+
+// Close stops accepting. Fast connections that are idle are closed; those
+// serving a request close after their answer.
+func (l *Listener) Close() error {
+	var err error
+	l.closeOnce.Do(func() {
+		close(l.done)
+		err = l.inner.Close()
+		l.mu.Lock()
+		for c, idle := range l.conns {
+			if idle {
+				c.nc.Close()
+			}
+		}
+		l.mu.Unlock()
+	})
+	return err
+}
+
+// Shutdown closes the Listener and waits until every fast connection has
+// closed or ctx ends; then it closes the rest and cancels their requests'
+// context.
+func (l *Listener) Shutdown(ctx context.Context) error {
+	l.Close()
+	drained := make(chan struct{})
+	go func() { l.wg.Wait(); close(drained) }()
+	select {
+	case <-drained:
+		return nil
+	case <-ctx.Done():
+		l.cancel()
+		l.mu.Lock()
+		for c := range l.conns {
+			c.nc.Close()
+		}
+		l.mu.Unlock()
+		return ctx.Err()
+	}
+}
+
+// track records c as idle or busy; it reports false once the Listener is
+// closed, when c should close instead.
+func (l *Listener) track(c *conn, idle bool) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	select {
+	case <-l.done:
+		return false
+	default:
+	}
+	if _, ok := l.conns[c]; !ok {
+		l.wg.Add(1)
+	}
+	l.conns[c] = idle
+	return true
+}
+
+func (l *Listener) untrack(c *conn) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.conns[c]; ok {
+		delete(l.conns, c)
+		l.wg.Done()
+	}
+}
+
+// conn is one connection while the fast path serves it.
+type conn struct {
+	l    *Listener
+	nc   net.Conn
+	br   *bufio.Reader
+	body []byte // the request body, kept for its capacity
+	out  []byte // the answer, kept for its capacity
+}
+
+// bufferedConn is a connection handed to net/http: what the fast path
+// read ahead comes first.
+type bufferedConn struct {
+	net.Conn
+	br *bufio.Reader
+}
+
+func (c *bufferedConn) Read(p []byte) (int, error) {
+	if c.br != nil {
+		if c.br.Buffered() > 0 {
+			return c.br.Read(p)
+		}
+		c.br = nil
+	}
+	return c.Conn.Read(p)
+}
+
+func (c *conn) serve() {
+	handed := false
+	defer func() {
+		c.l.untrack(c)
+		if !handed {
+			c.nc.Close()
+		}
+	}()
+	cfg := &c.l.cfg
+	for first := true; ; first = false {
+		if !first {
+			if !c.l.track(c, true) {
+				return
+			}
+			if cfg.IdleTimeout > 0 {
+				c.nc.SetReadDeadline(time.Now().Add(cfg.IdleTimeout))
+			}
+		} else if cfg.ReadHeaderTimeout > 0 {
+			c.nc.SetReadDeadline(time.Now().Add(cfg.ReadHeaderTimeout))
+		}
+		if _, err := c.br.Peek(1); err != nil {
+			return // closed, idle too long, or the Listener closed
+		}
+		if !c.l.track(c, false) {
+			return
+		}
+		start := time.Now()
+		if cfg.ReadHeaderTimeout > 0 {
+			c.nc.SetReadDeadline(start.Add(cfg.ReadHeaderTimeout))
+		}
+		h, n, ok := c.readHead()
+		if !ok {
+			handed = c.handOff()
+			return
+		}
+		c.br.Discard(n)
+		if cfg.ReadTimeout > 0 {
+			c.nc.SetReadDeadline(start.Add(cfg.ReadTimeout))
+		}
+		c.body = growTo(c.body, int(h.contentLength))
+		if _, err := io.ReadFull(c.br, c.body); err != nil {
+			return
+		}
+		c.nc.SetReadDeadline(time.Time{})
+		keep, ok := c.answer(h)
+		if !ok || !keep {
+			return
+		}
+	}
+}
+
+// readHead peeks until the buffer holds a whole head (up to an empty
+// line) and parses it; nothing is consumed. ok is false when the head is
+// not the fast route's, is longer than the buffer, or did not arrive whole.
+func (c *conn) readHead() (h head, n int, ok bool) {
+	prefix := "POST " + c.l.cfg.Path + " "
+	for {
+		buf, _ := c.br.Peek(c.br.Buffered())
+		m := min(len(buf), len(prefix))
+		if string(buf[:m]) != prefix[:m] {
+			return head{}, 0, false
+		}
+		if i := bytes.Index(buf, []byte("\r\n\r\n")); i >= 0 {
+			n = i + 4
+			h, ok = parseHead(buf[:n], c.l.cfg.Path, c.l.cfg.MaxBody)
+			return h, n, ok
+		}
+		if len(buf) == c.br.Size() {
+			return head{}, 0, false
+		}
+		if _, err := c.br.Peek(len(buf) + 1); err != nil {
+			return head{}, 0, false
+		}
+	}
+}
+
+// handOff gives the connection, with what was read ahead, to the
+// http.Server, with no deadline of the fast path's left on it. It reports
+// false if the Listener closed first.
+func (c *conn) handOff() bool {
+	c.nc.SetDeadline(time.Time{})
+	select {
+	case c.l.handoff <- &bufferedConn{Conn: c.nc, br: c.br}:
+		return true
+	case <-c.l.done:
+		return false
+	}
+}
+
+func growTo(b []byte, n int) []byte {
+	if cap(b) < n {
+		return make([]byte, n)
+	}
+	return b[:n]
+}
+
+// answer calls the handler for the request of h and c.body and writes its
+// answer. keep reports whether the connection may carry another request;
+// ok is false if the answer could not be written whole.
+func (c *conn) answer(h head) (keep, ok bool) {
+	ctx, cancel := context.WithCancel(c.l.ctx)
+	defer cancel()
+	ctx = context.WithValue(ctx, http.LocalAddrContextKey, c.nc.LocalAddr())
+	r := &http.Request{
+		Method: http.MethodPost, URL: c.l.urlCopy(), RequestURI: c.l.cfg.Path,
+		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: h.header, Host: h.host, ContentLength: h.contentLength, Close: h.close,
+		Body:       io.NopCloser(bytes.NewReader(c.body)),
+		RemoteAddr: c.nc.RemoteAddr().String(),
+	}
+	r = r.WithContext(ctx)
+	w := &writer{header: make(http.Header, 4)}
+	if !c.call(w, r) {
+		return false, false
+	}
+	var closeAfter bool
+	c.out, closeAfter = w.appendAnswer(c.out[:0], h.close)
+	if _, err := c.nc.Write(c.out); err != nil {
+		return false, false
+	}
+	return !closeAfter, true
+}
+
+func (l *Listener) urlCopy() *url.URL {
+	u := *l.url
+	return &u
+}
+
+// call runs the handler; a panic is logged, as net/http logs it, and the
+// connection closed without an answer.
+func (c *conn) call(w *writer, r *http.Request) (ok bool) {
+	defer func() {
+		if p := recover(); p != nil {
+			if p != http.ErrAbortHandler {
+				buf := make([]byte, 64<<10)
+				buf = buf[:runtime.Stack(buf, false)]
+				c.l.cfg.Logger.Error("fastpost: panic serving "+r.RemoteAddr, "panic", p, "stack", string(buf))
+			}
+			ok = false
+		}
+	}()
+	c.l.cfg.Handler.ServeHTTP(w, r)
+	return !w.tooLong
+}

@@ -1,0 +1,324 @@
+package fastpost
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// viaFast reports whether a request reached the handler through the fast
+// path: net/http's ResponseWriter flushes, the fast path's does not.
+func viaFast(w http.ResponseWriter) bool {
+	_, flushes := w.(http.Flusher)
+	return !flushes
+}
+
+type fastServer struct {
+	addr string
+	l    *Listener
+	srv  *http.Server
+}
+
+func startFast(t *testing.T, h http.Handler, tune func(*Config)) *fastServer {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 2 * time.Second}
+	cfg := Config{Path: testPath, Handler: h, MaxBody: 1 << 16, Server: srv,
+		ReadHeaderTimeout: 2 * time.Second, ReadTimeout: 5 * time.Second, IdleTimeout: 5 * time.Second}
+	if tune != nil {
+		tune(&cfg)
+	}
+	l, err := New(ln, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(l)
+	t.Cleanup(func() {
+		srv.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		l.Shutdown(ctx)
+	})
+	return &fastServer{addr: ln.Addr().String(), l: l, srv: srv}
+}
+
+// exchange writes raw on a new connection to addr and reads n answers.
+func exchange(t *testing.T, addr, raw string, n int) ([]*http.Response, []string) {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.WriteString(c, raw); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(c)
+	var rs []*http.Response
+	var bodies []string
+	for range n {
+		r, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("answer %d of %d: %v", len(rs)+1, n, err)
+		}
+		b, err := io.ReadAll(r.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs, bodies = append(rs, r), append(bodies, string(b))
+	}
+	return rs, bodies
+}
+
+func post(body string, extra ...string) string {
+	return "POST " + testPath + " HTTP/1.1\r\nHost: h\r\n" + strings.Join(extra, "") +
+		fmt.Sprintf("Content-Length: %d\r\n\r\n", len(body)) + body
+}
+
+// For each kind of answer a handler gives, the fast path's answer is
+// net/http's: the same status, header (but for the Date's value), body
+// and connection reuse.
+func TestAnswersAsNetHTTP(t *testing.T) {
+	cases := map[string]http.HandlerFunc{
+		"json": func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("X-Content-Type-Options", "nosniff")
+			b, _ := io.ReadAll(r.Body)
+			fmt.Fprintf(w, `{"got":%q,"auth":%q,"len":%d}`, b, r.Header.Get("Authorization"), r.ContentLength)
+		},
+		"accepted": func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Location", "/v1/holds/1")
+			w.WriteHeader(http.StatusAccepted)
+			io.WriteString(w, "held\n")
+		},
+		"error": func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, "no: bad target", http.StatusForbidden)
+		},
+		"sniffed": func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "<html><body>x") },
+		"empty":   func(w http.ResponseWriter, r *http.Request) {},
+		"no content": func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/plain")
+			w.WriteHeader(http.StatusNoContent)
+			io.WriteString(w, "dropped")
+		},
+		"handler closes": func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Connection", "close")
+			io.WriteString(w, "bye")
+		},
+		"header after WriteHeader": func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(http.StatusTeapot)
+			w.Header().Set("X-Late", "ignored")
+			io.WriteString(w, "tea")
+		},
+		"own framing": func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Length", "3")
+			w.Header().Set("X-Multi", " a ")
+			w.Header().Add("X-Multi", "b\r\nc")
+			io.WriteString(w, "abc")
+		},
+		"odd status": func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(599) },
+	}
+	requests := map[string]string{
+		"keep-alive": post(`{"a":1}`, "Authorization: Bearer k\r\n"),
+		"close":      post(`{"a":1}`, "Connection: close\r\n"),
+	}
+	for name, h := range cases {
+		var fast atomic.Bool
+		handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			fast.Store(viaFast(w))
+			h(w, r)
+		})
+		ref := httptest.NewServer(handler)
+		defer ref.Close()
+		fs := startFast(t, handler, nil)
+		for rname, raw := range requests {
+			want, wantBody := exchange(t, ref.Listener.Addr().String(), raw, 1)
+			if fast.Load() {
+				t.Fatal("net/http's answer came through the fast path")
+			}
+			got, gotBody := exchange(t, fs.addr, raw, 1)
+			if !fast.Load() {
+				t.Fatalf("%s, %s: not served by the fast path", name, rname)
+			}
+			for _, r := range []*http.Response{want[0], got[0]} {
+				if len(r.Header["Date"]) != 1 {
+					t.Fatalf("%s, %s: Date %q", name, rname, r.Header["Date"])
+				}
+				delete(r.Header, "Date")
+			}
+			if got[0].StatusCode != want[0].StatusCode || !reflect.DeepEqual(got[0].Header, want[0].Header) ||
+				gotBody[0] != wantBody[0] || got[0].Close != want[0].Close || got[0].ContentLength != want[0].ContentLength {
+				t.Errorf("%s, %s:\n fast    %d %q %q close=%v len=%d\n net/http %d %q %q close=%v len=%d", name, rname,
+					got[0].StatusCode, got[0].Header, gotBody[0], got[0].Close, got[0].ContentLength,
+					want[0].StatusCode, want[0].Header, wantBody[0], want[0].Close, want[0].ContentLength)
+			}
+		}
+	}
+}
+
+// Requests that are not the fast route's go to net/http with their
+// connection, from the first such request on, and are answered as
+// before: other routes, chunked bodies, a query, a head too long for the
+// buffer, a bad request. Pipelined requests are answered in order.
+func TestHandsOffToNetHTTP(t *testing.T) {
+	var fastCount, slowCount atomic.Int64
+	fs := startFast(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if viaFast(w) {
+			fastCount.Add(1)
+		} else {
+			slowCount.Add(1)
+		}
+		b, _ := io.ReadAll(r.Body)
+		fmt.Fprintf(w, "%s %s %s", r.Method, r.URL, b)
+	}), nil)
+	chunked := "POST " + testPath + " HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n"
+	long := post("L", "X-Long: "+strings.Repeat("y", 5000)+"\r\n")
+	get := "GET /v1/log HTTP/1.1\r\nHost: h\r\n\r\n"
+	query := "POST " + testPath + "?wait=published HTTP/1.1\r\nHost: h\r\nContent-Length: 1\r\n\r\nq"
+
+	_, bodies := exchange(t, fs.addr, post("one")+post("two")+get+post("three"), 4)
+	want := []string{"POST /v1/actions one", "POST /v1/actions two", "GET /v1/log ", "POST /v1/actions three"}
+	if !reflect.DeepEqual(bodies, want) || fastCount.Load() != 2 || slowCount.Load() != 2 {
+		t.Fatalf("pipelined: %q, %d fast, %d by net/http", bodies, fastCount.Load(), slowCount.Load())
+	}
+	for _, tc := range []struct{ raw, body string }{
+		{chunked, "POST /v1/actions abc"}, {long, "POST /v1/actions L"}, {query, "POST /v1/actions?wait=published q"},
+	} {
+		before := slowCount.Load()
+		if _, b := exchange(t, fs.addr, tc.raw, 1); b[0] != tc.body || slowCount.Load() != before+1 {
+			t.Fatalf("%.60q: %q, want %q from net/http", tc.raw, b[0], tc.body)
+		}
+	}
+	// A request net/http refuses is refused by net/http, as before.
+	rs, _ := exchange(t, fs.addr, "POST "+testPath+" HTTP/1.1\r\nHost: h\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab", 1)
+	if rs[0].StatusCode != http.StatusBadRequest {
+		t.Fatalf("conflicting lengths: %d", rs[0].StatusCode)
+	}
+	rs, _ = exchange(t, fs.addr, post(strings.Repeat("z", 1<<16+1)), 1)
+	if rs[0].StatusCode != http.StatusOK || slowCount.Load() == 0 {
+		t.Fatalf("a body over MaxBody: %d", rs[0].StatusCode)
+	}
+}
+
+// A handler's panic closes its connection without an answer, as in
+// net/http, and the server goes on.
+func TestPanicClosesTheConnection(t *testing.T) {
+	fs := startFast(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Panic") != "" {
+			panic("boom")
+		}
+		io.WriteString(w, "ok")
+	}), func(c *Config) { c.Logger = slogDiscard() })
+	c, err := net.Dial("tcp", fs.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	io.WriteString(c, post("x", "X-Panic: 1\r\n"))
+	if b, err := io.ReadAll(c); err != nil || len(b) != 0 {
+		t.Fatalf("after a panic: %q %v", b, err)
+	}
+	if _, b := exchange(t, fs.addr, post("x"), 1); b[0] != "ok" {
+		t.Fatalf("after a panic: %q", b[0])
+	}
+}
+
+// Shutdown closes idle connections at once and waits for a request in
+// flight, whose answer arrives whole.
+func TestShutdownDrains(t *testing.T) {
+	entered, release := make(chan struct{}), make(chan struct{})
+	fs := startFast(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Wait") != "" {
+			close(entered)
+			<-release
+		}
+		io.WriteString(w, "done")
+	}), nil)
+	idle, err := net.Dial("tcp", fs.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+	idle.SetDeadline(time.Now().Add(5 * time.Second))
+	io.WriteString(idle, post("i"))
+	br := bufio.NewReader(idle)
+	if r, err := http.ReadResponse(br, nil); err != nil || r.StatusCode != 200 {
+		t.Fatal(err)
+	} else {
+		io.ReadAll(r.Body)
+	}
+	answered := make(chan string, 1)
+	go func() {
+		_, b := exchange(t, fs.addr, post("w", "X-Wait: 1\r\n"), 1)
+		answered <- b[0]
+	}()
+	<-entered
+	shut := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		fs.srv.Shutdown(ctx)
+		shut <- fs.l.Shutdown(ctx)
+	}()
+	if _, err := br.ReadByte(); err != io.EOF {
+		t.Fatalf("the idle connection after Shutdown: %v, want EOF", err)
+	}
+	select {
+	case err := <-shut:
+		t.Fatalf("Shutdown returned %v with a request in flight", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(release)
+	if b := <-answered; b != "done" {
+		t.Fatalf("the request in flight: %q", b)
+	}
+	if err := <-shut; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := net.DialTimeout("tcp", fs.addr, time.Second); err == nil {
+		t.Fatal("still accepting after Shutdown")
+	}
+}
+
+// A kept connection idle past IdleTimeout is closed.
+func TestIdleTimeout(t *testing.T) {
+	fs := startFast(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }),
+		func(c *Config) { c.IdleTimeout = 100 * time.Millisecond })
+	c, err := net.Dial("tcp", fs.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	io.WriteString(c, post("x"))
+	br := bufio.NewReader(c)
+	if r, err := http.ReadResponse(br, nil); err != nil {
+		t.Fatal(err)
+	} else {
+		io.ReadAll(r.Body)
+	}
+	start := time.Now()
+	if _, err := br.ReadByte(); err != io.EOF {
+		t.Fatalf("idle connection: %v, want EOF", err)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Fatalf("closed after %v", d)
+	}
+}
+
+func slogDiscard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

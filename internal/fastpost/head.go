@@ -1,0 +1,174 @@
+package fastpost
+
+import (
+	"bytes"
+	"net/http"
+	"strings"
+)
+
+// head is a request head the fast path serves: POST to the one path,
+// HTTP/1.1, framed by a single Content-Length.
+type head struct {
+	host          string
+	header        http.Header // without Host, as net/http's
+	contentLength int64
+	close         bool // the client sent Connection: close
+}
+
+// parseHead parses b, a request head ending in an empty line, if it is one
+// the fast path serves: the request line exactly "POST <path> HTTP/1.1",
+// header lines "Name: value" of visible ASCII, one Host of host
+// characters, one Content-Length of at most maxBody, and none of the
+// headers that change the framing or the connection (Transfer-Encoding,
+// Expect, Upgrade, TE, Trailer, a Connection other than keep-alive or
+// close) or that net/http rewrites (Pragma). Anything else, valid or not, is not the fast path's: ok is false
+// and net/http reads the same bytes. For every head parseHead accepts,
+// net/http's ReadRequest gives the same request (FuzzParseHead).
+func parseHead(b []byte, path string, maxBody int64) (h head, ok bool) {
+	line, rest, ok := cutLine(b)
+	if !ok || len(line) != len("POST  HTTP/1.1")+len(path) ||
+		string(line[:5]) != "POST " || string(line[5:5+len(path)]) != path || string(line[5+len(path):]) != " HTTP/1.1" {
+		return head{}, false
+	}
+	h.contentLength = -1
+	hosts := 0
+	for {
+		line, rest, ok = cutLine(rest)
+		if !ok {
+			return head{}, false
+		}
+		if len(line) == 0 {
+			break
+		}
+		colon := bytes.IndexByte(line, ':')
+		if colon <= 0 || !isToken(line[:colon]) {
+			return head{}, false
+		}
+		value := bytes.TrimLeft(line[colon+1:], " \t")
+		value = bytes.TrimRight(value, " \t")
+		if !isVisible(value) {
+			return head{}, false
+		}
+		name := http.CanonicalHeaderKey(string(line[:colon]))
+		switch name {
+		case "Host":
+			if hosts++; hosts > 1 || !isHost(value) {
+				return head{}, false
+			}
+			h.host = string(value)
+			continue
+		case "Content-Length":
+			n, ok := parseLength(value, maxBody)
+			if !ok || h.contentLength >= 0 {
+				return head{}, false
+			}
+			h.contentLength = n
+		case "Connection":
+			switch {
+			case strings.EqualFold(string(value), "close"):
+				h.close = true
+			case strings.EqualFold(string(value), "keep-alive"):
+			default:
+				return head{}, false
+			}
+		case "Transfer-Encoding", "Expect", "Upgrade", "Te", "Trailer", "Http2-Settings", "Keep-Alive", "Proxy-Connection", "Pragma":
+			return head{}, false
+		}
+		if h.header == nil {
+			h.header = make(http.Header, 8)
+		}
+		h.header[name] = append(h.header[name], string(value))
+	}
+	if hosts != 1 || h.contentLength < 0 || len(rest) != 0 {
+		return head{}, false
+	}
+	if h.header == nil {
+		h.header = http.Header{}
+	}
+	return h, true
+}
+
+// cutLine cuts b at its first CRLF; a bare LF or CR is not a line end the
+// fast path takes.
+func cutLine(b []byte) (line, rest []byte, ok bool) {
+	i := bytes.IndexByte(b, '\n')
+	if i < 1 || b[i-1] != '\r' {
+		return nil, nil, false
+	}
+	line = b[:i-1]
+	if bytes.IndexByte(line, '\r') >= 0 {
+		return nil, nil, false
+	}
+	return line, b[i+1:], true
+}
+
+// parseLength parses a Content-Length of 1 to 7 digits up to maxBody.
+func parseLength(b []byte, maxBody int64) (int64, bool) {
+	if len(b) == 0 || len(b) > 7 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n, n <= maxBody
+}
+
+// isToken reports whether b is an HTTP token (RFC 9110 §5.6.2).
+func isToken(b []byte) bool {
+	if len(b) == 0 {
+		return false
+	}
+	for _, c := range b {
+		if c >= 0x80 || !tokenChar[c] {
+			return false
+		}
+	}
+	return true
+}
+
+var tokenChar = func() (t [128]bool) {
+	for c := '0'; c <= '9'; c++ {
+		t[c] = true
+	}
+	for c := 'a'; c <= 'z'; c++ {
+		t[c], t[c-'a'+'A'] = true, true
+	}
+	for _, c := range "!#$%&'*+-.^_`|~" {
+		t[c] = true
+	}
+	return t
+}()
+
+// isVisible reports whether b is visible ASCII, spaces and tabs: a
+// narrower set than the field values net/http takes, which also allow
+// bytes above 0x7f.
+func isVisible(b []byte) bool {
+	for _, c := range b {
+		if (c < 0x20 && c != '\t') || c >= 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// isHost reports whether b is a host[:port] of letters, digits, '.', '-',
+// ':' and the brackets of an IPv6 literal: a subset of what net/http's
+// host check takes.
+func isHost(b []byte) bool {
+	if len(b) == 0 {
+		return false
+	}
+	for _, c := range b {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case c == '.', c == '-', c == ':', c == '[', c == ']':
+		default:
+			return false
+		}
+	}
+	return true
+}
