@@ -21,10 +21,10 @@ import (
 	"github.com/annal-dev/annal/agentmcp"
 
 	"github.com/annal-dev/annal/internal/cli"
+	"github.com/annal-dev/annal/internal/fastpost"
 	"github.com/annal-dev/annal/internal/gcgoal"
 	"github.com/annal-dev/annal/kernel"
 	"github.com/annal-dev/annal/kernel/event"
-	"github.com/annal-dev/annal/internal/fastpost"
 	"github.com/annal-dev/annal/logserver"
 	"github.com/annal-dev/annal/logserver/api"
 	"github.com/spf13/cobra"
