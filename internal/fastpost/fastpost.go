@@ -115,18 +115,30 @@ func New(inner net.Listener, cfg Config) (*Listener, error) {
 	return l, nil
 }
 
+// acceptLoop accepts until the inner listener closes. Other errors (too
+// many open files, a connection reset before it was accepted) are waited
+// out, doubling the pause from 5 ms to 1 s, as http.Server waits them out.
 func (l *Listener) acceptLoop() {
+	var pause time.Duration
 	for {
 		c, err := l.inner.Accept()
 		if err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				time.Sleep(5 * time.Millisecond) // as http.Server backs off
-				continue
+			select {
+			case <-l.done:
+				l.acceptErr <- net.ErrClosed
+				return
+			default:
 			}
-			l.acceptErr <- err
-			return
+			if errors.Is(err, net.ErrClosed) {
+				l.acceptErr <- err
+				return
+			}
+			pause = min(max(2*pause, 5*time.Millisecond), time.Second)
+			l.cfg.Logger.Warn("fastpost: accept failed; waiting", "err", err, "pause", pause)
+			time.Sleep(pause)
+			continue
 		}
+		pause = 0
 		fc := &conn{l: l, nc: c, br: bufio.NewReaderSize(c, readBuffer)}
 		if !l.track(fc, true) {
 			c.Close()
@@ -274,9 +286,12 @@ func (c *conn) serve() {
 		if cfg.ReadHeaderTimeout > 0 {
 			c.nc.SetReadDeadline(start.Add(cfg.ReadHeaderTimeout))
 		}
-		h, n, ok := c.readHead()
-		if !ok {
+		h, n, route := c.readHead()
+		switch route {
+		case netHTTP:
 			handed = c.handOff()
+			return
+		case hangUp:
 			return
 		}
 		c.br.Discard(n)
@@ -295,27 +310,43 @@ func (c *conn) serve() {
 	}
 }
 
+// route is where readHead sends a request.
+type route int
+
+const (
+	fast    route = iota // the fast path serves it
+	netHTTP              // not the fast route's: net/http reads it
+	hangUp               // the head did not arrive whole in time: close, as net/http does
+)
+
 // readHead peeks until the buffer holds a whole head (up to an empty
-// line) and parses it; nothing is consumed. ok is false when the head is
-// not the fast route's, is longer than the buffer, or did not arrive whole.
-func (c *conn) readHead() (h head, n int, ok bool) {
+// line) and parses it; nothing is consumed. A head that is not the fast
+// route's, or longer than the buffer, goes to net/http, as soon as that is
+// known. One that does not arrive whole before the header deadline, or
+// before the client stops sending, closes the connection, as net/http
+// closes it then, rather than giving the client net/http's header timeout
+// over again.
+func (c *conn) readHead() (h head, n int, to route) {
 	prefix := "POST " + c.l.cfg.Path + " "
 	for {
 		buf, _ := c.br.Peek(c.br.Buffered())
 		m := min(len(buf), len(prefix))
 		if string(buf[:m]) != prefix[:m] {
-			return head{}, 0, false
+			return head{}, 0, netHTTP
 		}
 		if i := bytes.Index(buf, []byte("\r\n\r\n")); i >= 0 {
 			n = i + 4
-			h, ok = parseHead(buf[:n], c.l.cfg.Path, c.l.cfg.MaxBody)
-			return h, n, ok
+			h, ok := parseHead(buf[:n], c.l.cfg.Path, c.l.cfg.MaxBody)
+			if !ok {
+				return head{}, 0, netHTTP
+			}
+			return h, n, fast
 		}
 		if len(buf) == c.br.Size() {
-			return head{}, 0, false
+			return head{}, 0, netHTTP
 		}
 		if _, err := c.br.Peek(len(buf) + 1); err != nil {
-			return head{}, 0, false
+			return head{}, 0, hangUp
 		}
 	}
 }

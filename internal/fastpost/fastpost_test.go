@@ -3,6 +3,7 @@ package fastpost
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -322,3 +323,69 @@ func TestIdleTimeout(t *testing.T) {
 }
 
 func slogDiscard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// A head that does not arrive whole within ReadHeaderTimeout closes the
+// connection, as net/http closes it, without a second header timeout of
+// net/http's (2 s here) after it.
+func TestSlowHeadIsClosed(t *testing.T) {
+	fs := startFast(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }),
+		func(c *Config) { c.ReadHeaderTimeout = 100 * time.Millisecond })
+	c, err := net.Dial("tcp", fs.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	io.WriteString(c, "POST "+testPath+" HTTP/1.1\r\nHost: h\r\n")
+	start := time.Now()
+	b, err := io.ReadAll(c)
+	if err != nil || len(b) != 0 {
+		t.Fatalf("slow head: %q %v", b, err)
+	}
+	if d := time.Since(start); d > 1500*time.Millisecond {
+		t.Fatalf("closed after %v: handed to net/http's header timeout", d)
+	}
+}
+
+// flakyListener fails its first Accept with an error that is not a close.
+type flakyListener struct {
+	net.Listener
+	failed atomic.Bool
+}
+
+func (l *flakyListener) Accept() (net.Conn, error) {
+	if !l.failed.Swap(true) {
+		return nil, errors.New("accept: too many open files")
+	}
+	return l.Listener.Accept()
+}
+
+// An accept error other than a closed listener is waited out, not taken
+// as the end of serving.
+func TestAcceptErrorIsWaitedOut(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+	l, err := New(&flakyListener{Listener: ln}, Config{Path: testPath, Handler: h, MaxBody: 10, Logger: slogDiscard()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: h}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(l) }()
+	defer srv.Close()
+	if _, b := exchange(t, ln.Addr().String(), post("x"), 1); b[0] != "ok" {
+		t.Fatalf("after an accept error: %q", b[0])
+	}
+	select {
+	case err := <-served:
+		t.Fatalf("Serve returned %v", err)
+	default:
+	}
+	l.Close()
+	if err := <-served; !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("Serve after Close: %v", err)
+	}
+}
