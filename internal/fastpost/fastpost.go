@@ -235,8 +235,8 @@ type conn struct {
 	l    *Listener
 	nc   net.Conn
 	br   *bufio.Reader
-	body []byte // the request body, kept for its capacity
-	out  []byte // the answer, kept for its capacity
+	body []byte // the request body, kept for its capacity up to keptBuffer
+	out  []byte // the answer, kept for its capacity up to keptBuffer
 }
 
 // bufferedConn is a connection handed to net/http: what the fast path
@@ -307,8 +307,21 @@ func (c *conn) serve() {
 		if !ok || !keep {
 			return
 		}
+		// An idle connection keeps small buffers only: a thousand
+		// connections that each once sent a body near the limit must not
+		// hold a quarter of a GiB.
+		if cap(c.body) > keptBuffer {
+			c.body = nil
+		}
+		if cap(c.out) > keptBuffer {
+			c.out = nil
+		}
 	}
 }
+
+// keptBuffer is the most a connection keeps of its body and answer
+// buffers between requests; an action and its receipt fit in far less.
+const keptBuffer = 16 << 10
 
 // route is where readHead sends a request.
 type route int
