@@ -389,3 +389,29 @@ func TestAcceptErrorIsWaitedOut(t *testing.T) {
 		t.Fatalf("Serve after Close: %v", err)
 	}
 }
+
+// A connection is forgotten once it closes or goes to net/http, so the
+// Listener holds nothing for connections that came and went.
+func TestConnectionsAreForgotten(t *testing.T) {
+	fs := startFast(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }), nil)
+	for i := range 40 {
+		raw := post(strings.Repeat("b", 20<<10)) // a body above what a connection keeps
+		if i%2 == 1 {
+			raw += "GET /other HTTP/1.1\r\nHost: h\r\n\r\n" // then net/http's
+		}
+		exchange(t, fs.addr, raw, 1+i%2)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		fs.l.mu.Lock()
+		n := len(fs.l.conns)
+		fs.l.mu.Unlock()
+		if n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connections still tracked after their clients closed", n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
