@@ -139,7 +139,7 @@ func (l *Listener) acceptLoop() {
 			continue
 		}
 		pause = 0
-		fc := &conn{l: l, nc: c, br: bufio.NewReaderSize(c, readBuffer)}
+		fc := &conn{l: l, nc: c, br: bufio.NewReaderSize(c, readBuffer), remote: c.RemoteAddr().String()}
 		if !l.track(fc, true) {
 			c.Close()
 			continue
@@ -232,11 +232,12 @@ func (l *Listener) untrack(c *conn) {
 
 // conn is one connection while the fast path serves it.
 type conn struct {
-	l    *Listener
-	nc   net.Conn
-	br   *bufio.Reader
-	body []byte // the request body, kept for its capacity up to keptBuffer
-	out  []byte // the answer, kept for its capacity up to keptBuffer
+	l      *Listener
+	nc     net.Conn
+	br     *bufio.Reader
+	remote string // the client's address, as net/http gives it in RemoteAddr
+	body   []byte // the request body, kept for its capacity up to keptBuffer
+	out    []byte // the answer, kept for its capacity up to keptBuffer
 }
 
 // bufferedConn is a connection handed to net/http: what the fast path
@@ -266,12 +267,17 @@ func (c *conn) serve() {
 	}()
 	cfg := &c.l.cfg
 	for first := true; ; first = false {
+		// One deadline a request when it arrives whole, as requests of
+		// agents do: the wait for it. The header and body bounds are set
+		// only when a read has to wait for more.
 		if !first {
 			if !c.l.track(c, true) {
 				return
 			}
 			if cfg.IdleTimeout > 0 {
 				c.nc.SetReadDeadline(time.Now().Add(cfg.IdleTimeout))
+			} else {
+				c.nc.SetReadDeadline(time.Time{})
 			}
 		} else if cfg.ReadHeaderTimeout > 0 {
 			c.nc.SetReadDeadline(time.Now().Add(cfg.ReadHeaderTimeout))
@@ -283,10 +289,7 @@ func (c *conn) serve() {
 			return
 		}
 		start := time.Now()
-		if cfg.ReadHeaderTimeout > 0 {
-			c.nc.SetReadDeadline(start.Add(cfg.ReadHeaderTimeout))
-		}
-		h, n, route := c.readHead()
+		h, n, route := c.readHead(start)
 		switch route {
 		case netHTTP:
 			handed = c.handOff()
@@ -295,14 +298,13 @@ func (c *conn) serve() {
 			return
 		}
 		c.br.Discard(n)
-		if cfg.ReadTimeout > 0 {
+		if c.br.Buffered() < int(h.contentLength) && cfg.ReadTimeout > 0 {
 			c.nc.SetReadDeadline(start.Add(cfg.ReadTimeout))
 		}
 		c.body = growTo(c.body, int(h.contentLength))
 		if _, err := io.ReadFull(c.br, c.body); err != nil {
 			return
 		}
-		c.nc.SetReadDeadline(time.Time{})
 		keep, ok := c.answer(h)
 		if !ok || !keep {
 			return
@@ -339,8 +341,9 @@ const (
 // before the client stops sending, closes the connection, as net/http
 // closes it then, rather than giving the client net/http's header timeout
 // over again.
-func (c *conn) readHead() (h head, n int, to route) {
+func (c *conn) readHead(start time.Time) (h head, n int, to route) {
 	prefix := "POST " + c.l.cfg.Path + " "
+	waited := false
 	for {
 		buf, _ := c.br.Peek(c.br.Buffered())
 		m := min(len(buf), len(prefix))
@@ -358,6 +361,10 @@ func (c *conn) readHead() (h head, n int, to route) {
 		if len(buf) == c.br.Size() {
 			return head{}, 0, netHTTP
 		}
+		if !waited && c.l.cfg.ReadHeaderTimeout > 0 {
+			c.nc.SetReadDeadline(start.Add(c.l.cfg.ReadHeaderTimeout))
+		}
+		waited = true
 		if _, err := c.br.Peek(len(buf) + 1); err != nil {
 			return head{}, 0, hangUp
 		}
@@ -396,7 +403,7 @@ func (c *conn) answer(h head) (keep, ok bool) {
 		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
 		Header: h.header, Host: h.host, ContentLength: h.contentLength, Close: h.close,
 		Body:       io.NopCloser(bytes.NewReader(c.body)),
-		RemoteAddr: c.nc.RemoteAddr().String(),
+		RemoteAddr: c.remote,
 	}
 	r = r.WithContext(ctx)
 	w := &writer{header: make(http.Header, 4)}

@@ -415,3 +415,26 @@ func TestConnectionsAreForgotten(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// A body that does not arrive whole within ReadTimeout of the request's
+// start closes the connection without an answer.
+func TestSlowBodyIsClosed(t *testing.T) {
+	var called atomic.Bool
+	fs := startFast(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { called.Store(true) }),
+		func(c *Config) { c.ReadTimeout = 200 * time.Millisecond })
+	c, err := net.Dial("tcp", fs.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	io.WriteString(c, "POST "+testPath+" HTTP/1.1\r\nHost: h\r\nContent-Length: 10\r\n\r\nabc")
+	start := time.Now()
+	b, err := io.ReadAll(c)
+	if err != nil || len(b) != 0 || called.Load() {
+		t.Fatalf("slow body: %q %v, handler called %v", b, err, called.Load())
+	}
+	if d := time.Since(start); d > 1500*time.Millisecond {
+		t.Fatalf("closed after %v", d)
+	}
+}
