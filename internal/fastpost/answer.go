@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/annal-dev/annal/internal/httpsyntax"
 )
 
 // writer is the fast path's http.ResponseWriter: it buffers the answer
@@ -88,7 +90,7 @@ func (w *writer) appendAnswer(dst []byte, clientClose bool) (_ []byte, closeAfte
 			continue // replaced by close below
 		case k == "Content-Type" && w.status == http.StatusNotModified:
 			continue
-		case !isToken([]byte(k)):
+		case !httpsyntax.IsToken(k):
 			continue // net/http drops what it cannot write
 		}
 		keys = append(keys, k)

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"net/http"
 	"strings"
+
+	"github.com/annal-dev/annal/internal/httpsyntax"
 )
 
 // head is a request head the fast path serves: POST to the one path,
@@ -41,7 +43,7 @@ func parseHead(b []byte, path string, maxBody int64) (h head, ok bool) {
 			break
 		}
 		colon := bytes.IndexByte(line, ':')
-		if colon <= 0 || !isToken(line[:colon]) {
+		if colon <= 0 || !httpsyntax.IsToken(line[:colon]) {
 			return head{}, false
 		}
 		value := bytes.TrimLeft(line[colon+1:], " \t")
@@ -116,32 +118,6 @@ func parseLength(b []byte, maxBody int64) (int64, bool) {
 	}
 	return n, n <= maxBody
 }
-
-// isToken reports whether b is an HTTP token (RFC 9110 §5.6.2).
-func isToken(b []byte) bool {
-	if len(b) == 0 {
-		return false
-	}
-	for _, c := range b {
-		if c >= 0x80 || !tokenChar[c] {
-			return false
-		}
-	}
-	return true
-}
-
-var tokenChar = func() (t [128]bool) {
-	for c := '0'; c <= '9'; c++ {
-		t[c] = true
-	}
-	for c := 'a'; c <= 'z'; c++ {
-		t[c], t[c-'a'+'A'] = true, true
-	}
-	for _, c := range "!#$%&'*+-.^_`|~" {
-		t[c] = true
-	}
-	return t
-}()
 
 // isVisible reports whether b is visible ASCII, spaces and tabs: a
 // narrower set than the field values net/http takes, which also allow

@@ -38,6 +38,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/annal-dev/annal/internal/httpsyntax"
 )
 
 // MaxAnswer bounds the answer body Post reads.
@@ -87,7 +89,7 @@ func New(rawURL string, header http.Header, timeout time.Duration) (*Conn, error
 	}
 	slices.Sort(names) // the same bytes on every run
 	for _, name := range names {
-		if !isToken(name) {
+		if !httpsyntax.IsToken(name) {
 			return nil, fmt.Errorf("header name %q is not a token", name)
 		}
 		switch http.CanonicalHeaderKey(name) {
@@ -231,7 +233,7 @@ func readAnswer(br *bufio.Reader, buf []byte) (code int, body []byte, keep bool,
 			break
 		}
 		name, value, ok := bytes.Cut(l, []byte(":"))
-		if !ok || !isToken(string(name)) {
+		if !ok || !httpsyntax.IsToken(name) {
 			return 0, nil, false, fmt.Errorf("malformed answer header line %q", l)
 		}
 		value = bytes.Trim(value, " \t")
@@ -346,33 +348,6 @@ func isDigits(b []byte) bool {
 	}
 	return true
 }
-
-// isToken reports whether s is an RFC 9110 token, as a header name must be.
-func isToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 0x80 || !tokenByte[c] {
-			return false
-		}
-	}
-	return true
-}
-
-var tokenByte = func() (t [128]bool) {
-	for c := '0'; c <= '9'; c++ {
-		t[c] = true
-	}
-	for c := 'a'; c <= 'z'; c++ {
-		t[c], t[c-'a'+'A'] = true, true
-	}
-	for _, c := range "!#$%&'*+-.^_`|~" {
-		t[c] = true
-	}
-	return t
-}()
 
 // isFieldValue reports whether b holds no control character but tab.
 func isFieldValue(b []byte) bool {

@@ -1,0 +1,34 @@
+// Package httpsyntax holds the checks of HTTP/1.1's grammar that the
+// project's own HTTP framing (internal/loadconn's client, internal/fastpost's
+// server path) shares, so that both accept exactly the same names.
+// net/http's copies are internal, and golang.org/x/net/http/httpguts's
+// would add golang.org/x/text to the module for a ten-line loop.
+package httpsyntax
+
+// IsToken reports whether s is an RFC 9110 token (§5.6.2), as a header
+// name and a method must be.
+func IsToken[T string | []byte](s T) bool {
+	if len(s) == 0 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x80 || !tokenByte[c] {
+			return false
+		}
+	}
+	return true
+}
+
+var tokenByte = func() (t [128]bool) {
+	for c := '0'; c <= '9'; c++ {
+		t[c] = true
+	}
+	for c := 'a'; c <= 'z'; c++ {
+		t[c], t[c-'a'+'A'] = true, true
+	}
+	for _, c := range "!#$%&'*+-.^_`|~" {
+		t[c] = true
+	}
+	return t
+}()
