@@ -56,15 +56,24 @@ func startFast(t *testing.T, h http.Handler, tune func(*Config)) *fastServer {
 	return &fastServer{addr: ln.Addr().String(), l: l, srv: srv}
 }
 
-// exchange writes raw on a new connection to addr and reads n answers.
-func exchange(t *testing.T, addr, raw string, n int) ([]*http.Response, []string) {
+// dial connects to addr, with 5 s for everything on the connection; it
+// is closed when the test ends.
+func dial(t *testing.T, addr string) net.Conn {
 	t.Helper()
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	t.Cleanup(func() { c.Close() })
 	c.SetDeadline(time.Now().Add(5 * time.Second))
+	return c
+}
+
+// exchange writes raw on a new connection to addr and reads n answers.
+func exchange(t *testing.T, addr, raw string, n int) ([]*http.Response, []string) {
+	t.Helper()
+	c := dial(t, addr)
+	defer c.Close()
 	if _, err := io.WriteString(c, raw); err != nil {
 		t.Fatal(err)
 	}
@@ -224,12 +233,7 @@ func TestPanicClosesTheConnection(t *testing.T) {
 		}
 		io.WriteString(w, "ok")
 	}), func(c *Config) { c.Logger = slogDiscard() })
-	c, err := net.Dial("tcp", fs.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(5 * time.Second))
+	c := dial(t, fs.addr)
 	io.WriteString(c, post("x", "X-Panic: 1\r\n"))
 	if b, err := io.ReadAll(c); err != nil || len(b) != 0 {
 		t.Fatalf("after a panic: %q %v", b, err)
@@ -250,12 +254,7 @@ func TestShutdownDrains(t *testing.T) {
 		}
 		io.WriteString(w, "done")
 	}), nil)
-	idle, err := net.Dial("tcp", fs.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer idle.Close()
-	idle.SetDeadline(time.Now().Add(5 * time.Second))
+	idle := dial(t, fs.addr)
 	io.WriteString(idle, post("i"))
 	br := bufio.NewReader(idle)
 	if r, err := http.ReadResponse(br, nil); err != nil || r.StatusCode != 200 {
@@ -300,12 +299,7 @@ func TestShutdownDrains(t *testing.T) {
 func TestIdleTimeout(t *testing.T) {
 	fs := startFast(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }),
 		func(c *Config) { c.IdleTimeout = 100 * time.Millisecond })
-	c, err := net.Dial("tcp", fs.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(5 * time.Second))
+	c := dial(t, fs.addr)
 	io.WriteString(c, post("x"))
 	br := bufio.NewReader(c)
 	if r, err := http.ReadResponse(br, nil); err != nil {
@@ -330,12 +324,7 @@ func slogDiscard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard
 func TestSlowHeadIsClosed(t *testing.T) {
 	fs := startFast(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }),
 		func(c *Config) { c.ReadHeaderTimeout = 100 * time.Millisecond })
-	c, err := net.Dial("tcp", fs.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(5 * time.Second))
+	c := dial(t, fs.addr)
 	io.WriteString(c, "POST "+testPath+" HTTP/1.1\r\nHost: h\r\n")
 	start := time.Now()
 	b, err := io.ReadAll(c)
@@ -422,12 +411,7 @@ func TestSlowBodyIsClosed(t *testing.T) {
 	var called atomic.Bool
 	fs := startFast(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { called.Store(true) }),
 		func(c *Config) { c.ReadTimeout = 200 * time.Millisecond })
-	c, err := net.Dial("tcp", fs.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(5 * time.Second))
+	c := dial(t, fs.addr)
 	io.WriteString(c, "POST "+testPath+" HTTP/1.1\r\nHost: h\r\nContent-Length: 10\r\n\r\nabc")
 	start := time.Now()
 	b, err := io.ReadAll(c)
