@@ -70,6 +70,7 @@ func (w *writer) appendAnswer(dst []byte, clientClose bool) (_ []byte, closeAfte
 		w.WriteHeader(http.StatusOK)
 	}
 	h := w.sent
+	hasBody := bodyAllowed(w.status)
 	closeAfter = clientClose || hasToken(h.Get("Connection"), "close")
 	dst = append(dst, "HTTP/1.1 "...)
 	dst = strconv.AppendInt(dst, int64(w.status), 10)
@@ -110,7 +111,7 @@ func (w *writer) appendAnswer(dst []byte, clientClose bool) (_ []byte, closeAfte
 		dst = time.Now().UTC().AppendFormat(dst, http.TimeFormat)
 		dst = append(dst, "\r\n"...)
 	}
-	if bodyAllowed(w.status) {
+	if hasBody {
 		dst = append(dst, "Content-Length: "...)
 		dst = strconv.AppendInt(dst, int64(len(w.body)), 10)
 		dst = append(dst, "\r\n"...)
@@ -125,7 +126,7 @@ func (w *writer) appendAnswer(dst []byte, clientClose bool) (_ []byte, closeAfte
 		dst = append(dst, "Connection: close\r\n"...)
 	}
 	dst = append(dst, "\r\n"...)
-	if bodyAllowed(w.status) {
+	if hasBody {
 		dst = append(dst, w.body...)
 	}
 	return dst, closeAfter
