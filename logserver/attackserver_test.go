@@ -67,6 +67,16 @@ func (r reply) String() string {
 // as is if it is a string, and as JSON otherwise (nil: no body).
 func (ts *testServer) call(t testing.TB, method, path, cred string, body any) reply {
 	t.Helper()
+	r, err := ts.try(method, path, cred, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// try is call for a goroutine other than the test's: it returns what
+// went wrong instead of failing the test.
+func (ts *testServer) try(method, path, cred string, body any) (reply, error) {
 	var rd io.Reader
 	switch b := body.(type) {
 	case nil:
@@ -75,31 +85,31 @@ func (ts *testServer) call(t testing.TB, method, path, cred string, body any) re
 	default:
 		raw, err := json.Marshal(b)
 		if err != nil {
-			t.Fatal(err)
+			return reply{}, err
 		}
 		rd = bytes.NewReader(raw)
 	}
 	req, err := http.NewRequest(method, ts.srv.URL+path, rd)
 	if err != nil {
-		t.Fatal(err)
+		return reply{}, err
 	}
 	if cred != "" {
 		req.Header.Set("Authorization", "Bearer "+cred)
 	}
 	resp, err := attackHTTP.Do(req)
 	if err != nil {
-		t.Fatal(err)
+		return reply{}, fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(resp.Body)
 	if err != nil {
-		t.Fatal(err)
+		return reply{}, fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	r := reply{method: method, path: path, status: resp.StatusCode, header: resp.Header, body: raw}
 	if resp.StatusCode >= 300 {
 		_ = json.Unmarshal(raw, &r.err)
 	}
-	return r
+	return r, nil
 }
 
 // must fails the test unless the answer has this status.

@@ -37,6 +37,7 @@ var actionRule = &rule{
 		c.chain(ev.Action.Envelope)
 		if ev.Hold != nil {
 			c.write("hold/" + ev.Hold.ID)
+			c.read(actorKey(ev.Hold.AnsweredBy)) // the human who approves: standing, authority, keys
 		}
 	},
 	gates:       actionGates,
@@ -70,6 +71,7 @@ var holdRequestedRule = &rule{
 		c.read(ClaimRules)
 		c.chain(ev.Action.Envelope)
 		c.write("holds-of/" + ev.Hold.Envelope) // pending holds per envelope are bounded: counted one by one
+		c.write("hold/" + ev.Hold.ID)
 	},
 	gates:       actionGates,
 	actionFacts: true,

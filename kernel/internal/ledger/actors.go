@@ -110,6 +110,9 @@ var actorCreatedRule = &rule{
 	claims: func(c *claimSet, ev *event.Event) {
 		c.read(ClaimCensus)
 		c.write(actorKey(ev.Subject.ID))
+		if ev.Subject.Share > 0 {
+			c.write(actorKey(ev.Actor)) // the share given comes from the creator's
+		}
 	},
 	gates: byActor(
 		validate(GateAuthority, func(c *checker) *Violation {

@@ -59,8 +59,8 @@ func (c *claimSet) chain(id string) {
 
 // Claims returns what ev reads and changes, sorted by key, each key once
 // (exclusive if ev both reads and changes it): its actor and session, read,
-// and what the rule of its kind names. It reads the ledger only to follow
-// an envelope's chain, which never changes once issued.
+// and what the rule of its kind names. It reads the ledger only for what
+// never changes once logged: an envelope's chain, a saga's session.
 func (l *Ledger) Claims(ev *event.Event) []Claim {
 	c := &claimSet{l: l, cs: make([]Claim, 0, 8)}
 	if ev.Actor != event.KernelActor {

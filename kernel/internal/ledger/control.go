@@ -170,6 +170,9 @@ var killRule = &rule{
 		}
 		for _, h := range ev.Kill.Handoffs {
 			c.write("saga/" + h.Saga)
+			if h.To != "" {
+				c.read(actorKey(h.To)) // the substitute must be able to act
+			}
 		}
 	},
 	gates: byActor(validate(GateAuthority, func(c *checker) *Violation {

@@ -181,7 +181,7 @@ var executeResultRule = &rule{
 		l.settle(a, chain, ev.Decision.Settled, 0)
 		p, _ := parseExecute(ev.Action.Payload, l.Rules)
 		delete(l.Intents, intentKey(p.of))
-		l.dirty["intent/"+intentKey(p.of)] = true
+		l.touch("intent/" + intentKey(p.of))
 	},
 }
 
@@ -222,5 +222,5 @@ func (l *Ledger) openIntent(index uint64, ev *event.Event) {
 	}
 	key := intentKey(index)
 	l.Intents[key] = &Intent{Index: index, Actor: ev.Actor, Envelope: ev.Action.Envelope, Session: ev.Session, Target: ev.Action.Target, InputOID: p.inputOID}
-	l.dirty["intent/"+key] = true
+	l.touch("intent/" + key)
 }

@@ -205,10 +205,12 @@ func (l *Ledger) FoldOpened(index uint64, ev *event.Event, open func(*event.Seal
 	if len(tolerated) > 0 {
 		l.Legacy++ // it broke a rule the log had not adopted yet
 	}
+	cc := l.beginClaimCheck(index, ev)
 	l.ruleFor(ev).apply(l, index, ev)
 	l.applySigned(index, ev)
 	l.Size++
-	l.dirty["meta"] = true
+	l.touch("meta")
+	l.endClaimCheck(cc, index, ev)
 	return tolerated, nil
 }
 
@@ -340,10 +342,22 @@ func (l *Ledger) IdentifyCredential(hash string) (id string, kind event.ActorKin
 	return who.id, who.kind, ok
 }
 
-func (l *Ledger) touch(key string)          { l.dirty[key] = true }
-func (l *Ledger) touchActor(a *Actor)       { l.dirty["actor/"+a.ID] = true }
-func (l *Ledger) touchEnvelope(v *Envelope) { l.dirty["envelope/"+v.ID] = true }
-func (l *Ledger) touchHold(h *Hold)         { l.dirty["hold/"+h.ID] = true }
+// touch marks key changed, for persistence (TakeDirty), unless nobody
+// persists this ledger (Untracked).
+func (l *Ledger) touch(key string) {
+	if l.dirty != nil {
+		l.dirty[key] = true
+	}
+}
+
+func (l *Ledger) touchActor(a *Actor)       { l.touch("actor/" + a.ID) }
+func (l *Ledger) touchEnvelope(v *Envelope) { l.touch("envelope/" + v.ID) }
+func (l *Ledger) touchHold(h *Hold)         { l.touch("hold/" + h.ID) }
+
+// Untracked stops l from keeping the keys its folds change: for a ledger
+// that is never persisted (the kernel's sequencing copy), whose record of
+// changes would only grow. TakeDirty returns nothing after it.
+func (l *Ledger) Untracked() { l.dirty = nil }
 
 // MarkDirty marks keys changed again: their write to the state failed,
 // and must be retried with the next.

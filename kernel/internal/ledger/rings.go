@@ -119,6 +119,7 @@ var actionRegisteredRule = &rule{
 var elevationGrantedRule = &rule{
 	claims: func(c *claimSet, ev *event.Event) {
 		c.write(actorKey(ev.Elevation.Agent))
+		c.write("elevation/" + ev.Elevation.ID) // its id is new
 	},
 	gates: byActor(
 		validate(GateAuthority, func(c *checker) *Violation {

@@ -81,6 +81,9 @@ var sagaStartedRule = &rule{
 var sagaStepRule = &rule{
 	claims: func(c *claimSet, ev *event.Event) {
 		c.write("saga/" + ev.SagaStep.Saga)
+		if s, ok := c.l.Sagas[ev.SagaStep.Saga]; ok && s.Session != "" {
+			c.read(sessionKey(s.Session)) // the reporter's standing in it; a saga never changes session
+		}
 	},
 	byKernel: true,
 	gates: byActor(validate(GateAuthority, func(c *checker) *Violation {
@@ -197,6 +200,7 @@ func (l *Ledger) compile(p policy.Policy) {
 // so to every envelope delegated from it.
 var policyAttachedRule = &rule{
 	claims: func(c *claimSet, ev *event.Event) {
+		c.read(ClaimRules) // the policy must exist
 		if a := ev.PolicyAttachment.Agent; a != "" {
 			c.write(actorKey(a))
 		} else {
