@@ -137,6 +137,10 @@ type Config struct {
 	// probeWrite, if set, replaces the resume loop's probe of the data
 	// folder (probeWritable), for the same tests.
 	probeWrite func() error
+	// claimsOff has decisions take no claims, so that any two may be in
+	// flight together: tests of the sequencer use it to show that it alone
+	// keeps the log foldable.
+	claimsOff bool
 	// Now is the kernel's clock.
 	Now func() time.Time
 	// Logger receives one structured line per notable event.

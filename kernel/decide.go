@@ -39,7 +39,11 @@ type decided struct {
 //     folded onto: the durable ledger less the energy decided events hold;
 //  4. hold the energy it draws, encode it and append it; the group
 //     committer folds it before decide returns, and releases its claims
-//     and energy in the same critical section.
+//     and energy in the same critical section;
+//  5. if the sequencer kept the entry out of the log (its fold on the
+//     state after every entry before it failed: a claim was missing), wait
+//     until the durable ledger has folded what the sequencer had seen, and
+//     start again; the caller gets the decision taken on that state.
 //
 // A refusal is a *Denial naming stage (the operation's, or for an action
 // the pipeline stage of the gate) and the gate.
@@ -58,6 +62,7 @@ func (k *Kernel) decide(ctx context.Context, stage string, build builder) (*deci
 		}
 	}
 	unlock := func() { k.mu.Unlock(); k.deciding.Unlock() }
+	redecided := 0
 	for {
 		now := event.At(k.cfg.Now())
 		k.deciding.Lock()
@@ -80,6 +85,9 @@ func (k *Kernel) decide(ctx context.Context, stage string, build builder) (*deci
 		}
 		signature := attachSignature(ctx, ev)
 		want := k.ledger.Claims(ev)
+		if k.cfg.claimsOff {
+			want = nil
+		}
 		busy := k.claims.tryTake(want)
 		if busy != nil {
 			if !slices.Equal(waiting, want) {
@@ -125,6 +133,19 @@ func (k *Kernel) decide(ctx context.Context, stage string, build builder) (*deci
 			release()
 			k.mu.Unlock()
 		}
+		var refusal *sequenceRefusal
+		if errors.As(err, &refusal) {
+			// The entry was written nowhere: decide again on a ledger that
+			// has folded what the sequencer had seen.
+			redecided++
+			if refusal.stale || redecided >= maxRedecisions {
+				return nil, redecision(stage, refusal, redecided)
+			}
+			if err := k.awaitFolded(ctx, refusal.at); err != nil {
+				return nil, denyAt(stage, "", ErrUnavailable, "the entry was not written, and the kernel could not decide it again: %v", err)
+			}
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -149,7 +170,10 @@ func (k *Kernel) appendDecided(ctx context.Context, stage string, ev *event.Even
 		return 0, nil, denyAt(stage, GateForm, ErrInvalid, "%s", strings.TrimPrefix(err.Error(), "event "+ev.ID+": "))
 	}
 	index, err := k.log.append(ctx, entry, ev, folded)
-	if errors.Is(err, tessera.ErrPushback) {
+	var refusal *sequenceRefusal
+	if errors.As(err, &refusal) {
+		return 0, nil, err
+	} else if errors.Is(err, tessera.ErrPushback) {
 		return 0, nil, denyAt(StageAppend, "", ErrUnavailable, "the log is busy, retry: %v", err)
 	} else if err != nil {
 		d := denyAt(StageAppend, "", ErrUnavailable, "log append failed, and the entry may be in the log (look it up before sending it again): %v", err)

@@ -43,6 +43,9 @@ var (
 	// ErrConflict: the object is not in a state that allows this (a hold
 	// already answered, an envelope already revoked).
 	ErrConflict = errors.New("conflict")
+	// ErrRetryable: nothing was written, and the same request sent again
+	// is decided afresh (a decision met a state that changed under it).
+	ErrRetryable = errors.New("retryable")
 )
 
 type notFound struct{}
@@ -69,6 +72,9 @@ type Denial struct {
 	// failed, so it may have landed (the kernel folds it if it did). Such a
 	// request must not be sent again blindly.
 	OutcomeUnknown bool
+	// Retryable: nothing was written and the request may be sent again as
+	// it is (ErrRetryable).
+	Retryable bool
 }
 
 func (d *Denial) Error() string {
@@ -79,10 +85,13 @@ func (d *Denial) Error() string {
 }
 
 // Unwrap returns the error class, and ErrOutcomeUnknown if the write's
-// outcome is unknown.
+// outcome is unknown, or ErrRetryable if the request may be sent again.
 func (d *Denial) Unwrap() []error {
-	if d.OutcomeUnknown {
+	switch {
+	case d.OutcomeUnknown:
 		return []error{d.Class, ErrOutcomeUnknown}
+	case d.Retryable:
+		return []error{d.Class, ErrRetryable}
 	}
 	return []error{d.Class}
 }

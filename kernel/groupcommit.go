@@ -31,7 +31,10 @@ type groupCommitter struct {
 	// answer (commitRequest.answer) the entries it is done with before it
 	// returns; the rest are answered after. The kernel folds the group into
 	// its ledger here, so an answer always reflects its own event.
-	onDurable  func(group []*commitRequest, results []commitResult)
+	onDurable func(group []*commitRequest, results []commitResult)
+	// seq, if set, sees each group before it is written and may keep
+	// entries out of it (sequencer).
+	seq        sequencer
 	maxGroup   int
 	maxPending int
 
@@ -53,17 +56,31 @@ type durableGroup struct {
 	results []commitResult
 }
 
+// sequencer is the last check before the log: it sees every group in the
+// order it will be written, and once written.
+type sequencer interface {
+	// admit returns the entries of group that may be written, in order,
+	// and answers the others itself (they are written nowhere).
+	admit(group []*commitRequest) []*commitRequest
+	// written sees the outcome of writing what admit returned.
+	written(group []*commitRequest, results []commitResult)
+}
+
 type commitRequest struct {
 	entry []byte
 	ev    *event.Event // the decoded entry, for onDurable
+	// at is the index the sequencer checked the entry at, which the
+	// write must give it.
+	at uint64
 	// folded, if set, is called by onDurable once the entry is folded (or
 	// failed), in the same critical section.
 	folded func()
 	result chan commitResult
-	// answered is set once result has been sent: by onDurable, which may
-	// answer the entries it has folded before the rest of their group,
-	// or by the fold stage after it. Only the goroutine folding the
-	// group touches it.
+	// answered is set once result has been sent: by the sequencer, for an
+	// entry it keeps out of the log; else by onDurable, which may answer
+	// the entries it has folded before the rest of their group, or by the
+	// fold stage after it. One goroutine at a time touches it: the writer
+	// until the group is written, the fold stage after.
 	answered bool
 }
 
@@ -138,7 +155,22 @@ func (g *groupCommitter) drain() {
 		if n == 0 {
 			return
 		}
-		g.durable <- durableGroup{group: group, results: g.write(group)}
+		if g.seq != nil {
+			group = g.seq.admit(group)
+			if refused := n - len(group); refused > 0 {
+				g.mu.Lock()
+				g.unanswered -= refused
+				g.mu.Unlock()
+			}
+			if len(group) == 0 {
+				continue
+			}
+		}
+		results := g.write(group)
+		if g.seq != nil {
+			g.seq.written(group, results)
+		}
+		g.durable <- durableGroup{group: group, results: results}
 	}
 }
 

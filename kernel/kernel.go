@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/annal-dev/annal/checkpoints"
@@ -56,7 +57,16 @@ type Kernel struct {
 	// queued on mu itself, the fold stage waited behind all of them.
 	deciding sync.Mutex
 	ledger   *ledger.Ledger
-	claims   claims
+	// seq is the sequencer's ledger (sequencer.go): the durable ledger and
+	// every entry admitted to the log after it. seqStale is why it no
+	// longer follows the log. seqMu guards both; the group committer's
+	// writer holds it while it admits a group.
+	seqMu    sync.Mutex
+	seq      *ledger.Ledger
+	seqStale error
+	// seqRefusals counts the entries the sequencer kept out of the log.
+	seqRefusals atomic.Uint64
+	claims      claims
 	pending  *ledger.Pending
 	// ids are actor ids handed to creations in flight.
 	ids map[string]bool
@@ -211,6 +221,7 @@ func Open(cfg Config) (_ *Kernel, err error) {
 		k.limiter = ratelimit.New(cfg.RateLimits, cfg.MaxRateBuckets, cfg.RateClock)
 	}
 	l.group.onDurable = k.foldDurable
+	l.group.seq = k
 	if l.wa != nil {
 		l.wa.onFailure = k.tileLogFailure
 		l.wa.hold, l.wa.fail = cfg.holdTiles, cfg.failTiles
@@ -256,6 +267,9 @@ func (k *Kernel) recover(ctx context.Context) error {
 	if err := foldLog(ctx, k.log, k.ledger, size, k.indexFolded); err != nil {
 		return fmt.Errorf("fold log into state: %w", err)
 	}
+	k.mu.Lock()
+	k.resetSequencer()
+	k.mu.Unlock()
 	if size == 0 {
 		return k.genesis(ctx)
 	}
@@ -521,6 +535,7 @@ func (k *Kernel) tryResume(ctx context.Context) (done bool, err error) {
 		return true, err
 	}
 	k.logger.Info("the log takes writes again; the kernel resumes", "size", size, "after", k.failed)
+	k.resetSequencer()
 	k.failed, k.resumable = nil, false
 	if k.cfg.Storage.onDisk() {
 		go func() {

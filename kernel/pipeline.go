@@ -131,7 +131,7 @@ func (k *Kernel) act(ctx context.Context, actor *Actor, req ActionRequest, actio
 	})
 	if err != nil {
 		var den *Denial
-		if errors.As(err, &den) && approval == nil && den.Stage != StageAppend {
+		if errors.As(err, &den) && approval == nil && den.Stage != StageAppend && !den.Retryable {
 			k.recordDenial(ctx, actor, req, den)
 			if den.Policy != "" {
 				k.signalPolicyViolation(ctx, actor.ID, den.Policy, den.Reason)

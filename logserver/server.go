@@ -449,6 +449,9 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		status = http.StatusForbidden
 	case errors.Is(err, kernel.ErrConflict):
 		status = http.StatusConflict
+		if errors.Is(err, kernel.ErrRetryable) {
+			w.Header().Set("Retry-After", "0")
+		}
 	case errors.Is(err, kernel.ErrInvalid):
 		status = http.StatusBadRequest
 	case errors.Is(err, kernel.ErrTooLarge):
@@ -469,7 +472,9 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 			w.Header().Set("Retry-After", "1")
 		}
 	}
-	body := api.Error{Error: err.Error(), OutcomeUnknown: errors.Is(err, kernel.ErrOutcomeUnknown)}
+	outcomeUnknown := errors.Is(err, kernel.ErrOutcomeUnknown)
+	body := api.Error{Error: err.Error(), OutcomeUnknown: outcomeUnknown,
+		Retryable: w.Header().Get("Retry-After") != "" && !outcomeUnknown}
 	var d *kernel.Denial
 	if errors.As(err, &d) {
 		body.Stage, body.Gate = d.Stage, d.Gate

@@ -307,6 +307,11 @@ type Error struct {
 	// OutcomeUnknown is set when a write failed after the entry reached
 	// the log: it may be logged. Look it up before sending it again.
 	OutcomeUnknown bool `json:"outcome_unknown,omitempty"`
+	// Retryable is set when nothing was written and the same request sent
+	// again is decided afresh: a 409 whose decision met a state that
+	// changed before its entry could be written (with Retry-After), as
+	// well as every 429 and 503 that is not OutcomeUnknown.
+	Retryable bool `json:"retryable,omitempty"`
 }
 
 // HistoryItem is one event of GET /v1/events: its index, leaf hash and

@@ -44,8 +44,10 @@ type Client struct {
 }
 
 // RetryPolicy says how a client sends again a request the kernel refused
-// without doing anything: 429 (rate limit) and 503 (busy, stopping) unless
-// the answer says the write's outcome is unknown (the entry may be logged).
+// without doing anything: 429 (rate limit), 503 (busy, stopping) and an
+// answer marked retryable (a 409 whose decision met a state that changed
+// under it) unless the answer says the write's outcome is unknown (the
+// entry may be logged).
 // Attempts is how many sends in all (0 or 1: no retry); the wait doubles
 // from First, or is the answer's Retry-After if longer, at most Max.
 // Notify, if set, is told of each retry before its wait.
@@ -106,6 +108,9 @@ type Error struct {
 	// OutcomeUnknown: the write failed after the entry reached the log; it
 	// may be logged, so the request is not retried.
 	OutcomeUnknown bool
+	// Retryable: the kernel wrote nothing and asks for the same request
+	// again (a 409 whose decision met a state that changed under it).
+	Retryable bool
 	// RetryAfter is the answer's Retry-After, if any.
 	RetryAfter time.Duration
 }
@@ -113,7 +118,10 @@ type Error struct {
 // retryable reports whether the kernel did nothing and asks to be asked
 // again.
 func (e *Error) retryable() bool {
-	return e.Status == http.StatusTooManyRequests || (e.Status == http.StatusServiceUnavailable && !e.OutcomeUnknown)
+	if e.OutcomeUnknown {
+		return false
+	}
+	return e.Retryable || e.Status == http.StatusTooManyRequests || e.Status == http.StatusServiceUnavailable
 }
 
 func (e *Error) Error() string {
@@ -219,7 +227,7 @@ func (c *Client) doOnce(ctx context.Context, method, path string, body []byte) (
 		var body api.Error
 		if json.Unmarshal(raw, &body) == nil && body.Error != "" {
 			e.Message, e.Stage, e.Gate, e.DenialIndex, e.Reason = body.Error, body.Stage, body.Gate, body.DenialIndex, body.Reason
-			e.OutcomeUnknown = body.OutcomeUnknown
+			e.OutcomeUnknown, e.Retryable = body.OutcomeUnknown, body.Retryable
 		}
 		if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && secs >= 0 {
 			e.RetryAfter = time.Duration(secs) * time.Second

@@ -1,0 +1,177 @@
+package kernel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/annal-dev/annal/kernel/internal/ledger"
+)
+
+// The sequencer is the last check before the log, and the one that keeps
+// it foldable.
+//
+// A decision is taken on the durable ledger less the energy decided events
+// hold, and claims keep two events that do not commute out of flight
+// together (decide.go, claims.go). That makes decisions fast and fair, but
+// it rests on each rule naming what its event reads and changes: a claim a
+// rule forgets lets a second event be decided on a state the first has
+// already changed, and an entry the fold refuses would stop the kernel for
+// good. So, right before a group is written, the sequencer folds each of
+// its entries, in the order they will take in the log, into a ledger of its
+// own that holds every entry before them — durable, or still being written
+// — and keeps out of the log any entry that fold refuses. That entry is
+// decided again once the durable ledger has folded what the sequencer had
+// seen (decide), and its submitter gets that decision.
+//
+// The sequencing ledger runs as many entries ahead of the durable one as
+// are being written. It is the durable ledger's copy (resetSequencer) when
+// the kernel opens and after every resume, and follows the log only while
+// every write lands where it was checked: once one fails, or lands at
+// another index, it refuses everything (retryable, never written) and
+// stops the kernel's writes until the resume loop has folded what the log
+// holds and copied the durable ledger again.
+
+// sequenceRefusal is an entry the sequencer kept out of the log.
+type sequenceRefusal struct {
+	// at is how many entries the sequencer had admitted before it: the
+	// durable ledger has folded what the entry met once it is this large.
+	at uint64
+	// err is the fold's *ledger.FoldError, or why the sequencer no longer
+	// follows the log (stale).
+	err   error
+	stale bool
+}
+
+func (r *sequenceRefusal) Error() string {
+	if r.stale {
+		return fmt.Sprintf("not written: %v", r.err)
+	}
+	return fmt.Sprintf("not written at %d: %v", r.at, r.err)
+}
+
+// admit folds each entry of group, in order, into the sequencing ledger
+// and returns those it folded; the others are answered with a
+// *sequenceRefusal. It runs in the group committer's writer.
+func (k *Kernel) admit(group []*commitRequest) []*commitRequest {
+	k.seqMu.Lock()
+	defer k.seqMu.Unlock()
+	kept := group[:0]
+	for _, r := range group {
+		if k.seqStale != nil {
+			r.answer(commitResult{err: &sequenceRefusal{err: k.seqStale, stale: true}})
+			continue
+		}
+		at := k.seq.Size
+		if err := k.seq.Fold(at, r.ev); err != nil {
+			if !k.cfg.claimsOff {
+				// The claims let this entry be decided while an event it
+				// does not commute with was in flight: in a test binary,
+				// that is a claim a rule is missing.
+				ledger.MissedClaim(fmt.Sprintf("entry %s (%s by %s) was decided on a state that an event in flight changed; at %d: %v",
+					r.ev.ID, r.ev.Kind, r.ev.Actor, at, err))
+			}
+			k.seqRefusals.Add(1)
+			k.logger.Warn("an entry decided on a state that changed before it was written was kept out of the log and is decided again",
+				"index", at, "kind", r.ev.Kind, "actor", r.ev.Actor, "err", err)
+			r.answer(commitResult{err: &sequenceRefusal{at: at, err: err}})
+			continue
+		}
+		r.at = at
+		kept = append(kept, r)
+	}
+	return kept
+}
+
+// SequencerRefusals is how many entries the sequencer has kept out of the
+// log since the kernel opened: decisions taken on a state that an event in
+// flight had changed, each decided again. Any is a claim some rule misses
+// (the decisions were right in the end, but waited).
+func (k *Kernel) SequencerRefusals() uint64 { return k.seqRefusals.Load() }
+
+// written sees where the entries admit kept landed. An entry that failed,
+// or landed elsewhere than it was checked at, leaves the sequencing ledger
+// ahead of (or beside) the log: it stops following the log, and the
+// kernel's writes stop until the resume loop copies the durable ledger
+// again.
+func (k *Kernel) written(group []*commitRequest, results []commitResult) {
+	var why error
+	for i, r := range group {
+		switch {
+		case results[i].err != nil:
+			why = fmt.Errorf("the log failed to take entry %d: %w", r.at, results[i].err)
+		case results[i].index != r.at:
+			why = fmt.Errorf("an entry checked at index %d was written at %d", r.at, results[i].index)
+		default:
+			continue
+		}
+		break
+	}
+	if why == nil {
+		return
+	}
+	k.seqMu.Lock()
+	if k.seqStale == nil {
+		k.seqStale = why
+	}
+	k.seqMu.Unlock()
+	k.mu.Lock()
+	k.stopWriting(fmt.Errorf("sequencing: %w", why), true)
+	k.mu.Unlock()
+}
+
+// resetSequencer makes the sequencing ledger a copy of the durable one.
+// The caller holds k.mu, and the durable ledger has folded the whole log.
+func (k *Kernel) resetSequencer() {
+	seq := k.ledger.Clone()
+	seq.Untracked()
+	k.seqMu.Lock()
+	k.seq, k.seqStale = seq, nil
+	k.seqMu.Unlock()
+}
+
+// maxRedecisions bounds how often one request is decided again after the
+// sequencer kept its entry out: each time, it waits for the durable ledger
+// to fold what the sequencer had seen, so another refusal needs another
+// event, missing from the claims, to slip in between.
+const maxRedecisions = 8
+
+// awaitFolded waits until the durable ledger has folded size entries, or
+// the kernel stops taking writes.
+func (k *Kernel) awaitFolded(ctx context.Context, size uint64) error {
+	for {
+		k.mu.Lock()
+		folded, grown, failed := k.ledger.Size, k.grown, k.failed
+		k.mu.Unlock()
+		switch {
+		case folded >= size:
+			return nil
+		case failed != nil:
+			return failed
+		}
+		select {
+		case <-grown:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond): // a stop does not close grown
+		}
+	}
+}
+
+// redecision is what decide answers for a request whose entry the
+// sequencer kept out: retryable, never written, naming the rule.
+func redecision(stage string, refusal *sequenceRefusal, attempts int) *Denial {
+	if refusal.stale {
+		d := denyAt(stage, "", ErrUnavailable, "the entry was not written: %v; send it again", refusal.err)
+		d.Retryable = true
+		return d
+	}
+	d := denyAt(stage, "", ErrConflict, "decided %d times on a state that changed before the entry could be written, and not written: %v; send it again", attempts, refusal.err)
+	var fe *ledger.FoldError
+	if errors.As(refusal.err, &fe) {
+		d.Gate = fe.Gate
+	}
+	d.Retryable = true
+	return d
+}
