@@ -67,7 +67,7 @@ type Kernel struct {
 	// seqRefusals counts the entries the sequencer kept out of the log.
 	seqRefusals atomic.Uint64
 	claims      claims
-	pending  *ledger.Pending
+	pending     *ledger.Pending
 	// ids are actor ids handed to creations in flight.
 	ids map[string]bool
 	// failed is why the kernel takes no writes, nil while it does: an
