@@ -77,6 +77,10 @@ type AuditReport struct {
 	Rules int `json:"rules"`
 	// Broken is the first entry that breaks a rule, if any.
 	Broken *AuditFinding `json:"broken,omitempty"`
+	// Accepted are the entries that break a rule and that root accepted
+	// (annald tolerate): each names the log.tolerated entry that accepts it
+	// and the operator's reason. The replay passed over them.
+	Accepted []ToleratedEntry `json:"accepted,omitempty"`
 	// Tolerated are entries written under older rules that break a rule
 	// of a later version the log had not adopted yet.
 	Tolerated []AuditFinding `json:"tolerated,omitempty"`
@@ -182,8 +186,9 @@ func Audit(ctx context.Context, src LogSource, verifierKey string, opts ...Audit
 	rng := (&compact.RangeFactory{Hash: rfc6962.DefaultHasher.HashChildren}).NewEmptyRange(0)
 	read := func(bundleIndex uint64) ([][]byte, error) { return readBundle(ctx, src, bundleIndex, cp.Size) }
 	// fold replays entry i (ev, or the parse error err) under the rules,
-	// once its leaf is hashed into rng.
-	fold := func(i uint64, ev *event.Event, err error, unsigned bool) error {
+	// once its leaf is hashed into rng. An entry that breaks a rule and
+	// that a log.tolerated entry under the checkpoint names is passed over.
+	fold := func(i uint64, entry []byte, ev *event.Event, err error, unsigned bool) error {
 		if rep.Broken != nil {
 			return nil // the root is still checked, so the break is in the signed log
 		}
@@ -203,7 +208,17 @@ func Audit(ctx context.Context, src LogSource, verifierKey string, opts ...Audit
 			}
 		}
 		tolerated, err := l.FoldOpened(i, ev, open)
-		if fe, ok := err.(*ledger.FoldError); ok {
+		if fe, ok := err.(*ledger.FoldError); ok && !unsigned {
+			switch perr := passOver(ctx, l, i, ev, entry, err, read, cp.Size, nil); {
+			case perr == nil:
+				rep.Folded++
+				return nil
+			case !errors.As(perr, new(*RefusedEntryError)):
+				return perr
+			}
+			rep.Broken = &AuditFinding{Index: i, Kind: string(ev.Kind), Actor: ev.Actor, Gate: fe.Gate, Reason: fe.Reason}
+			return nil
+		} else if fe, ok := err.(*ledger.FoldError); ok {
 			rep.Broken = &AuditFinding{Index: i, Kind: string(ev.Kind), Actor: ev.Actor, Gate: fe.Gate, Reason: fe.Reason, Unsigned: unsigned}
 			return nil
 		} else if err != nil {
@@ -227,7 +242,7 @@ func Audit(ctx context.Context, src LogSource, verifierKey string, opts ...Audit
 			if err := rng.Append(rfc6962.DefaultHasher.HashLeaf(entry), nil); err != nil {
 				return nil, err
 			}
-			if err := fold(run.from+uint64(j), run.events[j], run.errs[j], false); err != nil {
+			if err := fold(run.from+uint64(j), entry, run.events[j], run.errs[j], false); err != nil {
 				return nil, err
 			}
 		}
@@ -245,6 +260,7 @@ func Audit(ctx context.Context, src LogSource, verifierKey string, opts ...Audit
 		}
 	}
 	rep.Rules, rep.Elapsed = l.Rules, time.Since(start)
+	rep.Accepted = toleratedOf(l)
 	for _, in := range l.Intents {
 		rep.OpenIntents = append(rep.OpenIntents, in.Index)
 	}
@@ -257,7 +273,7 @@ func Audit(ctx context.Context, src LogSource, verifierKey string, opts ...Audit
 // entries of its tiles up to their tree state, checked against its root,
 // then the write-ahead log's entries past that.
 func auditUnsignedTail(ctx context.Context, dir string, src LogSource, origin string, size uint64, rng *compact.Range,
-	fold func(i uint64, ev *event.Event, err error, unsigned bool) error, rep *AuditReport) error {
+	fold func(i uint64, entry []byte, ev *event.Event, err error, unsigned bool) error, rep *AuditReport) error {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return err
@@ -294,7 +310,7 @@ func auditUnsignedTail(ctx context.Context, dir string, src LogSource, origin st
 				return err
 			}
 			ev, perr := event.Parse(entry)
-			if err := fold(i, ev, perr, true); err != nil {
+			if err := fold(i, entry, ev, perr, true); err != nil {
 				return err
 			}
 			rep.Unsigned++
@@ -325,7 +341,7 @@ func auditUnsignedTail(ctx context.Context, dir string, src LogSource, origin st
 			return err
 		}
 		ev, perr := event.Parse(r.Entry)
-		if err := fold(r.Index, ev, perr, true); err != nil {
+		if err := fold(r.Index, r.Entry, ev, perr, true); err != nil {
 			return err
 		}
 		rep.Unsigned++

@@ -141,6 +141,9 @@ type Config struct {
 	// flight together: tests of the sequencer use it to show that it alone
 	// keeps the log foldable.
 	claimsOff bool
+	// tolerate is annald tolerate's request (tolerate.go): Open passes
+	// over its entries and records them in a log.tolerated entry.
+	tolerate *tolerateRequest
 	// Now is the kernel's clock.
 	Now func() time.Time
 	// Logger receives one structured line per notable event.

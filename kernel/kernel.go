@@ -264,12 +264,24 @@ func (k *Kernel) recover(ctx context.Context) error {
 	if k.ledger.Size > size {
 		return fmt.Errorf("state has folded %d events but the log has only %d: the state file belongs to another log or the log lost entries", k.ledger.Size, size)
 	}
-	if err := foldLog(ctx, k.log, k.ledger, size, k.indexFolded); err != nil {
+	var accept map[uint64]bool
+	if k.cfg.tolerate != nil {
+		accept = k.cfg.tolerate.entries
+	}
+	if err := foldLogAccepting(ctx, k.log, k.ledger, size, accept, k.indexFolded); err != nil {
 		return fmt.Errorf("fold log into state: %w", err)
+	}
+	if waiting := k.ledger.AwaitingRecord(); len(waiting) > 0 && k.cfg.tolerate == nil {
+		return fmt.Errorf("fold log into state: entries %v were passed over as tolerated, but no log.tolerated entry names them", waiting)
 	}
 	k.mu.Lock()
 	k.resetSequencer()
 	k.mu.Unlock()
+	if k.cfg.tolerate != nil {
+		if err := k.recordToleration(ctx, k.cfg.tolerate); err != nil {
+			return err
+		}
+	}
 	if size == 0 {
 		return k.genesis(ctx)
 	}

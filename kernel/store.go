@@ -394,8 +394,16 @@ func (s *store) write(values map[string][]byte, index []indexedEvent, folded fol
 // foldLog applies the log's entries [l.Size, size) to l, reading a bundle
 // at a time. Every entry is parsed strictly; parsing (the costly part) runs
 // on all cores and one bundle ahead (parseAhead), while the entries before
-// it are folded in log order on one.
+// it are folded in log order on one. An entry that breaks a rule stops it
+// (a *RefusedEntryError) unless a later log.tolerated entry names it: the
+// ledger then passes over it (tolerate.go).
 func foldLog(ctx context.Context, tl *tileLog, l *ledger.Ledger, size uint64, folded ...func(uint64, *event.Event)) error {
+	return foldLogAccepting(ctx, tl, l, size, nil, folded...)
+}
+
+// foldLogAccepting is foldLog that also passes over the entries in accept
+// that break a rule, which annald tolerate is about to name.
+func foldLogAccepting(ctx context.Context, tl *tileLog, l *ledger.Ledger, size uint64, accept map[uint64]bool, folded ...func(uint64, *event.Event)) error {
 	if l.Size < size {
 		// Sequenced entries reach the tree later on Tessera's AWS driver.
 		if _, err := tl.waitIntegrated(ctx, size); err != nil {
@@ -421,7 +429,9 @@ func foldLog(ctx context.Context, tl *tileLog, l *ledger.Ledger, size uint64, fo
 				return fmt.Errorf("log entry %d: %w", i, p.errs[j])
 			}
 			if err := l.Fold(i, ev); err != nil {
-				return err
+				if err := passOver(ctx, l, i, ev, p.entries[j], err, read, size, accept); err != nil {
+					return err
+				}
 			}
 			for _, f := range folded {
 				f(i, ev)

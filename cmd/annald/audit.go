@@ -38,7 +38,9 @@ breaks a rule, and exits 1; it changes nothing. annald may be running.
 
 Entries written under the rules of an older release that break a rule it did
 not have yet are listed as tolerated; the log adopted the current rules at a
-log.rules entry.`,
+log.rules entry. Entries that break a rule and that root accepted with
+annald tolerate are listed as accepted, with the log.tolerated entry that
+names them and its reason; the replay passes over them and checks the rest.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			klog.SetOutput(io.Discard)
@@ -96,6 +98,10 @@ log.rules entry.`,
 					rep.Elapsed.Round(time.Millisecond), float64(rep.Folded)/max(rep.Elapsed.Seconds(), 1e-9))
 				for _, f := range rep.Tolerated {
 					fmt.Fprintf(out, "annald: tolerated (written under older rules): %v\n", f)
+				}
+				for _, a := range rep.Accepted {
+					fmt.Fprintf(out, "annald: accepted by root at entry %d (%q), passed over: entry %d (%s by %s, leaf %s) breaks the %s rule: %s\n",
+						a.Record, a.Why, a.Index, a.Kind, a.Actor, a.LeafHash, a.Gate, a.Reason)
 				}
 				if rep.SealedOpened+rep.SealedClosed > 0 {
 					fmt.Fprintf(out, "annald: sealed payloads: %d judged by every rule from the data folder, %d without their payload (erased or not here: policy patterns taken as decided)\n",

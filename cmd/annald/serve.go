@@ -42,7 +42,7 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newServeCommand(), newRebuildCommand(), newVerifyCommand(), newRepairCommand(), newAuditCommand())
+	root.AddCommand(newServeCommand(), newRebuildCommand(), newVerifyCommand(), newRepairCommand(), newAuditCommand(), newTolerateCommand())
 	cli.Setup(root)
 	return root
 }

@@ -130,7 +130,9 @@ type Event struct {
 	Status  *StatusChange `json:"status,omitempty"`
 	Subject *ActorRecord  `json:"subject,omitempty"`
 	Time    Instant       `json:"time"`
-	V       int           `json:"v"`
+	// Toleration is carried by log.tolerated (tolerated.go).
+	Toleration *Toleration `json:"toleration,omitempty"`
+	V          int         `json:"v"`
 }
 
 // LogInfo is carried by the genesis event.

@@ -64,6 +64,11 @@ func (e *Event) validate() error {
 			return fmt.Errorf("event %s: %w", e.ID, err)
 		}
 	}
+	if e.Toleration != nil {
+		if err := e.Toleration.validate(); err != nil {
+			return fmt.Errorf("event %s: %w", e.ID, err)
+		}
+	}
 	if err := e.validateControl(); err != nil {
 		return fmt.Errorf("event %s: %w", e.ID, err)
 	}
@@ -133,7 +138,7 @@ var partNames = [...]string{
 	"log", "subject", "action", "decision", "status", "envelope", "envelope_end", "production",
 	"denial", "hold", "delta", "ring", "ring_config", "descriptor", "elevation", "elevation_end",
 	"session_record", "session_change", "quarantine", "kill", "saga", "saga_step", "policy",
-	"policy_attachment", "signal", "signal_mask", "key_change", "erasure",
+	"policy_attachment", "signal", "signal_mask", "key_change", "erasure", "toleration",
 }
 
 // partsSet says which of the parts named by partNames the event carries.
@@ -144,7 +149,7 @@ func (e *Event) partsSet() [len(partNames)]bool {
 		e.Ring != nil, e.RingConfig != nil, e.Descriptor != nil, e.Elevation != nil, e.ElevationEnd != nil,
 		e.SessionRecord != nil, e.SessionChange != nil, e.Quarantine != nil, e.Kill != nil, e.Saga != nil,
 		e.SagaStep != nil, e.Policy != nil, e.PolicyAttachment != nil, e.Signal != nil,
-		e.SignalMask != nil, e.KeyChange != nil, e.Erasure != nil,
+		e.SignalMask != nil, e.KeyChange != nil, e.Erasure != nil, e.Toleration != nil,
 	}
 }
 
@@ -201,6 +206,7 @@ var kindFields = map[Kind]map[string]presence{
 	KindSignalMasked:      {"signal_mask": required},
 	KindActorKey:          {"key_change": required},
 	KindSubjectErased:     {"erasure": required},
+	KindTolerated:         {"toleration": required},
 }
 
 // sessionKinds must name their session; other kinds may (an action, an

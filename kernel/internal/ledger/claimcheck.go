@@ -213,7 +213,7 @@ func (cc *claimCheck) spendableFell(kind, id string, old, cur []byte) string {
 // kind/id (old and cur are its stored forms, either may be nil).
 func claimKeyOf(kind, id string, old, cur []byte) string {
 	switch kind {
-	case "descriptor", "policy", "meta":
+	case "descriptor", "policy", "meta", "tolerated":
 		return ClaimRules
 	case "elevation", "quarantine":
 		var v struct {

@@ -85,6 +85,9 @@ type Ledger struct {
 	// Legacy counts entries folded under RulesLegacy that broke a rule of
 	// Rules (tolerated; `annald audit` lists them).
 	Legacy uint64 `json:"legacy,omitempty"`
+	// Tolerated are the entries that break a rule and that the fold passed
+	// over, keyed by index (tolerated.go).
+	Tolerated map[string]*Tolerated `json:"tolerated"`
 	Control
 
 	credentials  *credentialIndex
@@ -104,7 +107,7 @@ type Ledger struct {
 func New() *Ledger {
 	return &Ledger{
 		Rules:  RulesLegacy,
-		Actors: map[string]*Actor{}, Envelopes: map[string]*Envelope{}, Holds: map[string]*Hold{},
+		Actors: map[string]*Actor{}, Envelopes: map[string]*Envelope{}, Holds: map[string]*Hold{}, Tolerated: map[string]*Tolerated{},
 		credentials: &credentialIndex{byHash: map[string]identity{}}, byHolder: map[string][]string{}, elevationsOf: map[string][]string{},
 		pendingHolds: map[string]int{}, compiled: map[string]*policy.Compiled{}, keys: map[string]*event.SigningKey{},
 		dirty: map[string]bool{}, Control: newControl(),

@@ -46,6 +46,8 @@ func (l *Ledger) controlObject(kind, id string) (any, bool) {
 		v, ok = l.Nonces[id]
 	case "erased":
 		v, ok = l.Erased[id]
+	case "tolerated":
+		v, ok = l.Tolerated[id]
 	}
 	return v, ok
 }
@@ -70,6 +72,8 @@ func (l *Ledger) loadControl(kind, id string, raw []byte) (bool, error) {
 		return true, loadInto(raw, id, l.Nonces)
 	case "erased":
 		return true, loadInto(raw, id, l.Erased)
+	case "tolerated":
+		return true, loadInto(raw, id, l.Tolerated)
 	}
 	return false, nil
 }
@@ -139,7 +143,7 @@ func (l *Ledger) Keys() []string {
 		"descriptor": mapKeys(l.Descriptors), "elevation": mapKeys(l.Elevations), "session": mapKeys(l.Sessions),
 		"quarantine": mapKeys(l.Quarantines), "saga": mapKeys(l.Sagas), "policy": mapKeys(l.Policies),
 		"intent": mapKeys(l.Intents), "nonce": mapKeys(l.Nonces),
-		"erased": mapKeys(l.Erased),
+		"erased": mapKeys(l.Erased), "tolerated": mapKeys(l.Tolerated),
 	} {
 		for _, id := range ids {
 			keys = append(keys, prefix+"/"+id)

@@ -36,6 +36,7 @@ func init() {
 		event.KindActorStatus:    actorStatusRule,
 		event.KindActorKey:       actorKeyRule,
 		event.KindSubjectErased:  subjectErasedRule,
+		event.KindTolerated:      toleratedRule,
 		event.KindEnergyProduced: productionRule,
 
 		event.KindEnvelopeIssued:  envelopeIssuedRule,
