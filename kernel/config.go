@@ -141,6 +141,10 @@ type Config struct {
 	// flight together: tests of the sequencer use it to show that it alone
 	// keeps the log foldable.
 	claimsOff bool
+	// sequencerOff writes entries without the sequencer's check, as
+	// releases before it did: with claimsOff, tests use it to have the
+	// kernel meet an entry its fold refuses.
+	sequencerOff bool
 	// tolerate is annald tolerate's request (tolerate.go): Open passes
 	// over its entries and records them in a log.tolerated entry.
 	tolerate *tolerateRequest

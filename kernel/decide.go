@@ -68,9 +68,14 @@ func (k *Kernel) decide(ctx context.Context, stage string, build builder) (*deci
 		k.deciding.Lock()
 		k.mu.Lock()
 		if k.failed != nil {
-			err := k.failed
+			err, resumable := k.failed, k.resumable
 			stopWaiting()
 			unlock()
+			if !resumable {
+				d := denyAt(stage, "", ErrUnavailable, "the kernel has stopped taking writes until an operator acts: %v", err)
+				d.Stopped = true
+				return nil, d
+			}
 			return nil, denyAt(stage, "", ErrUnavailable, "the kernel has stopped taking work: %v", err)
 		}
 		ev, err := build(k.ledger, now)

@@ -46,6 +46,11 @@ var (
 	// ErrRetryable: nothing was written, and the same request sent again
 	// is decided afresh (a decision met a state that changed under it).
 	ErrRetryable = errors.New("retryable")
+	// ErrStopped: the kernel has stopped taking writes until an operator
+	// acts (the log is damaged, or holds an entry its rules refuse):
+	// sending the request again will not help. It comes with
+	// ErrUnavailable.
+	ErrStopped = errors.New("stopped until an operator acts")
 )
 
 type notFound struct{}
@@ -75,6 +80,9 @@ type Denial struct {
 	// Retryable: nothing was written and the request may be sent again as
 	// it is (ErrRetryable).
 	Retryable bool
+	// Stopped: the kernel takes no writes until an operator acts
+	// (ErrStopped).
+	Stopped bool
 }
 
 func (d *Denial) Error() string {
@@ -92,6 +100,8 @@ func (d *Denial) Unwrap() []error {
 		return []error{d.Class, ErrOutcomeUnknown}
 	case d.Retryable:
 		return []error{d.Class, ErrRetryable}
+	case d.Stopped:
+		return []error{d.Class, ErrStopped}
 	}
 	return []error{d.Class}
 }

@@ -221,7 +221,9 @@ func Open(cfg Config) (_ *Kernel, err error) {
 		k.limiter = ratelimit.New(cfg.RateLimits, cfg.MaxRateBuckets, cfg.RateClock)
 	}
 	l.group.onDurable = k.foldDurable
-	l.group.seq = k
+	if !cfg.sequencerOff {
+		l.group.seq = k
+	}
 	if l.wa != nil {
 		l.wa.onFailure = k.tileLogFailure
 		l.wa.hold, l.wa.fail = cfg.holdTiles, cfg.failTiles

@@ -467,14 +467,15 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		status = http.StatusBadGateway
 	case errors.Is(err, kernel.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
 		status = http.StatusServiceUnavailable
-		// Retry-After invites a retry: not when the entry may be logged.
-		if !errors.Is(err, kernel.ErrOutcomeUnknown) {
+		// Retry-After invites a retry: not when the entry may be logged,
+		// nor when the kernel waits for an operator.
+		if !errors.Is(err, kernel.ErrOutcomeUnknown) && !errors.Is(err, kernel.ErrStopped) {
 			w.Header().Set("Retry-After", "1")
 		}
 	}
 	outcomeUnknown := errors.Is(err, kernel.ErrOutcomeUnknown)
 	body := api.Error{Error: err.Error(), OutcomeUnknown: outcomeUnknown,
-		Retryable: w.Header().Get("Retry-After") != "" && !outcomeUnknown}
+		Retryable: w.Header().Get("Retry-After") != "" && !outcomeUnknown, Stopped: errors.Is(err, kernel.ErrStopped)}
 	var d *kernel.Denial
 	if errors.As(err, &d) {
 		body.Stage, body.Gate = d.Stage, d.Gate

@@ -312,6 +312,9 @@ type Error struct {
 	// changed before its entry could be written (with Retry-After), as
 	// well as every 429 and 503 that is not OutcomeUnknown.
 	Retryable bool `json:"retryable,omitempty"`
+	// Stopped is set on a 503 from a kernel that takes no writes until an
+	// operator acts (GET /v1/readyz says why): sending again will not help.
+	Stopped bool `json:"stopped,omitempty"`
 }
 
 // HistoryItem is one event of GET /v1/events: its index, leaf hash and

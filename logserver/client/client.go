@@ -111,6 +111,9 @@ type Error struct {
 	// Retryable: the kernel wrote nothing and asks for the same request
 	// again (a 409 whose decision met a state that changed under it).
 	Retryable bool
+	// Stopped: the kernel takes no writes until an operator acts; the
+	// request is not sent again.
+	Stopped bool
 	// RetryAfter is the answer's Retry-After, if any.
 	RetryAfter time.Duration
 }
@@ -118,7 +121,7 @@ type Error struct {
 // retryable reports whether the kernel did nothing and asks to be asked
 // again.
 func (e *Error) retryable() bool {
-	if e.OutcomeUnknown {
+	if e.OutcomeUnknown || e.Stopped {
 		return false
 	}
 	return e.Retryable || e.Status == http.StatusTooManyRequests || e.Status == http.StatusServiceUnavailable
@@ -227,7 +230,7 @@ func (c *Client) doOnce(ctx context.Context, method, path string, body []byte) (
 		var body api.Error
 		if json.Unmarshal(raw, &body) == nil && body.Error != "" {
 			e.Message, e.Stage, e.Gate, e.DenialIndex, e.Reason = body.Error, body.Stage, body.Gate, body.DenialIndex, body.Reason
-			e.OutcomeUnknown, e.Retryable = body.OutcomeUnknown, body.Retryable
+			e.OutcomeUnknown, e.Retryable, e.Stopped = body.OutcomeUnknown, body.Retryable, body.Stopped
 		}
 		if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && secs >= 0 {
 			e.RetryAfter = time.Duration(secs) * time.Second

@@ -11,8 +11,9 @@ import (
 	"github.com/annal-dev/annal/logserver/api"
 )
 
-// TestRetry: 429 and 503 are sent again with backoff; a 503 whose write may
-// have landed, and every other refusal, are not.
+// TestRetry: 429, 503 and a 409 marked retryable are sent again with
+// backoff; a 503 whose write may have landed or from a kernel stopped until
+// an operator acts, and every other refusal, are not.
 func TestRetry(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
@@ -25,6 +26,9 @@ func TestRetry(t *testing.T) {
 		{"429 twice", 2, http.StatusTooManyRequests, `{"error":"rate limited","gate":"rate_limit"}`, 3, false},
 		{"503 busy", 1, http.StatusServiceUnavailable, `{"error":"append: the log is busy, retry"}`, 2, false},
 		{"503 outcome unknown", 1, http.StatusServiceUnavailable, `{"error":"append: log append failed","outcome_unknown":true}`, 1, true},
+		{"503 stopped until an operator acts", 1, http.StatusServiceUnavailable, `{"error":"the kernel has stopped taking writes until an operator acts","stopped":true}`, 1, true},
+		{"409 retryable", 2, http.StatusConflict, `{"error":"decided on a state that changed","retryable":true}`, 3, false},
+		{"409 conflict", 1, http.StatusConflict, `{"error":"hold answered already"}`, 1, true},
 		{"403 denied", 1, http.StatusForbidden, `{"error":"denied"}`, 1, true},
 		{"429 forever", 100, http.StatusTooManyRequests, `{"error":"rate limited"}`, 4, true},
 	} {
