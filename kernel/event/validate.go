@@ -209,6 +209,16 @@ var kindFields = map[Kind]map[string]presence{
 	KindTolerated:         {"toleration": required},
 }
 
+// Kinds returns every kind of event, sorted.
+func Kinds() []Kind {
+	kinds := make([]Kind, 0, len(kindFields))
+	for k := range kindFields {
+		kinds = append(kinds, k)
+	}
+	slices.Sort(kinds)
+	return kinds
+}
+
 // sessionKinds must name their session; other kinds may (an action, an
 // elevation, a quarantine, a kill or a saga within one) or may not.
 var sessionKinds = map[Kind]presence{
