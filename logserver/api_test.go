@@ -100,6 +100,7 @@ func TestMetricsCountSubmissionsAndDenials(t *testing.T) {
 		`annal_denials_total{class="unauthenticated",stage="authenticate"}`: 1,
 		`annal_submit_latency_seconds_count`:                                3,
 		`annal_log_size`:                                                    4,
+		`annal_sequencer_refusals_total`:                                    0,
 	} {
 		m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(metric) + ` (\S+)$`).FindStringSubmatch(text)
 		if m == nil {

@@ -63,6 +63,10 @@ func newMetrics(k *kernel.Kernel) *metrics {
 			}
 			return age.Seconds()
 		}),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "annal_sequencer_refusals_total",
+			Help: "Entries the sequencer kept out of the log and had decided again: decisions taken on a state an event in flight changed. Any is a claim a rule misses.",
+		}, func() float64 { return float64(k.SequencerRefusals()) }),
 		// The process's runtime (heap, collector, goroutines, the
 		// collector's percentage as annald serve --gc-headroom sets it)
 		// and its resources (RSS, CPU seconds, open files), for the
