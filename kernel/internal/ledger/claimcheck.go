@@ -3,9 +3,11 @@ package ledger
 import (
 	"bytes"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/annal-dev/annal/kernel/event"
@@ -34,16 +36,23 @@ import (
 // action opens at its own index (no other event can name it), and the
 // nonces a signed event forgets (no decision reads an expired nonce).
 //
-// The check is off in the kernel's binaries: it encodes the whole ledger on
-// every fold. In tests it skips ledgers larger than maxClaimCheckKeys.
-var checkClaims = testing.Testing()
+// The check is off in the kernel's binaries, and in test binaries that run
+// benchmarks: it encodes the whole ledger on every fold. In tests it skips
+// ledgers larger than maxClaimCheckKeys.
+var checkClaims = sync.OnceValue(func() bool {
+	if !testing.Testing() {
+		return false
+	}
+	bench := flag.Lookup("test.bench")
+	return bench == nil || bench.Value.String() == ""
+})
 
 // maxClaimCheckKeys bounds the ledgers whose folds the claims check sees.
 const maxClaimCheckKeys = 4096
 
 // ClaimsChecked says whether folds are checked against their claims (in
 // test binaries), for tests that must know the check ran.
-func ClaimsChecked() bool { return checkClaims }
+func ClaimsChecked() bool { return checkClaims() }
 
 // claimCheck is what the claims check takes before an apply.
 type claimCheck struct {
@@ -55,7 +64,7 @@ type claimCheck struct {
 // beginClaimCheck returns what the check needs of ev before its apply, or
 // nil where it does not run.
 func (l *Ledger) beginClaimCheck(index uint64, ev *event.Event) *claimCheck {
-	if !checkClaims || index == 0 || ev.Kind == event.KindGenesis {
+	if !checkClaims() || index == 0 || ev.Kind == event.KindGenesis {
 		return nil
 	}
 	keys := l.Keys()
@@ -90,7 +99,7 @@ func (l *Ledger) endClaimCheck(cc *claimCheck, index uint64, ev *event.Event) {
 // had changed: the claims of one of the two missed the other. Elsewhere it
 // does nothing: the kernel decides again.
 func MissedClaim(what string) {
-	if checkClaims {
+	if checkClaims() {
 		claimViolation("ledger: claims check: " + what)
 	}
 }
