@@ -177,7 +177,7 @@ func TestDamageErrorNamesFileOffsetAndIndices(t *testing.T) {
 		t.Fatalf("%v", err)
 	}
 	path := filepath.Join(dir, name)
-	for _, want := range []string{path, fmt.Sprintf("at offset %d", third.start), "indices 43 to 46 are at risk", "of the write of 5 records from index 42"} {
+	for _, want := range []string{path, fmt.Sprintf("at offset %d", third.start), "indices 43 to 46 are at risk", "of the write of indices 42 to 46"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("%q does not say %q", err, want)
 		}

@@ -253,12 +253,23 @@ type proof struct {
 func (p proof) String() string {
 	switch {
 	case p.commit:
-		return fmt.Sprintf("yet the commit record at offset %d, of the write of %d records from index %d, verifies: that write was synced (its commit record is written only after its fdatasync), so this is damage, not a torn tail",
-			p.at, p.count, p.index)
+		return fmt.Sprintf("yet the commit record at offset %d, of the write of %s, verifies: that write was synced (its commit record is written only after its fdatasync), so this is damage, not a torn tail",
+			p.at, indices(p.index, uint64(p.count)))
 	case p.opensWrite:
 		return fmt.Sprintf("yet the record at offset %d (index %d) verifies and opens a later write, which began only after the faulty bytes were synced, so this is damage, not a torn tail", p.at, p.index)
 	}
 	return fmt.Sprintf("yet the record at offset %d (index %d) verifies and was not written with the faulty bytes, so this is damage, not a torn tail", p.at, p.index)
+}
+
+// indices names count indices from first: "index 7", "indices 7 to 9".
+func indices(first, count uint64) string {
+	switch count {
+	case 0:
+		return "no index"
+	case 1:
+		return fmt.Sprintf("index %d", first)
+	}
+	return fmt.Sprintf("indices %d to %d", first, first+count-1)
 }
 
 // segmentScan is what reading one segment's bytes found.
