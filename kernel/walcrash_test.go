@@ -172,8 +172,15 @@ func TestWriteAhead_FlippedByteInLastAcknowledgedWriteIsRefused(t *testing.T) {
 		t.Fatal("the refused start changed the segment")
 	}
 	// annald rebuild and annald audit refuse it too.
-	if _, err := Rebuild(context.Background(), testConfig(t, dir)); !errors.Is(err, ErrDamaged) {
+	if _, err := Rebuild(context.Background(), testConfig(t, dir)); !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), path) {
 		t.Fatalf("rebuild on the damaged folder: %v", err)
+	}
+	vkey, err := LocalVerifierKey(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Audit(context.Background(), LocalLog(dir), vkey, WithUnsignedTail(dir)); !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), path) {
+		t.Fatalf("audit of the damaged folder: %v", err)
 	}
 
 	// The repair route: the segment restored (here: the byte put back).

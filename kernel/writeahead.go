@@ -157,8 +157,8 @@ func openWriteAhead(dir *dataDir, maxTail int, logger *slog.Logger) (*writeAhead
 // tiles hold it, and a start that dropped the segment would give the next
 // entries indices that receipts already name.
 const remedyWriteAhead = "nothing in this data folder can recreate what the segment held. " +
-	"Stop, and copy the whole data folder to a good disk first: a disk that returned bad data once may read right on a second try, and if the copy starts, use it. " +
-	"Otherwise restore this segment from a backup or from a copy of the disk made before the damage, and start again. " +
+	"First copy the whole data folder to a good disk: a disk that returned bad data once may read right on a second try, and if annald starts on the copy, use the copy. " +
+	"Otherwise restore this segment from a backup, or from a copy of the disk made before the damage, and start again. " +
 	"Never delete or truncate the segment to make annald start: the next entries would take indices that receipts already name"
 
 // writeAheadError names a write-ahead log that a start refuses: damage to
