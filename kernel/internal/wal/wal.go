@@ -334,6 +334,7 @@ type Log struct {
 	activeOld bool
 	next      uint64
 	buf       []byte // the records of one Append, kept for the next
+	commit    [commitRecordSize]byte
 	broken    error
 	isClosed  bool
 
@@ -706,8 +707,7 @@ func (l *Log) Append(first uint64, entries [][]byte) error {
 	for i, e := range entries {
 		buf = AppendRecord(buf, first+uint64(i), e, i == 0)
 	}
-	var commit [commitRecordSize]byte
-	appendCommit(commit[:0], first, uint32(len(entries)), buf)
+	commit := appendCommit(l.commit[:0], first, uint32(len(entries)), buf)
 	off := l.activeSize
 	recordsEnd := off + int64(len(buf))
 	end := recordsEnd + commitRecordSize // where this Append's bytes end
@@ -737,7 +737,7 @@ func (l *Log) Append(first uint64, entries [][]byte) error {
 		// a process crash keeps it in the page cache, and the next write's
 		// fdatasync, or the idle sync, makes it durable (package comment).
 		what = "writing the commit record of"
-		if n, err = l.writeAt(l.active, commit[:], recordsEnd); err == nil && n != len(commit) {
+		if n, err = l.writeAt(l.active, commit, recordsEnd); err == nil && n != len(commit) {
 			err = io.ErrShortWrite
 		}
 	}
