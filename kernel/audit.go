@@ -331,7 +331,7 @@ func auditUnsignedTail(ctx context.Context, dir string, src LogSource, origin st
 	}
 	records, info, err := wal.Read(walDir, treeSize)
 	if err != nil {
-		return fmt.Errorf("write-ahead log: %w", err)
+		return writeAheadError(err, treeSize)
 	}
 	if info.TornBytes > 0 {
 		rep.WALTornTail = fmt.Sprintf("%d bytes at offset %d of %s: %s", info.TornBytes, info.TornOffset, info.TornFile, info.TornReason)

@@ -106,7 +106,7 @@ func openWriteAhead(dir *dataDir, maxTail int, logger *slog.Logger) (*writeAhead
 	}
 	w, records, info, err := wal.Open(walDir, tw.Size(), wal.Options{SegmentBytes: walSegmentBytes})
 	if err != nil {
-		return nil, fmt.Errorf("write-ahead log: %w", err)
+		return nil, writeAheadError(err, tw.Size())
 	}
 	if !marked {
 		if err := atomicfile.Write(filepath.Join(walDir, walOriginName), strings.NewReader(dir.Origin+"\n"), 0o600); err != nil {
@@ -116,7 +116,11 @@ func openWriteAhead(dir *dataDir, maxTail int, logger *slog.Logger) (*writeAhead
 	}
 	if info.TornBytes > 0 {
 		logger.Warn("cut off the unacknowledged tail a crash left in the write-ahead log", "bytes", info.TornBytes,
-			"file", info.TornFile, "offset", info.TornOffset, "reason", info.TornReason, "records_of_the_same_write_after_it", info.TornRecordsAfter)
+			"file", info.TornFile, "offset", info.TornOffset, "reason", info.TornReason, "records_of_the_interrupted_write_after_it", info.TornRecordsAfter)
+	}
+	if info.UncommittedRecords > 0 {
+		logger.Info("the write-ahead log's last write had no commit record (a crash right after its sync); its records read back and are kept",
+			"from", info.UncommittedFirst, "records", info.UncommittedRecords)
 	}
 	if len(records) > 0 {
 		start := time.Now()
@@ -146,6 +150,37 @@ func openWriteAhead(dir *dataDir, maxTail int, logger *slog.Logger) (*writeAhead
 		wal: w, logDir: logDir, logger: logger, maxTail: max(maxTail, 1), tw: tw, base: tw.Size(),
 		moved: make(chan struct{}), wake: make(chan struct{}, 1), done: make(chan struct{}),
 	}, nil
+}
+
+// remedyWriteAhead is the repair route for a damaged write-ahead segment.
+// Why no other: an acknowledged entry is only in that segment until the
+// tiles hold it, and a start that dropped the segment would give the next
+// entries indices that receipts already name.
+const remedyWriteAhead = "nothing in this data folder can recreate what the segment held. " +
+	"First copy the whole data folder to a good disk: a disk that returned bad data once may read right on a second try, and if annald starts on the copy, use the copy. " +
+	"Otherwise restore this segment from a backup, or from a copy of the disk made before the damage, and start again. " +
+	"Never delete or truncate the segment to make annald start: the next entries would take indices that receipts already name"
+
+// writeAheadError names a write-ahead log that a start refuses: damage to
+// a segment becomes a *DamageError that says which indices are at risk
+// (against size, the tile log's) and the repair route.
+func writeAheadError(err error, size uint64) error {
+	var damage *wal.DamageError
+	if !errors.As(err, &damage) {
+		return fmt.Errorf("write-ahead log: %w", err)
+	}
+	atRisk := damage.AtRisk()
+	switch {
+	case damage.EndKnown && damage.End > damage.First && damage.End <= size:
+		atRisk += fmt.Sprintf(" (the tile log, of %d entries, holds them)", size)
+	case damage.EndKnown && damage.End == damage.First+1:
+		atRisk += "; a receipt may name it"
+	case damage.End > damage.First || !damage.EndKnown:
+		atRisk += "; receipts may name them"
+	}
+	return &DamageError{File: damage.File,
+		Problem: fmt.Sprintf("the write-ahead log is damaged at offset %d: %s; %s", damage.Offset, damage.Problem, atRisk),
+		Remedy:  remedyWriteAhead}
 }
 
 // replayWriteAhead writes what a data folder's write-ahead log holds into

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -79,26 +78,9 @@ func TestWriteAhead_SIGKILLBeforeTiles(t *testing.T) {
 	dir := t.TempDir()
 	var receipts []crashReceipt
 	for round, release := range []string{"", "1"} {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestWriteAheadCrashChild$", "-test.v")
-		cmd.Env = append(os.Environ(), crashChildEnv+"="+dir, crashChildEnv+"_RELEASE="+release)
-		var stdout bytes.Buffer
-		cmd.Stdout = &stdout
-		err := cmd.Run()
-		var exit *exec.ExitError
-		if !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-			t.Fatalf("round %d: the child should die of SIGKILL, got %v\n%s", round, err, stdout.String())
-		}
-		n := 0
-		for _, line := range strings.Split(stdout.String(), "\n") {
-			if rest, ok := strings.CutPrefix(line, "RECEIPT "); ok {
-				var r crashReceipt
-				if err := json.Unmarshal([]byte(rest), &r); err != nil {
-					t.Fatal(err)
-				}
-				receipts = append(receipts, r)
-				n++
-			}
-		}
+		got := runCrashChild(t, dir, release)
+		receipts = append(receipts, got...)
+		n := len(got)
 		if n != 300 {
 			t.Fatalf("round %d: %d receipts, want 300", round, n)
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -98,6 +99,64 @@ func TestMissingKeyIsRefusedByEveryCommand(t *testing.T) {
 	if _, err := os.Stat(key); err == nil {
 		t.Fatal("a command made a new log.key")
 	}
+}
+
+// A byte flipped in the newest acknowledged write of the write-ahead log
+// after a kill -9 (a disk that returns bad data) stops annald serve at
+// start, and rebuild and audit with it, with the segment, the offset, the
+// indices at risk and the repair route in the message; restoring the
+// segment (here: putting the byte back) starts it again with every entry.
+func TestDamagedWriteAheadIsRefusedWithTheRepairRoute(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	d := startDaemon(t, dir)
+	submitN(t, d, 40)
+	d.kill(t)
+	segments, _ := filepath.Glob(filepath.Join(dir, "wal", "*.wal"))
+	if len(segments) == 0 {
+		t.Fatal("no write-ahead segment")
+	}
+	segment := segments[len(segments)-1]
+	data, err := os.ReadFile(segment)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// FORMATS.md: the last write's records, then its 24-byte commit
+	// record, then perhaps zeros.
+	end := len(bytes.TrimRight(data, "\x00"))
+	if end < 16+24 || data[end-24] != 0x40 {
+		t.Fatalf("the segment does not end with a commit record: %x", data[max(0, end-24):end])
+	}
+	damaged := bytes.Clone(data)
+	damaged[end-24-2] ^= 0x01 // in the last record's entry
+	if err := os.WriteFile(segment, damaged, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = tryStartDaemon(dir)
+	if err == nil {
+		t.Fatal("annald serve started on a damaged write-ahead log")
+	}
+	t.Logf("annald serve: %v", err)
+	wants := []string{segment, "the write-ahead log is damaged at offset", "is at risk", "copy the whole data folder to a good disk",
+		"restore this segment from a backup", "Never delete or truncate the segment"}
+	for _, want := range wants {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("serve's refusal does not say %q:\n%v", want, err)
+		}
+	}
+	for _, cmd := range []string{"rebuild", "audit"} {
+		if out, err := annald(t, cmd, "--data", dir); err == nil || !strings.Contains(out, segment) || !strings.Contains(out, "is at risk") {
+			t.Errorf("%s on a damaged write-ahead log: %v\n%s", cmd, err, out)
+		}
+	}
+	if now, _ := os.ReadFile(segment); !bytes.Equal(now, damaged) {
+		t.Fatal("a refused start changed the segment")
+	}
+	if err := os.WriteFile(segment, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d = startDaemon(t, dir)
+	submitN(t, d, 1)
+	d.stop(t)
 }
 
 // SIGTERM under load: annald stops within 5 s and leaves no temporary file;

@@ -126,20 +126,39 @@ func segmentNames(t testing.TB, dir string) []string {
 	return names
 }
 
-// recordEnds are the offsets where each record of a segment file ends.
-func recordEnds(t testing.TB, data []byte) []int {
+// span is one record of a segment file where the file lays it out: an
+// entry's record, or (version 3) a commit record.
+type span struct {
+	start, end int
+	index      uint64 // an entry's index; a commit record's write's first
+	commit     bool
+}
+
+// layout returns the records of a segment file that must read whole up to
+// its end or to zeros that end it.
+func layout(t testing.TB, data []byte) []span {
 	t.Helper()
-	var ends []int
-	off := len(SegmentHeader)
-	for off < len(data) {
-		r, problem := decodeRecord(data, off, segmentVersion(data))
+	var spans []span
+	version := segmentVersion(data)
+	for off := len(SegmentHeader); off < len(data) && !(version >= 2 && allZero(data[off:])); {
+		r, problem := decodeRecord(data, off, version)
 		if problem != "" {
 			t.Fatalf("at %d: %s", off, problem)
 		}
+		spans = append(spans, span{start: off, end: off + r.size, index: r.index, commit: r.commit})
 		off += r.size
-		ends = append(ends, off)
 	}
-	return ends
+	return spans
+}
+
+// entrySpans and commitSpans are the entries' records and the commit
+// records of a layout.
+func entrySpans(spans []span) []span {
+	return slices.DeleteFunc(slices.Clone(spans), func(s span) bool { return s.commit })
+}
+
+func commitSpans(spans []span) []span {
+	return slices.DeleteFunc(slices.Clone(spans), func(s span) bool { return !s.commit })
 }
 
 func TestRoundTrip(t *testing.T) {
@@ -218,44 +237,60 @@ func TestEntryLimits(t *testing.T) {
 	}
 }
 
-// Every cut inside the last group leaves the whole records before the cut
-// and cuts the rest off; the log then carries on from there.
+// Every cut inside the last write, as a crash during it leaves, keeps the
+// whole records before the cut, cuts the rest off and writes the commit
+// record of the records kept; a cut inside the commit record alone (a
+// crash while it was written) gives back the file as it was. The log then
+// carries on from there.
 func TestTornTail(t *testing.T) {
 	dir := t.TempDir()
 	end := writeLog(t, dir, 0, exactLayout, 5, 4)
 	orig := snapshot(t, dir)
 	name := segmentName(0)
 	data := []byte(orig[name])
-	ends := recordEnds(t, data)
-	lastGroupStart := ends[len(ends)-5]
+	entries := entrySpans(layout(t, data))
+	lastWrite := entries[5].start // after the first write's commit record
 
-	for cut := lastGroupStart + 1; cut < len(data); cut++ {
+	for cut := lastWrite + 1; cut < len(data); cut++ {
 		restore(t, dir, orig)
 		if err := os.Truncate(filepath.Join(dir, name), int64(cut)); err != nil {
 			t.Fatal(err)
 		}
 		// Whole records up to the cut.
 		whole := 0
-		for whole < len(ends) && ends[whole] <= cut {
+		for whole < len(entries) && entries[whole].end <= cut {
 			whole++
 		}
-		good := ends[whole-1]
+		good := lastWrite
+		if whole > 5 {
+			good = entries[whole-1].end
+		}
 		// What is left of the cut record is torn, and cut off, unless
 		// it is zeros only: those end the records (a grown segment).
 		torn, size := cut-good, good
 		if allZero(data[good:cut]) {
 			torn, size = 0, cut
 		}
+		if whole > 5 {
+			size = max(size, good+commitRecordSize) // the commit record of the records kept
+		}
 		l, records, info := mustOpen(t, dir, 0, exactLayout)
 		checkRecords(t, records, 0, uint64(whole))
 		if info.TornBytes != int64(torn) || (torn != 0 && info.TornOffset != int64(good)) {
 			t.Fatalf("cut at %d: %+v, want %d bytes torn at %d", cut, info, torn, good)
 		}
+		if info.UncommittedRecords != whole-5 || (whole > 5 && info.UncommittedFirst != 5) {
+			t.Fatalf("cut at %d: %+v, want the %d records kept of the last write committed", cut, info, whole-5)
+		}
 		if l.Next() != uint64(whole) {
 			t.Fatalf("cut at %d: Next() = %d", cut, l.Next())
 		}
-		if fi, _ := os.Stat(filepath.Join(dir, name)); fi.Size() != int64(size) {
-			t.Fatalf("cut at %d: the file has %d bytes, want %d", cut, fi.Size(), size)
+		got := []byte(snapshot(t, dir)[name])
+		if len(got) != size {
+			t.Fatalf("cut at %d: the file has %d bytes, want %d", cut, len(got), size)
+		}
+		if whole == len(entries) && !bytes.Equal(got, data) {
+			t.Fatalf("cut at %d, in the commit record: the file is not what the writer wrote", cut)
 		}
 		// The log carries on where the cut was.
 		if err := l.Append(uint64(whole), entriesFrom(uint64(whole), int(end)-whole)); err != nil {
@@ -264,23 +299,22 @@ func TestTornTail(t *testing.T) {
 		l.Close()
 		l, records, info = mustOpen(t, dir, 0, exactLayout)
 		checkRecords(t, records, 0, end)
-		if info.TornBytes != 0 {
-			t.Fatalf("cut at %d: the second open cut %d bytes", cut, info.TornBytes)
+		if info.TornBytes != 0 || info.UncommittedRecords != 0 {
+			t.Fatalf("cut at %d: the second open found %+v", cut, info)
 		}
 		l.Close()
 	}
 }
 
-// Bytes after the last record that a write cut short can leave, and a
-// damaged last record, are cut off.
+// Bytes after the last commit record that a write cut short can leave
+// are cut off; a damaged byte in the last write, which was committed, is
+// refused; one in its commit record alone loses nothing.
 func TestTornTailGarbage(t *testing.T) {
 	dir := t.TempDir()
 	end := writeLog(t, dir, 0, exactLayout, 3, 2)
 	orig := snapshot(t, dir)
 	name := segmentName(0)
 	data := []byte(orig[name])
-	ends := recordEnds(t, data)
-	last := data[ends[len(ends)-2]:]
 
 	rng := rand.New(rand.NewPCG(1, 2))
 	random := make([]byte, 300)
@@ -336,24 +370,44 @@ func TestTornTailGarbage(t *testing.T) {
 		}
 	}
 
-	// A damaged last record is a torn tail: whatever byte is hit.
-	for i := range last {
-		for _, flip := range []byte{0x01, 0x80} {
-			restore(t, dir, orig)
-			damaged := slices.Clone(data)
-			damaged[ends[len(ends)-2]+i] ^= flip
-			if err := os.WriteFile(filepath.Join(dir, name), damaged, 0o600); err != nil {
-				t.Fatal(err)
+	// A damaged byte in the last write, which was acknowledged (its commit
+	// record follows it), is damage, whatever byte is hit: refused, naming
+	// the file, the record's offset and the indices from it to the write's
+	// end, and the file left as it was.
+	spans := layout(t, data)
+	commit := spans[len(spans)-1]
+	path := filepath.Join(dir, name)
+	for _, r := range entrySpans(spans)[end-2:] {
+		for off := r.start; off < r.end; off++ {
+			for _, flip := range []byte{0x01, 0x80} {
+				damaged := xorAt(data, off, flip)
+				restore(t, dir, map[string]string{name: string(damaged)})
+				_, _, _, err := Open(dir, 0, exactLayout)
+				var damage *DamageError
+				if !errors.As(err, &damage) || !errors.Is(err, ErrDamaged) {
+					t.Fatalf("byte %d of record %d ^%#x: %v, want a *DamageError", off-r.start, r.index, flip, err)
+				}
+				if damage.File != path || damage.Offset != int64(r.start) || damage.First != r.index || damage.End != end || !damage.EndKnown {
+					t.Fatalf("byte %d of record %d ^%#x: %+v, want %s at offset %d, indices %d to %d", off-r.start, r.index, flip, damage, path, r.start, r.index, end-1)
+				}
+				if got := snapshot(t, dir)[name]; got != string(damaged) {
+					t.Fatalf("byte %d of record %d: a refused Open changed the file", off-r.start, r.index)
+				}
 			}
-			l, records, info, err := Open(dir, 0, exactLayout)
-			if err != nil {
-				t.Fatalf("byte %d of the last record ^%#x: %v", i, flip, err)
-			}
-			checkRecords(t, records, 0, end-1)
-			if info.TornBytes != int64(len(last)) {
-				t.Fatalf("byte %d ^%#x: %+v", i, flip, info)
-			}
-			l.Close()
+		}
+	}
+	// A damaged byte in the commit record itself: every record reads
+	// back and is kept, and the commit record is written again.
+	for off := commit.start; off < commit.end; off++ {
+		restore(t, dir, map[string]string{name: string(xorAt(data, off, 0x10))})
+		l, records, info := mustOpen(t, dir, 0, exactLayout)
+		checkRecords(t, records, 0, end)
+		if info.TornBytes != commitRecordSize || info.UncommittedRecords != 2 {
+			t.Fatalf("byte %d of the commit record: %+v", off-commit.start, info)
+		}
+		l.Close()
+		if got := snapshot(t, dir)[name]; got != string(data) {
+			t.Fatalf("byte %d of the commit record: the commit record was not written again", off-commit.start)
 		}
 	}
 
@@ -403,18 +457,16 @@ func TestDamage(t *testing.T) {
 		orig := snapshot(t, dir)
 		name := segmentName(0)
 		data := []byte(orig[name])
-		ends := recordEnds(t, data)
-		for _, r := range []int{0, 1, 3} { // first, one inside a group, last of a group: a later write verifies
-			start := len(SegmentHeader)
-			if r > 0 {
-				start = ends[r-1]
-			}
-			for off := start; off < ends[r]; off++ {
+		entries := entrySpans(layout(t, data))
+		// Every record of every write, the last included: its commit
+		// record, or the next write, verifies after it.
+		for r, sp := range entries {
+			for off := sp.start; off < sp.end; off++ {
 				for _, flip := range []byte{0x01, 0x80} {
 					damaged := slices.Clone(data)
 					damaged[off] ^= flip
 					restore(t, dir, map[string]string{name: string(damaged)})
-					expectDamage(t, dir, 0, fmt.Sprintf("record %d byte %d ^%#x", r, off-start, flip), ErrDamaged)
+					expectDamage(t, dir, 0, fmt.Sprintf("record %d byte %d ^%#x", r, off-sp.start, flip), ErrDamaged)
 				}
 			}
 		}
@@ -424,11 +476,11 @@ func TestDamage(t *testing.T) {
 		restore(t, dir, map[string]string{name: string(damaged)})
 		expectDamage(t, dir, 5, "a record below from", ErrDamaged)
 		// A record missing from the middle.
-		cut := append(slices.Clone(data[:ends[1]]), data[ends[2]:]...)
+		cut := append(slices.Clone(data[:entries[1].end]), data[entries[2].end:]...)
 		restore(t, dir, map[string]string{name: string(cut)})
 		expectDamage(t, dir, 0, "a record left out", ErrDamaged)
 		// A record written twice.
-		twice := append(slices.Clone(data[:ends[2]]), data[ends[1]:]...)
+		twice := append(slices.Clone(data[:entries[2].end]), data[entries[1].end:]...)
 		restore(t, dir, map[string]string{name: string(twice)})
 		expectDamage(t, dir, 0, "a record written twice", ErrDamaged)
 		// The header.
@@ -457,19 +509,22 @@ func TestDamage(t *testing.T) {
 		}
 		closed := names[1]
 		data := []byte(orig[closed])
-		ends := recordEnds(t, data)
+		spans := layout(t, data)
+		lastRecord := entrySpans(spans)[len(entrySpans(spans))-1]
 		variants := map[string][]byte{
-			"its last record cut":    data[:len(data)-1],
-			"its last record gone":   data[:ends[len(ends)-2]],
-			"bytes after its last":   append(slices.Clone(data), 0, 0, 1),
-			"its last record ^0x01":  xorAt(data, len(data)-1, 1),
-			"its first record ^0x01": xorAt(data, len(SegmentHeader)+3, 1),
+			"its commit record cut":   data[:len(data)-1],
+			"its commit record gone":  data[:len(data)-commitRecordSize],
+			"its commit record ^0x01": xorAt(data, len(data)-1, 1),
+			"its last write gone":     data[:len(SegmentHeader)],
+			"bytes after its last":    append(slices.Clone(data), 0, 0, 1),
+			"its last record ^0x01":   xorAt(data, lastRecord.end-1, 1),
+			"its first record ^0x01":  xorAt(data, len(SegmentHeader)+3, 1),
 		}
 		for what, b := range variants {
 			files := maps(orig)
 			files[closed] = string(b)
 			restore(t, dir, files)
-			if what == "its last record gone" {
+			if what == "its last write gone" {
 				expectDamage(t, dir, 0, what, ErrGap)
 				continue
 			}
@@ -725,6 +780,50 @@ func TestAppendFailure(t *testing.T) {
 	}
 	before = size()
 
+	// A write and sync that succeed and a commit record that cannot be
+	// written: the entries are durable but were never acknowledged, and
+	// without their commit record damage to them would read as a torn
+	// write: cut back like any failure.
+	commitFails := func(short bool) func(f *os.File, b []byte, off int64) (int, error) {
+		return func(f *os.File, b []byte, off int64) (int, error) {
+			if len(b) != commitRecordSize {
+				return realWrite(f, b, off)
+			}
+			if short {
+				return realWrite(f, b[:commitRecordSize-1], off)
+			}
+			return 0, injected
+		}
+	}
+	for _, short := range []bool{false, true} {
+		l.writeAt = commitFails(short)
+		if err := l.Append(7, entriesFrom(7, 2)); err == nil || !strings.Contains(err.Error(), "commit record") || (!short && !errors.Is(err, injected)) {
+			t.Fatalf("a commit record that fails (short %v): %v", short, err)
+		}
+		if size() != before || l.Next() != 7 {
+			t.Fatalf("after a failed commit record (short %v): %d bytes (was %d), next %d", short, size(), before, l.Next())
+		}
+	}
+	// And if the cut-back fails too, the log is broken.
+	l.writeAt, l.truncate = commitFails(false), func(*os.File, int64) error { return injected }
+	if err := l.Append(7, entriesFrom(7, 2)); !errors.Is(err, ErrBroken) {
+		t.Fatalf("a commit record that fails, and its cut-back: %v", err)
+	}
+	l.writeAt, l.truncate = realWrite, realTruncate
+	l.Close()
+	l, records, info := mustOpen(t, dir, 0, exactLayout)
+	checkRecords(t, records, 0, 9) // durable, as after a crash before the receipt
+	if info.UncommittedRecords != 2 || info.TornBytes != 0 {
+		t.Fatalf("after a broken commit record: %+v", info)
+	}
+	// Put the log back as it was for what follows.
+	l.Close()
+	if err := os.Truncate(path, before); err != nil {
+		t.Fatal(err)
+	}
+	l, _, _ = mustOpen(t, dir, 0, exactLayout)
+	realWrite, realSync, realTruncate = l.writeAt, l.syncData, l.truncate
+
 	// A failed write whose cut-back fails breaks the log. The write
 	// lands but for its last 5 bytes: one whole record and a torn one.
 	l.writeAt = func(f *os.File, b []byte, off int64) (int, error) {
@@ -745,13 +844,13 @@ func TestAppendFailure(t *testing.T) {
 	}
 	l.Close()
 	// Open decides from the disk: the whole record of the failed write is
-	// returned (like any entry durable before its receipt went out), the
-	// rest is a torn tail.
-	l, records, info := mustOpen(t, dir, 0, exactLayout)
+	// returned (like any entry durable before its receipt went out), and
+	// committed; the rest is a torn tail.
+	l, records, info = mustOpen(t, dir, 0, exactLayout)
 	checkRecords(t, records, 0, 8)
 	rec7, rec8 := len(AppendRecord(nil, 7, entryAt(7), true)), len(AppendRecord(nil, 8, entryAt(8), false))
-	if info.TornBytes != int64(rec8-5) || size() != before+int64(rec7) {
-		t.Fatalf("%+v, %d bytes (want %d)", info, size(), before+int64(rec7))
+	if want := before + int64(rec7) + commitRecordSize; info.TornBytes != int64(rec8-5) || info.UncommittedRecords != 1 || size() != want {
+		t.Fatalf("%+v, %d bytes (want %d)", info, size(), want)
 	}
 	l.Close()
 
@@ -946,27 +1045,43 @@ func TestReadChangesNothing(t *testing.T) {
 
 // A crash during a write may keep any of its pages: a later record of the
 // write can land where an earlier one did not. That write was never
-// acknowledged, and its records carry no mark of a write's first record
-// past the first: the fault and all after it are a torn tail, cut off,
-// whatever record of the last write is hit. The writes before it are
-// whole.
+// acknowledged: it has no commit record, and its records carry no mark of
+// a write's first record past the first: the fault and all after it are a
+// torn tail, cut off, whatever record of the last write is hit, and the
+// records before the fault are committed. The writes before it are whole.
+// The same faults with the write's commit record after them are damage:
+// that write was synced, and may have been acknowledged.
 func TestTornWriteOutOfOrder(t *testing.T) {
 	dir := t.TempDir()
 	writeLog(t, dir, 0, exactLayout, 3, 5)
-	orig := snapshot(t, dir)
+	committed := []byte(snapshot(t, dir)[segmentName(0)])
 	name := segmentName(0)
-	data := []byte(orig[name])
-	ends := recordEnds(t, data)
+	// The crash came before the last write's commit record.
+	data := committed[:len(committed)-commitRecordSize]
+	entries := entrySpans(layout(t, data))
 	const lastWrite = 3 // the index of the last write's first record
-	for r := lastWrite; r < len(ends); r++ {
-		start := ends[r-1]
+	for r := lastWrite; r < len(entries); r++ {
+		start, end := entries[r].start, entries[r].end
 		for what, damage := range map[string]func([]byte){
-			"zeros":     func(b []byte) { clear(b[start:ends[r]]) },
+			"zeros":     func(b []byte) { clear(b[start:end]) },
 			"a bit":     func(b []byte) { b[start+17] ^= 0x04 },
 			"its mark":  func(b []byte) { b[start] ^= 0x80 },
-			"a garbage": func(b []byte) { copy(b[start:], bytes.Repeat([]byte{0xa5}, ends[r]-start)) },
+			"a garbage": func(b []byte) { copy(b[start:], bytes.Repeat([]byte{0xa5}, end-start)) },
 		} {
-			damaged := slices.Clone(data)
+			// With the commit record: damage, the indices from r to the
+			// write's end named.
+			damaged := slices.Clone(committed)
+			damage(damaged)
+			restore(t, dir, map[string]string{name: string(damaged)})
+			_, _, _, err := Open(dir, 0, exactLayout)
+			var de *DamageError
+			if !errors.As(err, &de) || de.Offset != int64(start) || de.First != uint64(r) || de.End != uint64(len(entries)) || !de.EndKnown ||
+				!strings.Contains(err.Error(), "so this is damage, not a torn tail") {
+				t.Fatalf("record %d (%s), committed: %v, want damage at offset %d, indices %d to %d", r, what, err, start, r, len(entries)-1)
+			}
+
+			// Without it: a torn write.
+			damaged = slices.Clone(data)
 			damage(damaged)
 			restore(t, dir, map[string]string{name: string(damaged)})
 			l, records, info, err := Open(dir, 0, exactLayout)
@@ -980,11 +1095,14 @@ func TestTornWriteOutOfOrder(t *testing.T) {
 				if info.TornBytes != 0 {
 					t.Fatalf("record %d (%s): %+v", r, what, info)
 				}
-			case info.TornOffset != int64(start) || info.TornBytes != int64(len(data)-start) || info.TornRecordsAfter != len(ends)-1-r:
+			case info.TornOffset != int64(start) || info.TornBytes != int64(len(data)-start) || info.TornRecordsAfter != len(entries)-1-r:
 				t.Fatalf("record %d (%s): %+v", r, what, info)
 			}
-			if info.TornRecordsAfter > 0 && !strings.Contains(info.TornReason, "of the same write") {
+			if info.TornRecordsAfter > 0 && !strings.Contains(info.TornReason, "of the interrupted write") {
 				t.Errorf("record %d (%s): the reason does not say what was cut: %q", r, what, info.TornReason)
+			}
+			if info.UncommittedRecords != r-lastWrite {
+				t.Fatalf("record %d (%s): %d records of the last write committed at Open, want %d", r, what, info.UncommittedRecords, r-lastWrite)
 			}
 			// The log carries on from the fault, and reads back whole.
 			if err := l.Append(uint64(r), entriesFrom(uint64(r), 2)); err != nil {
@@ -993,7 +1111,7 @@ func TestTornWriteOutOfOrder(t *testing.T) {
 			l.Close()
 			l, records, info = mustOpen(t, dir, 0, exactLayout)
 			checkRecords(t, records, 0, uint64(r)+2)
-			if info.TornBytes != 0 {
+			if info.TornBytes != 0 || info.UncommittedRecords != 0 {
 				t.Fatalf("record %d (%s): reopened with %+v", r, what, info)
 			}
 			l.Close()
@@ -1002,7 +1120,7 @@ func TestTornWriteOutOfOrder(t *testing.T) {
 	// Records missing from the middle of the last write, with its end
 	// landed, as a crash that kept its first and last pages leaves.
 	hole := slices.Clone(data)
-	clear(hole[ends[lastWrite]:ends[len(ends)-2]])
+	clear(hole[entries[lastWrite+1].start:entries[len(entries)-2].end])
 	restore(t, dir, map[string]string{name: string(hole)})
 	l, records, info := mustOpen(t, dir, 0, exactLayout)
 	checkRecords(t, records, 0, lastWrite+1)
@@ -1012,25 +1130,28 @@ func TestTornWriteOutOfOrder(t *testing.T) {
 	l.Close()
 }
 
-// The same faults in any write but the last are damage: the next write's
-// first record, marked, verifies after them, so they had been synced.
+// The same faults in a write before the last are damage whether or not
+// the last write has its commit record: the write's own commit record, or
+// the next write's first record, marked, verifies after them, so they had
+// been synced.
 func TestDamageBeforeALaterWrite(t *testing.T) {
 	dir := t.TempDir()
 	writeLog(t, dir, 0, exactLayout, 3, 5, 1)
 	orig := snapshot(t, dir)
 	name := segmentName(0)
-	data := []byte(orig[name])
-	ends := recordEnds(t, data)
-	for r := 1; r < len(ends)-1; r++ { // every record of the first two writes
-		start := ends[r-1]
-		damaged := slices.Clone(data)
-		clear(damaged[start:ends[r]])
-		restore(t, dir, map[string]string{name: string(damaged)})
-		if _, _, _, err := Open(dir, 0, exactLayout); !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), "not written with the faulty bytes") {
-			t.Fatalf("record %d zeroed: %v, want ErrDamaged", r, err)
-		}
-		if got := snapshot(t, dir)[name]; got != string(damaged) {
-			t.Fatalf("record %d: a failed Open changed the file", r)
+	committed := []byte(orig[name])
+	for _, data := range [][]byte{committed, committed[:len(committed)-commitRecordSize]} {
+		entries := entrySpans(layout(t, data))
+		for r := range entries[:len(entries)-1] { // every record of the first two writes
+			damaged := slices.Clone(data)
+			clear(damaged[entries[r].start:entries[r].end])
+			restore(t, dir, map[string]string{name: string(damaged)})
+			if _, _, _, err := Open(dir, 0, exactLayout); !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), "so this is damage, not a torn tail") {
+				t.Fatalf("record %d zeroed: %v, want ErrDamaged", r, err)
+			}
+			if got := snapshot(t, dir)[name]; got != string(damaged) {
+				t.Fatalf("record %d: a failed Open changed the file", r)
+			}
 		}
 	}
 }
@@ -1075,9 +1196,9 @@ func TestVersion1Segments(t *testing.T) {
 	// Old rules in an old segment: a zeroed record before one that
 	// verifies is damage, even within what may have been one write.
 	data := v1(0, 5)
-	ends := recordEnds(t, data)
+	v1Records := layout(t, data)
 	damaged := slices.Clone(data)
-	clear(damaged[ends[2]:ends[3]])
+	clear(damaged[v1Records[3].start:v1Records[3].end])
 	restore(t, dir, map[string]string{segmentName(0): string(damaged)})
 	if _, _, _, err := Open(dir, 0, Options{}); !errors.Is(err, ErrDamaged) {
 		t.Fatalf("a version 1 fault before a record that verifies: %v", err)
@@ -1086,7 +1207,7 @@ func TestVersion1Segments(t *testing.T) {
 	restore(t, dir, map[string]string{segmentName(0): string(data[:len(data)-3])})
 	l, records, info := mustOpen(t, dir, 0, Options{})
 	checkRecords(t, records, 0, 4)
-	if info.TornBytes != int64(len(data)-3-ends[3]) {
+	if info.TornBytes != int64(len(data)-3-v1Records[3].end) {
 		t.Fatalf("%+v", info)
 	}
 	l.Close()
@@ -1185,10 +1306,10 @@ func TestGrownSegment(t *testing.T) {
 	names := segmentNames(t, dir)
 	for _, name := range names[:len(names)-1] {
 		data, _ := os.ReadFile(filepath.Join(dir, name))
-		ends := recordEnds(t, data)
-		last := ends[len(ends)-1]
-		if !allZero(data[last:]) || len(data) > max(last, segmentBytes) {
-			t.Fatalf("closed segment %s: %d bytes, its records end at %d", name, len(data), last)
+		spans := layout(t, data)
+		last := spans[len(spans)-1]
+		if !last.commit || !allZero(data[last.end:]) || len(data) > max(last.end, segmentBytes) {
+			t.Fatalf("closed segment %s: %d bytes, its records end at %d (a commit record: %v)", name, len(data), last.end, last.commit)
 		}
 	}
 	l, records, info = mustOpen(t, dir, 0, opts)
@@ -1207,7 +1328,8 @@ func TestGrownSegment(t *testing.T) {
 	l.Close()
 
 	// A crash during a write inside the zeros: its first page lost, its
-	// last landed. The write is a torn tail, cut off with the zeros.
+	// last landed, its commit record not written. The write is a torn
+	// tail, cut off with the zeros.
 	orig := snapshot(t, dir)
 	newest := names[len(names)-1]
 	l, _, _ = mustOpen(t, dir, 0, opts)
@@ -1217,8 +1339,11 @@ func TestGrownSegment(t *testing.T) {
 	}
 	l.Close()
 	written := []byte(snapshot(t, dir)[newest])
+	writtenSpans := layout(t, written)
+	lastCommit := writtenSpans[len(writtenSpans)-1]
 	torn := slices.Clone(written)
 	clear(torn[at : at+20])
+	clear(torn[lastCommit.start:lastCommit.end])
 	restore(t, dir, map[string]string{})
 	for name, b := range orig {
 		if name == newest {
@@ -1243,11 +1368,12 @@ func TestGrownSegment(t *testing.T) {
 	l.Close()
 
 	// Damage to a synced write with a later one after it, inside the
-	// zeros: Open fails and changes nothing. (At the last write itself
-	// it is a torn tail, as above.)
-	ends := recordEnds(t, written[:at])
+	// zeros: Open fails and changes nothing. (At the last write itself,
+	// without its commit record, it is a torn tail, as above.)
+	synced := entrySpans(layout(t, written[:at]))
 	damaged := slices.Clone(written)
-	clear(damaged[ends[len(ends)-2]+4 : ends[len(ends)-2]+8]) // the CRC of the record before the last write
+	crc := synced[len(synced)-1].start + 4 // the CRC of the record before the last write
+	clear(damaged[crc : crc+4])
 	restore(t, dir, map[string]string{newest: string(damaged)})
 	from := segmentsFirst(t, newest)
 	if l, _, _, err := Open(dir, from, opts); !errors.Is(err, ErrDamaged) {
