@@ -373,21 +373,7 @@ func TestWriteAhead_KillNineUnderLoadLosesNoReceipt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ids := map[string]uint64{}
-	for i := range info.Size {
-		entry, err := k.Entry(ctx, i)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ev, err := event.Parse(entry)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if j, dup := ids[ev.ID]; dup {
-			t.Fatalf("event %s is in the log twice: at %d and %d", ev.ID, j, i)
-		}
-		ids[ev.ID] = i
-	}
+	eventsOnce(t, k, info.Size)
 }
 
 // killUnderLoad starts TestWriteAheadLoadChild on dir, kills it with

@@ -115,21 +115,7 @@ func TestWriteAhead_SIGKILLBeforeTiles(t *testing.T) {
 	if err != nil || info.Size != want {
 		t.Fatalf("log size %d (%v), want %d", info.Size, err, want)
 	}
-	ids := map[string]uint64{}
-	for i := range want {
-		entry, err := k.Entry(ctx, i)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ev, err := event.Parse(entry)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if j, dup := ids[ev.ID]; dup {
-			t.Fatalf("event %s is in the log twice: at %d and %d", ev.ID, j, i)
-		}
-		ids[ev.ID] = i
-	}
+	ids := eventsOnce(t, k, want)
 	for _, r := range receipts {
 		entry, err := k.Entry(ctx, r.Index)
 		if err != nil {
@@ -476,4 +462,26 @@ func waitReadiness(t *testing.T, k *Kernel, want string, ok func(error) bool) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// eventsOnce reads the first size entries of k's log and returns the index
+// of each event id, failing the test if an event is in the log twice.
+func eventsOnce(t *testing.T, k *Kernel, size uint64) map[string]uint64 {
+	t.Helper()
+	ids := map[string]uint64{}
+	for i := range size {
+		entry, err := k.Entry(context.Background(), i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev, err := event.Parse(entry)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j, dup := ids[ev.ID]; dup {
+			t.Fatalf("event %s is in the log twice: at %d and %d", ev.ID, j, i)
+		}
+		ids[ev.ID] = i
+	}
+	return ids
 }
