@@ -170,6 +170,9 @@ type HoldOutcome struct {
 	Index  uint64 `json:"index,omitempty"`
 	Type   string `json:"type"`
 	Target string `json:"target"`
+	// Reason is what the answer logged with it: the human's reason, or why
+	// an approval was refused on re-check or the hold timed out.
+	Reason string `json:"reason,omitempty"`
 }
 
 func (k *kernelTools) waitHold(ctx context.Context, _ *mcp.CallToolRequest, in WaitHoldInput) (*mcp.CallToolResult, any, error) {
@@ -186,12 +189,16 @@ func (k *kernelTools) waitHold(ctx context.Context, _ *mcp.CallToolRequest, in W
 	case err != nil:
 		return refusal(err), nil, nil
 	}
-	out := HoldOutcome{HoldID: h.ID, Status: h.Status, AnsweredBy: h.AnsweredBy, Index: h.AnsweredAt, Type: h.Type, Target: h.Target}
+	out := HoldOutcome{HoldID: h.ID, Status: h.Status, AnsweredBy: h.AnsweredBy, Index: h.AnsweredAt, Type: h.Type, Target: h.Target, Reason: h.Reason}
 	text := fmt.Sprintf("%s: %s on %s", h.Status, h.Type, h.Target)
+	why := ""
+	if h.Reason != "" {
+		why = fmt.Sprintf(" (reason: %s)", h.Reason)
+	}
 	if h.Status == "approved" {
-		text += fmt.Sprintf(" was approved by %s and is now logged at index %d. You may perform it.", h.AnsweredBy, h.AnsweredAt)
+		text += fmt.Sprintf(" was approved by %s%s and is now logged at index %d. You may perform it.", h.AnsweredBy, why, h.AnsweredAt)
 	} else {
-		text += ". Do not perform it."
+		text += fmt.Sprintf(" ended at log index %d%s. Do not perform it.", h.AnsweredAt, why)
 	}
 	return result(text, out), nil, nil
 }

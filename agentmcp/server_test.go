@@ -163,6 +163,43 @@ func TestToolsDescribeThemselves(t *testing.T) {
 	}
 }
 
+// TestWaitHoldSaysWhy: wait_hold tells the agent the reason its human
+// logged with the answer, approval or rejection, and that an approval the
+// kernel refused on re-check (the agent frozen meanwhile) is not one.
+func TestWaitHoldSaysWhy(t *testing.T) {
+	w := newWorld(t)
+	cs := w.connect(t)
+	ctx := context.Background()
+	for _, c := range []struct{ decision, reason, status string }{
+		{"approve", "ship it after the notes are read", "approved"},
+		{"reject", "not before Monday", "rejected"},
+	} {
+		var held api.Receipt
+		call(t, cs, "submit", map[string]any{"type": "mutate", "target": "workspace/release/" + c.decision}, &held)
+		if _, err := w.root.AnswerHold(ctx, held.HoldID, c.decision, c.reason); err != nil {
+			t.Fatal(err)
+		}
+		outcome := map[string]any{}
+		res := call(t, cs, "wait_hold", map[string]any{"hold_id": held.HoldID}, &outcome)
+		if outcome["status"] != c.status || outcome["reason"] != c.reason || !strings.Contains(text(res), c.reason) {
+			t.Errorf("%s: wait_hold answered %v %q, want the reason %q", c.decision, outcome, text(res), c.reason)
+		}
+	}
+	var held api.Receipt
+	call(t, cs, "submit", map[string]any{"type": "mutate", "target": "workspace/release/frozen"}, &held)
+	if _, err := w.root.SetStatus(ctx, w.agentID, "frozen", "review"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.root.AnswerHold(ctx, held.HoldID, "approve", "fine"); err == nil {
+		t.Fatal("approving the hold of a frozen agent answered no error")
+	}
+	outcome := map[string]any{}
+	res := call(t, cs, "wait_hold", map[string]any{"hold_id": held.HoldID}, &outcome)
+	if outcome["status"] != "approve_failed" || !strings.Contains(text(res), "refused on re-check") || !strings.Contains(text(res), "Do not perform it") {
+		t.Errorf("refused approval: wait_hold answered %v %q", outcome, text(res))
+	}
+}
+
 // TestSubmitCommittedDeniedHeld: an allowed action is logged and its
 // receipt answered; a denied one is a tool error naming stage, gate and
 // reason with where the refusal was logged; a held one answers its hold id,

@@ -310,14 +310,19 @@ func TestHoldApproveRerunsThePipeline(t *testing.T) {
 		t.Fatalf("after approve: %d %d", b, res)
 	}
 	// Approval re-checks: the agent was frozen while the hold waited, so
-	// the approval is refused and costs the commitment.
+	// the approval is refused and costs the commitment; the answer is the
+	// refusal, recorded where the hold ended.
 	r2 := held()
 	if _, err := g.SetStatus(context.Background(), g.root, agent.ID, event.StatusFrozen, "review"); err != nil {
 		t.Fatal(err)
 	}
 	ans2, err := g.AnswerHold(context.Background(), g.root, r2.HoldID, event.HoldApprove, "")
-	if err != nil || g.kindAt(ans2.Index) != event.KindHoldAnswered || ans2.Cost != 3 {
+	var d *Denial
+	if !errors.As(err, &d) || !errors.Is(err, ErrForbidden) || d.Gate != GateActor || !d.Recorded || g.kindAt(d.Index) != event.KindHoldAnswered || ans2 != nil {
 		t.Fatalf("approve of a frozen agent's hold: %v %+v", err, ans2)
+	}
+	if b, res := g.balance(agent.ID); b != 982 || res != 0 {
+		t.Fatalf("after the refused approval: balance %d reserved %d, want the commitment 3 charged", b, res)
 	}
 	g.mu.Lock()
 	status := g.ledger.Holds[r2.HoldID].Status

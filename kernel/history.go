@@ -26,7 +26,9 @@ import (
 // no credential), so the history hides nothing that is secret; it answers
 // within the caller's oversight so that a console shows each person their
 // own agents. Root sees every event; any other actor sees the events whose
-// actor is itself or an actor it created.
+// actor is itself or an actor it created. A filter that names an actor, an
+// envelope or a session outside the caller's oversight is refused
+// (ErrForbidden), never answered with an empty page (historyScope).
 
 // Index dimensions: the first byte of an index key. Only selective terms
 // are indexed (each costs disk per event): who acted, under which
@@ -160,12 +162,7 @@ func (k *Kernel) History(ctx context.Context, viewer *Actor, q HistoryQuery) (*H
 	if q.Limit < 0 || q.Limit > MaxHistoryPage {
 		return nil, fmt.Errorf("%w: limit must be 1 to %d", ErrInvalid, MaxHistoryPage)
 	}
-	for _, v := range []string{q.Actor, q.Envelope, q.Session, q.Kind, q.Type, q.Outcome} {
-		if strings.IndexByte(v, 0) >= 0 {
-			return nil, fmt.Errorf("%w: a filter holds a NUL byte", ErrInvalid)
-		}
-	}
-	visible, err := k.visibleActors(viewer, q.Actor)
+	visible, err := k.historyScope(viewer, q)
 	if err != nil {
 		return nil, err
 	}
@@ -247,22 +244,72 @@ func (k *Kernel) History(ctx context.Context, viewer *Actor, q HistoryQuery) (*H
 	return page, err
 }
 
-// visibleActors is the set of actors whose events viewer may see (nil:
-// all). A filter on an actor outside it is refused.
-func (k *Kernel) visibleActors(viewer *Actor, actor string) (map[string]bool, error) {
+// CheckHistory says whether viewer may ask q of the history: nil, or the
+// error History would answer q with before reading anything (a filter
+// outside viewer's oversight, a malformed filter). A stream checks it
+// before it starts, so that it refuses what a page refuses, at once.
+func (k *Kernel) CheckHistory(viewer *Actor, q HistoryQuery) error {
+	_, err := k.historyScope(viewer, q)
+	return err
+}
+
+// historyScope is the one rule of who reads which history. It returns the
+// actors whose events q may show viewer (nil: every actor's), or refuses
+// a filter that names what viewer does not oversee:
+//
+//   - actor: viewer itself or an actor it created (root: any);
+//   - envelope: one whose holder, or an issuer of whose chain, is viewer
+//     or an actor it created — those who hold, delegated or oversee its
+//     budget. They read every event under it, whoever its actor;
+//   - session: one whose creator, or a participant of which (past or
+//     present), is viewer or an actor it created. They read the events
+//     in it of the actors they oversee.
+//
+// An envelope or session that does not exist is refused like one outside
+// viewer's oversight (root gets an empty page), so that the answer does
+// not tell them apart.
+func (k *Kernel) historyScope(viewer *Actor, q HistoryQuery) (map[string]bool, error) {
+	for _, v := range []string{q.Actor, q.Envelope, q.Session, q.Kind, q.Type, q.Outcome} {
+		if strings.IndexByte(v, 0) >= 0 {
+			return nil, fmt.Errorf("%w: a filter holds a NUL byte", ErrInvalid)
+		}
+	}
 	if viewer.ID == RootID {
 		return nil, nil
 	}
 	k.mu.Lock()
+	defer k.mu.Unlock()
 	visible := map[string]bool{viewer.ID: true}
 	for id, a := range k.ledger.Actors {
 		if a.Creator == viewer.ID {
 			visible[id] = true
 		}
 	}
-	k.mu.Unlock()
-	if actor != "" && !visible[actor] {
-		return nil, fmt.Errorf("%w: %s may not read the history of %s", ErrForbidden, viewer.ID, actor)
+	if q.Actor != "" && !visible[q.Actor] {
+		return nil, fmt.Errorf("%w: %s may not read the history of %s", ErrForbidden, viewer.ID, q.Actor)
+	}
+	if q.Session != "" {
+		se, ok := k.ledger.Sessions[q.Session]
+		oversees := ok && visible[se.Creator]
+		if ok {
+			for id := range se.Participants {
+				oversees = oversees || visible[id]
+			}
+		}
+		if !oversees {
+			return nil, fmt.Errorf("%w: %s may not read the history of session %s: it oversees neither its creator nor a participant", ErrForbidden, viewer.ID, q.Session)
+		}
+	}
+	if q.Envelope != "" {
+		chain, v := k.ledger.Chain(q.Envelope)
+		oversees := v == nil && len(chain) > 0 && visible[chain[0].Holder]
+		for _, e := range chain {
+			oversees = oversees || (v == nil && visible[e.Issuer])
+		}
+		if !oversees {
+			return nil, fmt.Errorf("%w: %s may not read the history of envelope %s: it oversees neither its holder nor an issuer of its chain", ErrForbidden, viewer.ID, q.Envelope)
+		}
+		return nil, nil // every event under the envelope: matches checks each
 	}
 	return visible, nil
 }

@@ -199,6 +199,37 @@ func TestHistoryVisibility(t *testing.T) {
 	}
 }
 
+// TestAttack_HistoryScopeIsOneRule: a filter naming what the viewer does
+// not oversee (another's actor or envelope, an unknown envelope or session)
+// is refused, and CheckHistory — what a stream asks before it starts —
+// answers every query exactly as History does.
+func TestAttack_HistoryScopeIsOneRule(t *testing.T) {
+	g, a, b := historyLog(t)
+	ctx := context.Background()
+	envA := g.Envelopes(a)[0].ID
+	queries := map[string]HistoryQuery{
+		"all": {}, "actor a": {Actor: a.ID}, "actor b": {Actor: b.ID}, "actor root": {Actor: RootID},
+		"envelope of a": {Envelope: envA}, "no such envelope": {Envelope: "env-00112233aabbccdd"},
+		"no such session": {Session: "nowhere"}, "NUL": {Kind: "a\x00"},
+	}
+	refused := map[string]map[string]bool{
+		a.ID:   {"actor b": true, "actor root": true, "no such envelope": true, "no such session": true, "NUL": true},
+		b.ID:   {"actor a": true, "actor root": true, "envelope of a": true, "no such envelope": true, "no such session": true, "NUL": true},
+		RootID: {"NUL": true},
+	}
+	for _, viewer := range []*Actor{a, b, g.root} {
+		for name, q := range queries {
+			_, err := g.History(ctx, viewer, q)
+			if refused[viewer.ID][name] != (err != nil) {
+				t.Errorf("%s asking %s: %v", viewer.ID, name, err)
+			}
+			if check := g.CheckHistory(viewer, q); fmt.Sprint(check) != fmt.Sprint(err) {
+				t.Errorf("%s asking %s: CheckHistory says %v, History %v", viewer.ID, name, check, err)
+			}
+		}
+	}
+}
+
 // BenchmarkHistory: the first page of one agent's events on a log of
 // 20,000 events by 16 agents (annal-bench measures a 1,000,000-event log),
 // against the newest page of everything as the baseline.

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"slices"
 
 	"github.com/annal-dev/annal/internal/strictjson"
@@ -91,19 +92,32 @@ func (k *Kernel) answerHoldAction(ctx context.Context, actor *Actor, id string, 
 	return k.AnswerHold(ctx, actor, id, ans.Decision, ans.Reason)
 }
 
-// AnswerHold is a human's answer to a hold (Def. 4.21). Approve runs the
-// held action through the whole pipeline again as its agent, with the
-// reservation made when it was held, and commits it as an action event
-// that also closes the hold; if a gate refuses it now, or on reject, the
-// hold ends as hold.answered and costs the commitment ⌈20% × reserved⌉
-// (Def. 4.22). The receipt is that of the event that ended the hold.
+// MaxHoldAnswerReason bounds the reason a human gives with an answer to a
+// hold, approval or rejection alike.
+const MaxHoldAnswerReason = 1024
+
+// AnswerHold is a human's answer to a hold (Def. 4.21), with its reason,
+// which the log keeps whatever the answer. Approve runs the held action
+// through the whole pipeline again as its agent, with the reservation made
+// when it was held, and commits it as an action event that also closes the
+// hold; its receipt is that event's. On reject the hold ends as
+// hold.answered and costs the commitment ⌈20% × reserved⌉ (Def. 4.22); the
+// receipt is that event's.
+//
+// If a gate refuses an approved action now (its agent frozen, its envelope
+// revoked, its subject erased since it was held), the hold ends as
+// hold.answered too, at the same cost, and the answer is that refusal: a
+// *Denial of the gate that refused, Recorded at the index of the
+// hold.answered event. An approval never answers a receipt unless the
+// action is in the log.
 func (k *Kernel) AnswerHold(ctx context.Context, by *Actor, id, decision, reason string) (*Receipt, error) {
 	if decision != event.HoldApprove && decision != event.HoldReject {
 		return nil, denyAt(StageValidate, GateForm, ErrInvalid, "decision %q is neither approve nor reject", decision)
 	}
-	if len(reason) > 1024 {
-		return nil, denyAt(StageValidate, GateForm, ErrInvalid, "reason is longer than 1024 bytes")
+	if len(reason) > MaxHoldAnswerReason {
+		return nil, denyAt(StageValidate, GateForm, ErrInvalid, "reason is longer than %d bytes", MaxHoldAnswerReason)
 	}
+	reason = string(bytes.ToValidUTF8([]byte(reason), nil))
 	if !event.ValidHoldID(id) {
 		return nil, denyAt(StageValidate, GateForm, ErrInvalid, "%q is not a hold id", id)
 	}
@@ -114,20 +128,31 @@ func (k *Kernel) AnswerHold(ctx context.Context, by *Actor, id, decision, reason
 		hold = *h
 	}
 	k.mu.Unlock()
-	if decision == event.HoldApprove && ok {
-		agent := &Actor{ActorRecord: event.ActorRecord{ID: hold.Actor}}
-		req := ActionRequest{Type: hold.Action.Type, Target: hold.Action.Target, Envelope: hold.Envelope, Session: hold.Session}
-		r, err := k.act(ctx, agent, req, hold.Action, &event.Hold{ID: id, Decision: event.HoldApprove, AnsweredBy: by.ID})
-		if err == nil {
-			return r, nil
-		}
-		var d *Denial
-		if !errors.As(err, &d) || d.Stage == StageAppend || d.Class == ErrUnavailable {
-			return nil, err
-		}
-		reason = "approved, but refused on re-check: " + d.Error()
+	if decision == event.HoldReject || !ok {
+		return k.endHold(ctx, &hold, by.ID, decision, reason)
 	}
-	return k.endHold(ctx, &hold, by.ID, decision, reason)
+	agent := &Actor{ActorRecord: event.ActorRecord{ID: hold.Actor}}
+	req := ActionRequest{Type: hold.Action.Type, Target: hold.Action.Target, Envelope: hold.Envelope, Session: hold.Session}
+	r, err := k.act(ctx, agent, req, hold.Action, &event.Hold{ID: id, Decision: event.HoldApprove, AnsweredBy: by.ID, Reason: reason})
+	if err == nil {
+		r.Reason = reason
+		return r, nil
+	}
+	var d *Denial
+	if !errors.As(err, &d) || d.Stage == StageAppend || d.Class == ErrUnavailable {
+		return nil, err
+	}
+	logged := "approved, but refused on re-check: " + d.Error()
+	if reason != "" {
+		logged = "approved (" + reason + "), but refused on re-check: " + d.Error()
+	}
+	rc, err := k.endHold(ctx, &hold, by.ID, decision, logged)
+	if err != nil {
+		return nil, err
+	}
+	return nil, &Denial{Stage: d.Stage, Gate: d.Gate, Class: d.Class, Policy: d.Policy, Code: d.Code, Recorded: true, Index: rc.Index,
+		Reason: fmt.Sprintf("hold %s approved, but refused on re-check: %s; the hold ended at entry %d without its action, charging its commitment of %d",
+			id, d.Reason, rc.Index, rc.Cost)}
 }
 
 // endHold appends the hold.answered event that ends a hold without its
@@ -145,7 +170,7 @@ func (k *Kernel) endHold(ctx context.Context, h *ledger.Hold, by, decision, reas
 		return nil, err
 	}
 	rc := receiptOf(d, h.Action.Type, h.Action.Target)
-	rc.HoldID, rc.Envelope, rc.Cost = h.ID, h.Envelope, d.ev.Hold.Settled
+	rc.HoldID, rc.Envelope, rc.Cost, rc.Reason = h.ID, h.Envelope, d.ev.Hold.Settled, reason
 	return rc, nil
 }
 

@@ -67,6 +67,9 @@ type Receipt struct {
 	Envelope string           `json:"envelope,omitempty"`
 	// Cost is what the action settled, or what the hold reserved.
 	Cost uint64 `json:"cost"`
+	// Reason is the reason logged with the answer to a hold, for the
+	// receipt of an approval or a rejection.
+	Reason string `json:"reason,omitempty"`
 	// Checkpoint and Proof are set once a published checkpoint covers the
 	// event: the signed checkpoint note and the c2sp.org/tlog-proof text.
 	Checkpoint string `json:"checkpoint,omitempty"`

@@ -288,6 +288,11 @@ func TestConsoleHoldApproveVerify(t *testing.T) {
 	if len(holds) != 1 || holds[0].Status != "approved" || holds[0].AnsweredBy != "root" {
 		t.Fatalf("after approving in the console the kernel has holds %+v", holds)
 	}
+	// The reason typed is logged with the approval, and shown with it.
+	if ev := ts.event(t, holds[0].AnsweredAt); !strings.Contains(string(ev.raw), `"reason":"release approved in review"`) {
+		t.Errorf("the approved action is logged as %s, without the reason typed", ev.raw)
+	}
+	b.waitFor("the reason among the answered holds", `document.getElementById('holds-done').innerText.includes('release approved in review')`)
 
 	// The committed action is in the history; verify it in the page.
 	page := decode[api.HistoryPage](t, ts.call(t, "GET", "/v1/events?kind=action&target=workspace/release/&limit=1", ts.rootCred, nil).ok(t))
@@ -650,4 +655,34 @@ func TestConsoleSealedPayloadAndErasure(t *testing.T) {
 		t.Error("the page still shows the erased payload")
 	}
 	b.noInjection()
+}
+
+// TestAttack_ConsoleApprovalRefusedOnRecheck: an overseer approves a hold
+// whose agent was frozen meanwhile. The log holds a refusal, so the
+// console must say the approval was refused and where the log holds it,
+// never that it was approved.
+func TestAttack_ConsoleApprovalRefusedOnRecheck(t *testing.T) {
+	chromiumPath(t)
+	ts := newTestServer(t)
+	agentID, agentCred := ts.newAgent(t, agentSpec{name: "release-bot", trust: 0.8, energy: 1000, grants: workspace})
+	ts.issue(t, ts.rootCred, api.EnvelopeRequest{Holder: agentID, Budget: 500, Grants: workspace,
+		HoldOn: []api.Grant{{Pattern: "workspace/release/**", Actions: []string{"mutate"}}}})
+	held := decode[api.Receipt](t, ts.mutate(t, agentCred, "workspace/release/v1", "").must(t, http.StatusAccepted))
+
+	b := newBrowser(t, ts.srv.URL)
+	b.signIn(ts.rootCred)
+	b.view("holds")
+	b.waitFor("the hold", fmt.Sprintf(`document.querySelector('[data-hold=%q]')`, held.HoldID))
+	ts.call(t, "POST", "/v1/actors/"+agentID+"/status", ts.rootCred, api.StatusRequest{Status: "frozen", Reason: "review"}).ok(t)
+	b.click(fmt.Sprintf(`[data-hold=%q] button.primary`, held.HoldID))
+	b.waitFor("the refusal", `document.getElementById('flash').innerText.includes('not approved')`)
+	holds := decode[[]api.Hold](t, ts.call(t, "GET", "/v1/holds", ts.rootCred, nil).ok(t))
+	if len(holds) != 1 || holds[0].Status != "approve_failed" {
+		t.Fatalf("holds %+v", holds)
+	}
+	flash := b.text("#flash")
+	if want := fmt.Sprintf("logged at index %d", holds[0].AnsweredAt); !strings.Contains(flash, want) || !strings.Contains(flash, "frozen") {
+		t.Fatalf("the console says %q, want the refusal and %q", flash, want)
+	}
+	b.waitFor("the inbox to empty", `!document.getElementById('holds-empty').hidden`)
 }

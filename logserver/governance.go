@@ -173,7 +173,7 @@ func (s *Server) holdOut(h kernel.Hold) api.Hold {
 	return api.Hold{
 		ID: h.ID, Actor: h.Actor, Envelope: h.Envelope, Type: string(h.Action.Type), Target: h.Action.Target,
 		Reserved: h.Reserved, Deadline: h.Deadline.String(), Status: h.Status, RequestedAt: h.RequestedAt,
-		AnsweredBy: h.AnsweredBy, AnsweredAt: h.AnsweredAt, Settled: h.Settled, Session: h.Session, Payload: payload,
+		AnsweredBy: h.AnsweredBy, AnsweredAt: h.AnsweredAt, Settled: h.Settled, Reason: h.Reason, Session: h.Session, Payload: payload,
 		SealedSubject: subject, RuleEnvelope: c.RuleEnvelope, RulePattern: c.RulePattern, Remaining: c.Remaining,
 	}
 }

@@ -104,7 +104,10 @@ const streamKeepAlive = 15 * time.Second
 // Each event is "id: <index>", "event: event" and one data line holding
 // the history item as JSON. It starts after Last-Event-ID (a reconnect
 // resumes where it left off), else at the cursor parameter, else with the
-// next event logged.
+// next event logged. A query a page would refuse (kernel.CheckHistory) is
+// refused as a page refuses it, before the stream starts; a refusal that
+// comes later (the viewer's oversight changed) ends the stream with an
+// "event: error".
 func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 	viewer, err := s.authenticate(r)
 	if err != nil {
@@ -120,6 +123,11 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 	}
 	q, err := parseHistoryQuery(values)
 	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	// What a page would refuse, the stream refuses before it starts.
+	if err := s.k.CheckHistory(viewer, q); err != nil {
 		s.fail(w, r, err)
 		return
 	}

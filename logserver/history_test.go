@@ -244,3 +244,171 @@ func FuzzHistoryQuery(f *testing.F) {
 		}
 	})
 }
+
+// historyAnswer is the start of an answer to GET path?query: its status,
+// content type and, unless it is a stream, its body. It does not wait for
+// a stream's first event: a refusal must come before any.
+func historyAnswer(t *testing.T, ts *testServer, cred, path string, query url.Values) (int, string, map[string]any) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, ts.srv.URL+path+"?"+query.Encode(), nil)
+	req.Header.Set("Authorization", "Bearer "+cred)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s?%s: %v", path, query.Encode(), err)
+	}
+	defer resp.Body.Close()
+	ct := resp.Header.Get("Content-Type")
+	if ct == "text/event-stream" {
+		return resp.StatusCode, ct, nil
+	}
+	body := map[string]any{}
+	raw, _ := io.ReadAll(resp.Body)
+	if err := json.Unmarshal(raw, &body); err != nil {
+		t.Fatalf("GET %s?%s answered %d %q", path, query.Encode(), resp.StatusCode, raw)
+	}
+	return resp.StatusCode, ct, body
+}
+
+// wantRefusedAtOnce checks that both the list and the stream refuse query
+// with 403 and a JSON error, the stream before it streams anything.
+func wantRefusedAtOnce(t *testing.T, ts *testServer, cred, who string, query url.Values) {
+	t.Helper()
+	for _, path := range []string{"/v1/events", "/v1/events/stream"} {
+		status, ct, body := historyAnswer(t, ts, cred, path, query)
+		if status != http.StatusForbidden || ct != "application/json" || body["error"] == nil {
+			t.Errorf("%s: GET %s?%s answered %d %s %v, want 403 with a JSON error", who, path, query.Encode(), status, ct, body)
+		}
+	}
+}
+
+// historyFixture: a human h with agents a and b; h issued envelope e1 to
+// a, a delegated e2 to b, and b acted under e2; agent c, which root
+// created, has its own envelope and session; h2 is another human.
+type historyFixture struct {
+	ts                 *testServer
+	h, h2, a, b, c     *client.Client
+	e1, e2, ec, bAct   string
+	sessionC           string
+	bActIndex, cActIdx uint64
+	creds              map[*client.Client]string
+}
+
+func (f *historyFixture) cred(c *client.Client) string { return f.creds[c] }
+
+func newHistoryFixture(t *testing.T) *historyFixture {
+	t.Helper()
+	ctx := context.Background()
+	f := &historyFixture{ts: newTestServer(t), creds: map[*client.Client]string{}}
+	f.creds[f.ts.root] = f.ts.rootCred
+	trust := 0.9
+	grants := []api.Grant{{Pattern: "workspace/**", Actions: []string{"create", "mutate", "observe"}}}
+	mk := func(by *client.Client, req api.AgentRequest) (*client.Client, string) {
+		t.Helper()
+		na, err := by.CreateAgent(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := client.New(f.ts.srv.URL, na.Credential)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.creds[c] = na.Credential
+		return c, na.ID
+	}
+	var aID, bID, cID string
+	f.h, _ = mk(f.ts.root, api.AgentRequest{Kind: "human", Name: "Hana", Purpose: "oversees", Energy: 100000, Grants: grants})
+	f.h2, _ = mk(f.ts.root, api.AgentRequest{Kind: "human", Name: "Hugo", Purpose: "oversees others", Energy: 1000})
+	f.a, aID = mk(f.h, api.AgentRequest{Name: "a", Purpose: "delegates", Energy: 10000, Trust: &trust, Grants: grants})
+	f.b, bID = mk(f.h, api.AgentRequest{Name: "b", Purpose: "works", Energy: 10000, Trust: &trust, Grants: grants})
+	f.c, cID = mk(f.ts.root, api.AgentRequest{Name: "c", Purpose: "elsewhere", Energy: 10000, Trust: &trust, Grants: grants})
+	issue := func(by *client.Client, req api.EnvelopeRequest) string {
+		t.Helper()
+		v, err := by.IssueEnvelope(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v.ID
+	}
+	f.e1 = issue(f.h, api.EnvelopeRequest{Holder: aID, Budget: 5000, Grants: grants})
+	f.e2 = issue(f.a, api.EnvelopeRequest{Holder: bID, Parent: f.e1, Budget: 1000, Grants: grants})
+	f.ec = issue(f.ts.root, api.EnvelopeRequest{Holder: cID, Budget: 1000, Grants: grants})
+	rc, err := f.b.Submit(ctx, api.ActionRequest{Type: "mutate", Target: "workspace/b/1", Envelope: f.e2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.bAct, f.bActIndex = bID, rc.Index
+	if rc, err = f.c.Submit(ctx, api.ActionRequest{Type: "mutate", Target: "workspace/c/1", Envelope: f.ec}); err != nil {
+		t.Fatal(err)
+	}
+	f.cActIdx = rc.Index
+	f.sessionC = "session-of-c"
+	if _, err := f.c.CreateSession(ctx, api.SessionRequest{ID: f.sessionC}); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// TestAttack_StreamOtherActorRefusedAtOnce: asking for the events of an
+// actor outside one's oversight is refused with 403 at once by the stream,
+// as by the list — not a 200 stream that reports the refusal once some
+// event lands.
+func TestAttack_StreamOtherActorRefusedAtOnce(t *testing.T) {
+	f := newHistoryFixture(t)
+	// An agent may not read root's, its sibling's or another human's agent's.
+	for _, other := range []string{"root", f.bAct} {
+		wantRefusedAtOnce(t, f.ts, f.cred(f.c), "agent c", url.Values{"actor": {other}})
+	}
+	wantRefusedAtOnce(t, f.ts, f.cred(f.h2), "human h2", url.Values{"actor": {f.bAct}})
+	// With other filters, a cursor or a bad Last-Event-ID alike.
+	wantRefusedAtOnce(t, f.ts, f.cred(f.c), "agent c", url.Values{"actor": {"root"}, "kind": {"action"}, "cursor": {"0"}})
+	// The creator may; so may root.
+	for who, cred := range map[string]string{"h": f.cred(f.h), "root": f.ts.rootCred} {
+		if status, ct, _ := historyAnswer(t, f.ts, cred, "/v1/events/stream", url.Values{"actor": {f.bAct}}); status != http.StatusOK || ct != "text/event-stream" {
+			t.Errorf("%s streaming b's events: %d %s", who, status, ct)
+		}
+	}
+}
+
+// TestAttack_HistoryOtherEnvelopeRefused: the events under an envelope
+// are read by root, its holder, whoever oversees the holder (its creator,
+// as for actor=) and the issuers of its chain; anyone else is refused with
+// 403 by the list and the stream alike, not answered an empty page.
+func TestAttack_HistoryOtherEnvelopeRefused(t *testing.T) {
+	f := newHistoryFixture(t)
+	ctx := context.Background()
+	wantRefusedAtOnce(t, f.ts, f.cred(f.c), "agent c", url.Values{"envelope": {f.e2}})
+	wantRefusedAtOnce(t, f.ts, f.cred(f.h2), "human h2", url.Values{"envelope": {f.e2}})
+	wantRefusedAtOnce(t, f.ts, f.cred(f.b), "agent b", url.Values{"envelope": {f.e1}}) // its parent envelope is a's
+	wantRefusedAtOnce(t, f.ts, f.cred(f.h), "human h", url.Values{"envelope": {f.ec}})
+	wantRefusedAtOnce(t, f.ts, f.cred(f.c), "agent c", url.Values{"envelope": {"env-00112233aabbccdd"}}) // no such envelope
+	// Those who may read e2 see b's action under it, whoever they oversee.
+	for who, c := range map[string]*client.Client{"holder b": f.b, "delegator a": f.a, "h, b's creator and e1's issuer": f.h, "root": f.ts.root} {
+		page, err := c.History(ctx, url.Values{"envelope": {f.e2}, "kind": {"action"}})
+		if err != nil || len(page.Events) != 1 || page.Events[0].Index != f.bActIndex {
+			t.Errorf("%s reading e2: %+v %v, want b's action at %d", who, page, err, f.bActIndex)
+		}
+		if status, ct, _ := historyAnswer(t, f.ts, f.cred(c), "/v1/events/stream", url.Values{"envelope": {f.e2}}); status != http.StatusOK || ct != "text/event-stream" {
+			t.Errorf("%s streaming e2: %d %s", who, status, ct)
+		}
+	}
+}
+
+// TestAttack_HistoryOtherSessionRefused: a session's events are read by
+// root, its creator and participants and those who oversee them (as
+// GET /v1/sessions/{id} shows the session); anyone else is refused with
+// 403 by the list and the stream alike.
+func TestAttack_HistoryOtherSessionRefused(t *testing.T) {
+	f := newHistoryFixture(t)
+	ctx := context.Background()
+	wantRefusedAtOnce(t, f.ts, f.cred(f.b), "agent b", url.Values{"session": {f.sessionC}})
+	wantRefusedAtOnce(t, f.ts, f.cred(f.h), "human h", url.Values{"session": {f.sessionC}})
+	wantRefusedAtOnce(t, f.ts, f.cred(f.b), "agent b", url.Values{"session": {"no-such-session"}})
+	for who, c := range map[string]*client.Client{"creator c": f.c, "root": f.ts.root} {
+		page, err := c.History(ctx, url.Values{"session": {f.sessionC}})
+		if err != nil || len(page.Events) != 1 {
+			t.Errorf("%s reading c's session: %+v %v", who, page, err)
+		}
+	}
+}

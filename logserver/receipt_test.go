@@ -36,6 +36,8 @@ func TestWriteReceipt_SameAsWriteJSON(t *testing.T) {
 		"quote in target": {func() api.Receipt { r := committed; r.Target = `a/"b"`; return r }(), false},
 		"html in target":  {func() api.Receipt { r := committed; r.Target = "a/<b>&c"; return r }(), false},
 		"published":       {func() api.Receipt { r := committed; r.Checkpoint, r.Proof = "origin\n5\nroot\n", "index 1\n"; return r }(), false},
+		"hold answer":     {func() api.Receipt { r := committed; r.HoldID, r.Reason = "hold-1", "checked by phone"; return r }(), true},
+		"unicode reason":  {func() api.Receipt { r := committed; r.HoldID, r.Reason = "hold-1", "geprüft <ok>"; return r }(), false},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -64,7 +66,8 @@ func FuzzAppendReceipt(f *testing.F) {
 	f.Add("held", "hold-1", "a/<b>", "", uint64(0))
 	f.Add("committed", "", "docs/日本\u2028\"\\", "e\n", uint64(1<<63))
 	f.Fuzz(func(t *testing.T, status, holdID, target, envelope string, cost uint64) {
-		r := api.Receipt{Status: status, HoldID: holdID, EventID: "id", Index: cost / 3, LeafHash: "00", Time: "t", Actor: "a", Type: "mutate", Target: target, Envelope: envelope, Cost: cost}
+		r := api.Receipt{Status: status, HoldID: holdID, EventID: "id", Index: cost / 3, LeafHash: "00", Time: "t", Actor: "a", Type: "mutate", Target: target, Envelope: envelope, Cost: cost,
+			Reason: envelope + holdID}
 		fast, general := answerBoth(http.StatusOK, r)
 		if !bytes.Equal(fast.Body.Bytes(), general.Body.Bytes()) {
 			t.Fatalf("writeReceipt %q, writeJSON %q", fast.Body, general.Body)

@@ -292,6 +292,7 @@ func appendReceipt(dst []byte, r *api.Receipt) ([]byte, bool) {
 	field("target", r.Target, false)
 	field("envelope", r.Envelope, true)
 	number("cost", r.Cost)
+	field("reason", r.Reason, true)
 	field("checkpoint", r.Checkpoint, true)
 	field("proof", r.Proof, true)
 	field("proof_error", r.ProofError, true)
@@ -302,7 +303,7 @@ func appendReceipt(dst []byte, r *api.Receipt) ([]byte, bool) {
 func receiptOf(rc *kernel.Receipt) api.Receipt {
 	return api.Receipt{
 		Status: rc.Status, HoldID: rc.HoldID, EventID: rc.EventID, Index: rc.Index, LeafHash: rc.LeafHash,
-		Time: rc.Time, Actor: rc.Actor, Type: string(rc.Type), Target: rc.Target, Envelope: rc.Envelope, Cost: rc.Cost,
+		Time: rc.Time, Actor: rc.Actor, Type: string(rc.Type), Target: rc.Target, Envelope: rc.Envelope, Cost: rc.Cost, Reason: rc.Reason,
 	}
 }
 

@@ -70,7 +70,7 @@ func historyCommand(g *globalFlags) *cobra.Command {
 					return printJSON(cmd.OutOrStdout(), page)
 				}
 				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
-				fmt.Fprintln(tw, "INDEX\tTIME\tACTOR\tKIND\tTYPE\tTARGET\tOUTCOME")
+				fmt.Fprintln(tw, "INDEX\tTIME\tACTOR\tKIND\tTYPE\tTARGET\tOUTCOME\tNOTE")
 				printHistory(tw, page.Events)
 				if err := tw.Flush(); err != nil {
 					return err
@@ -150,6 +150,7 @@ func tailCommand(g *globalFlags) *cobra.Command {
 }
 
 // printHistory writes one row per event; what an agent wrote is made inert.
+// NOTE says how a hold was answered, and why, where the event answers one.
 func printHistory(w io.Writer, events []api.HistoryItem) {
 	for _, e := range events {
 		var ev struct {
@@ -160,6 +161,12 @@ func printHistory(w io.Writer, events []api.HistoryItem) {
 				Type   string `json:"type"`
 				Target string `json:"target"`
 			} `json:"action"`
+			Hold *struct {
+				ID         string `json:"id"`
+				Decision   string `json:"decision"`
+				AnsweredBy string `json:"answered_by"`
+				Reason     string `json:"reason"`
+			} `json:"hold"`
 		}
 		_ = json.Unmarshal(e.Event, &ev)
 		typ, target := "", ""
@@ -167,6 +174,20 @@ func printHistory(w io.Writer, events []api.HistoryItem) {
 			typ, target = ev.Action.Type, ev.Action.Target
 		}
 		outcome := map[string]string{"action": "committed", "action.denied": "denied", "hold.requested": "held"}[ev.Kind]
-		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Index, ev.Time, terminalSafe(ev.Actor), ev.Kind, terminalSafe(typ), terminalSafe(target), outcome)
+		note := ""
+		if h := ev.Hold; h != nil && h.Decision != "" {
+			answered := map[string]string{"approve": "approved", "reject": "rejected", "timeout": "timed out"}[h.Decision]
+			if ev.Kind == "hold.answered" && h.Decision == "approve" {
+				answered = "ended" // approved, but refused on re-check: its reason says so
+			}
+			note = "hold " + h.ID + " " + answered
+			if h.AnsweredBy != "" && h.Decision != "timeout" {
+				note += " by " + h.AnsweredBy
+			}
+			if h.Reason != "" {
+				note += ": " + h.Reason
+			}
+		}
+		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Index, ev.Time, terminalSafe(ev.Actor), ev.Kind, terminalSafe(typ), terminalSafe(target), outcome, terminalSafe(note))
 	}
 }

@@ -503,3 +503,41 @@ func TestCommonKindsEncodeAsWritten(t *testing.T) {
 		t.Fatalf("an action event does not encode canonically as written: %s", raw)
 	}
 }
+
+// TestHoldReason_ApprovalAsRejection: an action that commits an approved
+// hold may carry the approver's reason, under the rule every hold reason
+// follows (at most 2048 bytes of UTF-8); one without stays valid, as
+// entries written before approvals carried a reason have none.
+func TestHoldReason_ApprovalAsRejection(t *testing.T) {
+	approval := func(reason string) *Event {
+		e := actionEvent(Mutate)
+		e.Hold = &Hold{ID: "hold-0123456789abcdef", Decision: HoldApprove, AnsweredBy: "alice", Reason: reason}
+		return e
+	}
+	rejection := func(reason string) *Event {
+		return &Event{V: Version, ID: actionID, Time: mustInstant(testTime), Kind: KindHoldAnswered, Actor: "alice",
+			Hold: &Hold{ID: "hold-0123456789abcdef", Decision: HoldReject, AnsweredBy: "alice", Settled: 3, Reason: reason}}
+	}
+	for _, reason := range []string{"", "checked with the sender", strings.Repeat("é", 1024)} {
+		for name, e := range map[string]*Event{"approval": approval(reason), "rejection": rejection(reason)} {
+			entry, err := Encode(e)
+			if err != nil {
+				t.Fatalf("%s with a reason of %d bytes: %v", name, len(reason), err)
+			}
+			got, err := Parse(entry)
+			if err != nil || got.Hold.Reason != reason {
+				t.Fatalf("%s with a reason of %d bytes parses as %+v, %v", name, len(reason), got, err)
+			}
+			if reason != "" && !bytes.Contains(entry, []byte(`"reason":"`+reason+`"`)) {
+				t.Fatalf("%s: the reason is not in the entry %s", name, entry)
+			}
+		}
+	}
+	for _, reason := range []string{strings.Repeat("x", 2049), "not \xff UTF-8"} {
+		for name, e := range map[string]*Event{"approval": approval(reason), "rejection": rejection(reason)} {
+			if _, err := Encode(e); err == nil || !strings.Contains(err.Error(), "hold reason must be at most 2048 bytes of UTF-8") {
+				t.Errorf("%s with a reason of %d bytes: %v", name, len(reason), err)
+			}
+		}
+	}
+}

@@ -152,7 +152,12 @@ type Hold struct {
 	Decision   string `json:"decision,omitempty"`
 	AnsweredBy string `json:"answered_by,omitempty"`
 	Settled    uint64 `json:"settled,omitempty"`
-	Reason     string `json:"reason,omitempty"`
+	// Reason is why the hold ended as it did, at most 2048 bytes of UTF-8,
+	// wherever it ends: a rejection's, a time-out's, an approval's (on the
+	// approved action's event; optional, since logs written before approvals
+	// carried one have none), or an approval refused on re-check (the
+	// approver's reason and the refusal's).
+	Reason string `json:"reason,omitempty"`
 }
 
 // MaxGrants bounds the grants of an actor or envelope.
@@ -328,7 +333,7 @@ func (h *Hold) validate(kind Kind) error {
 			return fmt.Errorf("hold %s: answered_by %q is not an actor id", h.ID, h.AnsweredBy)
 		}
 	case KindAction:
-		if requested || h.Decision != HoldApprove || !ValidActorID(h.AnsweredBy) || h.Settled != 0 || h.Reserved != 0 || h.Reason != "" {
+		if requested || h.Decision != HoldApprove || !ValidActorID(h.AnsweredBy) || h.Settled != 0 || h.Reserved != 0 {
 			return fmt.Errorf("hold %s: an action commits a hold only as its approval, with answered_by", h.ID)
 		}
 	}

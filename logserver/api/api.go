@@ -75,6 +75,9 @@ type Receipt struct {
 	Target   string `json:"target"`
 	Envelope string `json:"envelope,omitempty"`
 	Cost     uint64 `json:"cost"`
+	// Reason is the reason logged with the answer to a hold, in the answer
+	// of POST /v1/holds/<id>/approve or /reject.
+	Reason string `json:"reason,omitempty"`
 	// Checkpoint (a signed note) and Proof (c2sp.org/tlog-proof text) are
 	// present when the request asked for ?wait=published.
 	Checkpoint string `json:"checkpoint,omitempty"`
@@ -217,6 +220,10 @@ type Hold struct {
 	// approved action's entry.
 	AnsweredAt uint64 `json:"answered_at,omitempty"`
 	Settled    uint64 `json:"settled"`
+	// Reason is what the answer's event logged with it: the approver's or
+	// rejecter's reason, a time-out's, or an approval's refused on
+	// re-check.
+	Reason string `json:"reason,omitempty"`
 	// Session and Payload are the held action's, as it would be logged;
 	// for a sealed payload, Payload is its plaintext while the kernel holds
 	// it (the log holds the commitment) and SealedSubject names its subject.
@@ -298,8 +305,9 @@ type Error struct {
 	// Gate the check within it.
 	Stage string `json:"stage,omitempty"`
 	Gate  string `json:"gate,omitempty"`
-	// DenialIndex is the log index of the action.denied event that
-	// recorded the refusal, if one did.
+	// DenialIndex is the log index of the event that recorded the
+	// refusal, if one did: an action.denied, or for an approval refused on
+	// re-check the hold.answered that ended the hold.
 	DenialIndex *uint64 `json:"denial_index,omitempty"`
 	// Reason is the spec's name of a refusal where it has one, such as an
 	// elevation's "insufficient_trust" (Execution Control §8.3).

@@ -32,6 +32,9 @@ func (e *HoldRefusedError) Error() string {
 	if h.AnsweredBy != "" {
 		msg += " by " + h.AnsweredBy
 	}
+	if h.Reason != "" {
+		msg += ": " + h.Reason
+	}
 	return msg
 }
 

@@ -239,7 +239,8 @@
     for (const h of done) {
       tbody.append(el('tr', {}, el('td', {}, el('code', {}, h.id)), el('td', {}, who(h.actor)),
         el('td', {}, el('span', { className: 'type' }, h.type), ' ', u(h.target, 'target')),
-        el('td', {}, el('span', { className: 'pill ' + h.status }, h.status)), el('td', {}, who(h.answered_by))));
+        el('td', {}, el('span', { className: 'pill ' + h.status }, h.status)), el('td', {}, who(h.answered_by)),
+        el('td', { className: 'reason' }, visible(h.reason || ''))));
     }
     clearInterval(state.holdsTimer);
     state.holdsTimer = setInterval(() => {
@@ -262,6 +263,14 @@
         flash(`Hold ${h.id} ${decision === 'approve' ? 'approved' : 'rejected'} (logged at index ${rc.index}).`);
         await loadHolds();
       } catch (err) {
+        // A refusal the log records (an approval refused on re-check ends
+        // the hold) says where; the hold is answered, so the card goes.
+        const at = err.body && err.body.denial_index;
+        if (at !== undefined && at !== null) {
+          flash(`Hold ${h.id} not approved: ${err.message} (the refusal is logged at index ${at}).`, true);
+          await loadHolds().catch(() => {});
+          return;
+        }
         flash(err.message, true);
         for (const b of card.querySelectorAll('button')) b.disabled = false;
       }

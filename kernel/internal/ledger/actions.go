@@ -55,7 +55,7 @@ var actionRule = &rule{
 		if ev.Hold != nil {
 			h := l.Holds[ev.Hold.ID]
 			release = h.Reserved
-			h.Status, h.AnsweredBy, h.AnsweredAt, h.Settled = HoldApproved, ev.Hold.AnsweredBy, index, amount
+			h.Status, h.AnsweredBy, h.AnsweredAt, h.Settled, h.Reason = HoldApproved, ev.Hold.AnsweredBy, index, amount, ev.Hold.Reason
 			l.pendingHolds[h.Envelope]--
 			l.touchHold(h)
 		}

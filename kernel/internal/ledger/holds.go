@@ -27,6 +27,8 @@ type Hold struct {
 	AnsweredBy  string        `json:"answered_by,omitempty"`
 	AnsweredAt  uint64        `json:"answered_at,omitempty"`
 	Settled     uint64        `json:"settled"`
+	// Reason is the reason the event that ended the hold logged with it.
+	Reason string `json:"reason,omitempty"`
 }
 
 // PendingHolds returns how many holds under envelope await an answer.
@@ -121,7 +123,7 @@ var holdAnsweredRule = &rule{
 			h.Status = HoldFailed
 		}
 		l.pendingHolds[h.Envelope]--
-		h.AnsweredBy, h.AnsweredAt, h.Settled = ha.AnsweredBy, index, ha.Settled
+		h.AnsweredBy, h.AnsweredAt, h.Settled, h.Reason = ha.AnsweredBy, index, ha.Settled, ha.Reason
 		l.touchHold(h)
 	},
 }
