@@ -139,8 +139,8 @@ func (k *Kernel) AnswerHold(ctx context.Context, by *Actor, id, decision, reason
 		return r, nil
 	}
 	var d *Denial
-	if !errors.As(err, &d) || d.Stage == StageAppend || d.Class == ErrUnavailable {
-		return nil, err
+	if !errors.As(err, &d) || d.Stage == StageAppend || d.Class == ErrUnavailable || d.Retryable {
+		return nil, err // nothing was decided: the hold stays pending
 	}
 	logged := "approved, but refused on re-check: " + d.Error()
 	if reason != "" {
