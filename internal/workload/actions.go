@@ -107,14 +107,6 @@ func (w *world) sealing(a *actor, env *envelope) bool {
 // intent.
 func (wk *worker) submit(op string, a *actor, req api.ActionRequest, env *envelope) (*api.Receipt, error) {
 	c := a.client(wk.w, wk.rng)
-	if c == a.signed && req.Type != "execute" && req.Type != "observe" && wk.w.sealing(a, env) {
-		// A signed request seals its payload itself (it signs the
-		// commitment); a sealed payload travels inline.
-		req.Seal = true
-		if req.PayloadHash != "" || req.Payload == nil {
-			req.PayloadHash, req.Payload = "", json.RawMessage(`{"sealed":true}`)
-		}
-	}
 	published := wk.chance(40)
 	if published {
 		op = "act.published"
@@ -125,6 +117,18 @@ func (wk *worker) submit(op string, a *actor, req api.ActionRequest, env *envelo
 // submitWith is submit with the client chosen; it draws nothing from the
 // worker's source, so races may call it from their goroutines.
 func (wk *worker) submitWith(c *client.Client, op string, a *actor, req api.ActionRequest, published bool) (*api.Receipt, error) {
+	var env *envelope
+	if req.Envelope != "" {
+		env = wk.w.envelopeByID(req.Envelope)
+	}
+	if req.Type != "execute" && req.Type != "observe" && wk.w.sealing(a, env) {
+		// A sealed payload travels inline, and a signed request seals it
+		// itself (it signs the commitment).
+		if req.PayloadHash != "" || req.Payload == nil {
+			req.PayloadHash, req.Payload = "", json.RawMessage(`{"sealed":true}`)
+		}
+		req.Seal = req.Seal || c == a.signed
+	}
 	ctx, cancel := wk.ctx()
 	defer cancel()
 	var rc *api.Receipt

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 
 	"github.com/annal-dev/annal/logserver/api"
 	"github.com/annal-dev/annal/logserver/client"
@@ -199,7 +200,7 @@ func (wk *worker) changeSession() {
 		wk.sessionChange(a, s, api.SessionChangeRequest{Op: "leave"})
 	case "grant":
 		other := wk.w.session(wk.rng)
-		if other == nil {
+		if other == nil || other == s {
 			return
 		}
 		wk.sessionChange(owner, s, api.SessionChangeRequest{Op: "grant", Granted: other.id})
@@ -333,7 +334,7 @@ func (wk *worker) mask() {
 		return
 	}
 	var mask []string
-	for _, s := range []string{"SIGSTOP", "SIGCONT", "SIGINT", "SIGTERM"} {
+	for _, s := range []string{"SIGCONT", "SIGINT", "SIGSTOP", "SIGTERM"} { // sorted, as the API wants
 		if wk.chance(2) {
 			mask = append(mask, s)
 		}
@@ -341,10 +342,18 @@ func (wk *worker) mask() {
 	if mask == nil {
 		mask = []string{}
 	}
+	var err error
 	wk.ctlC("signal.mask", fmt.Sprintf("mask %v of %s", mask, a.id), a, "signal.masked",
 		func(ctx context.Context, c *client.Client) (*api.Controlled, error) {
-			return c.SetSignalMask(ctx, mask)
+			var cc *api.Controlled
+			cc, err = c.SetSignalMask(ctx, mask)
+			return cc, err
 		})
+	// The mask is distinct maskable names, sorted: its form is right
+	// whatever the kernel decides.
+	if client.IsStatus(err, http.StatusBadRequest) {
+		wk.r.failure("signal.mask", fmt.Sprintf("PUT /v1/signals/mask {\"mask\":%q} by %s", mask, a.id), "a well-formed mask refused as malformed: "+err.Error())
+	}
 }
 
 // startSaga has an agent start a saga, in one of its sessions or none.
