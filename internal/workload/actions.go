@@ -56,12 +56,14 @@ func (wk *worker) act() {
 		wk.result()
 		return
 	case n < 84:
-		s := wk.w.sessionOf(wk.rng, a.id)
-		if s == nil {
-			s = wk.w.session(wk.rng)
-		}
+		// Most often one of the session's participants, now and then
+		// any agent.
+		s := wk.w.activeSession(wk.rng)
 		if s == nil {
 			return
+		}
+		if p := wk.w.actorByID(wk.w.participant(wk.rng, s)); p != nil && !wk.chance(8) {
+			a = p
 		}
 		op, req = "act.session", api.ActionRequest{Type: oneOf(wk, "create", "mutate", "observe"), Target: "sessions/" + s.id + "/" + file + ".txt", Session: s.id}
 	case n < 93:

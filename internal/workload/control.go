@@ -166,7 +166,7 @@ func (wk *worker) changeSession() {
 		}
 	case "HANDSHAKING":
 		op = "join"
-		if members >= 2 && wk.chance(3) || wk.chance(8) {
+		if members >= 2 && wk.chance(3) || wk.chance(10) {
 			op = "state"
 		}
 	case "ACTIVE":
@@ -263,40 +263,53 @@ func (wk *worker) quarantine() {
 	if a == nil {
 		return
 	}
-	req := api.QuarantineRequest{Reason: oneOf(wk, "manual", "behavioral_drift"), DurationSeconds: int64(oneOf(wk, 1, 2, 5))}
+	req := api.QuarantineRequest{Reason: oneOf(wk, "manual", "behavioral_drift"), DurationSeconds: int64(oneOf(wk, 1, 2, 3))}
 	if s := wk.w.sessionOf(wk.rng, a.id); s != nil && wk.chance(2) {
 		req.Session = s.id
 	}
-	wk.ctlC("quarantine", fmt.Sprintf("quarantine %s in %q", a.id, req.Session), wk.overseer(a), "quarantine.started",
+	_, out := wk.ctlC("quarantine", fmt.Sprintf("quarantine %s in %q", a.id, req.Session), wk.overseer(a), "quarantine.started",
 		func(ctx context.Context, c *client.Client) (*api.Controlled, error) {
 			return c.Quarantine(ctx, a.id, req)
 		})
+	if out == "ok" && req.Session == "" {
+		wk.w.setFlag(a.id, flagQuarantined, true)
+	}
 }
 
-// release ends an agent's quarantine.
+// release ends an agent's quarantine, most often of one believed
+// quarantined.
 func (wk *worker) release() {
-	a := wk.w.agent(wk.rng)
-	if a == nil {
-		return
+	a := wk.w.flagged(wk.rng, flagQuarantined)
+	if a == nil || wk.chance(3) {
+		if a = wk.w.agent(wk.rng); a == nil {
+			return
+		}
 	}
 	req := api.ReleaseRequest{Reason: "workload"}
-	if s := wk.w.sessionOf(wk.rng, a.id); s != nil && wk.chance(2) {
+	if s := wk.w.sessionOf(wk.rng, a.id); s != nil && wk.chance(3) {
 		req.Session = s.id
 	}
-	wk.ctlC("release", fmt.Sprintf("release %s in %q", a.id, req.Session), wk.overseer(a), "quarantine.ended",
+	_, out := wk.ctlC("release", fmt.Sprintf("release %s in %q", a.id, req.Session), wk.overseer(a), "quarantine.ended",
 		func(ctx context.Context, c *client.Client) (*api.Controlled, error) { return c.Release(ctx, a.id, req) })
+	if (out == "ok" || out == "409") && req.Session == "" {
+		wk.w.setFlag(a.id, flagQuarantined, false)
+	}
 }
 
 // signal sends a signal, most often SIGSTOP or SIGCONT; the signals that
 // terminate are rare.
 func (wk *worker) signal() {
+	if a := wk.w.flagged(wk.rng, flagStopped); a != nil && wk.chance(2) {
+		wk.sendSignal(wk.overseer(a), a, "SIGCONT")
+		return
+	}
 	a := wk.w.agent(wk.rng)
 	if a == nil {
 		return
 	}
 	var sig string
 	switch n := wk.rng.IntN(100); {
-	case n < 25:
+	case n < 40:
 		sig = "SIGSTOP"
 	case n < 80:
 		sig = "SIGCONT"
@@ -320,8 +333,15 @@ func (wk *worker) sendSignal(by, a *actor, sig string) string {
 		var rec struct {
 			Effect string `json:"effect"`
 		}
-		if json.Unmarshal(cc.Record, &rec) == nil && rec.Effect == "terminate" {
-			wk.w.markDead(a.id)
+		if json.Unmarshal(cc.Record, &rec) == nil {
+			switch rec.Effect {
+			case "terminate":
+				wk.w.markDead(a.id)
+			case "stop":
+				wk.w.setFlag(a.id, flagStopped, true)
+			case "continue":
+				wk.w.setFlag(a.id, flagStopped, false)
+			}
 		}
 	}
 	return out

@@ -87,21 +87,27 @@ func (wk *worker) createHuman() {
 }
 
 // setStatus freezes, unfreezes or (rarely) terminates an agent.
+// Most often it unfreezes one believed frozen, so that freezes come and go.
 func (wk *worker) setStatus() {
-	a := wk.w.agent(wk.rng)
-	if a == nil {
-		return
-	}
-	status := oneOf(wk, "frozen", "active", "active")
-	if wk.chance(30) {
-		status = "terminated"
+	a, status := wk.w.flagged(wk.rng, flagFrozen), "active"
+	if a == nil || wk.chance(3) {
+		if a = wk.w.agent(wk.rng); a == nil {
+			return
+		}
+		status = oneOf(wk, "frozen", "frozen", "active")
+		if wk.chance(30) {
+			status = "terminated"
+		}
 	}
 	by := wk.overseer(a)
 	_, out := wk.ctl("actor.status", status+" "+a.id, by, "actor.status", func(ctx context.Context, c *client.Client) (*api.Receipt, error) {
 		return c.SetStatus(ctx, a.id, status, "workload")
 	})
-	if out == "ok" && status == "terminated" {
-		wk.w.markDead(a.id)
+	if out == "ok" {
+		wk.w.setFlag(a.id, flagFrozen, status == "frozen")
+		if status == "terminated" {
+			wk.w.markDead(a.id)
+		}
 	}
 }
 

@@ -461,6 +461,9 @@ func (wk *worker) done(op, req string, err error, rc *api.Receipt, e expect) str
 		}
 	}
 	var ce *client.Error
+	if errors.As(err, &ce) {
+		wk.w.learn(ce.Message)
+	}
 	if errors.As(err, &ce) && ce.DenialIndex != nil && len(e.actors) > 0 {
 		// A denial the kernel says it recorded must be in the log too.
 		wk.r.addAck(ack{op: op + " (denial)", index: *ce.DenialIndex, actors: e.actors, kinds: kinds("action.denied")})

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	mrand "math/rand/v2"
+	"regexp"
 	"slices"
 	"sync"
 
@@ -34,6 +35,71 @@ type actor struct {
 	keyOn         bool // the kernel holds vkey as the actor's key
 	requireSigned bool
 	dead          bool // killed or terminated, as far as the workload knows
+	frozen        bool
+	stopped       bool // by SIGSTOP
+	quarantined   bool // in all sessions
+}
+
+// The flags an agent's refusals and answers tell about it.
+const (
+	flagFrozen = iota
+	flagStopped
+	flagDead
+	flagQuarantined
+)
+
+// standing finds what a refusal says about an agent's standing.
+var standing = regexp.MustCompile(`(?:actor|agent) (agent-[0-9a-f]+) (?:is (frozen|terminated|quarantined)|(is stopped) by SIGSTOP)`)
+
+// learn notes what a refusal's message says about an agent: that it is
+// frozen, stopped or terminated, though the workload did not know.
+func (w *world) learn(msg string) {
+	for _, m := range standing.FindAllStringSubmatch(msg, -1) {
+		switch {
+		case m[2] == "frozen":
+			w.setFlag(m[1], flagFrozen, true)
+		case m[2] == "terminated":
+			w.markDead(m[1])
+		case m[2] == "quarantined":
+			w.setFlag(m[1], flagQuarantined, true)
+		case m[3] != "":
+			w.setFlag(m[1], flagStopped, true)
+		}
+	}
+}
+
+// setFlag sets or clears a flag of the agent id.
+func (w *world) setFlag(id string, flag int, on bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, a := range w.agents {
+		if a.id == id {
+			switch flag {
+			case flagFrozen:
+				a.frozen = on
+			case flagStopped:
+				a.stopped = on
+			case flagDead:
+				a.dead = on
+			case flagQuarantined:
+				a.quarantined = on
+			}
+		}
+	}
+}
+
+// flagged picks a live agent with the flag set, or nil.
+func (w *world) flagged(rng *mrand.Rand, flag int) *actor {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var xs []*actor
+	for _, a := range w.liveAgents() {
+		if flag == flagFrozen && a.frozen || flag == flagStopped && a.stopped || flag == flagQuarantined && a.quarantined {
+			xs = append(xs, a)
+		}
+	}
+	a, _ := pick(rng, xs)
+	return a
 }
 
 // client is the client this actor uses for a request: the signed one when
@@ -242,18 +308,20 @@ func (w *world) actorByID(id string) *actor {
 	return nil
 }
 
+// addAgent adds a to the pool, in the place of one believed dead when the
+// pool is full; a full pool of live agents keeps them (the same few
+// objects) and a goes on without the world.
 func (w *world) addAgent(a *actor) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.agents = append(w.agents, a)
-	if len(w.agents) > maxAgents {
-		// Forget the dead first, then the oldest.
-		if i := slices.IndexFunc(w.agents, func(a *actor) bool { return a.dead }); i >= 0 {
-			w.agents = slices.Delete(w.agents, i, i+1)
-		} else {
-			w.agents = w.agents[1:]
+	if len(w.agents) >= maxAgents {
+		i := slices.IndexFunc(w.agents, func(a *actor) bool { return a.dead })
+		if i < 0 {
+			return
 		}
+		w.agents = slices.Delete(w.agents, i, i+1)
 	}
+	w.agents = append(w.agents, a)
 }
 
 func (w *world) addHuman(h *actor) {
@@ -264,15 +332,7 @@ func (w *world) addHuman(h *actor) {
 	}
 }
 
-func (w *world) markDead(id string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for _, a := range w.agents {
-		if a.id == id {
-			a.dead = true
-		}
-	}
-}
+func (w *world) markDead(id string) { w.setFlag(id, flagDead, true) }
 
 func (w *world) setKey(a *actor, on, require bool) {
 	w.mu.Lock()
@@ -341,11 +401,15 @@ func (w *world) addSession(s *session) {
 	defer w.mu.Unlock()
 	w.sessions = append(w.sessions, s)
 	if len(w.sessions) > maxSessions {
-		if i := slices.IndexFunc(w.sessions, func(s *session) bool { return s.state == "ARCHIVED" }); i >= 0 {
-			w.sessions = slices.Delete(w.sessions, i, i+1)
-		} else {
-			w.sessions = w.sessions[1:]
+		// Forget the ended first, then the oldest not yet started, so that
+		// the active ones stay.
+		i := -1
+		for _, state := range []string{"ARCHIVED", "TERMINATING", "CREATED"} {
+			if i = slices.IndexFunc(w.sessions, func(s *session) bool { return s.state == state }); i >= 0 {
+				break
+			}
 		}
+		w.sessions = slices.Delete(w.sessions, max(i, 0), max(i, 0)+1)
 	}
 }
 
@@ -363,6 +427,24 @@ func (w *world) session(rng *mrand.Rand) *session {
 		open = w.sessions
 	}
 	s, _ := pick(rng, open)
+	return s
+}
+
+// activeSession picks a session believed ACTIVE with participants, most
+// often, else any.
+func (w *world) activeSession(rng *mrand.Rand) *session {
+	w.mu.Lock()
+	var active []*session
+	for _, s := range w.sessions {
+		if s.state == "ACTIVE" && len(s.participants) > 0 {
+			active = append(active, s)
+		}
+	}
+	w.mu.Unlock()
+	if len(active) == 0 || rng.IntN(10) == 0 {
+		return w.session(rng)
+	}
+	s, _ := pick(rng, active)
 	return s
 }
 
