@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -68,18 +69,21 @@ func summarizePanic(msg string) string {
 	}
 	for i, l := range lines {
 		if strings.HasPrefix(l, "github.com/annal-dev/annal/") && i+1 < len(lines) && !strings.Contains(l, "internal/workload") {
-			fn := l
+			// "github.com/annal-dev/annal/kernel.(*Kernel).Quarantine(...)"
+			// then "\t/somewhere/kernel/killswitch.go:167 +0x1f".
+			fn := strings.TrimPrefix(l, "github.com/annal-dev/annal/")
 			if j := strings.LastIndex(fn, "("); j > 0 {
 				fn = fn[:j]
 			}
-			file := strings.TrimSpace(lines[i+1])
-			if j := strings.Index(file, "/annal/"); j >= 0 {
-				file = file[j+len("/annal/"):]
+			pkg := fn
+			if j := strings.Index(pkg[strings.LastIndex(pkg, "/")+1:], "."); j >= 0 {
+				pkg = pkg[:strings.LastIndex(pkg, "/")+1+j]
 			}
+			file := strings.TrimSpace(lines[i+1])
 			if j := strings.LastIndex(file, " +0x"); j > 0 {
 				file = file[:j]
 			}
-			return out + " in " + strings.TrimPrefix(fn, "github.com/annal-dev/annal/") + " (" + file + ")"
+			return out + " in " + fn + " (" + pkg + "/" + filepath.Base(file) + ")"
 		}
 	}
 	return out

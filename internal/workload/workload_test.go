@@ -66,3 +66,17 @@ func list(s string) []string {
 	}
 	return strings.Split(s, ",")
 }
+
+// A handler's panic is reported by its first line and the frame of
+// Annal's code that panicked.
+func TestSummarizePanic(t *testing.T) {
+	msg := "http: panic serving 127.0.0.1:40000: runtime error: invalid memory address or nil pointer dereference\n" +
+		"goroutine 403 [running]:\nnet/http.(*conn).serve.func1()\n\t/usr/local/go/src/net/http/server.go:1897 +0xbd\n" +
+		"panic({0x1213500?, 0x1df1500?})\n\t/usr/local/go/src/runtime/panic.go:860 +0x13a\n" +
+		"github.com/annal-dev/annal/kernel.(*Kernel).Quarantine(0x22ee930ae008, {0x1422ee0?, 0x22ee93ad9180?})\n" +
+		"\t/work/somewhere/kernel/killswitch.go:167 +0x55d\n"
+	want := "a handler panicked: runtime error: invalid memory address or nil pointer dereference in kernel.(*Kernel).Quarantine (kernel/killswitch.go:167)"
+	if got := summarizePanic(msg); got != want {
+		t.Errorf("summarizePanic:\n got %s\nwant %s", got, want)
+	}
+}
