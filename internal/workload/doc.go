@@ -24,8 +24,10 @@
 // the Report; nothing is fixed or retried):
 //
 //   - readiness: GET /v1/readyz answers 200 from start to end;
-//   - no answer is a 5xx, an "outcome unknown" or no answer at all (the
-//     workload pauses its workers while it restarts the kernel itself);
+//   - no answer is a 5xx, an "outcome unknown", a handler's panic or no
+//     answer at all within 20 s (the workload pauses its workers while it
+//     restarts the kernel itself); a kernel that does not close within
+//     30 s is reported as stuck and left behind;
 //   - each 2xx answer is what was asked (its actor, action type and target)
 //     and each operation that counts (creations with shares, spending of an
 //     envelope's budget) stays within what it may;
