@@ -276,6 +276,7 @@ func maskNames(m signal.Mask) []string {
 			out = append(out, s.String())
 		}
 	}
+	slices.Sort(out) // the event lists them by name, not by number
 	return out
 }
 

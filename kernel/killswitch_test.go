@@ -275,6 +275,11 @@ func TestAgentOS_SignalsThroughTheKernel(t *testing.T) {
 	if _, err := g.SetSignalMask(ctx, a, []string{"SIGKILL"}); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("SIGKILL masked: %v", err)
 	}
+	// Any set of maskable signals, in any order: the event lists them by
+	// name, which is not their numbers' order (SIGSTOP is 19, SIGCONT 18).
+	if _, err := g.SetSignalMask(ctx, a, []string{"SIGSTOP", "SIGCONT", "SIGINT"}); err != nil {
+		t.Fatalf("mask SIGSTOP, SIGCONT and SIGINT: %v", err)
+	}
 	if _, err := g.SetSignalMask(ctx, a, []string{"SIGTERM", "SIGINT"}); err != nil {
 		t.Fatal(err)
 	}
