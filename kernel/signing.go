@@ -34,7 +34,10 @@ func WithRequestSignature(ctx context.Context, s *RequestSignature) context.Cont
 // not yet used and ev is the signer's.
 func attachSignature(ctx context.Context, ev *event.Event) *RequestSignature {
 	s, _ := ctx.Value(signatureKey{}).(*RequestSignature)
-	if s == nil || s.used.Load() {
+	if s == nil || s.used.Load() || ev.Kind == event.KindActionDenied {
+		// A denial records the kernel's refusal of the request, not the
+		// request (it carries no payload, which the signature covers):
+		// it goes unsigned, as the signature rule allows.
 		return nil
 	}
 	if ev.Actor != s.By && (ev.Hold == nil || ev.Hold.AnsweredBy != s.By) {

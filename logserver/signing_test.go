@@ -305,3 +305,22 @@ func TestSignedRequests_RotationAndRevocation(t *testing.T) {
 		t.Fatalf("audit: %+v", report)
 	}
 }
+
+// A signed request that a gate refuses is recorded as a denial like any
+// other: the denial records the kernel's refusal, without the request's
+// payload, so it goes unsigned (the signature covers the payload). It used
+// to be refused by the signature rule and never recorded.
+func TestSignedRequests_DenialIsRecorded(t *testing.T) {
+	ctx := context.Background()
+	ts := newTestServer(t)
+	signed, _, agent, _ := signedAgent(t, ts, true)
+	_, err := signed.Submit(ctx, api.ActionRequest{Type: "mutate", Target: "system/config", Payload: json.RawMessage(`{"x":1}`)})
+	var ce *client.Error
+	if !errors.As(err, &ce) || ce.Status != http.StatusForbidden || ce.DenialIndex == nil {
+		t.Fatalf("a signed request to system/: %v, want 403 with the denial recorded", err)
+	}
+	ev := eventAt(t, ts.root, *ce.DenialIndex)
+	if ev.Kind != event.KindActionDenied || ev.Actor != agent || ev.Signed != nil {
+		t.Fatalf("the denial is logged as %+v", ev)
+	}
+}
