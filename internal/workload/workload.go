@@ -465,8 +465,14 @@ func (wk *worker) done(op, req string, err error, rc *api.Receipt, e expect) str
 		wk.w.learn(ce.Message)
 	}
 	if errors.As(err, &ce) && ce.DenialIndex != nil && len(e.actors) > 0 {
-		// A denial the kernel says it recorded must be in the log too.
-		wk.r.addAck(ack{op: op + " (denial)", index: *ce.DenialIndex, actors: e.actors, kinds: kinds("action.denied")})
+		// A denial the kernel says it recorded must be in the log too: an
+		// action.denied, or for an approval refused on re-check the
+		// hold.answered that ended the hold.
+		recorded := kinds("action.denied")
+		if slices.Contains(e.kinds, "hold.answered") {
+			recorded = kinds("hold.answered")
+		}
+		wk.r.addAck(ack{op: op + " (denial)", index: *ce.DenialIndex, actors: e.actors, kinds: recorded})
 	}
 	return wk.r.record(op, req, err, problem, ok)
 }
