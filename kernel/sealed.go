@@ -43,12 +43,22 @@ import (
 type sealedStore struct {
 	dir string
 	// mu orders key creation against destruction, so that a seal racing
-	// an erasure cannot leave a fresh key behind it, and guards inflight.
+	// an erasure cannot leave a fresh key behind it, and guards inflight,
+	// writing and erased.
 	mu sync.Mutex
 	// inflight are the payload files written for requests not decided
 	// yet, by path: a refused request removes the file it wrote, unless
 	// another request stored the same commitment meanwhile (shared).
 	inflight map[string]*sealUse
+	// writing counts, by subject, the payload files being written outside
+	// mu; a destruction waits (written) until none is, so that it neither
+	// removes a folder a write is renaming into nor leaves a file behind.
+	writing map[string]int
+	written *sync.Cond
+	// erased are the subjects destroyed since the store opened: nothing
+	// more is sealed under them, even by a request that looked at the
+	// ledger before their erasure.
+	erased map[string]bool
 }
 
 type sealUse struct{ shared bool }
@@ -57,7 +67,9 @@ type sealUse struct{ shared bool }
 var ErrErased = errors.New("the payload's subject was erased: its key is destroyed")
 
 func openSealedStore(dataDir string) *sealedStore {
-	return &sealedStore{dir: filepath.Join(dataDir, "sealed"), inflight: map[string]*sealUse{}}
+	s := &sealedStore{dir: filepath.Join(dataDir, "sealed"), inflight: map[string]*sealUse{}, writing: map[string]int{}, erased: map[string]bool{}}
+	s.written = sync.NewCond(&s.mu)
+	return s
 }
 
 func (s *sealedStore) keyPath(subject string) string {
@@ -114,6 +126,10 @@ func (s *sealedStore) seal(subject string, salt, payload []byte) (_ *event.Seale
 	sp := &event.SealedPayload{Subject: subject, Commitment: event.SealCommitment(salt, payload)}
 	path := s.payloadPath(sp)
 	s.mu.Lock()
+	if s.erased[subject] {
+		s.mu.Unlock()
+		return nil, false, ErrErased
+	}
 	key, err := s.key(subject, true)
 	write := true
 	if err == nil {
@@ -127,11 +143,21 @@ func (s *sealedStore) seal(subject string, salt, payload []byte) (_ *event.Seale
 			s.inflight[path] = &sealUse{}
 		}
 	}
+	if err == nil && write {
+		s.writing[subject]++
+	}
 	s.mu.Unlock()
 	if err != nil || !write {
 		return sp, false, err
 	}
-	if err := s.write(path, key, sp.Commitment, salt, payload); err != nil {
+	err = s.write(path, key, sp.Commitment, salt, payload)
+	s.mu.Lock()
+	if s.writing[subject]--; s.writing[subject] == 0 {
+		delete(s.writing, subject)
+		s.written.Broadcast()
+	}
+	s.mu.Unlock()
+	if err != nil {
 		s.release(sp, fresh, false)
 		return nil, false, err
 	}
@@ -221,6 +247,10 @@ func (s *sealedStore) destroy(subject string) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.erased[subject] = true
+	for s.writing[subject] > 0 {
+		s.written.Wait()
+	}
 	path := s.keyPath(subject)
 	if f, err := os.OpenFile(path, os.O_WRONLY, 0); err == nil {
 		_, werr := f.Write(make([]byte, 32))
@@ -317,7 +347,9 @@ func (k *Kernel) sealAction(ctx context.Context, actor *Actor, req ActionRequest
 		}
 	}
 	sp, fresh, err := k.sealed.seal(subject, salt, action.Payload)
-	if err != nil {
+	if errors.Is(err, ErrErased) {
+		return nil, denyAt(StageValidate, ledger.GateSeal, ErrConflict, "subject %s was erased: nothing more is sealed under it", subject)
+	} else if err != nil {
 		return nil, denyAt(StageValidate, "", ErrUnavailable, "%v", err)
 	}
 	action.Payload, action.Sealed = nil, sp

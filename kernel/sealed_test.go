@@ -6,11 +6,13 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/annal-dev/annal/kernel/event"
@@ -120,5 +122,48 @@ func TestRefusedSealKeepsSharedPayload(t *testing.T) {
 	}
 	if files, _ := os.ReadDir(filepath.Join(dir, "sealed", "payloads", "customer-1")); len(files) != 1 {
 		t.Fatalf("payload files %v, want only the committed one", files)
+	}
+}
+
+// TestAttack_SealRacingErasure: actions sealing payloads under a subject
+// race its erasure. Each seal is committed or refused (a 409: the subject is
+// erased), never a 503 of a file renamed into a folder the erasure removed;
+// the erasure itself never fails on a folder a seal wrote into; and after it
+// no key and no payload of the subject is left, nor does the next start find
+// one to destroy.
+func TestAttack_SealRacingErasure(t *testing.T) {
+	ctx := context.Background()
+	for round := range 10 {
+		dir := t.TempDir()
+		k, root, cfg := openSealedKernel(t, dir)
+		subject := fmt.Sprint("customer-", round)
+		var wg sync.WaitGroup
+		for w := range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range 10 {
+					_, err := k.Submit(ctx, root, ActionRequest{Type: event.Create, Target: fmt.Sprintf("crm/%d/%d", w, i), Payload: json.RawMessage(`{"x":1}`), Subject: subject})
+					if err != nil && !errors.Is(err, ErrConflict) {
+						t.Errorf("a seal racing the erasure: %v", err)
+					}
+				}
+			}()
+		}
+		if _, err := k.EraseSubject(ctx, root, subject, EraseRequest{Reason: "race"}); err != nil {
+			t.Errorf("the erasure racing seals: %v", err)
+		}
+		wg.Wait()
+		for _, p := range []string{filepath.Join(dir, "sealed", "keys", subject), filepath.Join(dir, "sealed", "payloads", subject)} {
+			if _, err := os.Stat(p); !errors.Is(err, fs.ErrNotExist) {
+				t.Fatalf("round %d: %s is left after the erasure (%v)", round, p, err)
+			}
+		}
+		k.Close()
+		if k, err := Open(cfg); err != nil {
+			t.Fatal(err)
+		} else {
+			k.Close()
+		}
 	}
 }
