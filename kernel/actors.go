@@ -141,7 +141,11 @@ func (k *Kernel) CreateAgent(ctx context.Context, creator *Actor, req ActorReque
 			return nil, err
 		}
 	}
-	a, _ := k.Actor(rec.ID)
+	a, err := k.Actor(rec.ID)
+	if err != nil {
+		// Written, but not folded: the kernel stopped right after.
+		a = &Actor{ActorRecord: rec, Status: event.StatusActive, CreatedAt: d.index, Balance: rec.Energy}
+	}
 	return &NewAgent{Actor: a, Credential: cred, Index: d.index}, nil
 }
 

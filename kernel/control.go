@@ -171,8 +171,13 @@ func (k *Kernel) RequestElevation(ctx context.Context, by *Actor, req ElevationR
 		}
 		return nil, nil, err
 	}
+	// What the event recorded, from the ledger once it is folded (it is,
+	// unless the kernel stopped right after writing it).
+	v := ledger.Elevation{Elevation: *d.ev.Elevation, Session: d.ev.Session, GrantedAt: d.index}
 	k.mu.Lock()
-	v := *k.ledger.Elevations[id]
+	if folded, ok := k.ledger.Elevations[id]; ok {
+		v = *folded
+	}
 	k.mu.Unlock()
 	return receiptOf(d, "", ""), &v, nil
 }

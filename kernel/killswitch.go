@@ -163,8 +163,13 @@ func (k *Kernel) Quarantine(ctx context.Context, by *Actor, agentID string, req 
 	if err != nil {
 		return nil, nil, err
 	}
+	// What the event recorded, from the ledger once it is folded (it is,
+	// unless the kernel stopped right after writing it).
+	q := ledger.Quarantine{Quarantine: *d.ev.Quarantine, Session: req.Session}
 	k.mu.Lock()
-	q := *k.ledger.Quarantines[ledger.QuarantineKey(agentID, req.Session)]
+	if folded, ok := k.ledger.Quarantines[ledger.QuarantineKey(agentID, req.Session)]; ok {
+		q = *folded
+	}
 	k.mu.Unlock()
 	return receiptOf(d, "", ""), &q, nil
 }
