@@ -176,6 +176,7 @@ func commuteCheck(l *ledger.Ledger, e1, e2 *event.Event) string {
 	for _, order := range [][2]*event.Event{{e1, e2}, {e2, e1}} {
 		first, second := order[0], order[1]
 		after := l.Clone()
+		after.CheckClaims()
 		if err := after.Fold(after.Size, first); err != nil {
 			return fmt.Sprintf("%s by %s does not fold alone: %v", first.Kind, first.Actor, err)
 		}
@@ -209,6 +210,7 @@ func TestClaims_NonConflictingDecisionsCommute(t *testing.T) {
 		}
 	}
 	l := ledger.New()
+	l.CheckClaims()
 	stride := 1
 	if raceEnabled {
 		stride = 8

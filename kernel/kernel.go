@@ -277,6 +277,7 @@ func (k *Kernel) recover(ctx context.Context) error {
 		return fmt.Errorf("fold log into state: entries %v were passed over as tolerated, but no log.tolerated entry names them", waiting)
 	}
 	k.mu.Lock()
+	k.ledger.CheckClaims() // the events decided from here on (in a test binary)
 	k.resetSequencer()
 	k.mu.Unlock()
 	if k.cfg.tolerate != nil {

@@ -101,6 +101,9 @@ type Ledger struct {
 	// payloads; AnyMustSeal reads it without the ledger's lock.
 	sealers atomic.Int64
 	dirty   map[string]bool
+	// claimsChecked: folds check their claims in a test binary
+	// (claimcheck.go).
+	claimsChecked bool
 }
 
 // New returns the ledger of an empty log.

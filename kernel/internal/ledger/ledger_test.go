@@ -155,6 +155,7 @@ func (b *builder) revoke(by, id string) *event.Event {
 func fold(t *testing.T, events ...*event.Event) *Ledger {
 	t.Helper()
 	l := New()
+	l.CheckClaims()
 	foldOn(t, l, events...)
 	return l
 }
