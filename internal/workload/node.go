@@ -40,6 +40,9 @@ type node struct {
 	mu     sync.Mutex
 	k      *kernel.Kernel // nil while stopped
 	wedged atomic.Bool    // a Close that never returned
+	// refusals sums what the kernels closed so far kept out of the log
+	// (kernel.SequencerRefusals).
+	refusals atomic.Uint64
 }
 
 // serverLog takes the HTTP server's error lines: a handler that panicked
@@ -177,6 +180,7 @@ func (n *node) stop() error {
 	if n.k == nil {
 		return nil
 	}
+	n.refusals.Add(n.k.SequencerRefusals())
 	err := n.k.Close()
 	n.k = nil
 	return err
