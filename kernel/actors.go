@@ -112,6 +112,17 @@ func (k *Kernel) CreateAgent(ctx context.Context, creator *Actor, req ActorReque
 			return nil, formError(stage, "trust: %v", err)
 		}
 	}
+	if req.Trust != nil {
+		k.mu.RLock()
+		c, ok := k.ledger.Actors[creator.ID]
+		mustSign := ok && c.RequireSigned
+		k.mu.RUnlock()
+		if mustSign {
+			// The trust is a second event (agent.ring), which the one
+			// signature of this request cannot cover.
+			return nil, formError(stage, "%s signs its requests: give the agent its trust with a signed request of its own (POST /v1/agents/{id}/ring)", creator.ID)
+		}
+	}
 	cred, err := newCredential()
 	if err != nil {
 		return nil, err

@@ -56,24 +56,31 @@ func (k *Kernel) AssignRing(ctx context.Context, by *Actor, agentID string, req 
 	if err != nil {
 		return nil, err
 	}
-	k.revokeUntrustedElevations(ctx, by, agentID, score)
+	k.revokeUntrustedElevations(ctx, agentID, score)
 	return receiptOf(d, "", ""), nil
 }
 
 // revokeUntrustedElevations ends the agent's elevations that its trust
-// score no longer earns (§8.4).
-func (k *Kernel) revokeUntrustedElevations(ctx context.Context, by *Actor, agentID string, score ring.Score) {
+// score no longer earns (§8.4). The kernel records the end itself, as it
+// records an elevation that ran out: the human who demoted the agent acted
+// with one request, which its ring assignment took (and, if the human signs
+// its requests, whose signature that event carries).
+func (k *Kernel) revokeUntrustedElevations(ctx context.Context, agentID string, score ring.Score) {
 	k.mu.Lock()
-	var ids []string
+	var untrusted []ledger.Elevation
 	for _, v := range k.ledger.ElevationsOf(agentID) {
 		if _, denial := ring.DecideElevation(ring.ElevationRequest{Agent: agentID, Current: ring.Ring(v.From), Target: ring.Ring(v.Ring), Attested: true, Trust: &score}, false); denial == ring.InsufficientTrust {
-			ids = append(ids, v.ID)
+			untrusted = append(untrusted, *v)
 		}
 	}
 	k.mu.Unlock()
-	for _, id := range ids {
-		if _, err := k.RevokeElevation(ctx, by, id, "trust score fell below the elevation's threshold (§8.4)"); err != nil {
-			k.logger.Warn("revoke elevation after demotion", "elevation", id, "err", err)
+	for _, v := range untrusted {
+		_, err := k.decide(ctx, "elevation", func(l *ledger.Ledger, _ event.Instant) (*event.Event, error) {
+			return &event.Event{Kind: event.KindElevationEnded, Actor: event.KernelActor, Session: v.Session,
+				ElevationEnd: &event.ElevationEnd{ID: v.ID, Agent: agentID, End: event.EndUntrusted, Reason: "the agent's trust score fell below the elevation's threshold (§8.4)"}}, nil
+		})
+		if err != nil {
+			k.logger.Warn("end an elevation after a demotion", "elevation", v.ID, "err", err)
 		}
 	}
 }

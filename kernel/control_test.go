@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/annal-dev/annal/kernel/event"
+	"github.com/annal-dev/annal/kernel/internal/ledger"
 	"github.com/annal-dev/annal/kernel/internal/ratelimit"
 	"github.com/annal-dev/annal/kernel/ring"
 )
@@ -383,14 +384,35 @@ func TestAttack_ElevationReplayAfterExpiry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The kernel records the end itself (logserver's
+	// TestSignedRequests_DemotionEndsElevations: by a human who signs).
 	if _, err := g.AssignRing(ctx, g.root, a.ID, RingAssignment{Trust: 0.7}); err != nil {
 		t.Fatal(err)
 	}
 	g.mu.Lock()
 	ended = g.ledger.Elevations[v3.ID].Ended
 	g.mu.Unlock()
-	if ended != event.EndRevoked {
+	if ended != event.EndUntrusted {
 		t.Fatalf("elevation kept after trust fell to 0.7: %q", ended)
+	}
+	// Only the kernel ends an elevation for trust, and only one the trust
+	// no longer earns.
+	b := g.ringAgent(ptr(0.9), false, "payments/**:mutate")
+	_, v4, err := g.RequestElevation(ctx, g.root, ElevationRequest{Agent: b.ID, Ring: 1, Reason: "fourth"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, forged := range []*event.Event{
+		{Kind: event.KindElevationEnded, Actor: RootID, ElevationEnd: &event.ElevationEnd{ID: v4.ID, Agent: b.ID, End: event.EndUntrusted}},
+		{Kind: event.KindElevationEnded, Actor: event.KernelActor, ElevationEnd: &event.ElevationEnd{ID: v4.ID, Agent: b.ID, End: event.EndUntrusted}},
+	} {
+		forged.V, forged.ID, forged.Time = event.Version, "0190f1a8-7c00-7d00-8e00-0000000000f1", event.At(g.clock.Now())
+		g.mu.Lock()
+		err := g.ledger.Check(forged, ledger.Options{})
+		g.mu.Unlock()
+		if err == nil {
+			t.Fatalf("%s ended an elevation its agent's trust earns", forged.Actor)
+		}
 	}
 }
 

@@ -324,3 +324,60 @@ func TestSignedRequests_DenialIsRecorded(t *testing.T) {
 		t.Fatalf("the denial is logged as %+v", ev)
 	}
 }
+
+// TestSignedRequests_DemotionEndsElevations: a human who signs its
+// requests demotes its agent with one signed request. The elevations the
+// agent's trust no longer earns end at once, recorded by the kernel (the
+// kernel used to end them as the human, unsigned, which the signature rule
+// refused: the demoted agent kept Ring 1 for up to an hour). Trust given
+// at creation by such a human is refused before anything is created: it
+// would take a second event the one signature cannot cover.
+func TestSignedRequests_DemotionEndsElevations(t *testing.T) {
+	ctx := context.Background()
+	ts := newTestServer(t)
+	skey, vkey := newSigningKey(t, "overseer-key")
+	h, err := ts.root.CreateAgent(ctx, api.AgentRequest{Kind: "human", Name: "overseer", Purpose: "signs", Energy: 10000,
+		Grants: []api.Grant{{Pattern: "payments/**", Actions: []string{"mutate"}}}, SigningKey: vkey, RequireSigned: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	human, err := client.New(ts.srv.URL, h.Credential)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := human.WithSigningKey(skey); err != nil {
+		t.Fatal(err)
+	}
+	before := logSize(t, ts)
+	trust := 0.9
+	if _, err := human.CreateAgent(ctx, api.AgentRequest{Name: "a", Purpose: "p", Trust: &trust,
+		Grants: []api.Grant{{Pattern: "payments/**", Actions: []string{"mutate"}}}}); !client.IsStatus(err, http.StatusBadRequest) {
+		t.Fatalf("trust at creation by a human who must sign: %v, want 400", err)
+	}
+	if after := logSize(t, ts); after != before {
+		t.Fatalf("the refused creation wrote %d entries", after-before)
+	}
+	a, err := human.CreateAgent(ctx, api.AgentRequest{Name: "a", Purpose: "p", Energy: 100,
+		Grants: []api.Grant{{Pattern: "payments/**", Actions: []string{"mutate"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := human.AssignRing(ctx, a.ID, api.RingRequest{Trust: 0.9}); err != nil {
+		t.Fatal(err)
+	}
+	elevated, err := human.Elevate(ctx, api.ElevationRequest{Agent: a.ID, Ring: 1, Reason: "month end"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var el struct{ ID string }
+	if err := json.Unmarshal(elevated.Record, &el); err != nil || el.ID == "" {
+		t.Fatalf("elevation record %s: %v", elevated.Record, err)
+	}
+	if _, err := human.AssignRing(ctx, a.ID, api.RingRequest{Trust: 0.7, Reason: "slipped"}); err != nil {
+		t.Fatal(err)
+	}
+	ended := eventAt(t, ts.root, logSize(t, ts)-1)
+	if ended.Kind != event.KindElevationEnded || ended.Actor != event.KernelActor || ended.ElevationEnd.End != event.EndUntrusted || ended.ElevationEnd.ID != el.ID {
+		t.Fatalf("after the demotion the log ends with %+v, want the kernel ending elevation %s as untrusted", ended, el.ID)
+	}
+}

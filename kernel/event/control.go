@@ -99,6 +99,9 @@ const (
 	EndExpired  = "expired"
 	EndRevoked  = "revoked"
 	EndReleased = "released"
+	// EndUntrusted: the kernel ended an elevation that its agent's recorded
+	// trust score no longer earns (after a demotion, §8.4).
+	EndUntrusted = "untrusted"
 )
 
 // ElevationEnd is carried by elevation.ended.

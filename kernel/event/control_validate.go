@@ -94,8 +94,8 @@ func (e *Event) validateControl() error {
 		switch {
 		case !ValidElevationID(v.ID) || !ValidActorID(v.Agent):
 			err = fmt.Errorf("elevation end names %q of %q: not valid ids", v.ID, v.Agent)
-		case v.End != EndExpired && v.End != EndRevoked:
-			err = fmt.Errorf("elevation %s: end %q is not expired or revoked", v.ID, v.End)
+		case v.End != EndExpired && v.End != EndRevoked && v.End != EndUntrusted:
+			err = fmt.Errorf("elevation %s: end %q is not expired, revoked or untrusted", v.ID, v.End)
 		default:
 			err = validateText("elevation end reason", v.Reason, 1024)
 		}

@@ -213,7 +213,8 @@ func DescribeElevationDenial(r ring.DenialReason) string {
 }
 
 // elevation.ended: the agent or a human who oversees it revokes an
-// elevation; the kernel records one that has run out.
+// elevation; the kernel records one that has run out, or that its agent's
+// recorded trust score no longer earns (§8.4: after a demotion).
 var elevationEndedRule = &rule{
 	claims: func(c *claimSet, ev *event.Event) {
 		c.write(actorKey(ev.ElevationEnd.Agent))
@@ -234,6 +235,17 @@ var elevationEndedRule = &rule{
 		case e.End == event.EndRevoked && c.ev.Actor != e.Agent:
 			if _, why := c.l.oversee(c.ev.Actor, e.Agent); why != nil {
 				return why
+			}
+		case e.End == event.EndUntrusted && c.ev.Actor != event.KernelActor:
+			return inconsistent(Forbidden, "only the kernel ends elevation %s for its agent's trust", e.ID)
+		case e.End == event.EndUntrusted:
+			a, ok := c.l.Actors[e.Agent]
+			if !ok {
+				return inconsistent(NotFound, "agent %s does not exist", e.Agent)
+			}
+			trust := ring.Score(a.TrustBP)
+			if _, denial := ring.DecideElevation(ring.ElevationRequest{Agent: a.ID, Current: ring.Ring(v.From), Target: ring.Ring(v.Ring), Attested: true, Trust: &trust}, false); denial != ring.InsufficientTrust {
+				return refuse(Conflict, "elevation %s to Ring %d is still earned by %s's recorded trust score (%d bp)", e.ID, v.Ring, a.ID, a.TrustBP)
 			}
 		}
 		return nil
