@@ -490,10 +490,7 @@ func (w *world) participant(rng *mrand.Rand, s *session) string {
 func (w *world) addSaga(g *saga) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.sagas = append(w.sagas, g)
-	if len(w.sagas) > maxSagas {
-		w.sagas = w.sagas[1:]
-	}
+	w.sagas = keepNewest(w.sagas, g, maxSagas)
 }
 
 func (w *world) saga(rng *mrand.Rand) *saga {
@@ -506,10 +503,7 @@ func (w *world) saga(rng *mrand.Rand) *saga {
 func (w *world) addHold(h *hold) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.holds = append(w.holds, h)
-	if len(w.holds) > maxHolds {
-		w.holds = w.holds[1:]
-	}
+	w.holds = keepNewest(w.holds, h, maxHolds)
 }
 
 func (w *world) hold(rng *mrand.Rand) *hold {
@@ -531,10 +525,7 @@ func (w *world) dropHold(id string) {
 func (w *world) addIntent(in *intent) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.intents = append(w.intents, in)
-	if len(w.intents) > maxIntents {
-		w.intents = w.intents[1:]
-	}
+	w.intents = keepNewest(w.intents, in, maxIntents)
 }
 
 // takeIntent picks an open intent; most often it is removed (its result
@@ -560,10 +551,7 @@ func (w *world) subject(rng *mrand.Rand) string {
 	defer w.mu.Unlock()
 	if len(w.subjects) < maxSubjects || rng.IntN(20) == 0 {
 		w.next++
-		w.subjects = append(w.subjects, fmt.Sprintf("subj-%d", w.next))
-		if len(w.subjects) > maxSubjects {
-			w.subjects = w.subjects[1:]
-		}
+		w.subjects = keepNewest(w.subjects, fmt.Sprintf("subj-%d", w.next), maxSubjects)
 	}
 	s, _ := pick(rng, w.subjects)
 	return s
@@ -579,10 +567,7 @@ func (w *world) addPolicy(name string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if !slices.Contains(w.policies, name) {
-		w.policies = append(w.policies, name)
-		if len(w.policies) > maxPolicies {
-			w.policies = w.policies[1:]
-		}
+		w.policies = keepNewest(w.policies, name, maxPolicies)
 	}
 }
 
@@ -596,10 +581,7 @@ func (w *world) policy(rng *mrand.Rand) string {
 func (w *world) addElevation(id string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.elevs = append(w.elevs, id)
-	if len(w.elevs) > maxElevs {
-		w.elevs = w.elevs[1:]
-	}
+	w.elevs = keepNewest(w.elevs, id, maxElevs)
 }
 
 func (w *world) elevation(rng *mrand.Rand) string {
@@ -607,4 +589,14 @@ func (w *world) elevation(rng *mrand.Rand) string {
 	defer w.mu.Unlock()
 	e, _ := pick(rng, w.elevs)
 	return e
+}
+
+// keepNewest appends v to s and drops the oldest element past max: the
+// world keeps a bounded set of recent objects of each kind.
+func keepNewest[T any](s []T, v T, max int) []T {
+	s = append(s, v)
+	if len(s) > max {
+		s = s[1:]
+	}
+	return s
 }
