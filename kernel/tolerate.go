@@ -209,7 +209,7 @@ func (k *Kernel) recordToleration(ctx context.Context, req *tolerateRequest) err
 	}
 	var named []event.ToleratedEntry
 	for i := range req.entries {
-		t, ok := k.ledger.Tolerated[fmt.Sprint(i)]
+		t, ok := k.ledger.ToleratedAt(i)
 		switch {
 		case i >= k.ledger.Size:
 			return fmt.Errorf("entry %d is not in the log, which has %d entries", i, k.ledger.Size)

@@ -58,6 +58,13 @@ func (l *Ledger) Tolerate(index uint64, ev *event.Event, leafHash string) (*Viol
 	return v, nil
 }
 
+// ToleratedAt returns the entry at index that the fold passed over, if it
+// did.
+func (l *Ledger) ToleratedAt(index uint64) (*Tolerated, bool) {
+	t, ok := l.Tolerated[toleratedKey(index)]
+	return t, ok
+}
+
 // AwaitingRecord returns the entries passed over that no log.tolerated
 // has named yet, by index: a log folded whole must have none.
 func (l *Ledger) AwaitingRecord() []uint64 {
@@ -81,7 +88,7 @@ var toleratedRule = &rule{
 			return inconsistent(Forbidden, "only root tolerates entries that break a rule")
 		}
 		for _, e := range c.ev.Toleration.Entries {
-			t, ok := c.l.Tolerated[toleratedKey(e.Index)]
+			t, ok := c.l.ToleratedAt(e.Index)
 			switch {
 			case !ok:
 				return inconsistent(Conflict, "entry %d was not passed over: log.tolerated names only entries that break a rule", e.Index)
