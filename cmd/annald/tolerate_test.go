@@ -20,6 +20,13 @@ func TestTolerateCommand(t *testing.T) {
 	if out, err := exec.Command("cp", "-a", "../../kernel/testdata/refused-share/.", dir).CombinedOutput(); err != nil {
 		t.Fatalf("copy the fixture: %v %s", err, out)
 	}
+	// git keeps no modes beyond the executable bit: a clone has the
+	// fixture's secrets at 0644, which annald rightly refuses to use.
+	for _, secret := range []string{"log.key", "root.credential"} {
+		if err := os.Chmod(dir+"/"+secret, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if d, err := tryStartDaemon(dir); err == nil {
 		d.stop(t)
 		t.Fatal("annald serves a log holding an entry its rules refuse")
