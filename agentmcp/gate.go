@@ -15,10 +15,10 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/annal-dev/annal/blobstore"
+	"github.com/annal-dev/annal/api"
+	"github.com/annal-dev/annal/client"
+	"github.com/annal-dev/annal/format/oid"
 	"github.com/annal-dev/annal/internal/execute"
-	"github.com/annal-dev/annal/logserver/api"
-	"github.com/annal-dev/annal/logserver/client"
 )
 
 // The gate: any MCP server, behind the kernel. A Gate holds one session to
@@ -363,7 +363,7 @@ func (s *gatedServer) call(ctx context.Context, tool, typ string, arguments json
 		}
 		about["arguments"] = args
 	}
-	inputOID := blobstore.OID(input)
+	inputOID := oid.Of(input)
 	if g.cfg.KeepBlobs {
 		s.keep(ctx, input)
 	}
@@ -413,7 +413,7 @@ func (s *gatedServer) call(ctx context.Context, tool, typ string, arguments json
 	if g.cfg.KeepBlobs {
 		s.keep(ctx, output)
 	}
-	outputOID := blobstore.OID(output)
+	outputOID := oid.Of(output)
 	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer rcancel()
 	rc, err := s.kernel.RecordResult(rctx, intent, execute.Result{OutputOID: outputOID, ArtifactHash: outputOID, ExitCode: exitCode, OutputBytes: uint64(len(output))})

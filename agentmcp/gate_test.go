@@ -15,11 +15,11 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/annal-dev/annal/api"
+	"github.com/annal-dev/annal/client"
 	"github.com/annal-dev/annal/internal/execute"
 	"github.com/annal-dev/annal/kernel"
-	"github.com/annal-dev/annal/logserver"
-	"github.com/annal-dev/annal/logserver/api"
-	"github.com/annal-dev/annal/logserver/client"
+	"github.com/annal-dev/annal/server"
 )
 
 // upstream is an MCP server the gate sits in front of, in process: write
@@ -87,7 +87,7 @@ func newGateWorld(tb testing.TB, budget uint64, cfg GateConfig, grants ...api.Gr
 	if err != nil {
 		tb.Fatal(err)
 	}
-	srv := httptest.NewServer(logserver.New(k, kcfg.Logger))
+	srv := httptest.NewServer(server.New(k, kcfg.Logger))
 	tb.Cleanup(func() { srv.Close(); k.Close() })
 	raw, _ := os.ReadFile(k.RootCredentialPath())
 	root, _ := client.New(srv.URL, strings.TrimSpace(string(raw)))

@@ -8,7 +8,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/annal-dev/annal/logserver/client"
+	"github.com/annal-dev/annal/client"
 )
 
 // MaxRequestBody bounds one MCP request over HTTP.

@@ -14,11 +14,11 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/annal-dev/annal/api"
+	"github.com/annal-dev/annal/client"
 	"github.com/annal-dev/annal/internal/klogtest"
 	"github.com/annal-dev/annal/kernel"
-	"github.com/annal-dev/annal/logserver"
-	"github.com/annal-dev/annal/logserver/api"
-	"github.com/annal-dev/annal/logserver/client"
+	"github.com/annal-dev/annal/server"
 )
 
 func TestMain(m *testing.M) { klogtest.Main(m) }
@@ -43,7 +43,7 @@ func newWorld(t *testing.T) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(logserver.New(k, cfg.Logger))
+	srv := httptest.NewServer(server.New(k, cfg.Logger))
 	t.Cleanup(func() { srv.Close(); k.Close() })
 	raw, err := os.ReadFile(k.RootCredentialPath())
 	if err != nil {

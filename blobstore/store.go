@@ -25,6 +25,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/annal-dev/annal/format/oid"
 	"github.com/annal-dev/annal/internal/atomicfile"
 )
 
@@ -81,34 +82,14 @@ func Open(dir string, maxBlob, maxTotal int64) (*Store, error) {
 // MaxBlob is the largest blob the store takes.
 func (s *Store) MaxBlob() int64 { return s.maxBlob }
 
-// ValidOID reports whether oid is "sha256:" and 64 lower-case hex digits.
-func ValidOID(oid string) bool {
-	h, ok := strings.CutPrefix(oid, "sha256:")
-	if !ok || len(h) != 64 {
-		return false
-	}
-	for i := 0; i < len(h); i++ {
-		if c := h[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return false
-		}
-	}
-	return true
-}
-
-// OID is the name of data.
-func OID(data []byte) string {
-	sum := sha256.Sum256(data)
-	return "sha256:" + hex.EncodeToString(sum[:])
-}
-
-func (s *Store) path(oid string) string {
-	h := strings.TrimPrefix(oid, "sha256:")
+func (s *Store) path(id string) string {
+	h := strings.TrimPrefix(id, oid.Prefix)
 	return filepath.Join(s.dir, "sha256", h[:2], h[2:])
 }
 
 // Put stores the bytes r yields (at most MaxBlob) and returns their OID
 // and size. It is durable when it returns.
-func (s *Store) Put(r io.Reader) (oid string, size int64, err error) {
+func (s *Store) Put(r io.Reader) (id string, size int64, err error) {
 	tmp, err := os.CreateTemp(s.dir, ".tmp-")
 	if err != nil {
 		return "", 0, err
@@ -127,12 +108,12 @@ func (s *Store) Put(r io.Reader) (oid string, size int64, err error) {
 	if n > s.maxBlob {
 		return "", 0, fmt.Errorf("%w: more than %d bytes", ErrTooLarge, s.maxBlob)
 	}
-	oid = "sha256:" + hex.EncodeToString(h.Sum(nil))
-	final := s.path(oid)
+	id = oid.Prefix + hex.EncodeToString(h.Sum(nil))
+	final := s.path(id)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, err := os.Stat(final); err == nil {
-		return oid, n, nil // the same bytes are kept once
+		return id, n, nil // the same bytes are kept once
 	}
 	if s.used+n > s.quota {
 		return "", 0, fmt.Errorf("%w: %d of %d bytes used", ErrQuota, s.used, s.quota)
@@ -154,17 +135,17 @@ func (s *Store) Put(r io.Reader) (oid string, size int64, err error) {
 		return "", 0, err
 	}
 	s.used += n
-	return oid, n, nil
+	return id, n, nil
 }
 
-// Get returns the bytes of oid after checking that they still hash to it.
-func (s *Store) Get(oid string) ([]byte, error) {
-	if !ValidOID(oid) {
-		return nil, fmt.Errorf("%w: %q (want sha256:<64 lower-case hex>)", ErrInvalidID, oid)
+// Get returns the bytes of id after checking that they still hash to it.
+func (s *Store) Get(id string) ([]byte, error) {
+	if !oid.Valid(id) {
+		return nil, fmt.Errorf("%w: %q (want sha256:<64 lower-case hex>)", ErrInvalidID, id)
 	}
-	f, err := os.Open(s.path(oid))
+	f, err := os.Open(s.path(id))
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("%w: %s", ErrNotFound, oid)
+		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
 	} else if err != nil {
 		return nil, err
 	}
@@ -173,8 +154,8 @@ func (s *Store) Get(oid string) ([]byte, error) {
 	if _, err := io.Copy(&buf, io.LimitReader(f, s.maxBlob+1)); err != nil {
 		return nil, err
 	}
-	if int64(buf.Len()) > s.maxBlob || OID(buf.Bytes()) != oid {
-		return nil, fmt.Errorf("%w: %s", ErrDamaged, oid)
+	if int64(buf.Len()) > s.maxBlob || oid.Of(buf.Bytes()) != id {
+		return nil, fmt.Errorf("%w: %s", ErrDamaged, id)
 	}
 	return buf.Bytes(), nil
 }

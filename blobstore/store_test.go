@@ -3,6 +3,7 @@ package blobstore
 import (
 	"bytes"
 	"errors"
+	"github.com/annal-dev/annal/format/oid"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,11 +18,11 @@ func TestPutGetDedupeAndLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	data := []byte("stdout of a command\n")
-	oid, n, err := s.Put(bytes.NewReader(data))
-	if err != nil || oid != OID(data) || n != int64(len(data)) {
-		t.Fatalf("Put: %s %d %v", oid, n, err)
+	id, n, err := s.Put(bytes.NewReader(data))
+	if err != nil || id != oid.Of(data) || n != int64(len(data)) {
+		t.Fatalf("Put: %s %d %v", id, n, err)
 	}
-	got, err := s.Get(oid)
+	got, err := s.Get(id)
 	if err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("Get: %q %v", got, err)
 	}
@@ -51,7 +52,7 @@ func TestPutGetDedupeAndLimits(t *testing.T) {
 			t.Errorf("Get(%q): %v", bad, err)
 		}
 	}
-	if _, err := s.Get(OID([]byte("never stored"))); !errors.Is(err, ErrNotFound) {
+	if _, err := s.Get(oid.Of([]byte("never stored"))); !errors.Is(err, ErrNotFound) {
 		t.Errorf("a blob never stored: %v", err)
 	}
 	// No temporary file stays behind, and a reopened store counts what it holds.
@@ -82,13 +83,13 @@ func TestDamagedBlobIsNeverServed(t *testing.T) {
 		"truncated": func(b []byte) []byte { return b[:len(b)/2] },
 	} {
 		data := []byte("the output an auditor resolves: " + name)
-		oid, _, err := s.Put(bytes.NewReader(data))
+		id, _, err := s.Put(bytes.NewReader(data))
 		if err != nil {
 			t.Fatal(err)
 		}
-		path := s.path(oid)
+		path := s.path(id)
 		os.WriteFile(path, damage(append([]byte(nil), data...)), 0o600)
-		if _, err := s.Get(oid); !errors.Is(err, ErrDamaged) {
+		if _, err := s.Get(id); !errors.Is(err, ErrDamaged) {
 			t.Errorf("%s: Get = %v, want ErrDamaged", name, err)
 		}
 	}
@@ -101,11 +102,11 @@ func FuzzGet(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	oid, _, err := s.Put(bytes.NewReader([]byte("stored")))
+	id, _, err := s.Put(bytes.NewReader([]byte("stored")))
 	if err != nil {
 		f.Fatal(err)
 	}
-	f.Add(oid)
+	f.Add(id)
 	f.Add("sha256:../../../../../../etc/passwd")
 	f.Add("sha256:" + strings.Repeat("0", 64))
 	f.Add("")
@@ -114,8 +115,8 @@ func FuzzGet(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if OID(data) != id || !ValidOID(id) {
-			t.Fatalf("Get(%q) served bytes hashing to %s", id, OID(data))
+		if oid.Of(data) != id || !oid.Valid(id) {
+			t.Fatalf("Get(%q) served bytes hashing to %s", id, oid.Of(data))
 		}
 		if rel, err := filepath.Rel(s.dir, s.path(id)); err != nil || strings.HasPrefix(rel, "..") {
 			t.Fatalf("Get(%q) read %s", id, s.path(id))

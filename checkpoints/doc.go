@@ -7,5 +7,5 @@
 // refuse anything the format does not allow rather than guess, and every
 // parser has a fuzz test. The offline verifier imports this package and,
 // besides it, only the format declarations of format/, so nothing here may
-// import kernel, logserver or witness code.
+// import kernel, server, client or witness code.
 package checkpoints

@@ -384,7 +384,7 @@ func TestAttack_ElevationReplayAfterExpiry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The kernel records the end itself (logserver's
+	// The kernel records the end itself (the server's
 	// TestSignedRequests_DemotionEndsElevations: by a human who signs).
 	if _, err := g.AssignRing(ctx, g.root, a.ID, RingAssignment{Trust: 0.7}); err != nil {
 		t.Fatal(err)

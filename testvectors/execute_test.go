@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/annal-dev/annal/blobstore"
+	"github.com/annal-dev/annal/format/oid"
 	"github.com/annal-dev/annal/internal/execute"
 )
 
@@ -74,13 +74,13 @@ func TestExecuteVectors(t *testing.T) {
 	}
 	for i := range f.Commands {
 		v := &f.Commands[i]
-		expect(t, executeFile, v.Name, "stdin_oid", &v.StdinOID, blobstore.OID([]byte(v.Stdin)))
+		expect(t, executeFile, v.Name, "stdin_oid", &v.StdinOID, oid.Of([]byte(v.Stdin)))
 		c, err := execute.CanonicalCommand(v.Argv, v.StdinOID)
 		if err != nil {
 			t.Fatal(err)
 		}
 		expect(t, executeFile, v.Name, "canonical", &v.Canonical, string(c))
-		expect(t, executeFile, v.Name, "input_oid", &v.InputOID, blobstore.OID(c))
+		expect(t, executeFile, v.Name, "input_oid", &v.InputOID, oid.Of(c))
 	}
 	for i := range f.ToolCalls {
 		v := &f.ToolCalls[i]
@@ -89,7 +89,7 @@ func TestExecuteVectors(t *testing.T) {
 			t.Fatal(err)
 		}
 		expect(t, executeFile, v.Name, "canonical", &v.Canonical, string(c))
-		expect(t, executeFile, v.Name, "input_oid", &v.InputOID, blobstore.OID(c))
+		expect(t, executeFile, v.Name, "input_oid", &v.InputOID, oid.Of(c))
 	}
 	for i := range f.ToolResults {
 		v := &f.ToolResults[i]
@@ -98,7 +98,7 @@ func TestExecuteVectors(t *testing.T) {
 			t.Fatal(err)
 		}
 		expect(t, executeFile, v.Name, "canonical", &v.Canonical, string(c))
-		expect(t, executeFile, v.Name, "output_oid", &v.OutputOID, blobstore.OID(c))
+		expect(t, executeFile, v.Name, "output_oid", &v.OutputOID, oid.Of(c))
 	}
 	for i := range f.Intents {
 		v := &f.Intents[i]

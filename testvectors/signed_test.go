@@ -10,8 +10,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/annal-dev/annal/client"
 	"github.com/annal-dev/annal/kernel/event"
-	"github.com/annal-dev/annal/logserver/client"
 )
 
 const signedFile = "signed.json"

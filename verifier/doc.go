@@ -9,7 +9,7 @@
 //     format declarations (format/bundle, format/evidence: names, members
 //     and limits that writer and reader share, no checking code), besides
 //     public libraries (x/mod note, transparency-dev merkle and formats,
-//     gowebpki/jcs); never kernel/, logserver/ or witness/, so a bug shared
+//     gowebpki/jcs); never kernel/, server/, client/ or witness/, so a bug shared
 //     with the kernel cannot make a bad proof pass (a test enforces this).
 //     Every check is its own: it parses bundle and evidence lines strictly
 //     into the shared declarations, and the delta-chain rules in particular

@@ -329,7 +329,7 @@ func TestParseEvent_Rejects(t *testing.T) {
 
 // The verifier's whole point is independence from what it verifies: of
 // this module it may import checkpoints and the format declarations
-// (format/...), never kernel, logserver or witness code.
+// (format/...), never kernel, server, client or witness code.
 func TestImportsOnlyCheckpointsAndFormats(t *testing.T) {
 	out, err := exec.Command("go", "list", "-deps", ".").Output()
 	if err != nil {
@@ -344,7 +344,7 @@ func TestImportsOnlyCheckpointsAndFormats(t *testing.T) {
 			continue
 		}
 		seen[pkg] = true
-		for _, banned := range []string{"kernel", "logserver", "witness"} {
+		for _, banned := range []string{"kernel", "server", "client", "api", "witness"} {
 			if pkg == module+banned || strings.HasPrefix(pkg, module+banned+"/") {
 				t.Errorf("verifier depends on %s: it must never import %s/", pkg, banned)
 			}
@@ -421,7 +421,7 @@ func TestNoNetworkPackages(t *testing.T) {
 			t.Fatalf("go list %s: %v", dir, err)
 		}
 		for _, pkg := range strings.Fields(string(out)) {
-			if pkg == "net/http" || strings.HasPrefix(pkg, "net/http/") || pkg == "crypto/tls" || strings.Contains(pkg, "annal/logserver") {
+			if pkg == "net/http" || strings.HasPrefix(pkg, "net/http/") || pkg == "crypto/tls" || strings.Contains(pkg, "annal/server") {
 				t.Errorf("%s depends on %s: the verifier must work with no network", dir, pkg)
 			}
 		}

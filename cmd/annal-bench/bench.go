@@ -20,14 +20,14 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/annal-dev/annal/api"
 	"github.com/annal-dev/annal/checkpoints"
+	"github.com/annal-dev/annal/client"
 	"github.com/annal-dev/annal/internal/cli"
 	"github.com/annal-dev/annal/internal/gcgoal"
 	"github.com/annal-dev/annal/kernel"
 	"github.com/annal-dev/annal/kernel/ring"
-	"github.com/annal-dev/annal/logserver"
-	"github.com/annal-dev/annal/logserver/api"
-	"github.com/annal-dev/annal/logserver/client"
+	"github.com/annal-dev/annal/server"
 	"github.com/spf13/cobra"
 	"github.com/transparency-dev/tessera"
 	"github.com/transparency-dev/tessera/storage/posix"
@@ -438,7 +438,7 @@ func serveLoopback(k *kernel.Kernel, logger *slog.Logger) (string, func(), error
 	if err != nil {
 		return "", nil, err
 	}
-	srv := &http.Server{Handler: logserver.New(k, logger)}
+	srv := &http.Server{Handler: server.New(k, logger)}
 	go srv.Serve(ln)
 	return "http://" + ln.Addr().String(), func() { srv.Close() }, nil
 }

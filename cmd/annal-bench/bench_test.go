@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/annal-dev/annal/logserver/api"
-	"github.com/annal-dev/annal/logserver/client"
+	"github.com/annal-dev/annal/api"
+	"github.com/annal-dev/annal/client"
 )
 
 func testOptions(t *testing.T) options {
@@ -118,7 +118,7 @@ func TestRun_SmallScale(t *testing.T) {
 	for _, want := range []string{
 		"annald POST /v1/actions, 4 concurrent",
 		"governed actions, 4 concurrent agents",
-		"governed actions, 4 agents, each through the Go client (logserver/client)",
+		"governed actions, 4 agents, each through the Go client (client/)",
 		"all gates (ring, rate, quarantine, session, resources, policy), 4 agents",
 		"hold approve",
 		// annald ran as its own process, so its CPU is told apart from

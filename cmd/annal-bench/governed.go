@@ -17,12 +17,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/annal-dev/annal/api"
 	"github.com/annal-dev/annal/checkpoints"
+	"github.com/annal-dev/annal/client"
 	"github.com/annal-dev/annal/kernel"
 	"github.com/annal-dev/annal/kernel/event"
-	"github.com/annal-dev/annal/logserver"
-	"github.com/annal-dev/annal/logserver/api"
-	"github.com/annal-dev/annal/logserver/client"
+	"github.com/annal-dev/annal/server"
 )
 
 // governedPhases measures actions by agents that pass every gate: boundary,
@@ -85,9 +85,9 @@ func governedPhases(ctx context.Context, srv *benchServer, o options, ungoverned
 		}
 		note := ""
 		if g := rateOf(rows, fmt.Sprintf("governed actions, %d concurrent agents", most)); g > 0 {
-			note = fmt.Sprintf("%.2fx of the same through internal/loadconn", rate/g)
+			note = fmt.Sprintf("%.2fx of the same through cmd/annal-bench/loadconn", rate/g)
 		}
-		rows = append(rows, row{fmt.Sprintf("governed actions, %d agents, each through the Go client (logserver/client)", most), fmt.Sprintf("%.0f actions/s", rate), note})
+		rows = append(rows, row{fmt.Sprintf("governed actions, %d agents, each through the Go client (client/)", most), fmt.Sprintf("%.0f actions/s", rate), note})
 	}
 	ctl, err := allGatesPhases(ctx, srv, root, agents, posters, o, ungoverned)
 	if err != nil {
@@ -393,7 +393,7 @@ func historyOverHTTP(ctx context.Context, k *kernel.Kernel, agent *kernel.Actor)
 	if err != nil {
 		return nil, err
 	}
-	srv := &http.Server{Handler: logserver.New(k, slog.New(slog.NewTextHandler(io.Discard, nil)))}
+	srv := &http.Server{Handler: server.New(k, slog.New(slog.NewTextHandler(io.Discard, nil)))}
 	go srv.Serve(ln)
 	defer srv.Close()
 	cred, err := os.ReadFile(k.RootCredentialPath())

@@ -9,17 +9,17 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/annal-dev/annal/internal/loadconn"
+	"github.com/annal-dev/annal/api"
+	"github.com/annal-dev/annal/cmd/annal-bench/loadconn"
 	"github.com/annal-dev/annal/kernel"
-	"github.com/annal-dev/annal/logserver/api"
 )
 
 // actionPoster is one client of the throughput phases: POST /v1/actions
 // with its actor's credential on its own kept connection
-// (internal/loadconn), as each of the conformance server's clients posts
+// (cmd/annal-bench/loadconn), as each of the conformance server's clients posts
 // /add on its own, so that the load generator takes the same small share
 // of the two cores whichever server it drives. Every answer must be a
-// committed receipt. The product's client (logserver/client), with
+// committed receipt. The product's client (client/), with
 // http.Client under it, drives the latency phases, the holds, and one
 // reference row of the governed phase.
 type actionPoster struct {

@@ -17,8 +17,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/annal-dev/annal/api"
 	"github.com/annal-dev/annal/internal/procmem"
-	"github.com/annal-dev/annal/logserver/api"
 )
 
 // soakOptions configure the soak: an open loop at a fixed rate, sampling

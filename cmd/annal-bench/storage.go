@@ -23,9 +23,9 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/klog/v2"
 
+	"github.com/annal-dev/annal/api"
 	"github.com/annal-dev/annal/kernel"
 	"github.com/annal-dev/annal/kernel/event"
-	"github.com/annal-dev/annal/logserver/api"
 )
 
 // storageOptions name the servers of the AWS-driver phases: a database

@@ -14,8 +14,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/annal-dev/annal/internal/loadconn"
-	"github.com/annal-dev/annal/logserver/client"
+	"github.com/annal-dev/annal/client"
+	"github.com/annal-dev/annal/cmd/annal-bench/loadconn"
 	"golang.org/x/mod/sumdb/note"
 )
 

@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/annal-dev/annal/checkpoints"
-	"github.com/annal-dev/annal/internal/loadconn"
+	"github.com/annal-dev/annal/cmd/annal-bench/loadconn"
 	"github.com/transparency-dev/merkle/rfc6962"
 	"github.com/transparency-dev/merkle/testonly"
 	"golang.org/x/mod/sumdb/note"

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/annal-dev/annal/checkpoints"
-	"github.com/annal-dev/annal/internal/loadconn"
+	"github.com/annal-dev/annal/cmd/annal-bench/loadconn"
 	"github.com/annal-dev/annal/witness"
 	"github.com/annal-dev/annal/witness/witnesstest"
 	fnote "github.com/transparency-dev/formats/note"

@@ -14,15 +14,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/annal-dev/annal/api"
 	"github.com/annal-dev/annal/checkpoints"
 	"github.com/annal-dev/annal/kernel"
 	"github.com/annal-dev/annal/kernel/event"
-	"github.com/annal-dev/annal/logserver"
-	"github.com/annal-dev/annal/logserver/api"
+	"github.com/annal-dev/annal/server"
 	"github.com/annal-dev/annal/verifier"
 )
 
-func startServer(t *testing.T, options ...func(*logserver.Server)) (url, credFile string, k *kernel.Kernel) {
+func startServer(t *testing.T, options ...func(*server.Server)) (url, credFile string, k *kernel.Kernel) {
 	t.Helper()
 	cfg := kernel.DefaultConfig(t.TempDir())
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -32,7 +32,7 @@ func startServer(t *testing.T, options ...func(*logserver.Server)) (url, credFil
 	if err != nil {
 		t.Fatal(err)
 	}
-	ls := logserver.New(k, cfg.Logger)
+	ls := server.New(k, cfg.Logger)
 	for _, o := range options {
 		o(ls)
 	}

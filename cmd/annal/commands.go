@@ -13,10 +13,10 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/annal-dev/annal/api"
 	"github.com/annal-dev/annal/checkpoints"
+	"github.com/annal-dev/annal/client"
 	"github.com/annal-dev/annal/internal/cli"
-	"github.com/annal-dev/annal/logserver/api"
-	"github.com/annal-dev/annal/logserver/client"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )

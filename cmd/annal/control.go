@@ -8,10 +8,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/annal-dev/annal/api"
+	"github.com/annal-dev/annal/client"
 	"github.com/annal-dev/annal/internal/strictjson"
 	"github.com/annal-dev/annal/kernel/policy"
-	"github.com/annal-dev/annal/logserver/api"
-	"github.com/annal-dev/annal/logserver/client"
 	"github.com/spf13/cobra"
 )
 

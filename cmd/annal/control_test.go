@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/annal-dev/annal/logserver/api"
+	"github.com/annal-dev/annal/api"
 )
 
 // The execution control commands, run as a user types them, against a

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/annal-dev/annal/api"
 	"github.com/annal-dev/annal/kernel"
-	"github.com/annal-dev/annal/logserver/api"
 )
 
 // TestCLI_SealAndErase: an agent created with --seal-payloads submits a

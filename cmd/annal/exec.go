@@ -19,10 +19,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/annal-dev/annal/blobstore"
+	"github.com/annal-dev/annal/api"
+	"github.com/annal-dev/annal/client"
+	"github.com/annal-dev/annal/format/oid"
 	"github.com/annal-dev/annal/internal/execute"
-	"github.com/annal-dev/annal/logserver/api"
-	"github.com/annal-dev/annal/logserver/client"
 )
 
 // Exit codes of annal exec that are its own, not the command's (as a shell
@@ -130,7 +130,7 @@ func runExec(cmd *cobra.Command, g *globalFlags, f *execFlags, argv []string) er
 	}
 	ctx, cancel := context.WithTimeout(cmd.Context(), f.holdWait+g.timeout)
 	defer cancel()
-	intent, err := c.DecideIntent(ctx, f.target, f.envelope, f.session, blobstore.OID(input), about, func(hold string) {
+	intent, err := c.DecideIntent(ctx, f.target, f.envelope, f.session, oid.Of(input), about, func(hold string) {
 		g.notef("annal: %s on %s is held for a human (hold %s); waiting up to %v", "execute", f.target, hold, f.holdWait)
 	}, 250*time.Millisecond)
 	if err != nil {
@@ -156,7 +156,7 @@ func runExec(cmd *cobra.Command, g *globalFlags, f *execFlags, argv []string) er
 		case err != nil:
 			g.notef("annal: --artifact: %v; artifact_hash is stdout's", err)
 		default:
-			result.ArtifactHash = blobstore.OID(data)
+			result.ArtifactHash = oid.Of(data)
 			if f.keepBlobs {
 				keepBlobs(cmd.Context(), g, c, data)
 			}
@@ -199,7 +199,7 @@ func spoolStdin(in io.Reader, none bool) (*os.File, string, func(), error) {
 		}
 	}
 	if none || in == nil {
-		return nil, blobstore.OID(nil), nothing, nil
+		return nil, oid.Of(nil), nothing, nil
 	}
 	tmp, err := os.CreateTemp("", "annal-exec-stdin-")
 	if err != nil {

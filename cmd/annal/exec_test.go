@@ -11,12 +11,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/annal-dev/annal/api"
 	"github.com/annal-dev/annal/blobstore"
+	"github.com/annal-dev/annal/format/oid"
 	"github.com/annal-dev/annal/internal/execute"
 	"github.com/annal-dev/annal/kernel"
 	"github.com/annal-dev/annal/kernel/event"
-	"github.com/annal-dev/annal/logserver"
-	"github.com/annal-dev/annal/logserver/api"
+	"github.com/annal-dev/annal/server"
 )
 
 // execEnv is a kernel with an agent that may execute exec/** and whose
@@ -32,7 +33,7 @@ func newExecEnv(t *testing.T) *execEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	url, credFile, k := startServer(t, func(s *logserver.Server) { s.KeepBlobs(store) })
+	url, credFile, k := startServer(t, func(s *server.Server) { s.KeepBlobs(store) })
 	out, err := runCLI(t, "--server", url, "--credential-file", credFile, "agents", "create", "--name", "runner", "--purpose", "runs commands",
 		"--trust", "0.8", "--grant", "exec/**:execute", "--energy", "10000")
 	if err != nil {
@@ -132,9 +133,9 @@ func TestExec_RunsAndRecords(t *testing.T) {
 	r := readReceipts(t, receipts)
 	intent := e.event(t, r.Intent)
 	p := payloadOf(t, intent)
-	canonical, _ := execute.CanonicalCommand([]string{"sh", "-c", script}, blobstore.OID([]byte("hello from stdin\n")))
+	canonical, _ := execute.CanonicalCommand([]string{"sh", "-c", script}, oid.Of([]byte("hello from stdin\n")))
 	if intent.Action.Type != event.Execute || intent.Action.Target != "exec/sh" || p["phase"] != "intent" ||
-		p["input_oid"] != blobstore.OID(canonical) || p["stdin_oid"] != blobstore.OID([]byte("hello from stdin\n")) {
+		p["input_oid"] != oid.Of(canonical) || p["stdin_oid"] != oid.Of([]byte("hello from stdin\n")) {
 		t.Fatalf("intent %s", intent.Action.Payload)
 	}
 	if argv, _ := p["argv"].([]any); len(argv) != 3 || argv[2] != script {
@@ -142,8 +143,8 @@ func TestExec_RunsAndRecords(t *testing.T) {
 	}
 	result := e.event(t, r.Result.Index)
 	rp := payloadOf(t, result)
-	if rp["intent"] != float64(r.Intent) || rp["exit_code"] != float64(3) || rp["output_oid"] != blobstore.OID([]byte("hello from stdin\n")) ||
-		rp["stderr_oid"] != blobstore.OID([]byte("to stderr\n")) || rp["output_bytes"] != float64(len("hello from stdin\nto stderr\n")) {
+	if rp["intent"] != float64(r.Intent) || rp["exit_code"] != float64(3) || rp["output_oid"] != oid.Of([]byte("hello from stdin\n")) ||
+		rp["stderr_oid"] != oid.Of([]byte("to stderr\n")) || rp["output_bytes"] != float64(len("hello from stdin\nto stderr\n")) {
 		t.Fatalf("result %s", result.Action.Payload)
 	}
 	// --keep-blobs: what ran can be fetched by its OIDs, by a human.
@@ -153,13 +154,13 @@ func TestExec_RunsAndRecords(t *testing.T) {
 	r = readReceipts(t, receipts)
 	rp = payloadOf(t, e.event(t, r.Result.Index))
 	ip := payloadOf(t, e.event(t, r.Intent))
-	if code != 0 || rp["artifact_hash"] != blobstore.OID([]byte("in")) {
+	if code != 0 || rp["artifact_hash"] != oid.Of([]byte("in")) {
 		t.Fatalf("--artifact: exit %d, result %v", code, rp)
 	}
-	for _, oid := range []any{ip["input_oid"], ip["stdin_oid"], rp["output_oid"], rp["artifact_hash"]} {
-		out, err := runCLI(t, "--server", e.url, "--credential", e.rootCred, "blobs", "get", oid.(string))
-		if err != nil || blobstore.OID([]byte(out)) != oid {
-			t.Fatalf("blob %v: %q %v", oid, out, err)
+	for _, id := range []any{ip["input_oid"], ip["stdin_oid"], rp["output_oid"], rp["artifact_hash"]} {
+		out, err := runCLI(t, "--server", e.url, "--credential", e.rootCred, "blobs", "get", id.(string))
+		if err != nil || oid.Of([]byte(out)) != id {
+			t.Fatalf("blob %v: %q %v", id, out, err)
 		}
 	}
 	// --private logs no argv; a command that cannot start is recorded 127.

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/annal-dev/annal/logserver/api"
-	"github.com/annal-dev/annal/logserver/client"
+	"github.com/annal-dev/annal/api"
+	"github.com/annal-dev/annal/client"
 	"github.com/spf13/cobra"
 )
 

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/annal-dev/annal/logserver/api"
-	"github.com/annal-dev/annal/logserver/client"
+	"github.com/annal-dev/annal/api"
+	"github.com/annal-dev/annal/client"
 )
 
 // TestCLI_HoldAnswerReasonShown: `annal holds approve --reason` logs the

@@ -18,10 +18,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/annal-dev/annal/api"
+	"github.com/annal-dev/annal/client"
 	"github.com/annal-dev/annal/kernel"
-	"github.com/annal-dev/annal/logserver"
-	"github.com/annal-dev/annal/logserver/api"
-	"github.com/annal-dev/annal/logserver/client"
+	"github.com/annal-dev/annal/server"
 	"github.com/spf13/cobra"
 )
 
@@ -242,7 +242,7 @@ func TestWaitSaysWhatItWaitsFor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(logserver.New(k, cfg.Logger))
+	srv := httptest.NewServer(server.New(k, cfg.Logger))
 	t.Cleanup(func() { srv.Close(); k.Close() })
 	run := func(args ...string) (string, string, error) {
 		cmd := newRootCommand()

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/annal-dev/annal/logserver/api"
+	"github.com/annal-dev/annal/api"
 )
 
 // annal policies import turns an AGENTS.md's rules into a policy version in

@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/mod/sumdb/note"
 
-	"github.com/annal-dev/annal/logserver/api"
+	"github.com/annal-dev/annal/api"
 )
 
 func keysCommand(g *globalFlags) *cobra.Command {

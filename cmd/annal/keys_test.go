@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/annal-dev/annal/api"
 	"github.com/annal-dev/annal/kernel/event"
-	"github.com/annal-dev/annal/logserver/api"
 )
 
 // TestCLI_SigningKeys: keys generate, keys set --require-signed, then the

@@ -17,9 +17,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/annal-dev/annal/api"
 	"github.com/annal-dev/annal/checkpoints"
-	"github.com/annal-dev/annal/logserver/api"
-	"github.com/annal-dev/annal/logserver/client"
+	"github.com/annal-dev/annal/client"
 	"github.com/annal-dev/annal/verifier"
 	"github.com/transparency-dev/merkle/compact"
 	"github.com/transparency-dev/merkle/rfc6962"

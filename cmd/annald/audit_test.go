@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/annal-dev/annal/api"
 	"github.com/annal-dev/annal/checkpoints"
 	"github.com/annal-dev/annal/kernel/event"
-	"github.com/annal-dev/annal/logserver/api"
 	"github.com/google/uuid"
 	"github.com/transparency-dev/tessera"
 	"github.com/transparency-dev/tessera/storage/posix"

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/annal-dev/annal/logserver/api"
+	"github.com/annal-dev/annal/api"
 	"github.com/transparency-dev/merkle/rfc6962"
 )
 

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/annal-dev/annal/logserver/api"
+	"github.com/annal-dev/annal/api"
 )
 
 // annald answers POST /v1/actions on its fast path (internal/fastpost) as

@@ -17,11 +17,11 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/annal-dev/annal/agentmcp"
+	"github.com/annal-dev/annal/api"
+	"github.com/annal-dev/annal/client"
 	"github.com/annal-dev/annal/internal/execute"
 	"github.com/annal-dev/annal/internal/servicestest"
 	"github.com/annal-dev/annal/kernel/event"
-	"github.com/annal-dev/annal/logserver/api"
-	"github.com/annal-dev/annal/logserver/client"
 )
 
 // gateAgent creates an agent whose grants and envelope allow targets,

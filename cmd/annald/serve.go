@@ -20,13 +20,13 @@ import (
 
 	"github.com/annal-dev/annal/agentmcp"
 
+	"github.com/annal-dev/annal/api"
 	"github.com/annal-dev/annal/internal/cli"
 	"github.com/annal-dev/annal/internal/fastpost"
 	"github.com/annal-dev/annal/internal/gcgoal"
 	"github.com/annal-dev/annal/kernel"
 	"github.com/annal-dev/annal/kernel/event"
-	"github.com/annal-dev/annal/logserver"
-	"github.com/annal-dev/annal/logserver/api"
+	"github.com/annal-dev/annal/server"
 	"github.com/spf13/cobra"
 	"golang.org/x/net/netutil"
 	"k8s.io/klog/v2"
@@ -287,7 +287,7 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 			logger.Error("close kernel", "err", err)
 		}
 	}()
-	handler := logserver.New(k, logger)
+	handler := server.New(k, logger)
 	if f.secureCookies {
 		handler.SecureCookies()
 	}

@@ -24,10 +24,10 @@ import (
 	"github.com/transparency-dev/tessera/fsck"
 	"golang.org/x/mod/sumdb/note"
 
+	"github.com/annal-dev/annal/api"
+	"github.com/annal-dev/annal/client"
 	"github.com/annal-dev/annal/internal/servicestest"
 	"github.com/annal-dev/annal/kernel"
-	"github.com/annal-dev/annal/logserver/api"
-	"github.com/annal-dev/annal/logserver/client"
 	"github.com/annal-dev/annal/verifier"
 )
 

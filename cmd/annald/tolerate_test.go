@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/annal-dev/annal/logserver/api"
+	"github.com/annal-dev/annal/api"
 )
 
 // annald tolerate, from outside, on the data folder the release before the

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/annal-dev/annal/logserver/api"
+	"github.com/annal-dev/annal/api"
 	"github.com/annal-dev/annal/verifier"
 )
 

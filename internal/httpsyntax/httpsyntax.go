@@ -1,5 +1,5 @@
 // Package httpsyntax holds the checks of HTTP/1.1's grammar that the
-// project's own HTTP framing (internal/loadconn's client, internal/fastpost's
+// project's own HTTP framing (cmd/annal-bench/loadconn's client, internal/fastpost's
 // server path) shares, so that both accept exactly the same names.
 // net/http's copies are internal, and golang.org/x/net/http/httpguts's
 // would add golang.org/x/text to the module for a ten-line loop.

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/annal-dev/annal/logserver/api"
-	"github.com/annal-dev/annal/logserver/client"
+	"github.com/annal-dev/annal/api"
+	"github.com/annal-dev/annal/client"
 )
 
 // The execution control operations: rings, descriptors and elevations,

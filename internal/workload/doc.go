@@ -2,8 +2,8 @@
 // kind of Annal's HTTP API, the kind storage engines are tested with.
 //
 // Run opens a kernel in this process on a new data folder, serves its API
-// (logserver) on a loopback port, and has many workers send requests through
-// the Go client (logserver/client) for a duration or a number of operations:
+// (server) on a loopback port, and has many workers send requests through
+// the Go client (client/) for a duration or a number of operations:
 // agents and humans created with energy and shares, envelopes issued and
 // delegated, actions committed, held, denied and sealed, holds approved and
 // rejected, execute intents and their results, freezes, kills, quarantines

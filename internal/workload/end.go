@@ -13,9 +13,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/annal-dev/annal/api"
+	"github.com/annal-dev/annal/client"
 	"github.com/annal-dev/annal/kernel"
-	"github.com/annal-dev/annal/logserver/api"
-	"github.com/annal-dev/annal/logserver/client"
 )
 
 // setup makes the first objects: two humans besides root, two agents of

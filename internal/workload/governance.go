@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/annal-dev/annal/logserver/api"
-	"github.com/annal-dev/annal/logserver/client"
+	"github.com/annal-dev/annal/api"
+	"github.com/annal-dev/annal/client"
 )
 
 // The governance operations: actors with their energy, shares and keys,

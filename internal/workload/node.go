@@ -19,7 +19,7 @@ import (
 	"github.com/annal-dev/annal/kernel"
 	"github.com/annal-dev/annal/kernel/event"
 	"github.com/annal-dev/annal/kernel/ring"
-	"github.com/annal-dev/annal/logserver"
+	"github.com/annal-dev/annal/server"
 )
 
 // node is one kernel and its HTTP API, in this process, on a loopback
@@ -157,7 +157,7 @@ func (n *node) open() error {
 		return err
 	}
 	n.k = k
-	var h http.Handler = logserver.New(k, n.cfg.Logger)
+	var h http.Handler = server.New(k, n.cfg.Logger)
 	n.handler.Store(&h)
 	return nil
 }

@@ -9,8 +9,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/annal-dev/annal/logserver/api"
-	"github.com/annal-dev/annal/logserver/client"
+	"github.com/annal-dev/annal/api"
+	"github.com/annal-dev/annal/client"
 )
 
 // op is one kind of operation a worker picks, with its weight.

@@ -7,8 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/annal-dev/annal/logserver/api"
-	"github.com/annal-dev/annal/logserver/client"
+	"github.com/annal-dev/annal/api"
+	"github.com/annal-dev/annal/client"
 )
 
 // The races: operations that send two or more requests at the same

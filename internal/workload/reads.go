@@ -3,7 +3,7 @@ package workload
 import (
 	"net/url"
 
-	"github.com/annal-dev/annal/logserver/api"
+	"github.com/annal-dev/annal/api"
 )
 
 // read sends one of the reads: they change nothing, and must not fail.

@@ -10,7 +10,7 @@ import (
 
 	"golang.org/x/mod/sumdb/note"
 
-	"github.com/annal-dev/annal/logserver/client"
+	"github.com/annal-dev/annal/client"
 )
 
 // The world is what the workload believes about the kernel's objects: a

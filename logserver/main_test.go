@@ -1,9 +1,0 @@
-package logserver
-
-import (
-	"testing"
-
-	"github.com/annal-dev/annal/internal/klogtest"
-)
-
-func TestMain(m *testing.M) { klogtest.Main(m) }

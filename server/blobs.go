@@ -1,0 +1,83 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/annal-dev/annal/api"
+	"github.com/annal-dev/annal/blobstore"
+	"github.com/annal-dev/annal/kernel"
+	"github.com/annal-dev/annal/kernel/event"
+)
+
+// KeepBlobs makes the server take blobs (POST /v1/blobs) into store and
+// serve them to humans (GET /v1/blobs/<oid>). Without it both answer 404.
+func (s *Server) KeepBlobs(store *blobstore.Store) { s.blobs = store }
+
+// errNoBlobs is the answer of a server that keeps no blobs.
+var errNoBlobs = fmt.Errorf("%w: annald keeps no blobs (start it with --keep-blobs)", kernel.ErrNotFound)
+
+// handlePutBlob stores the body as a blob for any authenticated actor and
+// answers its OID: what an execute record or a tool call names.
+func (s *Server) handlePutBlob(w http.ResponseWriter, r *http.Request) {
+	if _, err := s.authenticate(r); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if s.blobs == nil {
+		s.fail(w, r, errNoBlobs)
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, s.blobs.MaxBlob()+1)
+	oid, size, err := s.blobs.Put(r.Body)
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig), errors.Is(err, blobstore.ErrTooLarge):
+		s.fail(w, r, fmt.Errorf("%w: a blob is at most %d bytes", kernel.ErrTooLarge, s.blobs.MaxBlob()))
+		return
+	case errors.Is(err, blobstore.ErrQuota):
+		writeJSON(w, http.StatusInsufficientStorage, api.Error{Error: err.Error()})
+		return
+	case err != nil:
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, api.Blob{OID: oid, Size: size})
+}
+
+// handleGetBlob serves a blob to a human, after checking its bytes still
+// hash to its name. Agents get 403: a blob may hold another agent's input
+// or output.
+func (s *Server) handleGetBlob(w http.ResponseWriter, r *http.Request) {
+	viewer, err := s.authenticate(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if s.blobs == nil {
+		s.fail(w, r, errNoBlobs)
+		return
+	}
+	if viewer.Kind != event.Human {
+		s.fail(w, r, fmt.Errorf("%w: blobs are served to humans (overseers and auditors), not to agents", kernel.ErrForbidden))
+		return
+	}
+	data, err := s.blobs.Get(r.PathValue("oid"))
+	switch {
+	case errors.Is(err, blobstore.ErrInvalidID):
+		s.fail(w, r, fmt.Errorf("%w: %v", kernel.ErrInvalid, err))
+		return
+	case errors.Is(err, blobstore.ErrNotFound):
+		s.fail(w, r, fmt.Errorf("%w: %v", kernel.ErrNotFound, err))
+		return
+	case err != nil:
+		s.fail(w, r, err)
+		return
+	}
+	// Bytes an agent produced: never rendered by a browser.
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Content-Disposition", "attachment")
+	w.Header().Set("Cache-Control", "private, max-age=31536000, immutable")
+	w.Write(data)
+}
