@@ -3,6 +3,7 @@ package kernel
 import (
 	"context"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/hex"
 	"fmt"
 	"slices"
@@ -217,4 +218,14 @@ func (k *Kernel) SetStatus(ctx context.Context, by *Actor, actorID, status, reas
 		k.forgetAgent(actorID)
 	}
 	return receiptOf(d, "", ""), nil
+}
+
+// newCredential returns a fresh bearer credential: "annal_" and 256 random
+// bits in unpadded base64url.
+func newCredential() (string, error) {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return "annal_" + base64.RawURLEncoding.EncodeToString(b[:]), nil
 }

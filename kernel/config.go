@@ -219,3 +219,12 @@ func (c Config) validate() error {
 	}
 	return nil
 }
+
+// logOptions are the settings of the tile log under this Config.
+func (c Config) logOptions() logOptions {
+	return logOptions{
+		Storage: c.Storage, BatchMaxSize: c.BatchMaxSize, BatchMaxAge: c.BatchMaxAge,
+		CheckpointInterval: c.CheckpointInterval, GCInterval: c.GCInterval, MaxOutstanding: c.MaxOutstanding,
+		WitnessPolicy: c.WitnessPolicy, WitnessTimeout: c.WitnessTimeout, Now: c.Now, Logger: c.Logger, WrapAdd: c.wrapAdd,
+	}
+}

@@ -3,7 +3,6 @@ package kernel
 import (
 	"bytes"
 	"crypto/rand"
-	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -98,14 +97,11 @@ func openDataDir(path, origin string) (_ *dataDir, err error) {
 
 // openExistingDataDir opens, for a tool that must not create one (rebuild,
 // repair), a data folder that annald made.
-func openExistingDataDir(cfg Config) (*dataDir, error) {
-	if err := cfg.validate(); err != nil {
-		return nil, err
+func openExistingDataDir(path string) (*dataDir, error) {
+	if _, err := os.Stat(filepath.Join(path, originFileName)); err != nil {
+		return nil, fmt.Errorf("%s is not an annald data folder: %w", path, err)
 	}
-	if _, err := os.Stat(filepath.Join(cfg.DataDir, originFileName)); err != nil {
-		return nil, fmt.Errorf("%s is not an annald data folder: %w", cfg.DataDir, err)
-	}
-	return openDataDir(cfg.DataDir, "")
+	return openDataDir(path, "")
 }
 
 // Close releases the lock.
@@ -273,16 +269,6 @@ func checkPrivateMode(path string) error {
 		return fmt.Errorf("%s has mode %#o: a secret must be readable by its owner only; run chmod 600 %s", path, perm, path)
 	}
 	return nil
-}
-
-// newCredential returns a fresh bearer credential: "annal_" and 256 random
-// bits in unpadded base64url.
-func newCredential() (string, error) {
-	var b [32]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", err
-	}
-	return "annal_" + base64.RawURLEncoding.EncodeToString(b[:]), nil
 }
 
 // writeFileAtomic writes data so that a crash leaves either the old file

@@ -175,7 +175,7 @@ func Open(cfg Config) (_ *Kernel, err error) {
 			}
 			return nil, err
 		}
-		if l, err = openTileLog(dir.LogPath(), signer, verifier, cfg, witnesses, wa); err != nil {
+		if l, err = openTileLog(dir.LogPath(), signer, verifier, cfg.logOptions(), witnesses, wa); err != nil {
 			if wa != nil {
 				wa.wal.Close()
 			}
@@ -186,7 +186,7 @@ func Open(cfg Config) (_ *Kernel, err error) {
 		// A shared log is read through Tessera: its checkpoint must be this
 		// log's before anything is appended to it.
 		check = &logCheck{}
-		if l, err = openTileLog(dir.LogPath(), signer, verifier, cfg, witnesses, nil); err != nil {
+		if l, err = openTileLog(dir.LogPath(), signer, verifier, cfg.logOptions(), witnesses, nil); err != nil {
 			return nil, err
 		}
 		if lease := cfg.Storage.AWS.Lease; lease != nil {

@@ -34,7 +34,10 @@ type RebuildReport struct {
 // folder must not be in use. A state file that cannot even be read counts
 // as differing everywhere.
 func Rebuild(ctx context.Context, cfg Config) (*RebuildReport, error) {
-	dir, err := openExistingDataDir(cfg)
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	dir, err := openExistingDataDir(cfg.DataDir)
 	if err != nil {
 		return nil, err
 	}
@@ -61,7 +64,7 @@ func Rebuild(ctx context.Context, cfg Config) (*RebuildReport, error) {
 	if err := replayWriteAhead(dir, cfg.Logger); err != nil {
 		return nil, err
 	}
-	tl, err := openTileLog(dir.LogPath(), signer, verifier, cfg, nil, nil)
+	tl, err := openTileLog(dir.LogPath(), signer, verifier, cfg.logOptions(), nil, nil)
 	if err != nil {
 		return nil, err
 	}

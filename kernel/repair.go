@@ -42,7 +42,10 @@ const maxRepairs = 64
 // (restore the log folder from a backup). The data folder must not be in
 // use.
 func Repair(ctx context.Context, cfg Config) (*RepairReport, error) {
-	dir, err := openExistingDataDir(cfg)
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	dir, err := openExistingDataDir(cfg.DataDir)
 	if err != nil {
 		return nil, err
 	}

@@ -63,7 +63,25 @@ type verifiedCheckpoint struct {
 	gaveUp  bool      // failing for longer than checkpointGrace
 }
 
-func openTileLog(path string, signer note.Signer, verifier note.Verifier, cfg Config, witnesses *witnessWatch, wa *writeAhead) (*tileLog, error) {
+// logOptions are the settings of the tile log: the kernel's Config says
+// what each means.
+type logOptions struct {
+	Storage            Storage
+	BatchMaxSize       uint
+	BatchMaxAge        time.Duration
+	CheckpointInterval time.Duration
+	GCInterval         time.Duration
+	MaxOutstanding     uint
+	WitnessPolicy      []byte
+	WitnessTimeout     time.Duration
+	Now                func() time.Time
+	Logger             *slog.Logger
+	// WrapAdd, if set, wraps Tessera's Add: tests use it to make appends
+	// fail.
+	WrapAdd func(tessera.AddFn) tessera.AddFn
+}
+
+func openTileLog(path string, signer note.Signer, verifier note.Verifier, cfg logOptions, witnesses *witnessWatch, wa *writeAhead) (*tileLog, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var witnessClient *http.Client
 	if witnesses != nil {
@@ -103,8 +121,8 @@ func openTileLog(path string, signer note.Signer, verifier note.Verifier, cfg Co
 	}
 	poll := min(cfg.CheckpointInterval/4, 25*time.Millisecond)
 	add := appender.Add
-	if cfg.wrapAdd != nil {
-		add = cfg.wrapAdd(add)
+	if cfg.WrapAdd != nil {
+		add = cfg.WrapAdd(add)
 	}
 	reader = wrapReader(reader)
 	write := tesseraWriter(add)
