@@ -38,7 +38,7 @@ type LogSource interface {
 // disk. The kernel need not be stopped: the audit covers the checkpoint it
 // reads first.
 func LocalLog(dataDir string) LogSource {
-	return client.FileFetcher{Root: filepath.Join(dataDir, logDirName)}
+	return client.FileFetcher{Root: filepath.Join(dataDir, LogDirName)}
 }
 
 // RemoteLog is a log served as tlog-tiles at a URL (annald serves its log
@@ -57,7 +57,7 @@ func RemoteLog(root string) (LogSource, error) {
 // LocalVerifierKey is the verifier key an annald data folder names for
 // its log.
 func LocalVerifierKey(dataDir string) (string, error) {
-	b, err := os.ReadFile(filepath.Join(dataDir, verifierKeyName))
+	b, err := os.ReadFile(filepath.Join(dataDir, VerifierKeyName))
 	if err != nil {
 		return "", fmt.Errorf("read the log's verifier key: %w", err)
 	}
@@ -278,7 +278,7 @@ func auditUnsignedTail(ctx context.Context, dir string, src LogSource, origin st
 	if err != nil {
 		return err
 	}
-	unlock, err := lockDir(abs)
+	unlock, err := LockDir(abs)
 	if errors.Is(err, ErrDataDirInUse) {
 		rep.UnsignedSkipped = "annald is running on the data folder: it writes the entries past the checkpoint into the tiles and signs them"
 		return nil
@@ -286,7 +286,7 @@ func auditUnsignedTail(ctx context.Context, dir string, src LogSource, origin st
 		return err
 	}
 	defer unlock()
-	treeSize, treeRoot, err := tilewriter.ReadTreeState(filepath.Join(abs, logDirName))
+	treeSize, treeRoot, err := tilewriter.ReadTreeState(filepath.Join(abs, LogDirName))
 	if err != nil {
 		return err
 	}
@@ -322,16 +322,16 @@ func auditUnsignedTail(ctx context.Context, dir string, src LogSource, origin st
 	} else if treeSize > 0 && !bytes.Equal(root, treeRoot) {
 		return fmt.Errorf("the %d entries of the tiles hash to root %x, their tree state says %x", treeSize, root, treeRoot)
 	}
-	walDir := filepath.Join(abs, walDirName)
+	walDir := filepath.Join(abs, WALDirName)
 	if _, err := os.Stat(walDir); errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
-	if _, err := checkWriteAheadOrigin(walDir, origin); err != nil {
+	if _, err := CheckWriteAheadOrigin(walDir, origin); err != nil {
 		return err
 	}
 	records, info, err := wal.Read(walDir, treeSize)
 	if err != nil {
-		return writeAheadError(err, treeSize)
+		return WriteAheadError(err, treeSize)
 	}
 	if info.TornBytes > 0 {
 		rep.WALTornTail = fmt.Sprintf("%d bytes at offset %d of %s: %s", info.TornBytes, info.TornOffset, info.TornFile, info.TornReason)

@@ -32,7 +32,7 @@ func forge(t *testing.T, dir string, events ...*event.Event) {
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
-	driver, err := posix.New(ctx, posix.Config{Path: filepath.Join(dir, logDirName)})
+	driver, err := posix.New(ctx, posix.Config{Path: filepath.Join(dir, LogDirName)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestAudit_FindsForgedEntries(t *testing.T) {
 			}{
 				{"local", func() LogSource { return LocalLog(dir) }},
 				{"url", func() LogSource {
-					srv := httptest.NewServer(http.FileServer(http.Dir(filepath.Join(dir, logDirName))))
+					srv := httptest.NewServer(http.FileServer(http.Dir(filepath.Join(dir, LogDirName))))
 					t.Cleanup(srv.Close)
 					s, err := RemoteLog(srv.URL)
 					if err != nil {
@@ -189,11 +189,11 @@ func TestAudit_RefusesTilesTheCheckpointDoesNotSign(t *testing.T) {
 		t.Fatal("audit accepted a checkpoint signed by another key")
 	}
 	// Swap in the other log's entries under this log's checkpoint.
-	entries := filepath.Join(dir, logDirName, "tile", "entries")
+	entries := filepath.Join(dir, LogDirName, "tile", "entries")
 	if err := os.RemoveAll(entries); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Rename(filepath.Join(other, logDirName, "tile", "entries"), entries); err != nil {
+	if err := os.Rename(filepath.Join(other, LogDirName, "tile", "entries"), entries); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Audit(context.Background(), LocalLog(dir), key); err == nil {

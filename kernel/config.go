@@ -193,7 +193,7 @@ func (c Config) validate() error {
 		return errors.New("config: batch age must be positive")
 	case c.CheckpointInterval < 100*time.Millisecond:
 		return fmt.Errorf("config: checkpoint interval %v is below Tessera's minimum of 100ms", c.CheckpointInterval)
-	case !c.Storage.onDisk() && c.CheckpointInterval < MinAWSCheckpointInterval:
+	case !c.Storage.OnDisk() && c.CheckpointInterval < MinAWSCheckpointInterval:
 		return fmt.Errorf("config: checkpoint interval %v is below Tessera's minimum of %v for a log in a bucket", c.CheckpointInterval, MinAWSCheckpointInterval)
 	case c.GCInterval <= 0:
 		return errors.New("config: the clean-up interval must be positive")
@@ -221,8 +221,8 @@ func (c Config) validate() error {
 }
 
 // logOptions are the settings of the tile log under this Config.
-func (c Config) logOptions() logOptions {
-	return logOptions{
+func (c Config) logOptions() LogOptions {
+	return LogOptions{
 		Storage: c.Storage, BatchMaxSize: c.BatchMaxSize, BatchMaxAge: c.BatchMaxAge,
 		CheckpointInterval: c.CheckpointInterval, GCInterval: c.GCInterval, MaxOutstanding: c.MaxOutstanding,
 		WitnessPolicy: c.WitnessPolicy, WitnessTimeout: c.WitnessTimeout, Now: c.Now, Logger: c.Logger, WrapAdd: c.wrapAdd,

@@ -18,10 +18,10 @@ import (
 
 // The files of a data folder.
 const (
-	logDirName         = "log"             // the Tessera POSIX log: the tlog-tiles tree
+	LogDirName         = "log"             // the Tessera POSIX log: the tlog-tiles tree
 	stateFileName      = "state.db"        // bbolt: the materialised view of the log
 	signingKeyFileName = "log.key"         // x/mod note private key, 0600
-	verifierKeyName    = "log.pub"         // x/mod note verifier key
+	VerifierKeyName    = "log.pub"         // x/mod note verifier key
 	originFileName     = "origin"          // the log origin, chosen once
 	rootCredentialName = "root.credential" // the root human's bearer credential, 0600
 	lockFileName       = "LOCK"
@@ -29,11 +29,11 @@ const (
 	// Inside the log folder: Tessera's private tree state (the size and
 	// root it has integrated) and the published checkpoint.
 	treeStatePath      = ".state/treeState"
-	checkpointFileName = "checkpoint"
+	CheckpointFileName = "checkpoint"
 )
 
-// dataDir is an opened, locked data folder.
-type dataDir struct {
+// DataDir is an opened, locked data folder.
+type DataDir struct {
 	Path        string
 	Origin      string
 	SigningKey  string
@@ -42,13 +42,13 @@ type dataDir struct {
 }
 
 // LogPath is the folder of the Tessera POSIX log.
-func (d *dataDir) LogPath() string { return filepath.Join(d.Path, logDirName) }
+func (d *DataDir) LogPath() string { return filepath.Join(d.Path, LogDirName) }
 
 // StatePath is the bbolt state file.
-func (d *dataDir) StatePath() string { return filepath.Join(d.Path, stateFileName) }
+func (d *DataDir) StatePath() string { return filepath.Join(d.Path, stateFileName) }
 
 // RootCredentialPath is where the root credential is kept.
-func (d *dataDir) RootCredentialPath() string { return filepath.Join(d.Path, rootCredentialName) }
+func (d *DataDir) RootCredentialPath() string { return filepath.Join(d.Path, rootCredentialName) }
 
 var (
 	openDirsMu sync.Mutex
@@ -58,19 +58,19 @@ var (
 // ErrDataDirInUse is returned when another kernel holds the data folder.
 var ErrDataDirInUse = errors.New("data folder is in use by another annald")
 
-// openDataDir creates the data folder on first use and locks it. origin is
+// OpenDataDir creates the data folder on first use and locks it. origin is
 // used only when the folder has no origin yet ("" generates one); on a later
 // start a different non-empty origin is an error, since a log's origin
 // never changes.
-func openDataDir(path, origin string) (_ *dataDir, err error) {
+func OpenDataDir(path, origin string) (_ *DataDir, err error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(filepath.Join(abs, logDirName), 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Join(abs, LogDirName), 0o700); err != nil {
 		return nil, fmt.Errorf("create data folder: %w", err)
 	}
-	unlock, err := lockDir(abs)
+	unlock, err := LockDir(abs)
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +85,7 @@ func openDataDir(path, origin string) (_ *dataDir, err error) {
 			os.Remove(p)
 		}
 	}
-	d := &dataDir{Path: abs, unlock: unlock}
+	d := &DataDir{Path: abs, unlock: unlock}
 	if d.Origin, err = d.ensureOrigin(origin); err != nil {
 		return nil, err
 	}
@@ -95,24 +95,24 @@ func openDataDir(path, origin string) (_ *dataDir, err error) {
 	return d, nil
 }
 
-// openExistingDataDir opens, for a tool that must not create one (rebuild,
+// OpenExistingDataDir opens, for a tool that must not create one (rebuild,
 // repair), a data folder that annald made.
-func openExistingDataDir(path string) (*dataDir, error) {
+func OpenExistingDataDir(path string) (*DataDir, error) {
 	if _, err := os.Stat(filepath.Join(path, originFileName)); err != nil {
 		return nil, fmt.Errorf("%s is not an annald data folder: %w", path, err)
 	}
-	return openDataDir(path, "")
+	return OpenDataDir(path, "")
 }
 
 // Close releases the lock.
-func (d *dataDir) Close() {
+func (d *DataDir) Close() {
 	if d.unlock != nil {
 		d.unlock()
 		d.unlock = nil
 	}
 }
 
-func lockDir(abs string) (func(), error) {
+func LockDir(abs string) (func(), error) {
 	openDirsMu.Lock()
 	defer openDirsMu.Unlock()
 	if openDirs[abs] {
@@ -139,7 +139,7 @@ func lockDir(abs string) (func(), error) {
 	}, nil
 }
 
-func (d *dataDir) ensureOrigin(want string) (string, error) {
+func (d *DataDir) ensureOrigin(want string) (string, error) {
 	p := filepath.Join(d.Path, originFileName)
 	have, err := os.ReadFile(p)
 	switch {
@@ -162,7 +162,7 @@ func (d *dataDir) ensureOrigin(want string) (string, error) {
 	if err := checkpoints.ValidateOrigin(want); err != nil {
 		return "", fmt.Errorf("--origin: %w", err)
 	}
-	return want, writeFileAtomic(p, []byte(want+"\n"), 0o644)
+	return want, WriteFileAtomic(p, []byte(want+"\n"), 0o644)
 }
 
 // ensureKeys reads the log's key pair, making one only for a folder that
@@ -171,9 +171,9 @@ func (d *dataDir) ensureOrigin(want string) (string, error) {
 // unreadable or too-open log.key on an existing log refuses to start, and
 // log.pub is never rewritten once a log exists (a missing one is derived
 // again from log.key, which names exactly one public key).
-func (d *dataDir) ensureKeys() error {
+func (d *DataDir) ensureKeys() error {
 	skPath := filepath.Join(d.Path, signingKeyFileName)
-	vkPath := filepath.Join(d.Path, verifierKeyName)
+	vkPath := filepath.Join(d.Path, VerifierKeyName)
 	exists, err := logExists(d.LogPath())
 	if err != nil {
 		return err
@@ -187,7 +187,7 @@ func (d *dataDir) ensureKeys() error {
 	case err != nil:
 		return fmt.Errorf("read the log signing key: %w", err)
 	}
-	if err := checkPrivateMode(skPath); err != nil {
+	if err := CheckPrivateMode(skPath); err != nil {
 		return err
 	}
 	signer, err := checkpoints.NewLogSigner(string(sk))
@@ -203,7 +203,7 @@ func (d *dataDir) ensureKeys() error {
 		if derr != nil {
 			return derr
 		}
-		if err := writeFileAtomic(vkPath, []byte(derived+"\n"), 0o644); err != nil {
+		if err := WriteFileAtomic(vkPath, []byte(derived+"\n"), 0o644); err != nil {
 			return err
 		}
 		vk = []byte(derived)
@@ -223,7 +223,7 @@ func (d *dataDir) ensureKeys() error {
 }
 
 // makeKeys makes the key pair of a new log.
-func (d *dataDir) makeKeys(skPath, vkPath string) error {
+func (d *DataDir) makeKeys(skPath, vkPath string) error {
 	skey, vkey, err := checkpoints.GenerateLogKey(d.Origin)
 	if err != nil {
 		return err
@@ -231,10 +231,10 @@ func (d *dataDir) makeKeys(skPath, vkPath string) error {
 	// The verifier key is written first: a crash between the two writes
 	// leaves no private key without its public one, and a folder with no
 	// log yet may make both again.
-	if err := writeFileAtomic(vkPath, []byte(vkey+"\n"), 0o644); err != nil {
+	if err := WriteFileAtomic(vkPath, []byte(vkey+"\n"), 0o644); err != nil {
 		return err
 	}
-	if err := writeFileAtomic(skPath, []byte(skey+"\n"), 0o600); err != nil {
+	if err := WriteFileAtomic(skPath, []byte(skey+"\n"), 0o600); err != nil {
 		return err
 	}
 	d.SigningKey, d.VerifierKey = skey, vkey
@@ -246,7 +246,7 @@ func (d *dataDir) makeKeys(skPath, vkPath string) error {
 // folder, before any entry, so a folder whose key pair was just made (and
 // whose first start then crashed) has neither.
 func logExists(logPath string) (bool, error) {
-	for _, p := range []string{filepath.Join(logPath, treeStatePath), filepath.Join(logPath, checkpointFileName)} {
+	for _, p := range []string{filepath.Join(logPath, treeStatePath), filepath.Join(logPath, CheckpointFileName)} {
 		if _, err := os.Lstat(p); err == nil {
 			return true, nil
 		} else if !errors.Is(err, os.ErrNotExist) {
@@ -256,8 +256,8 @@ func logExists(logPath string) (bool, error) {
 	return false, nil
 }
 
-// checkPrivateMode refuses a secret file that others may read or write.
-func checkPrivateMode(path string) error {
+// CheckPrivateMode refuses a secret file that others may read or write.
+func CheckPrivateMode(path string) error {
 	fi, err := os.Lstat(path)
 	if err != nil {
 		return err
@@ -271,15 +271,15 @@ func checkPrivateMode(path string) error {
 	return nil
 }
 
-// writeFileAtomic writes data so that a crash leaves either the old file
+// WriteFileAtomic writes data so that a crash leaves either the old file
 // or the new one.
-func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
+func WriteFileAtomic(path string, data []byte, mode os.FileMode) error {
 	return atomicfile.Write(path, bytes.NewReader(data), mode)
 }
 
 // identityFiles make a data folder a given log's: its signing key, verifier
 // key, origin and root credential.
-var identityFiles = []string{signingKeyFileName, verifierKeyName, originFileName, rootCredentialName}
+var identityFiles = []string{signingKeyFileName, VerifierKeyName, originFileName, rootCredentialName}
 
 // CopyIdentity copies a log's identity (signing key, verifier key, origin,
 // root credential) from the data folder from into the folder to, created

@@ -43,7 +43,7 @@ func newFolder(t *testing.T, n int) *folder {
 	if err := k.Close(); err != nil {
 		t.Fatal(err)
 	}
-	pub, err := os.ReadFile(filepath.Join(f.dir, verifierKeyName))
+	pub, err := os.ReadFile(filepath.Join(f.dir, VerifierKeyName))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func (f *folder) path(rel ...string) string { return filepath.Join(append([]stri
 // size is the log's size from the tree state.
 func (f *folder) size(t *testing.T) uint64 {
 	t.Helper()
-	size, _, err := diskLog{root: f.path(logDirName)}.treeState()
+	size, _, err := DiskLog{Root: f.path(LogDirName)}.TreeState()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,11 +66,11 @@ func (f *folder) size(t *testing.T) uint64 {
 // newestBundle and newestTile are the right edge's files.
 func (f *folder) newestBundle(t *testing.T) string {
 	size := f.size(t)
-	return f.path(logDirName, layout.EntriesPath((size-1)/layout.EntryBundleWidth, layout.PartialTileSize(0, (size-1)/layout.EntryBundleWidth, size)))
+	return f.path(LogDirName, layout.EntriesPath((size-1)/layout.EntryBundleWidth, layout.PartialTileSize(0, (size-1)/layout.EntryBundleWidth, size)))
 }
 
 func (f *folder) tile(t *testing.T, level, index uint64) string {
-	return f.path(logDirName, layout.TilePath(level, index, layout.PartialTileSize(level, index, f.size(t))))
+	return f.path(LogDirName, layout.TilePath(level, index, layout.PartialTileSize(level, index, f.size(t))))
 }
 
 // refuses opens the folder and wants a refusal naming file and saying why.
@@ -127,7 +127,7 @@ func TestMissingSigningKeyRefusesAndNeverReKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.refuses(t, f.path(signingKeyFileName), "missing")
-	if pub, _ := os.ReadFile(f.path(verifierKeyName)); string(pub) != f.pub {
+	if pub, _ := os.ReadFile(f.path(VerifierKeyName)); string(pub) != f.pub {
 		t.Fatalf("log.pub was rewritten: %q", pub)
 	}
 	if _, err := os.Stat(f.path(signingKeyFileName)); !errors.Is(err, os.ErrNotExist) {
@@ -164,10 +164,10 @@ func TestUnreadableOrTooOpenSigningKeyRefuses(t *testing.T) {
 	if err := os.WriteFile(key, []byte(other+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(f.path(verifierKeyName), []byte(vkey+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(f.path(VerifierKeyName), []byte(vkey+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	f.refuses(t, f.path(logDirName, "checkpoint"), "does not verify")
+	f.refuses(t, f.path(LogDirName, "checkpoint"), "does not verify")
 }
 
 func generateKeyFor(t *testing.T, f *folder) (string, string, error) {
@@ -180,11 +180,11 @@ func generateKeyFor(t *testing.T, f *folder) (string, string, error) {
 
 func TestMissingVerifierKeyIsDerivedFromTheSigningKey(t *testing.T) {
 	f := newFolder(t, 1)
-	if err := os.Remove(f.path(verifierKeyName)); err != nil {
+	if err := os.Remove(f.path(VerifierKeyName)); err != nil {
 		t.Fatal(err)
 	}
 	f.sound(t)
-	if pub, _ := os.ReadFile(f.path(verifierKeyName)); string(pub) != f.pub {
+	if pub, _ := os.ReadFile(f.path(VerifierKeyName)); string(pub) != f.pub {
 		t.Fatalf("derived log.pub %q, was %q", pub, f.pub)
 	}
 }
@@ -197,7 +197,7 @@ func TestCorruptCheckpointRefusesAndRepairSignsItAgain(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := newFolder(t, 3)
-			cp := f.path(logDirName, "checkpoint")
+			cp := f.path(LogDirName, "checkpoint")
 			raw, _ := os.ReadFile(cp)
 			if err := os.WriteFile(cp, damage(raw), 0o644); err != nil {
 				t.Fatal(err)
@@ -274,17 +274,17 @@ func TestDamagedNewestTileRefusesAndRepairDerivesIt(t *testing.T) {
 
 func TestMissingTreeStateRefuses(t *testing.T) {
 	f := newFolder(t, 2)
-	if err := os.Remove(f.path(logDirName, treeStatePath)); err != nil {
+	if err := os.Remove(f.path(LogDirName, treeStatePath)); err != nil {
 		t.Fatal(err)
 	}
 	// Tessera would start an empty log over the old one.
-	f.refuses(t, f.path(logDirName, treeStatePath), "missing")
+	f.refuses(t, f.path(LogDirName, treeStatePath), "missing")
 }
 
 func TestTempFilesOfInterruptedWritesAreRemoved(t *testing.T) {
 	f := newFolder(t, 3)
 	bundle := f.newestBundle(t)
-	temps := []string{bundle + "1234567", f.path(logDirName, "checkpoint987654"), f.path(logDirName, ".state", "treeState55555")}
+	temps := []string{bundle + "1234567", f.path(LogDirName, "checkpoint987654"), f.path(LogDirName, ".state", "treeState55555")}
 	for _, p := range temps {
 		if err := os.WriteFile(p, []byte("partial write"), 0o644); err != nil {
 			t.Fatal(err)
@@ -307,7 +307,7 @@ func TestTempFilesOfInterruptedWritesAreRemoved(t *testing.T) {
 // one in the background, which stops every writer when it finds it.
 func TestScrubFindsAnOldEditedEntryAndStopsWrites(t *testing.T) {
 	f := newFolder(t, 300)
-	old := f.path(logDirName, layout.EntriesPath(0, 0))
+	old := f.path(LogDirName, layout.EntriesPath(0, 0))
 	raw, _ := os.ReadFile(old)
 	edited := strings.Replace(string(raw), "workspace/7\"", "workspace/8\"", 1)
 	if edited == string(raw) {
@@ -348,17 +348,17 @@ func generateLogKey(origin string) (string, string, error) { return checkpoints.
 // serves a log it has not checked.
 func TestEveryFileKindTruncatedOrFlipped(t *testing.T) {
 	kinds := map[string]func(f *folder) string{
-		"checkpoint":      func(f *folder) string { return f.path(logDirName, checkpointFileName) },
-		"tree state":      func(f *folder) string { return f.path(logDirName, treeStatePath) },
+		"checkpoint":      func(f *folder) string { return f.path(LogDirName, CheckpointFileName) },
+		"tree state":      func(f *folder) string { return f.path(LogDirName, treeStatePath) },
 		"newest bundle":   func(f *folder) string { return f.newestBundle(t) },
-		"old bundle":      func(f *folder) string { return f.path(logDirName, layout.EntriesPath(0, 0)) },
+		"old bundle":      func(f *folder) string { return f.path(LogDirName, layout.EntriesPath(0, 0)) },
 		"newest tile":     func(f *folder) string { return f.tile(t, 0, 1) },
-		"old tile":        func(f *folder) string { return f.path(logDirName, layout.TilePath(0, 0, 0)) },
+		"old tile":        func(f *folder) string { return f.path(LogDirName, layout.TilePath(0, 0, 0)) },
 		"level-1 tile":    func(f *folder) string { return f.tile(t, 1, 0) },
 		"signing key":     func(f *folder) string { return f.path(signingKeyFileName) },
-		"verifier key":    func(f *folder) string { return f.path(verifierKeyName) },
+		"verifier key":    func(f *folder) string { return f.path(VerifierKeyName) },
 		"origin":          func(f *folder) string { return f.path(originFileName) },
-		"tessera version": func(f *folder) string { return f.path(logDirName, ".state", "version") },
+		"tessera version": func(f *folder) string { return f.path(LogDirName, ".state", "version") },
 		"state cache":     func(f *folder) string { return f.path(stateFileName) },
 	}
 	damages := map[string]func([]byte) []byte{
@@ -524,10 +524,10 @@ func TestPartialTilesAreCollected(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	for _, size := range oldSizes {
-		if _, err := k.log.inclusionProof(ctx, size-1, size); err != nil {
+		if _, err := k.log.InclusionProof(ctx, size-1, size); err != nil {
 			t.Fatalf("proof at old size %d after clean-up: %v", size, err)
 		}
-		if _, err := k.log.consistencyProof(ctx, size, 600); err != nil {
+		if _, err := k.log.ConsistencyProof(ctx, size, 600); err != nil {
 			t.Fatalf("consistency from old size %d after clean-up: %v", size, err)
 		}
 	}
@@ -537,9 +537,9 @@ func TestPartialTilesAreCollected(t *testing.T) {
 // second history under the same key: refused.
 func TestLostLogFolderIsNotStartedAgain(t *testing.T) {
 	f := newFolder(t, 2)
-	if err := os.RemoveAll(f.path(logDirName)); err != nil {
+	if err := os.RemoveAll(f.path(LogDirName)); err != nil {
 		t.Fatal(err)
 	}
 	os.Remove(f.path(stateFileName))
-	f.refuses(t, f.path(logDirName, treeStatePath), "fork")
+	f.refuses(t, f.path(LogDirName, treeStatePath), "fork")
 }

@@ -174,7 +174,7 @@ func (k *Kernel) appendDecided(ctx context.Context, stage string, ev *event.Even
 	} else if err != nil {
 		return 0, nil, denyAt(stage, GateForm, ErrInvalid, "%s", strings.TrimPrefix(err.Error(), "event "+ev.ID+": "))
 	}
-	index, err := k.log.append(ctx, entry, ev, folded)
+	index, err := k.log.Append(ctx, entry, ev, folded)
 	var refusal *sequenceRefusal
 	if errors.As(err, &refusal) {
 		return 0, nil, err

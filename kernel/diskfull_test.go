@@ -146,7 +146,7 @@ func TestFullDiskStopsWritesAndResumesWhenSpaceReturns(t *testing.T) {
 	if took := time.Since(start); took > 5*time.Second {
 		t.Fatalf("a stop on a full disk took %v", took)
 	}
-	if left := tempFilesIn(t, filepath.Join(dir, logDirName)); len(left) > 0 {
+	if left := tempFilesIn(t, filepath.Join(dir, LogDirName)); len(left) > 0 {
 		t.Fatalf("the stop left %d temp files: %v", len(left), left[:min(5, len(left))])
 	}
 	os.Remove(filler)

@@ -83,7 +83,7 @@ type ExportResult struct {
 // event is ErrNotFound with w untouched. progress, if not nil, is called
 // with the entries scanned and the entries to scan.
 func (k *Kernel) Export(ctx context.Context, sel ExportSelection, w io.Writer, progress func(done, total uint64)) (*ExportResult, error) {
-	cp, err := k.log.latestCheckpoint(ctx)
+	cp, err := k.log.LatestCheckpoint(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("read checkpoint: %w", err)
 	}
@@ -333,13 +333,13 @@ func (x *exporter) entries(from, to uint64, errp *error) func(func(uint64, []byt
 func (x *exporter) readBundle(b uint64) (*api.EntryBundle, error) {
 	l := x.k.log
 	p := layout.PartialTileSize(0, b, x.cp.Size)
-	raw, err := l.reader.ReadEntryBundle(x.ctx, b, p)
+	raw, err := l.Reader.ReadEntryBundle(x.ctx, b, p)
 	if errors.Is(err, os.ErrNotExist) && p != 0 {
-		size, serr := l.reader.IntegratedSize(x.ctx)
+		size, serr := l.Reader.IntegratedSize(x.ctx)
 		if serr != nil {
 			return nil, serr
 		}
-		raw, err = l.reader.ReadEntryBundle(x.ctx, b, layout.PartialTileSize(0, b, size))
+		raw, err = l.Reader.ReadEntryBundle(x.ctx, b, layout.PartialTileSize(0, b, size))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("entry bundle %d: %w", b, err)
@@ -380,7 +380,7 @@ func (x *exporter) nodeHash(id compact.NodeID) ([]byte, error) {
 	key := [2]uint64{tileLevel, tileIndex}
 	levels, ok := x.tiles[key]
 	if !ok {
-		raw, err := x.k.log.readTile(x.ctx, tileLevel, tileIndex, layout.PartialTileSize(tileLevel, tileIndex, x.cp.Size))
+		raw, err := x.k.log.ReadTile(x.ctx, tileLevel, tileIndex, layout.PartialTileSize(tileLevel, tileIndex, x.cp.Size))
 		if err != nil {
 			return nil, err
 		}
@@ -428,7 +428,7 @@ func (x *exporter) consistency(old uint64) (*bundle.Consistency, error) {
 	}
 	c := &bundle.Consistency{OldSize: old, OldRoot: base64.StdEncoding.EncodeToString(root)}
 	if old < x.cp.Size {
-		proof, err := x.k.log.consistencyProof(x.ctx, old, x.cp.Size)
+		proof, err := x.k.log.ConsistencyProof(x.ctx, old, x.cp.Size)
 		if err != nil {
 			return nil, fmt.Errorf("consistency proof from %d to %d: %w", old, x.cp.Size, err)
 		}
@@ -454,5 +454,5 @@ func (x *exporter) inclusionProof(index uint64) ([][sha256.Size]byte, error) {
 	if hashes, err = nodes.Rehash(hashes, rfc6962.DefaultHasher.HashChildren); err != nil {
 		return nil, err
 	}
-	return toHashes(hashes)
+	return ToHashes(hashes)
 }

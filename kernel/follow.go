@@ -18,10 +18,10 @@ import (
 // appender, no lease — so that a takeover folds only the last entries.
 // It holds the data folder while it runs; Open it after Follow returned.
 func Follow(ctx context.Context, cfg Config, interval time.Duration) error {
-	if cfg.Storage.onDisk() {
+	if cfg.Storage.OnDisk() {
 		return errors.New("follow: only a log on shared storage can be followed")
 	}
-	dir, err := openDataDir(cfg.DataDir, cfg.Origin)
+	dir, err := OpenDataDir(cfg.DataDir, cfg.Origin)
 	if err != nil {
 		return err
 	}
@@ -35,8 +35,8 @@ func Follow(ctx context.Context, cfg Config, interval time.Duration) error {
 		return err
 	}
 	defer closeReader()
-	tl := &tileLog{reader: reader, verifier: verifier}
-	if err := tl.checkOwnLog(ctx, dir.Origin); err != nil {
+	tl := &Log{Reader: reader, Verifier: verifier}
+	if err := tl.CheckOwnLog(ctx, dir.Origin); err != nil {
 		return err
 	}
 	cache, err := openCheckedState(dir, cfg.Logger, tl.leafAt(ctx))
@@ -46,7 +46,7 @@ func Follow(ctx context.Context, cfg Config, interval time.Duration) error {
 	k := &Kernel{cfg: cfg, dir: dir, log: tl, store: cache.store, ledger: cache.ledger, logger: cfg.Logger}
 	defer k.store.close()
 	for {
-		size, err := tl.integratedSize(ctx)
+		size, err := tl.IntegratedSize(ctx)
 		if err == nil && size > k.ledger.Size {
 			if err = foldLog(ctx, tl, k.ledger, size, k.indexFolded); err == nil {
 				err = k.persist()
@@ -66,7 +66,7 @@ func Follow(ctx context.Context, cfg Config, interval time.Duration) error {
 // readOnly is a reader of the log in the bucket, with its sizes read from
 // Tessera's tables: what a standby follows the log with.
 func (a *AWSStorage) readOnly(ctx context.Context) (tessera.LogReader, func(), error) {
-	sdk, s3opts, err := a.s3Config(ctx)
+	sdk, s3opts, err := a.S3Config(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -75,7 +75,7 @@ func (a *AWSStorage) readOnly(ctx context.Context) (tessera.LogReader, func(), e
 		return nil, nil, err
 	}
 	db.SetMaxOpenConns(2)
-	return bucketReader{LogReader: tableSizes{db: db}, s3: s3.NewFromConfig(sdk, s3opts), bucket: a.Bucket}, func() { db.Close() }, nil
+	return BucketReader{LogReader: tableSizes{db: db}, S3: s3.NewFromConfig(sdk, s3opts), Bucket: a.Bucket}, func() { db.Close() }, nil
 }
 
 // tableSizes reads the log's sizes from Tessera's coordination tables; its

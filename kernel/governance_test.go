@@ -111,7 +111,7 @@ func (g *govKernel) submit(a *Actor, t event.ActionType, target string) (*Receip
 }
 
 func (g *govKernel) size() uint64 {
-	s, err := g.log.size(context.Background())
+	s, err := g.log.Size(context.Background())
 	if err != nil {
 		g.t.Fatal(err)
 	}

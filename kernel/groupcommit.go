@@ -9,7 +9,7 @@ import (
 	"github.com/transparency-dev/tessera"
 )
 
-// groupCommitter makes entries durable in groups, one group in flight at a
+// GroupCommitter makes entries durable in groups, one group in flight at a
 // time: while a group is being written, new entries wait, and all of them
 // are written together as soon as the write ends. A group costs one
 // write-ahead fsync (writeahead.go) or, without the write-ahead log, one
@@ -21,25 +21,25 @@ import (
 // fsyncs). Arrivals over HTTP are spread out, so without grouping the kernel
 // wrote batches a quarter the size raw Tessera did at the same concurrency.
 // Grouping restores large batches under load and costs one maxAge when idle.
-type groupCommitter struct {
+type GroupCommitter struct {
 	// write makes a group durable and says where each entry landed: through
 	// Tessera (tesseraWriter) or the kernel's write-ahead log (writeahead.go).
-	write func(group []*commitRequest) []commitResult
-	// onDurable, if set, sees each group once it is durable (all of it
+	write func(group []*CommitRequest) []CommitResult
+	// OnDurable, if set, sees each group once it is durable (all of it
 	// sequenced) and before any of its callers hears back, with the
 	// entries' outcomes; it may turn an outcome into an error, and may
 	// answer (commitRequest.answer) the entries it is done with before it
 	// returns; the rest are answered after. The kernel folds the group into
 	// its ledger here, so an answer always reflects its own event.
-	onDurable func(group []*commitRequest, results []commitResult)
-	// seq, if set, sees each group before it is written and may keep
+	OnDurable func(group []*CommitRequest, results []CommitResult)
+	// Seq, if set, sees each group before it is written and may keep
 	// entries out of it (sequencer).
-	seq        sequencer
+	Seq        Sequencer
 	maxGroup   int
 	maxPending int
 
 	mu      sync.Mutex
-	pending []*commitRequest
+	pending []*CommitRequest
 	// unanswered counts the entries taken from pending and not yet
 	// answered: being written, or written and waiting to be folded.
 	unanswered int
@@ -52,30 +52,30 @@ type groupCommitter struct {
 }
 
 type durableGroup struct {
-	group   []*commitRequest
-	results []commitResult
+	group   []*CommitRequest
+	results []CommitResult
 }
 
-// sequencer is the last check before the log: it sees every group in the
+// Sequencer is the last check before the log: it sees every group in the
 // order it will be written, and once written.
-type sequencer interface {
-	// admit returns the entries of group that may be written, in order,
+type Sequencer interface {
+	// Admit returns the entries of group that may be written, in order,
 	// and answers the others itself (they are written nowhere).
-	admit(group []*commitRequest) []*commitRequest
-	// written sees the outcome of writing what admit returned.
-	written(group []*commitRequest, results []commitResult)
+	Admit(group []*CommitRequest) []*CommitRequest
+	// Written sees the outcome of writing what admit returned.
+	Written(group []*CommitRequest, results []CommitResult)
 }
 
-type commitRequest struct {
+type CommitRequest struct {
 	entry []byte
-	ev    *event.Event // the decoded entry, for onDurable
-	// at is the index the sequencer checked the entry at, which the
+	Event    *event.Event // the decoded entry, for onDurable
+	// At is the index the sequencer checked the entry At, which the
 	// write must give it.
-	at uint64
-	// folded, if set, is called by onDurable once the entry is folded (or
+	At uint64
+	// Folded, if set, is called by onDurable once the entry is Folded (or
 	// failed), in the same critical section.
-	folded func()
-	result chan commitResult
+	Folded func()
+	result chan CommitResult
 	// answered is set once result has been sent: by the sequencer, for an
 	// entry it keeps out of the log; else by onDurable, which may answer
 	// the entries it has folded before the rest of their group, or by the
@@ -84,21 +84,21 @@ type commitRequest struct {
 	answered bool
 }
 
-// answer sends res to the submitter, unless it has been answered.
-func (r *commitRequest) answer(res commitResult) {
+// Answer sends res to the submitter, unless it has been answered.
+func (r *CommitRequest) Answer(res CommitResult) {
 	if !r.answered {
 		r.answered = true
 		r.result <- res
 	}
 }
 
-type commitResult struct {
-	index uint64
-	err   error
+type CommitResult struct {
+	Index uint64
+	Err   error
 }
 
-func newGroupCommitter(write func([]*commitRequest) []commitResult, maxGroup, maxPending int) *groupCommitter {
-	g := &groupCommitter{
+func newGroupCommitter(write func([]*CommitRequest) []CommitResult, maxGroup, maxPending int) *GroupCommitter {
+	g := &GroupCommitter{
 		write: write, maxGroup: maxGroup, maxPending: maxPending,
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 		durable: make(chan durableGroup),
@@ -109,8 +109,8 @@ func newGroupCommitter(write func([]*commitRequest) []commitResult, maxGroup, ma
 }
 
 // append queues entry and waits until it is durably sequenced.
-func (g *groupCommitter) append(ctx context.Context, entry []byte, ev *event.Event, folded func()) (uint64, error) {
-	r := &commitRequest{entry: entry, ev: ev, folded: folded, result: make(chan commitResult, 1)}
+func (g *GroupCommitter) append(ctx context.Context, entry []byte, ev *event.Event, folded func()) (uint64, error) {
+	r := &CommitRequest{entry: entry, Event: ev, Folded: folded, result: make(chan CommitResult, 1)}
 	g.mu.Lock()
 	if len(g.pending) >= g.maxPending {
 		g.mu.Unlock()
@@ -126,10 +126,10 @@ func (g *groupCommitter) append(ctx context.Context, entry []byte, ev *event.Eve
 	// the caller waits for the outcome rather than for its own context:
 	// answering "failed" for an entry that then lands would be a lie.
 	res := <-r.result
-	return res.index, res.err
+	return res.Index, res.Err
 }
 
-func (g *groupCommitter) run() {
+func (g *GroupCommitter) run() {
 	defer close(g.durable)
 	for {
 		select {
@@ -144,7 +144,7 @@ func (g *groupCommitter) run() {
 
 // drain writes groups until nothing is pending, each handed to the fold
 // stage once written.
-func (g *groupCommitter) drain() {
+func (g *GroupCommitter) drain() {
 	for {
 		g.mu.Lock()
 		n := min(len(g.pending), g.maxGroup)
@@ -155,8 +155,8 @@ func (g *groupCommitter) drain() {
 		if n == 0 {
 			return
 		}
-		if g.seq != nil {
-			group = g.seq.admit(group)
+		if g.Seq != nil {
+			group = g.Seq.Admit(group)
 			if refused := n - len(group); refused > 0 {
 				g.mu.Lock()
 				g.unanswered -= refused
@@ -167,8 +167,8 @@ func (g *groupCommitter) drain() {
 			}
 		}
 		results := g.write(group)
-		if g.seq != nil {
-			g.seq.written(group, results)
+		if g.Seq != nil {
+			g.Seq.Written(group, results)
 		}
 		g.durable <- durableGroup{group: group, results: results}
 	}
@@ -176,14 +176,14 @@ func (g *groupCommitter) drain() {
 
 // foldStage folds each written group, in the order written, and answers
 // its entries.
-func (g *groupCommitter) foldStage() {
+func (g *GroupCommitter) foldStage() {
 	defer close(g.done)
 	for d := range g.durable {
-		if g.onDurable != nil {
-			g.onDurable(d.group, d.results)
+		if g.OnDurable != nil {
+			g.OnDurable(d.group, d.results)
 		}
 		for i, r := range d.group {
-			r.answer(d.results[i])
+			r.Answer(d.results[i])
 		}
 		g.mu.Lock()
 		g.unanswered -= len(d.group)
@@ -191,8 +191,8 @@ func (g *groupCommitter) foldStage() {
 	}
 }
 
-// idle reports whether no entry is waiting, being written or being folded.
-func (g *groupCommitter) idle() bool {
+// Idle reports whether no entry is waiting, being written or being folded.
+func (g *GroupCommitter) Idle() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return len(g.pending) == 0 && g.unanswered == 0
@@ -201,36 +201,36 @@ func (g *groupCommitter) idle() bool {
 // abandon answers every entry not yet being written with err: they are
 // not in the log and never will be. The group being written is not
 // touched; its entries may land.
-func (g *groupCommitter) abandon(err error) {
+func (g *GroupCommitter) abandon(err error) {
 	g.mu.Lock()
 	abandoned := g.pending
 	g.pending = nil
 	g.mu.Unlock()
-	results := make([]commitResult, len(abandoned))
+	results := make([]CommitResult, len(abandoned))
 	for i := range results {
-		results[i].err = err
+		results[i].Err = err
 	}
-	if g.onDurable != nil && len(abandoned) > 0 {
-		g.onDurable(abandoned, results)
+	if g.OnDurable != nil && len(abandoned) > 0 {
+		g.OnDurable(abandoned, results)
 	}
 	for i, r := range abandoned {
-		r.answer(results[i])
+		r.Answer(results[i])
 	}
 }
 
 // tesseraWriter writes a group through Tessera's appender, which assigns
 // the indices: all of it is handed over before any future is waited on, so
 // that it can go out as one batch.
-func tesseraWriter(add tessera.AddFn) func([]*commitRequest) []commitResult {
-	return func(group []*commitRequest) []commitResult {
+func tesseraWriter(add tessera.AddFn) func([]*CommitRequest) []CommitResult {
+	return func(group []*CommitRequest) []CommitResult {
 		futures := make([]tessera.IndexFuture, len(group))
 		for i, r := range group {
 			futures[i] = add(context.Background(), tessera.NewEntry(r.entry))
 		}
-		results := make([]commitResult, len(group))
+		results := make([]CommitResult, len(group))
 		for i, f := range futures {
 			idx, err := f()
-			results[i] = commitResult{index: idx.Index, err: err}
+			results[i] = CommitResult{Index: idx.Index, Err: err}
 		}
 		return results
 	}
@@ -239,7 +239,7 @@ func tesseraWriter(add tessera.AddFn) func([]*commitRequest) []commitResult {
 // close writes what is pending and stops. Once ctx is done, entries not
 // yet handed to Tessera are abandoned (answered with an error) rather than
 // waited for.
-func (g *groupCommitter) close(ctx context.Context) {
+func (g *GroupCommitter) close(ctx context.Context) {
 	close(g.stop)
 	select {
 	case <-g.done:

@@ -12,10 +12,10 @@ import (
 // so every submitter is answered exactly once, with its own result.
 func TestGroupCommitter_OnDurableAnswersEarly(t *testing.T) {
 	var next uint64
-	write := func(group []*commitRequest) []commitResult {
-		results := make([]commitResult, len(group))
+	write := func(group []*CommitRequest) []CommitResult {
+		results := make([]CommitResult, len(group))
 		for i := range results {
-			results[i].index = next
+			results[i].Index = next
 			next++
 		}
 		return results
@@ -23,12 +23,12 @@ func TestGroupCommitter_OnDurableAnswersEarly(t *testing.T) {
 	g := newGroupCommitter(write, 64, 1000)
 	release := make(chan struct{})
 	var mu sync.Mutex
-	var seen []*commitRequest
-	g.onDurable = func(group []*commitRequest, results []commitResult) {
+	var seen []*CommitRequest
+	g.OnDurable = func(group []*CommitRequest, results []CommitResult) {
 		mu.Lock()
 		seen = append(seen, group...)
 		mu.Unlock()
-		group[0].answer(results[0])
+		group[0].Answer(results[0])
 		<-release // only the first group waits
 	}
 	ctx := context.Background()

@@ -499,7 +499,7 @@ func (k *Kernel) entryAt(ctx context.Context, bundles map[uint64]*api.EntryBundl
 	b, ok := bundles[bi]
 	if !ok {
 		var err error
-		if b, err = k.log.readBundle(ctx, bi, size); err != nil {
+		if b, err = k.log.ReadBundle(ctx, bi, size); err != nil {
 			return nil, err
 		}
 		bundles[bi] = b

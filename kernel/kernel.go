@@ -32,10 +32,10 @@ const RootID = ledger.RootID
 // Kernel is an open sovereignty kernel over one data folder.
 type Kernel struct {
 	cfg Config
-	dir *dataDir
-	log *tileLog
+	dir *DataDir
+	log *Log
 	// witnesses sees the witnesses' answers (nil without a policy).
-	witnesses *witnessWatch
+	witnesses *WitnessWatch
 	store     *store
 	logger    *slog.Logger
 	// sealed keeps sealed payloads and their subjects' keys (sealed.go).
@@ -113,7 +113,7 @@ func Open(cfg Config) (_ *Kernel, err error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	dir, err := openDataDir(cfg.DataDir, cfg.Origin)
+	dir, err := OpenDataDir(cfg.DataDir, cfg.Origin)
 	if err != nil {
 		return nil, err
 	}
@@ -130,54 +130,54 @@ func Open(cfg Config) (_ *Kernel, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkPrivateMode(dir.RootCredentialPath()); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := CheckPrivateMode(dir.RootCredentialPath()); err != nil && !errors.Is(err, os.ErrNotExist) {
 		cfg.Logger.Warn("the root credential is not private", "err", err)
 	}
-	var witnesses *witnessWatch
+	var witnesses *WitnessWatch
 	if len(cfg.WitnessPolicy) > 0 {
 		if err := checkPolicyLog(cfg.WitnessPolicy, dir.VerifierKey); err != nil {
 			return nil, err
 		}
-		witnesses = newWitnessWatch(dir.Origin, dir.VerifierKey, cfg.Logger, cfg.Now)
+		witnesses = NewWitnessWatch(dir.Origin, dir.VerifierKey, cfg.Logger, cfg.Now)
 	}
-	var check *logCheck
-	var l *tileLog
+	var check *LogCheck
+	var l *Log
 	var cache *stateCache
-	if cfg.Storage.onDisk() {
+	if cfg.Storage.OnDisk() {
 		// The data folder's log is checked before Tessera opens it.
-		check, err = checkLog(context.Background(), dir.LogPath(), verifier)
-		if err == nil && check.size > 0 && check.size <= cfg.scrubAtStart() && !cfg.DisableScrub {
+		check, err = CheckLog(context.Background(), dir.LogPath(), verifier)
+		if err == nil && check.Size > 0 && check.Size <= cfg.scrubAtStart() && !cfg.DisableScrub {
 			// A small log is read whole before it is served (tens of ms); a
 			// larger one after, in the background.
-			err = scrubLog(context.Background(), dir.LogPath(), check.size, check.root)
-			check.size = 0
+			err = ScrubLog(context.Background(), dir.LogPath(), check.Size, check.Root)
+			check.Size = 0
 		}
 		if err != nil {
 			return nil, fmt.Errorf("start-up check of the log: %w", err)
 		}
-		if check.tempFiles > 0 {
-			cfg.Logger.Info("removed temporary files that interrupted writes left in the log folder", "count", check.tempFiles)
+		if check.TempFiles > 0 {
+			cfg.Logger.Info("removed temporary files that interrupted writes left in the log folder", "count", check.TempFiles)
 		}
 		// What the write-ahead log holds past the tiles goes into them
 		// before anything reads the log.
-		var wa *writeAhead
+		var wa *WriteAhead
 		if cfg.DisableWriteAhead {
-			err = replayWriteAhead(dir, cfg.Logger)
+			err = ReplayWriteAhead(dir, cfg.Logger)
 		} else {
-			wa, err = openWriteAhead(dir, int(cfg.MaxOutstanding), cfg.Logger)
+			wa, err = OpenWriteAhead(dir, int(cfg.MaxOutstanding), cfg.Logger)
 		}
 		if err != nil {
 			return nil, err
 		}
 		if cache, err = openCheckedState(dir, cfg.Logger, diskLeafAt(dir.LogPath())); err != nil {
 			if wa != nil {
-				wa.wal.Close()
+				wa.WAL.Close()
 			}
 			return nil, err
 		}
-		if l, err = openTileLog(dir.LogPath(), signer, verifier, cfg.logOptions(), witnesses, wa); err != nil {
+		if l, err = OpenLog(dir.LogPath(), signer, verifier, cfg.logOptions(), witnesses, wa); err != nil {
 			if wa != nil {
-				wa.wal.Close()
+				wa.WAL.Close()
 			}
 			cache.store.close()
 			return nil, err
@@ -185,15 +185,15 @@ func Open(cfg Config) (_ *Kernel, err error) {
 	} else {
 		// A shared log is read through Tessera: its checkpoint must be this
 		// log's before anything is appended to it.
-		check = &logCheck{}
-		if l, err = openTileLog(dir.LogPath(), signer, verifier, cfg.logOptions(), witnesses, nil); err != nil {
+		check = &LogCheck{}
+		if l, err = OpenLog(dir.LogPath(), signer, verifier, cfg.logOptions(), witnesses, nil); err != nil {
 			return nil, err
 		}
 		if lease := cfg.Storage.AWS.Lease; lease != nil {
-			err = lease.fence(context.Background())
+			err = lease.Fence(context.Background())
 		}
 		if err == nil {
-			err = l.checkOwnLog(context.Background(), dir.Origin)
+			err = l.CheckOwnLog(context.Background(), dir.Origin)
 		}
 		if err == nil {
 			cache, err = openCheckedState(dir, cfg.Logger, l.leafAt(context.Background()))
@@ -201,7 +201,7 @@ func Open(cfg Config) (_ *Kernel, err error) {
 		if err != nil {
 			shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			_ = l.close(shutdownCtx)
+			_ = l.Close(shutdownCtx)
 			return nil, err
 		}
 	}
@@ -220,23 +220,23 @@ func Open(cfg Config) (_ *Kernel, err error) {
 	if !cfg.DisableRateLimit {
 		k.limiter = ratelimit.New(cfg.RateLimits, cfg.MaxRateBuckets, cfg.RateClock)
 	}
-	l.group.onDurable = k.foldDurable
+	l.Group.OnDurable = k.foldDurable
 	if !cfg.sequencerOff {
-		l.group.seq = k
+		l.Group.Seq = k
 	}
-	if l.wa != nil {
-		l.wa.onFailure = k.tileLogFailure
-		l.wa.hold, l.wa.fail = cfg.holdTiles, cfg.failTiles
-		l.wa.checkEdge = func() error {
-			_, err := verifyLogEdge(context.Background(), dir.LogPath(), verifier)
+	if l.Wa != nil {
+		l.Wa.OnFailure = k.tileLogFailure
+		l.Wa.Hold, l.Wa.Fail = cfg.holdTiles, cfg.failTiles
+		l.Wa.CheckEdge = func() error {
+			_, err := VerifyLogEdge(context.Background(), dir.LogPath(), verifier)
 			return err
 		}
-		l.wa.start()
+		l.Wa.Start()
 	}
 	if err := k.recover(context.Background()); err != nil {
 		shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		_ = l.close(shutdownCtx)
+		_ = l.Close(shutdownCtx)
 		return nil, err
 	}
 	go k.foldLoop()
@@ -247,9 +247,9 @@ func Open(cfg Config) (_ *Kernel, err error) {
 	k.loopsDone.Add(2)
 	go func() { defer k.loopsDone.Done(); k.holdLoop(k.stopLoops) }()
 	go func() { defer k.loopsDone.Done(); k.resumeLoop(k.stopLoops) }()
-	if check.size > 0 && !cfg.DisableScrub {
+	if check.Size > 0 && !cfg.DisableScrub {
 		k.loopsDone.Add(1)
-		go func() { defer k.loopsDone.Done(); defer close(k.scrubbed); k.scrub(check.size, check.root) }()
+		go func() { defer k.loopsDone.Done(); defer close(k.scrubbed); k.scrub(check.Size, check.Root) }()
 	} else {
 		close(k.scrubbed)
 	}
@@ -259,7 +259,7 @@ func Open(cfg Config) (_ *Kernel, err error) {
 // recover folds the log's tail into the stored ledger and, on a log with
 // no events yet, writes the root credential and appends the genesis event.
 func (k *Kernel) recover(ctx context.Context) error {
-	size, err := k.log.settledSize(ctx)
+	size, err := k.log.SettledSize(ctx)
 	if err != nil {
 		return fmt.Errorf("read log size: %w", err)
 	}
@@ -324,7 +324,7 @@ func (k *Kernel) genesis(ctx context.Context) error {
 	}
 	// The credential file is written before the genesis event: a crash in
 	// between leaves an empty log, and the next start makes a new one.
-	if err := writeFileAtomic(k.dir.RootCredentialPath(), []byte(cred+"\n"), 0o600); err != nil {
+	if err := WriteFileAtomic(k.dir.RootCredentialPath(), []byte(cred+"\n"), 0o600); err != nil {
 		return fmt.Errorf("write root credential: %w", err)
 	}
 	energy := k.cfg.Energy
@@ -347,17 +347,17 @@ func (k *Kernel) genesis(ctx context.Context) error {
 // foldDurable folds a durable group into the ledger, in log order, and
 // answers each chunk's submitters once it is folded. It runs in the group
 // committer's fold stage.
-func (k *Kernel) foldDurable(group []*commitRequest, results []commitResult) {
+func (k *Kernel) foldDurable(group []*CommitRequest, results []CommitResult) {
 	order := make([]int, len(group))
 	for i := range order {
 		order[i] = i
 	}
-	sort.Slice(order, func(a, b int) bool { return results[order[a]].index < results[order[b]].index })
+	sort.Slice(order, func(a, b int) bool { return results[order[a]].Index < results[order[b]].Index })
 	for len(order) > 0 {
 		n := min(len(order), foldChunk)
 		k.foldInOrder(group, results, order[:n])
 		for _, i := range order[:n] {
-			group[i].answer(results[i])
+			group[i].Answer(results[i])
 		}
 		order = order[n:]
 	}
@@ -374,40 +374,40 @@ const foldChunk = 64
 
 // foldInOrder folds the entries of group at order, in that order, in one
 // critical section.
-func (k *Kernel) foldInOrder(group []*commitRequest, results []commitResult, order []int) {
+func (k *Kernel) foldInOrder(group []*CommitRequest, results []CommitResult, order []int) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	defer k.signalGrowth(k.ledger.Size)
 	for _, i := range order {
 		r := &results[i]
 		switch {
-		case r.err != nil:
+		case r.Err != nil:
 			// Tessera may fail after an entry became durable (its tree
 			// state renamed into place, the folder's fsync then failing):
 			// nothing more is decided until the ledger has folded what the
 			// log holds, which the resume loop does. A write-ahead log
 			// that could not cut a failed write back holds what only a
 			// restart can tell.
-			k.stopWriting(fmt.Errorf("the log failed to take an entry: %w", r.err), !errors.Is(r.err, wal.ErrBroken))
-		case r.index != k.ledger.Size:
+			k.stopWriting(fmt.Errorf("the log failed to take an entry: %w", r.Err), !errors.Is(r.Err, wal.ErrBroken))
+		case r.Index != k.ledger.Size:
 			// Durable, but behind an entry this kernel was told had failed
 			// and which landed after all (or one already folded by a
 			// resume): the answer is the truth, the entry is in the log at
 			// r.index; the resume loop folds it in order.
-			if r.index > k.ledger.Size {
-				k.stopWriting(fmt.Errorf("entry %d landed after an append that was reported failed", r.index), true)
+			if r.Index > k.ledger.Size {
+				k.stopWriting(fmt.Errorf("entry %d landed after an append that was reported failed", r.Index), true)
 			}
 		default:
-			if err := k.ledger.Fold(r.index, group[i].ev); err != nil {
-				r.err = err
-				k.stopWriting(fmt.Errorf("durable entry %d cannot be folded: %w (run annald audit)", r.index, err), false)
+			if err := k.ledger.Fold(r.Index, group[i].Event); err != nil {
+				r.Err = err
+				k.stopWriting(fmt.Errorf("durable entry %d cannot be folded: %w (run annald audit)", r.Index, err), false)
 			} else {
-				k.indexFolded(r.index, group[i].ev)
+				k.indexFolded(r.Index, group[i].Event)
 			}
 		}
 		// Claims and held energy go in the same critical section as the
 		// fold, so the next decision sees the event's effect, not its hold.
-		if f := group[i].folded; f != nil {
+		if f := group[i].Folded; f != nil {
 			f()
 		}
 	}
@@ -515,17 +515,17 @@ func (k *Kernel) tryResume(ctx context.Context) (done bool, err error) {
 	if !resumable {
 		return true, nil
 	}
-	probe := func() error { return probeWritable(k.dir.Path, resumeProbeBytes) }
+	probe := func() error { return ProbeWritable(k.dir.Path, resumeProbeBytes) }
 	if k.cfg.probeWrite != nil {
 		probe = k.cfg.probeWrite
 	}
 	if err := probe(); err != nil {
 		return false, err
 	}
-	if !k.log.group.idle() {
+	if !k.log.Group.Idle() {
 		return false, errors.New("entries are still being written")
 	}
-	if k.log.wa != nil && !k.log.wa.caughtUp() {
+	if k.log.Wa != nil && !k.log.Wa.CaughtUp() {
 		return false, errors.New("the tile log does not yet hold every entry of the write-ahead log")
 	}
 	k.mu.Lock()
@@ -534,7 +534,7 @@ func (k *Kernel) tryResume(ctx context.Context) (done bool, err error) {
 		return true, nil
 	}
 	size, err := k.logEdge(ctx)
-	if err != nil && !k.cfg.Storage.onDisk() {
+	if err != nil && !k.cfg.Storage.OnDisk() {
 		return false, err // the database or the bucket is away: try again
 	}
 	if err != nil {
@@ -552,9 +552,9 @@ func (k *Kernel) tryResume(ctx context.Context) (done bool, err error) {
 	k.logger.Info("the log takes writes again; the kernel resumes", "size", size, "after", k.failed)
 	k.resetSequencer()
 	k.failed, k.resumable = nil, false
-	if k.cfg.Storage.onDisk() {
+	if k.cfg.Storage.OnDisk() {
 		go func() {
-			if n, err := removeTempFilesOlder(k.dir.LogPath(), time.Minute); err != nil || n > 0 {
+			if n, err := RemoveTempFilesOlder(k.dir.LogPath(), time.Minute); err != nil || n > 0 {
 				k.logger.Info("removed temporary files that failed writes left", "count", n, "err", err)
 			}
 		}()
@@ -566,16 +566,16 @@ func (k *Kernel) tryResume(ctx context.Context) (done bool, err error) {
 // the data folder's log, after checking its newest files against the
 // signed tree; for a shared log, everything sequenced, once integrated.
 func (k *Kernel) logEdge(ctx context.Context) (uint64, error) {
-	if !k.cfg.Storage.onDisk() {
+	if !k.cfg.Storage.OnDisk() {
 		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
-		return k.log.settledSize(ctx)
+		return k.log.SettledSize(ctx)
 	}
-	check, err := verifyLogEdge(ctx, k.dir.LogPath(), k.log.verifier)
+	check, err := VerifyLogEdge(ctx, k.dir.LogPath(), k.log.Verifier)
 	if err != nil {
 		return 0, err
 	}
-	return check.size, nil
+	return check.Size, nil
 }
 
 // scrub checks the whole log below size, in the background after start:
@@ -592,7 +592,7 @@ func (k *Kernel) scrub(size uint64, root []byte) {
 		}
 	}()
 	start := time.Now()
-	err := scrubLog(ctx, k.dir.LogPath(), size, root)
+	err := ScrubLog(ctx, k.dir.LogPath(), size, root)
 	switch {
 	case ctx.Err() != nil:
 	case err != nil:
@@ -681,12 +681,12 @@ func (k *Kernel) persist() error {
 // foldedAt is the fold record of a ledger that has folded size entries:
 // the leaf hash of the last one, read back from the log (it is durable,
 // so it is read outside the kernel's lock).
-func foldedAt(ctx context.Context, tl *tileLog, size uint64) (foldedRecord, error) {
+func foldedAt(ctx context.Context, tl *Log, size uint64) (foldedRecord, error) {
 	r := foldedRecord{size: size}
 	if size == 0 {
 		return r, nil
 	}
-	entry, err := tl.readEntry(ctx, size-1)
+	entry, err := tl.ReadEntry(ctx, size-1)
 	if err != nil {
 		return r, fmt.Errorf("read the last folded entry: %w", err)
 	}
@@ -715,7 +715,7 @@ func (k *Kernel) Close() error {
 	<-k.foldDone
 	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
 	defer cancel()
-	logErr := k.log.close(ctx)
+	logErr := k.log.Close(ctx)
 	if errors.Is(logErr, context.DeadlineExceeded) && len(k.WitnessProblems()) > 0 {
 		// Close waits for a checkpoint that covers every entry, which
 		// refusing witnesses never cosign. The entries are durable;
@@ -726,8 +726,8 @@ func (k *Kernel) Close() error {
 	errs := []error{logErr}
 	errs = append(errs, k.persist(), k.store.close())
 	// Tessera has stopped: what a write it gave up on left behind goes.
-	if k.cfg.Storage.onDisk() {
-		if _, err := removeTempFiles(k.dir.LogPath()); err != nil {
+	if k.cfg.Storage.OnDisk() {
+		if _, err := RemoveTempFiles(k.dir.LogPath()); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -788,12 +788,12 @@ type Info struct {
 // Info returns the origin, verifier key, integrated size and the size of
 // the latest checkpoint.
 func (k *Kernel) Info(ctx context.Context) (Info, error) {
-	size, err := k.log.size(ctx)
+	size, err := k.log.Size(ctx)
 	if err != nil {
 		return Info{}, err
 	}
 	info := Info{Origin: k.dir.Origin, VerifierKey: k.dir.VerifierKey, Size: size, NotReady: k.Ready()}
-	if cp, err := k.log.latestCheckpoint(ctx); err == nil {
+	if cp, err := k.log.LatestCheckpoint(ctx); err == nil {
 		info.Checkpoint = cp.Size
 	}
 	return info, nil
@@ -819,8 +819,8 @@ func (k *Kernel) LogPath() string { return k.dir.LogPath() }
 // CheckpointAge is how long ago the published checkpoint was last written
 // (for a log in a bucket: since this kernel saw it change).
 func (k *Kernel) CheckpointAge() (time.Duration, error) {
-	if !k.cfg.Storage.onDisk() {
-		changed, err := k.log.checkpointChangedAt(context.Background())
+	if !k.cfg.Storage.OnDisk() {
+		changed, err := k.log.CheckpointChangedAt(context.Background())
 		if err != nil {
 			return 0, err
 		}

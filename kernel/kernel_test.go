@@ -148,7 +148,7 @@ func TestSubmitDenials(t *testing.T) {
 			}
 		})
 	}
-	if size, _ := k.log.size(ctx); size != 1 {
+	if size, _ := k.log.Size(ctx); size != 1 {
 		t.Fatalf("log size %d after denials, want 1 (genesis only)", size)
 	}
 }

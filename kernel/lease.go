@@ -220,9 +220,9 @@ func (l *Lease) Release(ctx context.Context) error {
 // Close releases the database.
 func (l *Lease) Close() error { return l.db.Close() }
 
-// fence installs the trigger on Tessera's Seq table (which must exist) and
+// Fence installs the trigger on Tessera's Seq table (which must exist) and
 // checks that this kernel holds the lease.
-func (l *Lease) fence(ctx context.Context) error {
+func (l *Lease) Fence(ctx context.Context) error {
 	if _, err := l.db.ExecContext(ctx, fenceTrigger); err != nil {
 		return fmt.Errorf("install the write fence on Seq (needs the TRIGGER privilege): %w", err)
 	}

@@ -31,14 +31,14 @@ type DamageError struct {
 	// Repairable is set when annald repair can mend it from the rest of the
 	// data folder without losing anything the log acknowledged.
 	Repairable bool
-	// tile is the damaged hash tile, when it is one.
-	tile *tileRef
+	// Tile is the damaged hash Tile, when it is one.
+	Tile *TileRef
 }
 
-// tileRef names a hash tile: its level, index and width in nodes.
-type tileRef struct {
-	level, index uint64
-	width        int
+// TileRef names a hash tile: its level, index and width in nodes.
+type TileRef struct {
+	Level, Index uint64
+	Width        int
 }
 
 func (e *DamageError) Error() string {
@@ -55,18 +55,18 @@ const (
 	remedyRepair = "annald repair re-derives it from the rest of the log and checks the result against the signed tree"
 )
 
-// diskLog is the read-only view of a data folder's Tessera POSIX log, with
+// DiskLog is the read-only view of a data folder's Tessera POSIX log, with
 // the file paths that the start-up check and the scrub name.
-type diskLog struct {
-	root string
+type DiskLog struct {
+	Root string
 }
 
-func (d diskLog) path(rel string) string { return filepath.Join(d.root, rel) }
+func (d DiskLog) Path(rel string) string { return filepath.Join(d.Root, rel) }
 
-// treeState is what Tessera's POSIX driver has integrated: its private
-// .state/treeState file, written last in every batch.
-func (d diskLog) treeState() (size uint64, root []byte, err error) {
-	p := d.path(treeStatePath)
+// TreeState is what Tessera's POSIX driver has integrated: its private
+// .state/TreeState file, written last in every batch.
+func (d DiskLog) TreeState() (size uint64, root []byte, err error) {
+	p := d.Path(treeStatePath)
 	raw, err := os.ReadFile(p)
 	if err != nil {
 		return 0, nil, err
@@ -85,57 +85,57 @@ func (d diskLog) treeState() (size uint64, root []byte, err error) {
 
 // bundle reads the entry bundle of index holding want entries (its partial
 // file, or the full one once the partial has been collected).
-func (d diskLog) bundle(index uint64, want int) ([][]byte, error) {
-	raw, file, err := d.read(layout.EntriesPath(index, partialWidth(want)), layout.EntriesPath(index, 0))
+func (d DiskLog) bundle(index uint64, want int) ([][]byte, error) {
+	raw, file, err := d.read(layout.EntriesPath(index, PartialWidth(want)), layout.EntriesPath(index, 0))
 	if err != nil {
 		return nil, err
 	}
 	var b api.EntryBundle
 	if err := b.UnmarshalText(raw); err != nil || len(b.Entries) < want {
-		return nil, &DamageError{File: file, Problem: fmt.Sprintf("entry bundle %d does not hold the %d entries that the tree state (%s) counts in it (%d bytes)", index, want, d.path(treeStatePath), len(raw)), Remedy: remedyBackup}
+		return nil, &DamageError{File: file, Problem: fmt.Sprintf("entry bundle %d does not hold the %d entries that the tree state (%s) counts in it (%d bytes)", index, want, d.Path(treeStatePath), len(raw)), Remedy: remedyBackup}
 	}
 	return b.Entries[:want], nil
 }
 
-// tile reads the hash tile at level, index holding width nodes.
-func (d diskLog) tile(level, index uint64, width int) ([][]byte, string, error) {
-	rel := layout.TilePath(level, index, partialWidth(width))
+// Tile reads the hash Tile at level, index holding width nodes.
+func (d DiskLog) Tile(level, index uint64, width int) ([][]byte, string, error) {
+	rel := layout.TilePath(level, index, PartialWidth(width))
 	raw, file, err := d.read(rel, layout.TilePath(level, index, 0))
 	var missing *DamageError
 	if errors.As(err, &missing) {
 		// A tile holds nothing its entries do not: it can be derived again.
-		missing.File, missing.Remedy, missing.Repairable, missing.tile = d.path(rel), remedyRepair, true, &tileRef{level, index, width}
+		missing.File, missing.Remedy, missing.Repairable, missing.Tile = d.Path(rel), remedyRepair, true, &TileRef{level, index, width}
 	}
 	if err != nil {
-		return nil, d.path(rel), err
+		return nil, d.Path(rel), err
 	}
 	var t api.HashTile
 	if err := t.UnmarshalText(raw); err != nil || len(t.Nodes) < width {
 		return nil, file, &DamageError{File: file, Problem: fmt.Sprintf("hash tile holds %d bytes, want %d hashes", len(raw), width), Remedy: remedyRepair, Repairable: true,
-			tile: &tileRef{level, index, width}}
+			Tile: &TileRef{level, index, width}}
 	}
 	return t.Nodes[:width], file, nil
 }
 
 // read reads rel, or full when rel is a partial that no longer exists.
-func (d diskLog) read(rel, full string) ([]byte, string, error) {
-	raw, err := os.ReadFile(d.path(rel))
+func (d DiskLog) read(rel, full string) ([]byte, string, error) {
+	raw, err := os.ReadFile(d.Path(rel))
 	if errors.Is(err, fs.ErrNotExist) && rel != full {
 		rel = full
-		raw, err = os.ReadFile(d.path(rel))
+		raw, err = os.ReadFile(d.Path(rel))
 	}
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, d.path(rel), &DamageError{File: d.path(rel), Problem: "missing", Remedy: remedyBackup}
+		return nil, d.Path(rel), &DamageError{File: d.Path(rel), Problem: "missing", Remedy: remedyBackup}
 	}
-	return raw, d.path(rel), err
+	return raw, d.Path(rel), err
 }
 
-func (d diskLog) readTile(_ context.Context, level, index uint64, p uint8) ([]byte, error) {
-	return client.FileFetcher{Root: d.root}.ReadTile(context.Background(), level, index, p)
+func (d DiskLog) readTile(_ context.Context, level, index uint64, p uint8) ([]byte, error) {
+	return client.FileFetcher{Root: d.Root}.ReadTile(context.Background(), level, index, p)
 }
 
-// partialWidth is the tlog-tiles partial width of a tile of n nodes (0: full).
-func partialWidth(n int) uint8 { return uint8(n % layout.TileWidth) }
+// PartialWidth is the tlog-tiles partial width of a tile of n nodes (0: full).
+func PartialWidth(n int) uint8 { return uint8(n % layout.TileWidth) }
 
 // rightEdge is the newest tile at each level of a tree of size leaves:
 // its index and how many nodes it holds.
@@ -153,10 +153,10 @@ func rightEdge(size uint64) (edge []struct {
 	return edge
 }
 
-// deriveTile computes the tile at level, index of width nodes from what is
+// DeriveTile computes the tile at level, index of width nodes from what is
 // below it: a level-0 tile from its entry bundle's leaf hashes, a higher
 // one from the roots of the full tiles under it.
-func (d diskLog) deriveTile(level, index uint64, width int) ([][]byte, error) {
+func (d DiskLog) DeriveTile(level, index uint64, width int) ([][]byte, error) {
 	if level == 0 {
 		entries, err := d.bundle(index, width)
 		if err != nil {
@@ -170,7 +170,7 @@ func (d diskLog) deriveTile(level, index uint64, width int) ([][]byte, error) {
 	}
 	nodes := make([][]byte, width)
 	for j := range width {
-		child, _, err := d.tile(level-1, index*layout.TileWidth+uint64(j), layout.TileWidth)
+		child, _, err := d.Tile(level-1, index*layout.TileWidth+uint64(j), layout.TileWidth)
 		if err != nil {
 			return nil, err
 		}
@@ -191,15 +191,15 @@ func subtreeRoot(level [][]byte) []byte {
 	return level[0]
 }
 
-// logCheck is what the start-up check found.
-type logCheck struct {
-	size       uint64 // integrated entries, from the tree state
-	root       []byte
-	checkpoint *checkpoints.SignedCheckpoint // nil when none is published yet
-	tempFiles  int                           // left by interrupted writes, removed
+// LogCheck is what the start-up check found.
+type LogCheck struct {
+	Size       uint64 // integrated entries, from the tree state
+	Root       []byte
+	Checkpoint *checkpoints.SignedCheckpoint // nil when none is published yet
+	TempFiles  int                           // left by interrupted writes, removed
 }
 
-// checkLog is the start-up check of the log folder, run before Tessera opens
+// CheckLog is the start-up check of the log folder, run before Tessera opens
 // it; it reads O(log n) files whatever the log's size. It removes the
 // temporary files of writes a crash or a full disk interrupted, then
 // checks that:
@@ -214,46 +214,46 @@ type logCheck struct {
 // Anything else is a *DamageError naming the file: the kernel must neither
 // serve nor append on top of it. The whole log is checked later, in the
 // background (scrubLog), and by annald verify.
-func checkLog(ctx context.Context, logPath string, v note.Verifier) (*logCheck, error) {
-	temps, err := removeTempFiles(logPath)
+func CheckLog(ctx context.Context, logPath string, v note.Verifier) (*LogCheck, error) {
+	temps, err := RemoveTempFiles(logPath)
 	if err != nil {
 		return nil, err
 	}
-	c, err := verifyLogEdge(ctx, logPath, v)
+	c, err := VerifyLogEdge(ctx, logPath, v)
 	if err != nil {
 		return nil, err
 	}
-	c.tempFiles = temps
+	c.TempFiles = temps
 	return c, nil
 }
 
-// verifyLogEdge is checkLog less the removal of temporary files, which
+// VerifyLogEdge is checkLog less the removal of temporary files, which
 // only a log folder no writer has open may undergo.
-func verifyLogEdge(ctx context.Context, logPath string, v note.Verifier) (*logCheck, error) {
-	d := diskLog{root: logPath}
-	c := &logCheck{}
-	size, root, err := d.treeState()
+func VerifyLogEdge(ctx context.Context, logPath string, v note.Verifier) (*LogCheck, error) {
+	d := DiskLog{Root: logPath}
+	c := &LogCheck{}
+	size, root, err := d.TreeState()
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		if exists, _ := logExists(logPath); exists {
-			return nil, &DamageError{File: d.path(treeStatePath), Problem: "missing, while the log has a checkpoint", Remedy: remedyBackup}
+			return nil, &DamageError{File: d.Path(treeStatePath), Problem: "missing, while the log has a checkpoint", Remedy: remedyBackup}
 		}
-		if _, err := os.Stat(d.path("tile")); err == nil {
-			return nil, &DamageError{File: d.path(treeStatePath), Problem: "missing, while the log has tiles", Remedy: remedyBackup}
+		if _, err := os.Stat(d.Path("tile")); err == nil {
+			return nil, &DamageError{File: d.Path(treeStatePath), Problem: "missing, while the log has tiles", Remedy: remedyBackup}
 		}
 		// The root credential is written after Tessera made the tree state
 		// and before the genesis entry: a folder that has one made a log.
 		// Making another under the same key would fork its history.
 		if _, err := os.Stat(filepath.Join(filepath.Dir(logPath), rootCredentialName)); err == nil {
-			return nil, &DamageError{File: d.path(treeStatePath), Problem: "missing, while this data folder already made a log (it has a root credential): a new log under the same key would fork its history",
+			return nil, &DamageError{File: d.Path(treeStatePath), Problem: "missing, while this data folder already made a log (it has a root credential): a new log under the same key would fork its history",
 				Remedy: remedyBackup + "; or start a new data folder"}
 		}
 		return c, nil // a new log: Tessera makes it
 	case err != nil:
 		return nil, err
 	}
-	c.size, c.root = size, root
-	raw, err := os.ReadFile(d.path(checkpointFileName))
+	c.Size, c.Root = size, root
+	raw, err := os.ReadFile(d.Path(CheckpointFileName))
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		// Tessera publishes one from the tree state as soon as it opens.
@@ -262,23 +262,23 @@ func verifyLogEdge(ctx context.Context, logPath string, v note.Verifier) (*logCh
 	default:
 		cp, err := checkpoints.OpenCheckpoint(raw, v)
 		if err != nil {
-			return nil, &DamageError{File: d.path(checkpointFileName), Problem: fmt.Sprintf("does not verify under the log's key %s: %v", v.Name(), err),
+			return nil, &DamageError{File: d.Path(CheckpointFileName), Problem: fmt.Sprintf("does not verify under the log's key %s: %v", v.Name(), err),
 				Remedy: "annald repair signs a new checkpoint of the tree state once the tiles agree with it", Repairable: true}
 		}
 		if cp.Size > size {
-			return nil, &DamageError{File: d.path(treeStatePath), Problem: fmt.Sprintf("counts %d entries, but the signed checkpoint %d", size, cp.Size), Remedy: remedyBackup}
+			return nil, &DamageError{File: d.Path(treeStatePath), Problem: fmt.Sprintf("counts %d entries, but the signed checkpoint %d", size, cp.Size), Remedy: remedyBackup}
 		}
-		c.checkpoint = cp
+		c.Checkpoint = cp
 	}
 	if size == 0 {
 		return c, nil
 	}
 	for level, t := range rightEdge(size) {
-		have, file, err := d.tile(uint64(level), t.index, t.width)
+		have, file, err := d.Tile(uint64(level), t.index, t.width)
 		if err != nil {
 			return nil, err
 		}
-		want, err := d.deriveTile(uint64(level), t.index, t.width)
+		want, err := d.DeriveTile(uint64(level), t.index, t.width)
 		if err != nil {
 			return nil, err
 		}
@@ -288,7 +288,7 @@ func verifyLogEdge(ctx context.Context, logPath string, v note.Verifier) (*logCh
 					return nil, c.blameLeaf(ctx, d, t.index*layout.EntryBundleWidth+uint64(j), want[j], file)
 				}
 				return nil, &DamageError{File: file, Problem: fmt.Sprintf("hash %d is not what the entries below it hash to", j), Remedy: remedyRepair, Repairable: true,
-					tile: &tileRef{uint64(level), t.index, t.width}}
+					Tile: &TileRef{uint64(level), t.index, t.width}}
 			}
 		}
 	}
@@ -302,57 +302,57 @@ func verifyLogEdge(ctx context.Context, logPath string, v note.Verifier) (*logCh
 // level-0 tile (file) says otherwise: the tile, if the entry's inclusion
 // proof (built from the tile's other hashes) holds under the tree state's
 // root, else the entry.
-func (c *logCheck) blameLeaf(ctx context.Context, d diskLog, i uint64, leaf []byte, file string) error {
-	pb, err := client.NewProofBuilder(ctx, c.size, d.readTile)
+func (c *LogCheck) blameLeaf(ctx context.Context, d DiskLog, i uint64, leaf []byte, file string) error {
+	pb, err := client.NewProofBuilder(ctx, c.Size, d.readTile)
 	if err == nil {
 		var incl [][]byte
 		if incl, err = pb.InclusionProof(ctx, i); err == nil {
-			err = proof.VerifyInclusion(rfc6962.DefaultHasher, i, c.size, leaf, incl, c.root)
+			err = proof.VerifyInclusion(rfc6962.DefaultHasher, i, c.Size, leaf, incl, c.Root)
 		}
 	}
 	if err == nil {
 		return &DamageError{File: file, Problem: fmt.Sprintf("the hash of entry %d is not what the entry hashes to", i), Remedy: remedyRepair, Repairable: true,
-			tile: &tileRef{0, i / layout.TileWidth, int(min(c.size-i/layout.TileWidth*layout.TileWidth, layout.TileWidth))}}
+			Tile: &TileRef{0, i / layout.TileWidth, int(min(c.Size-i/layout.TileWidth*layout.TileWidth, layout.TileWidth))}}
 	}
-	bundle := d.path(layout.EntriesPath(i/layout.EntryBundleWidth, partialWidth(int(min(c.size-i/layout.EntryBundleWidth*layout.EntryBundleWidth, layout.EntryBundleWidth)))))
+	bundle := d.Path(layout.EntriesPath(i/layout.EntryBundleWidth, PartialWidth(int(min(c.Size-i/layout.EntryBundleWidth*layout.EntryBundleWidth, layout.EntryBundleWidth)))))
 	return &DamageError{File: bundle, Problem: fmt.Sprintf("entry %d hashes to %x, which the signed tree does not hold: it was changed after it was logged", i, leaf), Remedy: remedyBackup}
 }
 
 // verifyRoot checks the tiles against the tree state's root (the inclusion
 // proof of the newest entry) and the checkpoint's tree against them.
-func (c *logCheck) verifyRoot(ctx context.Context, d diskLog) error {
-	last := c.size - 1
+func (c *LogCheck) verifyRoot(ctx context.Context, d DiskLog) error {
+	last := c.Size - 1
 	entries, err := d.bundle(last/layout.EntryBundleWidth, int(last%layout.EntryBundleWidth)+1)
 	if err != nil {
 		return err
 	}
-	pb, err := client.NewProofBuilder(ctx, c.size, d.readTile)
+	pb, err := client.NewProofBuilder(ctx, c.Size, d.readTile)
 	if err != nil {
 		return fmt.Errorf("read the tiles of the tree: %w", err)
 	}
 	incl, err := pb.InclusionProof(ctx, last)
 	if err == nil {
-		err = proof.VerifyInclusion(rfc6962.DefaultHasher, last, c.size, rfc6962.DefaultHasher.HashLeaf(entries[len(entries)-1]), incl, c.root)
+		err = proof.VerifyInclusion(rfc6962.DefaultHasher, last, c.Size, rfc6962.DefaultHasher.HashLeaf(entries[len(entries)-1]), incl, c.Root)
 	}
 	if err != nil {
-		return &DamageError{File: d.path(treeStatePath), Problem: fmt.Sprintf("the tiles do not hash to its root %x: %v", c.root, err), Remedy: remedyBackup}
+		return &DamageError{File: d.Path(treeStatePath), Problem: fmt.Sprintf("the tiles do not hash to its root %x: %v", c.Root, err), Remedy: remedyBackup}
 	}
-	cp := c.checkpoint
+	cp := c.Checkpoint
 	if cp == nil || cp.Size == 0 {
 		return nil
 	}
-	if cp.Size == c.size {
-		if !bytes.Equal(cp.Hash[:], c.root) {
-			return &DamageError{File: d.path(checkpointFileName), Problem: fmt.Sprintf("signs root %x for size %d, the tree has %x", cp.Hash, cp.Size, c.root), Remedy: remedyBackup}
+	if cp.Size == c.Size {
+		if !bytes.Equal(cp.Hash[:], c.Root) {
+			return &DamageError{File: d.Path(CheckpointFileName), Problem: fmt.Sprintf("signs root %x for size %d, the tree has %x", cp.Hash, cp.Size, c.Root), Remedy: remedyBackup}
 		}
 		return nil
 	}
-	cons, err := pb.ConsistencyProof(ctx, cp.Size, c.size)
+	cons, err := pb.ConsistencyProof(ctx, cp.Size, c.Size)
 	if err == nil {
-		err = proof.VerifyConsistency(rfc6962.DefaultHasher, cp.Size, c.size, cons, cp.Hash[:], c.root)
+		err = proof.VerifyConsistency(rfc6962.DefaultHasher, cp.Size, c.Size, cons, cp.Hash[:], c.Root)
 	}
 	if err != nil {
-		return &DamageError{File: d.path(checkpointFileName), Problem: fmt.Sprintf("the signed tree of size %d is not a prefix of the tiles' tree of size %d: %v", cp.Size, c.size, err), Remedy: remedyBackup}
+		return &DamageError{File: d.Path(CheckpointFileName), Problem: fmt.Sprintf("the signed tree of size %d is not a prefix of the tiles' tree of size %d: %v", cp.Size, c.Size, err), Remedy: remedyBackup}
 	}
 	return nil
 }
@@ -362,16 +362,16 @@ func (c *logCheck) verifyRoot(ctx context.Context, d diskLog) error {
 // number. A crash, or a full disk, can leave them behind.
 var tempFileName = regexp.MustCompile(`^(?:[0-9]{3}[0-9]+|(?:checkpoint|treeState|gcState|version)[0-9]+)$`)
 
-// removeTempFiles removes what interrupted writes left in the log folder
+// RemoveTempFiles removes what interrupted writes left in the log folder
 // and returns how many there were. Inside a partial folder (NNN.p) a name is
 // a width (1 to 255); anything longer is a temporary file. (Tessera v1.0.4
 // leaves one behind for every write that fails with a full disk: its
 // createTemp clears the name it then means to remove.)
-func removeTempFiles(logPath string) (int, error) { return removeTempFilesOlder(logPath, 0) }
+func RemoveTempFiles(logPath string) (int, error) { return RemoveTempFilesOlder(logPath, 0) }
 
-// removeTempFilesOlder removes the temporary files last written more than
+// RemoveTempFilesOlder removes the temporary files last written more than
 // age ago: while Tessera runs, younger ones may be writes in progress.
-func removeTempFilesOlder(logPath string, age time.Duration) (int, error) {
+func RemoveTempFilesOlder(logPath string, age time.Duration) (int, error) {
 	n := 0
 	cutoff := time.Now().Add(-age)
 	err := filepath.WalkDir(logPath, func(p string, e fs.DirEntry, err error) error {
@@ -403,19 +403,19 @@ func removeTempFilesOlder(logPath string, age time.Duration) (int, error) {
 	return n, err
 }
 
-// scrubLog reads the whole log below size: every entry bundle against its
+// ScrubLog reads the whole log below size: every entry bundle against its
 // level-0 tile, every tile above against the tiles below it, and the root
 // of all entries against root. It names the first file that disagrees: an
 // entry changed after it was logged (the entries no longer hash to root),
 // or else a damaged tile (which annald repair re-derives).
-func scrubLog(ctx context.Context, logPath string, size uint64, root []byte) error {
-	d := diskLog{root: logPath}
+func ScrubLog(ctx context.Context, logPath string, size uint64, root []byte) error {
+	d := DiskLog{Root: logPath}
 	rng := (&compact.RangeFactory{Hash: rfc6962.DefaultHasher.HashChildren}).NewEmptyRange(0)
 	var badTile, badEntry *DamageError
 	// check compares the tile at level, index with the nodes derived from
 	// the entries, and remembers the first difference.
 	check := func(level int, index uint64, nodes [][]byte) error {
-		have, file, err := d.tile(uint64(level), index, len(nodes))
+		have, file, err := d.Tile(uint64(level), index, len(nodes))
 		var damage *DamageError
 		if errors.As(err, &damage) && badTile == nil {
 			badTile = damage
@@ -428,10 +428,10 @@ func scrubLog(ctx context.Context, logPath string, size uint64, root []byte) err
 				continue
 			}
 			badTile = &DamageError{File: file, Problem: fmt.Sprintf("hash %d is not what the entries below it hash to", j), Remedy: remedyRepair, Repairable: true,
-				tile: &tileRef{uint64(level), index, len(nodes)}}
+				Tile: &TileRef{uint64(level), index, len(nodes)}}
 			if level == 0 {
 				i := index*layout.EntryBundleWidth + uint64(j)
-				badEntry = &DamageError{File: d.path(layout.EntriesPath(index, partialWidth(len(nodes)))),
+				badEntry = &DamageError{File: d.Path(layout.EntriesPath(index, PartialWidth(len(nodes)))),
 					Problem: fmt.Sprintf("entry %d hashes to %x, but its tile and the signed tree have %x: it was changed after it was logged", i, nodes[j], have[j]), Remedy: remedyBackup}
 			}
 		}
@@ -496,12 +496,12 @@ func scrubLog(ctx context.Context, logPath string, size uint64, root []byte) err
 	case badEntry != nil:
 		return badEntry
 	}
-	return &DamageError{File: d.path("tile/entries"), Problem: fmt.Sprintf("the %d stored entries hash to root %x, the signed tree says %x: entries were changed after they were logged", size, got, root), Remedy: remedyBackup}
+	return &DamageError{File: d.Path("tile/entries"), Problem: fmt.Sprintf("the %d stored entries hash to root %x, the signed tree says %x: entries were changed after they were logged", size, got, root), Remedy: remedyBackup}
 }
 
-// probeWritable writes n bytes to a file in dir, syncs it and removes it:
+// ProbeWritable writes n bytes to a file in dir, syncs it and removes it:
 // whether the file system takes writes again after one failed.
-func probeWritable(dir string, n int) (err error) {
+func ProbeWritable(dir string, n int) (err error) {
 	f, err := os.CreateTemp(dir, ".write-probe-*")
 	if err != nil {
 		return err

@@ -81,7 +81,7 @@ func (t *proofTiles) fetch(ctx context.Context, nodes proof.Nodes, size uint64) 
 	if err != nil {
 		return nil, err
 	}
-	return toHashes(hashes)
+	return ToHashes(hashes)
 }
 
 // node returns the hash of a complete subtree of the tree of size.

@@ -26,13 +26,13 @@ func TestProofTiles_AsTesseraBuildsThem(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	size, err := k.log.integratedSize(ctx)
+	size, err := k.log.IntegratedSize(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	leaves := make([][]byte, size)
 	for i := range size {
-		entry, err := k.log.readEntry(ctx, i)
+		entry, err := k.log.ReadEntry(ctx, i)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -43,7 +43,7 @@ func TestProofTiles_AsTesseraBuildsThem(t *testing.T) {
 			continue
 		}
 		rootHash := mthOf(leaves[:n])
-		pb, err := client.NewProofBuilder(ctx, n, k.log.readTile)
+		pb, err := client.NewProofBuilder(ctx, n, k.log.ReadTile)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -53,7 +53,7 @@ func TestProofTiles_AsTesseraBuildsThem(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				for i := uint64(w); i < n; i += 4 {
-					got, err := k.log.inclusionProof(ctx, i, n)
+					got, err := k.log.InclusionProof(ctx, i, n)
 					if err != nil {
 						t.Errorf("size %d, leaf %d: %v", n, i, err)
 						return
@@ -74,7 +74,7 @@ func TestProofTiles_AsTesseraBuildsThem(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, _ := k.log.inclusionProof(ctx, i, n)
+			got, _ := k.log.InclusionProof(ctx, i, n)
 			if len(got) != len(want) {
 				t.Fatalf("size %d, leaf %d: %d hashes, Tessera %d", n, i, len(got), len(want))
 			}
@@ -88,7 +88,7 @@ func TestProofTiles_AsTesseraBuildsThem(t *testing.T) {
 			if old == 0 || old >= n {
 				continue
 			}
-			got, err := k.log.consistencyProof(ctx, old, n)
+			got, err := k.log.ConsistencyProof(ctx, old, n)
 			if err != nil {
 				t.Fatal(err)
 			}

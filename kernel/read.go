@@ -13,7 +13,7 @@ import (
 
 // Entry returns the raw log entry at index: the canonical event bytes.
 func (k *Kernel) Entry(ctx context.Context, index uint64) ([]byte, error) {
-	entry, err := k.log.readEntry(ctx, index)
+	entry, err := k.log.ReadEntry(ctx, index)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("entry %d: %w", index, ErrNotFound)
 	}
@@ -22,13 +22,13 @@ func (k *Kernel) Entry(ctx context.Context, index uint64) ([]byte, error) {
 
 // LatestCheckpoint returns the latest published checkpoint, verified.
 func (k *Kernel) LatestCheckpoint(ctx context.Context) (*checkpoints.SignedCheckpoint, error) {
-	return k.log.latestCheckpoint(ctx)
+	return k.log.LatestCheckpoint(ctx)
 }
 
 // InclusionProof returns the c2sp.org/tlog-proof for entry index against
 // the latest checkpoint.
 func (k *Kernel) InclusionProof(ctx context.Context, index uint64) (*checkpoints.TLogProof, error) {
-	cp, err := k.log.latestCheckpoint(ctx)
+	cp, err := k.log.LatestCheckpoint(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("read checkpoint: %w", err)
 	}
@@ -59,7 +59,7 @@ func (k *Kernel) AwaitInclusionProof(ctx context.Context, index uint64) (*checkp
 			}
 		}()
 	}
-	cp, err := k.log.awaitPublished(ctx, index)
+	cp, err := k.log.AwaitPublished(ctx, index)
 	if err != nil {
 		if cause := context.Cause(ctx); errors.Is(cause, ErrWitnessRefused) {
 			return nil, cause
@@ -78,7 +78,7 @@ const witnessPatience = 2 * time.Second
 // witnessRefusal is the error for an entry that waits on witnesses that
 // have refused the log's checkpoints for witnessPatience, else nil.
 func (k *Kernel) witnessRefusal(index uint64) error {
-	problems := k.witnesses.problems(witnessPatience)
+	problems := k.witnesses.Problems(witnessPatience)
 	if len(problems) == 0 {
 		return nil
 	}
@@ -87,7 +87,7 @@ func (k *Kernel) witnessRefusal(index uint64) error {
 
 func (k *Kernel) proofAt(ctx context.Context, index uint64, cp *checkpoints.SignedCheckpoint) (*checkpoints.TLogProof, error) {
 	if index >= cp.Size {
-		size, _ := k.log.size(ctx)
+		size, _ := k.log.Size(ctx)
 		if index < size {
 			if err := k.witnessRefusal(index); err != nil {
 				return nil, err
@@ -96,7 +96,7 @@ func (k *Kernel) proofAt(ctx context.Context, index uint64, cp *checkpoints.Sign
 		}
 		return nil, fmt.Errorf("entry %d: %w (log size %d)", index, ErrNotFound, size)
 	}
-	hashes, err := k.log.inclusionProof(ctx, index, cp.Size)
+	hashes, err := k.log.InclusionProof(ctx, index, cp.Size)
 	if err != nil {
 		return nil, fmt.Errorf("inclusion proof for %d in %d: %w", index, cp.Size, err)
 	}
@@ -106,7 +106,7 @@ func (k *Kernel) proofAt(ctx context.Context, index uint64, cp *checkpoints.Sign
 // ConsistencyProof returns the RFC 6962 consistency proof from tree size
 // old to tree size size; size MUST NOT exceed the latest checkpoint's.
 func (k *Kernel) ConsistencyProof(ctx context.Context, old, size uint64) ([][32]byte, error) {
-	cp, err := k.log.latestCheckpoint(ctx)
+	cp, err := k.log.LatestCheckpoint(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("read checkpoint: %w", err)
 	}
@@ -118,24 +118,24 @@ func (k *Kernel) ConsistencyProof(ctx context.Context, old, size uint64) ([][32]
 	case old == 0 || old == size:
 		return nil, nil // RFC 9162 §2.1.4: the empty proof
 	}
-	return k.log.consistencyProof(ctx, old, size)
+	return k.log.ConsistencyProof(ctx, old, size)
 }
 
 // TileBytes returns a hash tile as stored (c2sp.org/tlog-tiles), width p
 // (0: full), from whatever storage holds the log; os.ErrNotExist if it is
 // not there.
 func (k *Kernel) TileBytes(ctx context.Context, level, index uint64, p uint8) ([]byte, error) {
-	return k.log.reader.ReadTile(ctx, level, index, p)
+	return k.log.Reader.ReadTile(ctx, level, index, p)
 }
 
 // EntryBundleBytes returns an entry bundle as stored, width p (0: full).
 func (k *Kernel) EntryBundleBytes(ctx context.Context, index uint64, p uint8) ([]byte, error) {
-	return k.log.reader.ReadEntryBundle(ctx, index, p)
+	return k.log.Reader.ReadEntryBundle(ctx, index, p)
 }
 
 // WitnessProblems lists why witnesses of the kernel's policy refuse its
 // checkpoints now (nil when all cosign, or without witnesses).
-func (k *Kernel) WitnessProblems() []string { return k.witnesses.problems(0) }
+func (k *Kernel) WitnessProblems() []string { return k.witnesses.Problems(0) }
 
 // checkPolicyLog refuses a witness policy whose log lines name only other
 // logs' keys: auditors check proofs against the same policy, and would

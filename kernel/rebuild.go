@@ -37,7 +37,7 @@ func Rebuild(ctx context.Context, cfg Config) (*RebuildReport, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	dir, err := openExistingDataDir(cfg.DataDir)
+	dir, err := OpenExistingDataDir(cfg.DataDir)
 	if err != nil {
 		return nil, err
 	}
@@ -52,7 +52,7 @@ func Rebuild(ctx context.Context, cfg Config) (*RebuildReport, error) {
 	}
 	// Tessera would start an empty tree on a log folder that lost its tree
 	// state: nothing is replayed from a log that fails its check.
-	if _, err := checkLog(ctx, dir.LogPath(), verifier); err != nil {
+	if _, err := CheckLog(ctx, dir.LogPath(), verifier); err != nil {
 		return nil, fmt.Errorf("start-up check of the log: %w", err)
 	}
 	cache, err := openStateCache(dir.StatePath(), dir.Origin)
@@ -61,19 +61,19 @@ func Rebuild(ctx context.Context, cfg Config) (*RebuildReport, error) {
 	}
 	st := cache.store
 	defer st.close()
-	if err := replayWriteAhead(dir, cfg.Logger); err != nil {
+	if err := ReplayWriteAhead(dir, cfg.Logger); err != nil {
 		return nil, err
 	}
-	tl, err := openTileLog(dir.LogPath(), signer, verifier, cfg.logOptions(), nil, nil)
+	tl, err := OpenLog(dir.LogPath(), signer, verifier, cfg.logOptions(), nil, nil)
 	if err != nil {
 		return nil, err
 	}
 	defer func() {
 		shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		_ = tl.close(shutdownCtx)
+		_ = tl.Close(shutdownCtx)
 	}()
-	size, err := tl.integratedSize(ctx)
+	size, err := tl.IntegratedSize(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -162,13 +162,13 @@ func (k *Kernel) stateMatchesReplay(ctx context.Context) ([]string, error) {
 // makes this fail (INV-1); the error names the first entry that does not
 // parse, or the two roots.
 func (k *Kernel) VerifyLog(ctx context.Context) (size uint64, err error) {
-	cp, err := k.log.latestCheckpoint(ctx)
+	cp, err := k.log.LatestCheckpoint(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("latest checkpoint: %w", err)
 	}
 	rng := (&compact.RangeFactory{Hash: rfc6962.DefaultHasher.HashChildren}).NewEmptyRange(0)
 	for start := uint64(0); start < cp.Size; start += layout.EntryBundleWidth {
-		b, err := k.log.readBundle(ctx, start/layout.EntryBundleWidth, cp.Size)
+		b, err := k.log.ReadBundle(ctx, start/layout.EntryBundleWidth, cp.Size)
 		if err != nil {
 			return 0, fmt.Errorf("entry bundle at %d: %w", start, err)
 		}

@@ -45,7 +45,7 @@ func Repair(ctx context.Context, cfg Config) (*RepairReport, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	dir, err := openExistingDataDir(cfg.DataDir)
+	dir, err := OpenExistingDataDir(cfg.DataDir)
 	if err != nil {
 		return nil, err
 	}
@@ -60,29 +60,29 @@ func Repair(ctx context.Context, cfg Config) (*RepairReport, error) {
 		return nil, err
 	}
 	report := &RepairReport{}
-	if report.TempFiles, err = removeTempFiles(dir.LogPath()); err != nil {
+	if report.TempFiles, err = RemoveTempFiles(dir.LogPath()); err != nil {
 		dir.Close()
 		return nil, err
 	}
-	d := diskLog{root: dir.LogPath()}
+	d := DiskLog{Root: dir.LogPath()}
 	for attempt := 0; ; attempt++ {
 		if attempt == maxRepairs {
 			dir.Close()
 			return report, fmt.Errorf("gave up after mending %d files", maxRepairs)
 		}
-		c, err := verifyLogEdge(ctx, dir.LogPath(), verifier)
-		if err == nil && c.size > 0 {
-			err = scrubLog(ctx, dir.LogPath(), c.size, c.root)
+		c, err := VerifyLogEdge(ctx, dir.LogPath(), verifier)
+		if err == nil && c.Size > 0 {
+			err = ScrubLog(ctx, dir.LogPath(), c.Size, c.Root)
 		}
 		var damage *DamageError
 		switch {
 		case err == nil:
-			report.Size = c.size
+			report.Size = c.Size
 		case !errors.As(err, &damage) || !damage.Repairable:
 			dir.Close()
 			return report, err
-		case damage.tile != nil:
-			undo, derr := d.rederiveTile(*damage.tile)
+		case damage.Tile != nil:
+			undo, derr := d.rederiveTile(*damage.Tile)
 			if derr == nil {
 				derr = d.checkMended(ctx, verifier, damage.File)
 			}
@@ -91,7 +91,7 @@ func Repair(ctx context.Context, cfg Config) (*RepairReport, error) {
 				derr = errors.Join(err, derr, undo())
 			}
 			if err = derr; err == nil {
-				report.Mended = append(report.Mended, fmt.Sprintf("%s: derived again from the %s below it", damage.File, map[bool]string{true: "entries", false: "tiles"}[damage.tile.level == 0]))
+				report.Mended = append(report.Mended, fmt.Sprintf("%s: derived again from the %s below it", damage.File, map[bool]string{true: "entries", false: "tiles"}[damage.Tile.Level == 0]))
 			}
 		default: // the checkpoint
 			if err = d.resignCheckpoint(ctx, dir.Origin, signer, verifier); err == nil {
@@ -116,8 +116,8 @@ func Repair(ctx context.Context, cfg Config) (*RepairReport, error) {
 
 // rederiveTile writes the tile t as the level below derives it, and
 // returns how to put back what was there.
-func (d diskLog) rederiveTile(t tileRef) (undo func() error, err error) {
-	nodes, err := d.deriveTile(t.level, t.index, t.width)
+func (d DiskLog) rederiveTile(t TileRef) (undo func() error, err error) {
+	nodes, err := d.DeriveTile(t.Level, t.Index, t.Width)
 	if err != nil {
 		return nil, err
 	}
@@ -125,24 +125,24 @@ func (d diskLog) rederiveTile(t tileRef) (undo func() error, err error) {
 	if err != nil {
 		return nil, err
 	}
-	p := d.path(layout.TilePath(t.level, t.index, partialWidth(t.width)))
+	p := d.Path(layout.TilePath(t.Level, t.Index, PartialWidth(t.Width)))
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return nil, err
 	}
 	old, rerr := os.ReadFile(p)
 	undo = func() error { return os.Remove(p) }
 	if rerr == nil {
-		undo = func() error { return writeFileAtomic(p, old, 0o644) }
+		undo = func() error { return WriteFileAtomic(p, old, 0o644) }
 	}
-	return undo, writeFileAtomic(p, raw, 0o644)
+	return undo, WriteFileAtomic(p, raw, 0o644)
 }
 
 // checkMended checks the log again after file was rewritten: it must be
 // sound, or damaged only in another file that can be mended.
-func (d diskLog) checkMended(ctx context.Context, verifier note.Verifier, file string) error {
-	c, err := verifyLogEdge(ctx, d.root, verifier)
-	if err == nil && c.size > 0 {
-		err = scrubLog(ctx, d.root, c.size, c.root)
+func (d DiskLog) checkMended(ctx context.Context, verifier note.Verifier, file string) error {
+	c, err := VerifyLogEdge(ctx, d.Root, verifier)
+	if err == nil && c.Size > 0 {
+		err = ScrubLog(ctx, d.Root, c.Size, c.Root)
 	}
 	var damage *DamageError
 	if err == nil || (errors.As(err, &damage) && damage.Repairable && damage.File != file) {
@@ -154,24 +154,24 @@ func (d diskLog) checkMended(ctx context.Context, verifier note.Verifier, file s
 // resignCheckpoint replaces a published checkpoint that does not verify
 // with one of the tree state, signed by the log's key, once the tiles
 // agree with the tree state. The bad one is kept beside it.
-func (d diskLog) resignCheckpoint(ctx context.Context, origin string, signer note.Signer, verifier note.Verifier) error {
-	p := d.path(checkpointFileName)
+func (d DiskLog) resignCheckpoint(ctx context.Context, origin string, signer note.Signer, verifier note.Verifier) error {
+	p := d.Path(CheckpointFileName)
 	bad, err := os.ReadFile(p)
 	if err != nil {
 		return err
 	}
-	if err := writeFileAtomic(p+".damaged", bad, 0o644); err != nil {
+	if err := WriteFileAtomic(p+".damaged", bad, 0o644); err != nil {
 		return err
 	}
 	if err := os.Remove(p); err != nil {
 		return err
 	}
-	c, err := verifyLogEdge(ctx, d.root, verifier)
+	c, err := VerifyLogEdge(ctx, d.Root, verifier)
 	if err != nil {
 		// Put it back: nothing is mended unless everything else agrees.
-		return errors.Join(err, writeFileAtomic(p, bad, 0o644))
+		return errors.Join(err, WriteFileAtomic(p, bad, 0o644))
 	}
-	cp := checkpoints.Checkpoint{Origin: origin, Size: c.size, Hash: [32]byte(c.root)}
+	cp := checkpoints.Checkpoint{Origin: origin, Size: c.Size, Hash: [32]byte(c.Root)}
 	signed, err := checkpoints.SignCheckpoint(cp, signer)
 	if err != nil {
 		return err
@@ -179,7 +179,7 @@ func (d diskLog) resignCheckpoint(ctx context.Context, origin string, signer not
 	if bytes.Equal(signed, bad) {
 		return fmt.Errorf("%s: signing the tree state again gives the same checkpoint", p)
 	}
-	return writeFileAtomic(p, signed, 0o644)
+	return WriteFileAtomic(p, signed, 0o644)
 }
 
 // VerifyFolder checks a data folder's log without changing anything (annald
@@ -196,18 +196,18 @@ func VerifyFolder(ctx context.Context, dataDir string) (size uint64, err error) 
 	if err != nil {
 		return 0, err
 	}
-	logPath := filepath.Join(dataDir, logDirName)
-	c, err := verifyLogEdge(ctx, logPath, v)
+	logPath := filepath.Join(dataDir, LogDirName)
+	c, err := VerifyLogEdge(ctx, logPath, v)
 	if err != nil {
 		return 0, err
 	}
-	if c.checkpoint == nil {
-		return 0, fmt.Errorf("%s: no signed checkpoint yet", filepath.Join(logPath, checkpointFileName))
+	if c.Checkpoint == nil {
+		return 0, fmt.Errorf("%s: no signed checkpoint yet", filepath.Join(logPath, CheckpointFileName))
 	}
-	if c.size > 0 {
-		if err := scrubLog(ctx, logPath, c.size, c.root); err != nil {
+	if c.Size > 0 {
+		if err := ScrubLog(ctx, logPath, c.Size, c.Root); err != nil {
 			return 0, err
 		}
 	}
-	return c.size, nil
+	return c.Size, nil
 }

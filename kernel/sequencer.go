@@ -51,34 +51,34 @@ func (r *sequenceRefusal) Error() string {
 	return fmt.Sprintf("not written at %d: %v", r.at, r.err)
 }
 
-// admit folds each entry of group, in order, into the sequencing ledger
+// Admit folds each entry of group, in order, into the sequencing ledger
 // and returns those it folded; the others are answered with a
 // *sequenceRefusal. It runs in the group committer's writer.
-func (k *Kernel) admit(group []*commitRequest) []*commitRequest {
+func (k *Kernel) Admit(group []*CommitRequest) []*CommitRequest {
 	k.seqMu.Lock()
 	defer k.seqMu.Unlock()
 	kept := group[:0]
 	for _, r := range group {
 		if k.seqStale != nil {
-			r.answer(commitResult{err: &sequenceRefusal{err: k.seqStale, stale: true}})
+			r.Answer(CommitResult{Err: &sequenceRefusal{err: k.seqStale, stale: true}})
 			continue
 		}
 		at := k.seq.Size
-		if err := k.seq.Fold(at, r.ev); err != nil {
+		if err := k.seq.Fold(at, r.Event); err != nil {
 			if !k.cfg.claimsOff {
 				// The claims let this entry be decided while an event it
 				// does not commute with was in flight: in a test binary,
 				// that is a claim a rule is missing.
 				ledger.MissedClaim(fmt.Sprintf("entry %s (%s by %s) was decided on a state that an event in flight changed; at %d: %v",
-					r.ev.ID, r.ev.Kind, r.ev.Actor, at, err))
+					r.Event.ID, r.Event.Kind, r.Event.Actor, at, err))
 			}
 			k.seqRefusals.Add(1)
 			k.logger.Warn("an entry decided on a state that changed before it was written was kept out of the log and is decided again",
-				"index", at, "kind", r.ev.Kind, "actor", r.ev.Actor, "err", err)
-			r.answer(commitResult{err: &sequenceRefusal{at: at, err: err}})
+				"index", at, "kind", r.Event.Kind, "actor", r.Event.Actor, "err", err)
+			r.Answer(CommitResult{Err: &sequenceRefusal{at: at, err: err}})
 			continue
 		}
-		r.at = at
+		r.At = at
 		kept = append(kept, r)
 	}
 	return kept
@@ -90,19 +90,19 @@ func (k *Kernel) admit(group []*commitRequest) []*commitRequest {
 // (the decisions were right in the end, but waited).
 func (k *Kernel) SequencerRefusals() uint64 { return k.seqRefusals.Load() }
 
-// written sees where the entries admit kept landed. An entry that failed,
+// Written sees where the entries admit kept landed. An entry that failed,
 // or landed elsewhere than it was checked at, leaves the sequencing ledger
 // ahead of (or beside) the log: it stops following the log, and the
 // kernel's writes stop until the resume loop copies the durable ledger
 // again.
-func (k *Kernel) written(group []*commitRequest, results []commitResult) {
+func (k *Kernel) Written(group []*CommitRequest, results []CommitResult) {
 	var why error
 	for i, r := range group {
 		switch {
-		case results[i].err != nil:
-			why = fmt.Errorf("the log failed to take entry %d: %w", r.at, results[i].err)
-		case results[i].index != r.at:
-			why = fmt.Errorf("an entry checked at index %d was written at %d", r.at, results[i].index)
+		case results[i].Err != nil:
+			why = fmt.Errorf("the log failed to take entry %d: %w", r.At, results[i].Err)
+		case results[i].Index != r.At:
+			why = fmt.Errorf("an entry checked at index %d was written at %d", r.At, results[i].Index)
 		default:
 			continue
 		}

@@ -143,7 +143,7 @@ func (k *Kernel) SessionChain(ctx context.Context, sessionID string) ([]delta.De
 	}
 	out := make([]delta.Delta, 0, len(indices))
 	for _, i := range indices {
-		entry, err := k.log.readEntry(ctx, i)
+		entry, err := k.log.ReadEntry(ctx, i)
 		if err != nil {
 			return nil, nil, err
 		}

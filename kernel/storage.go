@@ -55,7 +55,7 @@ type AWSStorage struct {
 	Lease *Lease
 }
 
-func (s Storage) onDisk() bool { return s.AWS == nil }
+func (s Storage) OnDisk() bool { return s.AWS == nil }
 
 // String names the storage for logs and errors, without secrets.
 func (s Storage) String() string {
@@ -87,7 +87,7 @@ func (s Storage) driver(ctx context.Context, logPath string, witnessClient *http
 	if a.DSN == "" || a.Bucket == "" {
 		return nil, nil, errors.New("aws storage needs a database DSN and a bucket")
 	}
-	sdk, s3opts, err := a.s3Config(ctx)
+	sdk, s3opts, err := a.S3Config(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -104,13 +104,13 @@ func (s Storage) driver(ctx context.Context, logPath string, witnessClient *http
 	}
 	client := s3.NewFromConfig(sdk, s3opts)
 	return d, func(r tessera.LogReader) tessera.LogReader {
-		return bucketReader{LogReader: r, s3: client, bucket: a.Bucket}
+		return BucketReader{LogReader: r, S3: client, Bucket: a.Bucket}
 	}, nil
 }
 
-// s3Config is the AWS SDK configuration of the bucket and the options of
+// S3Config is the AWS SDK configuration of the bucket and the options of
 // its S3 client (a custom endpoint, addressed path-style).
-func (a *AWSStorage) s3Config(ctx context.Context) (aws.Config, func(*s3.Options), error) {
+func (a *AWSStorage) S3Config(ctx context.Context) (aws.Config, func(*s3.Options), error) {
 	region := a.Region
 	if region == "" {
 		region = "us-east-1"
@@ -137,19 +137,19 @@ func (a *AWSStorage) s3Config(ctx context.Context) (aws.Config, func(*s3.Options
 	return sdk, s3opts, nil
 }
 
-// bucketReader reads the log's tiles, bundles and checkpoint from its
+// BucketReader reads the log's tiles, bundles and checkpoint from its
 // bucket itself, and its sizes through Tessera (from the database). Tessera's
 // own reader loses the S3 error on the way ("no such key" becomes text), so
 // the kernel could not tell a partial tile the collector removed, which it
 // falls back from, from a failure.
-type bucketReader struct {
+type BucketReader struct {
 	tessera.LogReader
-	s3     *s3.Client
-	bucket string
+	S3     *s3.Client
+	Bucket string
 }
 
-func (r bucketReader) get(ctx context.Context, key string) ([]byte, error) {
-	out, err := r.s3.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(r.bucket), Key: aws.String(key)})
+func (r BucketReader) get(ctx context.Context, key string) ([]byte, error) {
+	out, err := r.S3.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(r.Bucket), Key: aws.String(key)})
 	if err != nil {
 		var api smithy.APIError
 		if errors.As(err, &api) && (api.ErrorCode() == "NoSuchKey" || api.ErrorCode() == "NotFound") {
@@ -165,14 +165,14 @@ func (r bucketReader) get(ctx context.Context, key string) ([]byte, error) {
 // most 65,535 bytes each, with their length prefixes.
 const maxObject = 256 * (65535 + 2)
 
-func (r bucketReader) ReadCheckpoint(ctx context.Context) ([]byte, error) {
+func (r BucketReader) ReadCheckpoint(ctx context.Context) ([]byte, error) {
 	return r.get(ctx, layout.CheckpointPath)
 }
 
-func (r bucketReader) ReadTile(ctx context.Context, level, index uint64, p uint8) ([]byte, error) {
+func (r BucketReader) ReadTile(ctx context.Context, level, index uint64, p uint8) ([]byte, error) {
 	return r.get(ctx, layout.TilePath(level, index, p))
 }
 
-func (r bucketReader) ReadEntryBundle(ctx context.Context, index uint64, p uint8) ([]byte, error) {
+func (r BucketReader) ReadEntryBundle(ctx context.Context, index uint64, p uint8) ([]byte, error) {
 	return r.get(ctx, layout.EntriesPath(index, p))
 }

@@ -29,7 +29,7 @@ func waitProof(t *testing.T, k *Kernel, index uint64) []byte {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := k.log.awaitPublished(ctx, index); err != nil {
+	if _, err := k.log.AwaitPublished(ctx, index); err != nil {
 		t.Fatalf("await a checkpoint covering %d: %v", index, err)
 	}
 	p, err := k.InclusionProof(ctx, index)

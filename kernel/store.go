@@ -258,7 +258,7 @@ func readState(db *bolt.DB, path, origin string, damaged func(string, ...any) er
 //
 // leafAt returns the log's leaf hash at an index, or ok false when the log
 // has no such entry or it cannot be read (then the fold finds out).
-func openCheckedState(dir *dataDir, logger *slog.Logger, leafAt func(index uint64) (leaf []byte, ok bool)) (*stateCache, error) {
+func openCheckedState(dir *DataDir, logger *slog.Logger, leafAt func(index uint64) (leaf []byte, ok bool)) (*stateCache, error) {
 	cache, err := openStateCache(dir.StatePath(), dir.Origin)
 	if err != nil {
 		return nil, err
@@ -397,23 +397,23 @@ func (s *store) write(values map[string][]byte, index []indexedEvent, folded fol
 // it are folded in log order on one. An entry that breaks a rule stops it
 // (a *RefusedEntryError) unless a later log.tolerated entry names it: the
 // ledger then passes over it (tolerate.go).
-func foldLog(ctx context.Context, tl *tileLog, l *ledger.Ledger, size uint64, folded ...func(uint64, *event.Event)) error {
+func foldLog(ctx context.Context, tl *Log, l *ledger.Ledger, size uint64, folded ...func(uint64, *event.Event)) error {
 	return foldLogAccepting(ctx, tl, l, size, nil, folded...)
 }
 
 // foldLogAccepting is foldLog that also passes over the entries in accept
 // that break a rule, which annald tolerate is about to name.
-func foldLogAccepting(ctx context.Context, tl *tileLog, l *ledger.Ledger, size uint64, accept map[uint64]bool, folded ...func(uint64, *event.Event)) error {
+func foldLogAccepting(ctx context.Context, tl *Log, l *ledger.Ledger, size uint64, accept map[uint64]bool, folded ...func(uint64, *event.Event)) error {
 	if l.Size < size {
 		// Sequenced entries reach the tree later on Tessera's AWS driver.
-		if _, err := tl.waitIntegrated(ctx, size); err != nil {
+		if _, err := tl.WaitIntegrated(ctx, size); err != nil {
 			return err
 		}
 	}
 	stop := make(chan struct{})
 	defer close(stop)
 	read := func(bundleIndex uint64) ([][]byte, error) {
-		b, err := tl.readBundle(ctx, bundleIndex, size)
+		b, err := tl.ReadBundle(ctx, bundleIndex, size)
 		if err != nil {
 			return nil, err
 		}
@@ -507,13 +507,13 @@ func parseAhead(from, size uint64, read func(bundleIndex uint64) ([][]byte, erro
 // diskLeafAt reads leaf hashes from the data folder's POSIX log.
 func diskLeafAt(logPath string) func(uint64) ([]byte, bool) {
 	return func(i uint64) ([]byte, bool) {
-		d := diskLog{root: logPath}
-		size, _, err := d.treeState()
+		d := DiskLog{Root: logPath}
+		size, _, err := d.TreeState()
 		if err != nil || i >= size {
 			return nil, false
 		}
 		index := i / layout.TileWidth
-		nodes, _, err := d.tile(0, index, int(min(size-index*layout.TileWidth, layout.TileWidth)))
+		nodes, _, err := d.Tile(0, index, int(min(size-index*layout.TileWidth, layout.TileWidth)))
 		if err != nil {
 			return nil, false
 		}
@@ -522,14 +522,14 @@ func diskLeafAt(logPath string) func(uint64) ([]byte, bool) {
 }
 
 // leafAt reads leaf hashes through the log's reader (any storage).
-func (l *tileLog) leafAt(ctx context.Context) func(uint64) ([]byte, bool) {
+func (l *Log) leafAt(ctx context.Context) func(uint64) ([]byte, bool) {
 	return func(i uint64) ([]byte, bool) {
-		size, err := l.integratedSize(ctx)
+		size, err := l.IntegratedSize(ctx)
 		if err != nil || i >= size {
 			return nil, false
 		}
 		index := i / layout.TileWidth
-		raw, err := l.readTile(ctx, 0, index, layout.PartialTileSize(0, index, size))
+		raw, err := l.ReadTile(ctx, 0, index, layout.PartialTileSize(0, index, size))
 		if err != nil {
 			return nil, false
 		}

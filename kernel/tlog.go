@@ -23,18 +23,18 @@ import (
 	"golang.org/x/mod/sumdb/note"
 )
 
-// tileLog is the kernel's view of its Tessera POSIX log: append, read back,
+// Log is the kernel's view of its Tessera POSIX log: append, read back,
 // and build proofs from tiles.
-type tileLog struct {
-	group *groupCommitter
-	// wa, if set, is the write-ahead log in front of the tiles
+type Log struct {
+	Group *GroupCommitter
+	// Wa, if set, is the write-ahead log in front of the tiles
 	// (writeahead.go): entries are durable, and readable, before they are
 	// in the tiles.
-	wa       *writeAhead
-	reader   tessera.LogReader
+	Wa       *WriteAhead
+	Reader   tessera.LogReader
 	awaiter  *tessera.PublicationAwaiter
 	shutdown func(context.Context) error
-	verifier note.Verifier
+	Verifier note.Verifier
 	cancel   context.CancelFunc
 	cp       verifiedCheckpoint
 	// stopGC stops the garbage collector; gcDone closes when it has.
@@ -63,9 +63,9 @@ type verifiedCheckpoint struct {
 	gaveUp  bool      // failing for longer than checkpointGrace
 }
 
-// logOptions are the settings of the tile log: the kernel's Config says
+// LogOptions are the settings of the tile log: the kernel's Config says
 // what each means.
-type logOptions struct {
+type LogOptions struct {
 	Storage            Storage
 	BatchMaxSize       uint
 	BatchMaxAge        time.Duration
@@ -81,7 +81,7 @@ type logOptions struct {
 	WrapAdd func(tessera.AddFn) tessera.AddFn
 }
 
-func openTileLog(path string, signer note.Signer, verifier note.Verifier, cfg logOptions, witnesses *witnessWatch, wa *writeAhead) (*tileLog, error) {
+func OpenLog(path string, signer note.Signer, verifier note.Verifier, cfg LogOptions, witnesses *WitnessWatch, wa *WriteAhead) (*Log, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var witnessClient *http.Client
 	if witnesses != nil {
@@ -93,7 +93,7 @@ func openTileLog(path string, signer note.Signer, verifier note.Verifier, cfg lo
 		return nil, err
 	}
 	gcInterval := cfg.GCInterval
-	if cfg.Storage.onDisk() {
+	if cfg.Storage.OnDisk() {
 		// The kernel collects garbage itself (gcLoop), so that Close can
 		// wait for it: Tessera's collector may still be removing files
 		// after its shutdown returns. In a bucket Tessera's own collector
@@ -129,20 +129,20 @@ func openTileLog(path string, signer note.Signer, verifier note.Verifier, cfg lo
 	if wa != nil {
 		write = wa.write
 	}
-	l := &tileLog{
-		wa:       wa,
-		group:    newGroupCommitter(write, int(cfg.BatchMaxSize), int(cfg.MaxOutstanding)),
-		reader:   reader,
+	l := &Log{
+		Wa:       wa,
+		Group:    newGroupCommitter(write, int(cfg.BatchMaxSize), int(cfg.MaxOutstanding)),
+		Reader:   reader,
 		awaiter:  tessera.NewPublicationAwaiter(ctx, reader.ReadCheckpoint, poll),
 		shutdown: shutdown,
-		verifier: verifier,
+		Verifier: verifier,
 		cancel:   cancel,
 		cp:       verifiedCheckpoint{now: cfg.Now, logger: cfg.Logger},
 		gcDone:   make(chan struct{}),
 	}
 	gcCtx, stopGC := context.WithCancel(ctx)
 	l.stopGC = stopGC
-	if cfg.Storage.onDisk() {
+	if cfg.Storage.OnDisk() {
 		go l.gcLoop(gcCtx, path, cfg.GCInterval, cfg.Logger)
 	} else {
 		close(l.gcDone)
@@ -150,18 +150,18 @@ func openTileLog(path string, signer note.Signer, verifier note.Verifier, cfg lo
 	return l, nil
 }
 
-func (l *tileLog) close(ctx context.Context) error {
+func (l *Log) Close(ctx context.Context) error {
 	l.stopGC()
 	<-l.gcDone
-	l.group.close(ctx)
+	l.Group.close(ctx)
 	var errs []error
-	if l.wa != nil {
-		err := l.wa.close(ctx)
+	if l.Wa != nil {
+		err := l.Wa.close(ctx)
 		errs = append(errs, err)
 		// Tessera was handed no entry, so its shutdown waits for no
 		// checkpoint: wait here, as it would, for one that covers the tiles.
-		if size, serr := l.reader.IntegratedSize(ctx); err == nil && serr == nil && size > 0 {
-			if _, err := l.awaitPublished(ctx, size-1); err != nil {
+		if size, serr := l.Reader.IntegratedSize(ctx); err == nil && serr == nil && size > 0 {
+			if _, err := l.AwaitPublished(ctx, size-1); err != nil {
 				errs = append(errs, fmt.Errorf("await a checkpoint of the last entries: %w", err))
 			}
 		}
@@ -179,7 +179,7 @@ const maxGCBundles = 100
 // POSIX collector does (storage/posix garbageCollect, whose progress file
 // .state/gcState it keeps), but in a goroutine close waits for, so that no
 // file of the log is removed after Close returns.
-func (l *tileLog) gcLoop(ctx context.Context, root string, interval time.Duration, logger *slog.Logger) {
+func (l *Log) gcLoop(ctx context.Context, root string, interval time.Duration, logger *slog.Logger) {
 	defer close(l.gcDone)
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -189,7 +189,7 @@ func (l *tileLog) gcLoop(ctx context.Context, root string, interval time.Duratio
 			return
 		case <-t.C:
 		}
-		cp, err := l.latestCheckpoint(ctx)
+		cp, err := l.LatestCheckpoint(ctx)
 		if err != nil {
 			continue
 		}
@@ -261,30 +261,30 @@ func collectGarbage(root string, treeSize uint64, maxBundles int) error {
 	return atomicfile.Write(filepath.Join(root, gcStatePath), bytes.NewReader(out), 0o644)
 }
 
-// append adds an entry and returns its index once it is durable: in the
+// Append adds an entry and returns its index once it is durable: in the
 // write-ahead log (the tiles take it behind), or without one once
 // Tessera's POSIX future has resolved (sequenced and integrated).
 // folded, if set, is called once the kernel has folded the entry.
-func (l *tileLog) append(ctx context.Context, entry []byte, ev *event.Event, folded func()) (uint64, error) {
-	return l.group.append(ctx, entry, ev, folded)
+func (l *Log) Append(ctx context.Context, entry []byte, ev *event.Event, folded func()) (uint64, error) {
+	return l.Group.append(ctx, entry, ev, folded)
 }
 
-// size is the number of entries durably in the log: with a write-ahead
+// Size is the number of entries durably in the log: with a write-ahead
 // log, also those not yet in the tiles.
-func (l *tileLog) size(ctx context.Context) (uint64, error) {
-	if l.wa != nil {
-		return l.wa.next(), nil
+func (l *Log) Size(ctx context.Context) (uint64, error) {
+	if l.Wa != nil {
+		return l.Wa.next(), nil
 	}
-	return l.integratedSize(ctx)
+	return l.IntegratedSize(ctx)
 }
 
-// integratedSize is the number of entries durably in the tree, which may be
+// IntegratedSize is the number of entries durably in the tree, which may be
 // ahead of the latest checkpoint.
-func (l *tileLog) integratedSize(ctx context.Context) (uint64, error) {
-	return l.reader.IntegratedSize(ctx)
+func (l *Log) IntegratedSize(ctx context.Context) (uint64, error) {
+	return l.Reader.IntegratedSize(ctx)
 }
 
-// latestCheckpoint reads and verifies the published checkpoint.
+// LatestCheckpoint reads and verifies the published checkpoint.
 //
 // Tessera's POSIX driver replaces the checkpoint file whole (a temporary
 // file renamed over it) with a checkpoint it has just signed, so a read
@@ -299,7 +299,7 @@ func (l *tileLog) integratedSize(ctx context.Context) (uint64, error) {
 // unverifiable, corrupted on disk or signed by another key, then makes
 // every read fail with the verification error, and keeps doing so until a
 // verifiable checkpoint is published. It is never hidden for longer.
-func (l *tileLog) latestCheckpoint(ctx context.Context) (*checkpoints.SignedCheckpoint, error) {
+func (l *Log) LatestCheckpoint(ctx context.Context) (*checkpoints.SignedCheckpoint, error) {
 	cp, err := l.readCheckpoint(ctx)
 	if err != nil && ctx.Err() == nil {
 		cp, err = l.readCheckpoint(ctx)
@@ -307,8 +307,8 @@ func (l *tileLog) latestCheckpoint(ctx context.Context) (*checkpoints.SignedChec
 	return l.cp.settle(cp, err)
 }
 
-func (l *tileLog) readCheckpoint(ctx context.Context) (*checkpoints.SignedCheckpoint, error) {
-	raw, err := l.reader.ReadCheckpoint(ctx)
+func (l *Log) readCheckpoint(ctx context.Context) (*checkpoints.SignedCheckpoint, error) {
+	raw, err := l.Reader.ReadCheckpoint(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -317,7 +317,7 @@ func (l *tileLog) readCheckpoint(ctx context.Context) (*checkpoints.SignedCheckp
 	if last := l.cp.lastVerified(); last != nil && bytes.Equal(last.Raw, raw) {
 		return last, nil
 	}
-	return checkpoints.OpenCheckpoint(raw, l.verifier)
+	return checkpoints.OpenCheckpoint(raw, l.Verifier)
 }
 
 // lastVerified is the last published checkpoint that verified, or nil.
@@ -364,31 +364,31 @@ func (v *verifiedCheckpoint) settle(cp *checkpoints.SignedCheckpoint, err error)
 	return v.last, nil
 }
 
-// awaitPublished blocks until a published checkpoint covers index, and
+// AwaitPublished blocks until a published checkpoint covers index, and
 // returns that checkpoint. One that does not verify is handled as
 // latestCheckpoint handles it.
-func (l *tileLog) awaitPublished(ctx context.Context, index uint64) (*checkpoints.SignedCheckpoint, error) {
+func (l *Log) AwaitPublished(ctx context.Context, index uint64) (*checkpoints.SignedCheckpoint, error) {
 	_, raw, err := l.awaiter.Await(ctx, func() (tessera.Index, error) { return tessera.Index{Index: index}, nil })
 	if err != nil {
 		return nil, err
 	}
-	cp, err := checkpoints.OpenCheckpoint(raw, l.verifier)
+	cp, err := checkpoints.OpenCheckpoint(raw, l.Verifier)
 	if err != nil {
-		return l.latestCheckpoint(ctx)
+		return l.LatestCheckpoint(ctx)
 	}
 	return l.cp.settle(cp, nil)
 }
 
-// readTile reads a tile of at least width p (0: full). Hashes in a tile never
+// ReadTile reads a tile of at least width p (0: full). Hashes in a tile never
 // change once written, so a wider tile serves a narrower request: a partial
 // tile that the garbage collector removed, or that no checkpoint asked for,
 // is served from the full tile or the current, wider partial.
-func (l *tileLog) readTile(ctx context.Context, level, index uint64, p uint8) ([]byte, error) {
-	t, err := l.reader.ReadTile(ctx, level, index, p)
+func (l *Log) ReadTile(ctx context.Context, level, index uint64, p uint8) ([]byte, error) {
+	t, err := l.Reader.ReadTile(ctx, level, index, p)
 	if err == nil || !errors.Is(err, os.ErrNotExist) {
 		return t, err
 	}
-	size, serr := l.reader.IntegratedSize(ctx)
+	size, serr := l.Reader.IntegratedSize(ctx)
 	if serr != nil {
 		return nil, serr
 	}
@@ -396,46 +396,46 @@ func (l *tileLog) readTile(ctx context.Context, level, index uint64, p uint8) ([
 	if w == 0 || w < p {
 		return nil, err
 	}
-	return l.reader.ReadTile(ctx, level, index, w)
+	return l.Reader.ReadTile(ctx, level, index, w)
 }
 
-// readEntry returns entry index, which must be sequenced: one sequenced but
+// ReadEntry returns entry index, which must be sequenced: one sequenced but
 // not yet in the tree (Tessera's AWS driver integrates once a second) is
 // waited for.
-func (l *tileLog) readEntry(ctx context.Context, index uint64) ([]byte, error) {
-	if l.wa != nil {
-		if entry, ok, err := l.wa.tailEntry(index); ok {
+func (l *Log) ReadEntry(ctx context.Context, index uint64) ([]byte, error) {
+	if l.Wa != nil {
+		if entry, ok, err := l.Wa.tailEntry(index); ok {
 			return entry, err
 		}
 	}
-	size, err := l.waitIntegrated(ctx, index+1)
+	size, err := l.WaitIntegrated(ctx, index+1)
 	if err != nil {
 		return nil, err
 	}
 	if index >= size {
 		return nil, fmt.Errorf("entry %d: %w (log size is %d)", index, os.ErrNotExist, size)
 	}
-	bundle, err := l.readBundle(ctx, index/layout.EntryBundleWidth, size)
+	bundle, err := l.ReadBundle(ctx, index/layout.EntryBundleWidth, size)
 	if err != nil {
 		return nil, err
 	}
 	return bundle.Entries[index%layout.EntryBundleWidth], nil
 }
 
-func (l *tileLog) readBundle(ctx context.Context, bundleIndex, size uint64) (*api.EntryBundle, error) {
-	if l.wa != nil {
+func (l *Log) ReadBundle(ctx context.Context, bundleIndex, size uint64) (*api.EntryBundle, error) {
+	if l.Wa != nil {
 		if b, ok, err := l.bundleWithTail(ctx, bundleIndex, size); ok {
 			return b, err
 		}
 	}
 	p := layout.PartialTileSize(0, bundleIndex, size)
-	raw, err := l.reader.ReadEntryBundle(ctx, bundleIndex, p)
+	raw, err := l.Reader.ReadEntryBundle(ctx, bundleIndex, p)
 	if errors.Is(err, os.ErrNotExist) && p > 0 {
 		// A partial bundle exists only at the sizes the log was integrated
 		// at, and the collector removes it once the bundle is full: the
 		// current, wider one holds the same entries first.
-		if now, serr := l.reader.IntegratedSize(ctx); serr == nil && now > size {
-			raw, err = l.reader.ReadEntryBundle(ctx, bundleIndex, layout.PartialTileSize(0, bundleIndex, now))
+		if now, serr := l.Reader.IntegratedSize(ctx); serr == nil && now > size {
+			raw, err = l.Reader.ReadEntryBundle(ctx, bundleIndex, layout.PartialTileSize(0, bundleIndex, now))
 		}
 	}
 	if err != nil {
@@ -455,26 +455,26 @@ func (l *tileLog) readBundle(ctx context.Context, bundleIndex, size uint64) (*ap
 	return &b, nil
 }
 
-// inclusionProof returns the RFC 6962 inclusion proof of index in the tree
+// InclusionProof returns the RFC 6962 inclusion proof of index in the tree
 // of the given size, built from O(log n) tiles.
-func (l *tileLog) inclusionProof(ctx context.Context, index, size uint64) ([][sha256.Size]byte, error) {
+func (l *Log) InclusionProof(ctx context.Context, index, size uint64) ([][sha256.Size]byte, error) {
 	return l.proofTiles().inclusion(ctx, index, size)
 }
 
-func (l *tileLog) proofTiles() *proofTiles {
-	l.proofsOnce.Do(func() { l.proofs = newProofTiles(l.readTile) })
+func (l *Log) proofTiles() *proofTiles {
+	l.proofsOnce.Do(func() { l.proofs = newProofTiles(l.ReadTile) })
 	return l.proofs
 }
 
-// consistencyProof returns the RFC 6962 consistency proof between two sizes.
-func (l *tileLog) consistencyProof(ctx context.Context, old, size uint64) ([][sha256.Size]byte, error) {
+// ConsistencyProof returns the RFC 6962 consistency proof between two sizes.
+func (l *Log) ConsistencyProof(ctx context.Context, old, size uint64) ([][sha256.Size]byte, error) {
 	if old > size {
 		return nil, fmt.Errorf("consistency proof from %d to the smaller %d", old, size)
 	}
 	return l.proofTiles().consistency(ctx, old, size)
 }
 
-func toHashes(in [][]byte) ([][sha256.Size]byte, error) {
+func ToHashes(in [][]byte) ([][sha256.Size]byte, error) {
 	out := make([][sha256.Size]byte, len(in))
 	for i, h := range in {
 		if len(h) != sha256.Size {
@@ -485,10 +485,10 @@ func toHashes(in [][]byte) ([][sha256.Size]byte, error) {
 	return out, nil
 }
 
-// checkpointChangedAt reads the published checkpoint and says since when
+// CheckpointChangedAt reads the published checkpoint and says since when
 // this kernel has seen it unchanged.
-func (l *tileLog) checkpointChangedAt(ctx context.Context) (time.Time, error) {
-	if _, err := l.latestCheckpoint(ctx); err != nil {
+func (l *Log) CheckpointChangedAt(ctx context.Context) (time.Time, error) {
+	if _, err := l.LatestCheckpoint(ctx); err != nil {
 		return time.Time{}, err
 	}
 	l.cp.mu.Lock()
@@ -496,17 +496,17 @@ func (l *tileLog) checkpointChangedAt(ctx context.Context) (time.Time, error) {
 	return l.cp.changed, nil
 }
 
-// checkOwnLog checks, before anything is appended, that the storage holds
+// CheckOwnLog checks, before anything is appended, that the storage holds
 // this log or none: a published checkpoint must be signed by this log's
 // key, under its origin.
-func (l *tileLog) checkOwnLog(ctx context.Context, origin string) error {
-	raw, err := l.reader.ReadCheckpoint(ctx)
+func (l *Log) CheckOwnLog(ctx context.Context, origin string) error {
+	raw, err := l.Reader.ReadCheckpoint(ctx)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	} else if err != nil {
 		return fmt.Errorf("read the storage's checkpoint: %w", err)
 	}
-	if _, err := checkpoints.OpenCheckpoint(raw, l.verifier); err != nil {
+	if _, err := checkpoints.OpenCheckpoint(raw, l.Verifier); err != nil {
 		return fmt.Errorf("the storage holds a checkpoint this log's key (origin %s) did not sign: it is another log's, so annald writes nothing to it: %w", origin, err)
 	}
 	return nil
@@ -516,16 +516,16 @@ func (l *tileLog) checkOwnLog(ctx context.Context, origin string) error {
 // reach the tree.
 const integrationWait = 30 * time.Second
 
-// waitIntegrated returns the integrated size once it reaches size, or
+// WaitIntegrated returns the integrated size once it reaches size, or
 // once every entry sequenced is integrated if fewer than size are
 // sequenced: on the POSIX driver at once (it integrates as it sequences);
 // on the AWS driver within about a second.
-func (l *tileLog) waitIntegrated(ctx context.Context, size uint64) (uint64, error) {
-	integrated, err := l.reader.IntegratedSize(ctx)
+func (l *Log) WaitIntegrated(ctx context.Context, size uint64) (uint64, error) {
+	integrated, err := l.Reader.IntegratedSize(ctx)
 	if err != nil || integrated >= size {
 		return integrated, err
 	}
-	next, err := l.reader.NextIndex(ctx)
+	next, err := l.Reader.NextIndex(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -538,19 +538,19 @@ func (l *tileLog) waitIntegrated(ctx context.Context, size uint64) (uint64, erro
 			return integrated, fmt.Errorf("entries up to %d are sequenced but not yet in the tree (it has %d): %w", target, integrated, ctx.Err())
 		case <-time.After(50 * time.Millisecond):
 		}
-		if integrated, err = l.reader.IntegratedSize(ctx); err != nil {
+		if integrated, err = l.Reader.IntegratedSize(ctx); err != nil {
 			return 0, err
 		}
 	}
 	return integrated, nil
 }
 
-// settledSize is the size of the log once everything sequenced so far is
+// SettledSize is the size of the log once everything sequenced so far is
 // in the tree: what a kernel that starts folds.
-func (l *tileLog) settledSize(ctx context.Context) (uint64, error) {
-	next, err := l.reader.NextIndex(ctx)
+func (l *Log) SettledSize(ctx context.Context) (uint64, error) {
+	next, err := l.Reader.NextIndex(ctx)
 	if err != nil {
 		return 0, err
 	}
-	return l.waitIntegrated(ctx, next)
+	return l.WaitIntegrated(ctx, next)
 }

@@ -85,13 +85,13 @@ func TestLatestCheckpoint_UnverifiableRead(t *testing.T) {
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	var logs bytes.Buffer
 	reader := &scriptedCheckpoints{script: [][]byte{good9}}
-	l := &tileLog{reader: reader, verifier: verifier, cp: verifiedCheckpoint{
+	l := &Log{Reader: reader, Verifier: verifier, cp: verifiedCheckpoint{
 		now: func() time.Time { return now }, logger: slog.New(slog.NewTextHandler(&logs, nil)),
 	}}
 	ctx := context.Background()
 	want := func(size uint64, errText string) {
 		t.Helper()
-		cp, err := l.latestCheckpoint(ctx)
+		cp, err := l.LatestCheckpoint(ctx)
 		switch {
 		case errText != "":
 			if err == nil || !strings.Contains(err.Error(), errText) {
@@ -138,8 +138,8 @@ func TestLatestCheckpoint_NoVerifiedCheckpointYet(t *testing.T) {
 	_, vkey, _ := checkpoints.GenerateLogKey("example.com/annal/tlog-test")
 	verifier, _ := checkpoints.NewLogVerifier(vkey)
 	reader := &scriptedCheckpoints{script: [][]byte{[]byte("example.com/annal/tlog-test\n1\n\n")}}
-	l := &tileLog{reader: reader, verifier: verifier, cp: verifiedCheckpoint{now: time.Now, logger: slog.New(slog.DiscardHandler)}}
-	if cp, err := l.latestCheckpoint(context.Background()); err == nil {
+	l := &Log{Reader: reader, Verifier: verifier, cp: verifiedCheckpoint{now: time.Now, logger: slog.New(slog.DiscardHandler)}}
+	if cp, err := l.LatestCheckpoint(context.Background()); err == nil {
 		t.Fatalf("latestCheckpoint = %v", cp)
 	}
 	if reader.reads != 2 {

@@ -65,7 +65,7 @@ func parseReceipts(t *testing.T, out []byte) []crashReceipt {
 // segment of a data folder.
 func newestSegment(t *testing.T, dir string) (string, []byte) {
 	t.Helper()
-	segments, _ := filepath.Glob(filepath.Join(dir, walDirName, "*.wal"))
+	segments, _ := filepath.Glob(filepath.Join(dir, WALDirName, "*.wal"))
 	if len(segments) == 0 {
 		t.Fatal("no write-ahead segment")
 	}
@@ -231,7 +231,7 @@ func TestWriteAhead_TornUnacknowledgedWriteIsCut(t *testing.T) {
 		t.Run(torn.what, func(t *testing.T) {
 			crashed := copyDir(t, dir)
 			os.Remove(filepath.Join(crashed, lockFileName))
-			seg := filepath.Join(crashed, walDirName, filepath.Base(path))
+			seg := filepath.Join(crashed, WALDirName, filepath.Base(path))
 			b := append(bytes.Clone(data[:end]), torn.bytes...)
 			if err := os.WriteFile(seg, b, 0o600); err != nil {
 				t.Fatal(err)

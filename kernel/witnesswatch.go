@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// witnessWatch sees every answer a witness gives to the kernel's
+// WitnessWatch sees every answer a witness gives to the kernel's
 // add-checkpoint requests (it is the HTTP transport Tessera's witness
 // client uses) and remembers, per witness, why it refused the last one. A
 // witness that does not know the log, or trusts another key for its
@@ -18,7 +18,7 @@ import (
 // that no checkpoint is published and every wait for a proof hangs. The
 // refusal is logged as an error once per cause, served in readiness and
 // health, and put in the answer of a proof that cannot be published yet.
-type witnessWatch struct {
+type WitnessWatch struct {
 	origin, verifierKey string
 	logger              *slog.Logger
 	next                http.RoundTripper
@@ -36,12 +36,12 @@ type witnessTrouble struct {
 	lasting bool
 }
 
-func newWitnessWatch(origin, verifierKey string, logger *slog.Logger, now func() time.Time) *witnessWatch {
-	return &witnessWatch{origin: origin, verifierKey: verifierKey, logger: logger, next: http.DefaultTransport, now: now,
+func NewWitnessWatch(origin, verifierKey string, logger *slog.Logger, now func() time.Time) *WitnessWatch {
+	return &WitnessWatch{origin: origin, verifierKey: verifierKey, logger: logger, next: http.DefaultTransport, now: now,
 		trouble: map[string]witnessTrouble{}}
 }
 
-func (w *witnessWatch) RoundTrip(req *http.Request) (*http.Response, error) {
+func (w *WitnessWatch) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := w.next.RoundTrip(req)
 	base, isAdd := strings.CutSuffix(req.URL.String(), "/add-checkpoint")
 	if !isAdd {
@@ -64,7 +64,7 @@ func (w *witnessWatch) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, err
 }
 
-func (w *witnessWatch) note(base, problem string, lasting bool) {
+func (w *WitnessWatch) note(base, problem string, lasting bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	old, had := w.trouble[base]
@@ -75,7 +75,7 @@ func (w *witnessWatch) note(base, problem string, lasting bool) {
 	w.logger.Error("a witness refuses this log's checkpoints: none is published until the policy's quorum cosigns", "witness", base, "problem", problem)
 }
 
-func (w *witnessWatch) clear(base string) {
+func (w *WitnessWatch) clear(base string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if t, ok := w.trouble[base]; ok {
@@ -84,9 +84,9 @@ func (w *witnessWatch) clear(base string) {
 	}
 }
 
-// problems lists the refusals that have lasted at least patience, and
+// Problems lists the refusals that have lasted at least patience, and
 // those no retry changes, sorted.
-func (w *witnessWatch) problems(patience time.Duration) []string {
+func (w *WitnessWatch) Problems(patience time.Duration) []string {
 	if w == nil {
 		return nil
 	}

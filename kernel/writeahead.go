@@ -19,8 +19,8 @@ import (
 	"github.com/transparency-dev/tessera/api/layout"
 )
 
-// walDirName is the write-ahead log's folder in the data folder.
-const walDirName = "wal"
+// WALDirName is the write-ahead log's folder in the data folder.
+const WALDirName = "wal"
 
 // walSegmentBytes is the size at which the write-ahead log starts a new
 // segment; a segment goes once the tiles hold all of it. Small enough that
@@ -34,7 +34,7 @@ const walSegmentBytes = 8 << 20
 // write-ahead log.
 const maxIntegrateBatch = 4096
 
-// writeAhead puts a write-ahead log in front of a data folder's tile log.
+// WriteAhead puts a write-ahead log in front of a data folder's tile log.
 //
 // A group of entries gets the next indices, goes to the write-ahead log in
 // one write and one fsync, and is then durable: the kernel folds it and
@@ -52,15 +52,15 @@ const maxIntegrateBatch = 4096
 // the tile log's durable size, and nothing below it: the tile writer is
 // told the index of every entry, so an entry is never written twice, and a
 // receipt's index is where its entry lands.
-type writeAhead struct {
-	wal     *wal.Log
+type WriteAhead struct {
+	WAL     *wal.Log
 	logDir  string
 	logger  *slog.Logger
 	maxTail int
-	// onFailure is told when the tile log refuses the tail (the kernel then
+	// OnFailure is told when the tile log refuses the tail (the kernel then
 	// stops taking writes, resumably or not) and again, with nil, once the
 	// tail is in.
-	onFailure func(err error, resumable bool)
+	OnFailure func(err error, resumable bool)
 
 	mu   sync.Mutex
 	base uint64   // the index of tail[0]: every entry below is in the tiles
@@ -81,32 +81,32 @@ type writeAhead struct {
 
 	tw *tilewriter.Writer // the integrator's; nil after a failed write
 
-	// checkEdge, if set, is the start-up check of the tiles' newest files
+	// CheckEdge, if set, is the start-up check of the tiles' newest files
 	// (verifyLogEdge), run when a write of the tiles fails.
-	checkEdge func() error
-	// hold and fail are Config.holdTiles and Config.failTiles.
-	hold <-chan struct{}
-	fail func(landed bool) error
+	CheckEdge func() error
+	// Hold and fail are Config.holdTiles and Config.failTiles.
+	Hold <-chan struct{}
+	Fail func(landed bool) error
 }
 
-// openWriteAhead writes what the data folder's write-ahead log holds past
+// OpenWriteAhead writes what the data folder's write-ahead log holds past
 // its tile log into the tile log, and opens the write-ahead log for
 // appends. It runs before Tessera opens the log folder. A folder with no
 // write-ahead log gets one.
-func openWriteAhead(dir *dataDir, maxTail int, logger *slog.Logger) (*writeAhead, error) {
+func OpenWriteAhead(dir *DataDir, maxTail int, logger *slog.Logger) (*WriteAhead, error) {
 	logDir := dir.LogPath()
 	tw, err := tilewriter.Open(logDir)
 	if err != nil {
 		return nil, fmt.Errorf("open the tile log for the write-ahead log: %w", err)
 	}
-	walDir := filepath.Join(dir.Path, walDirName)
-	marked, err := checkWriteAheadOrigin(walDir, dir.Origin)
+	walDir := filepath.Join(dir.Path, WALDirName)
+	marked, err := CheckWriteAheadOrigin(walDir, dir.Origin)
 	if err != nil {
 		return nil, err
 	}
 	w, records, info, err := wal.Open(walDir, tw.Size(), wal.Options{SegmentBytes: walSegmentBytes})
 	if err != nil {
-		return nil, writeAheadError(err, tw.Size())
+		return nil, WriteAheadError(err, tw.Size())
 	}
 	if !marked {
 		if err := atomicfile.Write(filepath.Join(walDir, walOriginName), strings.NewReader(dir.Origin+"\n"), 0o600); err != nil {
@@ -146,8 +146,8 @@ func openWriteAhead(dir *dataDir, maxTail int, logger *slog.Logger) (*writeAhead
 		w.Close()
 		return nil, fmt.Errorf("write-ahead log continues at %d but the tile log has %d entries", w.Next(), tw.Size())
 	}
-	return &writeAhead{
-		wal: w, logDir: logDir, logger: logger, maxTail: max(maxTail, 1), tw: tw, base: tw.Size(),
+	return &WriteAhead{
+		WAL: w, logDir: logDir, logger: logger, maxTail: max(maxTail, 1), tw: tw, base: tw.Size(),
 		moved: make(chan struct{}), wake: make(chan struct{}, 1), done: make(chan struct{}),
 	}, nil
 }
@@ -161,10 +161,10 @@ const remedyWriteAhead = "nothing in this data folder can recreate what the segm
 	"Otherwise restore this segment from a backup, or from a copy of the disk made before the damage, and start again. " +
 	"Never delete or truncate the segment to make annald start: the next entries would take indices that receipts already name"
 
-// writeAheadError names a write-ahead log that a start refuses: damage to
+// WriteAheadError names a write-ahead log that a start refuses: damage to
 // a segment becomes a *DamageError that says which indices are at risk
 // (against size, the tile log's) and the repair route.
-func writeAheadError(err error, size uint64) error {
+func WriteAheadError(err error, size uint64) error {
 	var damage *wal.DamageError
 	if !errors.As(err, &damage) {
 		return fmt.Errorf("write-ahead log: %w", err)
@@ -183,31 +183,31 @@ func writeAheadError(err error, size uint64) error {
 		Remedy:  remedyWriteAhead}
 }
 
-// replayWriteAhead writes what a data folder's write-ahead log holds into
+// ReplayWriteAhead writes what a data folder's write-ahead log holds into
 // its tile log, if it has one: for tools that open the log folder when
 // annald is not running.
-func replayWriteAhead(dir *dataDir, logger *slog.Logger) error {
-	if _, err := os.Stat(filepath.Join(dir.Path, walDirName)); errors.Is(err, os.ErrNotExist) {
+func ReplayWriteAhead(dir *DataDir, logger *slog.Logger) error {
+	if _, err := os.Stat(filepath.Join(dir.Path, WALDirName)); errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
-	w, err := openWriteAhead(dir, 1, logger)
+	w, err := OpenWriteAhead(dir, 1, logger)
 	if err != nil {
 		return err
 	}
-	return w.wal.Close()
+	return w.WAL.Close()
 }
 
 // walOriginName is the file in the write-ahead log's folder that names the
 // log it belongs to.
 const walOriginName = "origin"
 
-// checkWriteAheadOrigin refuses, before anything in it is read, a
+// CheckWriteAheadOrigin refuses, before anything in it is read, a
 // write-ahead log folder that belongs to another log (copied from another
 // data folder): its entries written into this log's tiles, at this log's
 // indices and under its key, would be a history this log never decided.
 // marked is false for a folder that names no log yet (a new one): the
 // caller marks it as this log's.
-func checkWriteAheadOrigin(walDir, origin string) (marked bool, err error) {
+func CheckWriteAheadOrigin(walDir, origin string) (marked bool, err error) {
 	path := filepath.Join(walDir, walOriginName)
 	raw, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -223,8 +223,8 @@ func checkWriteAheadOrigin(walDir, origin string) (marked bool, err error) {
 	return true, nil
 }
 
-// start starts the integrator.
-func (w *writeAhead) start() {
+// Start starts the integrator.
+func (w *WriteAhead) Start() {
 	w.mu.Lock()
 	w.started = true
 	w.mu.Unlock()
@@ -234,11 +234,11 @@ func (w *writeAhead) start() {
 // write is the group committer's write: the group gets the next indices
 // and is durable once the write-ahead log has synced it. A tail that has
 // grown to maxTail holds the group back until the tile log catches up.
-func (w *writeAhead) write(group []*commitRequest) []commitResult {
-	results := make([]commitResult, len(group))
-	fail := func(err error) []commitResult {
+func (w *WriteAhead) write(group []*CommitRequest) []CommitResult {
+	results := make([]CommitResult, len(group))
+	fail := func(err error) []CommitResult {
 		for i := range results {
-			results[i].err = err
+			results[i].Err = err
 		}
 		return results
 	}
@@ -261,8 +261,8 @@ func (w *writeAhead) write(group []*commitRequest) []commitResult {
 	for i, r := range group {
 		entries[i] = r.entry
 	}
-	first := w.wal.Next()
-	if err := w.wal.Append(first, entries); err != nil {
+	first := w.WAL.Next()
+	if err := w.WAL.Append(first, entries); err != nil {
 		return fail(fmt.Errorf("write-ahead log: %w", err))
 	}
 	w.mu.Lock()
@@ -280,14 +280,14 @@ func (w *writeAhead) write(group []*commitRequest) []commitResult {
 	default:
 	}
 	for i := range results {
-		results[i].index = first + uint64(i)
+		results[i].Index = first + uint64(i)
 	}
 	return results
 }
 
 // run writes the tail into the tile log until close, retrying a refusal
 // with a growing pause.
-func (w *writeAhead) run() {
+func (w *WriteAhead) run() {
 	defer close(w.done)
 	pause := 50 * time.Millisecond
 	for {
@@ -303,10 +303,10 @@ func (w *writeAhead) run() {
 			<-w.wake
 			continue
 		}
-		if w.hold != nil {
+		if w.Hold != nil {
 			select {
-			case <-w.hold:
-				w.hold = nil
+			case <-w.Hold:
+				w.Hold = nil
 			case <-w.wake:
 				continue
 			}
@@ -315,10 +315,10 @@ func (w *writeAhead) run() {
 		err := w.integrate(base, batch)
 		var inconsistent *inconsistentTailError
 		permanent := errors.As(err, &inconsistent)
-		if err != nil && !permanent && w.checkEdge != nil {
+		if err != nil && !permanent && w.CheckEdge != nil {
 			// As the resume after a failed Tessera write does: damage to
 			// the newest files is not retried onto, it is named.
-			if derr := w.checkEdge(); errors.Is(derr, ErrDamaged) {
+			if derr := w.CheckEdge(); errors.Is(derr, ErrDamaged) {
 				err, permanent = fmt.Errorf("the log is damaged: %w", derr), true
 			}
 		}
@@ -326,11 +326,11 @@ func (w *writeAhead) run() {
 		case permanent:
 			w.logger.Error("the tile log cannot take the write-ahead log's entries; nothing more is written to it", "err", err)
 			w.setFailure(err, true)
-			w.onFailure(err, false)
+			w.OnFailure(err, false)
 		case err != nil:
 			w.logger.Error("the tile log refuses entries of the write-ahead log; retrying", "from", base, "err", err)
 			w.setFailure(err, false)
-			w.onFailure(err, true)
+			w.OnFailure(err, true)
 			select {
 			case <-time.After(pause):
 			case <-w.wake:
@@ -375,7 +375,7 @@ const (
 // pace waits until tileWriteInterval has passed since started, or
 // busyTileWriteInterval if the tail is busyTail long by then, unless the
 // tail fills a batch, or close begins, first.
-func (w *writeAhead) pace(started time.Time) {
+func (w *WriteAhead) pace(started time.Time) {
 	deadline := time.NewTimer(time.Until(started.Add(tileWriteInterval)))
 	defer deadline.Stop()
 	stretched := false
@@ -411,9 +411,9 @@ func (e *inconsistentTailError) Error() string {
 // integrate writes batch, the tail from base, into the tile log. A tile
 // log found past base (a failed write whose tree state did land) has the
 // entries it holds dropped from the tail instead of written again.
-func (w *writeAhead) integrate(base uint64, batch [][]byte) error {
-	if w.fail != nil {
-		if err := w.fail(false); err != nil {
+func (w *WriteAhead) integrate(base uint64, batch [][]byte) error {
+	if w.Fail != nil {
+		if err := w.Fail(false); err != nil {
 			return err
 		}
 	}
@@ -433,8 +433,8 @@ func (w *writeAhead) integrate(base uint64, batch [][]byte) error {
 		return &inconsistentTailError{size: size, base: base, end: base + uint64(len(batch))}
 	}
 	_, _, err := w.tw.Append(batch)
-	if err == nil && w.fail != nil {
-		err = w.fail(true) // as a folder sync that fails after the tree state landed
+	if err == nil && w.Fail != nil {
+		err = w.Fail(true) // as a folder sync that fails after the tree state landed
 	}
 	if err != nil {
 		w.tw = nil
@@ -446,7 +446,7 @@ func (w *writeAhead) integrate(base uint64, batch [][]byte) error {
 
 // advance drops the first n entries of the tail, which the tile log now
 // holds, and frees their part of the write-ahead log.
-func (w *writeAhead) advance(n int) {
+func (w *WriteAhead) advance(n int) {
 	w.mu.Lock()
 	clear(w.tail[:n])
 	w.tail = w.tail[n:]
@@ -460,14 +460,14 @@ func (w *writeAhead) advance(n int) {
 	w.moved = make(chan struct{})
 	w.mu.Unlock()
 	if recovered {
-		w.onFailure(nil, true)
+		w.OnFailure(nil, true)
 	}
-	if err := w.wal.Release(base); err != nil {
+	if err := w.WAL.Release(base); err != nil {
 		w.logger.Warn("write-ahead log: could not remove what the tile log holds", "err", err)
 	}
 }
 
-func (w *writeAhead) setFailure(err error, dead bool) {
+func (w *WriteAhead) setFailure(err error, dead bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.failing = err
@@ -478,8 +478,8 @@ func (w *writeAhead) setFailure(err error, dead bool) {
 	w.moved = make(chan struct{})
 }
 
-// caughtUp reports whether the tile log holds every entry written.
-func (w *writeAhead) caughtUp() bool {
+// CaughtUp reports whether the tile log holds every entry written.
+func (w *WriteAhead) CaughtUp() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return len(w.tail) == 0 && w.failing == nil
@@ -487,7 +487,7 @@ func (w *writeAhead) caughtUp() bool {
 
 // next is the index the next entry gets: the log's size as the kernel
 // serves it.
-func (w *writeAhead) next() uint64 {
+func (w *WriteAhead) next() uint64 {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.base + uint64(len(w.tail))
@@ -496,7 +496,7 @@ func (w *writeAhead) next() uint64 {
 // tailEntry returns entry index if the tail holds it. ok is false for an
 // entry below the tail (read it from the tiles); err is set for one past
 // the end.
-func (w *writeAhead) tailEntry(index uint64) (entry []byte, ok bool, err error) {
+func (w *WriteAhead) tailEntry(index uint64) (entry []byte, ok bool, err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	switch end := w.base + uint64(len(w.tail)); {
@@ -512,7 +512,7 @@ func (w *writeAhead) tailEntry(index uint64) (entry []byte, ok bool, err error) 
 // tailBundle returns entry bundle bundleIndex of a log of size, if part of
 // it is in the tail: the tail's entries of it, and how many before them to
 // read from the tiles (whose size then is at least base).
-func (w *writeAhead) tailBundle(bundleIndex, size uint64) (fromTiles, base uint64, entries [][]byte, ok bool, err error) {
+func (w *WriteAhead) tailBundle(bundleIndex, size uint64) (fromTiles, base uint64, entries [][]byte, ok bool, err error) {
 	start := bundleIndex * layout.EntryBundleWidth
 	end := min(size, start+layout.EntryBundleWidth)
 	w.mu.Lock()
@@ -531,7 +531,7 @@ func (w *writeAhead) tailBundle(bundleIndex, size uint64) (fromTiles, base uint6
 // close writes the tail into the tile log, until ctx is done (what is left
 // stays in the write-ahead log for the next start), and closes the
 // write-ahead log.
-func (w *writeAhead) close(ctx context.Context) error {
+func (w *WriteAhead) close(ctx context.Context) error {
 	var err error
 	for {
 		w.mu.Lock()
@@ -560,19 +560,19 @@ func (w *writeAhead) close(ctx context.Context) error {
 		}
 		<-w.done
 	}
-	return errors.Join(err, w.wal.Close())
+	return errors.Join(err, w.WAL.Close())
 }
 
 // bundleWithTail is entry bundle bundleIndex of a log of size, part of it
 // from the tiles and the rest from the write-ahead log's tail.
-func (l *tileLog) bundleWithTail(ctx context.Context, bundleIndex, size uint64) (*api.EntryBundle, bool, error) {
-	fromTiles, base, tail, ok, err := l.wa.tailBundle(bundleIndex, size)
+func (l *Log) bundleWithTail(ctx context.Context, bundleIndex, size uint64) (*api.EntryBundle, bool, error) {
+	fromTiles, base, tail, ok, err := l.Wa.tailBundle(bundleIndex, size)
 	if !ok || err != nil {
 		return nil, ok, err
 	}
 	b := &api.EntryBundle{Entries: make([][]byte, 0, fromTiles+uint64(len(tail)))}
 	if fromTiles > 0 {
-		head, err := l.readBundle(ctx, bundleIndex, base)
+		head, err := l.ReadBundle(ctx, bundleIndex, base)
 		if err != nil {
 			return nil, true, err
 		}

@@ -85,7 +85,7 @@ func TestWriteAhead_SIGKILLBeforeTiles(t *testing.T) {
 			t.Fatalf("round %d: %d receipts, want 300", round, n)
 		}
 		if round == 0 {
-			if size, _, err := (diskLog{root: filepath.Join(dir, logDirName)}).treeState(); err != nil || size != 0 {
+			if size, _, err := (DiskLog{Root: filepath.Join(dir, LogDirName)}).TreeState(); err != nil || size != 0 {
 				t.Fatalf("the tiles should hold nothing before the restart, have %d (%v)", size, err)
 			}
 			checkAuditOfCrashedFolder(t, dir, uint64(1+n))
@@ -187,11 +187,11 @@ func checkAuditOfCrashedFolder(t *testing.T, dir string, answered uint64) {
 	// before its first checkpoint: past the checkpoint, from the tiles.
 	inTiles := copyDir(t, dir)
 	os.Remove(filepath.Join(inTiles, lockFileName))
-	d, err := openExistingDataDir(testConfig(t, inTiles))
+	d, err := OpenExistingDataDir(testConfig(t, inTiles).DataDir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = replayWriteAhead(d, testConfig(t, inTiles).Logger)
+	err = ReplayWriteAhead(d, testConfig(t, inTiles).Logger)
 	d.Close()
 	if err != nil {
 		t.Fatal(err)
@@ -205,7 +205,7 @@ func checkAuditOfCrashedFolder(t *testing.T, dir string, answered uint64) {
 	// not replayed, and the folder left as it was.
 	torn := copyDir(t, dir)
 	os.Remove(filepath.Join(torn, lockFileName))
-	segments, _ := filepath.Glob(filepath.Join(torn, walDirName, "*.wal"))
+	segments, _ := filepath.Glob(filepath.Join(torn, WALDirName, "*.wal"))
 	if len(segments) == 0 {
 		t.Fatal("no write-ahead segment in the crashed folder")
 	}
@@ -238,7 +238,7 @@ func checkAuditOfCrashedFolder(t *testing.T, dir string, answered uint64) {
 
 	bad := copyDir(t, dir)
 	os.Remove(filepath.Join(bad, lockFileName))
-	w, _, _, err := wal.Open(filepath.Join(bad, walDirName), answered, wal.Options{})
+	w, _, _, err := wal.Open(filepath.Join(bad, WALDirName), answered, wal.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,7 +276,7 @@ func TestWriteAhead_ReceiptReadableBeforeTiles(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if size, _, _ := (diskLog{root: k.LogPath()}).treeState(); size != 0 {
+	if size, _, _ := (DiskLog{Root: k.LogPath()}).TreeState(); size != 0 {
 		t.Fatalf("the tiles hold %d entries while held back", size)
 	}
 	entry, err := k.Entry(ctx, last.Index)
@@ -362,7 +362,7 @@ func TestWriteAhead_TilesRefuseThenTake(t *testing.T) {
 	if err != nil || after.Index != landed.Index+1 {
 		t.Fatalf("after the landed write: %+v, %v", after, err)
 	}
-	if size, _, err := (diskLog{root: k.LogPath()}).treeState(); err != nil || size > after.Index+1 {
+	if size, _, err := (DiskLog{Root: k.LogPath()}).TreeState(); err != nil || size > after.Index+1 {
 		t.Fatalf("the tiles hold %d entries (%v): something was written twice", size, err)
 	}
 }
@@ -385,7 +385,7 @@ func TestWriteAhead_DisabledStartWritesItFirst(t *testing.T) {
 		}
 	}
 	k.Close() // reports the entries left behind
-	if size, _, _ := (diskLog{root: k.LogPath()}).treeState(); size != 0 {
+	if size, _, _ := (DiskLog{Root: k.LogPath()}).TreeState(); size != 0 {
 		t.Fatalf("the tiles hold %d entries", size)
 	}
 	cfg = testConfig(t, dir)
@@ -416,7 +416,7 @@ func TestWriteAhead_FromAnotherLogIsRefused(t *testing.T) {
 	if err := k.Close(); err != nil {
 		t.Fatal(err)
 	}
-	size, _, err := (diskLog{root: filepath.Join(ours, logDirName)}).treeState()
+	size, _, err := (DiskLog{Root: filepath.Join(ours, LogDirName)}).TreeState()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -432,17 +432,17 @@ func TestWriteAhead_FromAnotherLogIsRefused(t *testing.T) {
 		}
 	}
 	other.Close()
-	if err := os.RemoveAll(filepath.Join(ours, walDirName)); err != nil {
+	if err := os.RemoveAll(filepath.Join(ours, WALDirName)); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.CopyFS(filepath.Join(ours, walDirName), os.DirFS(filepath.Join(theirs, walDirName))); err != nil {
+	if err := os.CopyFS(filepath.Join(ours, WALDirName), os.DirFS(filepath.Join(theirs, WALDirName))); err != nil {
 		t.Fatal(err)
 	}
 	_, err = Open(testConfig(t, ours))
-	if !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), filepath.Join(ours, walDirName)) {
+	if !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), filepath.Join(ours, WALDirName)) {
 		t.Fatalf("a start with another log's write-ahead log: %v", err)
 	}
-	if after, _, _ := (diskLog{root: filepath.Join(ours, logDirName)}).treeState(); after != size {
+	if after, _, _ := (DiskLog{Root: filepath.Join(ours, LogDirName)}).TreeState(); after != size {
 		t.Fatalf("the tiles went from %d to %d entries", size, after)
 	}
 }
