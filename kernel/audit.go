@@ -17,6 +17,7 @@ import (
 	"github.com/annal-dev/annal/checkpoints"
 	"github.com/annal-dev/annal/kernel/event"
 	"github.com/annal-dev/annal/kernel/internal/ledger"
+	"github.com/annal-dev/annal/kernel/internal/logstore"
 	"github.com/annal-dev/annal/kernel/internal/tilewriter"
 	"github.com/annal-dev/annal/kernel/internal/wal"
 	"github.com/transparency-dev/merkle/compact"
@@ -38,7 +39,7 @@ type LogSource interface {
 // disk. The kernel need not be stopped: the audit covers the checkpoint it
 // reads first.
 func LocalLog(dataDir string) LogSource {
-	return client.FileFetcher{Root: filepath.Join(dataDir, LogDirName)}
+	return client.FileFetcher{Root: filepath.Join(dataDir, logstore.LogDirName)}
 }
 
 // RemoteLog is a log served as tlog-tiles at a URL (annald serves its log
@@ -56,13 +57,7 @@ func RemoteLog(root string) (LogSource, error) {
 
 // LocalVerifierKey is the verifier key an annald data folder names for
 // its log.
-func LocalVerifierKey(dataDir string) (string, error) {
-	b, err := os.ReadFile(filepath.Join(dataDir, VerifierKeyName))
-	if err != nil {
-		return "", fmt.Errorf("read the log's verifier key: %w", err)
-	}
-	return strings.TrimSpace(string(b)), nil
-}
+func LocalVerifierKey(dataDir string) (string, error) { return logstore.ReadVerifierKey(dataDir) }
 
 // AuditReport is what Audit found.
 type AuditReport struct {
@@ -278,15 +273,15 @@ func auditUnsignedTail(ctx context.Context, dir string, src LogSource, origin st
 	if err != nil {
 		return err
 	}
-	unlock, err := LockDir(abs)
-	if errors.Is(err, ErrDataDirInUse) {
+	unlock, err := logstore.LockDir(abs)
+	if errors.Is(err, logstore.ErrDataDirInUse) {
 		rep.UnsignedSkipped = "annald is running on the data folder: it writes the entries past the checkpoint into the tiles and signs them"
 		return nil
 	} else if err != nil {
 		return err
 	}
 	defer unlock()
-	treeSize, treeRoot, err := tilewriter.ReadTreeState(filepath.Join(abs, LogDirName))
+	treeSize, treeRoot, err := tilewriter.ReadTreeState(filepath.Join(abs, logstore.LogDirName))
 	if err != nil {
 		return err
 	}
@@ -322,16 +317,16 @@ func auditUnsignedTail(ctx context.Context, dir string, src LogSource, origin st
 	} else if treeSize > 0 && !bytes.Equal(root, treeRoot) {
 		return fmt.Errorf("the %d entries of the tiles hash to root %x, their tree state says %x", treeSize, root, treeRoot)
 	}
-	walDir := filepath.Join(abs, WALDirName)
+	walDir := filepath.Join(abs, logstore.WALDirName)
 	if _, err := os.Stat(walDir); errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
-	if _, err := CheckWriteAheadOrigin(walDir, origin); err != nil {
+	if _, err := logstore.CheckWriteAheadOrigin(walDir, origin); err != nil {
 		return err
 	}
 	records, info, err := wal.Read(walDir, treeSize)
 	if err != nil {
-		return WriteAheadError(err, treeSize)
+		return logstore.WriteAheadError(err, treeSize)
 	}
 	if info.TornBytes > 0 {
 		rep.WALTornTail = fmt.Sprintf("%d bytes at offset %d of %s: %s", info.TornBytes, info.TornOffset, info.TornFile, info.TornReason)

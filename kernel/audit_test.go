@@ -13,6 +13,7 @@ import (
 	"github.com/annal-dev/annal/checkpoints"
 	"github.com/annal-dev/annal/kernel/event"
 	"github.com/annal-dev/annal/kernel/internal/ledger"
+	"github.com/annal-dev/annal/kernel/internal/logstore"
 	"github.com/transparency-dev/tessera"
 	"github.com/transparency-dev/tessera/storage/posix"
 )
@@ -22,7 +23,7 @@ import (
 // all, past every gate of the kernel.
 func forge(t *testing.T, dir string, events ...*event.Event) {
 	t.Helper()
-	sk, err := os.ReadFile(filepath.Join(dir, signingKeyFileName))
+	sk, err := os.ReadFile(filepath.Join(dir, logstore.SigningKeyFileName))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +33,7 @@ func forge(t *testing.T, dir string, events ...*event.Event) {
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
-	driver, err := posix.New(ctx, posix.Config{Path: filepath.Join(dir, LogDirName)})
+	driver, err := posix.New(ctx, posix.Config{Path: filepath.Join(dir, logstore.LogDirName)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +129,7 @@ func TestAudit_FindsForgedEntries(t *testing.T) {
 			}{
 				{"local", func() LogSource { return LocalLog(dir) }},
 				{"url", func() LogSource {
-					srv := httptest.NewServer(http.FileServer(http.Dir(filepath.Join(dir, LogDirName))))
+					srv := httptest.NewServer(http.FileServer(http.Dir(filepath.Join(dir, logstore.LogDirName))))
 					t.Cleanup(srv.Close)
 					s, err := RemoteLog(srv.URL)
 					if err != nil {
@@ -189,11 +190,11 @@ func TestAudit_RefusesTilesTheCheckpointDoesNotSign(t *testing.T) {
 		t.Fatal("audit accepted a checkpoint signed by another key")
 	}
 	// Swap in the other log's entries under this log's checkpoint.
-	entries := filepath.Join(dir, LogDirName, "tile", "entries")
+	entries := filepath.Join(dir, logstore.LogDirName, "tile", "entries")
 	if err := os.RemoveAll(entries); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Rename(filepath.Join(other, LogDirName, "tile", "entries"), entries); err != nil {
+	if err := os.Rename(filepath.Join(other, logstore.LogDirName, "tile", "entries"), entries); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Audit(context.Background(), LocalLog(dir), key); err == nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/annal-dev/annal/kernel/event"
 	"github.com/annal-dev/annal/kernel/internal/killswitch"
+	"github.com/annal-dev/annal/kernel/internal/logstore"
 	"github.com/annal-dev/annal/kernel/internal/ratelimit"
 	"github.com/annal-dev/annal/kernel/ring"
 	"github.com/transparency-dev/tessera"
@@ -221,8 +222,8 @@ func (c Config) validate() error {
 }
 
 // logOptions are the settings of the tile log under this Config.
-func (c Config) logOptions() LogOptions {
-	return LogOptions{
+func (c Config) logOptions() logstore.LogOptions {
+	return logstore.LogOptions{
 		Storage: c.Storage, BatchMaxSize: c.BatchMaxSize, BatchMaxAge: c.BatchMaxAge,
 		CheckpointInterval: c.CheckpointInterval, GCInterval: c.GCInterval, MaxOutstanding: c.MaxOutstanding,
 		WitnessPolicy: c.WitnessPolicy, WitnessTimeout: c.WitnessTimeout, Now: c.Now, Logger: c.Logger, WrapAdd: c.wrapAdd,

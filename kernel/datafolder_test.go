@@ -13,6 +13,7 @@ import (
 
 	"github.com/annal-dev/annal/checkpoints"
 	"github.com/annal-dev/annal/kernel/event"
+	"github.com/annal-dev/annal/kernel/internal/logstore"
 	"github.com/annal-dev/annal/verifier"
 	"github.com/transparency-dev/tessera/api/layout"
 )
@@ -43,7 +44,7 @@ func newFolder(t *testing.T, n int) *folder {
 	if err := k.Close(); err != nil {
 		t.Fatal(err)
 	}
-	pub, err := os.ReadFile(filepath.Join(f.dir, VerifierKeyName))
+	pub, err := os.ReadFile(filepath.Join(f.dir, logstore.VerifierKeyName))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +57,7 @@ func (f *folder) path(rel ...string) string { return filepath.Join(append([]stri
 // size is the log's size from the tree state.
 func (f *folder) size(t *testing.T) uint64 {
 	t.Helper()
-	size, _, err := DiskLog{Root: f.path(LogDirName)}.TreeState()
+	size, _, err := logstore.DiskLog{Root: f.path(logstore.LogDirName)}.TreeState()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,11 +67,11 @@ func (f *folder) size(t *testing.T) uint64 {
 // newestBundle and newestTile are the right edge's files.
 func (f *folder) newestBundle(t *testing.T) string {
 	size := f.size(t)
-	return f.path(LogDirName, layout.EntriesPath((size-1)/layout.EntryBundleWidth, layout.PartialTileSize(0, (size-1)/layout.EntryBundleWidth, size)))
+	return f.path(logstore.LogDirName, layout.EntriesPath((size-1)/layout.EntryBundleWidth, layout.PartialTileSize(0, (size-1)/layout.EntryBundleWidth, size)))
 }
 
 func (f *folder) tile(t *testing.T, level, index uint64) string {
-	return f.path(LogDirName, layout.TilePath(level, index, layout.PartialTileSize(level, index, f.size(t))))
+	return f.path(logstore.LogDirName, layout.TilePath(level, index, layout.PartialTileSize(level, index, f.size(t))))
 }
 
 // refuses opens the folder and wants a refusal naming file and saying why.
@@ -123,24 +124,24 @@ func repair(t *testing.T, f *folder) (*RepairReport, error) {
 
 func TestMissingSigningKeyRefusesAndNeverReKeys(t *testing.T) {
 	f := newFolder(t, 3)
-	if err := os.Remove(f.path(signingKeyFileName)); err != nil {
+	if err := os.Remove(f.path(logstore.SigningKeyFileName)); err != nil {
 		t.Fatal(err)
 	}
-	f.refuses(t, f.path(signingKeyFileName), "missing")
-	if pub, _ := os.ReadFile(f.path(VerifierKeyName)); string(pub) != f.pub {
+	f.refuses(t, f.path(logstore.SigningKeyFileName), "missing")
+	if pub, _ := os.ReadFile(f.path(logstore.VerifierKeyName)); string(pub) != f.pub {
 		t.Fatalf("log.pub was rewritten: %q", pub)
 	}
-	if _, err := os.Stat(f.path(signingKeyFileName)); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(f.path(logstore.SigningKeyFileName)); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("a new log.key was made: %v", err)
 	}
-	if _, err := Rebuild(context.Background(), testConfig(t, f.dir)); err == nil || !strings.Contains(err.Error(), signingKeyFileName) {
+	if _, err := Rebuild(context.Background(), testConfig(t, f.dir)); err == nil || !strings.Contains(err.Error(), logstore.SigningKeyFileName) {
 		t.Fatalf("rebuild without the key: %v", err)
 	}
 }
 
 func TestUnreadableOrTooOpenSigningKeyRefuses(t *testing.T) {
 	f := newFolder(t, 1)
-	key := f.path(signingKeyFileName)
+	key := f.path(logstore.SigningKeyFileName)
 	if err := os.Chmod(key, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -164,14 +165,14 @@ func TestUnreadableOrTooOpenSigningKeyRefuses(t *testing.T) {
 	if err := os.WriteFile(key, []byte(other+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(f.path(VerifierKeyName), []byte(vkey+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(f.path(logstore.VerifierKeyName), []byte(vkey+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	f.refuses(t, f.path(LogDirName, "checkpoint"), "does not verify")
+	f.refuses(t, f.path(logstore.LogDirName, "checkpoint"), "does not verify")
 }
 
 func generateKeyFor(t *testing.T, f *folder) (string, string, error) {
-	origin, err := os.ReadFile(f.path(originFileName))
+	origin, err := os.ReadFile(f.path(logstore.OriginFileName))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,11 +181,11 @@ func generateKeyFor(t *testing.T, f *folder) (string, string, error) {
 
 func TestMissingVerifierKeyIsDerivedFromTheSigningKey(t *testing.T) {
 	f := newFolder(t, 1)
-	if err := os.Remove(f.path(VerifierKeyName)); err != nil {
+	if err := os.Remove(f.path(logstore.VerifierKeyName)); err != nil {
 		t.Fatal(err)
 	}
 	f.sound(t)
-	if pub, _ := os.ReadFile(f.path(VerifierKeyName)); string(pub) != f.pub {
+	if pub, _ := os.ReadFile(f.path(logstore.VerifierKeyName)); string(pub) != f.pub {
 		t.Fatalf("derived log.pub %q, was %q", pub, f.pub)
 	}
 }
@@ -197,7 +198,7 @@ func TestCorruptCheckpointRefusesAndRepairSignsItAgain(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := newFolder(t, 3)
-			cp := f.path(LogDirName, "checkpoint")
+			cp := f.path(logstore.LogDirName, "checkpoint")
 			raw, _ := os.ReadFile(cp)
 			if err := os.WriteFile(cp, damage(raw), 0o644); err != nil {
 				t.Fatal(err)
@@ -219,7 +220,7 @@ func TestTruncatedNewestBundleRefusesAndIsNotPapered(t *testing.T) {
 	if err := os.WriteFile(bundle, raw[:len(raw)-30], 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.refuses(t, bundle, "does not hold"); !errors.Is(err, ErrDamaged) {
+	if err := f.refuses(t, bundle, "does not hold"); !errors.Is(err, logstore.ErrDamaged) {
 		t.Fatalf("a lost entry is not ErrDamaged: %v", err)
 	}
 	if _, err := repair(t, f); err == nil || !strings.Contains(err.Error(), bundle) || !strings.Contains(err.Error(), "backup") {
@@ -274,17 +275,17 @@ func TestDamagedNewestTileRefusesAndRepairDerivesIt(t *testing.T) {
 
 func TestMissingTreeStateRefuses(t *testing.T) {
 	f := newFolder(t, 2)
-	if err := os.Remove(f.path(LogDirName, treeStatePath)); err != nil {
+	if err := os.Remove(f.path(logstore.LogDirName, logstore.TreeStatePath)); err != nil {
 		t.Fatal(err)
 	}
 	// Tessera would start an empty log over the old one.
-	f.refuses(t, f.path(LogDirName, treeStatePath), "missing")
+	f.refuses(t, f.path(logstore.LogDirName, logstore.TreeStatePath), "missing")
 }
 
 func TestTempFilesOfInterruptedWritesAreRemoved(t *testing.T) {
 	f := newFolder(t, 3)
 	bundle := f.newestBundle(t)
-	temps := []string{bundle + "1234567", f.path(LogDirName, "checkpoint987654"), f.path(LogDirName, ".state", "treeState55555")}
+	temps := []string{bundle + "1234567", f.path(logstore.LogDirName, "checkpoint987654"), f.path(logstore.LogDirName, ".state", "treeState55555")}
 	for _, p := range temps {
 		if err := os.WriteFile(p, []byte("partial write"), 0o644); err != nil {
 			t.Fatal(err)
@@ -307,7 +308,7 @@ func TestTempFilesOfInterruptedWritesAreRemoved(t *testing.T) {
 // one in the background, which stops every writer when it finds it.
 func TestScrubFindsAnOldEditedEntryAndStopsWrites(t *testing.T) {
 	f := newFolder(t, 300)
-	old := f.path(LogDirName, layout.EntriesPath(0, 0))
+	old := f.path(logstore.LogDirName, layout.EntriesPath(0, 0))
 	raw, _ := os.ReadFile(old)
 	edited := strings.Replace(string(raw), "workspace/7\"", "workspace/8\"", 1)
 	if edited == string(raw) {
@@ -331,7 +332,7 @@ func TestScrubFindsAnOldEditedEntryAndStopsWrites(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), old) || !strings.Contains(err.Error(), "changed after it was logged") {
 		t.Fatalf("readiness after the scrub: %v", err)
 	}
-	if _, err := k.Submit(context.Background(), rootOf(t, k), ActionRequest{Type: event.Observe, Target: "workspace/after"}); !errors.Is(err, ErrUnavailable) {
+	if _, err := k.Submit(context.Background(), rootOf(t, k), ActionRequest{Type: event.Observe, Target: "workspace/after"}); !errors.Is(err, logstore.ErrUnavailable) {
 		t.Fatalf("a write on a damaged log: %v", err)
 	}
 	if _, err := k.VerifyLog(context.Background()); err == nil {
@@ -348,18 +349,18 @@ func generateLogKey(origin string) (string, string, error) { return checkpoints.
 // serves a log it has not checked.
 func TestEveryFileKindTruncatedOrFlipped(t *testing.T) {
 	kinds := map[string]func(f *folder) string{
-		"checkpoint":      func(f *folder) string { return f.path(LogDirName, CheckpointFileName) },
-		"tree state":      func(f *folder) string { return f.path(LogDirName, treeStatePath) },
+		"checkpoint":      func(f *folder) string { return f.path(logstore.LogDirName, logstore.CheckpointFileName) },
+		"tree state":      func(f *folder) string { return f.path(logstore.LogDirName, logstore.TreeStatePath) },
 		"newest bundle":   func(f *folder) string { return f.newestBundle(t) },
-		"old bundle":      func(f *folder) string { return f.path(LogDirName, layout.EntriesPath(0, 0)) },
+		"old bundle":      func(f *folder) string { return f.path(logstore.LogDirName, layout.EntriesPath(0, 0)) },
 		"newest tile":     func(f *folder) string { return f.tile(t, 0, 1) },
-		"old tile":        func(f *folder) string { return f.path(LogDirName, layout.TilePath(0, 0, 0)) },
+		"old tile":        func(f *folder) string { return f.path(logstore.LogDirName, layout.TilePath(0, 0, 0)) },
 		"level-1 tile":    func(f *folder) string { return f.tile(t, 1, 0) },
-		"signing key":     func(f *folder) string { return f.path(signingKeyFileName) },
-		"verifier key":    func(f *folder) string { return f.path(VerifierKeyName) },
-		"origin":          func(f *folder) string { return f.path(originFileName) },
-		"tessera version": func(f *folder) string { return f.path(LogDirName, ".state", "version") },
-		"state cache":     func(f *folder) string { return f.path(stateFileName) },
+		"signing key":     func(f *folder) string { return f.path(logstore.SigningKeyFileName) },
+		"verifier key":    func(f *folder) string { return f.path(logstore.VerifierKeyName) },
+		"origin":          func(f *folder) string { return f.path(logstore.OriginFileName) },
+		"tessera version": func(f *folder) string { return f.path(logstore.LogDirName, ".state", "version") },
+		"state cache":     func(f *folder) string { return f.path(logstore.StateFileName) },
 	}
 	damages := map[string]func([]byte) []byte{
 		"truncated": func(b []byte) []byte { return b[:len(b)/2] },
@@ -373,8 +374,8 @@ func TestEveryFileKindTruncatedOrFlipped(t *testing.T) {
 				if err := os.CopyFS(f.dir, os.DirFS(base.dir)); err != nil {
 					t.Fatal(err)
 				}
-				os.Chmod(f.path(signingKeyFileName), 0o600)
-				os.Remove(f.path(lockFileName))
+				os.Chmod(f.path(logstore.SigningKeyFileName), 0o600)
+				os.Remove(f.path(logstore.LockFileName))
 				file := fileOf(f)
 				raw, err := os.ReadFile(file)
 				if err != nil {
@@ -422,7 +423,7 @@ func TestTileDamagedWhileRunningStopsWritesNamingIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	root := rootOf(t, k)
-	if _, err := k.Submit(context.Background(), root, ActionRequest{Type: event.Observe, Target: "workspace/late"}); !errors.Is(err, ErrUnavailable) {
+	if _, err := k.Submit(context.Background(), root, ActionRequest{Type: event.Observe, Target: "workspace/late"}); !errors.Is(err, logstore.ErrUnavailable) {
 		t.Fatalf("a write onto a truncated tile: %v", err)
 	}
 	waitReadiness(t, k, "the kernel stops, naming the truncated tile and annald repair", func(err error) bool {
@@ -460,7 +461,7 @@ func TestWriteAhead_TileDamagedWhileRunningStopsWritesNamingIt(t *testing.T) {
 	waitReadiness(t, k, "the kernel stops, naming the truncated tile and annald repair", func(err error) bool {
 		return err != nil && strings.Contains(err.Error(), tile) && strings.Contains(err.Error(), "annald repair")
 	})
-	if _, err := k.Submit(ctx, rootOf(t, k), ActionRequest{Type: event.Observe, Target: "workspace/later"}); !errors.Is(err, ErrUnavailable) {
+	if _, err := k.Submit(ctx, rootOf(t, k), ActionRequest{Type: event.Observe, Target: "workspace/later"}); !errors.Is(err, logstore.ErrUnavailable) {
 		t.Fatalf("an action on a damaged log: %v", err)
 	}
 	if err := k.Close(); err != nil {
@@ -537,9 +538,9 @@ func TestPartialTilesAreCollected(t *testing.T) {
 // second history under the same key: refused.
 func TestLostLogFolderIsNotStartedAgain(t *testing.T) {
 	f := newFolder(t, 2)
-	if err := os.RemoveAll(f.path(LogDirName)); err != nil {
+	if err := os.RemoveAll(f.path(logstore.LogDirName)); err != nil {
 		t.Fatal(err)
 	}
-	os.Remove(f.path(stateFileName))
-	f.refuses(t, f.path(LogDirName, treeStatePath), "fork")
+	os.Remove(f.path(logstore.StateFileName))
+	f.refuses(t, f.path(logstore.LogDirName, logstore.TreeStatePath), "fork")
 }

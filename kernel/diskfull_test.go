@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/annal-dev/annal/kernel/event"
+	"github.com/annal-dev/annal/kernel/internal/logstore"
 )
 
 // mountSmallDisk mounts a tmpfs of size bytes, or skips where the machine
@@ -57,7 +58,7 @@ func tempFilesIn(t *testing.T, logPath string) []string {
 	filepath.WalkDir(logPath, func(p string, e fs.DirEntry, err error) error {
 		if err == nil && !e.IsDir() {
 			name := e.Name()
-			if tempFileName.MatchString(name) || (filepath.Ext(filepath.Dir(p)) == ".p" && len(name) > 3) {
+			if logstore.TempFileName.MatchString(name) || (filepath.Ext(filepath.Dir(p)) == ".p" && len(name) > 3) {
 				found = append(found, p)
 			}
 		}
@@ -103,13 +104,13 @@ func TestFullDiskStopsWritesAndResumesWhenSpaceReturns(t *testing.T) {
 	for i := 20; i < 8000 && failed == nil; i++ {
 		failed = submit(i)
 	}
-	if !errors.Is(failed, ErrUnavailable) {
+	if !errors.Is(failed, logstore.ErrUnavailable) {
 		t.Fatalf("an action on a full disk: %v, want unavailable", failed)
 	}
 	if k.Ready() == nil {
 		t.Fatal("the kernel says it takes writes on a full disk")
 	}
-	if err := submit(-1); !errors.Is(err, ErrUnavailable) {
+	if err := submit(-1); !errors.Is(err, logstore.ErrUnavailable) {
 		t.Fatalf("an action after the failed append: %v", err)
 	}
 	if err := os.Remove(filler); err != nil {
@@ -146,7 +147,7 @@ func TestFullDiskStopsWritesAndResumesWhenSpaceReturns(t *testing.T) {
 	if took := time.Since(start); took > 5*time.Second {
 		t.Fatalf("a stop on a full disk took %v", took)
 	}
-	if left := tempFilesIn(t, filepath.Join(dir, LogDirName)); len(left) > 0 {
+	if left := tempFilesIn(t, filepath.Join(dir, logstore.LogDirName)); len(left) > 0 {
 		t.Fatalf("the stop left %d temp files: %v", len(left), left[:min(5, len(left))])
 	}
 	os.Remove(filler)

@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/annal-dev/annal/kernel/internal/ledger"
+	"github.com/annal-dev/annal/kernel/internal/logstore"
 )
 
 // Error classes. Every error the kernel returns to a caller wraps one of
@@ -34,7 +35,7 @@ var (
 	// log; it may be in the log. Retrying could log the action twice.
 	ErrOutcomeUnknown = errors.New("the entry may be in the log")
 	// ErrUnavailable: the log pushes back or is shutting down; retry later.
-	ErrUnavailable = errors.New("unavailable")
+	ErrUnavailable = logstore.ErrUnavailable
 	// ErrInsufficientEnergy: the actor or an envelope cannot pay (INV-5).
 	ErrInsufficientEnergy = errors.New("insufficient energy")
 	// ErrRateLimited: the agent's token bucket is empty (Execution Control

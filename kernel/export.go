@@ -18,6 +18,7 @@ import (
 	"github.com/annal-dev/annal/format/bundle"
 	"github.com/annal-dev/annal/kernel/delta"
 	"github.com/annal-dev/annal/kernel/event"
+	"github.com/annal-dev/annal/kernel/internal/logstore"
 	"github.com/gowebpki/jcs"
 	"github.com/transparency-dev/merkle/compact"
 	"github.com/transparency-dev/merkle/proof"
@@ -454,5 +455,5 @@ func (x *exporter) inclusionProof(index uint64) ([][sha256.Size]byte, error) {
 	if hashes, err = nodes.Rehash(hashes, rfc6962.DefaultHasher.HashChildren); err != nil {
 		return nil, err
 	}
-	return ToHashes(hashes)
+	return logstore.ToHashes(hashes)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/annal-dev/annal/kernel/event"
 	"github.com/annal-dev/annal/kernel/internal/ledger"
+	"github.com/annal-dev/annal/kernel/internal/logstore"
 	"github.com/transparency-dev/tessera"
 )
 
@@ -64,7 +65,7 @@ func TestAttack_FailedAppendNeverWritesWhatCannotFold(t *testing.T) {
 	if err := g.Ready(); err == nil {
 		t.Fatal("the kernel says it is ready right after a failed append")
 	}
-	if _, err := g.submit(agent, event.Observe, "workspace/x"); !errors.Is(err, ErrUnavailable) {
+	if _, err := g.submit(agent, event.Observe, "workspace/x"); !errors.Is(err, logstore.ErrUnavailable) {
 		t.Fatalf("a request while the disk is full: %v, want unavailable", err)
 	}
 	g.produce(ctx, true)

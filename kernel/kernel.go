@@ -18,6 +18,7 @@ import (
 	"github.com/annal-dev/annal/checkpoints"
 	"github.com/annal-dev/annal/kernel/event"
 	"github.com/annal-dev/annal/kernel/internal/ledger"
+	"github.com/annal-dev/annal/kernel/internal/logstore"
 	"github.com/annal-dev/annal/kernel/internal/ratelimit"
 	"github.com/annal-dev/annal/kernel/internal/wal"
 	"github.com/google/uuid"
@@ -32,10 +33,10 @@ const RootID = ledger.RootID
 // Kernel is an open sovereignty kernel over one data folder.
 type Kernel struct {
 	cfg Config
-	dir *DataDir
-	log *Log
+	dir *logstore.DataDir
+	log *logstore.Log
 	// witnesses sees the witnesses' answers (nil without a policy).
-	witnesses *WitnessWatch
+	witnesses *logstore.WitnessWatch
 	store     *store
 	logger    *slog.Logger
 	// sealed keeps sealed payloads and their subjects' keys (sealed.go).
@@ -113,7 +114,7 @@ func Open(cfg Config) (_ *Kernel, err error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	dir, err := OpenDataDir(cfg.DataDir, cfg.Origin)
+	dir, err := logstore.OpenDataDir(cfg.DataDir, cfg.Origin)
 	if err != nil {
 		return nil, err
 	}
@@ -130,26 +131,26 @@ func Open(cfg Config) (_ *Kernel, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := CheckPrivateMode(dir.RootCredentialPath()); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := logstore.CheckPrivateMode(dir.RootCredentialPath()); err != nil && !errors.Is(err, os.ErrNotExist) {
 		cfg.Logger.Warn("the root credential is not private", "err", err)
 	}
-	var witnesses *WitnessWatch
+	var witnesses *logstore.WitnessWatch
 	if len(cfg.WitnessPolicy) > 0 {
 		if err := checkPolicyLog(cfg.WitnessPolicy, dir.VerifierKey); err != nil {
 			return nil, err
 		}
-		witnesses = NewWitnessWatch(dir.Origin, dir.VerifierKey, cfg.Logger, cfg.Now)
+		witnesses = logstore.NewWitnessWatch(dir.Origin, dir.VerifierKey, cfg.Logger, cfg.Now)
 	}
-	var check *LogCheck
-	var l *Log
+	var check *logstore.LogCheck
+	var l *logstore.Log
 	var cache *stateCache
 	if cfg.Storage.OnDisk() {
 		// The data folder's log is checked before Tessera opens it.
-		check, err = CheckLog(context.Background(), dir.LogPath(), verifier)
+		check, err = logstore.CheckLog(context.Background(), dir.LogPath(), verifier)
 		if err == nil && check.Size > 0 && check.Size <= cfg.scrubAtStart() && !cfg.DisableScrub {
 			// A small log is read whole before it is served (tens of ms); a
 			// larger one after, in the background.
-			err = ScrubLog(context.Background(), dir.LogPath(), check.Size, check.Root)
+			err = logstore.ScrubLog(context.Background(), dir.LogPath(), check.Size, check.Root)
 			check.Size = 0
 		}
 		if err != nil {
@@ -160,22 +161,22 @@ func Open(cfg Config) (_ *Kernel, err error) {
 		}
 		// What the write-ahead log holds past the tiles goes into them
 		// before anything reads the log.
-		var wa *WriteAhead
+		var wa *logstore.WriteAhead
 		if cfg.DisableWriteAhead {
-			err = ReplayWriteAhead(dir, cfg.Logger)
+			err = logstore.ReplayWriteAhead(dir, cfg.Logger)
 		} else {
-			wa, err = OpenWriteAhead(dir, int(cfg.MaxOutstanding), cfg.Logger)
+			wa, err = logstore.OpenWriteAhead(dir, int(cfg.MaxOutstanding), cfg.Logger)
 		}
 		if err != nil {
 			return nil, err
 		}
-		if cache, err = openCheckedState(dir, cfg.Logger, diskLeafAt(dir.LogPath())); err != nil {
+		if cache, err = openCheckedState(dir, cfg.Logger, logstore.DiskLeafAt(dir.LogPath())); err != nil {
 			if wa != nil {
 				wa.WAL.Close()
 			}
 			return nil, err
 		}
-		if l, err = OpenLog(dir.LogPath(), signer, verifier, cfg.logOptions(), witnesses, wa); err != nil {
+		if l, err = logstore.OpenLog(dir.LogPath(), signer, verifier, cfg.logOptions(), witnesses, wa); err != nil {
 			if wa != nil {
 				wa.WAL.Close()
 			}
@@ -185,8 +186,8 @@ func Open(cfg Config) (_ *Kernel, err error) {
 	} else {
 		// A shared log is read through Tessera: its checkpoint must be this
 		// log's before anything is appended to it.
-		check = &LogCheck{}
-		if l, err = OpenLog(dir.LogPath(), signer, verifier, cfg.logOptions(), witnesses, nil); err != nil {
+		check = &logstore.LogCheck{}
+		if l, err = logstore.OpenLog(dir.LogPath(), signer, verifier, cfg.logOptions(), witnesses, nil); err != nil {
 			return nil, err
 		}
 		if lease := cfg.Storage.AWS.Lease; lease != nil {
@@ -196,7 +197,7 @@ func Open(cfg Config) (_ *Kernel, err error) {
 			err = l.CheckOwnLog(context.Background(), dir.Origin)
 		}
 		if err == nil {
-			cache, err = openCheckedState(dir, cfg.Logger, l.leafAt(context.Background()))
+			cache, err = openCheckedState(dir, cfg.Logger, l.LeafAt(context.Background()))
 		}
 		if err != nil {
 			shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -228,7 +229,7 @@ func Open(cfg Config) (_ *Kernel, err error) {
 		l.Wa.OnFailure = k.tileLogFailure
 		l.Wa.Hold, l.Wa.Fail = cfg.holdTiles, cfg.failTiles
 		l.Wa.CheckEdge = func() error {
-			_, err := VerifyLogEdge(context.Background(), dir.LogPath(), verifier)
+			_, err := logstore.VerifyLogEdge(context.Background(), dir.LogPath(), verifier)
 			return err
 		}
 		l.Wa.Start()
@@ -324,7 +325,7 @@ func (k *Kernel) genesis(ctx context.Context) error {
 	}
 	// The credential file is written before the genesis event: a crash in
 	// between leaves an empty log, and the next start makes a new one.
-	if err := WriteFileAtomic(k.dir.RootCredentialPath(), []byte(cred+"\n"), 0o600); err != nil {
+	if err := logstore.WriteFileAtomic(k.dir.RootCredentialPath(), []byte(cred+"\n"), 0o600); err != nil {
 		return fmt.Errorf("write root credential: %w", err)
 	}
 	energy := k.cfg.Energy
@@ -347,7 +348,7 @@ func (k *Kernel) genesis(ctx context.Context) error {
 // foldDurable folds a durable group into the ledger, in log order, and
 // answers each chunk's submitters once it is folded. It runs in the group
 // committer's fold stage.
-func (k *Kernel) foldDurable(group []*CommitRequest, results []CommitResult) {
+func (k *Kernel) foldDurable(group []*logstore.CommitRequest, results []logstore.CommitResult) {
 	order := make([]int, len(group))
 	for i := range order {
 		order[i] = i
@@ -374,7 +375,7 @@ const foldChunk = 64
 
 // foldInOrder folds the entries of group at order, in that order, in one
 // critical section.
-func (k *Kernel) foldInOrder(group []*CommitRequest, results []CommitResult, order []int) {
+func (k *Kernel) foldInOrder(group []*logstore.CommitRequest, results []logstore.CommitResult, order []int) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	defer k.signalGrowth(k.ledger.Size)
@@ -515,7 +516,7 @@ func (k *Kernel) tryResume(ctx context.Context) (done bool, err error) {
 	if !resumable {
 		return true, nil
 	}
-	probe := func() error { return ProbeWritable(k.dir.Path, resumeProbeBytes) }
+	probe := func() error { return logstore.ProbeWritable(k.dir.Path, resumeProbeBytes) }
 	if k.cfg.probeWrite != nil {
 		probe = k.cfg.probeWrite
 	}
@@ -554,7 +555,7 @@ func (k *Kernel) tryResume(ctx context.Context) (done bool, err error) {
 	k.failed, k.resumable = nil, false
 	if k.cfg.Storage.OnDisk() {
 		go func() {
-			if n, err := RemoveTempFilesOlder(k.dir.LogPath(), time.Minute); err != nil || n > 0 {
+			if n, err := logstore.RemoveTempFilesOlder(k.dir.LogPath(), time.Minute); err != nil || n > 0 {
 				k.logger.Info("removed temporary files that failed writes left", "count", n, "err", err)
 			}
 		}()
@@ -571,7 +572,7 @@ func (k *Kernel) logEdge(ctx context.Context) (uint64, error) {
 		defer cancel()
 		return k.log.SettledSize(ctx)
 	}
-	check, err := VerifyLogEdge(ctx, k.dir.LogPath(), k.log.Verifier)
+	check, err := logstore.VerifyLogEdge(ctx, k.dir.LogPath(), k.log.Verifier)
 	if err != nil {
 		return 0, err
 	}
@@ -592,7 +593,7 @@ func (k *Kernel) scrub(size uint64, root []byte) {
 		}
 	}()
 	start := time.Now()
-	err := ScrubLog(ctx, k.dir.LogPath(), size, root)
+	err := logstore.ScrubLog(ctx, k.dir.LogPath(), size, root)
 	switch {
 	case ctx.Err() != nil:
 	case err != nil:
@@ -681,7 +682,7 @@ func (k *Kernel) persist() error {
 // foldedAt is the fold record of a ledger that has folded size entries:
 // the leaf hash of the last one, read back from the log (it is durable,
 // so it is read outside the kernel's lock).
-func foldedAt(ctx context.Context, tl *Log, size uint64) (foldedRecord, error) {
+func foldedAt(ctx context.Context, tl *logstore.Log, size uint64) (foldedRecord, error) {
 	r := foldedRecord{size: size}
 	if size == 0 {
 		return r, nil
@@ -727,7 +728,7 @@ func (k *Kernel) Close() error {
 	errs = append(errs, k.persist(), k.store.close())
 	// Tessera has stopped: what a write it gave up on left behind goes.
 	if k.cfg.Storage.OnDisk() {
-		if _, err := RemoveTempFiles(k.dir.LogPath()); err != nil {
+		if _, err := logstore.RemoveTempFiles(k.dir.LogPath()); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/annal-dev/annal/checkpoints"
 	"github.com/annal-dev/annal/kernel/event"
+	"github.com/annal-dev/annal/kernel/internal/logstore"
 	"github.com/transparency-dev/merkle/proof"
 	"github.com/transparency-dev/merkle/rfc6962"
 )
@@ -69,7 +70,7 @@ func TestFirstStartCreatesGenesisAndRoot(t *testing.T) {
 	if ev.Kind != event.KindGenesis || ev.Log.Origin != k.Origin() {
 		t.Fatalf("entry 0 = %s", entry)
 	}
-	for _, f := range []string{signingKeyFileName, rootCredentialName} {
+	for _, f := range []string{logstore.SigningKeyFileName, logstore.RootCredentialName} {
 		fi, err := os.Stat(dir + "/" + f)
 		if err != nil {
 			t.Fatal(err)
@@ -198,7 +199,7 @@ func TestSecondOpenRefused(t *testing.T) {
 	dir := t.TempDir()
 	k := openTest(t, dir)
 	defer k.Close()
-	if _, err := Open(testConfig(t, dir)); !errors.Is(err, ErrDataDirInUse) {
+	if _, err := Open(testConfig(t, dir)); !errors.Is(err, logstore.ErrDataDirInUse) {
 		t.Fatalf("second Open: %v, want ErrDataDirInUse", err)
 	}
 }
@@ -214,7 +215,7 @@ func TestStateRebuiltFromLogAfterStateLoss(t *testing.T) {
 	if err := k.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Remove(dir + "/" + stateFileName); err != nil {
+	if err := os.Remove(dir + "/" + logstore.StateFileName); err != nil {
 		t.Fatal(err)
 	}
 	k2 := openTest(t, dir)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/annal-dev/annal/kernel/event"
 	"github.com/annal-dev/annal/kernel/internal/ledger"
+	"github.com/annal-dev/annal/kernel/internal/logstore"
 )
 
 // copyDir copies a fixture data folder so that a test may change it.
@@ -75,7 +76,7 @@ func TestLegacyLogFromTheFirstReleaseFolds(t *testing.T) {
 		t.Fatalf("entry %d after the legacy ones: %s (%v), want log.rules", before.Size, last, err)
 	}
 	// From here on the rules hold: the expired agent delegates no more.
-	cred, _ := os.ReadFile(filepath.Join(dir, rootCredentialName))
+	cred, _ := os.ReadFile(filepath.Join(dir, logstore.RootCredentialName))
 	root, err := k.Authenticate(strings.TrimSpace(string(cred)))
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"github.com/annal-dev/annal/checkpoints"
 	"github.com/annal-dev/annal/kernel/event"
 	"github.com/annal-dev/annal/kernel/internal/ledger"
+	"github.com/annal-dev/annal/kernel/internal/logstore"
 	"github.com/transparency-dev/merkle/compact"
 	"github.com/transparency-dev/merkle/rfc6962"
 	"github.com/transparency-dev/tessera/api/layout"
@@ -37,7 +38,7 @@ func Rebuild(ctx context.Context, cfg Config) (*RebuildReport, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	dir, err := OpenExistingDataDir(cfg.DataDir)
+	dir, err := logstore.OpenExistingDataDir(cfg.DataDir)
 	if err != nil {
 		return nil, err
 	}
@@ -52,7 +53,7 @@ func Rebuild(ctx context.Context, cfg Config) (*RebuildReport, error) {
 	}
 	// Tessera would start an empty tree on a log folder that lost its tree
 	// state: nothing is replayed from a log that fails its check.
-	if _, err := CheckLog(ctx, dir.LogPath(), verifier); err != nil {
+	if _, err := logstore.CheckLog(ctx, dir.LogPath(), verifier); err != nil {
 		return nil, fmt.Errorf("start-up check of the log: %w", err)
 	}
 	cache, err := openStateCache(dir.StatePath(), dir.Origin)
@@ -61,10 +62,10 @@ func Rebuild(ctx context.Context, cfg Config) (*RebuildReport, error) {
 	}
 	st := cache.store
 	defer st.close()
-	if err := ReplayWriteAhead(dir, cfg.Logger); err != nil {
+	if err := logstore.ReplayWriteAhead(dir, cfg.Logger); err != nil {
 		return nil, err
 	}
-	tl, err := OpenLog(dir.LogPath(), signer, verifier, cfg.logOptions(), nil, nil)
+	tl, err := logstore.OpenLog(dir.LogPath(), signer, verifier, cfg.logOptions(), nil, nil)
 	if err != nil {
 		return nil, err
 	}

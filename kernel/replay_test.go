@@ -9,6 +9,7 @@ import (
 
 	"github.com/annal-dev/annal/kernel/delta"
 	"github.com/annal-dev/annal/kernel/event"
+	"github.com/annal-dev/annal/kernel/internal/logstore"
 	"github.com/annal-dev/annal/kernel/policy"
 	"github.com/annal-dev/annal/kernel/ring"
 	"github.com/annal-dev/annal/kernel/saga"
@@ -116,7 +117,7 @@ func TestReplayReproducesExecutionControlState(t *testing.T) {
 	if restarted := snapshot(); !bytes.Equal(live, restarted) {
 		t.Fatalf("state after restart differs:\nlive      %s\nrestarted %s", live, restarted)
 	}
-	if err := os.Remove(dir + "/" + stateFileName); err != nil {
+	if err := os.Remove(dir + "/" + logstore.StateFileName); err != nil {
 		t.Fatal(err)
 	}
 	if replayed := snapshot(); !bytes.Equal(live, replayed) {

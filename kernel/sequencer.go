@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/annal-dev/annal/kernel/internal/ledger"
+	"github.com/annal-dev/annal/kernel/internal/logstore"
 )
 
 // The sequencer is the last check before the log, and the one that keeps
@@ -54,13 +55,13 @@ func (r *sequenceRefusal) Error() string {
 // Admit folds each entry of group, in order, into the sequencing ledger
 // and returns those it folded; the others are answered with a
 // *sequenceRefusal. It runs in the group committer's writer.
-func (k *Kernel) Admit(group []*CommitRequest) []*CommitRequest {
+func (k *Kernel) Admit(group []*logstore.CommitRequest) []*logstore.CommitRequest {
 	k.seqMu.Lock()
 	defer k.seqMu.Unlock()
 	kept := group[:0]
 	for _, r := range group {
 		if k.seqStale != nil {
-			r.Answer(CommitResult{Err: &sequenceRefusal{err: k.seqStale, stale: true}})
+			r.Answer(logstore.CommitResult{Err: &sequenceRefusal{err: k.seqStale, stale: true}})
 			continue
 		}
 		at := k.seq.Size
@@ -75,7 +76,7 @@ func (k *Kernel) Admit(group []*CommitRequest) []*CommitRequest {
 			k.seqRefusals.Add(1)
 			k.logger.Warn("an entry decided on a state that changed before it was written was kept out of the log and is decided again",
 				"index", at, "kind", r.Event.Kind, "actor", r.Event.Actor, "err", err)
-			r.Answer(CommitResult{Err: &sequenceRefusal{at: at, err: err}})
+			r.Answer(logstore.CommitResult{Err: &sequenceRefusal{at: at, err: err}})
 			continue
 		}
 		r.At = at
@@ -95,7 +96,7 @@ func (k *Kernel) SequencerRefusals() uint64 { return k.seqRefusals.Load() }
 // ahead of (or beside) the log: it stops following the log, and the
 // kernel's writes stop until the resume loop copies the durable ledger
 // again.
-func (k *Kernel) Written(group []*CommitRequest, results []CommitResult) {
+func (k *Kernel) Written(group []*logstore.CommitRequest, results []logstore.CommitResult) {
 	var why error
 	for i, r := range group {
 		switch {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/annal-dev/annal/kernel/delta"
 	"github.com/annal-dev/annal/kernel/event"
+	"github.com/annal-dev/annal/kernel/internal/logstore"
 	"github.com/annal-dev/annal/kernel/policy"
 	"github.com/annal-dev/annal/kernel/saga"
 	"github.com/annal-dev/annal/kernel/session"
@@ -54,7 +55,7 @@ func raceEveryKind(t *testing.T, g *govKernel, workers, rounds int) map[string]i
 	done := map[string]int{}
 	count := func(op string, err error) {
 		var den *Denial
-		if errors.As(err, &den) && errors.Is(den, ErrUnavailable) {
+		if errors.As(err, &den) && errors.Is(den, logstore.ErrUnavailable) {
 			t.Errorf("%s: %v", op, err) // the kernel never stops in this race
 		}
 		if err == nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/annal-dev/annal/kernel/event"
 	"github.com/annal-dev/annal/kernel/internal/ledger"
+	"github.com/annal-dev/annal/kernel/internal/logstore"
 )
 
 // A kernel that meets a durable entry its fold refuses — which only a bug
@@ -82,7 +83,7 @@ func TestUnfoldableEntryStopsWritesAndAnswersAtOnce(t *testing.T) {
 		if took := time.Since(start); took > time.Second {
 			t.Errorf("%s took %v on a stopped kernel (%v)", c.name, took, err)
 		}
-		if (c.name == "submit" || c.name == "create") && (!errors.Is(err, ErrUnavailable) || !errors.Is(err, ErrStopped)) {
+		if (c.name == "submit" || c.name == "create") && (!errors.Is(err, logstore.ErrUnavailable) || !errors.Is(err, ErrStopped)) {
 			t.Errorf("%s on a stopped kernel: %v, want unavailable until an operator acts (not worth a retry)", c.name, err)
 		}
 	}

@@ -2,177 +2,39 @@ package kernel
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"io"
-	"net/http"
-	"os"
+	"log/slog"
+	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/smithy-go"
-	"github.com/transparency-dev/tessera"
-	"github.com/transparency-dev/tessera/api/layout"
-	tesseraaws "github.com/transparency-dev/tessera/storage/aws"
-	"github.com/transparency-dev/tessera/storage/posix"
+	"github.com/annal-dev/annal/kernel/internal/logstore"
 )
 
-// Storage says where the log's tiles, entry bundles and checkpoint live.
-// The zero Storage keeps them in the data folder (Tessera's POSIX driver).
-// The signing key, the credentials and the state cache stay in the data
-// folder whatever the storage: the state is folded from the log.
-type Storage struct {
-	// AWS, if set, puts the log on Tessera's AWS driver: sequencing in a
-	// MySQL or MariaDB database, tiles, bundles and checkpoint in an S3
-	// bucket, where anyone may read them.
-	AWS *AWSStorage
+// Where the log lives, and the write lease of a log on shared storage. The
+// log store (kernel/internal/logstore) defines them; the kernel's Config
+// and annald's flags name them here.
+type (
+	// Storage says where the log's tiles, entry bundles and checkpoint
+	// live. The zero Storage keeps them in the data folder.
+	Storage = logstore.Storage
+	// AWSStorage is the database and bucket of a log on Tessera's AWS
+	// driver.
+	AWSStorage = logstore.AWSStorage
+	// Lease is the write lease of a log on shared storage: one kernel
+	// writes at a time.
+	Lease = logstore.Lease
+	// LeaseState is who holds a lease and until when.
+	LeaseState = logstore.LeaseState
+)
+
+// ErrLeaseLost: another kernel holds the write lease.
+var ErrLeaseLost = logstore.ErrLeaseLost
+
+// OpenLease opens the write lease of the log on a's database for holder,
+// with time to live ttl (logstore.OpenLease).
+func OpenLease(ctx context.Context, a *AWSStorage, holder string, ttl time.Duration, logger *slog.Logger) (*Lease, error) {
+	return logstore.OpenLease(ctx, a, holder, ttl, logger)
 }
 
-// AWSStorage is the database and bucket of a log on Tessera's AWS driver.
-type AWSStorage struct {
-	// DSN is the database, in go-sql-driver/mysql's form
-	// (user:password@tcp(host:port)/dbname). Tessera creates its tables.
-	DSN string
-	// Bucket is the S3 bucket; it must exist.
-	Bucket string
-	// Endpoint is an S3-compatible server's URL (path-style addressing);
-	// empty for AWS itself.
-	Endpoint string
-	// Region is the bucket's region (default us-east-1).
-	Region string
-	// AccessKey and SecretKey are S3 credentials; empty takes the AWS
-	// SDK's default chain (AWS_ACCESS_KEY_ID…, a profile, a role).
-	AccessKey, SecretKey string
-	// MaxOpenConns bounds the database connections (0: no bound).
-	MaxOpenConns int
-	// Lease, if set, is the write lease this kernel holds (OpenLease,
-	// Acquire): the kernel installs the fence that refuses any other
-	// kernel's batches, and its own once the lease is lost. Without one,
-	// nothing stops a second kernel on the same storage: annald always
-	// uses one.
-	Lease *Lease
-}
-
-func (s Storage) OnDisk() bool { return s.AWS == nil }
-
-// String names the storage for logs and errors, without secrets.
-func (s Storage) String() string {
-	if s.AWS == nil {
-		return "posix"
-	}
-	return fmt.Sprintf("aws (bucket %s at %s)", s.AWS.Bucket, s.endpointName())
-}
-
-func (s Storage) endpointName() string {
-	if s.AWS.Endpoint == "" {
-		return "AWS S3"
-	}
-	return s.AWS.Endpoint
-}
-
-// driver returns the Tessera driver of the storage, and what wraps the
-// reader Tessera returns; logPath is the data folder's log folder (POSIX).
-func (s Storage) driver(ctx context.Context, logPath string, witnessClient *http.Client) (tessera.Driver, func(tessera.LogReader) tessera.LogReader, error) {
-	if s.AWS == nil {
-		pcfg := posix.Config{Path: logPath, HTTPClient: witnessClient}
-		d, err := posix.New(ctx, pcfg)
-		if err != nil {
-			return nil, nil, fmt.Errorf("tessera posix driver: %w", err)
-		}
-		return d, func(r tessera.LogReader) tessera.LogReader { return r }, nil
-	}
-	a := s.AWS
-	if a.DSN == "" || a.Bucket == "" {
-		return nil, nil, errors.New("aws storage needs a database DSN and a bucket")
-	}
-	sdk, s3opts, err := a.S3Config(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	dsn := a.DSN
-	if a.Lease != nil {
-		if dsn, err = a.Lease.dsnAs(dsn); err != nil {
-			return nil, nil, err
-		}
-	}
-	d, err := tesseraaws.New(ctx, tesseraaws.Config{SDKConfig: &sdk, S3Options: s3opts, Bucket: a.Bucket, DSN: dsn,
-		MaxOpenConns: a.MaxOpenConns, MaxIdleConns: 4, HTTPClient: witnessClient})
-	if err != nil {
-		return nil, nil, fmt.Errorf("tessera aws driver: %w", err)
-	}
-	client := s3.NewFromConfig(sdk, s3opts)
-	return d, func(r tessera.LogReader) tessera.LogReader {
-		return BucketReader{LogReader: r, S3: client, Bucket: a.Bucket}
-	}, nil
-}
-
-// S3Config is the AWS SDK configuration of the bucket and the options of
-// its S3 client (a custom endpoint, addressed path-style).
-func (a *AWSStorage) S3Config(ctx context.Context) (aws.Config, func(*s3.Options), error) {
-	region := a.Region
-	if region == "" {
-		region = "us-east-1"
-	}
-	opts := []func(*config.LoadOptions) error{config.WithRegion(region),
-		// S3-compatible servers may not take the newer default checksums.
-		config.WithRequestChecksumCalculation(aws.RequestChecksumCalculationWhenRequired),
-		config.WithResponseChecksumValidation(aws.ResponseChecksumValidationWhenRequired)}
-	if a.AccessKey != "" {
-		opts = append(opts, config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider(a.AccessKey, a.SecretKey, "")))
-	}
-	sdk, err := config.LoadDefaultConfig(ctx, opts...)
-	if err != nil {
-		return aws.Config{}, nil, fmt.Errorf("aws sdk config: %w", err)
-	}
-	// Tessera ignores S3Options without an SDKConfig and panics on an
-	// SDKConfig without S3Options: the driver always gets both.
-	s3opts := func(o *s3.Options) {
-		if a.Endpoint != "" {
-			o.BaseEndpoint = aws.String(a.Endpoint)
-			o.UsePathStyle = true
-		}
-	}
-	return sdk, s3opts, nil
-}
-
-// BucketReader reads the log's tiles, bundles and checkpoint from its
-// bucket itself, and its sizes through Tessera (from the database). Tessera's
-// own reader loses the S3 error on the way ("no such key" becomes text), so
-// the kernel could not tell a partial tile the collector removed, which it
-// falls back from, from a failure.
-type BucketReader struct {
-	tessera.LogReader
-	S3     *s3.Client
-	Bucket string
-}
-
-func (r BucketReader) get(ctx context.Context, key string) ([]byte, error) {
-	out, err := r.S3.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(r.Bucket), Key: aws.String(key)})
-	if err != nil {
-		var api smithy.APIError
-		if errors.As(err, &api) && (api.ErrorCode() == "NoSuchKey" || api.ErrorCode() == "NotFound") {
-			return nil, fmt.Errorf("%s: %w", key, os.ErrNotExist)
-		}
-		return nil, fmt.Errorf("read %s from the bucket: %w", key, err)
-	}
-	defer out.Body.Close()
-	return io.ReadAll(io.LimitReader(out.Body, maxObject))
-}
-
-// maxObject bounds an object read: an entry bundle of 256 entries of at
-// most 65,535 bytes each, with their length prefixes.
-const maxObject = 256 * (65535 + 2)
-
-func (r BucketReader) ReadCheckpoint(ctx context.Context) ([]byte, error) {
-	return r.get(ctx, layout.CheckpointPath)
-}
-
-func (r BucketReader) ReadTile(ctx context.Context, level, index uint64, p uint8) ([]byte, error) {
-	return r.get(ctx, layout.TilePath(level, index, p))
-}
-
-func (r BucketReader) ReadEntryBundle(ctx context.Context, index uint64, p uint8) ([]byte, error) {
-	return r.get(ctx, layout.EntriesPath(index, p))
-}
+// CopyIdentity copies a log's identity (signing key, verifier key, origin,
+// root credential) from the data folder from into the folder to: all that
+// a second machine of a log on shared storage (a standby) needs.
+func CopyIdentity(from, to string) error { return logstore.CopyIdentity(from, to) }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/annal-dev/annal/internal/servicestest"
 	"github.com/annal-dev/annal/kernel/event"
+	"github.com/annal-dev/annal/kernel/internal/logstore"
 	"github.com/annal-dev/annal/verifier"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -20,7 +21,7 @@ import (
 func awsConfig(t *testing.T, dir string, a servicestest.AWS) Config {
 	cfg := testConfig(t, dir)
 	cfg.CheckpointInterval = MinAWSCheckpointInterval
-	cfg.Storage = Storage{AWS: &AWSStorage{DSN: a.DSN, Bucket: a.Bucket, Endpoint: a.Endpoint, AccessKey: a.AccessKey, SecretKey: a.SecretKey}}
+	cfg.Storage = logstore.Storage{AWS: &logstore.AWSStorage{DSN: a.DSN, Bucket: a.Bucket, Endpoint: a.Endpoint, AccessKey: a.AccessKey, SecretKey: a.SecretKey}}
 	return cfg
 }
 
@@ -130,7 +131,7 @@ func (k *Kernel) ledgerSize() uint64 {
 func copyKeys(t *testing.T, from string) string {
 	t.Helper()
 	to := t.TempDir()
-	if err := CopyIdentity(from, to); err != nil {
+	if err := logstore.CopyIdentity(from, to); err != nil {
 		t.Fatal(err)
 	}
 	return to
@@ -146,7 +147,7 @@ func TestAWSStorage_LeaseFencesAPausedKernel(t *testing.T) {
 	a := servicestest.NewAWS(t)
 	ctx := context.Background()
 	ttl := 2 * time.Second
-	leaseA, err := OpenLease(ctx, &AWSStorage{DSN: a.DSN}, "kernel-a", ttl, nil)
+	leaseA, err := logstore.OpenLease(ctx, &logstore.AWSStorage{DSN: a.DSN}, "kernel-a", ttl, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,15 +173,15 @@ func TestAWSStorage_LeaseFencesAPausedKernel(t *testing.T) {
 		fromA = append(fromA, rc.Index)
 	}
 
-	leaseB, err := OpenLease(ctx, &AWSStorage{DSN: a.DSN}, "kernel-b", ttl, nil)
+	leaseB, err := logstore.OpenLease(ctx, &logstore.AWSStorage{DSN: a.DSN}, "kernel-b", ttl, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer leaseB.Close()
 	acquired := make(chan time.Time, 1)
-	var waited []LeaseState
+	var waited []logstore.LeaseState
 	go func() {
-		if err := leaseB.Acquire(ctx, func(s LeaseState) { waited = append(waited, s) }); err == nil {
+		if err := leaseB.Acquire(ctx, func(s logstore.LeaseState) { waited = append(waited, s) }); err == nil {
 			acquired <- time.Now()
 		}
 	}()
@@ -218,7 +219,7 @@ func TestAWSStorage_LeaseFencesAPausedKernel(t *testing.T) {
 		}
 		fromB = append(fromB, rc.Index)
 	}
-	if err := leaseA.Renew(ctx); !errors.Is(err, ErrLeaseLost) {
+	if err := leaseA.Renew(ctx); !errors.Is(err, logstore.ErrLeaseLost) {
 		t.Fatalf("A renews a lease B holds: %v", err)
 	}
 	if fromA[len(fromA)-1] >= fromB[0] {
@@ -337,7 +338,7 @@ func openLeased(t *testing.T, a servicestest.AWS, holder string) *Kernel {
 	t.Helper()
 	ctx, stop := context.WithCancel(context.Background())
 	t.Cleanup(stop)
-	lease, err := OpenLease(ctx, &AWSStorage{DSN: a.DSN}, holder, 5*time.Second, nil)
+	lease, err := logstore.OpenLease(ctx, &logstore.AWSStorage{DSN: a.DSN}, holder, 5*time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -423,7 +424,7 @@ func TestAWSStorage_FollowKeepsAStandbyWarm(t *testing.T) {
 		if err := <-done; err != nil {
 			t.Fatal(err)
 		}
-		cache, err := openStateCache(filepath.Join(dirB, stateFileName), k.Origin())
+		cache, err := openStateCache(filepath.Join(dirB, logstore.StateFileName), k.Origin())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -17,7 +17,7 @@ import (
 
 	"github.com/annal-dev/annal/kernel/event"
 	"github.com/annal-dev/annal/kernel/internal/ledger"
-	"github.com/transparency-dev/tessera/api"
+	"github.com/annal-dev/annal/kernel/internal/logstore"
 	"github.com/transparency-dev/tessera/api/layout"
 	bolt "go.etcd.io/bbolt"
 )
@@ -88,7 +88,7 @@ type stateCache struct {
 // another log, or cannot be replaced.
 func openStateCache(path, origin string) (*stateCache, error) {
 	c, err := loadStateFile(path, origin)
-	var damage *DamageError
+	var damage *logstore.DamageError
 	if !errors.As(err, &damage) {
 		return c, err
 	}
@@ -108,7 +108,7 @@ func openStateCache(path, origin string) (*stateCache, error) {
 // the panic into a *DamageError: bbolt maps the file and trusts its pages.
 func loadStateFile(path, origin string) (*stateCache, error) {
 	damaged := func(format string, args ...any) error {
-		return &DamageError{File: path, Problem: fmt.Sprintf(format, args...), Remedy: "it is a cache of the log: annald sets it aside and folds the log again", Repairable: true}
+		return &logstore.DamageError{File: path, Problem: fmt.Sprintf(format, args...), Remedy: "it is a cache of the log: annald sets it aside and folds the log again", Repairable: true}
 	}
 	if fi, err := os.Stat(path); err == nil && fi.Size() > 0 && fi.Size() < 4096 {
 		return nil, damaged("%d bytes is too short for a state file", fi.Size())
@@ -258,7 +258,7 @@ func readState(db *bolt.DB, path, origin string, damaged func(string, ...any) er
 //
 // leafAt returns the log's leaf hash at an index, or ok false when the log
 // has no such entry or it cannot be read (then the fold finds out).
-func openCheckedState(dir *DataDir, logger *slog.Logger, leafAt func(index uint64) (leaf []byte, ok bool)) (*stateCache, error) {
+func openCheckedState(dir *logstore.DataDir, logger *slog.Logger, leafAt func(index uint64) (leaf []byte, ok bool)) (*stateCache, error) {
 	cache, err := openStateCache(dir.StatePath(), dir.Origin)
 	if err != nil {
 		return nil, err
@@ -267,7 +267,7 @@ func openCheckedState(dir *DataDir, logger *slog.Logger, leafAt func(index uint6
 		last := f.size - 1
 		if leaf, ok := leafAt(last); ok && !bytes.Equal(leaf, f.leaf[:]) {
 			cache.store.close()
-			damage := &DamageError{File: dir.StatePath(), Problem: fmt.Sprintf("it has folded entry %d with leaf hash %x, but the log's entry %d is %x: it is the state of another history", last, f.leaf, last, leaf),
+			damage := &logstore.DamageError{File: dir.StatePath(), Problem: fmt.Sprintf("it has folded entry %d with leaf hash %x, but the log's entry %d is %x: it is the state of another history", last, f.leaf, last, leaf),
 				Remedy: "it is a cache of the log: annald sets it aside and folds the log again", Repairable: true}
 			if err := os.Rename(dir.StatePath(), dir.StatePath()+".damaged"); err != nil {
 				return nil, err
@@ -397,13 +397,13 @@ func (s *store) write(values map[string][]byte, index []indexedEvent, folded fol
 // it are folded in log order on one. An entry that breaks a rule stops it
 // (a *RefusedEntryError) unless a later log.tolerated entry names it: the
 // ledger then passes over it (tolerate.go).
-func foldLog(ctx context.Context, tl *Log, l *ledger.Ledger, size uint64, folded ...func(uint64, *event.Event)) error {
+func foldLog(ctx context.Context, tl *logstore.Log, l *ledger.Ledger, size uint64, folded ...func(uint64, *event.Event)) error {
 	return foldLogAccepting(ctx, tl, l, size, nil, folded...)
 }
 
 // foldLogAccepting is foldLog that also passes over the entries in accept
 // that break a rule, which annald tolerate is about to name.
-func foldLogAccepting(ctx context.Context, tl *Log, l *ledger.Ledger, size uint64, accept map[uint64]bool, folded ...func(uint64, *event.Event)) error {
+func foldLogAccepting(ctx context.Context, tl *logstore.Log, l *ledger.Ledger, size uint64, accept map[uint64]bool, folded ...func(uint64, *event.Event)) error {
 	if l.Size < size {
 		// Sequenced entries reach the tree later on Tessera's AWS driver.
 		if _, err := tl.WaitIntegrated(ctx, size); err != nil {
@@ -502,41 +502,4 @@ func parseAhead(from, size uint64, read func(bundleIndex uint64) ([][]byte, erro
 		}
 	}()
 	return runs
-}
-
-// diskLeafAt reads leaf hashes from the data folder's POSIX log.
-func diskLeafAt(logPath string) func(uint64) ([]byte, bool) {
-	return func(i uint64) ([]byte, bool) {
-		d := DiskLog{Root: logPath}
-		size, _, err := d.TreeState()
-		if err != nil || i >= size {
-			return nil, false
-		}
-		index := i / layout.TileWidth
-		nodes, _, err := d.Tile(0, index, int(min(size-index*layout.TileWidth, layout.TileWidth)))
-		if err != nil {
-			return nil, false
-		}
-		return nodes[i%layout.TileWidth], true
-	}
-}
-
-// leafAt reads leaf hashes through the log's reader (any storage).
-func (l *Log) leafAt(ctx context.Context) func(uint64) ([]byte, bool) {
-	return func(i uint64) ([]byte, bool) {
-		size, err := l.IntegratedSize(ctx)
-		if err != nil || i >= size {
-			return nil, false
-		}
-		index := i / layout.TileWidth
-		raw, err := l.ReadTile(ctx, 0, index, layout.PartialTileSize(0, index, size))
-		if err != nil {
-			return nil, false
-		}
-		var t api.HashTile
-		if t.UnmarshalText(raw) != nil || uint64(len(t.Nodes)) <= i%layout.TileWidth {
-			return nil, false
-		}
-		return t.Nodes[i%layout.TileWidth], true
-	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/annal-dev/annal/internal/procmem"
 	"github.com/annal-dev/annal/kernel/event"
+	"github.com/annal-dev/annal/kernel/internal/logstore"
 )
 
 // releaseMappedPages lets go of the state file's pages the kernel read,
@@ -40,15 +41,15 @@ func TestStore_ReleaseMappedPages(t *testing.T) {
 		return got
 	}
 	before := read()
-	mapped := procmem.MappedRSS(stateFileName)
+	mapped := procmem.MappedRSS(logstore.StateFileName)
 	if mapped == 0 {
-		t.Fatalf("no resident pages of %s after reading it", stateFileName)
+		t.Fatalf("no resident pages of %s after reading it", logstore.StateFileName)
 	}
 	if err := k.store.releaseMappedPages(); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("mapped %d kB before the release, %d after", mapped, procmem.MappedRSS(stateFileName))
-	if after := procmem.MappedRSS(stateFileName); after >= mapped {
+	t.Logf("mapped %d kB before the release, %d after", mapped, procmem.MappedRSS(logstore.StateFileName))
+	if after := procmem.MappedRSS(logstore.StateFileName); after >= mapped {
 		t.Fatalf("the state file's map keeps %d kB resident, %d before the release", after, mapped)
 	}
 	if again := read(); fmt.Sprint(again) != fmt.Sprint(before) || len(before) != 200 {

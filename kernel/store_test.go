@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/annal-dev/annal/kernel/event"
+	"github.com/annal-dev/annal/kernel/internal/logstore"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -30,7 +31,7 @@ func stateFolder(t *testing.T) (*folder, []byte) {
 		t.Fatal(err)
 	}
 	f := &folder{dir: dir}
-	raw, err := os.ReadFile(f.path(stateFileName))
+	raw, err := os.ReadFile(f.path(logstore.StateFileName))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,8 +43,8 @@ func stateFolder(t *testing.T) (*folder, []byte) {
 // the file was set aside as damaged.
 func openDamaged(t *testing.T, f *folder, state []byte) (setAside bool) {
 	t.Helper()
-	os.Remove(f.path(stateFileName + ".damaged"))
-	if err := os.WriteFile(f.path(stateFileName), state, 0o600); err != nil {
+	os.Remove(f.path(logstore.StateFileName + ".damaged"))
+	if err := os.WriteFile(f.path(logstore.StateFileName), state, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	k, err := Open(testConfig(t, f.dir))
@@ -54,7 +55,7 @@ func openDamaged(t *testing.T, f *folder, state []byte) (setAside bool) {
 	if diff, err := k.stateMatchesReplay(context.Background()); err != nil || diff != nil {
 		t.Fatalf("state differs from the log's replay: %v %v", diff, err)
 	}
-	_, err = os.Stat(f.path(stateFileName + ".damaged"))
+	_, err = os.Stat(f.path(logstore.StateFileName + ".damaged"))
 	return err == nil
 }
 
@@ -113,7 +114,7 @@ func TestStateCacheOfAnotherHistoryIsRebuilt(t *testing.T) {
 	k := openTest(t, f.dir)
 	k.Close()
 	// Rewrite the fold record as another history's: same size, other leaf.
-	c, err := openStateCache(f.path(stateFileName), strings.TrimSpace(readFile(t, f.path(originFileName))))
+	c, err := openStateCache(f.path(logstore.StateFileName), strings.TrimSpace(readFile(t, f.path(logstore.OriginFileName))))
 	if err != nil || c.damaged != nil {
 		t.Fatalf("%v %v", err, c.damaged)
 	}
@@ -122,7 +123,7 @@ func TestStateCacheOfAnotherHistoryIsRebuilt(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.store.close()
-	if !openDamaged(t, f, []byte(readFile(t, f.path(stateFileName)))) {
+	if !openDamaged(t, f, []byte(readFile(t, f.path(logstore.StateFileName)))) {
 		t.Fatal("the state of another history was not set aside")
 	}
 	if _, err := Rebuild(context.Background(), testConfig(t, f.dir)); err != nil {
@@ -134,7 +135,7 @@ func TestRebuildOfADamagedStateReportsIt(t *testing.T) {
 	f, good := stateFolder(t)
 	// Its two meta pages and nothing else: half the file was not enough
 	// when the pages past the half happened to be free ones.
-	os.WriteFile(f.path(stateFileName), good[:2*os.Getpagesize()], 0o600)
+	os.WriteFile(f.path(logstore.StateFileName), good[:2*os.Getpagesize()], 0o600)
 	r, err := Rebuild(context.Background(), testConfig(t, f.dir))
 	if err != nil {
 		t.Fatal(err)
@@ -145,7 +146,7 @@ func TestRebuildOfADamagedStateReportsIt(t *testing.T) {
 	if r, err := Rebuild(context.Background(), testConfig(t, f.dir)); err != nil || len(r.Differences) != 0 {
 		t.Fatalf("rebuild after rebuild: %+v %v", r, err)
 	}
-	if _, err := os.Stat(f.path(stateFileName + ".damaged")); errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(f.path(logstore.StateFileName + ".damaged")); errors.Is(err, os.ErrNotExist) {
 		t.Fatal("the damaged state was not kept aside")
 	}
 }
@@ -168,7 +169,7 @@ func FuzzStateFile(f *testing.F) {
 		f.Fatal(err)
 	}
 	k.Close()
-	good, err := os.ReadFile(dir + "/" + stateFileName)
+	good, err := os.ReadFile(dir + "/" + logstore.StateFileName)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -183,7 +184,7 @@ func FuzzStateFile(f *testing.F) {
 			t.Fatal(err)
 		}
 		c, err := loadStateFile(path, origin)
-		var damage *DamageError
+		var damage *logstore.DamageError
 		switch {
 		case err == nil:
 			c.store.close()

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/annal-dev/annal/kernel/event"
+	"github.com/annal-dev/annal/kernel/internal/logstore"
 )
 
 // testdata/refused-share is a data folder written by the release before the
@@ -47,7 +48,7 @@ func TestTolerate_RefusedEntryFromTheReleaseBeforeTheSequencer(t *testing.T) {
 	}
 	before := size()
 
-	cred, err := os.ReadFile(filepath.Join(dir, rootCredentialName))
+	cred, err := os.ReadFile(filepath.Join(dir, logstore.RootCredentialName))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/annal-dev/annal/kernel/event"
+	"github.com/annal-dev/annal/kernel/internal/logstore"
 	"github.com/annal-dev/annal/kernel/internal/wal"
 )
 
@@ -65,7 +66,7 @@ func parseReceipts(t *testing.T, out []byte) []crashReceipt {
 // segment of a data folder.
 func newestSegment(t *testing.T, dir string) (string, []byte) {
 	t.Helper()
-	segments, _ := filepath.Glob(filepath.Join(dir, WALDirName, "*.wal"))
+	segments, _ := filepath.Glob(filepath.Join(dir, logstore.WALDirName, "*.wal"))
 	if len(segments) == 0 {
 		t.Fatal("no write-ahead segment")
 	}
@@ -164,22 +165,22 @@ func TestWriteAhead_FlippedByteInLastAcknowledgedWriteIsRefused(t *testing.T) {
 			t.Errorf("the refusal does not say %q:\n%s", want, msg)
 		}
 	}
-	var damage *DamageError
-	if !errors.Is(err, ErrDamaged) || !errors.As(err, &damage) || damage.File != path {
+	var damage *logstore.DamageError
+	if !errors.Is(err, logstore.ErrDamaged) || !errors.As(err, &damage) || damage.File != path {
 		t.Fatalf("the refusal is not a data folder damage naming %s: %v", path, err)
 	}
 	if after, _ := os.ReadFile(path); !bytes.Equal(after, damaged) {
 		t.Fatal("the refused start changed the segment")
 	}
 	// annald rebuild and annald audit refuse it too.
-	if _, err := Rebuild(context.Background(), testConfig(t, dir)); !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), path) {
+	if _, err := Rebuild(context.Background(), testConfig(t, dir)); !errors.Is(err, logstore.ErrDamaged) || !strings.Contains(err.Error(), path) {
 		t.Fatalf("rebuild on the damaged folder: %v", err)
 	}
 	vkey, err := LocalVerifierKey(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Audit(context.Background(), LocalLog(dir), vkey, WithUnsignedTail(dir)); !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), path) {
+	if _, err := Audit(context.Background(), LocalLog(dir), vkey, WithUnsignedTail(dir)); !errors.Is(err, logstore.ErrDamaged) || !strings.Contains(err.Error(), path) {
 		t.Fatalf("audit of the damaged folder: %v", err)
 	}
 
@@ -230,8 +231,8 @@ func TestWriteAhead_TornUnacknowledgedWriteIsCut(t *testing.T) {
 	} {
 		t.Run(torn.what, func(t *testing.T) {
 			crashed := copyDir(t, dir)
-			os.Remove(filepath.Join(crashed, lockFileName))
-			seg := filepath.Join(crashed, WALDirName, filepath.Base(path))
+			os.Remove(filepath.Join(crashed, logstore.LockFileName))
+			seg := filepath.Join(crashed, logstore.WALDirName, filepath.Base(path))
 			b := append(bytes.Clone(data[:end]), torn.bytes...)
 			if err := os.WriteFile(seg, b, 0o600); err != nil {
 				t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/annal-dev/annal/kernel/event"
+	"github.com/annal-dev/annal/kernel/internal/logstore"
 	"github.com/annal-dev/annal/kernel/internal/wal"
 )
 
@@ -85,7 +86,7 @@ func TestWriteAhead_SIGKILLBeforeTiles(t *testing.T) {
 			t.Fatalf("round %d: %d receipts, want 300", round, n)
 		}
 		if round == 0 {
-			if size, _, err := (DiskLog{Root: filepath.Join(dir, LogDirName)}).TreeState(); err != nil || size != 0 {
+			if size, _, err := (logstore.DiskLog{Root: filepath.Join(dir, logstore.LogDirName)}).TreeState(); err != nil || size != 0 {
 				t.Fatalf("the tiles should hold nothing before the restart, have %d (%v)", size, err)
 			}
 			checkAuditOfCrashedFolder(t, dir, uint64(1+n))
@@ -186,12 +187,12 @@ func checkAuditOfCrashedFolder(t *testing.T, dir string, answered uint64) {
 	// The same entries written into the tiles of a copy, as a start does
 	// before its first checkpoint: past the checkpoint, from the tiles.
 	inTiles := copyDir(t, dir)
-	os.Remove(filepath.Join(inTiles, lockFileName))
-	d, err := OpenExistingDataDir(testConfig(t, inTiles).DataDir)
+	os.Remove(filepath.Join(inTiles, logstore.LockFileName))
+	d, err := logstore.OpenExistingDataDir(testConfig(t, inTiles).DataDir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = ReplayWriteAhead(d, testConfig(t, inTiles).Logger)
+	err = logstore.ReplayWriteAhead(d, testConfig(t, inTiles).Logger)
 	d.Close()
 	if err != nil {
 		t.Fatal(err)
@@ -204,8 +205,8 @@ func checkAuditOfCrashedFolder(t *testing.T, dir string, answered uint64) {
 	// A write a crash cut short at the end of the write-ahead log: named,
 	// not replayed, and the folder left as it was.
 	torn := copyDir(t, dir)
-	os.Remove(filepath.Join(torn, lockFileName))
-	segments, _ := filepath.Glob(filepath.Join(torn, WALDirName, "*.wal"))
+	os.Remove(filepath.Join(torn, logstore.LockFileName))
+	segments, _ := filepath.Glob(filepath.Join(torn, logstore.WALDirName, "*.wal"))
 	if len(segments) == 0 {
 		t.Fatal("no write-ahead segment in the crashed folder")
 	}
@@ -237,8 +238,8 @@ func checkAuditOfCrashedFolder(t *testing.T, dir string, answered uint64) {
 	}
 
 	bad := copyDir(t, dir)
-	os.Remove(filepath.Join(bad, lockFileName))
-	w, _, _, err := wal.Open(filepath.Join(bad, WALDirName), answered, wal.Options{})
+	os.Remove(filepath.Join(bad, logstore.LockFileName))
+	w, _, _, err := wal.Open(filepath.Join(bad, logstore.WALDirName), answered, wal.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,7 +277,7 @@ func TestWriteAhead_ReceiptReadableBeforeTiles(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if size, _, _ := (DiskLog{Root: k.LogPath()}).TreeState(); size != 0 {
+	if size, _, _ := (logstore.DiskLog{Root: k.LogPath()}).TreeState(); size != 0 {
 		t.Fatalf("the tiles hold %d entries while held back", size)
 	}
 	entry, err := k.Entry(ctx, last.Index)
@@ -332,7 +333,7 @@ func TestWriteAhead_TilesRefuseThenTake(t *testing.T) {
 		t.Fatal(err) // durable in the write-ahead log
 	}
 	waitReadiness(t, k, "the kernel stops taking writes while the tiles refuse them", func(err error) bool { return err != nil })
-	if _, err := k.Submit(ctx, root, ActionRequest{Type: event.Create, Target: "during/refusal"}); !errors.Is(err, ErrUnavailable) {
+	if _, err := k.Submit(ctx, root, ActionRequest{Type: event.Create, Target: "during/refusal"}); !errors.Is(err, logstore.ErrUnavailable) {
 		t.Fatalf("an action while the tiles refuse: %v", err)
 	}
 	if _, err := k.Entry(ctx, rc.Index); err != nil {
@@ -362,7 +363,7 @@ func TestWriteAhead_TilesRefuseThenTake(t *testing.T) {
 	if err != nil || after.Index != landed.Index+1 {
 		t.Fatalf("after the landed write: %+v, %v", after, err)
 	}
-	if size, _, err := (DiskLog{Root: k.LogPath()}).TreeState(); err != nil || size > after.Index+1 {
+	if size, _, err := (logstore.DiskLog{Root: k.LogPath()}).TreeState(); err != nil || size > after.Index+1 {
 		t.Fatalf("the tiles hold %d entries (%v): something was written twice", size, err)
 	}
 }
@@ -385,7 +386,7 @@ func TestWriteAhead_DisabledStartWritesItFirst(t *testing.T) {
 		}
 	}
 	k.Close() // reports the entries left behind
-	if size, _, _ := (DiskLog{Root: k.LogPath()}).TreeState(); size != 0 {
+	if size, _, _ := (logstore.DiskLog{Root: k.LogPath()}).TreeState(); size != 0 {
 		t.Fatalf("the tiles hold %d entries", size)
 	}
 	cfg = testConfig(t, dir)
@@ -416,7 +417,7 @@ func TestWriteAhead_FromAnotherLogIsRefused(t *testing.T) {
 	if err := k.Close(); err != nil {
 		t.Fatal(err)
 	}
-	size, _, err := (DiskLog{Root: filepath.Join(ours, LogDirName)}).TreeState()
+	size, _, err := (logstore.DiskLog{Root: filepath.Join(ours, logstore.LogDirName)}).TreeState()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -432,17 +433,17 @@ func TestWriteAhead_FromAnotherLogIsRefused(t *testing.T) {
 		}
 	}
 	other.Close()
-	if err := os.RemoveAll(filepath.Join(ours, WALDirName)); err != nil {
+	if err := os.RemoveAll(filepath.Join(ours, logstore.WALDirName)); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.CopyFS(filepath.Join(ours, WALDirName), os.DirFS(filepath.Join(theirs, WALDirName))); err != nil {
+	if err := os.CopyFS(filepath.Join(ours, logstore.WALDirName), os.DirFS(filepath.Join(theirs, logstore.WALDirName))); err != nil {
 		t.Fatal(err)
 	}
 	_, err = Open(testConfig(t, ours))
-	if !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), filepath.Join(ours, WALDirName)) {
+	if !errors.Is(err, logstore.ErrDamaged) || !strings.Contains(err.Error(), filepath.Join(ours, logstore.WALDirName)) {
 		t.Fatalf("a start with another log's write-ahead log: %v", err)
 	}
-	if after, _, _ := (DiskLog{Root: filepath.Join(ours, LogDirName)}).TreeState(); after != size {
+	if after, _, _ := (logstore.DiskLog{Root: filepath.Join(ours, logstore.LogDirName)}).TreeState(); after != size {
 		t.Fatalf("the tiles went from %d to %d entries", size, after)
 	}
 }

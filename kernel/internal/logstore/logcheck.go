@@ -1,4 +1,4 @@
-package kernel
+package logstore
 
 import (
 	"bytes"
@@ -66,7 +66,7 @@ func (d DiskLog) Path(rel string) string { return filepath.Join(d.Root, rel) }
 // TreeState is what Tessera's POSIX driver has integrated: its private
 // .state/TreeState file, written last in every batch.
 func (d DiskLog) TreeState() (size uint64, root []byte, err error) {
-	p := d.Path(treeStatePath)
+	p := d.Path(TreeStatePath)
 	raw, err := os.ReadFile(p)
 	if err != nil {
 		return 0, nil, err
@@ -92,7 +92,7 @@ func (d DiskLog) bundle(index uint64, want int) ([][]byte, error) {
 	}
 	var b api.EntryBundle
 	if err := b.UnmarshalText(raw); err != nil || len(b.Entries) < want {
-		return nil, &DamageError{File: file, Problem: fmt.Sprintf("entry bundle %d does not hold the %d entries that the tree state (%s) counts in it (%d bytes)", index, want, d.Path(treeStatePath), len(raw)), Remedy: remedyBackup}
+		return nil, &DamageError{File: file, Problem: fmt.Sprintf("entry bundle %d does not hold the %d entries that the tree state (%s) counts in it (%d bytes)", index, want, d.Path(TreeStatePath), len(raw)), Remedy: remedyBackup}
 	}
 	return b.Entries[:want], nil
 }
@@ -236,16 +236,16 @@ func VerifyLogEdge(ctx context.Context, logPath string, v note.Verifier) (*LogCh
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		if exists, _ := logExists(logPath); exists {
-			return nil, &DamageError{File: d.Path(treeStatePath), Problem: "missing, while the log has a checkpoint", Remedy: remedyBackup}
+			return nil, &DamageError{File: d.Path(TreeStatePath), Problem: "missing, while the log has a checkpoint", Remedy: remedyBackup}
 		}
 		if _, err := os.Stat(d.Path("tile")); err == nil {
-			return nil, &DamageError{File: d.Path(treeStatePath), Problem: "missing, while the log has tiles", Remedy: remedyBackup}
+			return nil, &DamageError{File: d.Path(TreeStatePath), Problem: "missing, while the log has tiles", Remedy: remedyBackup}
 		}
 		// The root credential is written after Tessera made the tree state
 		// and before the genesis entry: a folder that has one made a log.
 		// Making another under the same key would fork its history.
-		if _, err := os.Stat(filepath.Join(filepath.Dir(logPath), rootCredentialName)); err == nil {
-			return nil, &DamageError{File: d.Path(treeStatePath), Problem: "missing, while this data folder already made a log (it has a root credential): a new log under the same key would fork its history",
+		if _, err := os.Stat(filepath.Join(filepath.Dir(logPath), RootCredentialName)); err == nil {
+			return nil, &DamageError{File: d.Path(TreeStatePath), Problem: "missing, while this data folder already made a log (it has a root credential): a new log under the same key would fork its history",
 				Remedy: remedyBackup + "; or start a new data folder"}
 		}
 		return c, nil // a new log: Tessera makes it
@@ -266,7 +266,7 @@ func VerifyLogEdge(ctx context.Context, logPath string, v note.Verifier) (*LogCh
 				Remedy: "annald repair signs a new checkpoint of the tree state once the tiles agree with it", Repairable: true}
 		}
 		if cp.Size > size {
-			return nil, &DamageError{File: d.Path(treeStatePath), Problem: fmt.Sprintf("counts %d entries, but the signed checkpoint %d", size, cp.Size), Remedy: remedyBackup}
+			return nil, &DamageError{File: d.Path(TreeStatePath), Problem: fmt.Sprintf("counts %d entries, but the signed checkpoint %d", size, cp.Size), Remedy: remedyBackup}
 		}
 		c.Checkpoint = cp
 	}
@@ -335,7 +335,7 @@ func (c *LogCheck) verifyRoot(ctx context.Context, d DiskLog) error {
 		err = proof.VerifyInclusion(rfc6962.DefaultHasher, last, c.Size, rfc6962.DefaultHasher.HashLeaf(entries[len(entries)-1]), incl, c.Root)
 	}
 	if err != nil {
-		return &DamageError{File: d.Path(treeStatePath), Problem: fmt.Sprintf("the tiles do not hash to its root %x: %v", c.Root, err), Remedy: remedyBackup}
+		return &DamageError{File: d.Path(TreeStatePath), Problem: fmt.Sprintf("the tiles do not hash to its root %x: %v", c.Root, err), Remedy: remedyBackup}
 	}
 	cp := c.Checkpoint
 	if cp == nil || cp.Size == 0 {
@@ -357,10 +357,10 @@ func (c *LogCheck) verifyRoot(ctx context.Context, d DiskLog) error {
 	return nil
 }
 
-// tempFileName matches the temporary files Tessera's POSIX driver writes
+// TempFileName matches the temporary files Tessera's POSIX driver writes
 // before renaming them into place: the target's name followed by a random
 // number. A crash, or a full disk, can leave them behind.
-var tempFileName = regexp.MustCompile(`^(?:[0-9]{3}[0-9]+|(?:checkpoint|treeState|gcState|version)[0-9]+)$`)
+var TempFileName = regexp.MustCompile(`^(?:[0-9]{3}[0-9]+|(?:checkpoint|treeState|gcState|version)[0-9]+)$`)
 
 // RemoveTempFiles removes what interrupted writes left in the log folder
 // and returns how many there were. Inside a partial folder (NNN.p) a name is
@@ -379,7 +379,7 @@ func RemoveTempFilesOlder(logPath string, age time.Duration) (int, error) {
 			return err
 		}
 		name := e.Name()
-		temp := tempFileName.MatchString(name)
+		temp := TempFileName.MatchString(name)
 		if filepath.Ext(filepath.Dir(p)) == ".p" {
 			temp = len(name) > 3
 		}

@@ -1,7 +1,8 @@
-package kernel
+package logstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -68,7 +69,7 @@ type Sequencer interface {
 
 type CommitRequest struct {
 	entry []byte
-	Event    *event.Event // the decoded entry, for onDurable
+	Event *event.Event // the decoded entry, for onDurable
 	// At is the index the sequencer checked the entry At, which the
 	// write must give it.
 	At uint64
@@ -239,6 +240,10 @@ func tesseraWriter(add tessera.AddFn) func([]*CommitRequest) []CommitResult {
 // close writes what is pending and stops. Once ctx is done, entries not
 // yet handed to Tessera are abandoned (answered with an error) rather than
 // waited for.
+// ErrUnavailable is the error of an entry abandoned because the log is
+// stopping (the kernel's ErrUnavailable is this error).
+var ErrUnavailable = errors.New("unavailable")
+
 func (g *GroupCommitter) close(ctx context.Context) {
 	close(g.stop)
 	select {

@@ -1,4 +1,4 @@
-package kernel
+package logstore
 
 import (
 	"bytes"
@@ -19,16 +19,16 @@ import (
 // The files of a data folder.
 const (
 	LogDirName         = "log"             // the Tessera POSIX log: the tlog-tiles tree
-	stateFileName      = "state.db"        // bbolt: the materialised view of the log
-	signingKeyFileName = "log.key"         // x/mod note private key, 0600
+	StateFileName      = "state.db"        // bbolt: the materialised view of the log
+	SigningKeyFileName = "log.key"         // x/mod note private key, 0600
 	VerifierKeyName    = "log.pub"         // x/mod note verifier key
-	originFileName     = "origin"          // the log origin, chosen once
-	rootCredentialName = "root.credential" // the root human's bearer credential, 0600
-	lockFileName       = "LOCK"
+	OriginFileName     = "origin"          // the log origin, chosen once
+	RootCredentialName = "root.credential" // the root human's bearer credential, 0600
+	LockFileName       = "LOCK"
 
 	// Inside the log folder: Tessera's private tree state (the size and
 	// root it has integrated) and the published checkpoint.
-	treeStatePath      = ".state/treeState"
+	TreeStatePath      = ".state/treeState"
 	CheckpointFileName = "checkpoint"
 )
 
@@ -45,10 +45,10 @@ type DataDir struct {
 func (d *DataDir) LogPath() string { return filepath.Join(d.Path, LogDirName) }
 
 // StatePath is the bbolt state file.
-func (d *DataDir) StatePath() string { return filepath.Join(d.Path, stateFileName) }
+func (d *DataDir) StatePath() string { return filepath.Join(d.Path, StateFileName) }
 
 // RootCredentialPath is where the root credential is kept.
-func (d *DataDir) RootCredentialPath() string { return filepath.Join(d.Path, rootCredentialName) }
+func (d *DataDir) RootCredentialPath() string { return filepath.Join(d.Path, RootCredentialName) }
 
 var (
 	openDirsMu sync.Mutex
@@ -98,7 +98,7 @@ func OpenDataDir(path, origin string) (_ *DataDir, err error) {
 // OpenExistingDataDir opens, for a tool that must not create one (rebuild,
 // repair), a data folder that annald made.
 func OpenExistingDataDir(path string) (*DataDir, error) {
-	if _, err := os.Stat(filepath.Join(path, originFileName)); err != nil {
+	if _, err := os.Stat(filepath.Join(path, OriginFileName)); err != nil {
 		return nil, fmt.Errorf("%s is not an annald data folder: %w", path, err)
 	}
 	return OpenDataDir(path, "")
@@ -118,12 +118,12 @@ func LockDir(abs string) (func(), error) {
 	if openDirs[abs] {
 		return nil, fmt.Errorf("%w: %s is already open in this process", ErrDataDirInUse, abs)
 	}
-	f, err := os.OpenFile(filepath.Join(abs, lockFileName), os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := os.OpenFile(filepath.Join(abs, LockFileName), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open lock file: %w", err)
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		holder, _ := os.ReadFile(filepath.Join(abs, lockFileName))
+		holder, _ := os.ReadFile(filepath.Join(abs, LockFileName))
 		f.Close()
 		return nil, fmt.Errorf("%w: %s is locked (held by pid %s)", ErrDataDirInUse, abs, strings.TrimSpace(string(holder)))
 	}
@@ -140,7 +140,7 @@ func LockDir(abs string) (func(), error) {
 }
 
 func (d *DataDir) ensureOrigin(want string) (string, error) {
-	p := filepath.Join(d.Path, originFileName)
+	p := filepath.Join(d.Path, OriginFileName)
 	have, err := os.ReadFile(p)
 	switch {
 	case err == nil:
@@ -172,7 +172,7 @@ func (d *DataDir) ensureOrigin(want string) (string, error) {
 // log.pub is never rewritten once a log exists (a missing one is derived
 // again from log.key, which names exactly one public key).
 func (d *DataDir) ensureKeys() error {
-	skPath := filepath.Join(d.Path, signingKeyFileName)
+	skPath := filepath.Join(d.Path, SigningKeyFileName)
 	vkPath := filepath.Join(d.Path, VerifierKeyName)
 	exists, err := logExists(d.LogPath())
 	if err != nil {
@@ -246,7 +246,7 @@ func (d *DataDir) makeKeys(skPath, vkPath string) error {
 // folder, before any entry, so a folder whose key pair was just made (and
 // whose first start then crashed) has neither.
 func logExists(logPath string) (bool, error) {
-	for _, p := range []string{filepath.Join(logPath, treeStatePath), filepath.Join(logPath, CheckpointFileName)} {
+	for _, p := range []string{filepath.Join(logPath, TreeStatePath), filepath.Join(logPath, CheckpointFileName)} {
 		if _, err := os.Lstat(p); err == nil {
 			return true, nil
 		} else if !errors.Is(err, os.ErrNotExist) {
@@ -279,7 +279,7 @@ func WriteFileAtomic(path string, data []byte, mode os.FileMode) error {
 
 // identityFiles make a data folder a given log's: its signing key, verifier
 // key, origin and root credential.
-var identityFiles = []string{signingKeyFileName, VerifierKeyName, originFileName, rootCredentialName}
+var identityFiles = []string{SigningKeyFileName, VerifierKeyName, OriginFileName, RootCredentialName}
 
 // CopyIdentity copies a log's identity (signing key, verifier key, origin,
 // root credential) from the data folder from into the folder to, created

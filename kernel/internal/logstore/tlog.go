@@ -1,4 +1,4 @@
-package kernel
+package logstore
 
 import (
 	"bytes"
@@ -553,4 +553,41 @@ func (l *Log) SettledSize(ctx context.Context) (uint64, error) {
 		return 0, err
 	}
 	return l.WaitIntegrated(ctx, next)
+}
+
+// DiskLeafAt reads leaf hashes from the data folder's POSIX log.
+func DiskLeafAt(logPath string) func(uint64) ([]byte, bool) {
+	return func(i uint64) ([]byte, bool) {
+		d := DiskLog{Root: logPath}
+		size, _, err := d.TreeState()
+		if err != nil || i >= size {
+			return nil, false
+		}
+		index := i / layout.TileWidth
+		nodes, _, err := d.Tile(0, index, int(min(size-index*layout.TileWidth, layout.TileWidth)))
+		if err != nil {
+			return nil, false
+		}
+		return nodes[i%layout.TileWidth], true
+	}
+}
+
+// LeafAt reads leaf hashes through the log's reader (any storage).
+func (l *Log) LeafAt(ctx context.Context) func(uint64) ([]byte, bool) {
+	return func(i uint64) ([]byte, bool) {
+		size, err := l.IntegratedSize(ctx)
+		if err != nil || i >= size {
+			return nil, false
+		}
+		index := i / layout.TileWidth
+		raw, err := l.ReadTile(ctx, 0, index, layout.PartialTileSize(0, index, size))
+		if err != nil {
+			return nil, false
+		}
+		var t api.HashTile
+		if t.UnmarshalText(raw) != nil || uint64(len(t.Nodes)) <= i%layout.TileWidth {
+			return nil, false
+		}
+		return t.Nodes[i%layout.TileWidth], true
+	}
 }
