@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -141,70 +140,19 @@ func Open(cfg Config) (_ *Kernel, err error) {
 		}
 		witnesses = logstore.NewWitnessWatch(dir.Origin, dir.VerifierKey, cfg.Logger, cfg.Now)
 	}
-	var check *logstore.LogCheck
-	var l *logstore.Log
 	var cache *stateCache
-	if cfg.Storage.OnDisk() {
-		// The data folder's log is checked before Tessera opens it.
-		check, err = logstore.CheckLog(context.Background(), dir.LogPath(), verifier)
-		if err == nil && check.Size > 0 && check.Size <= cfg.scrubAtStart() && !cfg.DisableScrub {
-			// A small log is read whole before it is served (tens of ms); a
-			// larger one after, in the background.
-			err = logstore.ScrubLog(context.Background(), dir.LogPath(), check.Size, check.Root)
-			check.Size = 0
-		}
-		if err != nil {
-			return nil, fmt.Errorf("start-up check of the log: %w", err)
-		}
-		if check.TempFiles > 0 {
-			cfg.Logger.Info("removed temporary files that interrupted writes left in the log folder", "count", check.TempFiles)
-		}
-		// What the write-ahead log holds past the tiles goes into them
-		// before anything reads the log.
-		var wa *logstore.WriteAhead
-		if cfg.DisableWriteAhead {
-			err = logstore.ReplayWriteAhead(dir, cfg.Logger)
-		} else {
-			wa, err = logstore.OpenWriteAhead(dir, int(cfg.MaxOutstanding), cfg.Logger)
-		}
-		if err != nil {
-			return nil, err
-		}
-		if cache, err = openCheckedState(dir, cfg.Logger, logstore.DiskLeafAt(dir.LogPath())); err != nil {
-			if wa != nil {
-				wa.WAL.Close()
-			}
-			return nil, err
-		}
-		if l, err = logstore.OpenLog(dir.LogPath(), signer, verifier, cfg.logOptions(), witnesses, wa); err != nil {
-			if wa != nil {
-				wa.WAL.Close()
-			}
+	l, unscrubbed, err := logstore.Open(dir, logstore.Options{
+		LogOptions: cfg.logOptions(), Signer: signer, Verifier: verifier, Witnesses: witnesses,
+		DisableWriteAhead: cfg.DisableWriteAhead, ScrubAtStart: cfg.scrubAtStart(), DisableScrub: cfg.DisableScrub,
+	}, func(leafAt func(uint64) ([]byte, bool)) (err error) {
+		cache, err = openCheckedState(dir, cfg.Logger, leafAt)
+		return err
+	})
+	if err != nil {
+		if cache != nil {
 			cache.store.close()
-			return nil, err
 		}
-	} else {
-		// A shared log is read through Tessera: its checkpoint must be this
-		// log's before anything is appended to it.
-		check = &logstore.LogCheck{}
-		if l, err = logstore.OpenLog(dir.LogPath(), signer, verifier, cfg.logOptions(), witnesses, nil); err != nil {
-			return nil, err
-		}
-		if lease := cfg.Storage.AWS.Lease; lease != nil {
-			err = lease.Fence(context.Background())
-		}
-		if err == nil {
-			err = l.CheckOwnLog(context.Background(), dir.Origin)
-		}
-		if err == nil {
-			cache, err = openCheckedState(dir, cfg.Logger, l.LeafAt(context.Background()))
-		}
-		if err != nil {
-			shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			_ = l.Close(shutdownCtx)
-			return nil, err
-		}
+		return nil, err
 	}
 	st, led := cache.store, cache.ledger
 	defer func() {
@@ -221,19 +169,11 @@ func Open(cfg Config) (_ *Kernel, err error) {
 	if !cfg.DisableRateLimit {
 		k.limiter = ratelimit.New(cfg.RateLimits, cfg.MaxRateBuckets, cfg.RateClock)
 	}
-	l.Group.OnDurable = k.foldDurable
+	hooks := logstore.Hooks{OnDurable: k.foldDurable, OnFailure: k.tileLogFailure, HoldTiles: cfg.holdTiles, FailTiles: cfg.failTiles}
 	if !cfg.sequencerOff {
-		l.Group.Seq = k
+		hooks.Sequencer = k
 	}
-	if l.Wa != nil {
-		l.Wa.OnFailure = k.tileLogFailure
-		l.Wa.Hold, l.Wa.Fail = cfg.holdTiles, cfg.failTiles
-		l.Wa.CheckEdge = func() error {
-			_, err := logstore.VerifyLogEdge(context.Background(), dir.LogPath(), verifier)
-			return err
-		}
-		l.Wa.Start()
-	}
+	l.Start(hooks)
 	if err := k.recover(context.Background()); err != nil {
 		shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -248,9 +188,9 @@ func Open(cfg Config) (_ *Kernel, err error) {
 	k.loopsDone.Add(2)
 	go func() { defer k.loopsDone.Done(); k.holdLoop(k.stopLoops) }()
 	go func() { defer k.loopsDone.Done(); k.resumeLoop(k.stopLoops) }()
-	if check.Size > 0 && !cfg.DisableScrub {
+	if unscrubbed != nil {
 		k.loopsDone.Add(1)
-		go func() { defer k.loopsDone.Done(); defer close(k.scrubbed); k.scrub(check.Size, check.Root) }()
+		go func() { defer k.loopsDone.Done(); defer close(k.scrubbed); k.scrub(unscrubbed.Size, unscrubbed.Root) }()
 	} else {
 		close(k.scrubbed)
 	}
@@ -523,18 +463,15 @@ func (k *Kernel) tryResume(ctx context.Context) (done bool, err error) {
 	if err := probe(); err != nil {
 		return false, err
 	}
-	if !k.log.Group.Idle() {
-		return false, errors.New("entries are still being written")
-	}
-	if k.log.Wa != nil && !k.log.Wa.CaughtUp() {
-		return false, errors.New("the tile log does not yet hold every entry of the write-ahead log")
+	if err := k.log.Quiet(); err != nil {
+		return false, err
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.failed == nil || !k.resumable {
 		return true, nil
 	}
-	size, err := k.logEdge(ctx)
+	size, err := k.log.Edge(ctx)
 	if err != nil && !k.cfg.Storage.OnDisk() {
 		return false, err // the database or the bucket is away: try again
 	}
@@ -561,22 +498,6 @@ func (k *Kernel) tryResume(ctx context.Context) (done bool, err error) {
 		}()
 	}
 	return true, nil
-}
-
-// logEdge is the size of the log as it stands after a failed append: for
-// the data folder's log, after checking its newest files against the
-// signed tree; for a shared log, everything sequenced, once integrated.
-func (k *Kernel) logEdge(ctx context.Context) (uint64, error) {
-	if !k.cfg.Storage.OnDisk() {
-		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		return k.log.SettledSize(ctx)
-	}
-	check, err := logstore.VerifyLogEdge(ctx, k.dir.LogPath(), k.log.Verifier)
-	if err != nil {
-		return 0, err
-	}
-	return check.Size, nil
 }
 
 // scrub checks the whole log below size, in the background after start:
@@ -726,12 +647,6 @@ func (k *Kernel) Close() error {
 	}
 	errs := []error{logErr}
 	errs = append(errs, k.persist(), k.store.close())
-	// Tessera has stopped: what a write it gave up on left behind goes.
-	if k.cfg.Storage.OnDisk() {
-		if _, err := logstore.RemoveTempFiles(k.dir.LogPath()); err != nil {
-			errs = append(errs, err)
-		}
-	}
 	k.dir.Close()
 	return errors.Join(errs...)
 }
@@ -820,18 +735,11 @@ func (k *Kernel) LogPath() string { return k.dir.LogPath() }
 // CheckpointAge is how long ago the published checkpoint was last written
 // (for a log in a bucket: since this kernel saw it change).
 func (k *Kernel) CheckpointAge() (time.Duration, error) {
-	if !k.cfg.Storage.OnDisk() {
-		changed, err := k.log.CheckpointChangedAt(context.Background())
-		if err != nil {
-			return 0, err
-		}
-		return k.cfg.Now().Sub(changed), nil
-	}
-	fi, err := os.Stat(filepath.Join(k.dir.LogPath(), "checkpoint"))
+	changed, err := k.log.CheckpointChangedAt(context.Background())
 	if err != nil {
 		return 0, err
 	}
-	return k.cfg.Now().Sub(fi.ModTime()), nil
+	return k.cfg.Now().Sub(changed), nil
 }
 
 func newEventID() (string, error) {

@@ -44,6 +44,10 @@ type Log struct {
 	// first use.
 	proofsOnce sync.Once
 	proofs     *proofTiles
+	// path is the log folder of the data folder (for a shared log, where
+	// Tessera keeps nothing); onDisk says the log lives there.
+	path   string
+	onDisk bool
 }
 
 // checkpointGrace is how long, from the first published checkpoint that
@@ -139,6 +143,8 @@ func OpenLog(path string, signer note.Signer, verifier note.Verifier, cfg LogOpt
 		cancel:   cancel,
 		cp:       verifiedCheckpoint{now: cfg.Now, logger: cfg.Logger},
 		gcDone:   make(chan struct{}),
+		path:     path,
+		onDisk:   cfg.Storage.OnDisk(),
 	}
 	gcCtx, stopGC := context.WithCancel(ctx)
 	l.stopGC = stopGC
@@ -168,6 +174,12 @@ func (l *Log) Close(ctx context.Context) error {
 	}
 	errs = append(errs, l.shutdown(ctx))
 	l.cancel()
+	// Tessera has stopped: what a write it gave up on left behind goes.
+	if l.onDisk {
+		if _, err := RemoveTempFiles(l.path); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -485,9 +497,17 @@ func ToHashes(in [][]byte) ([][sha256.Size]byte, error) {
 	return out, nil
 }
 
-// CheckpointChangedAt reads the published checkpoint and says since when
-// this kernel has seen it unchanged.
+// CheckpointChangedAt is when the published checkpoint was last written:
+// the file's time in the data folder; for a log in a bucket, when this
+// kernel first saw the checkpoint it reads now.
 func (l *Log) CheckpointChangedAt(ctx context.Context) (time.Time, error) {
+	if l.onDisk {
+		fi, err := os.Stat(filepath.Join(l.path, CheckpointFileName))
+		if err != nil {
+			return time.Time{}, err
+		}
+		return fi.ModTime(), nil
+	}
 	if _, err := l.LatestCheckpoint(ctx); err != nil {
 		return time.Time{}, err
 	}
