@@ -159,8 +159,8 @@ func (s *selection) match(index uint64, ev *Event) string {
 }
 
 func parseTime(s string) (time.Time, error) {
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil || t.UTC().Format(time.RFC3339Nano) != s {
+	t, ok := canonicalTime(s)
+	if !ok {
 		return time.Time{}, fmt.Errorf("%q is not RFC 3339 UTC in canonical form", abbreviate(s))
 	}
 	return t, nil
