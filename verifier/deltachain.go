@@ -186,7 +186,9 @@ func isIdentifier(s string) bool {
 	return true
 }
 
-func isAlnum(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' }
+func isAlnum(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
 
 // SessionChain is what a bundle shows of one session's delta chain: its
 // deltas in index order, each linked to the one before.
