@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"golang.org/x/mod/sumdb/note"
@@ -86,13 +87,16 @@ func ValidateOrigin(origin string) error {
 	case !utf8.ValidString(origin):
 		return fmt.Errorf("origin %q is not valid UTF-8", origin)
 	}
-	for _, r := range origin {
-		if r <= ' ' || r == 0x7f || r == '\u0085' || r == '\u00a0' || (r >= 0x2000 && r <= 0x200a) || r == 0x2028 || r == 0x2029 || r == 0x202f || r == 0x205f || r == 0x3000 || r == 0x1680 {
-			return fmt.Errorf("origin %q contains a space or control character", origin)
-		}
+	if strings.ContainsFunc(origin, isSpaceOrControl) {
+		return fmt.Errorf("origin %q contains a space or control character", origin)
 	}
 	return nil
 }
+
+// isSpaceOrControl is what a key name may not hold: an ASCII control
+// character, or a Unicode space (the White_Space property, as
+// unicode.IsSpace has it).
+func isSpaceOrControl(r rune) bool { return isControl(r) || unicode.IsSpace(r) }
 
 func abbreviate(s string) string {
 	if len(s) > 64 {

@@ -61,62 +61,96 @@ func ParseTLogProof(data []byte) (TLogProof, error) {
 	if len(data) > MaxTLogProofSize {
 		return p, fmt.Errorf("tlog-proof is %d bytes, more than the limit of %d", len(data), MaxTLogProofSize)
 	}
-	rest := data
-	line := func() (string, bool) {
-		i := bytes.IndexByte(rest, '\n')
-		if i < 0 {
-			return "", false
-		}
-		l := string(rest[:i])
-		rest = rest[i+1:]
-		return l, true
-	}
-	l, ok := line()
+	r := proofLines{rest: data}
+	l, ok := r.next()
 	if !ok || l != TLogProofHeader {
 		return p, fmt.Errorf("tlog-proof does not start with the line %q", TLogProofHeader)
 	}
-	if l, ok = line(); !ok {
+	if l, ok = r.next(); !ok {
 		return p, errors.New("tlog-proof ends after its header")
 	}
-	if e, isExtra := strings.CutPrefix(l, "extra "); isExtra {
-		raw, err := decodeBase64(e)
-		if err != nil {
-			return p, fmt.Errorf("tlog-proof extra data is not standard base64: %w", err)
-		}
-		p.Extra = raw
-		if l, ok = line(); !ok {
-			return p, errors.New("tlog-proof ends after its extra line")
-		}
+	var err error
+	if p.Extra, l, err = r.extra(l); err != nil {
+		return p, err
 	}
+	if p.Index, err = parseIndexLine(l); err != nil {
+		return p, err
+	}
+	if p.Hashes, err = r.hashes(); err != nil {
+		return p, err
+	}
+	if len(r.rest) == 0 {
+		return p, errors.New("tlog-proof has no checkpoint")
+	}
+	p.Checkpoint = bytes.Clone(r.rest)
+	return p, nil
+}
+
+// proofLines reads a tlog-proof line by line; rest is what follows the
+// lines read so far.
+type proofLines struct{ rest []byte }
+
+// next returns the next line without its newline; false if no newline
+// is left.
+func (r *proofLines) next() (string, bool) {
+	i := bytes.IndexByte(r.rest, '\n')
+	if i < 0 {
+		return "", false
+	}
+	l := string(r.rest[:i])
+	r.rest = r.rest[i+1:]
+	return l, true
+}
+
+// extra decodes l if it is the optional extra line, and returns the line
+// that follows the extra data.
+func (r *proofLines) extra(l string) ([]byte, string, error) {
+	e, isExtra := strings.CutPrefix(l, "extra ")
+	if !isExtra {
+		return nil, l, nil
+	}
+	raw, err := decodeBase64(e)
+	if err != nil {
+		return nil, l, fmt.Errorf("tlog-proof extra data is not standard base64: %w", err)
+	}
+	next, ok := r.next()
+	if !ok {
+		return raw, "", errors.New("tlog-proof ends after its extra line")
+	}
+	return raw, next, nil
+}
+
+func parseIndexLine(l string) (uint64, error) {
 	idx, isIndex := strings.CutPrefix(l, "index ")
 	if !isIndex {
-		return p, fmt.Errorf("tlog-proof line %q is not \"index <n>\"", abbreviate(l))
+		return 0, fmt.Errorf("tlog-proof line %q is not \"index <n>\"", abbreviate(l))
 	}
 	n, err := ParseDecimal(idx)
 	if err != nil {
-		return p, fmt.Errorf("tlog-proof index: %w", err)
+		return 0, fmt.Errorf("tlog-proof index: %w", err)
 	}
-	p.Index = n
+	return n, nil
+}
+
+// hashes reads the proof's hashes, up to the empty line before the
+// checkpoint.
+func (r *proofLines) hashes() ([][sha256.Size]byte, error) {
+	var hashes [][sha256.Size]byte
 	for {
-		l, ok = line()
+		l, ok := r.next()
 		if !ok {
-			return p, errors.New("tlog-proof has no empty line before its checkpoint")
+			return hashes, errors.New("tlog-proof has no empty line before its checkpoint")
 		}
 		if l == "" {
-			break
+			return hashes, nil
 		}
-		if len(p.Hashes) == MaxProofHashes {
-			return p, fmt.Errorf("tlog-proof has more than %d hashes", MaxProofHashes)
+		if len(hashes) == MaxProofHashes {
+			return hashes, fmt.Errorf("tlog-proof has more than %d hashes", MaxProofHashes)
 		}
 		h, err := ParseHash(l)
 		if err != nil {
-			return p, fmt.Errorf("tlog-proof hash %d: %w", len(p.Hashes)+1, err)
+			return hashes, fmt.Errorf("tlog-proof hash %d: %w", len(hashes)+1, err)
 		}
-		p.Hashes = append(p.Hashes, h)
+		hashes = append(hashes, h)
 	}
-	if len(rest) == 0 {
-		return p, errors.New("tlog-proof has no checkpoint")
-	}
-	p.Checkpoint = bytes.Clone(rest)
-	return p, nil
 }

@@ -78,8 +78,20 @@ func parseJSONLine(line []byte, v any) error {
 	return nil
 }
 
-// check validates a selection's own values.
+// check validates a selection's own values: the names it matches, then
+// its bounds.
 func (s *selection) check() error {
+	if err := s.checkNames(); err != nil {
+		return err
+	}
+	if s.From != nil && s.To != nil && *s.From >= *s.To {
+		return fmt.Errorf("selection from %d is not below to %d", *s.From, *s.To)
+	}
+	return s.parseTimes()
+}
+
+// checkNames checks the actor, session and kind a selection matches.
+func (s *selection) checkNames() error {
 	if len(s.Actor) > maxSelectionActor || s.Actor != "" && !isActorID(s.Actor) {
 		return fmt.Errorf("selection actor %q is not an actor id", abbreviate(s.Actor))
 	}
@@ -89,24 +101,35 @@ func (s *selection) check() error {
 	if len(s.Kind) > maxSelectionKind || s.Kind != "" && !isKind(s.Kind) {
 		return fmt.Errorf("selection kind %q is not an event kind", abbreviate(s.Kind))
 	}
-	if s.From != nil && s.To != nil && *s.From >= *s.To {
-		return fmt.Errorf("selection from %d is not below to %d", *s.From, *s.To)
-	}
+	return nil
+}
+
+// parseTimes parses since and until, each optional; since must be before
+// until.
+func (s *selection) parseTimes() error {
 	var err error
-	if s.Since != "" {
-		if s.since, err = parseTime(s.Since); err != nil {
-			return fmt.Errorf("selection since: %v", err)
-		}
+	if s.since, err = selectionTime("since", s.Since); err != nil {
+		return err
 	}
-	if s.Until != "" {
-		if s.until, err = parseTime(s.Until); err != nil {
-			return fmt.Errorf("selection until: %v", err)
-		}
+	if s.until, err = selectionTime("until", s.Until); err != nil {
+		return err
 	}
 	if s.Since != "" && s.Until != "" && !s.since.Before(s.until) {
 		return fmt.Errorf("selection since %s is not before until %s", s.Since, s.Until)
 	}
 	return nil
+}
+
+// selectionTime parses the selection's member what, if it is set.
+func selectionTime(what, value string) (time.Time, error) {
+	if value == "" {
+		return time.Time{}, nil
+	}
+	t, err := parseTime(value)
+	if err != nil {
+		return t, fmt.Errorf("selection %s: %v", what, err)
+	}
+	return t, nil
 }
 
 // filtered reports whether the selection has members other than from and to.
@@ -136,8 +159,8 @@ func (s *selection) match(index uint64, ev *Event) string {
 }
 
 func parseTime(s string) (time.Time, error) {
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil || t.UTC().Format(time.RFC3339Nano) != s {
+	t, ok := canonicalTime(s)
+	if !ok {
 		return time.Time{}, fmt.Errorf("%q is not RFC 3339 UTC in canonical form", abbreviate(s))
 	}
 	return t, nil
@@ -178,96 +201,167 @@ var (
 // lines carry inclusion proofs. The entry is decoded into buf (grown as
 // needed and returned) after one byte 0x00, the RFC 6962 leaf prefix, so
 // that buf[:1+len(entry)] is the leaf hash's input.
-func parseEventLine(line []byte, withProof bool, buf []byte) (e bundleEvent, _ []byte, _ error) {
-	if !bytes.HasPrefix(line, eventLinePrefix) {
-		return e, buf, fmt.Errorf("an event line starts with %s, this one with %q", eventLinePrefix, abbreviate(string(line[:min(len(line), len(eventLinePrefix))])))
+func parseEventLine(line []byte, withProof bool, buf []byte) (bundleEvent, []byte, error) {
+	// The members in the order the format fixes; each that a line may
+	// leave out reads nothing when it is absent. (Called one by one, not
+	// from a table, so that r stays on the stack: a bundle has millions of
+	// lines.)
+	r := eventLineReader{rest: line, withProof: withProof, buf: buf}
+	err := r.entry()
+	if err == nil {
+		err = r.index()
 	}
-	rest := line[len(eventLinePrefix):]
+	if err == nil {
+		err = r.keyEvent()
+	}
+	if err == nil {
+		err = r.opened()
+	}
+	if err == nil {
+		err = r.proof()
+	}
+	if err == nil {
+		err = r.end()
+	}
+	return r.e, r.buf, err
+}
+
+// eventLineReader holds an event line as its members are read.
+type eventLineReader struct {
+	rest      []byte // what follows the members read so far
+	withProof bool
+	buf       []byte
+	e         bundleEvent
+}
+
+// entry decodes the entry's canonical base64 into buf, after the leaf prefix.
+func (r *eventLineReader) entry() error {
+	if !bytes.HasPrefix(r.rest, eventLinePrefix) {
+		return fmt.Errorf("an event line starts with %s, this one with %q", eventLinePrefix, abbreviate(string(r.rest[:min(len(r.rest), len(eventLinePrefix))])))
+	}
+	rest := r.rest[len(eventLinePrefix):]
 	end := bytes.IndexByte(rest, '"')
 	if end < 0 {
-		return e, buf, errors.New("the entry's string does not end")
+		return errors.New("the entry's string does not end")
 	}
 	b64 := rest[:end]
 	if len(b64)%4 != 0 || len(b64) == 0 {
-		return e, buf, fmt.Errorf("entry is not canonical base64 (%d characters, not a positive multiple of 4)", len(b64))
+		return fmt.Errorf("entry is not canonical base64 (%d characters, not a positive multiple of 4)", len(b64))
 	}
 	if bytes.IndexByte(b64, '\r') >= 0 || bytes.IndexByte(b64, '\n') >= 0 {
-		return e, buf, errors.New("entry is not canonical base64 (line break)")
+		return errors.New("entry is not canonical base64 (line break)")
 	}
-	if need := 1 + base64.StdEncoding.DecodedLen(len(b64)); cap(buf) < need {
-		buf = make([]byte, need, max(need, 1024))
+	if need := 1 + base64.StdEncoding.DecodedLen(len(b64)); cap(r.buf) < need {
+		r.buf = make([]byte, need, max(need, 1024))
 	}
-	buf = buf[:cap(buf)]
-	buf[0] = rfc6962.RFC6962LeafHashPrefix
-	n, err := base64.StdEncoding.Strict().Decode(buf[1:], b64)
+	r.buf = r.buf[:cap(r.buf)]
+	r.buf[0] = rfc6962.RFC6962LeafHashPrefix
+	n, err := base64.StdEncoding.Strict().Decode(r.buf[1:], b64)
 	if err != nil {
-		return e, buf, fmt.Errorf("entry is not canonical base64: %v", err)
+		return fmt.Errorf("entry is not canonical base64: %v", err)
 	}
-	e.entry = buf[1 : 1+n]
-	if len(e.entry) > MaxEntrySize {
-		return e, buf, fmt.Errorf("entry is %d bytes, more than %d", len(e.entry), MaxEntrySize)
+	r.e.entry = r.buf[1 : 1+n]
+	if len(r.e.entry) > MaxEntrySize {
+		return fmt.Errorf("entry is %d bytes, more than %d", len(r.e.entry), MaxEntrySize)
 	}
-	rest = rest[end:]
-	if !bytes.HasPrefix(rest, eventLineIndex) {
-		return e, buf, fmt.Errorf("after the entry comes %s, not %q", eventLineIndex, abbreviate(string(rest[:min(len(rest), len(eventLineIndex))])))
+	r.rest = rest[end:]
+	return nil
+}
+
+func (r *eventLineReader) index() error {
+	if !bytes.HasPrefix(r.rest, eventLineIndex) {
+		return fmt.Errorf("after the entry comes %s, not %q", eventLineIndex, abbreviate(string(r.rest[:min(len(r.rest), len(eventLineIndex))])))
 	}
-	rest = rest[len(eventLineIndex):]
+	rest := r.rest[len(eventLineIndex):]
 	i := 0
 	for i < len(rest) && rest[i] >= '0' && rest[i] <= '9' {
 		i++
 	}
-	if e.index, err = checkpoints.ParseDecimal(string(rest[:i])); err != nil {
-		return e, buf, fmt.Errorf("index: %v", err)
+	var err error
+	if r.e.index, err = checkpoints.ParseDecimal(string(rest[:i])); err != nil {
+		return fmt.Errorf("index: %v", err)
 	}
-	rest = rest[i:]
-	if bytes.HasPrefix(rest, eventLineKeyEvent) {
-		if !withProof {
-			return e, buf, errors.New("a range bundle has no key_event lines: it holds every entry of its range")
-		}
-		e.keyEvent, rest = true, rest[len(eventLineKeyEvent):]
+	r.rest = rest[i:]
+	return nil
+}
+
+// keyEvent reads the mark of a key registration an inclusion bundle
+// carries for the signatures.
+func (r *eventLineReader) keyEvent() error {
+	if !bytes.HasPrefix(r.rest, eventLineKeyEvent) {
+		return nil
 	}
-	if bytes.HasPrefix(rest, eventLineOpened) {
-		if e.keyEvent {
-			return e, buf, errors.New("a key_event line opens no sealed payload")
-		}
-		if e.opened, rest, err = parseOpened(rest[len(eventLineOpened):]); err != nil {
-			return e, buf, err
+	if !r.withProof {
+		return errors.New("a range bundle has no key_event lines: it holds every entry of its range")
+	}
+	r.e.keyEvent, r.rest = true, r.rest[len(eventLineKeyEvent):]
+	return nil
+}
+
+// opened reads the payload and salt that open the entry's sealed payload.
+func (r *eventLineReader) opened() error {
+	if !bytes.HasPrefix(r.rest, eventLineOpened) {
+		return nil
+	}
+	if r.e.keyEvent {
+		return errors.New("a key_event line opens no sealed payload")
+	}
+	var err error
+	r.e.opened, r.rest, err = parseOpened(r.rest[len(eventLineOpened):])
+	return err
+}
+
+// proof reads the inclusion proof every line of an inclusion bundle has.
+func (r *eventLineReader) proof() error {
+	if !r.withProof {
+		return nil
+	}
+	if !bytes.HasPrefix(r.rest, eventLineProof) {
+		return fmt.Errorf("an event line of an inclusion bundle has %s after its index", eventLineProof)
+	}
+	r.rest = r.rest[len(eventLineProof):]
+	for len(r.rest) > 0 && r.rest[0] != ']' {
+		if err := r.proofHash(); err != nil {
+			return err
 		}
 	}
-	if withProof {
-		if !bytes.HasPrefix(rest, eventLineProof) {
-			return e, buf, fmt.Errorf("an event line of an inclusion bundle has %s after its index", eventLineProof)
-		}
-		rest = rest[len(eventLineProof):]
-		for len(rest) > 0 && rest[0] != ']' {
-			if len(e.proof) > 0 {
-				if rest[0] != ',' {
-					return e, buf, errors.New("proof hashes are not separated by commas")
-				}
-				rest = rest[1:]
-			}
-			if len(rest) < 46 || rest[0] != '"' || rest[45] != '"' {
-				return e, buf, fmt.Errorf("proof hash %d is not a quoted base64 SHA-256 hash", len(e.proof)+1)
-			}
-			h, err := checkpoints.ParseHash(string(rest[1:45]))
-			if err != nil {
-				return e, buf, fmt.Errorf("proof hash %d: %v", len(e.proof)+1, err)
-			}
-			if len(e.proof) == checkpoints.MaxProofHashes {
-				return e, buf, fmt.Errorf("proof has more than %d hashes", checkpoints.MaxProofHashes)
-			}
-			e.proof = append(e.proof, h[:])
-			rest = rest[46:]
-		}
-		if len(rest) == 0 {
-			return e, buf, errors.New("the proof list does not end")
+	if len(r.rest) == 0 {
+		return errors.New("the proof list does not end")
+	}
+	r.rest = r.rest[1:]
+	return nil
+}
+
+// proofHash reads one quoted hash of the proof, after its comma if it is
+// not the first.
+func (r *eventLineReader) proofHash() error {
+	rest, n := r.rest, len(r.e.proof)+1
+	if n > 1 {
+		if rest[0] != ',' {
+			return errors.New("proof hashes are not separated by commas")
 		}
 		rest = rest[1:]
 	}
-	if string(rest) != "}" {
-		return e, buf, fmt.Errorf("unexpected %q where the event line should end with }", abbreviate(string(rest)))
+	if len(rest) < 46 || rest[0] != '"' || rest[45] != '"' {
+		return fmt.Errorf("proof hash %d is not a quoted base64 SHA-256 hash", n)
 	}
-	return e, buf, nil
+	h, err := checkpoints.ParseHash(string(rest[1:45]))
+	if err != nil {
+		return fmt.Errorf("proof hash %d: %v", n, err)
+	}
+	if len(r.e.proof) == checkpoints.MaxProofHashes {
+		return fmt.Errorf("proof has more than %d hashes", checkpoints.MaxProofHashes)
+	}
+	r.e.proof = append(r.e.proof, h[:])
+	r.rest = rest[46:]
+	return nil
+}
+
+func (r *eventLineReader) end() error {
+	if string(r.rest) != "}" {
+		return fmt.Errorf("unexpected %q where the event line should end with }", abbreviate(string(r.rest)))
+	}
+	return nil
 }
 
 func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }

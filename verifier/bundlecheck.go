@@ -167,47 +167,65 @@ func (v *bundleVerifier) header(line []byte) error {
 	if cp.Size == 0 {
 		return fail(CheckIndex, "the checkpoint has no entries")
 	}
-	sel := &v.sel
 	switch h.Proof {
 	case bundle.ProofRange:
-		if sel.From == nil || sel.To == nil || sel.filtered() {
-			return fail(CheckBundle, "line 1: a range bundle's selection is exactly from and to")
-		}
-		if *sel.To > cp.Size {
-			return fail(CheckIndex, "range [%d, %d) is not inside the checkpoint's %d entries", *sel.From, *sel.To, cp.Size)
-		}
-		f := &compact.RangeFactory{Hash: hasher.HashChildren}
-		v.factory = f
-		left, err := parseHashList("left", h.Left)
-		if err != nil {
-			return fail(CheckBundle, "line 1: %v", err)
-		}
-		right, err := parseHashList("right", h.Right)
-		if err != nil {
-			return fail(CheckBundle, "line 1: %v", err)
-		}
-		if v.rng, err = f.NewRange(0, *sel.From, left); err != nil {
-			return fail(CheckBundle, "line 1: left has %d hashes, the compact range of [0, %d) has %d", len(left), *sel.From, compact.RangeSize(0, *sel.From))
-		}
-		if v.right, err = f.NewRange(*sel.To, cp.Size, right); err != nil {
-			return fail(CheckBundle, "line 1: right has %d hashes, the compact range of [%d, %d) has %d", len(right), *sel.To, cp.Size, compact.RangeSize(*sel.To, cp.Size))
-		}
-		v.next = *sel.From
+		err = v.rangeProof(cp)
 	case bundle.ProofInclusion:
-		if len(h.Left) > 0 || len(h.Right) > 0 {
-			return fail(CheckBundle, "line 1: an inclusion bundle has no left or right hashes")
-		}
-		v.withProof = true
-		if sel.From != nil {
-			v.next = *sel.From
-		}
+		err = v.inclusionProof()
 	default:
-		return fail(CheckBundle, "line 1: proof %q is neither %q nor %q", abbreviate(h.Proof), bundle.ProofRange, bundle.ProofInclusion)
+		err = fail(CheckBundle, "line 1: proof %q is neither %q nor %q", abbreviate(h.Proof), bundle.ProofRange, bundle.ProofInclusion)
+	}
+	if err != nil {
+		return err
 	}
 	// A range bundle from entry 0 holds every key registration before any
 	// signature it checks; any other may leave some out.
 	v.sigs = newSignatureState(cp.Origin, h.Proof == bundle.ProofRange && v.next == 0)
 	return v.consistency(cp)
+}
+
+// rangeProof prepares a range bundle: its selection is exactly from and
+// to, inside the tree, and its left and right hashes are the compact
+// ranges of [0, from) and [to, size).
+func (v *bundleVerifier) rangeProof(cp *checkpoints.SignedCheckpoint) error {
+	sel := &v.sel
+	if sel.From == nil || sel.To == nil || sel.filtered() {
+		return fail(CheckBundle, "line 1: a range bundle's selection is exactly from and to")
+	}
+	if *sel.To > cp.Size {
+		return fail(CheckIndex, "range [%d, %d) is not inside the checkpoint's %d entries", *sel.From, *sel.To, cp.Size)
+	}
+	f := &compact.RangeFactory{Hash: hasher.HashChildren}
+	v.factory = f
+	left, err := parseHashList("left", v.h.Left)
+	if err != nil {
+		return fail(CheckBundle, "line 1: %v", err)
+	}
+	right, err := parseHashList("right", v.h.Right)
+	if err != nil {
+		return fail(CheckBundle, "line 1: %v", err)
+	}
+	if v.rng, err = f.NewRange(0, *sel.From, left); err != nil {
+		return fail(CheckBundle, "line 1: left has %d hashes, the compact range of [0, %d) has %d", len(left), *sel.From, compact.RangeSize(0, *sel.From))
+	}
+	if v.right, err = f.NewRange(*sel.To, cp.Size, right); err != nil {
+		return fail(CheckBundle, "line 1: right has %d hashes, the compact range of [%d, %d) has %d", len(right), *sel.To, cp.Size, compact.RangeSize(*sel.To, cp.Size))
+	}
+	v.next = *sel.From
+	return nil
+}
+
+// inclusionProof prepares an inclusion bundle, whose lines carry their
+// own proofs.
+func (v *bundleVerifier) inclusionProof() error {
+	if len(v.h.Left) > 0 || len(v.h.Right) > 0 {
+		return fail(CheckBundle, "line 1: an inclusion bundle has no left or right hashes")
+	}
+	v.withProof = true
+	if v.sel.From != nil {
+		v.next = *v.sel.From
+	}
+	return nil
 }
 
 func (v *bundleVerifier) consistency(cp *checkpoints.SignedCheckpoint) error {

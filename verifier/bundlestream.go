@@ -110,38 +110,8 @@ func (v *bundleVerifier) events() error {
 func (v *bundleVerifier) readBatches(out chan<- *batch, free <-chan *batch, stop <-chan struct{}) {
 	defer close(out)
 	for {
-		var b *batch
-		select {
-		case b = <-free:
-			b.buf, b.ends, b.results, b.trailer, b.err = b.buf[:0], b.ends[:0], b.results[:0], nil, nil
-		default:
-			// A batch's buffers are sized once: growing them line by line
-			// was a fifth of the time of a small bundle.
-			b = &batch{buf: make([]byte, 0, batchBytes+bundle.MaxLineSize), ends: make([]int, 0, batchLines)}
-		}
-		b.firstLine = v.line + 1
-		for len(b.ends) < batchLines && len(b.buf) < batchBytes {
-			line, err := v.readLine()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				b.err = err
-				break
-			}
-			if bytes.HasPrefix(line, trailerPrefix) {
-				b.trailer = bytes.Clone(line)
-				if _, err := v.readLine(); !errors.Is(err, io.EOF) {
-					b.err = fail(CheckBundle, "line %d comes after the trailer", v.line)
-					if err != nil {
-						b.err = err
-					}
-				}
-				break
-			}
-			b.buf = append(b.buf, line...)
-			b.ends = append(b.ends, len(b.buf))
-		}
+		b := nextBatch(free)
+		v.fill(b)
 		if len(b.ends) == 0 && b.trailer == nil && b.err == nil {
 			return // end of input
 		}
@@ -154,6 +124,54 @@ func (v *bundleVerifier) readBatches(out chan<- *batch, free <-chan *batch, stop
 			return
 		}
 	}
+}
+
+// nextBatch is a merged batch handed back, emptied, or a new one.
+func nextBatch(free <-chan *batch) *batch {
+	select {
+	case b := <-free:
+		b.buf, b.ends, b.results, b.trailer, b.err = b.buf[:0], b.ends[:0], b.results[:0], nil, nil
+		return b
+	default:
+		// A batch's buffers are sized once: growing them line by line
+		// was a fifth of the time of a small bundle.
+		return &batch{buf: make([]byte, 0, batchBytes+bundle.MaxLineSize), ends: make([]int, 0, batchLines)}
+	}
+}
+
+// fill reads lines into b until it is full, or up to the trailer, the end
+// of the input or a read error.
+func (v *bundleVerifier) fill(b *batch) {
+	b.firstLine = v.line + 1
+	for len(b.ends) < batchLines && len(b.buf) < batchBytes {
+		line, err := v.readLine()
+		if errors.Is(err, io.EOF) {
+			return
+		}
+		if err != nil {
+			b.err = err
+			return
+		}
+		if bytes.HasPrefix(line, trailerPrefix) {
+			b.trailer = bytes.Clone(line)
+			b.err = v.afterTrailer()
+			return
+		}
+		b.buf = append(b.buf, line...)
+		b.ends = append(b.ends, len(b.buf))
+	}
+}
+
+// afterTrailer reads past the trailer: the bundle must end there.
+func (v *bundleVerifier) afterTrailer() error {
+	_, err := v.readLine()
+	switch {
+	case errors.Is(err, io.EOF):
+		return nil
+	case err != nil:
+		return err
+	}
+	return fail(CheckBundle, "line %d comes after the trailer", v.line)
 }
 
 // checkBatch parses, hashes and proves each line of a batch on workers
@@ -276,7 +294,6 @@ func (v *bundleVerifier) chunkRange(results []lineResult) *compact.Range {
 // mergeBatch applies a checked batch in order: index order, selection,
 // counts, the compact range, the delta chains.
 func (v *bundleVerifier) mergeBatch(b *batch) error {
-	res := v.res
 	c := 0 // the chunk of line i
 	for i := range b.results {
 		r := &b.results[i]
@@ -284,77 +301,126 @@ func (v *bundleVerifier) mergeBatch(b *batch) error {
 			c++
 		}
 		lineNo := b.firstLine + i
-		if r.err != nil {
-			return r.err
-		}
-		if r.keyEvent {
-			if r.index < v.lineAfter {
-				return fail(CheckBundle, "line %d: index %d is not above the previous line's %d", lineNo, r.index, v.lineAfter-1)
-			}
-			v.lineAfter = r.index + 1
-			// Proven by its own path (checkLine); applied to the keys,
-			// counted apart, not matched with the selection.
-			if err := v.sigs.event(r.index, r.ev, r.sign); err != nil {
-				return fail(CheckSignature, "line %d: entry %d (%s by %s): %v", lineNo, r.index, r.ev.Kind, r.ev.Actor, err)
-			}
-			res.KeyEvents++
-			continue
-		}
+		var err error
 		switch {
-		case v.rng != nil && r.index != v.next:
-			return fail(CheckBundle, "line %d: index %d is not %d: a range bundle holds every index in order", lineNo, r.index, v.next)
-		case r.index < v.next:
-			if res.Events > 0 {
-				return fail(CheckBundle, "line %d: index %d is not above the previous event's %d", lineNo, r.index, res.LastIndex)
-			}
-			return fail(CheckSelection, "line %d: index %d is below the selection's from %d", lineNo, r.index, v.next)
-		case r.index < v.lineAfter:
-			return fail(CheckBundle, "line %d: index %d is not above the previous line's %d", lineNo, r.index, v.lineAfter-1)
+		case r.err != nil:
+			return r.err
+		case r.keyEvent:
+			err = v.mergeKeyEvent(lineNo, r)
+		default:
+			err = v.mergeEvent(lineNo, r, b.chunks[c], i == b.chunks[c].end-1)
 		}
-		v.lineAfter = r.index + 1
-		if why := v.sel.match(r.index, r.ev); why != "" {
-			return fail(CheckSelection, "line %d: entry %d does not match the bundle's selection: %s", lineNo, r.index, why)
-		}
-		if v.rng != nil {
-			var err error
-			switch ch := b.chunks[c]; {
-			case ch.rng == nil: // cannot happen once the checks above passed
-				err = v.rng.Append(r.leaf[:], nil)
-			case i == ch.end-1:
-				err = v.rng.AppendRange(ch.rng, nil)
-			}
-			if err != nil {
-				return fail(CheckInclusion, "line %d: %v", lineNo, err)
-			}
-		}
-		if err := v.sigs.event(r.index, r.ev, r.sign); err != nil {
-			return fail(CheckSignature, "line %d: entry %d (%s by %s): %v", lineNo, r.index, r.ev.Kind, r.ev.Actor, err)
-		}
-		if r.seal != nil {
-			v.res.Sealed.count(r.seal.subject, r.opened)
-		}
-		if r.delta != nil {
-			if err := v.chains.add(r.index, r.delta); err != nil {
-				return fail(CheckDelta, "line %d: %v", lineNo, err)
-			}
-		}
-		if res.Events == 0 {
-			res.FirstIndex, res.FirstTime, res.LastTime = r.index, r.ev.Time, r.ev.Time
-		}
-		res.Events++
-		res.LastIndex = r.index
-		v.next = r.index + 1
-		if r.ev.Time.Before(res.FirstTime) {
-			res.FirstTime = r.ev.Time
-		}
-		if r.ev.Time.After(res.LastTime) {
-			res.LastTime = r.ev.Time
-		}
-		res.ByActor[r.ev.Actor]++
-		res.ByKind[r.ev.Kind]++
-		if r.ev.Type != "" {
-			res.ByActionType[r.ev.Type]++
+		if err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// mergeKeyEvent applies a key_event line. Proven by its own path
+// (checkLine), it is applied to the keys, counted apart, and not matched
+// with the selection.
+func (v *bundleVerifier) mergeKeyEvent(lineNo int, r *lineResult) error {
+	if r.index < v.lineAfter {
+		return fail(CheckBundle, "line %d: index %d is not above the previous line's %d", lineNo, r.index, v.lineAfter-1)
+	}
+	v.lineAfter = r.index + 1
+	if err := v.signature(lineNo, r); err != nil {
+		return err
+	}
+	v.res.KeyEvents++
+	return nil
+}
+
+// mergeEvent applies an event line, the last of its chunk or not.
+func (v *bundleVerifier) mergeEvent(lineNo int, r *lineResult, ch chunk, lastOfChunk bool) error {
+	if err := v.inOrder(lineNo, r.index); err != nil {
+		return err
+	}
+	v.lineAfter = r.index + 1
+	if why := v.sel.match(r.index, r.ev); why != "" {
+		return fail(CheckSelection, "line %d: entry %d does not match the bundle's selection: %s", lineNo, r.index, why)
+	}
+	if err := v.extendRange(lineNo, r, ch, lastOfChunk); err != nil {
+		return err
+	}
+	if err := v.signature(lineNo, r); err != nil {
+		return err
+	}
+	if r.seal != nil {
+		v.res.Sealed.count(r.seal.subject, r.opened)
+	}
+	if r.delta != nil {
+		if err := v.chains.add(r.index, r.delta); err != nil {
+			return fail(CheckDelta, "line %d: %v", lineNo, err)
+		}
+	}
+	v.res.tally(r.index, r.ev)
+	v.next = r.index + 1
+	return nil
+}
+
+// inOrder checks an event's index against the lines before it: every
+// index in order for a range bundle, increasing indices from the
+// selection's from otherwise.
+func (v *bundleVerifier) inOrder(lineNo int, index uint64) error {
+	switch {
+	case v.rng != nil && index != v.next:
+		return fail(CheckBundle, "line %d: index %d is not %d: a range bundle holds every index in order", lineNo, index, v.next)
+	case index < v.next:
+		if v.res.Events > 0 {
+			return fail(CheckBundle, "line %d: index %d is not above the previous event's %d", lineNo, index, v.res.LastIndex)
+		}
+		return fail(CheckSelection, "line %d: index %d is below the selection's from %d", lineNo, index, v.next)
+	case index < v.lineAfter:
+		return fail(CheckBundle, "line %d: index %d is not above the previous line's %d", lineNo, index, v.lineAfter-1)
+	}
+	return nil
+}
+
+// extendRange adds an event's leaf to a range bundle's compact range: its
+// chunk's range, hashed on the worker, once the chunk's last line is in.
+func (v *bundleVerifier) extendRange(lineNo int, r *lineResult, ch chunk, lastOfChunk bool) error {
+	if v.rng == nil {
+		return nil
+	}
+	var err error
+	switch {
+	case ch.rng == nil: // cannot happen once the checks above passed
+		err = v.rng.Append(r.leaf[:], nil)
+	case lastOfChunk:
+		err = v.rng.AppendRange(ch.rng, nil)
+	}
+	if err != nil {
+		return fail(CheckInclusion, "line %d: %v", lineNo, err)
+	}
+	return nil
+}
+
+// signature hands a line's event to the signature state, in index order.
+func (v *bundleVerifier) signature(lineNo int, r *lineResult) error {
+	if err := v.sigs.event(r.index, r.ev, r.sign); err != nil {
+		return fail(CheckSignature, "line %d: entry %d (%s by %s): %v", lineNo, r.index, r.ev.Kind, r.ev.Actor, err)
+	}
+	return nil
+}
+
+// tally counts a verified event in the result.
+func (res *BundleResult) tally(index uint64, ev *Event) {
+	if res.Events == 0 {
+		res.FirstIndex, res.FirstTime, res.LastTime = index, ev.Time, ev.Time
+	}
+	res.Events++
+	res.LastIndex = index
+	if ev.Time.Before(res.FirstTime) {
+		res.FirstTime = ev.Time
+	}
+	if ev.Time.After(res.LastTime) {
+		res.LastTime = ev.Time
+	}
+	res.ByActor[ev.Actor]++
+	res.ByKind[ev.Kind]++
+	if ev.Type != "" {
+		res.ByActionType[ev.Type]++
+	}
 }

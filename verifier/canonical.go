@@ -1,7 +1,6 @@
 package verifier
 
 import (
-	"time"
 	"unicode/utf8"
 )
 
@@ -21,29 +20,16 @@ func fastEvent(entry []byte) (ev *Event, ok bool) {
 	}
 	s := scanner{b: entry}
 	var f eventFields
-	if !s.object(0, &f) || s.i != len(s.b) {
+	if !s.object(0, &f) || s.i != len(s.b) || !f.wellFormed() {
 		return nil, false
 	}
-	if !f.v || f.id == "" || f.time == "" || f.kind == "" || f.actor == "" {
-		return nil, false
-	}
-	if !isUUID(f.id) || !isActorID(f.actor) || !isKind(f.kind) {
-		return nil, false
-	}
-	t, err := time.Parse(time.RFC3339Nano, f.time)
-	var canonical [64]byte
-	if err != nil || string(t.UTC().AppendFormat(canonical[:0], time.RFC3339Nano)) != f.time {
+	t, ok := canonicalTime(f.time)
+	if !ok {
 		return nil, false
 	}
 	ev = &Event{ID: f.id, Time: t, Kind: f.kind, Actor: f.actor, Session: f.session, hasSession: f.hasSession, delta: f.delta}
-	switch ev.Kind {
-	case "action", "action.denied", "hold.requested":
-		switch f.actionType {
-		case "observe", "create", "mutate", "execute":
-		default:
-			return nil, false
-		}
-		if !f.hasTarget {
+	if isActionKind(ev.Kind) {
+		if !isActionType(f.actionType) || !f.hasTarget {
 			return nil, false
 		}
 		ev.Type, ev.Target = f.actionType, f.target
@@ -67,6 +53,12 @@ type eventFields struct {
 	delta                            []byte
 	inAction, sawAction, sawDelta    bool
 	unknownCaseField, nonStringField bool
+}
+
+// wellFormed says whether the members every event has are there and
+// well-formed, but for the time, which fastEvent parses.
+func (f *eventFields) wellFormed() bool {
+	return f.v && isUUID(f.id) && isActorID(f.actor) && isKind(f.kind)
 }
 
 type scanner struct {
@@ -156,26 +148,7 @@ func (s *scanner) str() (start, end int, escaped, ok bool) {
 			return 0, 0, false, false
 		case c == '\\':
 			escaped = true
-			if s.i+1 >= len(s.b) {
-				return 0, 0, false, false
-			}
-			switch s.b[s.i+1] {
-			case '"', '\\', 'b', 't', 'n', 'f', 'r':
-				s.i += 2
-			case 'u':
-				if len(s.b)-s.i < 6 || s.b[s.i+2] != '0' || s.b[s.i+3] != '0' {
-					return 0, 0, false, false
-				}
-				hi, lo := s.b[s.i+4], s.b[s.i+5]
-				if hi != '0' && hi != '1' || !(lo >= '0' && lo <= '9' || lo >= 'a' && lo <= 'f') {
-					return 0, 0, false, false
-				}
-				switch string(s.b[s.i+4 : s.i+6]) {
-				case "08", "09", "0a", "0c", "0d":
-					return 0, 0, false, false // these have short forms
-				}
-				s.i += 6
-			default:
+			if !s.escape() {
 				return 0, 0, false, false
 			}
 		default:
@@ -183,6 +156,33 @@ func (s *scanner) str() (start, end int, escaped, ok bool) {
 		}
 	}
 	return 0, 0, false, false
+}
+
+// escape scans one escape sequence in canonical form.
+func (s *scanner) escape() bool {
+	if s.i+1 >= len(s.b) {
+		return false
+	}
+	switch s.b[s.i+1] {
+	case '"', '\\', 'b', 't', 'n', 'f', 'r':
+		s.i += 2
+		return true
+	case 'u':
+		if len(s.b)-s.i < 6 || s.b[s.i+2] != '0' || s.b[s.i+3] != '0' {
+			return false
+		}
+		hi, lo := s.b[s.i+4], s.b[s.i+5]
+		if hi != '0' && hi != '1' || !(lo >= '0' && lo <= '9' || lo >= 'a' && lo <= 'f') {
+			return false
+		}
+		switch string(s.b[s.i+4 : s.i+6]) {
+		case "08", "09", "0a", "0c", "0d":
+			return false // these have short forms
+		}
+		s.i += 6
+		return true
+	}
+	return false
 }
 
 func (s *scanner) array(depth int) bool {
@@ -210,9 +210,9 @@ func (s *scanner) array(depth int) bool {
 	}
 }
 
-// object scans an object whose member names are ASCII without escapes and
-// strictly increasing (for ASCII, byte order is UTF-16 order). With f, it
-// extracts the event's members (depth 0) or the action's (f.inAction).
+// object scans an object whose member names are canonical (memberName).
+// With f, it extracts the event's members (depth 0) or the action's
+// (f.inAction).
 func (s *scanner) object(depth int, f *eventFields) bool {
 	if depth >= maxFastDepth || s.peek() != '{' {
 		return false
@@ -224,35 +224,17 @@ func (s *scanner) object(depth int, f *eventFields) bool {
 	}
 	var prev []byte
 	for {
-		if s.peek() != '"' {
-			return false
-		}
-		ks, ke, esc, ok := s.str()
-		if !ok || esc {
-			return false
-		}
-		key := s.b[ks:ke]
-		for _, c := range key {
-			if c >= 0x80 || f != nil && c >= 'A' && c <= 'Z' {
-				// Non-ASCII names need UTF-16 ordering; upper case could
-				// match an extracted member case-insensitively in the full
-				// parser (encoding/json).
-				return false
-			}
-		}
-		if prev != nil && string(prev) >= string(key) {
+		key, ok := s.memberName(prev, f != nil)
+		if !ok {
 			return false
 		}
 		prev = key
-		if s.peek() != ':' {
-			return false
-		}
-		s.i++
 		if f == nil {
-			if !s.value(depth+1, nil) {
-				return false
-			}
-		} else if !s.member(depth, string(key), f) {
+			ok = s.value(depth+1, nil)
+		} else {
+			ok = s.member(depth, string(key), f)
+		}
+		if !ok {
 			return false
 		}
 		switch s.peek() {
@@ -267,47 +249,55 @@ func (s *scanner) object(depth int, f *eventFields) bool {
 	}
 }
 
+// memberName scans a member's name and its colon. The name must be ASCII
+// without escapes and above prev (for ASCII, byte order is UTF-16 order);
+// an extracted object's names must have no upper case.
+func (s *scanner) memberName(prev []byte, extracted bool) ([]byte, bool) {
+	if s.peek() != '"' {
+		return nil, false
+	}
+	ks, ke, esc, ok := s.str()
+	if !ok || esc {
+		return nil, false
+	}
+	key := s.b[ks:ke]
+	for _, c := range key {
+		if c >= 0x80 || extracted && c >= 'A' && c <= 'Z' {
+			// Non-ASCII names need UTF-16 ordering; upper case could
+			// match an extracted member case-insensitively in the full
+			// parser (encoding/json).
+			return nil, false
+		}
+	}
+	if prev != nil && string(prev) >= string(key) {
+		return nil, false
+	}
+	if s.peek() != ':' {
+		return nil, false
+	}
+	s.i++
+	return key, true
+}
+
 // member scans the value of an extracted object's member.
 func (s *scanner) member(depth int, key string, f *eventFields) bool {
-	plain := func(dst *string) bool {
-		if s.peek() != '"' {
-			return false
-		}
-		st, en, esc, ok := s.str()
-		if !ok || esc {
-			return false
-		}
-		*dst = string(s.b[st:en])
-		return true
-	}
 	if f.inAction {
-		switch key {
-		case "type":
-			return plain(&f.actionType)
-		case "target":
-			f.hasTarget = true
-			return plain(&f.target)
-		}
-		return s.value(depth+1, nil)
+		return s.actionMember(depth, key, f)
 	}
 	switch key {
 	case "v":
-		if !s.literal("1") || s.peek() >= '0' && s.peek() <= '9' {
-			return false
-		}
-		f.v = true
-		return true
+		return s.versionOne(f)
 	case "id":
-		return plain(&f.id)
+		return s.plain(&f.id)
 	case "time":
-		return plain(&f.time)
+		return s.plain(&f.time)
 	case "kind":
-		return plain(&f.kind)
+		return s.plain(&f.kind)
 	case "actor":
-		return plain(&f.actor)
+		return s.plain(&f.actor)
 	case "session":
 		f.hasSession = true
-		return plain(&f.session)
+		return s.plain(&f.session)
 	case "action":
 		f.inAction = true
 		ok := s.object(depth+1, f)
@@ -322,6 +312,40 @@ func (s *scanner) member(depth int, key string, f *eventFields) bool {
 		return true
 	}
 	return s.value(depth+1, nil)
+}
+
+// actionMember scans the value of a member of the event's action.
+func (s *scanner) actionMember(depth int, key string, f *eventFields) bool {
+	switch key {
+	case "type":
+		return s.plain(&f.actionType)
+	case "target":
+		f.hasTarget = true
+		return s.plain(&f.target)
+	}
+	return s.value(depth+1, nil)
+}
+
+// versionOne scans the event's v, which must be the integer 1.
+func (s *scanner) versionOne(f *eventFields) bool {
+	if !s.literal("1") || s.peek() >= '0' && s.peek() <= '9' {
+		return false
+	}
+	f.v = true
+	return true
+}
+
+// plain scans a string without escapes into dst.
+func (s *scanner) plain(dst *string) bool {
+	if s.peek() != '"' {
+		return false
+	}
+	st, en, esc, ok := s.str()
+	if !ok || esc {
+		return false
+	}
+	*dst = string(s.b[st:en])
+	return true
 }
 
 func isUUID(s string) bool {

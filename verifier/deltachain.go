@@ -70,6 +70,30 @@ func DeltaHash(deltaJSON []byte) (string, error) {
 // session_id, agent_did and timestamp are the event's session, actor and
 // time. Links between deltas are checked by the bundle verifier.
 func CheckDeltaEvent(ev *Event) (*DeltaLink, error) {
+	members, err := deltaObject(ev)
+	if err != nil {
+		return nil, err
+	}
+	str, err := deltaStrings(ev.ID, members)
+	if err != nil {
+		return nil, err
+	}
+	d := &DeltaLink{ID: str["delta_id"], Session: str["session_id"], ParentHash: str["parent_hash"], DeltaHash: str["delta_hash"]}
+	if err := d.agrees(ev, str); err != nil {
+		return nil, err
+	}
+	h, err := DeltaHash(ev.delta)
+	if err != nil {
+		return nil, fmt.Errorf("delta %s: %v", d.ID, err)
+	}
+	if h != d.DeltaHash {
+		return nil, fmt.Errorf("delta %s: delta_hash %s is not the hash of its members, %s", d.ID, d.DeltaHash, h)
+	}
+	return d, nil
+}
+
+// deltaObject is the delta a session.delta event carries, by member.
+func deltaObject(ev *Event) (map[string]json.RawMessage, error) {
 	if ev.Kind != DeltaKind {
 		return nil, fmt.Errorf("event %s is a %s, not a %s", ev.ID, ev.Kind, DeltaKind)
 	}
@@ -84,6 +108,12 @@ func CheckDeltaEvent(ev *Event) (*DeltaLink, error) {
 	if err := dec.Decode(&members); err != nil {
 		return nil, fmt.Errorf("event %s: delta is not a JSON object: %v", ev.ID, err)
 	}
+	return members, nil
+}
+
+// deltaStrings checks that a delta has exactly the members of deltaMembers,
+// each string a string and changes an array, and returns the strings.
+func deltaStrings(eventID string, members map[string]json.RawMessage) (map[string]string, error) {
 	var names []string
 	for name := range members {
 		names = append(names, name)
@@ -93,44 +123,42 @@ func CheckDeltaEvent(ev *Event) (*DeltaLink, error) {
 	for _, name := range names {
 		isString, known := deltaMembers[name]
 		if !known {
-			return nil, fmt.Errorf("event %s: delta has the unknown member %q", ev.ID, name)
+			return nil, fmt.Errorf("event %s: delta has the unknown member %q", eventID, name)
 		}
 		if isString {
 			var s string
 			if err := json.Unmarshal(members[name], &s); err != nil {
-				return nil, fmt.Errorf("event %s: delta %s is not a string", ev.ID, name)
+				return nil, fmt.Errorf("event %s: delta %s is not a string", eventID, name)
 			}
 			str[name] = s
 		} else if len(members[name]) == 0 || members[name][0] != '[' {
-			return nil, fmt.Errorf("event %s: delta %s is not an array", ev.ID, name)
+			return nil, fmt.Errorf("event %s: delta %s is not an array", eventID, name)
 		}
 	}
 	for name := range deltaMembers {
 		if _, ok := members[name]; !ok {
-			return nil, fmt.Errorf("event %s: delta lacks %q", ev.ID, name)
+			return nil, fmt.Errorf("event %s: delta lacks %q", eventID, name)
 		}
 	}
-	d := &DeltaLink{ID: str["delta_id"], Session: str["session_id"], ParentHash: str["parent_hash"], DeltaHash: str["delta_hash"]}
+	return str, nil
+}
+
+// agrees checks the link's hashes, and that the delta's session, agent and
+// time (in str, its string members) are the event's.
+func (d *DeltaLink) agrees(ev *Event, str map[string]string) error {
 	switch {
 	case !isLowerHex64(d.ParentHash):
-		return nil, fmt.Errorf("delta %s: parent_hash %q is not 64 lower-case hex digits", d.ID, abbreviate(d.ParentHash))
+		return fmt.Errorf("delta %s: parent_hash %q is not 64 lower-case hex digits", d.ID, abbreviate(d.ParentHash))
 	case !isLowerHex64(d.DeltaHash):
-		return nil, fmt.Errorf("delta %s: delta_hash %q is not 64 lower-case hex digits", d.ID, abbreviate(d.DeltaHash))
+		return fmt.Errorf("delta %s: delta_hash %q is not 64 lower-case hex digits", d.ID, abbreviate(d.DeltaHash))
 	case d.Session != ev.Session:
-		return nil, fmt.Errorf("delta %s: session_id %q is not the event's session %q", d.ID, abbreviate(d.Session), abbreviate(ev.Session))
+		return fmt.Errorf("delta %s: session_id %q is not the event's session %q", d.ID, abbreviate(d.Session), abbreviate(ev.Session))
 	case str["agent_did"] != ev.Actor:
-		return nil, fmt.Errorf("delta %s: agent_did %q is not the event's actor %q", d.ID, abbreviate(str["agent_did"]), ev.Actor)
+		return fmt.Errorf("delta %s: agent_did %q is not the event's actor %q", d.ID, abbreviate(str["agent_did"]), ev.Actor)
 	case str["timestamp"] != ev.Time.UTC().Format(time.RFC3339Nano):
-		return nil, fmt.Errorf("delta %s: timestamp %q is not the event's time %s", d.ID, abbreviate(str["timestamp"]), ev.Time.UTC().Format(time.RFC3339Nano))
+		return fmt.Errorf("delta %s: timestamp %q is not the event's time %s", d.ID, abbreviate(str["timestamp"]), ev.Time.UTC().Format(time.RFC3339Nano))
 	}
-	h, err := DeltaHash(ev.delta)
-	if err != nil {
-		return nil, fmt.Errorf("delta %s: %v", d.ID, err)
-	}
-	if h != d.DeltaHash {
-		return nil, fmt.Errorf("delta %s: delta_hash %s is not the hash of its members, %s", d.ID, d.DeltaHash, h)
-	}
-	return d, nil
+	return nil
 }
 
 func isLowerHex64(s string) bool {
@@ -147,17 +175,19 @@ func isLowerHex64(s string) bool {
 
 // isIdentifier is a session or turn id: ^[a-zA-Z0-9]([a-zA-Z0-9._:-]*[a-zA-Z0-9])?$, at most 256 bytes.
 func isIdentifier(s string) bool {
-	if len(s) == 0 || len(s) > 256 {
+	if len(s) == 0 || len(s) > 256 || !isAlnum(s[0]) || !isAlnum(s[len(s)-1]) {
 		return false
 	}
-	alnum := func(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' }
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !alnum(c) && (i == 0 || i == len(s)-1 || c != '.' && c != '_' && c != ':' && c != '-') {
+	for i := 1; i < len(s)-1; i++ {
+		if c := s[i]; !isAlnum(c) && c != '.' && c != '_' && c != ':' && c != '-' {
 			return false
 		}
 	}
 	return true
+}
+
+func isAlnum(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }
 
 // SessionChain is what a bundle shows of one session's delta chain: its

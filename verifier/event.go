@@ -58,59 +58,90 @@ func ParseEvent(entry []byte) (*Event, error) {
 // parseEventSlow is ParseEvent without the fast path: it re-encodes the
 // entry and compares.
 func parseEventSlow(entry []byte) (*Event, error) {
-	switch {
-	case len(entry) == 0:
-		return nil, errors.New("entry is empty")
-	case len(entry) > MaxEntrySize:
-		return nil, fmt.Errorf("entry is %d bytes, more than %d", len(entry), MaxEntrySize)
-	case !utf8.Valid(entry):
-		return nil, errors.New("entry is not valid UTF-8")
+	if err := checkCanonicalEntry(entry); err != nil {
+		return nil, err
 	}
-	canonical, err := jcs.Transform(entry)
-	if err != nil {
-		return nil, fmt.Errorf("entry is not valid JSON: %v", err)
-	}
-	if !bytes.Equal(canonical, entry) {
-		return nil, errors.New("entry is not in canonical form (RFC 8785)")
-	}
-	var fields struct {
-		V       *int             `json:"v"`
-		ID      *string          `json:"id"`
-		Time    *string          `json:"time"`
-		Kind    *string          `json:"kind"`
-		Actor   *string          `json:"actor"`
-		Session *string          `json:"session"`
-		Delta   *json.RawMessage `json:"delta"`
-		Action  *struct {
-			Type   *string `json:"type"`
-			Target *string `json:"target"`
-		} `json:"action"`
-	}
+	var fields eventMembers
 	if err := json.Unmarshal(entry, &fields); err != nil {
 		return nil, fmt.Errorf("entry is not an event object: %v", err)
 	}
-	for name, set := range map[string]bool{"v": fields.V != nil, "id": fields.ID != nil, "time": fields.Time != nil, "kind": fields.Kind != nil, "actor": fields.Actor != nil} {
+	ev, err := commonFields(&fields)
+	if err != nil {
+		return nil, err
+	}
+	if isActionKind(ev.Kind) {
+		if ev.Type, ev.Target, err = actionFields(ev, fields.Action); err != nil {
+			return nil, err
+		}
+	}
+	return ev, nil
+}
+
+// checkCanonicalEntry checks that entry is UTF-8 in canonical form (RFC
+// 8785), within MaxEntrySize.
+func checkCanonicalEntry(entry []byte) error {
+	switch {
+	case len(entry) == 0:
+		return errors.New("entry is empty")
+	case len(entry) > MaxEntrySize:
+		return fmt.Errorf("entry is %d bytes, more than %d", len(entry), MaxEntrySize)
+	case !utf8.Valid(entry):
+		return errors.New("entry is not valid UTF-8")
+	}
+	canonical, err := jcs.Transform(entry)
+	if err != nil {
+		return fmt.Errorf("entry is not valid JSON: %v", err)
+	}
+	if !bytes.Equal(canonical, entry) {
+		return errors.New("entry is not in canonical form (RFC 8785)")
+	}
+	return nil
+}
+
+// eventMembers are the members the full parser reads. It and eventAction
+// are aliases of unnamed struct types, as encoding/json names a defined
+// type in the decoding errors the parser reports.
+type eventMembers = struct {
+	V       *int             `json:"v"`
+	ID      *string          `json:"id"`
+	Time    *string          `json:"time"`
+	Kind    *string          `json:"kind"`
+	Actor   *string          `json:"actor"`
+	Session *string          `json:"session"`
+	Delta   *json.RawMessage `json:"delta"`
+	Action  *eventAction     `json:"action"`
+}
+
+type eventAction = struct {
+	Type   *string `json:"type"`
+	Target *string `json:"target"`
+}
+
+// commonFields checks the members every event has and the optional session
+// and delta, and returns them as an Event.
+func commonFields(f *eventMembers) (*Event, error) {
+	for name, set := range map[string]bool{"v": f.V != nil, "id": f.ID != nil, "time": f.Time != nil, "kind": f.Kind != nil, "actor": f.Actor != nil} {
 		if !set {
 			return nil, fmt.Errorf("entry lacks the field %q", name)
 		}
 	}
-	if *fields.V != EventVersion {
-		return nil, fmt.Errorf("event version %d is not %d", *fields.V, EventVersion)
+	if *f.V != EventVersion {
+		return nil, fmt.Errorf("event version %d is not %d", *f.V, EventVersion)
 	}
-	ev := &Event{ID: *fields.ID, Kind: *fields.Kind, Actor: *fields.Actor}
+	ev := &Event{ID: *f.ID, Kind: *f.Kind, Actor: *f.Actor}
 	if !uuidPattern.MatchString(ev.ID) {
 		return nil, fmt.Errorf("event id %q is not a lower-case UUID", ev.ID)
 	}
-	t, err := time.Parse(time.RFC3339Nano, *fields.Time)
-	if err != nil || t.UTC().Format(time.RFC3339Nano) != *fields.Time {
-		return nil, fmt.Errorf("event %s: time %q is not RFC 3339 UTC in canonical form", ev.ID, *fields.Time)
+	t, ok := canonicalTime(*f.Time)
+	if !ok {
+		return nil, fmt.Errorf("event %s: time %q is not RFC 3339 UTC in canonical form", ev.ID, *f.Time)
 	}
 	ev.Time = t
-	if fields.Session != nil {
-		ev.Session, ev.hasSession = *fields.Session, true
+	if f.Session != nil {
+		ev.Session, ev.hasSession = *f.Session, true
 	}
-	if fields.Delta != nil {
-		ev.delta = *fields.Delta
+	if f.Delta != nil {
+		ev.delta = *f.Delta
 	}
 	if !kindPattern.MatchString(ev.Kind) {
 		return nil, fmt.Errorf("event %s: kind %q is malformed", ev.ID, ev.Kind)
@@ -118,18 +149,46 @@ func parseEventSlow(entry []byte) (*Event, error) {
 	if !actorIDPattern.MatchString(ev.Actor) {
 		return nil, fmt.Errorf("event %s: actor %q is not a valid actor id", ev.ID, ev.Actor)
 	}
-	switch ev.Kind {
-	case "action", "action.denied", "hold.requested":
-		a := fields.Action
-		if a == nil || a.Type == nil || a.Target == nil {
-			return nil, fmt.Errorf("event %s: an %s event lacks action.type or action.target", ev.ID, ev.Kind)
-		}
-		switch *a.Type {
-		case "observe", "create", "mutate", "execute":
-		default:
-			return nil, fmt.Errorf("event %s: unknown action type %q", ev.ID, *a.Type)
-		}
-		ev.Type, ev.Target = *a.Type, *a.Target
-	}
 	return ev, nil
+}
+
+// actionFields are the type and target of an event that records an action.
+func actionFields(ev *Event, a *eventAction) (typ, target string, _ error) {
+	if a == nil || a.Type == nil || a.Target == nil {
+		return "", "", fmt.Errorf("event %s: an %s event lacks action.type or action.target", ev.ID, ev.Kind)
+	}
+	if !isActionType(*a.Type) {
+		return "", "", fmt.Errorf("event %s: unknown action type %q", ev.ID, *a.Type)
+	}
+	return *a.Type, *a.Target, nil
+}
+
+// isActionKind says whether events of kind record an action: they carry
+// its type and target.
+func isActionKind(kind string) bool {
+	switch kind {
+	case "action", "action.denied", "hold.requested":
+		return true
+	}
+	return false
+}
+
+// isActionType says whether t is a type of action this verifier knows.
+func isActionType(t string) bool {
+	switch t {
+	case "observe", "create", "mutate", "execute":
+		return true
+	}
+	return false
+}
+
+// canonicalTime parses s, which must be RFC 3339 in UTC, in the one form
+// the format allows.
+func canonicalTime(s string) (time.Time, bool) {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	var canonical [64]byte
+	if err != nil || string(t.UTC().AppendFormat(canonical[:0], time.RFC3339Nano)) != s {
+		return time.Time{}, false
+	}
+	return t, true
 }

@@ -39,6 +39,36 @@ type EvidenceResult struct {
 // or the consistency proof shows the larger tree's prefix root, which
 // differs from the smaller checkpoint's root.
 func VerifyEvidence(data []byte, logKey string) (*EvidenceResult, error) {
+	ev, err := decodeEvidence(data)
+	if err != nil {
+		return nil, err
+	}
+	small, large, err := openEvidenceCheckpoints(ev, logKey)
+	if err != nil {
+		return nil, err
+	}
+	res := &EvidenceResult{Origin: ev.Origin, LogKey: ev.LogKey,
+		Sizes: [2]uint64{small.Size, large.Size}, Roots: [2][sha256.Size]byte{small.Hash, large.Hash}}
+	switch {
+	case small.Size > large.Size:
+		return nil, fail(CheckEvidence, "the checkpoints are not in order: %d entries before %d", small.Size, large.Size)
+	case small.Size == 0:
+		return nil, fail(CheckEvidence, "a checkpoint of no entries cannot be contradicted by another")
+	case small.Size == large.Size:
+		if err := twoRootsOfOneSize(ev, small, large); err != nil {
+			return nil, err
+		}
+		return res, nil
+	}
+	if res.PrefixRoot, err = otherPrefixRoot(ev, small, large); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// decodeEvidence decodes an evidence file strictly: within its size, valid
+// UTF-8 JSON without duplicate, unknown or misspelt members, of this format.
+func decodeEvidence(data []byte) (*evidence.File, error) {
 	if len(data) > evidence.MaxSize {
 		return nil, fail(CheckFormat, "evidence is %d bytes, more than %d", len(data), evidence.MaxSize)
 	}
@@ -60,65 +90,72 @@ func VerifyEvidence(data []byte, logKey string) (*EvidenceResult, error) {
 	if ev.Format != evidence.Format {
 		return nil, fail(CheckFormat, "format %q is not %q", ev.Format, evidence.Format)
 	}
+	return &ev, nil
+}
+
+// openEvidenceCheckpoints opens the two checkpoints under the file's log
+// key, which must be logKey if that is given and must name the origin.
+func openEvidenceCheckpoints(ev *evidence.File, logKey string) (first, second *checkpoints.SignedCheckpoint, _ error) {
 	if logKey != "" && logKey != ev.LogKey {
-		return nil, fail(CheckKey, "the evidence is about key %q, not the trusted key %q", abbreviate(ev.LogKey), abbreviate(logKey))
+		return nil, nil, fail(CheckKey, "the evidence is about key %q, not the trusted key %q", abbreviate(ev.LogKey), abbreviate(logKey))
 	}
 	v, err := LogVerifier(ev.LogKey)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if v.Name() != ev.Origin {
-		return nil, fail(CheckKey, "log key %q does not name origin %q", v.Name(), ev.Origin)
+		return nil, nil, fail(CheckKey, "log key %q does not name origin %q", v.Name(), ev.Origin)
 	}
 	var cps [2]*checkpoints.SignedCheckpoint
 	for i, note := range ev.Checkpoints {
 		cp, err := checkpoints.OpenCheckpoint([]byte(note), v)
 		if err != nil {
-			return nil, wrap(CheckCheckpoint, fmt.Errorf("checkpoint %d: %w", i+1, err))
+			return nil, nil, wrap(CheckCheckpoint, fmt.Errorf("checkpoint %d: %w", i+1, err))
 		}
 		cps[i] = cp
 	}
-	small, large := cps[0], cps[1]
-	res := &EvidenceResult{Origin: ev.Origin, LogKey: ev.LogKey,
-		Sizes: [2]uint64{small.Size, large.Size}, Roots: [2][sha256.Size]byte{small.Hash, large.Hash}}
-	switch {
-	case small.Size > large.Size:
-		return nil, fail(CheckEvidence, "the checkpoints are not in order: %d entries before %d", small.Size, large.Size)
-	case small.Size == 0:
-		return nil, fail(CheckEvidence, "a checkpoint of no entries cannot be contradicted by another")
-	case small.Size == large.Size:
-		if small.Hash == large.Hash {
-			return nil, fail(CheckEvidence, "both checkpoints have size %d and the same root: no equivocation", small.Size)
-		}
-		if ev.PrefixRoot != "" || len(ev.ConsistencyProof) > 0 {
-			return nil, fail(CheckFormat, "checkpoints of one size need no prefix root or proof")
-		}
-		return res, nil
+	return cps[0], cps[1], nil
+}
+
+// twoRootsOfOneSize is the evidence of checkpoints of one size: their roots
+// differ, and the file carries nothing else.
+func twoRootsOfOneSize(ev *evidence.File, small, large *checkpoints.SignedCheckpoint) error {
+	if small.Hash == large.Hash {
+		return fail(CheckEvidence, "both checkpoints have size %d and the same root: no equivocation", small.Size)
 	}
+	if ev.PrefixRoot != "" || len(ev.ConsistencyProof) > 0 {
+		return fail(CheckFormat, "checkpoints of one size need no prefix root or proof")
+	}
+	return nil
+}
+
+// otherPrefixRoot is the evidence of checkpoints of two sizes: the
+// consistency proof shows that the larger tree's prefix of the smaller
+// size has a root, and it is not the smaller checkpoint's.
+func otherPrefixRoot(ev *evidence.File, small, large *checkpoints.SignedCheckpoint) ([sha256.Size]byte, error) {
 	prefix, err := checkpoints.ParseHash(ev.PrefixRoot)
 	if err != nil {
-		return nil, fail(CheckFormat, "prefix_root: %v", err)
+		return prefix, fail(CheckFormat, "prefix_root: %v", err)
 	}
 	if len(ev.ConsistencyProof) > checkpoints.MaxProofHashes {
-		return nil, fail(CheckFormat, "consistency proof has %d hashes, more than %d", len(ev.ConsistencyProof), checkpoints.MaxProofHashes)
+		return prefix, fail(CheckFormat, "consistency proof has %d hashes, more than %d", len(ev.ConsistencyProof), checkpoints.MaxProofHashes)
 	}
 	hashes := make([][]byte, len(ev.ConsistencyProof))
 	for i, h := range ev.ConsistencyProof {
 		raw, err := checkpoints.ParseHash(h)
 		if err != nil {
-			return nil, fail(CheckFormat, "consistency proof hash %d is not a base64 SHA-256 hash: %v", i+1, err)
+			return prefix, fail(CheckFormat, "consistency proof hash %d is not a base64 SHA-256 hash: %v", i+1, err)
 		}
 		hashes[i] = raw[:]
 	}
 	if err := proof.VerifyConsistency(rfc6962.DefaultHasher, small.Size, large.Size, hashes, prefix[:], large.Hash[:]); err != nil {
-		return nil, fail(CheckConsistency, "the proof does not show that the tree of %d entries has root %s at %d: %v",
+		return prefix, fail(CheckConsistency, "the proof does not show that the tree of %d entries has root %s at %d: %v",
 			large.Size, ev.PrefixRoot, small.Size, describe(err))
 	}
 	if prefix == small.Hash {
-		return nil, fail(CheckEvidence, "the larger tree's first %d entries have the smaller checkpoint's root: the checkpoints are consistent", small.Size)
+		return prefix, fail(CheckEvidence, "the larger tree's first %d entries have the smaller checkpoint's root: the checkpoints are consistent", small.Size)
 	}
-	res.PrefixRoot = prefix
-	return res, nil
+	return prefix, nil
 }
 
 // checkJSONSyntax refuses invalid UTF-8 and duplicate members, which

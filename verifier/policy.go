@@ -3,7 +3,9 @@ package verifier
 import (
 	"bytes"
 	"encoding/base64"
+	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -47,132 +49,199 @@ type policyGroup struct {
 // names defined before use, each a group member at most once, 1 <= k <= n,
 // no duplicate keys, exactly one quorum line.
 func ParsePolicy(text []byte) (*Policy, error) {
-	if len(text) > MaxPolicySize {
-		return nil, fail(CheckPolicy, "policy is %d bytes, more than %d", len(text), MaxPolicySize)
+	if err := checkPolicyText(text); err != nil {
+		return nil, err
 	}
-	for i, c := range text {
-		if c < 0x20 && c != '\t' && c != '\n' || c == 0x7f {
-			return nil, fail(CheckPolicy, "policy has the control character %#02x at byte %d", c, i)
-		}
-	}
-	p := &Policy{witnesses: map[string]note.Verifier{}, groups: map[string]policyGroup{}}
-	keys := map[string]bool{} // public keys seen, to refuse duplicates
-	defined := func(name string) bool {
-		_, w := p.witnesses[name]
-		_, g := p.groups[name]
-		return w || g
-	}
+	pp := &policyParser{p: &Policy{witnesses: map[string]note.Verifier{}, groups: map[string]policyGroup{}}, keys: map[string]bool{}}
 	for n, line := range strings.Split(string(text), "\n") {
-		if i := strings.IndexByte(line, '#'); i >= 0 && strings.TrimLeft(line[:i], " \t") == "" {
-			continue
-		}
-		fields := strings.FieldsFunc(line, func(r rune) bool { return r == ' ' || r == '\t' })
+		fields := policyFields(line)
 		if len(fields) == 0 {
 			continue
 		}
-		bad := func(format string, args ...any) error {
-			return fail(CheckPolicy, "line %d: %s", n+1, fmt.Sprintf(format, args...))
-		}
-		switch fields[0] {
-		case "log":
-			if len(fields) < 2 || len(fields) > 3 {
-				return nil, bad("want: log <vkey> [<url>]")
-			}
-			v, err := LogVerifier(fields[1])
-			if err != nil {
-				return nil, bad("log key: %v", err)
-			}
-			if keys[publicKeyOf(fields[1])] {
-				return nil, bad("a duplicate key")
-			}
-			keys[publicKeyOf(fields[1])] = true
-			if len(p.Logs) == MaxPolicyLogs {
-				return nil, bad("more than %d logs", MaxPolicyLogs)
-			}
-			p.Logs, p.LogKeys = append(p.Logs, v), append(p.LogKeys, fields[1])
-		case "witness":
-			if len(fields) < 3 || len(fields) > 4 {
-				return nil, bad("want: witness <name> <vkey> [<url>]")
-			}
-			name := fields[1]
-			if err := checkPolicyName(name); err != nil {
-				return nil, bad("%v", err)
-			}
-			if defined(name) {
-				return nil, bad("%q is defined twice", name)
-			}
-			v, err := witnessVerifier(fields[2])
-			if err != nil {
-				return nil, bad("witness key: %v", err)
-			}
-			if keys[publicKeyOf(fields[2])] {
-				return nil, bad("a duplicate key")
-			}
-			keys[publicKeyOf(fields[2])] = true
-			if len(p.witnesses) == MaxPolicyWitness {
-				return nil, bad("more than %d witnesses", MaxPolicyWitness)
-			}
-			p.witnesses[name] = v
-		case "group":
-			if len(fields) < 4 {
-				return nil, bad("want: group <name> <all|any|k> <name>...")
-			}
-			name, members := fields[1], fields[3:]
-			if err := checkPolicyName(name); err != nil {
-				return nil, bad("%v", err)
-			}
-			if defined(name) {
-				return nil, bad("%q is defined twice", name)
-			}
-			seen := map[string]bool{}
-			for _, m := range members {
-				if !defined(m) {
-					return nil, bad("member %q is not defined on an earlier line", m)
-				}
-				if seen[m] {
-					return nil, bad("member %q is listed twice", m)
-				}
-				seen[m] = true
-			}
-			k := 0
-			switch fields[2] {
-			case "all":
-				k = len(members)
-			case "any":
-				k = 1
-			default:
-				v, err := checkpoints.ParseDecimal(fields[2])
-				if err != nil || v < 1 || v > uint64(len(members)) {
-					return nil, bad("threshold %q is not a number from 1 to %d", fields[2], len(members))
-				}
-				k = int(v)
-			}
-			if len(p.groups) == MaxPolicyGroups {
-				return nil, bad("more than %d groups", MaxPolicyGroups)
-			}
-			p.groups[name] = policyGroup{k: k, members: members}
-		case "quorum":
-			if len(fields) != 2 {
-				return nil, bad("want: quorum <name>")
-			}
-			if p.quorum != "" {
-				return nil, bad("a second quorum line")
-			}
-			if fields[1] != "none" && !defined(fields[1]) {
-				return nil, bad("quorum %q is not defined on an earlier line", fields[1])
-			}
-			p.quorum = fields[1]
-		default:
-			return nil, bad("unknown keyword %q", fields[0])
+		if err := pp.line(fields); err != nil {
+			return nil, fail(CheckPolicy, "line %d: %v", n+1, err)
 		}
 	}
-	if p.quorum == "" {
+	return pp.finish()
+}
+
+// checkPolicyText refuses an oversized policy and control characters.
+func checkPolicyText(text []byte) error {
+	if len(text) > MaxPolicySize {
+		return fail(CheckPolicy, "policy is %d bytes, more than %d", len(text), MaxPolicySize)
+	}
+	for i, c := range text {
+		if c < 0x20 && c != '\t' && c != '\n' || c == 0x7f {
+			return fail(CheckPolicy, "policy has the control character %#02x at byte %d", c, i)
+		}
+	}
+	return nil
+}
+
+// policyFields are a line's items; none for a blank or comment line (one
+// whose first item starts with "#").
+func policyFields(line string) []string {
+	if i := strings.IndexByte(line, '#'); i >= 0 && strings.TrimLeft(line[:i], " \t") == "" {
+		return nil
+	}
+	return strings.FieldsFunc(line, func(r rune) bool { return r == ' ' || r == '\t' })
+}
+
+// policyLines are the kinds of policy line: how many items each has, the
+// line's syntax for the error that says otherwise, and its parser.
+var policyLines = map[string]struct {
+	min, max int
+	usage    string
+	parse    func(pp *policyParser, fields []string) error
+}{
+	"log":     {2, 3, "log <vkey> [<url>]", (*policyParser).log},
+	"witness": {3, 4, "witness <name> <vkey> [<url>]", (*policyParser).witness},
+	"group":   {4, math.MaxInt, "group <name> <all|any|k> <name>...", (*policyParser).group},
+	"quorum":  {2, 2, "quorum <name>", (*policyParser).quorum},
+}
+
+// policyParser builds a Policy line by line.
+type policyParser struct {
+	p    *Policy
+	keys map[string]bool // public keys seen, to refuse duplicates
+}
+
+func (pp *policyParser) line(fields []string) error {
+	kind, ok := policyLines[fields[0]]
+	switch {
+	case !ok:
+		return fmt.Errorf("unknown keyword %q", fields[0])
+	case len(fields) < kind.min || len(fields) > kind.max:
+		return fmt.Errorf("want: %s", kind.usage)
+	}
+	return kind.parse(pp, fields)
+}
+
+// log: log <vkey> [<url>]
+func (pp *policyParser) log(fields []string) error {
+	v, err := LogVerifier(fields[1])
+	if err != nil {
+		return fmt.Errorf("log key: %v", err)
+	}
+	if err := pp.newKey(fields[1]); err != nil {
+		return err
+	}
+	if len(pp.p.Logs) == MaxPolicyLogs {
+		return fmt.Errorf("more than %d logs", MaxPolicyLogs)
+	}
+	pp.p.Logs, pp.p.LogKeys = append(pp.p.Logs, v), append(pp.p.LogKeys, fields[1])
+	return nil
+}
+
+// witness: witness <name> <vkey> [<url>]
+func (pp *policyParser) witness(fields []string) error {
+	name := fields[1]
+	if err := pp.newName(name); err != nil {
+		return err
+	}
+	v, err := witnessVerifier(fields[2])
+	if err != nil {
+		return fmt.Errorf("witness key: %v", err)
+	}
+	if err := pp.newKey(fields[2]); err != nil {
+		return err
+	}
+	if len(pp.p.witnesses) == MaxPolicyWitness {
+		return fmt.Errorf("more than %d witnesses", MaxPolicyWitness)
+	}
+	pp.p.witnesses[name] = v
+	return nil
+}
+
+// group: group <name> <all|any|k> <name>...
+func (pp *policyParser) group(fields []string) error {
+	name, members := fields[1], fields[3:]
+	if err := pp.newName(name); err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	for _, m := range members {
+		if !pp.defined(m) {
+			return fmt.Errorf("member %q is not defined on an earlier line", m)
+		}
+		if seen[m] {
+			return fmt.Errorf("member %q is listed twice", m)
+		}
+		seen[m] = true
+	}
+	k, err := groupThreshold(fields[2], len(members))
+	if err != nil {
+		return err
+	}
+	if len(pp.p.groups) == MaxPolicyGroups {
+		return fmt.Errorf("more than %d groups", MaxPolicyGroups)
+	}
+	pp.p.groups[name] = policyGroup{k: k, members: members}
+	return nil
+}
+
+// groupThreshold is how many of n members a group's k item requires.
+func groupThreshold(k string, n int) (int, error) {
+	switch k {
+	case "all":
+		return n, nil
+	case "any":
+		return 1, nil
+	}
+	v, err := checkpoints.ParseDecimal(k)
+	if err != nil || v < 1 || v > uint64(n) {
+		return 0, fmt.Errorf("threshold %q is not a number from 1 to %d", k, n)
+	}
+	return int(v), nil
+}
+
+// quorum: quorum <name>
+func (pp *policyParser) quorum(fields []string) error {
+	if pp.p.quorum != "" {
+		return errors.New("a second quorum line")
+	}
+	if fields[1] != "none" && !pp.defined(fields[1]) {
+		return fmt.Errorf("quorum %q is not defined on an earlier line", fields[1])
+	}
+	pp.p.quorum = fields[1]
+	return nil
+}
+
+func (pp *policyParser) defined(name string) bool {
+	_, w := pp.p.witnesses[name]
+	_, g := pp.p.groups[name]
+	return w || g
+}
+
+// newName checks the name a witness or group line defines.
+func (pp *policyParser) newName(name string) error {
+	if err := checkPolicyName(name); err != nil {
+		return err
+	}
+	if pp.defined(name) {
+		return fmt.Errorf("%q is defined twice", name)
+	}
+	return nil
+}
+
+// newKey records a log or witness key, which no earlier line may hold.
+func (pp *policyParser) newKey(vkey string) error {
+	if pp.keys[publicKeyOf(vkey)] {
+		return errors.New("a duplicate key")
+	}
+	pp.keys[publicKeyOf(vkey)] = true
+	return nil
+}
+
+// finish checks what the whole policy must have.
+func (pp *policyParser) finish() (*Policy, error) {
+	if pp.p.quorum == "" {
 		return nil, fail(CheckPolicy, "policy has no quorum line")
 	}
-	if len(p.Logs) == 0 {
+	if len(pp.p.Logs) == 0 {
 		return nil, fail(CheckPolicy, "policy names no log: Annal verifies proofs of one log, named by a log line")
 	}
-	return p, nil
+	return pp.p, nil
 }
 
 func checkPolicyName(name string) error {

@@ -79,7 +79,7 @@ func readSealed(kind string, entry []byte) (*sealedFacts, error) {
 	}
 	s := e.Action.Sealed
 	switch {
-	case kind != "action" && kind != "hold.requested" && kind != "action.denied":
+	case !isActionKind(kind):
 		return nil, fmt.Errorf("a %s event carries a sealed payload", kind)
 	case e.Action.Payload != nil || e.Action.PayloadHash != nil:
 		return nil, errors.New("the action carries a sealed payload and a payload or payload_hash")
