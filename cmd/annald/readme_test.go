@@ -83,8 +83,12 @@ func cmdCapture(ts *testscript.TestScript, neg bool, args []string) {
 	if m == nil {
 		ts.Fatalf("nothing in %s matches %s", args[1], args[2])
 	}
-	ts.Setenv(args[0], m[len(m)-1])
-	ts.Logf("%s=%s", args[0], m[len(m)-1])
+	value := m[0]
+	if len(m) > 1 {
+		value = m[1]
+	}
+	ts.Setenv(args[0], value)
+	ts.Logf("%s=%s", args[0], value)
 }
 
 // readmeSection says what becomes of a README section's sh blocks.
@@ -164,13 +168,13 @@ func TestREADMECommandsAreInTheScripts(t *testing.T) {
 				continue
 			}
 			for _, r := range rewritten {
-				at := indexFrom(scripts[want.script], next[want.script], r)
+				at := slices.Index(scripts[want.script][next[want.script]:], r)
 				if at < 0 {
 					t.Errorf("README section %q runs\n\t%s\nwhich testdata/script/%s does not run as\n\t%s\nafter its line %q (change the script with the README)",
 						want.heading, line, want.script, r, lineBefore(scripts[want.script], next[want.script]))
 					continue
 				}
-				next[want.script] = at + 1
+				next[want.script] += at + 1
 			}
 		}
 	}
@@ -232,7 +236,7 @@ func commandsOf(line string) []string {
 		case c == '\'' || c == '"':
 			quote = c
 		case c == '#' && (i == 0 || line[i-1] == ' '):
-			line = line[:i]
+			line = line[:i] // and the loop ends
 		case c == ';':
 			cmds = append(cmds, line[start:i])
 			start = i + 1
@@ -265,11 +269,9 @@ var (
 //	export N=V, unset N                   env N=V, env N=
 //	N=$(echo "$X" | sed -n 's/RE/\1/p')   capture N stdout 'RE' (\( \) as ( ))
 //	N=$(COMMAND)                          COMMAND, rewritten (a capture reads its stdout)
-//	go run ./cmd/NAME ARGS, annal ARGS    exec NAME ARGS, exec annal ARGS
-//	http://127.0.0.1:7420                 $ANNAL_SERVER (annald-serve's address)
+//	go run ./cmd/NAME ARGS, annal ARGS    exec NAME ARGS, exec annal ARGS, by rewriteWords
 //
-// and, outside single quotes, each double-quoted word by quotedWord. A
-// command that keeps shell syntax testscript lacks is an error.
+// A command that keeps shell syntax testscript lacks is an error.
 func scriptLinesOf(cmd string) ([]string, error) {
 	switch {
 	case echoVar.MatchString(cmd):
@@ -287,37 +289,47 @@ func scriptLinesOf(cmd string) ([]string, error) {
 	case !runsAnnal.MatchString(cmd):
 		return nil, fmt.Errorf("%q runs no annal binary: add a rewrite, or name it in notScripted", cmd)
 	}
-	line := runsAnnal.ReplaceAllString(cmd, "exec $1 ")
-	line = strings.ReplaceAll(line, "http://127.0.0.1:7420", "$ANNAL_SERVER")
+	line, err := rewriteWords(runsAnnal.ReplaceAllString(cmd, "exec $1 "))
+	if err != nil {
+		return nil, fmt.Errorf("%q: %v", cmd, err)
+	}
+	return []string{line}, nil
+}
+
+// rewriteWords rewrites a command's words: http://127.0.0.1:7420 outside
+// quotes as $ANNAL_SERVER, each double-quoted word by quotedWord, and a
+// single-quoted word kept as it is.
+func rewriteWords(line string) (string, error) {
 	var out strings.Builder
 	for rest := line; rest != ""; {
 		quote := strings.IndexAny(rest, `'"`)
 		if quote < 0 {
 			quote = len(rest)
 		}
-		if plain := rest[:quote]; strings.ContainsAny(plain, "`") || strings.Contains(plain, "$(") {
-			return nil, fmt.Errorf("%q has a command substitution outside quotes: add a rewrite", cmd)
+		plain := rest[:quote]
+		if strings.ContainsAny(plain, "`") || strings.Contains(plain, "$(") {
+			return "", fmt.Errorf("a command substitution outside quotes: add a rewrite")
 		}
-		out.WriteString(rest[:quote])
+		out.WriteString(strings.ReplaceAll(plain, "http://127.0.0.1:7420", "$ANNAL_SERVER"))
 		rest = rest[quote:]
 		if rest == "" {
 			break
 		}
 		end := strings.IndexByte(rest[1:], rest[0])
 		if end < 0 {
-			return nil, fmt.Errorf("%q has an unclosed quote", cmd)
+			return "", fmt.Errorf("an unclosed quote")
 		}
 		word := rest[:end+2]
 		rest = rest[end+2:]
 		if word[0] == '"' {
 			var err error
 			if word, err = quotedWord(word[1 : len(word)-1]); err != nil {
-				return nil, fmt.Errorf("%q: %v", cmd, err)
+				return "", err
 			}
 		}
 		out.WriteString(word)
 	}
-	return []string{out.String()}, nil
+	return out.String(), nil
 }
 
 // quotedWord rewrites the text of a double-quoted word into testscript's:
@@ -367,15 +379,8 @@ func scriptCommands(t *testing.T, path string) []string {
 // single quotes (the only quotes testscript has) to the end.
 var scriptComment = regexp.MustCompile(`^((?:[^'#]|'[^']*')*)#.*$`)
 
-func indexFrom(lines []string, from int, want string) int {
-	for i := from; i < len(lines); i++ {
-		if lines[i] == want {
-			return i
-		}
-	}
-	return -1
-}
-
+// lineBefore names the script line after which the next README line is
+// looked for.
 func lineBefore(lines []string, next int) string {
 	if next == 0 {
 		return "(the start)"
@@ -383,8 +388,13 @@ func lineBefore(lines []string, next int) string {
 	return lines[next-1]
 }
 
-// TestScriptLinesOf: each rewrite, and the shell that has none.
-func TestScriptLinesOf(t *testing.T) {
+// TestREADMERewrites: a README line split into its commands, each rewrite,
+// and the shell that has none.
+func TestREADMERewrites(t *testing.T) {
+	got := commandsOf(`annal whoami; annal erase x --reason "request #881; 2"   # as root`)
+	if want := []string{"annal whoami", `annal erase x --reason "request #881; 2"`}; !slices.Equal(got, want) {
+		t.Errorf("commandsOf = %q, want %q", got, want)
+	}
 	for _, tc := range []struct {
 		readme string
 		script []string // nil: no line, or an error
