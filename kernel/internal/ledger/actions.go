@@ -12,21 +12,22 @@ import (
 	"github.com/annal-dev/annal/kernel/session"
 )
 
-// The gates of an action, in ActionGateOrder. A hold request passes the
-// same gates: it is the action, waiting for a human.
+// The gates of an action, in their order (ActionGateOrder is read from
+// here). A hold request passes the same gates: it is the action, waiting
+// for a human.
 var actionGates = []gate{
-	validate(GateActor, checkActionActor),
+	newGate(GateActor, checkActionActor),
 	rateLimitGate,
-	validate(GateBoundary, checkBoundary),
-	validate(GateEnvelope, checkEnvelope),
-	validate(GateQuarantine, checkActionQuarantine),
-	validate(GateSession, checkActionSession),
-	validate(GateRing, checkRing),
-	validate(GateResources, checkResources),
-	validate(GatePolicy, checkPolicy),
-	validate(GateHold, checkHold),
-	{StageReserve, GateEnergy, checkActionEnergy},
-	{StageValidatePayload, GatePayload, checkPayload},
+	newGate(GateBoundary, checkBoundary),
+	newGate(GateEnvelope, checkEnvelope),
+	newGate(GateQuarantine, checkActionQuarantine),
+	newGate(GateSession, checkActionSession),
+	newGate(GateRing, checkRing),
+	newGate(GateResources, checkResources),
+	newGate(GatePolicy, checkPolicy),
+	newGate(GateHold, checkHold),
+	newGate(GateEnergy, checkActionEnergy),
+	newGate(GatePayload, checkPayload),
 }
 
 // action: an action that passed every gate, committed with its cost; or
@@ -367,8 +368,7 @@ func (l *Ledger) MayEver(actorID string, t event.ActionType, target string, obse
 		v = refuse(Forbidden, "observe on %s is outside %s's grants", target, a.ID)
 	}
 	if v != nil {
-		v.Stage, v.Gate = StageValidate, GateBoundary
-		return v
+		return v.at(GateBoundary)
 	}
 	if a.IsHuman() || len(a.Policies) == 0 {
 		return nil
@@ -383,8 +383,7 @@ func (l *Ledger) MayEver(actorID string, t event.ActionType, target string, obse
 			v = refuse(Forbidden, "%v", pv)
 		}
 		if v != nil {
-			v.Stage, v.Gate = StageValidate, GatePolicy
-			return v
+			return v.at(GatePolicy)
 		}
 	}
 	return nil

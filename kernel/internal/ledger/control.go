@@ -84,7 +84,7 @@ var quarantineStartedRule = &rule{
 	claims: func(c *claimSet, ev *event.Event) {
 		c.write(actorKey(ev.Quarantine.Agent))
 	},
-	gates: byActor(validate(GateAuthority, func(c *checker) *Violation {
+	gates: byActor(newGate(GateAuthority, func(c *checker) *Violation {
 		q := c.ev.Quarantine
 		if _, v := c.l.oversee(c.ev.Actor, q.Agent); v != nil {
 			return v
@@ -113,7 +113,7 @@ var quarantineEndedRule = &rule{
 		c.write(actorKey(ev.Quarantine.Agent))
 	},
 	byKernel: true,
-	gates: byActor(validate(GateAuthority, func(c *checker) *Violation {
+	gates: byActor(newGate(GateAuthority, func(c *checker) *Violation {
 		q := c.ev.Quarantine
 		rec, ok := c.l.Quarantines[QuarantineKey(q.Agent, c.ev.Session)]
 		switch {
@@ -175,7 +175,7 @@ var killRule = &rule{
 			}
 		}
 	},
-	gates: byActor(validate(GateAuthority, func(c *checker) *Violation {
+	gates: byActor(newGate(GateAuthority, func(c *checker) *Violation {
 		k := c.ev.Kill
 		a, v := c.l.oversee(c.ev.Actor, k.Agent)
 		if v != nil {
@@ -306,7 +306,7 @@ var signalSentRule = &rule{
 		}
 	},
 	byKernel: true,
-	gates: byActor(validate(GateAuthority, func(c *checker) *Violation {
+	gates: byActor(newGate(GateAuthority, func(c *checker) *Violation {
 		s := c.ev.Signal
 		a, v := c.l.agent(s.Agent)
 		if v != nil {
@@ -358,7 +358,7 @@ var signalMaskedRule = &rule{
 	claims: func(c *claimSet, ev *event.Event) {
 		c.write(actorKey(ev.SignalMask.Agent))
 	},
-	gates: byActor(validate(GateAuthority, func(c *checker) *Violation {
+	gates: byActor(newGate(GateAuthority, func(c *checker) *Violation {
 		if c.ev.Actor != c.ev.SignalMask.Agent || c.actor.IsHuman() {
 			return inconsistent(Forbidden, "%s set %s's signal mask; an agent sets only its own", c.ev.Actor, c.ev.SignalMask.Agent)
 		}

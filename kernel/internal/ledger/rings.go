@@ -53,7 +53,7 @@ var ringAssignedRule = &rule{
 	claims: func(c *claimSet, ev *event.Event) {
 		c.write(actorKey(ev.Ring.Agent))
 	},
-	gates: byActor(validate(GateAuthority, func(c *checker) *Violation {
+	gates: byActor(newGate(GateAuthority, func(c *checker) *Violation {
 		_, v := c.l.oversee(c.ev.Actor, c.ev.Ring.Agent)
 		return v
 	})),
@@ -71,7 +71,7 @@ var ringsConfiguredRule = &rule{
 	claims: func(c *claimSet, ev *event.Event) {
 		c.write(ClaimRules)
 	},
-	gates: byActor(validate(GateAuthority, func(c *checker) *Violation {
+	gates: byActor(newGate(GateAuthority, func(c *checker) *Violation {
 		if c.ev.Actor != RootID {
 			return inconsistent(Forbidden, "only root configures the rings")
 		}
@@ -89,7 +89,7 @@ var actionRegisteredRule = &rule{
 	claims: func(c *claimSet, ev *event.Event) {
 		c.write(ClaimRules)
 	},
-	gates: byActor(validate(GateAuthority, func(c *checker) *Violation {
+	gates: byActor(newGate(GateAuthority, func(c *checker) *Violation {
 		if v := c.human(); v != nil {
 			return v
 		}
@@ -122,7 +122,7 @@ var elevationGrantedRule = &rule{
 		c.write("elevation/" + ev.Elevation.ID) // its id is new
 	},
 	gates: byActor(
-		validate(GateAuthority, func(c *checker) *Violation {
+		newGate(GateAuthority, func(c *checker) *Violation {
 			e := c.ev.Elevation
 			if _, ok := c.l.Elevations[e.ID]; ok {
 				return inconsistent(Conflict, "elevation %s already exists", e.ID)
@@ -148,10 +148,10 @@ var elevationGrantedRule = &rule{
 			}
 			return nil
 		}),
-		validate(GateActor, func(c *checker) *Violation {
+		newGate(GateActor, func(c *checker) *Violation {
 			return c.l.standing(c.l.Actors[c.ev.Elevation.Agent], c.at)
 		}),
-		validate(GateRing, func(c *checker) *Violation {
+		newGate(GateRing, func(c *checker) *Violation {
 			e := c.ev.Elevation
 			a := c.l.Actors[e.Agent]
 			if e.From != int(a.BaseRing()) {
@@ -220,7 +220,7 @@ var elevationEndedRule = &rule{
 		c.write(actorKey(ev.ElevationEnd.Agent))
 	},
 	byKernel: true,
-	gates: byActor(validate(GateAuthority, func(c *checker) *Violation {
+	gates: byActor(newGate(GateAuthority, func(c *checker) *Violation {
 		e := c.ev.ElevationEnd
 		v, ok := c.l.Elevations[e.ID]
 		switch {

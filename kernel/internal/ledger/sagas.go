@@ -56,7 +56,7 @@ var sagaStartedRule = &rule{
 	claims: func(c *claimSet, ev *event.Event) {
 		c.write("saga/" + ev.Saga.ID)
 	},
-	gates: byActor(validate(GateAuthority, func(c *checker) *Violation {
+	gates: byActor(newGate(GateAuthority, func(c *checker) *Violation {
 		if c.actor.IsHuman() {
 			return inconsistent(Forbidden, "%s is a human: agents run sagas", c.actor.ID)
 		}
@@ -86,7 +86,7 @@ var sagaStepRule = &rule{
 		}
 	},
 	byKernel: true,
-	gates: byActor(validate(GateAuthority, func(c *checker) *Violation {
+	gates: byActor(newGate(GateAuthority, func(c *checker) *Violation {
 		st := c.ev.SagaStep
 		s, ok := c.l.Sagas[st.Saga]
 		if !ok {
@@ -162,7 +162,7 @@ var policySetRule = &rule{
 	claims: func(c *claimSet, ev *event.Event) {
 		c.write(ClaimRules)
 	},
-	gates: byActor(validate(GateAuthority, func(c *checker) *Violation {
+	gates: byActor(newGate(GateAuthority, func(c *checker) *Violation {
 		if v := c.human(); v != nil {
 			return v
 		}
@@ -207,7 +207,7 @@ var policyAttachedRule = &rule{
 			c.write(envelopeKey(ev.PolicyAttachment.Envelope))
 		}
 	},
-	gates: byActor(validate(GateAuthority, func(c *checker) *Violation {
+	gates: byActor(newGate(GateAuthority, func(c *checker) *Violation {
 		p := c.ev.PolicyAttachment
 		if v := c.human(); v != nil {
 			return v

@@ -26,9 +26,6 @@ import (
 // actors and envelopes.
 const RulesSealed = 5
 
-// GateSeal checks sealed payloads and erasures.
-const GateSeal = "seal"
-
 // Erased is an erased subject: the entry that erased it.
 type Erased struct {
 	Index uint64        `json:"index"`
@@ -38,7 +35,7 @@ type Erased struct {
 func subjectKey(subject string) string { return "erased/" + subject }
 
 func sealRefuse(class Class, format string, args ...any) *Violation {
-	return &Violation{Stage: StageValidate, Gate: GateSeal, Class: class, Reason: fmt.Sprintf(format, args...), since: RulesSealed}
+	return (&Violation{Class: class, Reason: fmt.Sprintf(format, args...), since: RulesSealed}).at(GateSeal)
 }
 
 // checkSealed is run on every event before its kind's gates.
@@ -123,7 +120,7 @@ var subjectErasedRule = &rule{
 	claims: func(c *claimSet, ev *event.Event) {
 		c.write(subjectKey(ev.Erasure.Subject))
 	},
-	gates: byActor(validate(GateSeal, func(c *checker) *Violation {
+	gates: byActor(newGate(GateSeal, func(c *checker) *Violation {
 		if v := c.human(); v != nil {
 			return v
 		}

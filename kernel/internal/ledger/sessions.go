@@ -36,7 +36,7 @@ var sessionCreatedRule = &rule{
 	claims: func(c *claimSet, ev *event.Event) {
 		c.write(sessionKey(ev.Session))
 	},
-	gates: byActor(validate(GateSession, func(c *checker) *Violation {
+	gates: byActor(newGate(GateSession, func(c *checker) *Violation {
 		if _, ok := c.l.Sessions[c.ev.Session]; ok {
 			return inconsistent(Conflict, "session %s already exists", c.ev.Session)
 		}
@@ -68,7 +68,7 @@ var sessionChangedRule = &rule{
 	},
 	byKernel: true,
 	gates: byActor(
-		validate(GateAuthority, func(c *checker) *Violation {
+		newGate(GateAuthority, func(c *checker) *Violation {
 			s, ok := c.l.Sessions[c.ev.Session]
 			if !ok {
 				return inconsistent(NotFound, "session %s does not exist", c.ev.Session)
@@ -108,7 +108,7 @@ var sessionChangedRule = &rule{
 			}
 			return nil
 		}),
-		validate(GateSession, func(c *checker) *Violation {
+		newGate(GateSession, func(c *checker) *Violation {
 			s := c.l.Sessions[c.ev.Session]
 			ch := c.ev.SessionChange
 			if ch.Op == event.SessionOpJoin {
@@ -174,7 +174,7 @@ var sessionDeltaRule = &rule{
 		c.write(sessionKey(ev.Session))
 	},
 	gates: byActor(
-		validate(GateSession, func(c *checker) *Violation {
+		newGate(GateSession, func(c *checker) *Violation {
 			s, ok := c.l.Sessions[c.ev.Session]
 			d := c.ev.Delta
 			switch {
@@ -204,7 +204,7 @@ var sessionDeltaRule = &rule{
 			}
 			return nil
 		}),
-		validate(GateResources, func(c *checker) *Violation {
+		newGate(GateResources, func(c *checker) *Violation {
 			if c.actor.IsHuman() {
 				return nil
 			}

@@ -26,10 +26,6 @@ import (
 // require-signed actors and envelopes.
 const RulesSigned = 4
 
-// GateSignature checks a signed request, and that an actor or envelope
-// that requires one has it.
-const GateSignature = "signature"
-
 // SignedWindow is how far a signed request's time may be from its event's.
 const SignedWindow = 5 * time.Minute
 
@@ -44,7 +40,7 @@ type Nonce struct {
 func nonceKey(by, nonce string) string { return by + ":" + nonce }
 
 func signedRefuse(class Class, format string, args ...any) *Violation {
-	return &Violation{Stage: StageValidate, Gate: GateSignature, Class: class, Reason: fmt.Sprintf(format, args...), since: RulesSigned}
+	return (&Violation{Class: class, Reason: fmt.Sprintf(format, args...), since: RulesSigned}).at(GateSignature)
 }
 
 // checkSigned is run on every event before its kind's gates.
