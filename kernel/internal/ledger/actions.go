@@ -196,7 +196,7 @@ func checkActionQuarantine(c *checker) *Violation {
 	}
 	sess := c.ev.Session
 	if q := c.l.Quarantined(c.actor.ID, sess, c.at); q != nil {
-		return refuse(Forbidden, "agent %s is quarantined (%s) until %s", c.actor.ID, q.Reason, q.ExpiresAt)
+		return inQuarantine(c.actor.ID, q)
 	}
 	f := c.actionFacts()
 	for _, v := range f.chain[min(1, len(f.chain)):] {
@@ -211,17 +211,8 @@ func checkActionQuarantine(c *checker) *Violation {
 // the actor an active participant (or its creator, or root); a target
 // under sessions/ is checked against the session's isolation (§10–§11).
 func checkActionSession(c *checker) *Violation {
-	f := c.actionFacts()
-	if sess := c.ev.Session; sess != "" {
-		se := f.session
-		switch {
-		case se == nil:
-			return refuse(NotFound, "session %s does not exist", sess)
-		case !se.State.AcceptsActions():
-			return refuse(Forbidden, "session %s is %s; actions run only in an ACTIVE session (§10.1)", sess, se.State)
-		case !se.IsActiveParticipant(c.actor.ID) && c.actor.ID != se.Creator && c.actor.ID != RootID:
-			return refuse(Forbidden, "%s is not an active participant of session %s", c.actor.ID, sess)
-		}
+	if v := sessionStanding(c.actor.ID, c.ev.Session, c.actionFacts().session, actionWork); v != nil {
+		return v
 	}
 	return c.sessionPath(c.ev.Action.Target, c.ev.Action.Type != event.Observe)
 }
@@ -360,7 +351,7 @@ func checkPolicy(c *checker) *Violation {
 func (l *Ledger) MayEver(actorID string, t event.ActionType, target string, observeNeedsGrant bool) *Violation {
 	a, ok := l.Actors[actorID]
 	if !ok {
-		return inconsistent(NotFound, "actor %s does not exist", actorID)
+		return noActor(NotFound, actorID)
 	}
 	c := &checker{l: l, ev: &event.Event{Kind: event.KindAction, Actor: actorID, Action: &event.Action{Type: t, Target: target}}, actor: a}
 	v := checkBoundary(c)

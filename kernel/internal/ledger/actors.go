@@ -221,7 +221,7 @@ var actorKeyRule = &rule{
 		kc := c.ev.KeyChange
 		a, ok := c.l.Actors[kc.Actor]
 		if !ok {
-			return inconsistent(NotFound, "actor %s does not exist", kc.Actor)
+			return noActor(NotFound, kc.Actor)
 		}
 		if a.Status == event.StatusTerminated {
 			return inconsistent(Conflict, "%s is terminated; that is final", a.ID)

@@ -89,10 +89,8 @@ var quarantineStartedRule = &rule{
 		if _, v := c.l.oversee(c.ev.Actor, q.Agent); v != nil {
 			return v
 		}
-		if c.ev.Session != "" {
-			if _, ok := c.l.Sessions[c.ev.Session]; !ok {
-				return refuse(NotFound, "session %s does not exist", c.ev.Session)
-			}
+		if v := c.l.sessionExists(c.ev.Session); v != nil {
+			return v
 		}
 		if !q.StartedAt.Equal(c.at.Time) || q.ExpiresAt.Sub(q.StartedAt.Time) > MaxQuarantine {
 			return refuse(Invalid, "a quarantine starts at its event's time (%s, not %s) and lasts at most %v", c.at, q.StartedAt, MaxQuarantine)
@@ -184,10 +182,8 @@ var killRule = &rule{
 		if a.Status == event.StatusTerminated {
 			return refuse(Conflict, "%s is terminated already", a.ID)
 		}
-		if c.ev.Session != "" {
-			if _, ok := c.l.Sessions[c.ev.Session]; !ok {
-				return refuse(NotFound, "session %s does not exist", c.ev.Session)
-			}
+		if v := c.l.sessionExists(c.ev.Session); v != nil {
+			return v
 		}
 		if v := c.l.checkRevokes(a.ID, k.Revoked); v != nil {
 			return v

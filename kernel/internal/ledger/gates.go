@@ -165,7 +165,7 @@ func checkActor(c *checker) *Violation {
 	}
 	a, ok := c.l.Actors[c.ev.Actor]
 	if !ok {
-		return inconsistent(Unauthenticated, "actor %s does not exist", c.ev.Actor)
+		return noActor(Unauthenticated, c.ev.Actor)
 	}
 	c.actor = a
 	if c.rule.byRecord {
@@ -192,13 +192,13 @@ func (l *Ledger) standing(a *Actor, at event.Instant) *Violation {
 func (l *Ledger) MayAct(id, sess string, at event.Instant) *Violation {
 	a, ok := l.Actors[id]
 	if !ok {
-		return inconsistent(NotFound, "actor %s does not exist", id)
+		return noActor(NotFound, id)
 	}
 	if v := l.standing(a, at); v != nil {
 		return v
 	}
 	if q := l.Quarantined(id, sess, at); q != nil {
-		return refuse(Forbidden, "agent %s is quarantined (%s) until %s", id, q.Reason, q.ExpiresAt)
+		return inQuarantine(id, q)
 	}
 	return nil
 }
@@ -225,7 +225,7 @@ func checkOwnQuarantine(c *checker) *Violation {
 		return nil
 	}
 	if q := c.l.Quarantined(c.actor.ID, c.ev.Session, c.at); q != nil {
-		return refuse(Forbidden, "agent %s is quarantined (%s) until %s", c.actor.ID, q.Reason, q.ExpiresAt)
+		return inQuarantine(c.actor.ID, q)
 	}
 	return nil
 }
@@ -252,7 +252,7 @@ func (l *Ledger) oversee(by, id string) (*Actor, *Violation) {
 	a, ok := l.Actors[id]
 	switch {
 	case !ok:
-		return nil, inconsistent(NotFound, "actor %s does not exist", id)
+		return nil, noActor(NotFound, id)
 	case a.IsHuman():
 		return nil, inconsistent(Forbidden, "%s is a human: execution control applies to agents (Axiom 4.1)", id)
 	case by != RootID && a.Creator != by:
@@ -266,7 +266,7 @@ func (l *Ledger) agent(id string) (*Actor, *Violation) {
 	a, ok := l.Actors[id]
 	switch {
 	case !ok:
-		return nil, inconsistent(NotFound, "actor %s does not exist", id)
+		return nil, noActor(NotFound, id)
 	case a.IsHuman():
 		return nil, inconsistent(Invalid, "%s is a human, not an agent", id)
 	}

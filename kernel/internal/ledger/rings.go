@@ -141,12 +141,7 @@ var elevationGrantedRule = &rule{
 			} else if e.AttestedBy != "" {
 				return inconsistent(Invalid, "elevation %s is attested by %s but granted by the agent itself", e.ID, e.AttestedBy)
 			}
-			if c.ev.Session != "" {
-				if _, ok := c.l.Sessions[c.ev.Session]; !ok {
-					return refuse(NotFound, "session %s does not exist", c.ev.Session)
-				}
-			}
-			return nil
+			return c.l.sessionExists(c.ev.Session)
 		}),
 		newGate(GateActor, func(c *checker) *Violation {
 			return c.l.standing(c.l.Actors[c.ev.Elevation.Agent], c.at)
