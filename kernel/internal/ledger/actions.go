@@ -322,7 +322,7 @@ func checkPolicy(c *checker) *Violation {
 	for _, name := range names {
 		p, ok := c.l.compiled[name]
 		if !ok {
-			return refuse(Forbidden, "policy %s: not defined (fail closed)", name)
+			return undefinedPolicy(name)
 		}
 		compiled = append(compiled, p)
 	}
@@ -361,20 +361,24 @@ func (l *Ledger) MayEver(actorID string, t event.ActionType, target string, obse
 	if v != nil {
 		return v.at(GateBoundary)
 	}
+	return l.blockedByOwnPolicies(a, t, target)
+}
+
+// blockedByOwnPolicies says which policy of agent a's own blocks t on
+// target whatever the payload — a blocked action, a tool not allowed, or a
+// policy not defined (fail closed) — or nil if none does.
+func (l *Ledger) blockedByOwnPolicies(a *Actor, t event.ActionType, target string) *Violation {
 	if a.IsHuman() || len(a.Policies) == 0 {
 		return nil
 	}
 	_, names := l.Classify(t, target)
 	for _, name := range a.Policies {
 		p, ok := l.compiled[name]
-		var v *Violation
 		if !ok {
-			v = refuse(Forbidden, "policy %s: not defined (fail closed)", name)
-		} else if pv := p.Check(names, nil); pv != nil && (pv.Rule == policy.RuleBlockedAction || pv.Rule == policy.RuleToolNotAllowed) {
-			v = refuse(Forbidden, "%v", pv)
+			return undefinedPolicy(name).at(GatePolicy)
 		}
-		if v != nil {
-			return v.at(GatePolicy)
+		if pv := p.Check(names, nil); pv != nil && (pv.Rule == policy.RuleBlockedAction || pv.Rule == policy.RuleToolNotAllowed) {
+			return refuse(Forbidden, "%v", pv).at(GatePolicy)
 		}
 	}
 	return nil

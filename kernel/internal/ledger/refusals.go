@@ -29,6 +29,12 @@ func notParticipant(actor, sess string) *Violation {
 	return refuse(Forbidden, "%s is not an active participant of session %s", actor, sess)
 }
 
+// undefinedPolicy refuses an act of an agent bound to policy name, which
+// is not defined: a policy gate fails closed.
+func undefinedPolicy(name string) *Violation {
+	return refuse(Forbidden, "policy %s: not defined (fail closed)", name)
+}
+
 // sessionWork is a kind of work done in a session: whom, beside its active
 // participants, the session admits to it, and how a session that is not
 // ACTIVE refuses it.
