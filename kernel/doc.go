@@ -12,7 +12,8 @@
 //     running that rule — the same gates replay, rebuild and Audit run —
 //     against the ledger the event will be folded onto. The kernel keeps only
 //     what the log cannot show: credentials, the clock, the rate limit, the
-//     bound on pending holds, new ids. Action gates run in ActionGateOrder.
+//     bound on pending holds, new ids. Action gates run in ActionGateOrder;
+//     what each gate checks is written once, in the ledger (Gates).
 //   - Log order is decision order for events that do not commute: an event
 //     claims what it reads and changes, and no two events in flight claim one
 //     object when either changes it. Energy an event will draw is held until

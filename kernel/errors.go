@@ -109,26 +109,35 @@ func (d *Denial) Unwrap() []error {
 
 // The gates a refusal names. The rules behind them are the ledger's
 // (kernel/internal/ledger): one rule per event kind, whose gates run in one
-// documented order (ActionGateOrder for actions).
+// documented order (ActionGateOrder for actions). What each gate checks, and
+// in which stage it runs, is written once, in the ledger's gate table
+// (kernel/internal/ledger/gates.go); Gates returns it.
 const (
-	GateForm       = ledger.GateForm       // the request and its event are well formed
-	GateActor      = ledger.GateActor      // the actor exists, is active, not expired, not stopped
-	GateRateLimit  = ledger.GateRateLimit  // token bucket per agent and ring (§9); never logged
-	GateAuthority  = ledger.GateAuthority  // who may create actors, issue envelopes, answer holds, control agents
-	GateBoundary   = ledger.GateBoundary   // (target, type) ∈ W(actor); system/ and ledger/ are root's (Def. 4.11–4.12)
-	GateEnvelope   = ledger.GateEnvelope   // an agent's state-changing action is within a live envelope (Def. 4.13)
-	GateQuarantine = ledger.GateQuarantine // the agent, or a delegator of its envelope, is quarantined (§13)
-	GateSession    = ledger.GateSession    // session state, participation, path isolation (§10–§11)
-	GateRing       = ledger.GateRing       // effective ring against the action's required ring (§4–§6, §8)
-	GateResources  = ledger.GateResources  // the ring's resource constraints (§7)
-	GatePolicy     = ledger.GatePolicy     // attached policies (Agent OS)
-	GateHold       = ledger.GateHold       // a hold rule matches: the action waits for a human (Def. 4.20)
-	GateEnergy     = ledger.GateEnergy     // the actor and every envelope of the chain can pay (INV-5)
-	GatePayload    = ledger.GatePayload    // execute payloads carry §5.6's fields
+	GateForm       = ledger.GateForm
+	GateActor      = ledger.GateActor
+	GateRateLimit  = ledger.GateRateLimit
+	GateAuthority  = ledger.GateAuthority
+	GateBoundary   = ledger.GateBoundary
+	GateEnvelope   = ledger.GateEnvelope
+	GateQuarantine = ledger.GateQuarantine
+	GateSession    = ledger.GateSession
+	GateRing       = ledger.GateRing
+	GateResources  = ledger.GateResources
+	GatePolicy     = ledger.GatePolicy
+	GateHold       = ledger.GateHold
+	GateEnergy     = ledger.GateEnergy
+	GatePayload    = ledger.GatePayload
 )
 
+// GateInfo is one gate: its name, the stage it runs in and what it checks.
+type GateInfo = ledger.GateInfo
+
+// Gates returns every gate a refusal can name, with its stage and what it
+// checks, in the order of the pipeline.
+func Gates() []GateInfo { return ledger.Gates() }
+
 // ActionGateOrder is the order in which an action's gates run, after its
-// form is checked where it enters.
+// form is checked where it enters: the ledger's action rule's.
 var ActionGateOrder = ledger.ActionGateOrder
 
 func denyAt(stage, gate string, class error, format string, args ...any) *Denial {

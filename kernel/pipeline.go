@@ -77,8 +77,8 @@ type Receipt struct {
 }
 
 // The pipeline stages of the paper, §5.2, in order. validate, reserve and
-// validate_payload are the ledger's gates (ActionGateOrder); quote and
-// settle are the figures the decision records.
+// validate_payload are the stages of the ledger's gates (Gates gives each
+// gate's); quote and settle are the figures the decision records.
 const (
 	StageValidate        = ledger.StageValidate
 	StageQuote           = "quote"

@@ -12,21 +12,22 @@ import (
 	"github.com/annal-dev/annal/kernel/session"
 )
 
-// The gates of an action, in ActionGateOrder. A hold request passes the
-// same gates: it is the action, waiting for a human.
+// The gates of an action, in their order (ActionGateOrder is read from
+// here). A hold request passes the same gates: it is the action, waiting
+// for a human.
 var actionGates = []gate{
-	validate(GateActor, checkActionActor),
+	newGate(GateActor, checkActionActor),
 	rateLimitGate,
-	validate(GateBoundary, checkBoundary),
-	validate(GateEnvelope, checkEnvelope),
-	validate(GateQuarantine, checkActionQuarantine),
-	validate(GateSession, checkActionSession),
-	validate(GateRing, checkRing),
-	validate(GateResources, checkResources),
-	validate(GatePolicy, checkPolicy),
-	validate(GateHold, checkHold),
-	{StageReserve, GateEnergy, checkActionEnergy},
-	{StageValidatePayload, GatePayload, checkPayload},
+	newGate(GateBoundary, checkBoundary),
+	newGate(GateEnvelope, checkEnvelope),
+	newGate(GateQuarantine, checkActionQuarantine),
+	newGate(GateSession, checkActionSession),
+	newGate(GateRing, checkRing),
+	newGate(GateResources, checkResources),
+	newGate(GatePolicy, checkPolicy),
+	newGate(GateHold, checkHold),
+	newGate(GateEnergy, checkActionEnergy),
+	newGate(GatePayload, checkPayload),
 }
 
 // action: an action that passed every gate, committed with its cost; or
@@ -195,7 +196,7 @@ func checkActionQuarantine(c *checker) *Violation {
 	}
 	sess := c.ev.Session
 	if q := c.l.Quarantined(c.actor.ID, sess, c.at); q != nil {
-		return refuse(Forbidden, "agent %s is quarantined (%s) until %s", c.actor.ID, q.Reason, q.ExpiresAt)
+		return inQuarantine(c.actor.ID, q)
 	}
 	f := c.actionFacts()
 	for _, v := range f.chain[min(1, len(f.chain)):] {
@@ -210,17 +211,8 @@ func checkActionQuarantine(c *checker) *Violation {
 // the actor an active participant (or its creator, or root); a target
 // under sessions/ is checked against the session's isolation (§10–§11).
 func checkActionSession(c *checker) *Violation {
-	f := c.actionFacts()
-	if sess := c.ev.Session; sess != "" {
-		se := f.session
-		switch {
-		case se == nil:
-			return refuse(NotFound, "session %s does not exist", sess)
-		case !se.State.AcceptsActions():
-			return refuse(Forbidden, "session %s is %s; actions run only in an ACTIVE session (§10.1)", sess, se.State)
-		case !se.IsActiveParticipant(c.actor.ID) && c.actor.ID != se.Creator && c.actor.ID != RootID:
-			return refuse(Forbidden, "%s is not an active participant of session %s", c.actor.ID, sess)
-		}
+	if v := sessionStanding(c.actor.ID, c.ev.Session, c.actionFacts().session, actionWork); v != nil {
+		return v
 	}
 	return c.sessionPath(c.ev.Action.Target, c.ev.Action.Type != event.Observe)
 }
@@ -330,7 +322,7 @@ func checkPolicy(c *checker) *Violation {
 	for _, name := range names {
 		p, ok := c.l.compiled[name]
 		if !ok {
-			return refuse(Forbidden, "policy %s: not defined (fail closed)", name)
+			return undefinedPolicy(name)
 		}
 		compiled = append(compiled, p)
 	}
@@ -359,7 +351,7 @@ func checkPolicy(c *checker) *Violation {
 func (l *Ledger) MayEver(actorID string, t event.ActionType, target string, observeNeedsGrant bool) *Violation {
 	a, ok := l.Actors[actorID]
 	if !ok {
-		return inconsistent(NotFound, "actor %s does not exist", actorID)
+		return noActor(NotFound, actorID)
 	}
 	c := &checker{l: l, ev: &event.Event{Kind: event.KindAction, Actor: actorID, Action: &event.Action{Type: t, Target: target}}, actor: a}
 	v := checkBoundary(c)
@@ -367,24 +359,26 @@ func (l *Ledger) MayEver(actorID string, t event.ActionType, target string, obse
 		v = refuse(Forbidden, "observe on %s is outside %s's grants", target, a.ID)
 	}
 	if v != nil {
-		v.Stage, v.Gate = StageValidate, GateBoundary
-		return v
+		return v.at(GateBoundary)
 	}
+	return l.blockedByOwnPolicies(a, t, target)
+}
+
+// blockedByOwnPolicies says which policy of agent a's own blocks t on
+// target whatever the payload — a blocked action, a tool not allowed, or a
+// policy not defined (fail closed) — or nil if none does.
+func (l *Ledger) blockedByOwnPolicies(a *Actor, t event.ActionType, target string) *Violation {
 	if a.IsHuman() || len(a.Policies) == 0 {
 		return nil
 	}
 	_, names := l.Classify(t, target)
 	for _, name := range a.Policies {
 		p, ok := l.compiled[name]
-		var v *Violation
 		if !ok {
-			v = refuse(Forbidden, "policy %s: not defined (fail closed)", name)
-		} else if pv := p.Check(names, nil); pv != nil && (pv.Rule == policy.RuleBlockedAction || pv.Rule == policy.RuleToolNotAllowed) {
-			v = refuse(Forbidden, "%v", pv)
+			return undefinedPolicy(name).at(GatePolicy)
 		}
-		if v != nil {
-			v.Stage, v.Gate = StageValidate, GatePolicy
-			return v
+		if pv := p.Check(names, nil); pv != nil && (pv.Rule == policy.RuleBlockedAction || pv.Rule == policy.RuleToolNotAllowed) {
+			return refuse(Forbidden, "%v", pv).at(GatePolicy)
 		}
 	}
 	return nil

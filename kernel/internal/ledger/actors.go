@@ -57,7 +57,7 @@ const GenesisShare = 1 << 20
 
 // log.genesis: entry 0, the log's origin, energy model and root human.
 var genesisRule = &rule{
-	gates: []gate{validate(GateForm, func(c *checker) *Violation {
+	gates: []gate{newGate(GateForm, func(c *checker) *Violation {
 		if c.ev.Actor != RootID || c.ev.Subject.ID != RootID {
 			return inconsistent(Invalid, "the genesis creates the root human %q", RootID)
 		}
@@ -89,7 +89,7 @@ var rulesRule = &rule{
 		c.write(ClaimCensus, ClaimRules)
 	},
 	byKernel: true,
-	gates: []gate{actorGate, validate(GateAuthority, func(c *checker) *Violation {
+	gates: []gate{actorGate, newGate(GateAuthority, func(c *checker) *Violation {
 		switch {
 		case c.ev.Actor != event.KernelActor:
 			return inconsistent(Forbidden, "only the kernel adopts rules")
@@ -115,7 +115,7 @@ var actorCreatedRule = &rule{
 		}
 	},
 	gates: byActor(
-		validate(GateAuthority, func(c *checker) *Violation {
+		newGate(GateAuthority, func(c *checker) *Violation {
 			rec := c.ev.Subject
 			if v := c.human(); v != nil {
 				return v
@@ -140,13 +140,13 @@ var actorCreatedRule = &rule{
 			}
 			return nil
 		}),
-		validate(GateBoundary, func(c *checker) *Violation {
+		newGate(GateBoundary, func(c *checker) *Violation {
 			if err := covers(c.actor.Grants, c.ev.Subject.Grants); err != nil {
 				return refuse(Forbidden, "grants of %s: %v", c.ev.Subject.ID, err)
 			}
 			return nil
 		}),
-		gate{StageReserve, GateEnergy, func(c *checker) *Violation {
+		newGate(GateEnergy, func(c *checker) *Violation {
 			rec := c.ev.Subject
 			if have := c.available(c.actor); rec.Energy > have {
 				return inconsistent(NoEnergy, "%s gives %d energy but has %d available", c.actor.ID, rec.Energy, have)
@@ -155,7 +155,7 @@ var actorCreatedRule = &rule{
 				return refuse(NoEnergy, "%s gives a share of %d but holds %d: a share given away comes from the giver's", c.actor.ID, rec.Share, c.actor.Share)
 			}
 			return nil
-		}},
+		}),
 	),
 	draw: func(l *Ledger, ev *event.Event) Draw {
 		return Draw{Actor: ev.Actor, Amount: ev.Subject.Energy}
@@ -184,7 +184,7 @@ var actorStatusRule = &rule{
 		c.read(ClaimCensus)
 		c.write(actorKey(ev.Status.Actor))
 	},
-	gates: byActor(validate(GateAuthority, func(c *checker) *Violation {
+	gates: byActor(newGate(GateAuthority, func(c *checker) *Violation {
 		sc := c.ev.Status
 		if v := c.human(); v != nil {
 			return v
@@ -217,11 +217,11 @@ var actorKeyRule = &rule{
 		c.read(ClaimCensus)
 		c.write(actorKey(ev.KeyChange.Actor))
 	},
-	gates: byActor(validate(GateAuthority, func(c *checker) *Violation {
+	gates: byActor(newGate(GateAuthority, func(c *checker) *Violation {
 		kc := c.ev.KeyChange
 		a, ok := c.l.Actors[kc.Actor]
 		if !ok {
-			return inconsistent(NotFound, "actor %s does not exist", kc.Actor)
+			return noActor(NotFound, kc.Actor)
 		}
 		if a.Status == event.StatusTerminated {
 			return inconsistent(Conflict, "%s is terminated; that is final", a.ID)
@@ -257,7 +257,7 @@ var productionRule = &rule{
 		c.write(ClaimCensus)
 	},
 	byKernel: true,
-	gates: []gate{actorGate, validate(GateAuthority, func(c *checker) *Violation {
+	gates: []gate{actorGate, newGate(GateAuthority, func(c *checker) *Violation {
 		p := c.ev.Production
 		if c.ev.Actor != event.KernelActor {
 			return inconsistent(Forbidden, "energy produced by %s; only the kernel produces energy", c.ev.Actor)

@@ -123,81 +123,125 @@ var claimViolation = func(msg string) { panic(msg) }
 
 // verify compares the ledger after the apply with cc.before.
 func (cc *claimCheck) verify(after map[string][]byte, index uint64, ev *event.Event) error {
-	exclusive := map[string]bool{}
-	claimed := map[string]bool{}
+	au := &claimAudit{cc: cc, exclusive: map[string]bool{}, claimed: map[string]bool{}}
 	for _, c := range cc.claims {
-		claimed[c.Key] = true
-		exclusive[c.Key] = exclusive[c.Key] || c.Exclusive
+		au.claimed[c.Key] = true
+		au.exclusive[c.Key] = au.exclusive[c.Key] || c.Exclusive
 	}
-	var missing []string
-	need := func(key, why string) {
-		if !exclusive[key] {
-			missing = append(missing, fmt.Sprintf("%s (%s) is not claimed exclusively", key, why))
+	for _, ch := range storedChanges(cc.before, after) {
+		if err := au.change(ch, index); err != nil {
+			return err
 		}
 	}
-	keys := make([]string, 0, len(after)+len(cc.before))
-	for k := range cc.before {
+	if len(au.missing) > 0 {
+		return fmt.Errorf("%s", strings.Join(au.missing, "; "))
+	}
+	return nil
+}
+
+// storedChange is one stored key an apply changed: its stored form before
+// (had) and after (has).
+type storedChange struct {
+	key, kind, id string
+	old, cur      []byte
+	had, has      bool
+}
+
+// storedChanges lists the keys whose stored form differs between before
+// and after, sorted.
+func storedChanges(before, after map[string][]byte) []storedChange {
+	keys := make([]string, 0, len(after)+len(before))
+	for k := range before {
 		keys = append(keys, k)
 	}
 	for k := range after {
-		if _, ok := cc.before[k]; !ok {
+		if _, ok := before[k]; !ok {
 			keys = append(keys, k)
 		}
 	}
 	slices.Sort(keys)
+	var changes []storedChange
 	for _, key := range keys {
-		old, had := cc.before[key]
+		old, had := before[key]
 		cur, has := after[key]
 		if had && has && bytes.Equal(old, cur) {
 			continue
 		}
 		kind, id, _ := strings.Cut(key, "/")
-		switch {
-		case kind == "intent" && !had && id == intentKey(index):
-			continue // opened by this action at its own index
-		case kind == "nonce" && !has:
-			continue // forgotten: out of any request's reach
-		}
-		if !had || !has {
-			need(claimKeyOf(kind, id, old, cur), map[bool]string{true: "created", false: "removed"}[has])
-			continue
-		}
-		fields, err := changedFields(old, cur)
-		if err != nil {
-			return fmt.Errorf("%s: %v", key, err)
-		}
-		switch kind {
-		case "meta":
-			for _, f := range fields {
-				if !slices.Contains([]string{"size", "denials", "kills", "legacy"}, f) {
-					need(ClaimRules, "the log's "+f)
-				}
-			}
-		case "actor", "envelope":
-			if fell := cc.spendableFell(kind, id, old, cur); fell != "" {
-				need(key, fell)
-			}
-			for _, f := range fields {
-				switch f {
-				case "balance", "reserved", "consumed":
-					// energy: judged by spendableFell
-				case "share", "status":
-					if kind == "actor" && !claimed[ClaimCensus] {
-						missing = append(missing, fmt.Sprintf("%s's %s changed and %s is not claimed", key, f, ClaimCensus))
-					}
-					need(key, f)
-				default:
-					need(key, f)
-				}
-			}
-		default:
-			need(claimKeyOf(kind, id, old, cur), strings.Join(fields, ", "))
-		}
+		changes = append(changes, storedChange{key: key, kind: kind, id: id, old: old, cur: cur, had: had, has: has})
 	}
-	if len(missing) > 0 {
-		return fmt.Errorf("%s", strings.Join(missing, "; "))
+	return changes
+}
+
+// claimAudit collects the changes an event's claims do not cover.
+type claimAudit struct {
+	cc                 *claimCheck
+	exclusive, claimed map[string]bool
+	missing            []string
+}
+
+// need notes a change that key must be claimed exclusively for.
+func (au *claimAudit) need(key, why string) {
+	if !au.exclusive[key] {
+		au.missing = append(au.missing, fmt.Sprintf("%s (%s) is not claimed exclusively", key, why))
+	}
+}
+
+// change judges one changed key against the claims.
+func (au *claimAudit) change(ch storedChange, index uint64) error {
+	switch {
+	case ch.kind == "intent" && !ch.had && ch.id == intentKey(index):
+		return nil // opened by this action at its own index
+	case ch.kind == "nonce" && !ch.has:
+		return nil // forgotten: out of any request's reach
+	case !ch.had || !ch.has:
+		au.need(claimKeyOf(ch.kind, ch.id, ch.old, ch.cur), map[bool]string{true: "created", false: "removed"}[ch.has])
+		return nil
+	}
+	fields, err := changedFields(ch.old, ch.cur)
+	if err != nil {
+		return fmt.Errorf("%s: %v", ch.key, err)
+	}
+	switch ch.kind {
+	case "meta":
+		au.metaChanged(fields)
+	case "actor", "envelope":
+		au.energyHolderChanged(ch, fields)
+	default:
+		au.need(claimKeyOf(ch.kind, ch.id, ch.old, ch.cur), strings.Join(fields, ", "))
 	}
 	return nil
+}
+
+// metaChanged: the log's settings are ClaimRules; its counters are sums.
+func (au *claimAudit) metaChanged(fields []string) {
+	for _, f := range fields {
+		if !slices.Contains([]string{"size", "denials", "kills", "legacy"}, f) {
+			au.need(ClaimRules, "the log's "+f)
+		}
+	}
+}
+
+// energyHolderChanged: an actor's or envelope's energy may fall by what
+// the event draws from it; a change of anything else needs its own key,
+// and of an actor's share or status the census too.
+func (au *claimAudit) energyHolderChanged(ch storedChange, fields []string) {
+	if fell := au.cc.spendableFell(ch.kind, ch.id, ch.old, ch.cur); fell != "" {
+		au.need(ch.key, fell)
+	}
+	for _, f := range fields {
+		switch f {
+		case "balance", "reserved", "consumed":
+			// energy: judged by spendableFell
+		case "share", "status":
+			if ch.kind == "actor" && !au.claimed[ClaimCensus] {
+				au.missing = append(au.missing, fmt.Sprintf("%s's %s changed and %s is not claimed", ch.key, f, ClaimCensus))
+			}
+			au.need(ch.key, f)
+		default:
+			au.need(ch.key, f)
+		}
+	}
 }
 
 // spendableFell says how an actor's available energy, or an envelope's

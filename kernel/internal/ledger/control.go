@@ -84,15 +84,13 @@ var quarantineStartedRule = &rule{
 	claims: func(c *claimSet, ev *event.Event) {
 		c.write(actorKey(ev.Quarantine.Agent))
 	},
-	gates: byActor(validate(GateAuthority, func(c *checker) *Violation {
+	gates: byActor(newGate(GateAuthority, func(c *checker) *Violation {
 		q := c.ev.Quarantine
 		if _, v := c.l.oversee(c.ev.Actor, q.Agent); v != nil {
 			return v
 		}
-		if c.ev.Session != "" {
-			if _, ok := c.l.Sessions[c.ev.Session]; !ok {
-				return refuse(NotFound, "session %s does not exist", c.ev.Session)
-			}
+		if v := c.l.sessionExists(c.ev.Session); v != nil {
+			return v
 		}
 		if !q.StartedAt.Equal(c.at.Time) || q.ExpiresAt.Sub(q.StartedAt.Time) > MaxQuarantine {
 			return refuse(Invalid, "a quarantine starts at its event's time (%s, not %s) and lasts at most %v", c.at, q.StartedAt, MaxQuarantine)
@@ -113,7 +111,7 @@ var quarantineEndedRule = &rule{
 		c.write(actorKey(ev.Quarantine.Agent))
 	},
 	byKernel: true,
-	gates: byActor(validate(GateAuthority, func(c *checker) *Violation {
+	gates: byActor(newGate(GateAuthority, func(c *checker) *Violation {
 		q := c.ev.Quarantine
 		rec, ok := c.l.Quarantines[QuarantineKey(q.Agent, c.ev.Session)]
 		switch {
@@ -175,7 +173,7 @@ var killRule = &rule{
 			}
 		}
 	},
-	gates: byActor(validate(GateAuthority, func(c *checker) *Violation {
+	gates: byActor(newGate(GateAuthority, func(c *checker) *Violation {
 		k := c.ev.Kill
 		a, v := c.l.oversee(c.ev.Actor, k.Agent)
 		if v != nil {
@@ -184,10 +182,8 @@ var killRule = &rule{
 		if a.Status == event.StatusTerminated {
 			return refuse(Conflict, "%s is terminated already", a.ID)
 		}
-		if c.ev.Session != "" {
-			if _, ok := c.l.Sessions[c.ev.Session]; !ok {
-				return refuse(NotFound, "session %s does not exist", c.ev.Session)
-			}
+		if v := c.l.sessionExists(c.ev.Session); v != nil {
+			return v
 		}
 		if v := c.l.checkRevokes(a.ID, k.Revoked); v != nil {
 			return v
@@ -306,7 +302,7 @@ var signalSentRule = &rule{
 		}
 	},
 	byKernel: true,
-	gates: byActor(validate(GateAuthority, func(c *checker) *Violation {
+	gates: byActor(newGate(GateAuthority, func(c *checker) *Violation {
 		s := c.ev.Signal
 		a, v := c.l.agent(s.Agent)
 		if v != nil {
@@ -358,7 +354,7 @@ var signalMaskedRule = &rule{
 	claims: func(c *claimSet, ev *event.Event) {
 		c.write(actorKey(ev.SignalMask.Agent))
 	},
-	gates: byActor(validate(GateAuthority, func(c *checker) *Violation {
+	gates: byActor(newGate(GateAuthority, func(c *checker) *Violation {
 		if c.ev.Actor != c.ev.SignalMask.Agent || c.actor.IsHuman() {
 			return inconsistent(Forbidden, "%s set %s's signal mask; an agent sets only its own", c.ev.Actor, c.ev.SignalMask.Agent)
 		}

@@ -92,7 +92,7 @@ var envelopeIssuedRule = &rule{
 		c.write(envelopeKey(ev.Envelope.ID))
 	},
 	gates: byActor(
-		validate(GateAuthority, func(c *checker) *Violation {
+		newGate(GateAuthority, func(c *checker) *Violation {
 			e := c.ev.Envelope
 			if e.Issuer != c.actor.ID {
 				return inconsistent(Invalid, "envelope %s names issuer %s but %s issued it", e.ID, e.Issuer, c.actor.ID)
@@ -126,7 +126,7 @@ var envelopeIssuedRule = &rule{
 			}
 			return nil
 		}),
-		validate(GateEnvelope, func(c *checker) *Violation {
+		newGate(GateEnvelope, func(c *checker) *Violation {
 			e := c.ev.Envelope
 			if e.Parent == "" {
 				return nil
@@ -154,7 +154,7 @@ var envelopeIssuedRule = &rule{
 			}
 			return nil
 		}),
-		validate(GateBoundary, func(c *checker) *Violation {
+		newGate(GateBoundary, func(c *checker) *Violation {
 			e := c.ev.Envelope
 			if e.Parent == "" {
 				if err := covers(c.actor.Grants, e.Grants); err != nil {
@@ -167,7 +167,7 @@ var envelopeIssuedRule = &rule{
 			}
 			return nil
 		}),
-		gate{StageReserve, GateEnergy, func(c *checker) *Violation {
+		newGate(GateEnergy, func(c *checker) *Violation {
 			e := c.ev.Envelope
 			if e.Parent == "" {
 				return nil
@@ -179,7 +179,7 @@ var envelopeIssuedRule = &rule{
 				}
 			}
 			return nil
-		}},
+		}),
 	),
 	// A delegation takes nothing from its parent when folded, but while it
 	// is in flight its budget is held on the chain, so that spending
@@ -212,7 +212,7 @@ var envelopeRevokedRule = &rule{
 	claims: func(c *claimSet, ev *event.Event) {
 		c.write(envelopeKey(ev.EnvelopeEnd.ID))
 	},
-	gates: byActor(validate(GateAuthority, func(c *checker) *Violation {
+	gates: byActor(newGate(GateAuthority, func(c *checker) *Violation {
 		id := c.ev.EnvelopeEnd.ID
 		chain, v := c.l.Chain(id)
 		if v != nil {

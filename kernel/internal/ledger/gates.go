@@ -1,6 +1,8 @@
 package ledger
 
 import (
+	"slices"
+
 	"github.com/annal-dev/annal/kernel/event"
 	"github.com/annal-dev/annal/kernel/ring"
 )
@@ -12,30 +14,84 @@ const (
 	StageValidatePayload = "validate_payload"
 )
 
-// The gates. Every event passes the gates of its kind's rule in order; an
-// action passes them in the order ActionGateOrder documents.
+// The gates a refusal names. Every event passes the gates of its kind's
+// rule in order; an action passes them in ActionGateOrder. What each gate
+// checks, and in which stage it runs, is written once, in gateTable (Gates).
 const (
-	GateForm       = "form"       // the event is well formed for its kind
-	GateActor      = "actor"      // the actor exists, is active, not expired, not stopped (SIGSTOP)
-	GateRateLimit  = "rate_limit" // the agent's token bucket (Execution Control §9); live only
-	GateAuthority  = "authority"  // who may do this: humans create actors and answer holds, overseers control agents
-	GateBoundary   = "boundary"   // (target, type) ∈ W(actor); system/ and ledger/ are root's (Def. 4.11–4.12); grant subsets
-	GateEnvelope   = "envelope"   // a live envelope, delegated by agents that may still act, grants the action (Def. 4.13)
-	GateQuarantine = "quarantine" // the agent, or a delegator of its envelope, is quarantined (§13)
-	GateSession    = "session"    // session state, participation, path isolation (§10–§11)
-	GateRing       = "ring"       // effective ring against the action's required ring (§4–§6, §8)
-	GateResources  = "resources"  // the ring's resource constraints (§7)
-	GatePolicy     = "policy"     // attached policies: blocked actions and payload patterns (Agent OS)
-	GateHold       = "hold"       // a hold rule matches: the action waits for a human (Def. 4.20)
-	GateEnergy     = "energy"     // the actor and every envelope of the chain can pay (INV-5)
-	GatePayload    = "payload"    // execute payloads carry §5.6's fields
+	GateForm       = "form"
+	GateActor      = "actor"
+	GateRateLimit  = "rate_limit"
+	GateAuthority  = "authority"
+	GateBoundary   = "boundary"
+	GateEnvelope   = "envelope"
+	GateQuarantine = "quarantine"
+	GateSession    = "session"
+	GateRing       = "ring"
+	GateResources  = "resources"
+	GatePolicy     = "policy"
+	GateHold       = "hold"
+	GateEnergy     = "energy"
+	GatePayload    = "payload"
+	GateSignature  = "signature"
+	GateSeal       = "seal"
+	GateIntent     = "intent"
 )
 
-// ActionGateOrder is the documented order of an action's gates. The form of
-// a request is checked where it enters, before any of them.
-var ActionGateOrder = []string{
-	GateActor, GateRateLimit, GateBoundary, GateEnvelope, GateQuarantine, GateSession,
-	GateRing, GateResources, GatePolicy, GateHold, GateEnergy, GatePayload,
+// GateInfo is one gate: its name, the stage of the pipeline it runs in and
+// what it checks.
+type GateInfo struct {
+	Name   string
+	Stage  string
+	Checks string
+}
+
+// gateTable is the one description of every gate. The rules take each
+// gate's stage from it (newGate), so a gate cannot run in a stage other than
+// the one described.
+var gateTable = []GateInfo{
+	{GateForm, StageValidate, "the request and its event are well formed for its kind"},
+	{GateActor, StageValidate, "the actor exists, is active, not expired, not stopped (SIGSTOP)"},
+	{GateRateLimit, StageValidate, "the agent's token bucket, per agent and ring (Execution Control §9); live only, never logged"},
+	{GateAuthority, StageValidate, "who may do this: humans create actors, issue envelopes and answer holds; overseers control agents"},
+	{GateBoundary, StageValidate, "(target, type) ∈ W(actor); system/ and ledger/ are root's (Def. 4.11–4.12); grants are subsets of the granter's"},
+	{GateEnvelope, StageValidate, "an agent's state-changing action is within a live envelope that grants it, delegated by agents that may still act (Def. 4.13)"},
+	{GateQuarantine, StageValidate, "the agent, or a delegator of its envelope, is quarantined (§13)"},
+	{GateSession, StageValidate, "session state, participation, path isolation (§10–§11)"},
+	{GateRing, StageValidate, "effective ring against the action's required ring (§4–§6, §8)"},
+	{GateResources, StageValidate, "the ring's resource constraints (§7)"},
+	{GatePolicy, StageValidate, "attached policies: blocked actions and payload patterns (Agent OS)"},
+	{GateHold, StageValidate, "a hold rule matches: the action waits for a human (Def. 4.20)"},
+	{GateEnergy, StageReserve, "the actor and every envelope of the chain can pay (INV-5)"},
+	{GatePayload, StageValidatePayload, "execute payloads carry §5.6's fields"},
+	{GateSignature, StageValidate, "a signed request verifies and is what the event records; an actor or envelope that requires signatures has them"},
+	{GateSeal, StageValidate, "sealed payloads and erasures: nothing is sealed under an erased subject, nothing written in clear where sealing is required"},
+	{GateIntent, StageValidate, "an execute result completes an open intent of its actor, with the same action"},
+}
+
+// gateStage is each gate's stage, from gateTable.
+var gateStage = func() map[string]string {
+	m := make(map[string]string, len(gateTable))
+	for _, g := range gateTable {
+		m[g.Name] = g.Stage
+	}
+	return m
+}()
+
+// Gates returns every gate a refusal can name, with its stage and what it
+// checks, in the order of the pipeline.
+func Gates() []GateInfo { return slices.Clone(gateTable) }
+
+// ActionGateOrder is the order of an action's gates: the action rule's, as
+// its loop runs them. The form of a request is checked where it enters,
+// before any of them.
+var ActionGateOrder = gateNames(actionGates)
+
+func gateNames(gates []gate) []string {
+	names := make([]string, len(gates))
+	for i, g := range gates {
+		names[i] = g.name
+	}
+	return names
 }
 
 // ActionGates returns the stage and gate names of the action rule, in the
@@ -55,8 +111,19 @@ type gate struct {
 	check func(*checker) *Violation
 }
 
-func validate(name string, check func(*checker) *Violation) gate {
-	return gate{stage: StageValidate, name: name, check: check}
+// newGate is the gate name, run by check, in the stage gateTable gives it.
+func newGate(name string, check func(*checker) *Violation) gate {
+	stage, ok := gateStage[name]
+	if !ok {
+		panic("ledger: gate " + name + " is not in gateTable")
+	}
+	return gate{stage: stage, name: name, check: check}
+}
+
+// at says that v comes from gate name, in the stage the gate runs in.
+func (v *Violation) at(name string) *Violation {
+	v.Stage, v.Gate = gateStage[name], name
+	return v
 }
 
 // checker carries one event through its gates, with the facts they share,
@@ -77,9 +144,9 @@ type checker struct {
 // limit, and quarantine. An event the kernel writes on its own passes them
 // as the kernel.
 var (
-	actorGate      = validate(GateActor, checkActor)
-	rateLimitGate  = validate(GateRateLimit, checkRateLimit)
-	quarantineGate = validate(GateQuarantine, checkOwnQuarantine)
+	actorGate      = newGate(GateActor, checkActor)
+	rateLimitGate  = newGate(GateRateLimit, checkRateLimit)
+	quarantineGate = newGate(GateQuarantine, checkOwnQuarantine)
 )
 
 // byActor is the common gates and then a kind's own.
@@ -98,7 +165,7 @@ func checkActor(c *checker) *Violation {
 	}
 	a, ok := c.l.Actors[c.ev.Actor]
 	if !ok {
-		return inconsistent(Unauthenticated, "actor %s does not exist", c.ev.Actor)
+		return noActor(Unauthenticated, c.ev.Actor)
 	}
 	c.actor = a
 	if c.rule.byRecord {
@@ -125,13 +192,13 @@ func (l *Ledger) standing(a *Actor, at event.Instant) *Violation {
 func (l *Ledger) MayAct(id, sess string, at event.Instant) *Violation {
 	a, ok := l.Actors[id]
 	if !ok {
-		return inconsistent(NotFound, "actor %s does not exist", id)
+		return noActor(NotFound, id)
 	}
 	if v := l.standing(a, at); v != nil {
 		return v
 	}
 	if q := l.Quarantined(id, sess, at); q != nil {
-		return refuse(Forbidden, "agent %s is quarantined (%s) until %s", id, q.Reason, q.ExpiresAt)
+		return inQuarantine(id, q)
 	}
 	return nil
 }
@@ -158,7 +225,7 @@ func checkOwnQuarantine(c *checker) *Violation {
 		return nil
 	}
 	if q := c.l.Quarantined(c.actor.ID, c.ev.Session, c.at); q != nil {
-		return refuse(Forbidden, "agent %s is quarantined (%s) until %s", c.actor.ID, q.Reason, q.ExpiresAt)
+		return inQuarantine(c.actor.ID, q)
 	}
 	return nil
 }
@@ -185,7 +252,7 @@ func (l *Ledger) oversee(by, id string) (*Actor, *Violation) {
 	a, ok := l.Actors[id]
 	switch {
 	case !ok:
-		return nil, inconsistent(NotFound, "actor %s does not exist", id)
+		return nil, noActor(NotFound, id)
 	case a.IsHuman():
 		return nil, inconsistent(Forbidden, "%s is a human: execution control applies to agents (Axiom 4.1)", id)
 	case by != RootID && a.Creator != by:
@@ -199,7 +266,7 @@ func (l *Ledger) agent(id string) (*Actor, *Violation) {
 	a, ok := l.Actors[id]
 	switch {
 	case !ok:
-		return nil, inconsistent(NotFound, "actor %s does not exist", id)
+		return nil, noActor(NotFound, id)
 	case a.IsHuman():
 		return nil, inconsistent(Invalid, "%s is a human, not an agent", id)
 	}

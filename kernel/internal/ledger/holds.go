@@ -67,7 +67,7 @@ var holdAnsweredRule = &rule{
 	},
 	byKernel: true,
 	gates: byActor(
-		validate(GateAuthority, func(c *checker) *Violation {
+		newGate(GateAuthority, func(c *checker) *Violation {
 			ha := c.ev.Hold
 			h, ok := c.l.Holds[ha.ID]
 			switch {
@@ -98,7 +98,7 @@ var holdAnsweredRule = &rule{
 			}
 			return nil
 		}),
-		gate{StageReserve, GateEnergy, func(c *checker) *Violation {
+		newGate(GateEnergy, func(c *checker) *Violation {
 			h := c.l.Holds[c.ev.Hold.ID]
 			a := c.l.Actors[h.Actor]
 			chain, v := c.l.Chain(h.Envelope)
@@ -107,7 +107,7 @@ var holdAnsweredRule = &rule{
 			}
 			held := &checker{l: c.l, ev: c.ev, actor: a, at: c.at}
 			return held.canSpend(chain, c.ev.Hold.Settled, h.Reserved)
-		}},
+		}),
 	),
 	apply: func(l *Ledger, index uint64, ev *event.Event) {
 		ha := ev.Hold

@@ -38,10 +38,6 @@ type Intent struct {
 	InputOID string `json:"input_oid"`
 }
 
-// GateIntent checks that an execute result completes an open intent of its
-// actor, with the same action.
-const GateIntent = "intent"
-
 // PhaseIntent is the "phase" of an intent's payload.
 const PhaseIntent = "intent"
 
@@ -168,9 +164,9 @@ var executeResultRule = &rule{
 	actionFacts: true,
 	gates: []gate{
 		actorGate,
-		validate(GateIntent, checkResultIntent),
-		{StageReserve, GateEnergy, checkActionEnergy},
-		{StageValidatePayload, GatePayload, checkPayload},
+		newGate(GateIntent, checkResultIntent),
+		newGate(GateEnergy, checkActionEnergy),
+		newGate(GatePayload, checkPayload),
 	},
 	draw: func(l *Ledger, ev *event.Event) Draw {
 		return actionDraw(ev, ev.Decision.Settled, l)

@@ -276,9 +276,7 @@ func inconsistent(class Class, format string, args ...any) *Violation {
 
 // malformed is an event out of place in any log: gate form.
 func malformed(format string, args ...any) *Violation {
-	v := inconsistent(Invalid, format, args...)
-	v.Stage, v.Gate = StageValidate, GateForm
-	return v
+	return inconsistent(Invalid, format, args...).at(GateForm)
 }
 
 // ErrInconsistent is wrapped by every FoldError: the event cannot follow

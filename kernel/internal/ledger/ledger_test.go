@@ -635,3 +635,25 @@ func TestChainKeptAgreesWithTheWalk(t *testing.T) {
 		mustRefuse(t, l, b.action("agent-g", "env-g", "workspace/g", 1), GateEnvelope, "env-p is revoked")
 	}
 }
+
+// Every gate is described once, in a stage of the pipeline, and every gate
+// of every rule runs in the stage its description gives.
+func TestEveryGateIsDescribedOnce(t *testing.T) {
+	seen := map[string]bool{}
+	for _, g := range Gates() {
+		if seen[g.Name] {
+			t.Errorf("gate %s is described twice", g.Name)
+		}
+		seen[g.Name] = true
+		if g.Checks == "" || !slices.Contains([]string{StageValidate, StageReserve, StageValidatePayload}, g.Stage) {
+			t.Errorf("gate %s: stage %q, checks %q", g.Name, g.Stage, g.Checks)
+		}
+	}
+	for kind, r := range rules {
+		for _, g := range r.gates {
+			if !seen[g.name] || gateStage[g.name] != g.stage {
+				t.Errorf("kind %s: gate %s runs in stage %s, described in %q", kind, g.name, g.stage, gateStage[g.name])
+			}
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -23,102 +24,93 @@ type meta struct {
 	Kills      uint64             `json:"kills"`
 }
 
-// controlObject returns the control object a stored key names.
-func (l *Ledger) controlObject(kind, id string) (any, bool) {
-	var v any
-	var ok bool
-	switch kind {
-	case "descriptor":
-		v, ok = l.Descriptors[id]
-	case "elevation":
-		v, ok = l.Elevations[id]
-	case "session":
-		v, ok = l.Sessions[id]
-	case "quarantine":
-		v, ok = l.Quarantines[id]
-	case "saga":
-		v, ok = l.Sagas[id]
-	case "policy":
-		v, ok = l.Policies[id]
-	case "intent":
-		v, ok = l.Intents[id]
-	case "nonce":
-		v, ok = l.Nonces[id]
-	case "erased":
-		v, ok = l.Erased[id]
-	case "tolerated":
-		v, ok = l.Tolerated[id]
-	}
-	return v, ok
+// storedKind is one kind of object the ledger stores, each under
+// "<kind>/<id>": how to find one, list them and load one.
+type storedKind struct {
+	name string
+	get  func(l *Ledger, id string) (any, bool)
+	ids  func(l *Ledger) []string
+	load func(l *Ledger, id string, raw []byte) error
 }
 
-func (l *Ledger) loadControl(kind, id string, raw []byte) (bool, error) {
-	switch kind {
-	case "descriptor":
-		return true, loadInto(raw, id, l.Descriptors)
-	case "elevation":
-		return true, loadInto(raw, id, l.Elevations)
-	case "session":
-		return true, loadInto(raw, id, l.Sessions)
-	case "quarantine":
-		return true, loadInto(raw, id, l.Quarantines)
-	case "saga":
-		return true, loadInto(raw, id, l.Sagas)
-	case "policy":
-		return true, loadInto(raw, id, l.Policies)
-	case "intent":
-		return true, loadInto(raw, id, l.Intents)
-	case "nonce":
-		return true, loadInto(raw, id, l.Nonces)
-	case "erased":
-		return true, loadInto(raw, id, l.Erased)
-	case "tolerated":
-		return true, loadInto(raw, id, l.Tolerated)
+// objectsIn is the stored kind whose objects are the ledger's map m. A
+// loaded object is kept if keep (when given) says so; keep also indexes
+// it.
+func objectsIn[T any](name string, m func(*Ledger) map[string]*T, keep func(l *Ledger, id string, v *T) bool) storedKind {
+	return storedKind{
+		name: name,
+		get: func(l *Ledger, id string) (any, bool) {
+			v, ok := m(l)[id]
+			return v, ok
+		},
+		ids: func(l *Ledger) []string { return mapKeys(m(l)) },
+		load: func(l *Ledger, id string, raw []byte) error {
+			v := new(T)
+			if err := json.Unmarshal(raw, v); err != nil {
+				return err
+			}
+			if keep == nil || keep(l, id, v) {
+				m(l)[id] = v
+			}
+			return nil
+		},
 	}
-	return false, nil
 }
 
-func loadInto[T any](raw []byte, id string, m map[string]*T) error {
-	v := new(T)
-	if err := json.Unmarshal(raw, v); err != nil {
-		return err
-	}
-	m[id] = v
-	return nil
+// storedKinds are the kinds of stored objects; "meta" holds the rest.
+var storedKinds = []storedKind{
+	objectsIn("actor", func(l *Ledger) map[string]*Actor { return l.Actors }, func(l *Ledger, id string, a *Actor) bool {
+		if a.ID != id {
+			return false
+		}
+		l.addCredential(a)
+		l.countSealer(a.SealPayloads)
+		return true
+	}),
+	objectsIn("envelope", func(l *Ledger) map[string]*Envelope { return l.Envelopes }, func(l *Ledger, id string, e *Envelope) bool {
+		if e.ID != id {
+			return false
+		}
+		l.countSealer(e.SealPayloads)
+		return true
+	}),
+	objectsIn("hold", func(l *Ledger) map[string]*Hold { return l.Holds }, func(_ *Ledger, id string, h *Hold) bool { return h.ID == id }),
+	objectsIn("descriptor", func(l *Ledger) map[string]*Descriptor { return l.Descriptors }, nil),
+	objectsIn("elevation", func(l *Ledger) map[string]*Elevation { return l.Elevations }, nil),
+	objectsIn("session", func(l *Ledger) map[string]*Session { return l.Sessions }, nil),
+	objectsIn("quarantine", func(l *Ledger) map[string]*Quarantine { return l.Quarantines }, nil),
+	objectsIn("saga", func(l *Ledger) map[string]*Saga { return l.Sagas }, nil),
+	objectsIn("policy", func(l *Ledger) map[string]*Policy { return l.Policies }, nil),
+	objectsIn("intent", func(l *Ledger) map[string]*Intent { return l.Intents }, nil),
+	objectsIn("nonce", func(l *Ledger) map[string]*Nonce { return l.Nonces }, nil),
+	objectsIn("erased", func(l *Ledger) map[string]*Erased { return l.Erased }, nil),
+	objectsIn("tolerated", func(l *Ledger) map[string]*Tolerated { return l.Tolerated }, nil),
 }
+
+// storedKindOf finds a stored kind by name.
+var storedKindOf = func() map[string]*storedKind {
+	m := make(map[string]*storedKind, len(storedKinds))
+	for i := range storedKinds {
+		m[storedKinds[i].name] = &storedKinds[i]
+	}
+	return m
+}()
 
 // Encode returns the stored form of one key of TakeDirty, or false if the
 // key names nothing any more (a completed intent): the store deletes it.
 func (l *Ledger) Encode(key string) ([]byte, bool) {
 	var v any
 	kind, id, _ := strings.Cut(key, "/")
-	switch kind {
-	case "meta":
+	if kind == "meta" {
 		v = meta{Origin: l.Origin, Rules: l.Rules, Legacy: l.Legacy, Energy: l.Energy, Size: l.Size, Denials: l.Denials, RingConfig: l.RingConfig, Kills: l.Kills}
-	case "actor":
-		a, ok := l.Actors[id]
+	} else {
+		k, ok := storedKindOf[kind]
 		if !ok {
 			return nil, false
 		}
-		v = a
-	case "envelope":
-		e, ok := l.Envelopes[id]
-		if !ok {
+		if v, ok = k.get(l, id); !ok {
 			return nil, false
 		}
-		v = e
-	case "hold":
-		h, ok := l.Holds[id]
-		if !ok {
-			return nil, false
-		}
-		v = h
-	default:
-		o, ok := l.controlObject(kind, id)
-		if !ok {
-			return nil, false
-		}
-		v = o
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -130,23 +122,9 @@ func (l *Ledger) Encode(key string) ([]byte, bool) {
 // Keys returns every key of the ledger, for writing it whole.
 func (l *Ledger) Keys() []string {
 	keys := []string{"meta"}
-	for id := range l.Actors {
-		keys = append(keys, "actor/"+id)
-	}
-	for id := range l.Envelopes {
-		keys = append(keys, "envelope/"+id)
-	}
-	for id := range l.Holds {
-		keys = append(keys, "hold/"+id)
-	}
-	for prefix, ids := range map[string][]string{
-		"descriptor": mapKeys(l.Descriptors), "elevation": mapKeys(l.Elevations), "session": mapKeys(l.Sessions),
-		"quarantine": mapKeys(l.Quarantines), "saga": mapKeys(l.Sagas), "policy": mapKeys(l.Policies),
-		"intent": mapKeys(l.Intents), "nonce": mapKeys(l.Nonces),
-		"erased": mapKeys(l.Erased), "tolerated": mapKeys(l.Tolerated),
-	} {
-		for _, id := range ids {
-			keys = append(keys, prefix+"/"+id)
+	for _, k := range storedKinds {
+		for _, id := range k.ids(l) {
+			keys = append(keys, k.name+"/"+id)
 		}
 	}
 	return keys
@@ -160,50 +138,41 @@ var ErrStaleState = errors.New("the state was written by an older release")
 func Load(stored map[string][]byte) (*Ledger, error) {
 	l := New()
 	for key, raw := range stored {
-		kind, id, _ := strings.Cut(key, "/")
-		var err error
-		switch kind {
-		case "meta":
-			var m meta
-			if err = json.Unmarshal(raw, &m); err == nil {
-				l.Origin, l.Rules, l.Legacy = m.Origin, m.Rules, m.Legacy
-				l.Energy, l.Size, l.Denials, l.RingConfig, l.Kills = m.Energy, m.Size, m.Denials, m.RingConfig, m.Kills
-			}
-		case "actor":
-			var a Actor
-			if err = json.Unmarshal(raw, &a); err == nil && a.ID == id {
-				l.Actors[id] = &a
-				l.addCredential(&a)
-				l.countSealer(a.SealPayloads)
-			}
-		case "envelope":
-			var e Envelope
-			if err = json.Unmarshal(raw, &e); err == nil && e.ID == id {
-				l.Envelopes[id] = &e
-				l.countSealer(e.SealPayloads)
-			}
-		case "hold":
-			var h Hold
-			if err = json.Unmarshal(raw, &h); err == nil && h.ID == id {
-				l.Holds[id] = &h
-			}
-		default:
-			var known bool
-			if known, err = l.loadControl(kind, id, raw); !known {
-				err = fmt.Errorf("unknown key")
-			}
-		}
-		if err != nil {
+		if err := l.loadKey(key, raw); err != nil {
 			return nil, fmt.Errorf("stored state %s: %w", key, err)
 		}
 	}
 	if l.Size > 0 && l.Rules == 0 {
 		return nil, ErrStaleState
 	}
-	var envs []*Envelope
-	for _, e := range l.Envelopes {
-		envs = append(envs, e)
+	l.reindex()
+	return l, nil
+}
+
+// loadKey loads one stored key.
+func (l *Ledger) loadKey(key string, raw []byte) error {
+	kind, id, _ := strings.Cut(key, "/")
+	if kind == "meta" {
+		var m meta
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return err
+		}
+		l.Origin, l.Rules, l.Legacy = m.Origin, m.Rules, m.Legacy
+		l.Energy, l.Size, l.Denials, l.RingConfig, l.Kills = m.Energy, m.Size, m.Denials, m.RingConfig, m.Kills
+		return nil
 	}
+	k, ok := storedKindOf[kind]
+	if !ok {
+		return errors.New("unknown key")
+	}
+	return k.load(l, id, raw)
+}
+
+// reindex rebuilds what the ledger keeps beside its stored objects, in the
+// order the fold built it: each agent's envelopes and elevations, the
+// pending holds per envelope, the compiled policies, the descriptors.
+func (l *Ledger) reindex() {
+	envs := slices.Collect(maps.Values(l.Envelopes))
 	slices.SortFunc(envs, func(a, b *Envelope) int { return cmp.Compare(a.IssuedAt, b.IssuedAt) })
 	for _, e := range envs {
 		l.byHolder[e.Holder] = append(l.byHolder[e.Holder], e.ID)
@@ -219,19 +188,13 @@ func Load(stored map[string][]byte) (*Ledger, error) {
 			l.compile(p.Policy)
 		}
 	}
-	for id := range l.Descriptors {
-		l.descriptorIDs = append(l.descriptorIDs, id)
-	}
+	l.descriptorIDs = slices.AppendSeq(l.descriptorIDs, maps.Keys(l.Descriptors))
 	slices.Sort(l.descriptorIDs)
-	var elevs []*Elevation
-	for _, v := range l.Elevations {
-		elevs = append(elevs, v)
-	}
+	elevs := slices.Collect(maps.Values(l.Elevations))
 	slices.SortFunc(elevs, func(a, b *Elevation) int { return cmp.Compare(a.GrantedAt, b.GrantedAt) })
 	for _, v := range elevs {
 		l.elevationsOf[v.Agent] = append(l.elevationsOf[v.Agent], v.ID)
 	}
-	return l, nil
 }
 
 // Clone returns a ledger that folds as l does and shares nothing with it:

@@ -53,7 +53,7 @@ var ringAssignedRule = &rule{
 	claims: func(c *claimSet, ev *event.Event) {
 		c.write(actorKey(ev.Ring.Agent))
 	},
-	gates: byActor(validate(GateAuthority, func(c *checker) *Violation {
+	gates: byActor(newGate(GateAuthority, func(c *checker) *Violation {
 		_, v := c.l.oversee(c.ev.Actor, c.ev.Ring.Agent)
 		return v
 	})),
@@ -71,7 +71,7 @@ var ringsConfiguredRule = &rule{
 	claims: func(c *claimSet, ev *event.Event) {
 		c.write(ClaimRules)
 	},
-	gates: byActor(validate(GateAuthority, func(c *checker) *Violation {
+	gates: byActor(newGate(GateAuthority, func(c *checker) *Violation {
 		if c.ev.Actor != RootID {
 			return inconsistent(Forbidden, "only root configures the rings")
 		}
@@ -89,7 +89,7 @@ var actionRegisteredRule = &rule{
 	claims: func(c *claimSet, ev *event.Event) {
 		c.write(ClaimRules)
 	},
-	gates: byActor(validate(GateAuthority, func(c *checker) *Violation {
+	gates: byActor(newGate(GateAuthority, func(c *checker) *Violation {
 		if v := c.human(); v != nil {
 			return v
 		}
@@ -122,7 +122,7 @@ var elevationGrantedRule = &rule{
 		c.write("elevation/" + ev.Elevation.ID) // its id is new
 	},
 	gates: byActor(
-		validate(GateAuthority, func(c *checker) *Violation {
+		newGate(GateAuthority, func(c *checker) *Violation {
 			e := c.ev.Elevation
 			if _, ok := c.l.Elevations[e.ID]; ok {
 				return inconsistent(Conflict, "elevation %s already exists", e.ID)
@@ -141,17 +141,12 @@ var elevationGrantedRule = &rule{
 			} else if e.AttestedBy != "" {
 				return inconsistent(Invalid, "elevation %s is attested by %s but granted by the agent itself", e.ID, e.AttestedBy)
 			}
-			if c.ev.Session != "" {
-				if _, ok := c.l.Sessions[c.ev.Session]; !ok {
-					return refuse(NotFound, "session %s does not exist", c.ev.Session)
-				}
-			}
-			return nil
+			return c.l.sessionExists(c.ev.Session)
 		}),
-		validate(GateActor, func(c *checker) *Violation {
+		newGate(GateActor, func(c *checker) *Violation {
 			return c.l.standing(c.l.Actors[c.ev.Elevation.Agent], c.at)
 		}),
-		validate(GateRing, func(c *checker) *Violation {
+		newGate(GateRing, func(c *checker) *Violation {
 			e := c.ev.Elevation
 			a := c.l.Actors[e.Agent]
 			if e.From != int(a.BaseRing()) {
@@ -220,7 +215,7 @@ var elevationEndedRule = &rule{
 		c.write(actorKey(ev.ElevationEnd.Agent))
 	},
 	byKernel: true,
-	gates: byActor(validate(GateAuthority, func(c *checker) *Violation {
+	gates: byActor(newGate(GateAuthority, func(c *checker) *Violation {
 		e := c.ev.ElevationEnd
 		v, ok := c.l.Elevations[e.ID]
 		switch {

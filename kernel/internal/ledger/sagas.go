@@ -33,30 +33,12 @@ func (s *Saga) StepDeadline() (step string, deadline event.Instant, ok bool) {
 	return cur.Spec.ID, started.Add(time.Duration(cur.Spec.TimeoutSeconds) * time.Second), true
 }
 
-// sessionStanding checks that actor may work in session sess at all: an
-// active participant of an ACTIVE session (no session: nothing to check).
-func (l *Ledger) sessionStanding(actor, sess string) *Violation {
-	if sess == "" {
-		return nil
-	}
-	se, ok := l.Sessions[sess]
-	switch {
-	case !ok:
-		return refuse(NotFound, "session %s does not exist", sess)
-	case !se.State.AcceptsActions():
-		return refuse(Forbidden, "session %s is %s, not ACTIVE", sess, se.State)
-	case !se.IsActiveParticipant(actor):
-		return refuse(Forbidden, "%s is not an active participant of session %s", actor, sess)
-	}
-	return nil
-}
-
 // saga.started: an agent records a saga it will run (§15).
 var sagaStartedRule = &rule{
 	claims: func(c *claimSet, ev *event.Event) {
 		c.write("saga/" + ev.Saga.ID)
 	},
-	gates: byActor(validate(GateAuthority, func(c *checker) *Violation {
+	gates: byActor(newGate(GateAuthority, func(c *checker) *Violation {
 		if c.actor.IsHuman() {
 			return inconsistent(Forbidden, "%s is a human: agents run sagas", c.actor.ID)
 		}
@@ -66,7 +48,7 @@ var sagaStartedRule = &rule{
 		if _, err := saga.New(c.ev.Saga.ID, c.ev.Actor, c.ev.Session, c.ev.Saga.Steps); err != nil {
 			return inconsistent(Invalid, "%v", err)
 		}
-		return c.l.sessionStanding(c.actor.ID, c.ev.Session)
+		return sessionStanding(c.actor.ID, c.ev.Session, c.l.Sessions[c.ev.Session], sagaWork)
 	})),
 	apply: func(l *Ledger, index uint64, ev *event.Event) {
 		s, _ := saga.New(ev.Saga.ID, ev.Actor, ev.Session, ev.Saga.Steps)
@@ -86,7 +68,7 @@ var sagaStepRule = &rule{
 		}
 	},
 	byKernel: true,
-	gates: byActor(validate(GateAuthority, func(c *checker) *Violation {
+	gates: byActor(newGate(GateAuthority, func(c *checker) *Violation {
 		st := c.ev.SagaStep
 		s, ok := c.l.Sagas[st.Saga]
 		if !ok {
@@ -101,7 +83,7 @@ var sagaStepRule = &rule{
 			if owner := s.OwnerOf(st.Step); owner != c.ev.Actor {
 				return inconsistent(Forbidden, "%s reported step %s of saga %s, which is %s's", c.ev.Actor, st.Step, s.ID, owner)
 			}
-			if v := c.l.sessionStanding(c.ev.Actor, s.Session); v != nil {
+			if v := sessionStanding(c.ev.Actor, s.Session, c.l.Sessions[s.Session], sagaWork); v != nil {
 				return v
 			}
 		}
@@ -162,7 +144,7 @@ var policySetRule = &rule{
 	claims: func(c *claimSet, ev *event.Event) {
 		c.write(ClaimRules)
 	},
-	gates: byActor(validate(GateAuthority, func(c *checker) *Violation {
+	gates: byActor(newGate(GateAuthority, func(c *checker) *Violation {
 		if v := c.human(); v != nil {
 			return v
 		}
@@ -207,7 +189,7 @@ var policyAttachedRule = &rule{
 			c.write(envelopeKey(ev.PolicyAttachment.Envelope))
 		}
 	},
-	gates: byActor(validate(GateAuthority, func(c *checker) *Violation {
+	gates: byActor(newGate(GateAuthority, func(c *checker) *Violation {
 		p := c.ev.PolicyAttachment
 		if v := c.human(); v != nil {
 			return v

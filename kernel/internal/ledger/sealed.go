@@ -26,9 +26,6 @@ import (
 // actors and envelopes.
 const RulesSealed = 5
 
-// GateSeal checks sealed payloads and erasures.
-const GateSeal = "seal"
-
 // Erased is an erased subject: the entry that erased it.
 type Erased struct {
 	Index uint64        `json:"index"`
@@ -38,41 +35,60 @@ type Erased struct {
 func subjectKey(subject string) string { return "erased/" + subject }
 
 func sealRefuse(class Class, format string, args ...any) *Violation {
-	return &Violation{Stage: StageValidate, Gate: GateSeal, Class: class, Reason: fmt.Sprintf(format, args...), since: RulesSealed}
+	return (&Violation{Class: class, Reason: fmt.Sprintf(format, args...), since: RulesSealed}).at(GateSeal)
 }
 
 // checkSealed is run on every event before its kind's gates.
 func (l *Ledger) checkSealed(ev *event.Event) *Violation {
-	a := ev.Action
-	usesSealing := ev.Erasure != nil || (a != nil && a.Sealed != nil) ||
-		(ev.Subject != nil && ev.Subject.SealPayloads) || (ev.Envelope != nil && ev.Envelope.SealPayloads)
-	if usesSealing && l.Rules < RulesSealed {
+	if usesSealing(ev) && l.Rules < RulesSealed {
 		return sealRefuse(Invalid, "the log is under rules %d, which has no sealed payloads (rules %d)", l.Rules, RulesSealed)
 	}
-	if a == nil || (ev.Kind != event.KindAction && ev.Kind != event.KindHoldRequested) {
+	a := ev.Action
+	switch {
+	case a == nil || (ev.Kind != event.KindAction && ev.Kind != event.KindHoldRequested):
 		return nil
+	case a.Sealed != nil:
+		return l.checkSubjectLive(a.Sealed)
 	}
-	if a.Sealed != nil {
-		if e, ok := l.Erased[a.Sealed.Subject]; ok {
-			return sealRefuse(Conflict, "subject %s was erased at entry %d: nothing more is sealed under it", a.Sealed.Subject, e.Index)
-		}
+	return l.checkSealRequired(ev)
+}
+
+// usesSealing says whether ev uses what RulesSealed adds.
+func usesSealing(ev *event.Event) bool {
+	return ev.Erasure != nil || (ev.Action != nil && ev.Action.Sealed != nil) ||
+		(ev.Subject != nil && ev.Subject.SealPayloads) || (ev.Envelope != nil && ev.Envelope.SealPayloads)
+}
+
+// checkSubjectLive: nothing more is sealed under an erased subject.
+func (l *Ledger) checkSubjectLive(p *event.SealedPayload) *Violation {
+	if e, ok := l.Erased[p.Subject]; ok {
+		return sealRefuse(Conflict, "subject %s was erased at entry %d: nothing more is sealed under it", p.Subject, e.Index)
+	}
+	return nil
+}
+
+// checkSealRequired: an action whose actor, or an envelope of whose
+// chain, asks that payloads be sealed writes none into the log. An action
+// without a payload, and an execute, are not judged by it; an approved
+// hold's action was judged when it was held.
+func (l *Ledger) checkSealRequired(ev *event.Event) *Violation {
+	a := ev.Action
+	switch {
+	case (a.Payload == nil && a.PayloadHash == "") || a.Type == event.Execute:
 		return nil
-	}
-	if (a.Payload == nil && a.PayloadHash == "") || a.Type == event.Execute {
-		return nil
-	}
-	if ev.Kind == event.KindAction && ev.Hold != nil {
+	case ev.Kind == event.KindAction && ev.Hold != nil:
 		return nil // the held request was checked when it was held
 	}
 	if act, ok := l.Actors[ev.Actor]; ok && act.SealPayloads {
 		return sealRefuse(Forbidden, "%s asks that its payloads be sealed; this %s writes one into the log", ev.Actor, a.Type)
 	}
-	if a.Envelope != "" {
-		chain, _ := l.Chain(a.Envelope)
-		for _, v := range chain {
-			if v.SealPayloads {
-				return sealRefuse(Forbidden, "envelope %s asks that payloads be sealed; this %s writes one into the log", v.ID, a.Type)
-			}
+	if a.Envelope == "" {
+		return nil
+	}
+	chain, _ := l.Chain(a.Envelope)
+	for _, v := range chain {
+		if v.SealPayloads {
+			return sealRefuse(Forbidden, "envelope %s asks that payloads be sealed; this %s writes one into the log", v.ID, a.Type)
 		}
 	}
 	return nil
@@ -123,7 +139,7 @@ var subjectErasedRule = &rule{
 	claims: func(c *claimSet, ev *event.Event) {
 		c.write(subjectKey(ev.Erasure.Subject))
 	},
-	gates: byActor(validate(GateSeal, func(c *checker) *Violation {
+	gates: byActor(newGate(GateSeal, func(c *checker) *Violation {
 		if v := c.human(); v != nil {
 			return v
 		}

@@ -36,7 +36,7 @@ var sessionCreatedRule = &rule{
 	claims: func(c *claimSet, ev *event.Event) {
 		c.write(sessionKey(ev.Session))
 	},
-	gates: byActor(validate(GateSession, func(c *checker) *Violation {
+	gates: byActor(newGate(GateSession, func(c *checker) *Violation {
 		if _, ok := c.l.Sessions[c.ev.Session]; ok {
 			return inconsistent(Conflict, "session %s already exists", c.ev.Session)
 		}
@@ -68,10 +68,10 @@ var sessionChangedRule = &rule{
 	},
 	byKernel: true,
 	gates: byActor(
-		validate(GateAuthority, func(c *checker) *Violation {
+		newGate(GateAuthority, func(c *checker) *Violation {
 			s, ok := c.l.Sessions[c.ev.Session]
 			if !ok {
-				return inconsistent(NotFound, "session %s does not exist", c.ev.Session)
+				return noSession(inconsistent, c.ev.Session)
 			}
 			ch, by := c.ev.SessionChange, c.ev.Actor
 			owner := owns(by, s) || by == event.KernelActor
@@ -96,7 +96,7 @@ var sessionChangedRule = &rule{
 				}
 				granted, ok := c.l.Sessions[ch.Granted]
 				if !ok {
-					return inconsistent(NotFound, "session %s does not exist", ch.Granted)
+					return noSession(inconsistent, ch.Granted)
 				}
 				if !owns(by, granted) {
 					return refuse(Forbidden, "%s may not grant reads of session %s: only its creator (%s) or root may (§11.5)", by, granted.ID, granted.Creator)
@@ -108,7 +108,7 @@ var sessionChangedRule = &rule{
 			}
 			return nil
 		}),
-		validate(GateSession, func(c *checker) *Violation {
+		newGate(GateSession, func(c *checker) *Violation {
 			s := c.l.Sessions[c.ev.Session]
 			ch := c.ev.SessionChange
 			if ch.Op == event.SessionOpJoin {
@@ -120,7 +120,7 @@ var sessionChangedRule = &rule{
 					return v
 				}
 				if q := c.l.Quarantined(a.ID, s.ID, c.at); q != nil {
-					return refuse(Forbidden, "agent %s is quarantined (%s) until %s", a.ID, q.Reason, q.ExpiresAt)
+					return inQuarantine(a.ID, q)
 				}
 				if eff, _ := c.l.EffectiveRing(a, s.ID, c.at); ch.Ring != int(eff) || ch.EffScoreBP != a.TrustBP {
 					return refuse(Invalid, "%s joins session %s at ring %d with %d bp; its effective ring is %d and its score %d bp", a.ID, s.ID, ch.Ring, ch.EffScoreBP, eff, a.TrustBP)
@@ -174,7 +174,7 @@ var sessionDeltaRule = &rule{
 		c.write(sessionKey(ev.Session))
 	},
 	gates: byActor(
-		validate(GateSession, func(c *checker) *Violation {
+		newGate(GateSession, func(c *checker) *Violation {
 			s, ok := c.l.Sessions[c.ev.Session]
 			d := c.ev.Delta
 			switch {
@@ -187,7 +187,7 @@ var sessionDeltaRule = &rule{
 			case !s.State.AcceptsActions():
 				return refuse(Forbidden, "session %s is %s; deltas are recorded only while it is ACTIVE", s.ID, s.State)
 			case !s.IsActiveParticipant(c.ev.Actor):
-				return refuse(Forbidden, "%s is not an active participant of session %s", c.ev.Actor, s.ID)
+				return notParticipant(c.ev.Actor, s.ID)
 			}
 			files := maps.Clone(s.Files)
 			if files == nil {
@@ -204,7 +204,7 @@ var sessionDeltaRule = &rule{
 			}
 			return nil
 		}),
-		validate(GateResources, func(c *checker) *Violation {
+		newGate(GateResources, func(c *checker) *Violation {
 			if c.actor.IsHuman() {
 				return nil
 			}

@@ -26,10 +26,6 @@ import (
 // require-signed actors and envelopes.
 const RulesSigned = 4
 
-// GateSignature checks a signed request, and that an actor or envelope
-// that requires one has it.
-const GateSignature = "signature"
-
 // SignedWindow is how far a signed request's time may be from its event's.
 const SignedWindow = 5 * time.Minute
 
@@ -44,7 +40,7 @@ type Nonce struct {
 func nonceKey(by, nonce string) string { return by + ":" + nonce }
 
 func signedRefuse(class Class, format string, args ...any) *Violation {
-	return &Violation{Stage: StageValidate, Gate: GateSignature, Class: class, Reason: fmt.Sprintf(format, args...), since: RulesSigned}
+	return (&Violation{Class: class, Reason: fmt.Sprintf(format, args...), since: RulesSigned}).at(GateSignature)
 }
 
 // checkSigned is run on every event before its kind's gates.
@@ -114,27 +110,42 @@ func (l *Ledger) checkSignature(ev *event.Event) *Violation {
 // an approved hold's action was signed when it was requested: the
 // approving human's own requirement holds for it instead.
 func (l *Ledger) checkRequired(ev *event.Event) *Violation {
-	if ev.Actor == event.KernelActor || ev.Kind == event.KindActionDenied {
+	switch {
+	case ev.Actor == event.KernelActor || ev.Kind == event.KindActionDenied:
 		return nil
+	case ev.Kind == event.KindAction && ev.Hold != nil:
+		return l.checkApproverSigned(ev)
 	}
-	signedBy := func(id string) bool { return ev.Signed != nil && ev.Signed.By == id }
-	if ev.Kind == event.KindAction && ev.Hold != nil {
-		if h := ev.Hold.AnsweredBy; h != "" {
-			if a, ok := l.Actors[h]; ok && a.RequireSigned && !signedBy(h) {
-				return signedRefuse(Unauthenticated, "%s requires signed requests; its answer to hold %s is not signed by it", h, ev.Hold.ID)
-			}
-		}
-		return nil
-	}
-	if a, ok := l.Actors[ev.Actor]; ok && a.RequireSigned && !signedBy(ev.Actor) {
+	if a, ok := l.Actors[ev.Actor]; ok && a.RequireSigned && !signedBy(ev, ev.Actor) {
 		return signedRefuse(Unauthenticated, "%s requires signed requests; this %s is not signed by it", ev.Actor, ev.Kind)
 	}
-	if ev.Action != nil && ev.Action.Envelope != "" && !signedBy(ev.Actor) {
-		chain, _ := l.Chain(ev.Action.Envelope)
-		for _, v := range chain {
-			if v.RequireSigned {
-				return signedRefuse(Unauthenticated, "envelope %s requires signed actions; this one is not signed by %s", v.ID, ev.Actor)
-			}
+	return l.checkEnvelopeSigned(ev)
+}
+
+// signedBy says whether ev is signed by actor id.
+func signedBy(ev *event.Event, id string) bool { return ev.Signed != nil && ev.Signed.By == id }
+
+// checkApproverSigned: the human who approves a hold, if it requires
+// signed requests, signed its answer.
+func (l *Ledger) checkApproverSigned(ev *event.Event) *Violation {
+	if h := ev.Hold.AnsweredBy; h != "" {
+		if a, ok := l.Actors[h]; ok && a.RequireSigned && !signedBy(ev, h) {
+			return signedRefuse(Unauthenticated, "%s requires signed requests; its answer to hold %s is not signed by it", h, ev.Hold.ID)
+		}
+	}
+	return nil
+}
+
+// checkEnvelopeSigned: an action under an envelope of a chain that
+// requires signed actions is signed by its actor.
+func (l *Ledger) checkEnvelopeSigned(ev *event.Event) *Violation {
+	if ev.Action == nil || ev.Action.Envelope == "" || signedBy(ev, ev.Actor) {
+		return nil
+	}
+	chain, _ := l.Chain(ev.Action.Envelope)
+	for _, v := range chain {
+		if v.RequireSigned {
+			return signedRefuse(Unauthenticated, "envelope %s requires signed actions; this one is not signed by %s", v.ID, ev.Actor)
 		}
 	}
 	return nil
@@ -190,90 +201,152 @@ func RequestMatches(ev *event.Event, raw []byte) error {
 	if err := json.Unmarshal(raw, &req); err != nil {
 		return err
 	}
-	parts := strings.Split(strings.TrimPrefix(req.Path, "/v1/"), "/")
-	id := func(i int) string {
-		if i < len(parts) {
-			return parts[i]
-		}
-		return ""
-	}
-	var body struct {
-		Type        event.ActionType     `json:"type"`
-		Target      string               `json:"target"`
-		Payload     json.RawMessage      `json:"payload"`
-		PayloadHash string               `json:"payload_hash"`
-		Envelope    string               `json:"envelope"`
-		Session     string               `json:"session"`
-		Res         *event.Resources     `json:"resources"`
-		Status      string               `json:"status"`
-		Holder      string               `json:"holder"`
-		Budget      uint64               `json:"budget"`
-		Key         string               `json:"key"`
-		Require     bool                 `json:"require_signed"`
-		Sealed      *event.SealedPayload `json:"sealed"`
-	}
+	var body signedBody
 	if len(req.Body) > 0 {
 		if err := json.Unmarshal(req.Body, &body); err != nil {
 			return fmt.Errorf("request body: %v", err)
 		}
 	}
-	switch {
-	case req.Method != "POST":
+	if req.Method != "POST" {
 		return nil
-	case req.Path == event.ActionsPath:
-		if hold, ok := strings.CutPrefix(body.Target, "ledger/hold/"); ok && body.Type == event.Mutate {
-			if ev.Hold == nil || ev.Hold.ID != hold {
-				return fmt.Errorf("the request answers hold %s", hold)
-			}
-			return nil
+	}
+	segments := strings.Split(strings.TrimPrefix(req.Path, "/v1/"), "/")
+	for _, r := range signedRoutes {
+		if r.matches(req.Path, segments) {
+			return r.check(ev, segments, &body)
 		}
-		a := ev.Action
-		switch {
-		case a == nil:
-			return fmt.Errorf("the request is an action, the event a %s", ev.Kind)
-		case a.Type != body.Type || a.Target != body.Target:
-			return fmt.Errorf("the request is %s %s, the event %s %s", body.Type, body.Target, a.Type, a.Target)
-		case !bytes.Equal(a.Payload, body.Payload):
-			return fmt.Errorf("the payload differs")
-		case a.PayloadHash != body.PayloadHash:
-			return fmt.Errorf("the payload hash differs")
-		case !reflect.DeepEqual(a.Sealed, body.Sealed):
-			return fmt.Errorf("the sealed payload differs")
-		case ev.Session != body.Session:
-			return fmt.Errorf("the request is in session %q, the event in %q", body.Session, ev.Session)
-		case body.Envelope != "" && a.Envelope != body.Envelope:
-			return fmt.Errorf("the request names envelope %s, the event %s", body.Envelope, a.Envelope)
-		case !reflect.DeepEqual(a.Resources, body.Res):
-			return fmt.Errorf("the declared resources differ")
+	}
+	return nil
+}
+
+// signedBody is what RequestMatches reads of a request's body. (An alias
+// of its struct: a body that does not decode names the struct in its
+// error, as it always has.)
+type signedBody = struct {
+	Type        event.ActionType     `json:"type"`
+	Target      string               `json:"target"`
+	Payload     json.RawMessage      `json:"payload"`
+	PayloadHash string               `json:"payload_hash"`
+	Envelope    string               `json:"envelope"`
+	Session     string               `json:"session"`
+	Res         *event.Resources     `json:"resources"`
+	Status      string               `json:"status"`
+	Holder      string               `json:"holder"`
+	Budget      uint64               `json:"budget"`
+	Key         string               `json:"key"`
+	Require     bool                 `json:"require_signed"`
+	Sealed      *event.SealedPayload `json:"sealed"`
+}
+
+// signedRoute is one POST a signed request can make, and how the event
+// that records it must match it. A route names its path whole, or by the
+// segments after /v1/ ("*": any one).
+type signedRoute struct {
+	path     string
+	segments []string
+	// check compares the event with the request; id is the path's
+	// segments after /v1/.
+	check func(ev *event.Event, id []string, body *signedBody) error
+}
+
+func (r *signedRoute) matches(path string, segments []string) bool {
+	if r.path != "" {
+		return path == r.path
+	}
+	if len(segments) != len(r.segments) {
+		return false
+	}
+	for i, s := range r.segments {
+		if s != "*" && s != segments[i] {
+			return false
 		}
-	case len(parts) == 3 && parts[0] == "holds":
-		if ev.Hold == nil || ev.Hold.ID != id(1) || ev.Hold.Decision != id(2) {
-			return fmt.Errorf("the request answers hold %s with %s", id(1), id(2))
+	}
+	return true
+}
+
+func routePath(path string, check func(*event.Event, []string, *signedBody) error) signedRoute {
+	return signedRoute{path: path, check: check}
+}
+
+func routeSegments(pattern string, check func(*event.Event, []string, *signedBody) error) signedRoute {
+	return signedRoute{segments: strings.Split(pattern, "/"), check: check}
+}
+
+// signedRoutes are the requests whose events RequestMatches compares, the
+// first that matches deciding.
+var signedRoutes = []signedRoute{
+	routePath(event.ActionsPath, matchAction),
+	routeSegments("holds/*/*", func(ev *event.Event, id []string, _ *signedBody) error {
+		if ev.Hold == nil || ev.Hold.ID != id[1] || ev.Hold.Decision != id[2] {
+			return fmt.Errorf("the request answers hold %s with %s", id[1], id[2])
 		}
-	case len(parts) == 3 && parts[0] == "actors" && parts[2] == "status":
-		if ev.Status == nil || ev.Status.Actor != id(1) || ev.Status.Status != body.Status {
-			return fmt.Errorf("the request sets %s %s", id(1), body.Status)
+		return nil
+	}),
+	routeSegments("actors/*/status", func(ev *event.Event, id []string, b *signedBody) error {
+		if ev.Status == nil || ev.Status.Actor != id[1] || ev.Status.Status != b.Status {
+			return fmt.Errorf("the request sets %s %s", id[1], b.Status)
 		}
-	case len(parts) == 3 && parts[0] == "actors" && parts[2] == "key":
-		if ev.KeyChange == nil || ev.KeyChange.Actor != id(1) || ev.KeyChange.Key != body.Key || ev.KeyChange.RequireSigned != body.Require {
-			return fmt.Errorf("the request sets the signing key of %s", id(1))
+		return nil
+	}),
+	routeSegments("actors/*/key", func(ev *event.Event, id []string, b *signedBody) error {
+		if k := ev.KeyChange; k == nil || k.Actor != id[1] || k.Key != b.Key || k.RequireSigned != b.Require {
+			return fmt.Errorf("the request sets the signing key of %s", id[1])
 		}
-	case len(parts) == 3 && parts[0] == "agents" && parts[2] == "kill":
-		if ev.Kill == nil || ev.Kill.Agent != id(1) {
-			return fmt.Errorf("the request kills %s", id(1))
+		return nil
+	}),
+	routeSegments("agents/*/kill", func(ev *event.Event, id []string, _ *signedBody) error {
+		if ev.Kill == nil || ev.Kill.Agent != id[1] {
+			return fmt.Errorf("the request kills %s", id[1])
 		}
-	case len(parts) == 3 && parts[0] == "agents" && parts[2] == "quarantine":
-		if ev.Quarantine == nil || ev.Quarantine.Agent != id(1) {
-			return fmt.Errorf("the request quarantines %s", id(1))
+		return nil
+	}),
+	routeSegments("agents/*/quarantine", func(ev *event.Event, id []string, _ *signedBody) error {
+		if ev.Quarantine == nil || ev.Quarantine.Agent != id[1] {
+			return fmt.Errorf("the request quarantines %s", id[1])
 		}
-	case req.Path == "/v1/envelopes":
-		if ev.Envelope == nil || ev.Envelope.Holder != body.Holder || ev.Envelope.Budget != body.Budget {
-			return fmt.Errorf("the request issues an envelope of %d to %s", body.Budget, body.Holder)
+		return nil
+	}),
+	routePath("/v1/envelopes", func(ev *event.Event, _ []string, b *signedBody) error {
+		if ev.Envelope == nil || ev.Envelope.Holder != b.Holder || ev.Envelope.Budget != b.Budget {
+			return fmt.Errorf("the request issues an envelope of %d to %s", b.Budget, b.Holder)
 		}
-	case len(parts) == 3 && parts[0] == "envelopes" && parts[2] == "revoke":
-		if ev.EnvelopeEnd == nil || ev.EnvelopeEnd.ID != id(1) {
-			return fmt.Errorf("the request revokes envelope %s", id(1))
+		return nil
+	}),
+	routeSegments("envelopes/*/revoke", func(ev *event.Event, id []string, _ *signedBody) error {
+		if ev.EnvelopeEnd == nil || ev.EnvelopeEnd.ID != id[1] {
+			return fmt.Errorf("the request revokes envelope %s", id[1])
 		}
+		return nil
+	}),
+}
+
+// matchAction compares an action request with its event, member by
+// member; a mutate of ledger/hold/<id> is a human's answer to that hold.
+func matchAction(ev *event.Event, _ []string, b *signedBody) error {
+	if hold, ok := strings.CutPrefix(b.Target, "ledger/hold/"); ok && b.Type == event.Mutate {
+		if ev.Hold == nil || ev.Hold.ID != hold {
+			return fmt.Errorf("the request answers hold %s", hold)
+		}
+		return nil
+	}
+	a := ev.Action
+	switch {
+	case a == nil:
+		return fmt.Errorf("the request is an action, the event a %s", ev.Kind)
+	case a.Type != b.Type || a.Target != b.Target:
+		return fmt.Errorf("the request is %s %s, the event %s %s", b.Type, b.Target, a.Type, a.Target)
+	case !bytes.Equal(a.Payload, b.Payload):
+		return fmt.Errorf("the payload differs")
+	case a.PayloadHash != b.PayloadHash:
+		return fmt.Errorf("the payload hash differs")
+	case !reflect.DeepEqual(a.Sealed, b.Sealed):
+		return fmt.Errorf("the sealed payload differs")
+	case ev.Session != b.Session:
+		return fmt.Errorf("the request is in session %q, the event in %q", b.Session, ev.Session)
+	case b.Envelope != "" && a.Envelope != b.Envelope:
+		return fmt.Errorf("the request names envelope %s, the event %s", b.Envelope, a.Envelope)
+	case !reflect.DeepEqual(a.Resources, b.Res):
+		return fmt.Errorf("the declared resources differ")
 	}
 	return nil
 }

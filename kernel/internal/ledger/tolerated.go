@@ -83,7 +83,7 @@ var toleratedRule = &rule{
 	claims: func(c *claimSet, ev *event.Event) {
 		c.write(ClaimRules, ClaimCensus)
 	},
-	gates: []gate{actorGate, validate(GateAuthority, func(c *checker) *Violation {
+	gates: []gate{actorGate, newGate(GateAuthority, func(c *checker) *Violation {
 		if c.ev.Actor != RootID {
 			return inconsistent(Forbidden, "only root tolerates entries that break a rule")
 		}
