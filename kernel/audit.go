@@ -18,6 +18,7 @@ import (
 	"github.com/annal-dev/annal/kernel/event"
 	"github.com/annal-dev/annal/kernel/internal/ledger"
 	"github.com/annal-dev/annal/kernel/internal/logstore"
+	"github.com/annal-dev/annal/kernel/internal/sealstore"
 	"github.com/annal-dev/annal/kernel/internal/tilewriter"
 	"github.com/annal-dev/annal/kernel/internal/wal"
 	"github.com/transparency-dev/merkle/compact"
@@ -107,7 +108,7 @@ type AuditReport struct {
 type AuditOption func(*auditConfig)
 
 type auditConfig struct {
-	sealed *sealedStore
+	sealed *sealstore.Store
 	// tailDir: replay what this data folder holds past the checkpoint.
 	tailDir string
 }
@@ -127,7 +128,7 @@ func WithUnsignedTail(dataDir string) AuditOption {
 // WithSealedPayloads has Audit read the sealed payloads an annald data
 // folder still holds, so that it judges them by every rule.
 func WithSealedPayloads(dataDir string) AuditOption {
-	return func(c *auditConfig) { c.sealed = openSealedStore(dataDir) }
+	return func(c *auditConfig) { c.sealed = sealstore.Open(dataDir) }
 }
 
 // AuditFinding is an entry and the rule it breaks.
@@ -195,7 +196,7 @@ func Audit(ctx context.Context, src LogSource, verifierKey string, opts ...Audit
 		if a := ev.Action; a != nil && a.Sealed != nil && ev.Kind != event.KindActionDenied {
 			rep.SealedClosed++
 			if cfg.sealed != nil {
-				if _, payload, err := cfg.sealed.open(a.Sealed); err == nil {
+				if _, payload, err := cfg.sealed.Open(a.Sealed); err == nil {
 					rep.SealedOpened++
 					rep.SealedClosed--
 					open = func(*event.SealedPayload) (json.RawMessage, bool) { return payload, true }

@@ -191,7 +191,7 @@ func (k *Kernel) appendDecided(ctx context.Context, stage string, ev *event.Even
 // checkOptions are what the kernel alone knows, for ledger.Check. The
 // caller holds k.mu.
 func (k *Kernel) checkOptions() ledger.Options {
-	o := ledger.Options{Pending: k.pending, MaxPendingHolds: k.cfg.MaxPendingHolds, Open: k.sealed.openPayload}
+	o := ledger.Options{Pending: k.pending, MaxPendingHolds: k.cfg.MaxPendingHolds, Open: k.sealed.OpenPayload}
 	if k.limiter != nil {
 		o.Admit = func(agent string, eff ring.Ring) error { return k.limiter.Allow(agent, eff) }
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/annal-dev/annal/kernel/internal/ledger"
 	"github.com/annal-dev/annal/kernel/internal/logstore"
+	"github.com/annal-dev/annal/kernel/internal/sealstore"
 )
 
 // Error classes. Every error the kernel returns to a caller wraps one of
@@ -52,6 +53,9 @@ var (
 	// sending the request again will not help. It comes with
 	// ErrUnavailable.
 	ErrStopped = errors.New("stopped until an operator acts")
+	// ErrErased is the answer for a sealed payload whose subject was
+	// erased: its key is destroyed.
+	ErrErased = sealstore.ErrErased
 )
 
 type notFound struct{}

@@ -19,6 +19,7 @@ import (
 	"github.com/annal-dev/annal/kernel/internal/ledger"
 	"github.com/annal-dev/annal/kernel/internal/logstore"
 	"github.com/annal-dev/annal/kernel/internal/ratelimit"
+	"github.com/annal-dev/annal/kernel/internal/sealstore"
 	"github.com/annal-dev/annal/kernel/internal/wal"
 	"github.com/google/uuid"
 )
@@ -39,7 +40,7 @@ type Kernel struct {
 	store     *store
 	logger    *slog.Logger
 	// sealed keeps sealed payloads and their subjects' keys (sealed.go).
-	sealed *sealedStore
+	sealed *sealstore.Store
 
 	// mu guards the ledger, the claims and the pending energy. Decisions
 	// are taken under it against the durable ledger less what decided
@@ -164,7 +165,7 @@ func Open(cfg Config) (_ *Kernel, err error) {
 		cfg: cfg, dir: dir, log: l, witnesses: witnesses, store: st, ledger: led, claims: newClaims(), pending: ledger.NewPending(),
 		ids: map[string]bool{}, logger: cfg.Logger, wakeResume: make(chan struct{}, 1), scrubbed: make(chan struct{}), grown: make(chan struct{}),
 		stopFold: make(chan struct{}), foldDone: make(chan struct{}), stopLoops: make(chan struct{}),
-		sealed: openSealedStore(dir.Path),
+		sealed: sealstore.Open(dir.Path),
 	}
 	if !cfg.DisableRateLimit {
 		k.limiter = ratelimit.New(cfg.RateLimits, cfg.MaxRateBuckets, cfg.RateClock)
