@@ -3,8 +3,8 @@ package kernel
 import (
 	"errors"
 	"fmt"
-	"os"
 
+	"github.com/annal-dev/annal/kernel/internal/errclass"
 	"github.com/annal-dev/annal/kernel/internal/ledger"
 	"github.com/annal-dev/annal/kernel/internal/logstore"
 	"github.com/annal-dev/annal/kernel/internal/sealstore"
@@ -18,13 +18,13 @@ var (
 	// ErrForbidden: the actor is known but may not do this.
 	ErrForbidden = errors.New("forbidden")
 	// ErrInvalid: the request is malformed or breaks a rule of the format.
-	ErrInvalid = errors.New("invalid request")
+	ErrInvalid = errclass.Invalid
 	// ErrTooLarge: the event would not fit in one log entry.
 	ErrTooLarge = errors.New("too large")
 	// ErrNotFound: no such entry or actor. It matches os.ErrNotExist too,
 	// without saying "file does not exist" to a caller who asked for an
 	// event.
-	ErrNotFound error = notFound{}
+	ErrNotFound = errclass.NotFound
 	// ErrNotPublished: the entry exists but no checkpoint covers it yet.
 	ErrNotPublished = errors.New("not yet published")
 	// ErrWitnessRefused: the entry is logged, but no checkpoint covering it
@@ -57,11 +57,6 @@ var (
 	// erased: its key is destroyed.
 	ErrErased = sealstore.ErrErased
 )
-
-type notFound struct{}
-
-func (notFound) Error() string        { return "not found" }
-func (notFound) Is(target error) bool { return target == os.ErrNotExist }
 
 // Denial is a refusal by one pipeline stage: which stage and which gate
 // within it, why, and the error class. Recorded says whether an

@@ -601,22 +601,6 @@ func (k *Kernel) persist() error {
 	return nil
 }
 
-// foldedAt is the fold record of a ledger that has folded size entries:
-// the leaf hash of the last one, read back from the log (it is durable,
-// so it is read outside the kernel's lock).
-func foldedAt(ctx context.Context, tl *logstore.Log, size uint64) (foldedRecord, error) {
-	r := foldedRecord{size: size}
-	if size == 0 {
-		return r, nil
-	}
-	entry, err := tl.ReadEntry(ctx, size-1)
-	if err != nil {
-		return r, fmt.Errorf("read the last folded entry: %w", err)
-	}
-	r.leaf = event.LeafHash(entry)
-	return r, nil
-}
-
 // closeTimeout bounds how long Close waits for entries to be written: past
 // it, entries not yet being written are answered with an error, and
 // answered entries the tiles do not hold yet stay in the write-ahead log

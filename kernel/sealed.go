@@ -1,10 +1,8 @@
 package kernel
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -151,26 +149,13 @@ func (k *Kernel) finishErasures() error {
 }
 
 // SealedOf returns the sealed payload an entry's action commits to, or nil.
-func SealedOf(entry []byte) *event.SealedPayload {
-	if !bytes.Contains(entry, []byte(`"sealed":{`)) {
-		return nil
-	}
-	var e struct {
-		Action *struct {
-			Sealed *event.SealedPayload `json:"sealed"`
-		} `json:"action"`
-	}
-	if json.Unmarshal(entry, &e) != nil || e.Action == nil {
-		return nil
-	}
-	return e.Action.Sealed
-}
+func SealedOf(entry []byte) *event.SealedPayload { return sealstore.SealedOf(entry) }
 
 // openingOf is what a bundle carries for entry: its sealed payload opened
 // while the kernel holds it, else nothing (the entry's commitment stands
 // alone).
 func (k *Kernel) openingOf(entry []byte, res *ExportResult) *bundle.Opening {
-	sp := SealedOf(entry)
+	sp := sealstore.SealedOf(entry)
 	if sp == nil {
 		return nil
 	}

@@ -280,3 +280,19 @@ func NewSalt() ([]byte, error) {
 	_, err := rand.Read(salt)
 	return salt, err
 }
+
+// SealedOf returns the sealed payload an entry's action commits to, or nil.
+func SealedOf(entry []byte) *event.SealedPayload {
+	if !bytes.Contains(entry, []byte(`"sealed":{`)) {
+		return nil
+	}
+	var e struct {
+		Action *struct {
+			Sealed *event.SealedPayload `json:"sealed"`
+		} `json:"action"`
+	}
+	if json.Unmarshal(entry, &e) != nil || e.Action == nil {
+		return nil
+	}
+	return e.Action.Sealed
+}

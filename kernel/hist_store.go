@@ -503,3 +503,19 @@ func parseAhead(from, size uint64, read func(bundleIndex uint64) ([][]byte, erro
 	}()
 	return runs
 }
+
+// foldedAt is the fold record of a ledger that has folded size entries:
+// the leaf hash of the last one, read back from the log (it is durable,
+// so it is read outside the kernel's lock).
+func foldedAt(ctx context.Context, tl *logstore.Log, size uint64) (foldedRecord, error) {
+	r := foldedRecord{size: size}
+	if size == 0 {
+		return r, nil
+	}
+	entry, err := tl.ReadEntry(ctx, size-1)
+	if err != nil {
+		return r, fmt.Errorf("read the last folded entry: %w", err)
+	}
+	r.leaf = event.LeafHash(entry)
+	return r, nil
+}

@@ -189,7 +189,7 @@ func Audit(ctx context.Context, src LogSource, verifierKey string, opts ...Audit
 			return nil // the root is still checked, so the break is in the signed log
 		}
 		if err != nil {
-			rep.Broken = &AuditFinding{Index: i, Gate: GateForm, Reason: err.Error(), Unsigned: unsigned}
+			rep.Broken = &AuditFinding{Index: i, Gate: ledger.GateForm, Reason: err.Error(), Unsigned: unsigned}
 			return nil
 		}
 		var open func(*event.SealedPayload) (json.RawMessage, bool)

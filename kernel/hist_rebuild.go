@@ -1,0 +1,164 @@
+package kernel
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/annal-dev/annal/checkpoints"
+	"github.com/annal-dev/annal/kernel/event"
+	"github.com/annal-dev/annal/kernel/internal/ledger"
+	"github.com/annal-dev/annal/kernel/internal/logstore"
+	"github.com/transparency-dev/merkle/compact"
+	"github.com/transparency-dev/merkle/rfc6962"
+	"github.com/transparency-dev/tessera/api/layout"
+)
+
+// RebuildReport says what Rebuild found.
+type RebuildReport struct {
+	// Size is the number of log entries replayed.
+	Size uint64
+	// StoredSize is how far the state file had folded the log.
+	StoredSize uint64
+	// Differences lists the state keys ("actor/<id>", ...) where the state
+	// file, brought up to the log's size, differed from the replay.
+	Differences []string
+	// Elapsed is how long the replay took.
+	Elapsed time.Duration
+}
+
+// rebuildState is Rebuild on the data folder at dataDir.
+func rebuildState(ctx context.Context, dataDir string, opts logstore.LogOptions) (*RebuildReport, error) {
+	dir, err := logstore.OpenExistingDataDir(dataDir)
+	if err != nil {
+		return nil, err
+	}
+	defer dir.Close()
+	signer, err := checkpoints.NewLogSigner(dir.SigningKey)
+	if err != nil {
+		return nil, err
+	}
+	verifier, err := checkpoints.NewLogVerifier(dir.VerifierKey)
+	if err != nil {
+		return nil, err
+	}
+	// Tessera would start an empty tree on a log folder that lost its tree
+	// state: nothing is replayed from a log that fails its check.
+	if _, err := logstore.CheckLog(ctx, dir.LogPath(), verifier); err != nil {
+		return nil, fmt.Errorf("start-up check of the log: %w", err)
+	}
+	cache, err := openStateCache(dir.StatePath(), dir.Origin)
+	if err != nil {
+		return nil, err
+	}
+	st := cache.store
+	defer st.close()
+	if err := logstore.ReplayWriteAhead(dir, opts.Logger); err != nil {
+		return nil, err
+	}
+	tl, err := logstore.OpenLog(dir.LogPath(), signer, verifier, opts, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = tl.Close(shutdownCtx)
+	}()
+	size, err := tl.IntegratedSize(ctx)
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	fresh := ledger.New()
+	index := make([]indexedEvent, 0, size)
+	if err := foldLog(ctx, tl, fresh, size, func(i uint64, ev *event.Event) {
+		index = append(index, indexedEvent{index: i, terms: historyTerms(ev)})
+	}); err != nil {
+		return nil, fmt.Errorf("replay the log: %w", err)
+	}
+	report := &RebuildReport{Size: size, Elapsed: time.Since(start)}
+	stored := cache.ledger
+	switch {
+	case cache.damaged != nil:
+		report.Differences = []string{"state file damaged, set aside as " + filepath.Base(dir.StatePath()) + ".damaged: " + cache.damaged.Error()}
+	case stored.Size > size:
+		report.StoredSize = stored.Size
+		report.Differences = []string{fmt.Sprintf("state file folded %d entries, the log has %d", stored.Size, size)}
+	default:
+		report.StoredSize = stored.Size
+		if err := foldLog(ctx, tl, stored, size); err != nil {
+			report.Differences = []string{"state file cannot fold the log's tail: " + err.Error()}
+		} else {
+			report.Differences = diffLedgers(stored, fresh)
+		}
+	}
+	values := map[string][]byte{}
+	for _, key := range fresh.Keys() {
+		v, _ := fresh.Encode(key)
+		values[key] = v
+	}
+	folded, err := foldedAt(ctx, tl, size)
+	if err != nil {
+		return nil, err
+	}
+	if err := st.write(values, index, folded, true); err != nil {
+		return nil, fmt.Errorf("write the rebuilt state: %w", err)
+	}
+	return report, nil
+}
+
+// diffLedgers lists the keys where a and b differ.
+func diffLedgers(a, b *ledger.Ledger) []string {
+	keys := append(a.Keys(), b.Keys()...)
+	slices.Sort(keys)
+	keys = slices.Compact(keys)
+	var diff []string
+	for _, k := range keys {
+		va, oka := a.Encode(k)
+		vb, okb := b.Encode(k)
+		if oka != okb || !bytes.Equal(va, vb) {
+			diff = append(diff, k)
+		}
+	}
+	return diff
+}
+
+// verifyLog is Kernel.VerifyLog on the log tl.
+func verifyLog(ctx context.Context, tl *logstore.Log) (size uint64, err error) {
+	cp, err := tl.LatestCheckpoint(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("latest checkpoint: %w", err)
+	}
+	rng := (&compact.RangeFactory{Hash: rfc6962.DefaultHasher.HashChildren}).NewEmptyRange(0)
+	for start := uint64(0); start < cp.Size; start += layout.EntryBundleWidth {
+		b, err := tl.ReadBundle(ctx, start/layout.EntryBundleWidth, cp.Size)
+		if err != nil {
+			return 0, fmt.Errorf("entry bundle at %d: %w", start, err)
+		}
+		end := min(cp.Size, start+layout.EntryBundleWidth)
+		if uint64(len(b.Entries)) < end-start {
+			return 0, fmt.Errorf("entry bundle at %d holds %d entries, want %d", start, len(b.Entries), end-start)
+		}
+		for i := start; i < end; i++ {
+			entry := b.Entries[i-start]
+			if _, err := event.Parse(entry); err != nil {
+				return 0, fmt.Errorf("entry %d: %w", i, err)
+			}
+			if err := rng.Append(rfc6962.DefaultHasher.HashLeaf(entry), nil); err != nil {
+				return 0, err
+			}
+		}
+	}
+	root, err := rng.GetRootHash(nil)
+	if err != nil {
+		return 0, err
+	}
+	if !bytes.Equal(root, cp.Hash[:]) {
+		return 0, fmt.Errorf("the %d stored entries hash to root %x, the signed checkpoint says %x: the log was changed after it was signed", cp.Size, root, cp.Hash)
+	}
+	return cp.Size, nil
+}
