@@ -15,5 +15,5 @@ import (
 // event is ErrNotFound with w untouched. progress, if not nil, is called
 // with the entries scanned and the entries to scan.
 func (k *Kernel) Export(ctx context.Context, sel ExportSelection, w io.Writer, progress func(done, total uint64)) (*ExportResult, error) {
-	return exportLog(ctx, k.log, k.openingOf, sel, w, progress)
+	return Export(ctx, k.log, k.openingOf, sel, w, progress)
 }

@@ -36,16 +36,16 @@ func Follow(ctx context.Context, cfg Config, interval time.Duration) error {
 	if err := tl.CheckOwnLog(ctx, dir.Origin); err != nil {
 		return err
 	}
-	cache, err := openCheckedState(dir, cfg.Logger, tl.LeafAt(ctx))
+	cache, err := OpenCheckedState(dir, cfg.Logger, tl.LeafAt(ctx))
 	if err != nil {
 		return err
 	}
-	k := &Kernel{cfg: cfg, dir: dir, log: tl, store: cache.store, ledger: cache.ledger, logger: cfg.Logger}
-	defer k.store.close()
+	k := &Kernel{cfg: cfg, dir: dir, log: tl, store: cache.Store, ledger: cache.Ledger, logger: cfg.Logger}
+	defer k.store.Close()
 	for {
 		size, err := tl.IntegratedSize(ctx)
 		if err == nil && size > k.ledger.Size {
-			if err = foldLog(ctx, tl, k.ledger, size, k.indexFolded); err == nil {
+			if err = FoldLog(ctx, tl, k.ledger, size, k.indexFolded); err == nil {
 				err = k.persist()
 			}
 		}

@@ -256,7 +256,7 @@ func Audit(ctx context.Context, src LogSource, verifierKey string, opts ...Audit
 		}
 	}
 	rep.Rules, rep.Elapsed = l.Rules, time.Since(start)
-	rep.Accepted = toleratedOf(l)
+	rep.Accepted = Tolerated(l)
 	for _, in := range l.Intents {
 		rep.OpenIntents = append(rep.OpenIntents, in.Index)
 	}

@@ -76,9 +76,9 @@ type ExportResult struct {
 	KeyEvents uint64
 }
 
-// exportLog is Kernel.Export on the log tl; opening opens an entry's sealed
+// Export is Kernel.Export on the log tl; opening opens an entry's sealed
 // payload for the bundle, or says it cannot.
-func exportLog(ctx context.Context, tl *logstore.Log, opening func(entry []byte, res *ExportResult) *bundle.Opening, sel ExportSelection, w io.Writer, progress func(done, total uint64)) (*ExportResult, error) {
+func Export(ctx context.Context, tl *logstore.Log, opening func(entry []byte, res *ExportResult) *bundle.Opening, sel ExportSelection, w io.Writer, progress func(done, total uint64)) (*ExportResult, error) {
 	cp, err := tl.LatestCheckpoint(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("read checkpoint: %w", err)

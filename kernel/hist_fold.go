@@ -113,8 +113,8 @@ type ToleratedEntry struct {
 	Why    string `json:"why"`
 }
 
-// toleratedOf returns the ledger's tolerated entries, by index.
-func toleratedOf(l *ledger.Ledger) []ToleratedEntry {
+// Tolerated returns the ledger's tolerated entries, by index.
+func Tolerated(l *ledger.Ledger) []ToleratedEntry {
 	var out []ToleratedEntry
 	for _, t := range l.Tolerated {
 		out = append(out, ToleratedEntry{Index: t.Index, Kind: string(t.Kind), Actor: t.Actor, LeafHash: t.LeafHash,

@@ -50,14 +50,14 @@ const (
 	OutcomeHeld      = "held"
 )
 
-// indexedEvent is a folded event's index terms, waiting to be persisted.
-type indexedEvent struct {
-	index uint64
-	terms [][]byte // dimension byte + value
+// IndexedEvent is a folded event's index terms, waiting to be persisted.
+type IndexedEvent struct {
+	Index uint64
+	Terms [][]byte // dimension byte + value
 }
 
-// historyTerms are the index terms of ev.
-func historyTerms(ev *event.Event) [][]byte {
+// IndexTerms are the index terms of ev.
+func IndexTerms(ev *event.Event) [][]byte {
 	terms := [][]byte{term(termActor, ev.Actor)}
 	if ev.Session != "" {
 		terms = append(terms, term(termSession, ev.Session))
@@ -98,15 +98,15 @@ func indexKey(t []byte, index uint64) []byte {
 
 // indexKeys are the sorted index keys of index: bbolt inserts sorted keys
 // page by page.
-func indexKeys(index []indexedEvent) [][]byte {
+func indexKeys(index []IndexedEvent) [][]byte {
 	n := 0
 	for _, ie := range index {
-		n += len(ie.terms)
+		n += len(ie.Terms)
 	}
 	keys := make([][]byte, 0, n)
 	for _, ie := range index {
-		for _, t := range ie.terms {
-			keys = append(keys, indexKey(t, ie.index))
+		for _, t := range ie.Terms {
+			keys = append(keys, indexKey(t, ie.Index))
 		}
 	}
 	slices.SortFunc(keys, bytes.Compare)
@@ -204,7 +204,7 @@ func (q HistoryQuery) matches(ev *event.Event, visible map[string]bool) bool {
 // candidates yields the indexes of events that the sources' index keys
 // name (every index when there are none), from start on, in order: the
 // persisted index, then the tail folded since it was written.
-func candidates(b *bolt.Bucket, tail []indexedEvent, sources [][]byte, start, size uint64, oldest bool) func() (uint64, bool) {
+func candidates(b *bolt.Bucket, tail []IndexedEvent, sources [][]byte, start, size uint64, oldest bool) func() (uint64, bool) {
 	if len(sources) == 0 {
 		i, done := start, size == 0
 		return func() (uint64, bool) {
@@ -258,16 +258,16 @@ func candidates(b *bolt.Bucket, tail []indexedEvent, sources [][]byte, start, si
 // The tail holds every folded event from its first index on, and persist
 // may already have written some of them to the index: the persisted keys
 // are read only below the tail, so none is yielded twice.
-func termStream(b *bolt.Bucket, tail []indexedEvent, t []byte, start uint64, oldest bool) func() (uint64, bool) {
+func termStream(b *bolt.Bucket, tail []IndexedEvent, t []byte, start uint64, oldest bool) func() (uint64, bool) {
 	below := uint64(math.MaxUint64)
 	if len(tail) > 0 {
-		below = tail[0].index
+		below = tail[0].Index
 	}
 	var fromTail []uint64
 	for _, ie := range tail {
-		if slices.ContainsFunc(ie.terms, func(x []byte) bool { return bytes.Equal(x, t) }) {
-			if (oldest && ie.index >= start) || (!oldest && ie.index <= start) {
-				fromTail = append(fromTail, ie.index)
+		if slices.ContainsFunc(ie.Terms, func(x []byte) bool { return bytes.Equal(x, t) }) {
+			if (oldest && ie.Index >= start) || (!oldest && ie.Index <= start) {
+				fromTail = append(fromTail, ie.Index)
 			}
 		}
 	}
@@ -351,13 +351,13 @@ func entryAt(ctx context.Context, tl *logstore.Log, bundles map[uint64]*api.Entr
 	return b.Entries[i%layout.EntryBundleWidth], nil
 }
 
-// queryHistory answers q from the index of st and the entries of tl, in a
+// Find answers q from the index of st and the entries of tl, in a
 // log of size: visible are the actors whose events q may show (nil: all),
 // and tail gives the folded events not yet in the index, read once the
 // index's transaction has begun (an event persisted meanwhile is in both
 // and shown once, never in neither: persist drops the tail only after its
 // write committed).
-func queryHistory(ctx context.Context, st *store, tl *logstore.Log, q HistoryQuery, visible map[string]bool, size uint64, tail func() []indexedEvent) (*HistoryPage, error) {
+func Find(ctx context.Context, st *Store, tl *logstore.Log, q HistoryQuery, visible map[string]bool, size uint64, tail func() []IndexedEvent) (*HistoryPage, error) {
 	// The source of candidates: the most selective indexed filter, else
 	// the viewer's actors, else every index.
 	var sources [][]byte

@@ -54,8 +54,8 @@ func rebuildState(ctx context.Context, dataDir string, opts logstore.LogOptions)
 	if err != nil {
 		return nil, err
 	}
-	st := cache.store
-	defer st.close()
+	st := cache.Store
+	defer st.Close()
 	if err := logstore.ReplayWriteAhead(dir, opts.Logger); err != nil {
 		return nil, err
 	}
@@ -74,14 +74,14 @@ func rebuildState(ctx context.Context, dataDir string, opts logstore.LogOptions)
 	}
 	start := time.Now()
 	fresh := ledger.New()
-	index := make([]indexedEvent, 0, size)
-	if err := foldLog(ctx, tl, fresh, size, func(i uint64, ev *event.Event) {
-		index = append(index, indexedEvent{index: i, terms: historyTerms(ev)})
+	index := make([]IndexedEvent, 0, size)
+	if err := FoldLog(ctx, tl, fresh, size, func(i uint64, ev *event.Event) {
+		index = append(index, IndexedEvent{Index: i, Terms: IndexTerms(ev)})
 	}); err != nil {
 		return nil, fmt.Errorf("replay the log: %w", err)
 	}
 	report := &RebuildReport{Size: size, Elapsed: time.Since(start)}
-	stored := cache.ledger
+	stored := cache.Ledger
 	switch {
 	case cache.damaged != nil:
 		report.Differences = []string{"state file damaged, set aside as " + filepath.Base(dir.StatePath()) + ".damaged: " + cache.damaged.Error()}
@@ -90,10 +90,10 @@ func rebuildState(ctx context.Context, dataDir string, opts logstore.LogOptions)
 		report.Differences = []string{fmt.Sprintf("state file folded %d entries, the log has %d", stored.Size, size)}
 	default:
 		report.StoredSize = stored.Size
-		if err := foldLog(ctx, tl, stored, size); err != nil {
+		if err := FoldLog(ctx, tl, stored, size); err != nil {
 			report.Differences = []string{"state file cannot fold the log's tail: " + err.Error()}
 		} else {
-			report.Differences = diffLedgers(stored, fresh)
+			report.Differences = DiffLedgers(stored, fresh)
 		}
 	}
 	values := map[string][]byte{}
@@ -101,18 +101,18 @@ func rebuildState(ctx context.Context, dataDir string, opts logstore.LogOptions)
 		v, _ := fresh.Encode(key)
 		values[key] = v
 	}
-	folded, err := foldedAt(ctx, tl, size)
+	folded, err := FoldedAt(ctx, tl, size)
 	if err != nil {
 		return nil, err
 	}
-	if err := st.write(values, index, folded, true); err != nil {
+	if err := st.Write(values, index, folded, true); err != nil {
 		return nil, fmt.Errorf("write the rebuilt state: %w", err)
 	}
 	return report, nil
 }
 
-// diffLedgers lists the keys where a and b differ.
-func diffLedgers(a, b *ledger.Ledger) []string {
+// DiffLedgers lists the keys where a and b differ.
+func DiffLedgers(a, b *ledger.Ledger) []string {
 	keys := append(a.Keys(), b.Keys()...)
 	slices.Sort(keys)
 	keys = slices.Compact(keys)
@@ -127,8 +127,8 @@ func diffLedgers(a, b *ledger.Ledger) []string {
 	return diff
 }
 
-// verifyLog is Kernel.VerifyLog on the log tl.
-func verifyLog(ctx context.Context, tl *logstore.Log) (size uint64, err error) {
+// VerifyLog is Kernel.VerifyLog on the log tl.
+func VerifyLog(ctx context.Context, tl *logstore.Log) (size uint64, err error) {
 	cp, err := tl.LatestCheckpoint(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("latest checkpoint: %w", err)

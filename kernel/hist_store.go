@@ -45,35 +45,35 @@ var (
 // flipped on disk would otherwise be read as state.
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// store keeps a copy of the ledger in bbolt, so that a restart folds only
+// Store keeps a copy of the ledger in bbolt, so that a restart folds only
 // the log's tail. It is a cache of the log: it may lag behind it (a crash
 // loses what was not yet written), never run ahead of it, and `annald
 // rebuild` can always recompute it from the log alone. A state file that
 // is damaged (truncated, a byte flipped, not a bbolt file at all) is found
 // when it is opened, set aside as state.db.damaged, and replaced by an
 // empty one, which the kernel fills by folding the log.
-type store struct {
+type Store struct {
 	db *bolt.DB
 }
 
-// foldedRecord is the value of keyFolded.
-type foldedRecord struct {
+// FoldedRecord is the value of keyFolded.
+type FoldedRecord struct {
 	size uint64
 	leaf [32]byte
 	keys uint64
 }
 
-func (r foldedRecord) encode() []byte {
+func (r FoldedRecord) encode() []byte {
 	b := binary.BigEndian.AppendUint64(nil, r.size)
 	b = append(b, r.leaf[:]...)
 	return binary.BigEndian.AppendUint64(b, r.keys)
 }
 
-// stateCache is an opened state file and the ledger it held.
-type stateCache struct {
-	store  *store
-	ledger *ledger.Ledger
-	folded foldedRecord
+// StateCache is an opened state file and the ledger it held.
+type StateCache struct {
+	Store  *Store
+	Ledger *ledger.Ledger
+	folded FoldedRecord
 	// damaged says why the file was set aside, if it was; reset, that it
 	// was written by an older release and emptied.
 	damaged error
@@ -86,7 +86,7 @@ type stateCache struct {
 // A file from an older release loads as an empty ledger too. Only what
 // the data folder's owner must look at is an error: the file belongs to
 // another log, or cannot be replaced.
-func openStateCache(path, origin string) (*stateCache, error) {
+func openStateCache(path, origin string) (*StateCache, error) {
 	c, err := loadStateFile(path, origin)
 	var damage *logstore.DamageError
 	if !errors.As(err, &damage) {
@@ -106,7 +106,7 @@ func openStateCache(path, origin string) (*stateCache, error) {
 // loadStateFile opens and reads the state file. Everything that reads its
 // pages runs on one goroutine that turns a memory fault into a panic and
 // the panic into a *DamageError: bbolt maps the file and trusts its pages.
-func loadStateFile(path, origin string) (*stateCache, error) {
+func loadStateFile(path, origin string) (*StateCache, error) {
 	damaged := func(format string, args ...any) error {
 		return &logstore.DamageError{File: path, Problem: fmt.Sprintf(format, args...), Remedy: "it is a cache of the log: annald sets it aside and folds the log again", Repairable: true}
 	}
@@ -114,7 +114,7 @@ func loadStateFile(path, origin string) (*stateCache, error) {
 		return nil, damaged("%d bytes is too short for a state file", fi.Size())
 	}
 	type result struct {
-		c   *stateCache
+		c   *StateCache
 		err error
 	}
 	done := make(chan result, 1)
@@ -155,8 +155,8 @@ func loadStateFile(path, origin string) (*stateCache, error) {
 // (the file has been set aside; at worst its handle stays open).
 func closeQuietly(db *bolt.DB) { go db.Close() }
 
-func readState(db *bolt.DB, path, origin string, damaged func(string, ...any) error) (*stateCache, error) {
-	c := &stateCache{store: &store{db: db}}
+func readState(db *bolt.DB, path, origin string, damaged func(string, ...any) error) (*StateCache, error) {
+	c := &StateCache{Store: &Store{db: db}}
 	fresh, reset := false, false
 	// Read in a read-only transaction: a start whose state is sound
 	// writes (and syncs) nothing.
@@ -216,13 +216,13 @@ func readState(db *bolt.DB, path, origin string, damaged func(string, ...any) er
 		if led.Size != c.folded.size {
 			return damaged("its ledger has folded %d entries, its fold record says %d", led.Size, c.folded.size)
 		}
-		c.ledger = led
+		c.Ledger = led
 		return nil
 	})
 	if err != nil || !(fresh || reset) {
 		return c, err
 	}
-	c.reset, c.ledger = reset, ledger.New()
+	c.reset, c.Ledger = reset, ledger.New()
 	return c, db.Update(func(tx *bolt.Tx) error {
 		for _, name := range [][]byte{bucketLedger, bucketEvents} {
 			if tx.Bucket(name) != nil {
@@ -251,14 +251,14 @@ func readState(db *bolt.DB, path, origin string, damaged func(string, ...any) er
 	})
 }
 
-// openCheckedState opens the data folder's state cache and checks it
+// OpenCheckedState opens the data folder's state cache and checks it
 // against the log (whose newest files checkLog has checked): the entry it
 // says it folded last must be the log's. A state from another history of
 // this origin, or a damaged one, is set aside and the log folded again.
 //
 // leafAt returns the log's leaf hash at an index, or ok false when the log
 // has no such entry or it cannot be read (then the fold finds out).
-func openCheckedState(dir *logstore.DataDir, logger *slog.Logger, leafAt func(index uint64) (leaf []byte, ok bool)) (*stateCache, error) {
+func OpenCheckedState(dir *logstore.DataDir, logger *slog.Logger, leafAt func(index uint64) (leaf []byte, ok bool)) (*StateCache, error) {
 	cache, err := openStateCache(dir.StatePath(), dir.Origin)
 	if err != nil {
 		return nil, err
@@ -266,7 +266,7 @@ func openCheckedState(dir *logstore.DataDir, logger *slog.Logger, leafAt func(in
 	if f := cache.folded; f.size > 0 {
 		last := f.size - 1
 		if leaf, ok := leafAt(last); ok && !bytes.Equal(leaf, f.leaf[:]) {
-			cache.store.close()
+			cache.Store.Close()
 			damage := &logstore.DamageError{File: dir.StatePath(), Problem: fmt.Sprintf("it has folded entry %d with leaf hash %x, but the log's entry %d is %x: it is the state of another history", last, f.leaf, last, leaf),
 				Remedy: "it is a cache of the log: annald sets it aside and folds the log again", Repairable: true}
 			if err := os.Rename(dir.StatePath(), dir.StatePath()+".damaged"); err != nil {
@@ -295,9 +295,9 @@ func checksum(key, value []byte) uint32 {
 	return h.Sum32()
 }
 
-func (s *store) close() error { return s.db.Close() }
+func (s *Store) Close() error { return s.db.Close() }
 
-// releaseMappedPages drops this process's references to the pages of the
+// ReleaseMappedPages drops this process's references to the pages of the
 // state file it has read through bbolt's memory map. Why: bbolt reads
 // every page through one shared, read-only map of the whole file, and a
 // page once read stays in the process's resident set until bbolt makes the
@@ -307,7 +307,7 @@ func (s *store) close() error { return s.db.Close() }
 // 1 → 11 MiB of 39–51 MiB, back to 1 at each new map). The pages stay in
 // the page cache, and the next read of one maps it again (a minor fault).
 // It runs in a read transaction, during which bbolt cannot replace the map.
-func (s *store) releaseMappedPages() error {
+func (s *Store) ReleaseMappedPages() error {
 	return s.db.View(func(tx *bolt.Tx) error {
 		info := s.db.Info()
 		if _, _, errno := syscall.Syscall(syscall.SYS_MADVISE, info.Data, uintptr(tx.Size()), syscall.MADV_DONTNEED); errno != 0 {
@@ -322,13 +322,13 @@ func (s *store) releaseMappedPages() error {
 // whole log's index, after a rebuild).
 const indexChunk = 100_000
 
-// write stores history index terms, then encoded ledger keys and the fold
+// Write stores history index terms, then encoded ledger keys and the fold
 // record. The index goes first, in transactions of its own: it may run
 // ahead of the fold record (after a crash, folding the log again puts the
 // same keys once more), never behind it. replace first empties the store
 // and drops the fold record (for rebuild), so a rebuild cut short leaves
 // a state that folds the log again.
-func (s *store) write(values map[string][]byte, index []indexedEvent, folded foldedRecord, replace bool) error {
+func (s *Store) Write(values map[string][]byte, index []IndexedEvent, folded FoldedRecord, replace bool) error {
 	if replace {
 		err := s.db.Update(func(tx *bolt.Tx) error {
 			for _, name := range [][]byte{bucketLedger, bucketEvents} {
@@ -391,19 +391,19 @@ func (s *store) write(values map[string][]byte, index []indexedEvent, folded fol
 	})
 }
 
-// foldLog applies the log's entries [l.Size, size) to l, reading a bundle
+// FoldLog applies the log's entries [l.Size, size) to l, reading a bundle
 // at a time. Every entry is parsed strictly; parsing (the costly part) runs
 // on all cores and one bundle ahead (parseAhead), while the entries before
 // it are folded in log order on one. An entry that breaks a rule stops it
 // (a *RefusedEntryError) unless a later log.tolerated entry names it: the
 // ledger then passes over it (tolerate.go).
-func foldLog(ctx context.Context, tl *logstore.Log, l *ledger.Ledger, size uint64, folded ...func(uint64, *event.Event)) error {
-	return foldLogAccepting(ctx, tl, l, size, nil, folded...)
+func FoldLog(ctx context.Context, tl *logstore.Log, l *ledger.Ledger, size uint64, folded ...func(uint64, *event.Event)) error {
+	return FoldLogAccepting(ctx, tl, l, size, nil, folded...)
 }
 
-// foldLogAccepting is foldLog that also passes over the entries in accept
+// FoldLogAccepting is foldLog that also passes over the entries in accept
 // that break a rule, which annald tolerate is about to name.
-func foldLogAccepting(ctx context.Context, tl *logstore.Log, l *ledger.Ledger, size uint64, accept map[uint64]bool, folded ...func(uint64, *event.Event)) error {
+func FoldLogAccepting(ctx context.Context, tl *logstore.Log, l *ledger.Ledger, size uint64, accept map[uint64]bool, folded ...func(uint64, *event.Event)) error {
 	if l.Size < size {
 		// Sequenced entries reach the tree later on Tessera's AWS driver.
 		if _, err := tl.WaitIntegrated(ctx, size); err != nil {
@@ -504,11 +504,11 @@ func parseAhead(from, size uint64, read func(bundleIndex uint64) ([][]byte, erro
 	return runs
 }
 
-// foldedAt is the fold record of a ledger that has folded size entries:
+// FoldedAt is the fold record of a ledger that has folded size entries:
 // the leaf hash of the last one, read back from the log (it is durable,
 // so it is read outside the kernel's lock).
-func foldedAt(ctx context.Context, tl *logstore.Log, size uint64) (foldedRecord, error) {
-	r := foldedRecord{size: size}
+func FoldedAt(ctx context.Context, tl *logstore.Log, size uint64) (FoldedRecord, error) {
+	r := FoldedRecord{size: size}
 	if size == 0 {
 		return r, nil
 	}

@@ -22,7 +22,7 @@ func (k *Kernel) History(ctx context.Context, viewer *Actor, q HistoryQuery) (*H
 	k.mu.Lock()
 	size := k.ledger.Size
 	k.mu.Unlock()
-	return queryHistory(ctx, k.store, k.log, q, visible, size, func() []indexedEvent {
+	return Find(ctx, k.store, k.log, q, visible, size, func() []IndexedEvent {
 		k.mu.Lock()
 		defer k.mu.Unlock()
 		return slices.Clone(k.unindexed)

@@ -151,7 +151,7 @@ func TestHistoryFiltersAgreeWithTheLog(t *testing.T) {
 	if len(tail) == 0 {
 		t.Fatal("no tail to write ahead")
 	}
-	if err := g.store.write(nil, tail, foldedRecord{}, false); err != nil {
+	if err := g.store.Write(nil, tail, FoldedRecord{}, false); err != nil {
 		t.Fatal(err)
 	}
 	check("index ahead of the tail")

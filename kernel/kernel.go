@@ -37,7 +37,7 @@ type Kernel struct {
 	log *logstore.Log
 	// witnesses sees the witnesses' answers (nil without a policy).
 	witnesses *logstore.WitnessWatch
-	store     *store
+	store     *Store
 	logger    *slog.Logger
 	// sealed keeps sealed payloads and their subjects' keys (sealed.go).
 	sealed *sealstore.Store
@@ -87,7 +87,7 @@ type Kernel struct {
 	grown chan struct{}
 	// unindexed are the history terms of folded events not yet in the
 	// state file's index (history.go); persist writes them.
-	unindexed []indexedEvent
+	unindexed []IndexedEvent
 	// persistMu makes persists take turns: each writes what it took from
 	// the ledger and then drops that many terms from unindexed, which two
 	// at once would drop twice.
@@ -141,24 +141,24 @@ func Open(cfg Config) (_ *Kernel, err error) {
 		}
 		witnesses = logstore.NewWitnessWatch(dir.Origin, dir.VerifierKey, cfg.Logger, cfg.Now)
 	}
-	var cache *stateCache
+	var cache *StateCache
 	l, unscrubbed, err := logstore.Open(dir, logstore.Options{
 		LogOptions: cfg.logOptions(), Signer: signer, Verifier: verifier, Witnesses: witnesses,
 		DisableWriteAhead: cfg.DisableWriteAhead, ScrubAtStart: cfg.scrubAtStart(), DisableScrub: cfg.DisableScrub,
 	}, func(leafAt func(uint64) ([]byte, bool)) (err error) {
-		cache, err = openCheckedState(dir, cfg.Logger, leafAt)
+		cache, err = OpenCheckedState(dir, cfg.Logger, leafAt)
 		return err
 	})
 	if err != nil {
 		if cache != nil {
-			cache.store.close()
+			cache.Store.Close()
 		}
 		return nil, err
 	}
-	st, led := cache.store, cache.ledger
+	st, led := cache.Store, cache.Ledger
 	defer func() {
 		if err != nil {
-			st.close()
+			st.Close()
 		}
 	}()
 	k := &Kernel{
@@ -212,7 +212,7 @@ func (k *Kernel) recover(ctx context.Context) error {
 	if k.cfg.tolerate != nil {
 		accept = k.cfg.tolerate.entries
 	}
-	if err := foldLogAccepting(ctx, k.log, k.ledger, size, accept, k.indexFolded); err != nil {
+	if err := FoldLogAccepting(ctx, k.log, k.ledger, size, accept, k.indexFolded); err != nil {
 		return fmt.Errorf("fold log into state: %w", err)
 	}
 	if waiting := k.ledger.AwaitingRecord(); len(waiting) > 0 && k.cfg.tolerate == nil {
@@ -483,7 +483,7 @@ func (k *Kernel) tryResume(ctx context.Context) (done bool, err error) {
 	}
 	before := k.ledger.Size
 	defer k.signalGrowth(before)
-	if err := foldLog(ctx, k.log, k.ledger, size, k.indexFolded); err != nil {
+	if err := FoldLog(ctx, k.log, k.ledger, size, k.indexFolded); err != nil {
 		k.failed, k.resumable = fmt.Errorf("after a failed append, fold what landed: %w", err), false
 		k.logger.Error("what landed during a failed append cannot be folded; the kernel stops taking writes until an operator looks", "err", err)
 		return true, err
@@ -542,7 +542,7 @@ func (k *Kernel) foldLoop() {
 			}
 			if time.Since(released) >= releaseMappedInterval {
 				released = time.Now()
-				if err := k.store.releaseMappedPages(); err != nil {
+				if err := k.store.ReleaseMappedPages(); err != nil {
 					k.logger.Warn("state file", "err", err)
 				}
 			}
@@ -557,7 +557,7 @@ const releaseMappedInterval = 10 * time.Second
 // indexFolded queues the history terms of a folded event (the caller
 // holds k.mu, or is alone with the kernel as at start).
 func (k *Kernel) indexFolded(index uint64, ev *event.Event) {
-	k.unindexed = append(k.unindexed, indexedEvent{index: index, terms: historyTerms(ev)})
+	k.unindexed = append(k.unindexed, IndexedEvent{Index: index, Terms: IndexTerms(ev)})
 }
 
 // persist writes what changed in the ledger since the last call, and the
@@ -583,9 +583,9 @@ func (k *Kernel) persist() error {
 	if len(values) == 0 && len(index) == 0 {
 		return nil
 	}
-	folded, err := foldedAt(context.Background(), k.log, size)
+	folded, err := FoldedAt(context.Background(), k.log, size)
 	if err == nil {
-		err = k.store.write(values, index, folded, false)
+		err = k.store.Write(values, index, folded, false)
 	}
 	if err != nil {
 		// Nothing of the transaction was written: its keys are written
@@ -631,7 +631,7 @@ func (k *Kernel) Close() error {
 		logErr = nil
 	}
 	errs := []error{logErr}
-	errs = append(errs, k.persist(), k.store.close())
+	errs = append(errs, k.persist(), k.store.Close())
 	k.dir.Close()
 	return errors.Join(errs...)
 }

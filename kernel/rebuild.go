@@ -28,7 +28,7 @@ func (k *Kernel) stateMatchesReplay(ctx context.Context) ([]string, error) {
 	live := k.ledger.Snapshot()
 	k.mu.Unlock()
 	fresh := ledger.New()
-	if err := foldLog(ctx, k.log, fresh, size); err != nil {
+	if err := FoldLog(ctx, k.log, fresh, size); err != nil {
 		return nil, err
 	}
 	if bytes.Equal(live, fresh.Snapshot()) {
@@ -39,7 +39,7 @@ func (k *Kernel) stateMatchesReplay(ctx context.Context) ([]string, error) {
 	if k.ledger.Size != size {
 		return nil, fmt.Errorf("the log grew during the comparison; compare on a quiet kernel")
 	}
-	return diffLedgers(k.ledger, fresh), nil
+	return DiffLedgers(k.ledger, fresh), nil
 }
 
 // VerifyLog checks the stored log against its latest signed checkpoint:
@@ -49,5 +49,5 @@ func (k *Kernel) stateMatchesReplay(ctx context.Context) ([]string, error) {
 // makes this fail (INV-1); the error names the first entry that does not
 // parse, or the two roots.
 func (k *Kernel) VerifyLog(ctx context.Context) (size uint64, err error) {
-	return verifyLog(ctx, k.log)
+	return VerifyLog(ctx, k.log)
 }

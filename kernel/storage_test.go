@@ -428,8 +428,8 @@ func TestAWSStorage_FollowKeepsAStandbyWarm(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		size := cache.ledger.Size
-		cache.store.close()
+		size := cache.Ledger.Size
+		cache.Store.Close()
 		if size > last.Index {
 			break
 		}

@@ -45,7 +45,7 @@ func TestStore_ReleaseMappedPages(t *testing.T) {
 	if mapped == 0 {
 		t.Fatalf("no resident pages of %s after reading it", logstore.StateFileName)
 	}
-	if err := k.store.releaseMappedPages(); err != nil {
+	if err := k.store.ReleaseMappedPages(); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("mapped %d kB before the release, %d after", mapped, procmem.MappedRSS(logstore.StateFileName))

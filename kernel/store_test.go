@@ -119,10 +119,10 @@ func TestStateCacheOfAnotherHistoryIsRebuilt(t *testing.T) {
 		t.Fatalf("%v %v", err, c.damaged)
 	}
 	c.folded.leaf[0] ^= 1
-	if err := c.store.write(nil, nil, c.folded, false); err != nil {
+	if err := c.Store.Write(nil, nil, c.folded, false); err != nil {
 		t.Fatal(err)
 	}
-	c.store.close()
+	c.Store.Close()
 	if !openDamaged(t, f, []byte(readFile(t, f.path(logstore.StateFileName)))) {
 		t.Fatal("the state of another history was not set aside")
 	}
@@ -187,7 +187,7 @@ func FuzzStateFile(f *testing.F) {
 		var damage *logstore.DamageError
 		switch {
 		case err == nil:
-			c.store.close()
+			c.Store.Close()
 		case errors.As(err, &damage), strings.Contains(err.Error(), "belongs to log"):
 		default:
 			t.Fatalf("neither loaded nor reported damaged: %v", err)

@@ -29,7 +29,7 @@ import (
 func (k *Kernel) Tolerated() []ToleratedEntry {
 	k.mu.RLock()
 	defer k.mu.RUnlock()
-	return toleratedOf(k.ledger)
+	return Tolerated(k.ledger)
 }
 
 // tolerateRequest is annald tolerate's: the entries to accept, why, and
