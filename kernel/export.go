@@ -3,6 +3,8 @@ package kernel
 import (
 	"context"
 	"io"
+
+	"github.com/annal-dev/annal/kernel/internal/history"
 )
 
 // Export writes an audit bundle (format/bundle, testvectors/FORMATS.md,
@@ -15,5 +17,5 @@ import (
 // event is ErrNotFound with w untouched. progress, if not nil, is called
 // with the entries scanned and the entries to scan.
 func (k *Kernel) Export(ctx context.Context, sel ExportSelection, w io.Writer, progress func(done, total uint64)) (*ExportResult, error) {
-	return Export(ctx, k.log, k.openingOf, sel, w, progress)
+	return history.Export(ctx, k.log, k.openingOf, sel, w, progress)
 }

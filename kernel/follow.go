@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/annal-dev/annal/checkpoints"
+	"github.com/annal-dev/annal/kernel/internal/history"
 	"github.com/annal-dev/annal/kernel/internal/logstore"
 )
 
@@ -36,7 +37,7 @@ func Follow(ctx context.Context, cfg Config, interval time.Duration) error {
 	if err := tl.CheckOwnLog(ctx, dir.Origin); err != nil {
 		return err
 	}
-	cache, err := OpenCheckedState(dir, cfg.Logger, tl.LeafAt(ctx))
+	cache, err := history.OpenCheckedState(dir, cfg.Logger, tl.LeafAt(ctx))
 	if err != nil {
 		return err
 	}
@@ -45,7 +46,7 @@ func Follow(ctx context.Context, cfg Config, interval time.Duration) error {
 	for {
 		size, err := tl.IntegratedSize(ctx)
 		if err == nil && size > k.ledger.Size {
-			if err = FoldLog(ctx, tl, k.ledger, size, k.indexFolded); err == nil {
+			if err = history.FoldLog(ctx, tl, k.ledger, size, k.indexFolded); err == nil {
 				err = k.persist()
 			}
 		}

@@ -5,6 +5,52 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/annal-dev/annal/kernel/internal/history"
+)
+
+// The history: every folded event is indexed by the terms people search
+// it by, in the state file beside the ledger (kernel/internal/history); a
+// page reads O(page) index keys and entries, not O(log). The kernel
+// decides who reads what (historyScope); the history package reads it.
+//
+// Visibility: the log itself is public (its tiles and /v1/events/<i> need
+// no credential), so the history hides nothing that is secret; it answers
+// within the caller's oversight so that a console shows each person their
+// own agents. Root sees every event; any other actor sees the events whose
+// actor is itself or an actor it created. A filter that names an actor, an
+// envelope or a session outside the caller's oversight is refused
+// (ErrForbidden), never answered with an empty page.
+type (
+	// HistoryQuery selects events. Empty fields select everything.
+	HistoryQuery = history.Query
+	// HistoryPage is a page of events and where the next one starts (nil
+	// at the end).
+	HistoryPage = history.Page
+	// HistoryItem is one event of a page.
+	HistoryItem = history.Item
+	// ExportSelection chooses the events of an audit bundle.
+	ExportSelection = history.ExportSelection
+	// ExportResult says what Export wrote.
+	ExportResult = history.ExportResult
+	// RebuildReport says what Rebuild found.
+	RebuildReport = history.RebuildReport
+	// ToleratedEntry is an entry that breaks a rule and that the fold
+	// passes over: the rule (gate) and why.
+	ToleratedEntry = history.ToleratedEntry
+	// RefusedEntryError is a log entry that breaks a rule with no
+	// log.tolerated entry naming it: the log cannot be folded past it.
+	RefusedEntryError = history.RefusedEntryError
+)
+
+// MaxHistoryPage bounds a page of the history.
+const MaxHistoryPage = history.MaxPage
+
+// Outcomes an action can have in the history.
+const (
+	OutcomeCommitted = history.OutcomeCommitted
+	OutcomeDenied    = history.OutcomeDenied
+	OutcomeHeld      = history.OutcomeHeld
 )
 
 // History answers a query within viewer's oversight.
@@ -22,7 +68,7 @@ func (k *Kernel) History(ctx context.Context, viewer *Actor, q HistoryQuery) (*H
 	k.mu.Lock()
 	size := k.ledger.Size
 	k.mu.Unlock()
-	return Find(ctx, k.store, k.log, q, visible, size, func() []IndexedEvent {
+	return history.Find(ctx, k.store, k.log, q, visible, size, func() []history.IndexedEvent {
 		k.mu.Lock()
 		defer k.mu.Unlock()
 		return slices.Clone(k.unindexed)

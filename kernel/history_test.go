@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/annal-dev/annal/kernel/event"
+	"github.com/annal-dev/annal/kernel/internal/history"
 )
 
 // historyLog is a kernel with two agents under envelopes, a session, and
@@ -110,7 +111,7 @@ func TestHistoryFiltersAgreeWithTheLog(t *testing.T) {
 		for name, q := range queries {
 			var want []uint64
 			for _, e := range all {
-				if q.matches(e.Event, nil) {
+				if q.Matches(e.Event, nil) {
 					want = append(want, e.Index)
 				}
 			}
@@ -151,7 +152,7 @@ func TestHistoryFiltersAgreeWithTheLog(t *testing.T) {
 	if len(tail) == 0 {
 		t.Fatal("no tail to write ahead")
 	}
-	if err := g.store.Write(nil, tail, FoldedRecord{}, false); err != nil {
+	if err := g.store.Write(nil, tail, history.FoldedRecord{}, false); err != nil {
 		t.Fatal(err)
 	}
 	check("index ahead of the tail")

@@ -16,6 +16,7 @@ import (
 
 	"github.com/annal-dev/annal/checkpoints"
 	"github.com/annal-dev/annal/kernel/event"
+	"github.com/annal-dev/annal/kernel/internal/history"
 	"github.com/annal-dev/annal/kernel/internal/ledger"
 	"github.com/annal-dev/annal/kernel/internal/logstore"
 	"github.com/annal-dev/annal/kernel/internal/ratelimit"
@@ -37,7 +38,7 @@ type Kernel struct {
 	log *logstore.Log
 	// witnesses sees the witnesses' answers (nil without a policy).
 	witnesses *logstore.WitnessWatch
-	store     *Store
+	store     *history.Store
 	logger    *slog.Logger
 	// sealed keeps sealed payloads and their subjects' keys (sealed.go).
 	sealed *sealstore.Store
@@ -87,7 +88,7 @@ type Kernel struct {
 	grown chan struct{}
 	// unindexed are the history terms of folded events not yet in the
 	// state file's index (history.go); persist writes them.
-	unindexed []IndexedEvent
+	unindexed []history.IndexedEvent
 	// persistMu makes persists take turns: each writes what it took from
 	// the ledger and then drops that many terms from unindexed, which two
 	// at once would drop twice.
@@ -141,12 +142,12 @@ func Open(cfg Config) (_ *Kernel, err error) {
 		}
 		witnesses = logstore.NewWitnessWatch(dir.Origin, dir.VerifierKey, cfg.Logger, cfg.Now)
 	}
-	var cache *StateCache
+	var cache *history.StateCache
 	l, unscrubbed, err := logstore.Open(dir, logstore.Options{
 		LogOptions: cfg.logOptions(), Signer: signer, Verifier: verifier, Witnesses: witnesses,
 		DisableWriteAhead: cfg.DisableWriteAhead, ScrubAtStart: cfg.scrubAtStart(), DisableScrub: cfg.DisableScrub,
 	}, func(leafAt func(uint64) ([]byte, bool)) (err error) {
-		cache, err = OpenCheckedState(dir, cfg.Logger, leafAt)
+		cache, err = history.OpenCheckedState(dir, cfg.Logger, leafAt)
 		return err
 	})
 	if err != nil {
@@ -212,7 +213,7 @@ func (k *Kernel) recover(ctx context.Context) error {
 	if k.cfg.tolerate != nil {
 		accept = k.cfg.tolerate.entries
 	}
-	if err := FoldLogAccepting(ctx, k.log, k.ledger, size, accept, k.indexFolded); err != nil {
+	if err := history.FoldLogAccepting(ctx, k.log, k.ledger, size, accept, k.indexFolded); err != nil {
 		return fmt.Errorf("fold log into state: %w", err)
 	}
 	if waiting := k.ledger.AwaitingRecord(); len(waiting) > 0 && k.cfg.tolerate == nil {
@@ -483,7 +484,7 @@ func (k *Kernel) tryResume(ctx context.Context) (done bool, err error) {
 	}
 	before := k.ledger.Size
 	defer k.signalGrowth(before)
-	if err := FoldLog(ctx, k.log, k.ledger, size, k.indexFolded); err != nil {
+	if err := history.FoldLog(ctx, k.log, k.ledger, size, k.indexFolded); err != nil {
 		k.failed, k.resumable = fmt.Errorf("after a failed append, fold what landed: %w", err), false
 		k.logger.Error("what landed during a failed append cannot be folded; the kernel stops taking writes until an operator looks", "err", err)
 		return true, err
@@ -557,7 +558,7 @@ const releaseMappedInterval = 10 * time.Second
 // indexFolded queues the history terms of a folded event (the caller
 // holds k.mu, or is alone with the kernel as at start).
 func (k *Kernel) indexFolded(index uint64, ev *event.Event) {
-	k.unindexed = append(k.unindexed, IndexedEvent{Index: index, Terms: IndexTerms(ev)})
+	k.unindexed = append(k.unindexed, history.IndexedEvent{Index: index, Terms: history.IndexTerms(ev)})
 }
 
 // persist writes what changed in the ledger since the last call, and the
@@ -583,7 +584,7 @@ func (k *Kernel) persist() error {
 	if len(values) == 0 && len(index) == 0 {
 		return nil
 	}
-	folded, err := FoldedAt(context.Background(), k.log, size)
+	folded, err := history.FoldedAt(context.Background(), k.log, size)
 	if err == nil {
 		err = k.store.Write(values, index, folded, false)
 	}

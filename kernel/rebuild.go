@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/annal-dev/annal/kernel/internal/history"
 	"github.com/annal-dev/annal/kernel/internal/ledger"
 )
 
@@ -16,7 +17,7 @@ func Rebuild(ctx context.Context, cfg Config) (*RebuildReport, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return rebuildState(ctx, cfg.DataDir, cfg.logOptions())
+	return history.Rebuild(ctx, cfg.DataDir, cfg.logOptions())
 }
 
 // stateMatchesReplay compares the live ledger with a fresh replay of the
@@ -28,7 +29,7 @@ func (k *Kernel) stateMatchesReplay(ctx context.Context) ([]string, error) {
 	live := k.ledger.Snapshot()
 	k.mu.Unlock()
 	fresh := ledger.New()
-	if err := FoldLog(ctx, k.log, fresh, size); err != nil {
+	if err := history.FoldLog(ctx, k.log, fresh, size); err != nil {
 		return nil, err
 	}
 	if bytes.Equal(live, fresh.Snapshot()) {
@@ -39,7 +40,7 @@ func (k *Kernel) stateMatchesReplay(ctx context.Context) ([]string, error) {
 	if k.ledger.Size != size {
 		return nil, fmt.Errorf("the log grew during the comparison; compare on a quiet kernel")
 	}
-	return DiffLedgers(k.ledger, fresh), nil
+	return history.DiffLedgers(k.ledger, fresh), nil
 }
 
 // VerifyLog checks the stored log against its latest signed checkpoint:
@@ -49,5 +50,5 @@ func (k *Kernel) stateMatchesReplay(ctx context.Context) ([]string, error) {
 // makes this fail (INV-1); the error names the first entry that does not
 // parse, or the two roots.
 func (k *Kernel) VerifyLog(ctx context.Context) (size uint64, err error) {
-	return VerifyLog(ctx, k.log)
+	return history.VerifyLog(ctx, k.log)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/annal-dev/annal/internal/servicestest"
 	"github.com/annal-dev/annal/kernel/event"
+	"github.com/annal-dev/annal/kernel/internal/history"
 	"github.com/annal-dev/annal/kernel/internal/logstore"
 	"github.com/annal-dev/annal/verifier"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -424,7 +425,7 @@ func TestAWSStorage_FollowKeepsAStandbyWarm(t *testing.T) {
 		if err := <-done; err != nil {
 			t.Fatal(err)
 		}
-		cache, err := openStateCache(filepath.Join(dirB, logstore.StateFileName), k.Origin())
+		cache, err := history.OpenStateCache(filepath.Join(dirB, logstore.StateFileName), k.Origin())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/annal-dev/annal/kernel/event"
+	"github.com/annal-dev/annal/kernel/internal/history"
 	"github.com/annal-dev/annal/kernel/internal/logstore"
 	bolt "go.etcd.io/bbolt"
 )
@@ -114,12 +115,12 @@ func TestStateCacheOfAnotherHistoryIsRebuilt(t *testing.T) {
 	k := openTest(t, f.dir)
 	k.Close()
 	// Rewrite the fold record as another history's: same size, other leaf.
-	c, err := openStateCache(f.path(logstore.StateFileName), strings.TrimSpace(readFile(t, f.path(logstore.OriginFileName))))
-	if err != nil || c.damaged != nil {
-		t.Fatalf("%v %v", err, c.damaged)
+	c, err := history.OpenStateCache(f.path(logstore.StateFileName), strings.TrimSpace(readFile(t, f.path(logstore.OriginFileName))))
+	if err != nil || c.Damaged != nil {
+		t.Fatalf("%v %v", err, c.Damaged)
 	}
-	c.folded.leaf[0] ^= 1
-	if err := c.Store.Write(nil, nil, c.folded, false); err != nil {
+	c.Folded.Leaf[0] ^= 1
+	if err := c.Store.Write(nil, nil, c.Folded, false); err != nil {
 		t.Fatal(err)
 	}
 	c.Store.Close()
@@ -183,7 +184,7 @@ func FuzzStateFile(f *testing.F) {
 		if err := os.WriteFile(path, state, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		c, err := loadStateFile(path, origin)
+		c, err := history.LoadStateFile(path, origin)
 		var damage *logstore.DamageError
 		switch {
 		case err == nil:
@@ -220,7 +221,7 @@ func TestFailedStateWriteIsRetried(t *testing.T) {
 		t.Fatal(err)
 	}
 	agent, _ := g.agent(100, "workspace/**:observe") // dirty only now
-	real := g.store.db
+	real := g.store.DB
 	roPath := filepath.Join(t.TempDir(), "ro.db")
 	ro, err := bolt.Open(roPath, 0o600, nil)
 	if err != nil {
@@ -231,20 +232,20 @@ func TestFailedStateWriteIsRetried(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g.store.db = ro // every write now fails
+	g.store.DB = ro // every write now fails
 	if err := g.persist(); err == nil {
 		t.Fatal("a write to a read-only state succeeded")
 	}
 	ro.Close()
-	g.store.db = real
+	g.store.DB = real
 	if _, err := g.submit(g.root, event.Observe, "workspace/after"); err != nil {
 		t.Fatal(err)
 	}
 	if err := g.persist(); err != nil {
 		t.Fatal(err)
 	}
-	g.store.db.View(func(tx *bolt.Tx) error {
-		if tx.Bucket(bucketLedger).Get([]byte("actor/"+agent.ID)) == nil {
+	g.store.DB.View(func(tx *bolt.Tx) error {
+		if tx.Bucket(history.BucketLedger).Get([]byte("actor/"+agent.ID)) == nil {
 			t.Errorf("the agent created before the failed write is not in the state file")
 		}
 		return nil

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/annal-dev/annal/kernel/event"
+	"github.com/annal-dev/annal/kernel/internal/history"
 	"github.com/annal-dev/annal/kernel/internal/ledger"
 )
 
@@ -29,7 +30,7 @@ import (
 func (k *Kernel) Tolerated() []ToleratedEntry {
 	k.mu.RLock()
 	defer k.mu.RUnlock()
-	return Tolerated(k.ledger)
+	return history.Tolerated(k.ledger)
 }
 
 // tolerateRequest is annald tolerate's: the entries to accept, why, and

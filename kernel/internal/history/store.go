@@ -1,4 +1,4 @@
-package kernel
+package history
 
 import (
 	"bytes"
@@ -24,7 +24,7 @@ import (
 
 var (
 	bucketMeta   = []byte("meta")
-	bucketLedger = []byte("ledger")
+	BucketLedger = []byte("ledger")
 	// bucketEvents is the history index (history.go): a key per indexed
 	// term of every folded event, no values.
 	bucketEvents = []byte("events")
@@ -53,41 +53,41 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // when it is opened, set aside as state.db.damaged, and replaced by an
 // empty one, which the kernel fills by folding the log.
 type Store struct {
-	db *bolt.DB
+	DB *bolt.DB
 }
 
 // FoldedRecord is the value of keyFolded.
 type FoldedRecord struct {
-	size uint64
-	leaf [32]byte
-	keys uint64
+	Size uint64
+	Leaf [32]byte
+	Keys uint64
 }
 
 func (r FoldedRecord) encode() []byte {
-	b := binary.BigEndian.AppendUint64(nil, r.size)
-	b = append(b, r.leaf[:]...)
-	return binary.BigEndian.AppendUint64(b, r.keys)
+	b := binary.BigEndian.AppendUint64(nil, r.Size)
+	b = append(b, r.Leaf[:]...)
+	return binary.BigEndian.AppendUint64(b, r.Keys)
 }
 
 // StateCache is an opened state file and the ledger it held.
 type StateCache struct {
 	Store  *Store
 	Ledger *ledger.Ledger
-	folded FoldedRecord
-	// damaged says why the file was set aside, if it was; reset, that it
+	Folded FoldedRecord
+	// Damaged says why the file was set aside, if it was; reset, that it
 	// was written by an older release and emptied.
-	damaged error
-	reset   bool
+	Damaged error
+	Reset   bool
 }
 
-// openStateCache opens the state file at path for the log origin and
+// OpenStateCache opens the state file at path for the log origin and
 // loads its ledger. A damaged file never makes it fail or crash: it is
 // set aside and an empty state is opened in its place (damaged says why).
 // A file from an older release loads as an empty ledger too. Only what
 // the data folder's owner must look at is an error: the file belongs to
 // another log, or cannot be replaced.
-func openStateCache(path, origin string) (*StateCache, error) {
-	c, err := loadStateFile(path, origin)
+func OpenStateCache(path, origin string) (*StateCache, error) {
+	c, err := LoadStateFile(path, origin)
 	var damage *logstore.DamageError
 	if !errors.As(err, &damage) {
 		return c, err
@@ -95,18 +95,18 @@ func openStateCache(path, origin string) (*StateCache, error) {
 	if err := os.Rename(path, path+".damaged"); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("set the damaged state file aside: %w", err)
 	}
-	c, err = loadStateFile(path, origin)
+	c, err = LoadStateFile(path, origin)
 	if err != nil {
 		return nil, err
 	}
-	c.damaged = damage
+	c.Damaged = damage
 	return c, nil
 }
 
-// loadStateFile opens and reads the state file. Everything that reads its
+// LoadStateFile opens and reads the state file. Everything that reads its
 // pages runs on one goroutine that turns a memory fault into a panic and
 // the panic into a *DamageError: bbolt maps the file and trusts its pages.
-func loadStateFile(path, origin string) (*StateCache, error) {
+func LoadStateFile(path, origin string) (*StateCache, error) {
 	damaged := func(format string, args ...any) error {
 		return &logstore.DamageError{File: path, Problem: fmt.Sprintf(format, args...), Remedy: "it is a cache of the log: annald sets it aside and folds the log again", Repairable: true}
 	}
@@ -156,7 +156,7 @@ func loadStateFile(path, origin string) (*StateCache, error) {
 func closeQuietly(db *bolt.DB) { go db.Close() }
 
 func readState(db *bolt.DB, path, origin string, damaged func(string, ...any) error) (*StateCache, error) {
-	c := &StateCache{Store: &Store{db: db}}
+	c := &StateCache{Store: &Store{DB: db}}
 	fresh, reset := false, false
 	// Read in a read-only transaction: a start whose state is sound
 	// writes (and syncs) nothing.
@@ -168,7 +168,7 @@ func readState(db *bolt.DB, path, origin string, damaged func(string, ...any) er
 		}
 		meta := tx.Bucket(bucketMeta)
 		if meta == nil {
-			if tx.Bucket(bucketLedger) != nil {
+			if tx.Bucket(BucketLedger) != nil {
 				return damaged("it has a ledger but no meta bucket")
 			}
 			fresh = true
@@ -184,7 +184,7 @@ func readState(db *bolt.DB, path, origin string, damaged func(string, ...any) er
 			reset = true // written by an older release: fold the log again
 			return nil
 		}
-		b := tx.Bucket(bucketLedger)
+		b := tx.Bucket(BucketLedger)
 		if b == nil || tx.Bucket(bucketEvents) == nil {
 			return damaged("it has no ledger or history bucket")
 		}
@@ -192,9 +192,9 @@ func readState(db *bolt.DB, path, origin string, damaged func(string, ...any) er
 		if raw != nil && len(raw) != 48 {
 			return damaged("its fold record is %d bytes", len(raw))
 		} else if raw != nil {
-			c.folded.size = binary.BigEndian.Uint64(raw)
-			copy(c.folded.leaf[:], raw[8:40])
-			c.folded.keys = binary.BigEndian.Uint64(raw[40:])
+			c.Folded.Size = binary.BigEndian.Uint64(raw)
+			copy(c.Folded.Leaf[:], raw[8:40])
+			c.Folded.Keys = binary.BigEndian.Uint64(raw[40:])
 		}
 		stored := map[string][]byte{}
 		if err := b.ForEach(func(k, v []byte) error {
@@ -206,15 +206,15 @@ func readState(db *bolt.DB, path, origin string, damaged func(string, ...any) er
 		}); err != nil {
 			return err
 		}
-		if uint64(len(stored)) != c.folded.keys {
-			return damaged("it holds %d keys, its fold record says %d", len(stored), c.folded.keys)
+		if uint64(len(stored)) != c.Folded.Keys {
+			return damaged("it holds %d keys, its fold record says %d", len(stored), c.Folded.Keys)
 		}
 		led, err := ledger.Load(stored)
 		if err != nil {
 			return damaged("its ledger does not load: %v", err)
 		}
-		if led.Size != c.folded.size {
-			return damaged("its ledger has folded %d entries, its fold record says %d", led.Size, c.folded.size)
+		if led.Size != c.Folded.Size {
+			return damaged("its ledger has folded %d entries, its fold record says %d", led.Size, c.Folded.Size)
 		}
 		c.Ledger = led
 		return nil
@@ -222,9 +222,9 @@ func readState(db *bolt.DB, path, origin string, damaged func(string, ...any) er
 	if err != nil || !(fresh || reset) {
 		return c, err
 	}
-	c.reset, c.Ledger = reset, ledger.New()
+	c.Reset, c.Ledger = reset, ledger.New()
 	return c, db.Update(func(tx *bolt.Tx) error {
-		for _, name := range [][]byte{bucketLedger, bucketEvents} {
+		for _, name := range [][]byte{BucketLedger, bucketEvents} {
 			if tx.Bucket(name) != nil {
 				if err := tx.DeleteBucket(name); err != nil {
 					return err
@@ -238,7 +238,7 @@ func readState(db *bolt.DB, path, origin string, damaged func(string, ...any) er
 		if err != nil {
 			return err
 		}
-		if _, err := tx.CreateBucket(bucketLedger); err != nil {
+		if _, err := tx.CreateBucket(BucketLedger); err != nil {
 			return err
 		}
 		if err := meta.Delete(keyFolded); err != nil {
@@ -259,29 +259,29 @@ func readState(db *bolt.DB, path, origin string, damaged func(string, ...any) er
 // leafAt returns the log's leaf hash at an index, or ok false when the log
 // has no such entry or it cannot be read (then the fold finds out).
 func OpenCheckedState(dir *logstore.DataDir, logger *slog.Logger, leafAt func(index uint64) (leaf []byte, ok bool)) (*StateCache, error) {
-	cache, err := openStateCache(dir.StatePath(), dir.Origin)
+	cache, err := OpenStateCache(dir.StatePath(), dir.Origin)
 	if err != nil {
 		return nil, err
 	}
-	if f := cache.folded; f.size > 0 {
-		last := f.size - 1
-		if leaf, ok := leafAt(last); ok && !bytes.Equal(leaf, f.leaf[:]) {
+	if f := cache.Folded; f.Size > 0 {
+		last := f.Size - 1
+		if leaf, ok := leafAt(last); ok && !bytes.Equal(leaf, f.Leaf[:]) {
 			cache.Store.Close()
-			damage := &logstore.DamageError{File: dir.StatePath(), Problem: fmt.Sprintf("it has folded entry %d with leaf hash %x, but the log's entry %d is %x: it is the state of another history", last, f.leaf, last, leaf),
+			damage := &logstore.DamageError{File: dir.StatePath(), Problem: fmt.Sprintf("it has folded entry %d with leaf hash %x, but the log's entry %d is %x: it is the state of another history", last, f.Leaf, last, leaf),
 				Remedy: "it is a cache of the log: annald sets it aside and folds the log again", Repairable: true}
 			if err := os.Rename(dir.StatePath(), dir.StatePath()+".damaged"); err != nil {
 				return nil, err
 			}
-			if cache, err = openStateCache(dir.StatePath(), dir.Origin); err != nil {
+			if cache, err = OpenStateCache(dir.StatePath(), dir.Origin); err != nil {
 				return nil, err
 			}
-			cache.damaged = damage
+			cache.Damaged = damage
 		}
 	}
 	switch {
-	case cache.damaged != nil:
-		logger.Error("the state cache is damaged; it was set aside and the log is folded again", "err", cache.damaged)
-	case cache.reset:
+	case cache.Damaged != nil:
+		logger.Error("the state cache is damaged; it was set aside and the log is folded again", "err", cache.Damaged)
+	case cache.Reset:
 		logger.Info("the state file was written by an older release; folding the log again")
 	}
 	return cache, nil
@@ -295,7 +295,7 @@ func checksum(key, value []byte) uint32 {
 	return h.Sum32()
 }
 
-func (s *Store) Close() error { return s.db.Close() }
+func (s *Store) Close() error { return s.DB.Close() }
 
 // ReleaseMappedPages drops this process's references to the pages of the
 // state file it has read through bbolt's memory map. Why: bbolt reads
@@ -308,8 +308,8 @@ func (s *Store) Close() error { return s.db.Close() }
 // the page cache, and the next read of one maps it again (a minor fault).
 // It runs in a read transaction, during which bbolt cannot replace the map.
 func (s *Store) ReleaseMappedPages() error {
-	return s.db.View(func(tx *bolt.Tx) error {
-		info := s.db.Info()
+	return s.DB.View(func(tx *bolt.Tx) error {
+		info := s.DB.Info()
 		if _, _, errno := syscall.Syscall(syscall.SYS_MADVISE, info.Data, uintptr(tx.Size()), syscall.MADV_DONTNEED); errno != 0 {
 			return fmt.Errorf("release the state file's mapped pages: %w", errno)
 		}
@@ -330,8 +330,8 @@ const indexChunk = 100_000
 // a state that folds the log again.
 func (s *Store) Write(values map[string][]byte, index []IndexedEvent, folded FoldedRecord, replace bool) error {
 	if replace {
-		err := s.db.Update(func(tx *bolt.Tx) error {
-			for _, name := range [][]byte{bucketLedger, bucketEvents} {
+		err := s.DB.Update(func(tx *bolt.Tx) error {
+			for _, name := range [][]byte{BucketLedger, bucketEvents} {
 				if err := tx.DeleteBucket(name); err != nil {
 					return err
 				}
@@ -348,7 +348,7 @@ func (s *Store) Write(values map[string][]byte, index []IndexedEvent, folded Fol
 	keys := indexKeys(index)
 	for len(keys) > 0 {
 		n := min(len(keys), indexChunk)
-		err := s.db.Update(func(tx *bolt.Tx) error {
+		err := s.DB.Update(func(tx *bolt.Tx) error {
 			b := tx.Bucket(bucketEvents)
 			b.FillPercent = 0.9 // keys arrive in order within each term: fill pages
 			for _, k := range keys[:n] {
@@ -363,16 +363,16 @@ func (s *Store) Write(values map[string][]byte, index []IndexedEvent, folded Fol
 		}
 		keys = keys[n:]
 	}
-	return s.db.Update(func(tx *bolt.Tx) error {
-		meta, b := tx.Bucket(bucketMeta), tx.Bucket(bucketLedger)
-		folded.keys = 0
+	return s.DB.Update(func(tx *bolt.Tx) error {
+		meta, b := tx.Bucket(bucketMeta), tx.Bucket(BucketLedger)
+		folded.Keys = 0
 		if raw := meta.Get(keyFolded); raw != nil {
-			folded.keys = binary.BigEndian.Uint64(raw[40:])
+			folded.Keys = binary.BigEndian.Uint64(raw[40:])
 		}
 		for k, v := range values {
 			if v == nil {
 				if b.Get([]byte(k)) != nil {
-					folded.keys--
+					folded.Keys--
 					if err := b.Delete([]byte(k)); err != nil {
 						return err
 					}
@@ -380,7 +380,7 @@ func (s *Store) Write(values map[string][]byte, index []IndexedEvent, folded Fol
 				continue
 			}
 			if b.Get([]byte(k)) == nil {
-				folded.keys++
+				folded.Keys++
 			}
 			stored := binary.BigEndian.AppendUint32(make([]byte, 0, 4+len(v)), checksum([]byte(k), v))
 			if err := b.Put([]byte(k), append(stored, v...)); err != nil {
@@ -508,7 +508,7 @@ func parseAhead(from, size uint64, read func(bundleIndex uint64) ([][]byte, erro
 // the leaf hash of the last one, read back from the log (it is durable,
 // so it is read outside the kernel's lock).
 func FoldedAt(ctx context.Context, tl *logstore.Log, size uint64) (FoldedRecord, error) {
-	r := FoldedRecord{size: size}
+	r := FoldedRecord{Size: size}
 	if size == 0 {
 		return r, nil
 	}
@@ -516,6 +516,6 @@ func FoldedAt(ctx context.Context, tl *logstore.Log, size uint64) (FoldedRecord,
 	if err != nil {
 		return r, fmt.Errorf("read the last folded entry: %w", err)
 	}
-	r.leaf = event.LeafHash(entry)
+	r.Leaf = event.LeafHash(entry)
 	return r, nil
 }

@@ -1,4 +1,4 @@
-package kernel
+package history
 
 import (
 	"bytes"
@@ -113,8 +113,8 @@ func indexKeys(index []IndexedEvent) [][]byte {
 	return keys
 }
 
-// HistoryQuery selects events. Empty fields select everything.
-type HistoryQuery struct {
+// Query selects events. Empty fields select everything.
+type Query struct {
 	Actor, Envelope, Session, Kind, Type, Outcome string
 	// TargetPrefix selects actions whose target starts with it.
 	TargetPrefix string
@@ -129,18 +129,18 @@ type HistoryQuery struct {
 	Limit int
 }
 
-// MaxHistoryPage bounds a page; maxHistoryScan bounds the index keys one
+// MaxPage bounds a page; maxHistoryScan bounds the index keys one
 // page reads before it returns what it found with a cursor to go on.
 // maxHistoryBytes bounds the entry bytes of a page, so that a page of
 // large events still fits a client's answer limit (1 MiB).
 const (
-	MaxHistoryPage  = 500
+	MaxPage  = 500
 	maxHistoryScan  = 20_000
 	maxHistoryBytes = 640 << 10
 )
 
-// HistoryItem is one event of a page.
-type HistoryItem struct {
+// Item is one event of a page.
+type Item struct {
 	Index    uint64
 	LeafHash string
 	// Entry is the event exactly as logged; Event, decoded.
@@ -148,10 +148,10 @@ type HistoryItem struct {
 	Event *event.Event
 }
 
-// HistoryPage is a page of events and where the next one starts (nil at
+// Page is a page of events and where the next one starts (nil at
 // the end).
-type HistoryPage struct {
-	Events     []HistoryItem
+type Page struct {
+	Events     []Item
 	NextCursor *uint64
 }
 
@@ -161,7 +161,7 @@ type HistoryPage struct {
 // quote and the backslash as it is. So an entry without it is passed over
 // unparsed; one with it is parsed and judged by matches, like any other.
 // nil when there is no prefix or it holds a byte JSON might escape.
-func (q HistoryQuery) targetNeedle() []byte {
+func (q Query) targetNeedle() []byte {
 	if q.TargetPrefix == "" {
 		return nil
 	}
@@ -173,10 +173,10 @@ func (q HistoryQuery) targetNeedle() []byte {
 	return []byte(`"target":"` + q.TargetPrefix)
 }
 
-// matches checks every filter against the event itself: an index only
+// Matches checks every filter against the event itself: an index only
 // proposes candidates, so a damaged index can hide an event but never
 // show one the query did not ask for.
-func (q HistoryQuery) matches(ev *event.Event, visible map[string]bool) bool {
+func (q Query) Matches(ev *event.Event, visible map[string]bool) bool {
 	a := ev.Action
 	envelope := ""
 	if a != nil {
@@ -357,7 +357,7 @@ func entryAt(ctx context.Context, tl *logstore.Log, bundles map[uint64]*api.Entr
 // index's transaction has begun (an event persisted meanwhile is in both
 // and shown once, never in neither: persist drops the tail only after its
 // write committed).
-func Find(ctx context.Context, st *Store, tl *logstore.Log, q HistoryQuery, visible map[string]bool, size uint64, tail func() []IndexedEvent) (*HistoryPage, error) {
+func Find(ctx context.Context, st *Store, tl *logstore.Log, q Query, visible map[string]bool, size uint64, tail func() []IndexedEvent) (*Page, error) {
 	// The source of candidates: the most selective indexed filter, else
 	// the viewer's actors, else every index.
 	var sources [][]byte
@@ -385,11 +385,11 @@ func Find(ctx context.Context, st *Store, tl *logstore.Log, q HistoryQuery, visi
 	if size == 0 || (!q.Oldest && start >= size) {
 		start = max(size, 1) - 1
 	}
-	page := &HistoryPage{Events: []HistoryItem{}}
+	page := &Page{Events: []Item{}}
 	bundles := map[uint64]*api.EntryBundle{}
 	targetNeedle := q.targetNeedle()
 	scanned, bytesOut := 0, 0
-	err := st.db.View(func(tx *bolt.Tx) error {
+	err := st.DB.View(func(tx *bolt.Tx) error {
 		next := candidates(tx.Bucket(bucketEvents), tail(), sources, start, size, q.Oldest)
 		var last *uint64
 		for {
@@ -416,12 +416,12 @@ func Find(ctx context.Context, st *Store, tl *logstore.Log, q HistoryQuery, visi
 			if err != nil {
 				return fmt.Errorf("log entry %d: %w", i, err)
 			}
-			if !q.matches(ev, visible) {
+			if !q.Matches(ev, visible) {
 				continue
 			}
 			bytesOut += len(entry)
 			leaf := event.LeafHash(entry)
-			page.Events = append(page.Events, HistoryItem{Index: i, LeafHash: hex.EncodeToString(leaf[:]), Entry: entry, Event: ev})
+			page.Events = append(page.Events, Item{Index: i, LeafHash: hex.EncodeToString(leaf[:]), Entry: entry, Event: ev})
 		}
 	})
 	return page, err

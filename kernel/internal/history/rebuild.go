@@ -1,4 +1,4 @@
-package kernel
+package history
 
 import (
 	"bytes"
@@ -30,8 +30,8 @@ type RebuildReport struct {
 	Elapsed time.Duration
 }
 
-// rebuildState is Rebuild on the data folder at dataDir.
-func rebuildState(ctx context.Context, dataDir string, opts logstore.LogOptions) (*RebuildReport, error) {
+// Rebuild is Rebuild on the data folder at dataDir.
+func Rebuild(ctx context.Context, dataDir string, opts logstore.LogOptions) (*RebuildReport, error) {
 	dir, err := logstore.OpenExistingDataDir(dataDir)
 	if err != nil {
 		return nil, err
@@ -50,7 +50,7 @@ func rebuildState(ctx context.Context, dataDir string, opts logstore.LogOptions)
 	if _, err := logstore.CheckLog(ctx, dir.LogPath(), verifier); err != nil {
 		return nil, fmt.Errorf("start-up check of the log: %w", err)
 	}
-	cache, err := openStateCache(dir.StatePath(), dir.Origin)
+	cache, err := OpenStateCache(dir.StatePath(), dir.Origin)
 	if err != nil {
 		return nil, err
 	}
@@ -83,8 +83,8 @@ func rebuildState(ctx context.Context, dataDir string, opts logstore.LogOptions)
 	report := &RebuildReport{Size: size, Elapsed: time.Since(start)}
 	stored := cache.Ledger
 	switch {
-	case cache.damaged != nil:
-		report.Differences = []string{"state file damaged, set aside as " + filepath.Base(dir.StatePath()) + ".damaged: " + cache.damaged.Error()}
+	case cache.Damaged != nil:
+		report.Differences = []string{"state file damaged, set aside as " + filepath.Base(dir.StatePath()) + ".damaged: " + cache.Damaged.Error()}
 	case stored.Size > size:
 		report.StoredSize = stored.Size
 		report.Differences = []string{fmt.Sprintf("state file folded %d entries, the log has %d", stored.Size, size)}
