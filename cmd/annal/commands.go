@@ -276,13 +276,7 @@ func (g *globalFlags) onIndex(run func(ctx context.Context, cmd *cobra.Command, 
 		if err != nil {
 			return err
 		}
-		c, err := g.client(false)
-		if err != nil {
-			return err
-		}
-		ctx, cancel := g.context(cmd)
-		defer cancel()
-		return run(ctx, cmd, c, index)
+		return g.read(cmd, func(ctx context.Context, c *client.Client) error { return run(ctx, cmd, c, index) })
 	}
 }
 
@@ -342,17 +336,13 @@ func checkpointCommand(g *globalFlags) *cobra.Command {
 		Short: "Print the latest signed checkpoint",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := g.client(false)
-			if err != nil {
-				return err
-			}
-			ctx, cancel := g.context(cmd)
-			defer cancel()
-			cp, err := c.Checkpoint(ctx)
-			if err != nil {
-				return err
-			}
-			return writeOutput(cmd, out, cp)
+			return g.read(cmd, func(ctx context.Context, c *client.Client) error {
+				cp, err := c.Checkpoint(ctx)
+				if err != nil {
+					return err
+				}
+				return writeOutput(cmd, out, cp)
+			})
 		},
 	}
 	cmd.Flags().StringVarP(&out, "output", "o", "", "write the signed checkpoint to this file")
@@ -377,17 +367,13 @@ offline with: annal-verify consistency --key KEY --proof FILE OLD NEW.`,
 			if err != nil {
 				return err
 			}
-			c, err := g.client(false)
-			if err != nil {
-				return err
-			}
-			ctx, cancel := g.context(cmd)
-			defer cancel()
-			hashes, err := c.Consistency(ctx, oldSize, newSize)
-			if err != nil {
-				return err
-			}
-			return writeOutput(cmd, out, checkpoints.MarshalHashes(hashes))
+			return g.read(cmd, func(ctx context.Context, c *client.Client) error {
+				hashes, err := c.Consistency(ctx, oldSize, newSize)
+				if err != nil {
+					return err
+				}
+				return writeOutput(cmd, out, checkpoints.MarshalHashes(hashes))
+			})
 		},
 	}
 	cmd.Flags().StringVarP(&out, "output", "o", "", "write the proof to this file")
@@ -409,17 +395,13 @@ func infoCommand(g *globalFlags) *cobra.Command {
 		Short: "Print the log's origin, verifier key and size",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := g.client(false)
-			if err != nil {
-				return err
-			}
-			ctx, cancel := g.context(cmd)
-			defer cancel()
-			info, err := c.Info(ctx)
-			if err != nil {
-				return err
-			}
-			return printJSON(cmd.OutOrStdout(), info)
+			return g.read(cmd, func(ctx context.Context, c *client.Client) error {
+				info, err := c.Info(ctx)
+				if err != nil {
+					return err
+				}
+				return printJSON(cmd.OutOrStdout(), info)
+			})
 		},
 	}
 }
