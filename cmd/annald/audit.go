@@ -11,7 +11,6 @@ import (
 
 	"github.com/annal-dev/annal/kernel"
 	"github.com/spf13/cobra"
-	"k8s.io/klog/v2"
 )
 
 // errRuleBroken makes annald exit 1 once the report is printed.
@@ -42,8 +41,7 @@ annald tolerate are listed as accepted, with the log.tolerated entry that
 names them and its reason; the replay passes over them and checks the rest.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			klog.SetOutput(io.Discard)
-			klog.LogToStderr(false)
+			silenceTessera()
 			src, opts, err := f.source()
 			if err != nil {
 				return err

@@ -408,6 +408,22 @@ func apiHandler(k *kernel.Kernel, f serveFlags, logger *slog.Logger) (http.Handl
 	return mux, nil
 }
 
+// silenceTessera sends Tessera's klog lines nowhere: the offline commands
+// print their own report.
+func silenceTessera() {
+	klog.SetOutput(io.Discard)
+	klog.LogToStderr(false)
+}
+
+// offlineConfig is the kernel's configuration for an offline command on
+// the data folder: nothing logged.
+func offlineConfig(data string) kernel.Config {
+	silenceTessera()
+	cfg := kernel.DefaultConfig(data)
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	return cfg
+}
+
 // httpDrain is how long a stop waits for requests in flight.
 const httpDrain = 1500 * time.Millisecond
 
@@ -422,10 +438,7 @@ replayed state. annald must not be running on the folder. It exits 1 if the
 state file differed from the replay.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			klog.SetOutput(io.Discard)
-			klog.LogToStderr(false)
-			cfg := kernel.DefaultConfig(data)
-			cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+			cfg := offlineConfig(data)
 			r, err := kernel.Rebuild(cmd.Context(), cfg)
 			if err != nil {
 				return err
@@ -489,10 +502,7 @@ file and stops (restore the log folder from a backup). annald must not be
 running on the folder.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			klog.SetOutput(io.Discard)
-			klog.LogToStderr(false)
-			cfg := kernel.DefaultConfig(data)
-			cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+			cfg := offlineConfig(data)
 			r, err := kernel.Repair(cmd.Context(), cfg)
 			out := cmd.OutOrStdout()
 			if r != nil {
