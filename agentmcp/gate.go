@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
 	"maps"
 	"net/http"
@@ -168,34 +169,23 @@ func (g *Gate) refresh(ctx context.Context) error {
 	var resources []*mcp.Resource
 	var templates []*mcp.ResourceTemplate
 	var prompts []*mcp.Prompt
+	var err error
 	if caps != nil && caps.Tools != nil {
-		for t, err := range g.upstream.Tools(ctx, nil) {
-			if err != nil {
-				return fmt.Errorf("list the upstream tools: %w", err)
-			}
-			tools = append(tools, t)
+		if tools, err = collect(g.upstream.Tools(ctx, nil), "tools"); err != nil {
+			return err
 		}
 	}
 	if caps != nil && caps.Resources != nil {
-		for r, err := range g.upstream.Resources(ctx, nil) {
-			if err != nil {
-				return fmt.Errorf("list the upstream resources: %w", err)
-			}
-			resources = append(resources, r)
+		if resources, err = collect(g.upstream.Resources(ctx, nil), "resources"); err != nil {
+			return err
 		}
-		for r, err := range g.upstream.ResourceTemplates(ctx, nil) {
-			if err != nil {
-				return fmt.Errorf("list the upstream resource templates: %w", err)
-			}
-			templates = append(templates, r)
+		if templates, err = collect(g.upstream.ResourceTemplates(ctx, nil), "resource templates"); err != nil {
+			return err
 		}
 	}
 	if caps != nil && caps.Prompts != nil {
-		for p, err := range g.upstream.Prompts(ctx, nil) {
-			if err != nil {
-				return fmt.Errorf("list the upstream prompts: %w", err)
-			}
-			prompts = append(prompts, p)
+		if prompts, err = collect(g.upstream.Prompts(ctx, nil), "prompts"); err != nil {
+			return err
 		}
 	}
 	g.mu.Lock()
@@ -208,6 +198,19 @@ func (g *Gate) refresh(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// collect gathers what an upstream list yields; what names the list in
+// its error.
+func collect[T any](list iter.Seq2[T, error], what string) ([]T, error) {
+	var out []T
+	for x, err := range list {
+		if err != nil {
+			return nil, fmt.Errorf("list the upstream %s: %w", what, err)
+		}
+		out = append(out, x)
+	}
+	return out, nil
 }
 
 // Target is the target of a call of tool: mcp/<name>/<tool>.
@@ -344,47 +347,74 @@ func (s *gatedServer) callHandler(tool, typ string) mcp.ToolHandler {
 	}
 }
 
+// call decides, forwards and records one call of tool: an observe is
+// recorded, then made; any other is decided as an intent (a held one
+// waits for a human), made, and its result recorded.
 func (s *gatedServer) call(ctx context.Context, tool, typ string, arguments json.RawMessage) *mcp.CallToolResult {
 	g := s.g
 	input, err := execute.CanonicalToolCall(g.cfg.Name, tool, arguments)
 	if err != nil {
 		return gateError("the arguments are not JSON: %v", err)
 	}
-	about := map[string]any{"server": g.cfg.Name, "tool": tool}
-	if g.cfg.Arguments == ArgumentsInline {
-		if len(input) > maxInlineArguments {
-			return gateError("the call's arguments (%d bytes) are more than the log takes inline (%d); the gate must run with --arguments hash to log only their hash. The call was not made.", len(input), maxInlineArguments)
-		}
-		var args json.RawMessage
-		if len(arguments) > 0 && string(arguments) != "null" {
-			args = arguments
-		} else {
-			args = json.RawMessage(`{}`)
-		}
-		about["arguments"] = args
+	about, refused := g.about(tool, arguments, len(input))
+	if refused != nil {
+		return refused
 	}
 	inputOID := oid.Of(input)
 	if g.cfg.KeepBlobs {
 		s.keep(ctx, input)
 	}
-	receipt := map[string]any{}
 	if typ == "observe" {
-		about["input_oid"] = inputOID
-		payload, err := json.Marshal(about)
-		if err != nil {
-			return gateError("%v", err)
-		}
-		rc, err := s.kernel.Submit(ctx, api.ActionRequest{Type: "observe", Target: g.Target(tool), Payload: payload, Envelope: g.cfg.Envelope, Session: g.cfg.Session})
-		if err != nil {
-			return notMade(err)
-		}
-		receipt["observe"] = rc
-		res, err := s.forward(ctx, tool, arguments)
-		if err != nil {
-			return gateError("the server failed the call: %v", err)
-		}
-		return withReceipt(res, receipt)
+		return s.observe(ctx, tool, arguments, about, inputOID)
 	}
+	return s.execute(ctx, tool, arguments, about, inputOID)
+}
+
+// about is what the log says of a call of tool: the server and the tool,
+// and with ArgumentsInline the arguments themselves ({} for none). A call
+// whose arguments (inputLen bytes, canonical) are more than the log takes
+// inline is refused, with the tool error to answer.
+func (g *Gate) about(tool string, arguments json.RawMessage, inputLen int) (map[string]any, *mcp.CallToolResult) {
+	about := map[string]any{"server": g.cfg.Name, "tool": tool}
+	if g.cfg.Arguments != ArgumentsInline {
+		return about, nil
+	}
+	if inputLen > maxInlineArguments {
+		return nil, gateError("the call's arguments (%d bytes) are more than the log takes inline (%d); the gate must run with --arguments hash to log only their hash. The call was not made.", inputLen, maxInlineArguments)
+	}
+	var args json.RawMessage
+	if len(arguments) > 0 && string(arguments) != "null" {
+		args = arguments
+	} else {
+		args = json.RawMessage(`{}`)
+	}
+	about["arguments"] = args
+	return about, nil
+}
+
+// observe records an observe of tool, then makes the call.
+func (s *gatedServer) observe(ctx context.Context, tool string, arguments json.RawMessage, about map[string]any, inputOID string) *mcp.CallToolResult {
+	g := s.g
+	about["input_oid"] = inputOID
+	payload, err := json.Marshal(about)
+	if err != nil {
+		return gateError("%v", err)
+	}
+	rc, err := s.kernel.Submit(ctx, api.ActionRequest{Type: "observe", Target: g.Target(tool), Payload: payload, Envelope: g.cfg.Envelope, Session: g.cfg.Session})
+	if err != nil {
+		return notMade(err)
+	}
+	res, err := s.forward(ctx, tool, arguments)
+	if err != nil {
+		return gateError("the server failed the call: %v", err)
+	}
+	return withReceipt(res, map[string]any{"observe": rc})
+}
+
+// execute decides the call of tool as an intent (waiting up to HoldWait
+// for a human if it is held), makes it, and records its result.
+func (s *gatedServer) execute(ctx context.Context, tool string, arguments json.RawMessage, about map[string]any, inputOID string) *mcp.CallToolResult {
+	g := s.g
 	hctx, cancel := context.WithTimeout(ctx, g.cfg.HoldWait)
 	defer cancel()
 	intent, err := s.kernel.DecideIntent(hctx, g.Target(tool), g.cfg.Envelope, g.cfg.Session, inputOID, about, nil, 250*time.Millisecond)
@@ -392,24 +422,7 @@ func (s *gatedServer) call(ctx context.Context, tool, typ string, arguments json
 		return notMade(err)
 	}
 	res, callErr := s.forward(ctx, tool, arguments)
-	var output []byte
-	exitCode := int32(0)
-	if callErr != nil {
-		// The server answered no result: recorded as exit code -1, the output
-		// the error the gate saw.
-		exitCode = -1
-		output, _ = json.Marshal(map[string]string{"error": callErr.Error()})
-	} else {
-		raw, err := json.Marshal(res)
-		if err == nil {
-			output, err = execute.CanonicalToolResult(raw)
-		}
-		if err != nil {
-			exitCode, output = -1, []byte(`{"error":"the result could not be encoded"}`)
-		} else if res.IsError {
-			exitCode = 1
-		}
-	}
+	output, exitCode := toolOutput(res, callErr)
 	if g.cfg.KeepBlobs {
 		s.keep(ctx, output)
 	}
@@ -423,12 +436,35 @@ func (s *gatedServer) call(ctx context.Context, tool, typ string, arguments json
 	if callErr != nil {
 		return gateError("the server failed the call: %v", callErr)
 	}
-	receipt["intent"] = intent.Index
+	receipt := map[string]any{"intent": intent.Index}
 	if intent.HoldID != "" {
 		receipt["hold_id"] = intent.HoldID
 	}
 	receipt["result"] = rc
 	return withReceipt(res, receipt)
+}
+
+// toolOutput is the output and exit code the log records of a call: the
+// canonical result, exit code 0, or 1 for a tool error. A server that
+// answered no result is recorded as exit code -1, the output the error
+// the gate saw; a result that cannot be encoded as -1 too.
+func toolOutput(res *mcp.CallToolResult, callErr error) ([]byte, int32) {
+	if callErr != nil {
+		output, _ := json.Marshal(map[string]string{"error": callErr.Error()})
+		return output, -1
+	}
+	raw, err := json.Marshal(res)
+	var output []byte
+	if err == nil {
+		output, err = execute.CanonicalToolResult(raw)
+	}
+	if err != nil {
+		return []byte(`{"error":"the result could not be encoded"}`), -1
+	}
+	if res.IsError {
+		return output, 1
+	}
+	return output, 0
 }
 
 // forward sends the call upstream, arguments unchanged.

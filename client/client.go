@@ -182,31 +182,9 @@ func (c *Client) doRaw(ctx context.Context, method, path string, body []byte) ([
 
 // doOnce sends one request.
 func (c *Client) doOnce(ctx context.Context, method, path string, body []byte) ([]byte, error) {
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	u, err := c.base.Parse(strings.TrimPrefix(path, "/"))
+	req, err := c.newRequest(ctx, method, path, body)
 	if err != nil {
 		return nil, err
-	}
-	req, err := http.NewRequestWithContext(ctx, method, u.String(), rd)
-	if err != nil {
-		return nil, err
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if c.credential != "" {
-		req.Header.Set("Authorization", "Bearer "+c.credential)
-	}
-	// Blobs lead to no event: their uploads are not signed.
-	if c.signer != nil && method != http.MethodGet && method != http.MethodHead && !strings.HasPrefix(path, "v1/blobs") {
-		h, err := c.signatureHeader(ctx, method, u.Path, body)
-		if err != nil {
-			return nil, err
-		}
-		req.Header.Set(api.SignatureHeader, h)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
@@ -225,18 +203,63 @@ func (c *Client) doOnce(ctx context.Context, method, path string, body []byte) (
 		return nil, fmt.Errorf("annal: %s %s: answer is larger than %d bytes", method, path, limit)
 	}
 	if resp.StatusCode >= 300 {
-		e := &Error{Status: resp.StatusCode, Message: strings.TrimSpace(string(raw))}
-		var body api.Error
-		if json.Unmarshal(raw, &body) == nil && body.Error != "" {
-			e.Message, e.Stage, e.Gate, e.DenialIndex, e.Reason = body.Error, body.Stage, body.Gate, body.DenialIndex, body.Reason
-			e.OutcomeUnknown, e.Retryable, e.Stopped = body.OutcomeUnknown, body.Retryable, body.Stopped
-		}
-		if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && secs >= 0 {
-			e.RetryAfter = time.Duration(secs) * time.Second
-		}
-		return nil, e
+		return nil, errorAnswer(resp, raw)
 	}
 	return raw, nil
+}
+
+// newRequest makes the request for path under the kernel's URL, with
+// body (JSON, or nil for none), the client's credential, and its
+// signature when the client signs and the request may lead to an event.
+func (c *Client) newRequest(ctx context.Context, method, path string, body []byte) (*http.Request, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	u, err := c.base.Parse(strings.TrimPrefix(path, "/"))
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), rd)
+	if err != nil {
+		return nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.credential != "" {
+		req.Header.Set("Authorization", "Bearer "+c.credential)
+	}
+	if c.signs(method, path) {
+		h, err := c.signatureHeader(ctx, method, u.Path, body)
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set(api.SignatureHeader, h)
+	}
+	return req, nil
+}
+
+// signs reports whether a request is signed: by a signing client, one
+// that may change something. Blobs lead to no event: their uploads are
+// not signed.
+func (c *Client) signs(method, path string) bool {
+	return c.signer != nil && method != http.MethodGet && method != http.MethodHead && !strings.HasPrefix(path, "v1/blobs")
+}
+
+// errorAnswer is the Error of an answer of status 300 or more whose body
+// is raw: the kernel's JSON error where it is one, and its Retry-After.
+func errorAnswer(resp *http.Response, raw []byte) *Error {
+	e := &Error{Status: resp.StatusCode, Message: strings.TrimSpace(string(raw))}
+	var body api.Error
+	if json.Unmarshal(raw, &body) == nil && body.Error != "" {
+		e.Message, e.Stage, e.Gate, e.DenialIndex, e.Reason = body.Error, body.Stage, body.Gate, body.DenialIndex, body.Reason
+		e.OutcomeUnknown, e.Retryable, e.Stopped = body.OutcomeUnknown, body.Retryable, body.Stopped
+	}
+	if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && secs >= 0 {
+		e.RetryAfter = time.Duration(secs) * time.Second
+	}
+	return e
 }
 
 func (c *Client) doJSON(ctx context.Context, method, path string, body, out any) error {

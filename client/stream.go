@@ -44,40 +44,60 @@ type fnError struct{ err error }
 
 func (e fnError) Error() string { return e.err.Error() }
 
+// streamOnce opens the stream once and reads its events until it ends.
 func (c *Client) streamOnce(ctx context.Context, query url.Values, after **uint64, fn func(api.HistoryItem) error) error {
-	u, err := c.base.Parse("v1/events/stream?" + query.Encode())
+	resp, err := c.openStream(ctx, query, *after)
 	if err != nil {
 		return err
 	}
+	defer resp.Body.Close()
+	return readEvents(resp.Body, after, fn)
+}
+
+// openStream asks for the stream with query's filters, after the event
+// at after if it is set; an answer other than 200 is its *Error.
+func (c *Client) openStream(ctx context.Context, query url.Values, after *uint64) (*http.Response, error) {
+	u, err := c.base.Parse("v1/events/stream?" + query.Encode())
+	if err != nil {
+		return nil, err
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	req.Header.Set("Accept", "text/event-stream")
 	if c.credential != "" {
 		req.Header.Set("Authorization", "Bearer "+c.credential)
 	}
-	if *after != nil {
-		req.Header.Set("Last-Event-ID", strconv.FormatUint(**after, 10))
+	if after != nil {
+		req.Header.Set("Last-Event-ID", strconv.FormatUint(*after, 10))
 	}
 	// The stream is long-lived: no overall timeout, only the context.
 	h := *c.http
 	h.Timeout = 0
 	resp, err := h.Do(req)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
 		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
 		e := &Error{Status: resp.StatusCode, Message: strings.TrimSpace(string(raw))}
 		var body api.Error
 		if json.Unmarshal(raw, &body) == nil && body.Error != "" {
 			e.Message = body.Error
 		}
-		return e
+		return nil, e
 	}
-	sc := bufio.NewScanner(resp.Body)
+	return resp, nil
+}
+
+// readEvents reads Server-Sent Events from body and calls fn for each
+// history item, moving after to it once fn took it. An "event: error"
+// ends the stream with the kernel's message; so does a stream cut short
+// (io.ErrUnexpectedEOF), and fn's error, as an fnError.
+func readEvents(body io.Reader, after **uint64, fn func(api.HistoryItem) error) error {
+	sc := bufio.NewScanner(body)
 	sc.Buffer(make([]byte, 64<<10), MaxResponseBody)
 	var data string
 	kind := ""

@@ -71,35 +71,24 @@ func (s *startedWriter) Write(p []byte) (int, error) {
 
 var _ io.Writer = (*startedWriter)(nil)
 
+// parseBundleQuery reads GET /v1/bundle's query string exactly: each
+// parameter at most once, indices decimal, times RFC 3339, sealed open
+// (the default) or withhold, and old_size, when given, not 0.
 func parseBundleQuery(q url.Values) (kernel.ExportSelection, error) {
 	var sel kernel.ExportSelection
-	for name, values := range q {
-		if !bundleParams[name] {
-			return sel, fmt.Errorf("%w: unknown parameter %q (from, to, actor, session, kind, since, until, old_size, sealed)", kernel.ErrInvalid, name)
-		}
-		if len(values) != 1 {
-			return sel, fmt.Errorf("%w: parameter %q is given %d times", kernel.ErrInvalid, name, len(values))
-		}
-	}
-	index := func(name string) (*uint64, error) {
-		v := q.Get(name)
-		if v == "" {
-			return nil, nil
-		}
-		n, err := parseIndex(v)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
-		}
-		return &n, nil
+	if err := checkQueryParams(q, bundleParams,
+		"%w: unknown parameter %q (from, to, actor, session, kind, since, until, old_size, sealed)",
+		"%w: parameter %q is given %d times"); err != nil {
+		return sel, err
 	}
 	var err error
-	if sel.From, err = index("from"); err != nil {
+	if sel.From, err = optionalIndex(q, "from"); err != nil {
 		return sel, err
 	}
-	if sel.To, err = index("to"); err != nil {
+	if sel.To, err = optionalIndex(q, "to"); err != nil {
 		return sel, err
 	}
-	old, err := index("old_size")
+	old, err := optionalIndex(q, "old_size")
 	if err != nil {
 		return sel, err
 	}
@@ -107,24 +96,70 @@ func parseBundleQuery(q url.Values) (kernel.ExportSelection, error) {
 		sel.OldSize = *old
 	}
 	sel.Actor, sel.Session, sel.Kind = q.Get("actor"), q.Get("session"), q.Get("kind")
-	switch q.Get("sealed") {
-	case "", "open":
-	case "withhold":
-		sel.WithholdSealed = true
-	default:
-		return sel, fmt.Errorf("%w: sealed=%q: open (the default: sealed payloads the kernel holds, opened) or withhold (commitments only)", kernel.ErrInvalid, q.Get("sealed"))
+	if sel.WithholdSealed, err = parseSealed(q.Get("sealed")); err != nil {
+		return sel, err
 	}
-	for name, dst := range map[string]*time.Time{"since": &sel.Since, "until": &sel.Until} {
-		if v := q.Get(name); v != "" {
-			t, err := time.Parse(time.RFC3339Nano, v)
-			if err != nil {
-				return sel, fmt.Errorf("%w: %s %q is not an RFC 3339 time", kernel.ErrInvalid, name, v)
-			}
-			*dst = t
-		}
+	if err := parseTimes(q, map[string]*time.Time{"since": &sel.Since, "until": &sel.Until}); err != nil {
+		return sel, err
 	}
 	if sel.OldSize == 0 && old != nil {
 		return sel, errors.Join(kernel.ErrInvalid, errors.New("old_size 0 proves nothing"))
 	}
 	return sel, nil
+}
+
+// checkQueryParams refuses a query with a parameter not in known, or one
+// given more than once: unknown and repeated word the refusals, with
+// kernel.ErrInvalid and the parameter's name, and for repeated the times
+// it is given.
+func checkQueryParams(q url.Values, known map[string]bool, unknown, repeated string) error {
+	for name, values := range q {
+		if !known[name] {
+			return fmt.Errorf(unknown, kernel.ErrInvalid, name)
+		}
+		if len(values) != 1 {
+			return fmt.Errorf(repeated, kernel.ErrInvalid, name, len(values))
+		}
+	}
+	return nil
+}
+
+// optionalIndex reads the index parameter name: nil when it is absent.
+func optionalIndex(q url.Values, name string) (*uint64, error) {
+	v := q.Get(name)
+	if v == "" {
+		return nil, nil
+	}
+	n, err := parseIndex(v)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return &n, nil
+}
+
+// parseSealed reads the sealed parameter: whether the bundle withholds
+// sealed payloads.
+func parseSealed(v string) (withhold bool, err error) {
+	switch v {
+	case "", "open":
+		return false, nil
+	case "withhold":
+		return true, nil
+	}
+	return false, fmt.Errorf("%w: sealed=%q: open (the default: sealed payloads the kernel holds, opened) or withhold (commitments only)", kernel.ErrInvalid, v)
+}
+
+// parseTimes reads each time parameter given, named by into's keys, as
+// RFC 3339, into the time it names.
+func parseTimes(q url.Values, into map[string]*time.Time) error {
+	for name, dst := range into {
+		if v := q.Get(name); v != "" {
+			t, err := time.Parse(time.RFC3339Nano, v)
+			if err != nil {
+				return fmt.Errorf("%w: %s %q is not an RFC 3339 time", kernel.ErrInvalid, name, v)
+			}
+			*dst = t
+		}
+	}
+	return nil
 }

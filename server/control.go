@@ -47,6 +47,20 @@ func handle[Req any](s *Server, limit int64, status int, call func(r *http.Reque
 
 type none struct{}
 
+// route is one endpoint of an API: its method and path pattern, and its
+// handler.
+type route struct {
+	pattern string
+	handler http.HandlerFunc
+}
+
+// register serves each route on the server's mux.
+func (s *Server) register(routes []route) {
+	for _, rt := range routes {
+		s.mux.HandleFunc(rt.pattern, rt.handler)
+	}
+}
+
 // controlled is the answer to a change: its receipt and the record.
 func controlled(rc *kernel.Receipt, record any) (any, error) {
 	out := api.Controlled{Receipt: receiptOf(rc)}
@@ -81,213 +95,271 @@ func invalid(format string, args ...any) error {
 // routeControl registers the execution control API.
 func (s *Server) routeControl() {
 	const body, small = api.MaxControlBody, api.MaxSmallBody
-	m := s.mux
-	m.HandleFunc("POST /v1/agents/{id}/ring", handle(s, small, http.StatusOK, func(r *http.Request, by *kernel.Actor, req *api.RingRequest) (any, error) {
-		return receiptOnly(s.k.AssignRing(r.Context(), by, r.PathValue("id"), kernel.RingAssignment{Trust: req.Trust, Consensus: req.Consensus, Ring: req.Ring, Reason: req.Reason}))
-	}))
-	m.HandleFunc("GET /v1/rings", handle(s, 0, http.StatusOK, func(r *http.Request, by *kernel.Actor, _ *none) (any, error) {
-		return s.k.Rings(by), nil
-	}))
-	m.HandleFunc("PUT /v1/rings/config", handle(s, body, http.StatusOK, func(r *http.Request, by *kernel.Actor, req *api.RingConfigRequest) (any, error) {
-		return receiptOnly(s.k.ConfigureRings(r.Context(), by, req.NetworkAllowlist))
-	}))
-	m.HandleFunc("GET /v1/descriptors", handle(s, 0, http.StatusOK, func(r *http.Request, by *kernel.Actor, _ *none) (any, error) {
-		return s.k.Descriptors(), nil
-	}))
-	m.HandleFunc("PUT /v1/descriptors/{id}", handle(s, body, http.StatusOK, func(r *http.Request, by *kernel.Actor, req *api.DescriptorRequest) (any, error) {
-		d, err := ring.ParseDescriptor(req.Descriptor)
-		if err != nil {
-			return nil, invalid("descriptor: %v", err)
-		}
-		if d.ActionID != r.PathValue("id") {
-			return nil, invalid("descriptor action_id %q is not the %q of the path", d.ActionID, r.PathValue("id"))
-		}
-		return receiptOnly(s.k.RegisterAction(r.Context(), by, d, grantsIn(req.AppliesTo)))
-	}))
-	m.HandleFunc("POST /v1/elevations", handle(s, small, http.StatusCreated, func(r *http.Request, by *kernel.Actor, req *api.ElevationRequest) (any, error) {
-		if req.TTLSeconds < 0 || req.TTLSeconds > 1<<31 {
-			return nil, invalid("ttl_seconds %d is out of range", req.TTLSeconds)
-		}
-		rc, v, err := s.k.RequestElevation(r.Context(), by, kernel.ElevationRequest{Agent: req.Agent, Session: req.Session, Ring: req.Ring,
-			TTL: time.Duration(req.TTLSeconds) * time.Second, Reason: req.Reason})
-		if err != nil {
-			return nil, err
-		}
-		return controlled(rc, v)
-	}))
-	m.HandleFunc("POST /v1/elevations/{id}/revoke", handle(s, small, http.StatusOK, func(r *http.Request, by *kernel.Actor, req *api.ReasonRequest) (any, error) {
-		return receiptOnly(s.k.RevokeElevation(r.Context(), by, r.PathValue("id"), req.Reason))
-	}))
-	m.HandleFunc("POST /v1/sessions", handle(s, body, http.StatusCreated, func(r *http.Request, by *kernel.Actor, req *api.SessionRequest) (any, error) {
-		cfg := session.DefaultConfig()
-		if len(req.Config) > 0 {
-			var err error
-			if cfg, err = session.ParseConfig(req.Config); err != nil {
-				return nil, invalid("config: %v", err)
-			}
-		}
-		rc, se, err := s.k.CreateSession(r.Context(), by, req.ID, cfg)
-		if err != nil {
-			return nil, err
-		}
-		return controlled(rc, se)
-	}))
-	m.HandleFunc("GET /v1/sessions", handle(s, 0, http.StatusOK, func(r *http.Request, by *kernel.Actor, _ *none) (any, error) {
-		return s.k.Sessions(by), nil
-	}))
-	m.HandleFunc("GET /v1/sessions/{id}", handle(s, 0, http.StatusOK, func(r *http.Request, by *kernel.Actor, _ *none) (any, error) {
-		return s.k.ViewSession(by, r.PathValue("id"))
-	}))
-	m.HandleFunc("POST /v1/sessions/{id}/changes", handle(s, small, http.StatusOK, func(r *http.Request, by *kernel.Actor, req *api.SessionChangeRequest) (any, error) {
-		rc, err := s.k.ChangeSession(r.Context(), by, r.PathValue("id"), kernel.SessionChange{Op: req.Op, State: req.State, Agent: req.Agent, Granted: req.Granted, Reason: req.Reason})
-		if err != nil {
-			return nil, err
-		}
-		se, err := s.k.SessionByID(r.PathValue("id"))
-		if err != nil {
-			return nil, err
-		}
-		return controlled(rc, se)
-	}))
-	m.HandleFunc("POST /v1/sessions/{id}/deltas", handle(s, body, http.StatusCreated, func(r *http.Request, by *kernel.Actor, req *api.DeltaRequest) (any, error) {
-		changes := make([]delta.Change, len(req.Changes))
-		for i, c := range req.Changes {
-			changes[i] = delta.Change{Path: c.Path, Operation: c.Operation, ContentHash: c.ContentHash}
-		}
-		rc, d, err := s.k.AppendDelta(r.Context(), by, r.PathValue("id"), kernel.DeltaRequest{TurnID: req.TurnID, Changes: changes})
-		if err != nil {
-			return nil, err
-		}
-		return controlled(rc, d)
-	}))
-	m.HandleFunc("GET /v1/sessions/{id}/deltas", handle(s, 0, http.StatusOK, func(r *http.Request, by *kernel.Actor, _ *none) (any, error) {
-		if _, err := s.k.ViewSession(by, r.PathValue("id")); err != nil {
-			return nil, err
-		}
-		deltas, indices, err := s.k.SessionChain(r.Context(), r.PathValue("id"))
-		if err != nil {
-			return nil, err
-		}
-		type indexed struct {
-			Index uint64      `json:"index"`
-			Delta delta.Delta `json:"delta"`
-		}
-		out := make([]indexed, len(deltas))
-		for i := range deltas {
-			out[i] = indexed{indices[i], deltas[i]}
-		}
-		return out, nil
-	}))
-	m.HandleFunc("GET /v1/sessions/{id}/rollback", handle(s, 0, http.StatusOK, func(r *http.Request, by *kernel.Actor, _ *none) (any, error) {
-		if _, err := s.k.ViewSession(by, r.PathValue("id")); err != nil {
-			return nil, err
-		}
-		return s.k.Rollback(r.Context(), r.PathValue("id"), r.URL.Query().Get("turn"))
-	}))
-	m.HandleFunc("POST /v1/agents/{id}/kill", handle(s, small, http.StatusOK, func(r *http.Request, by *kernel.Actor, req *api.KillRequest) (any, error) {
-		rc, kill, err := s.k.Kill(r.Context(), by, r.PathValue("id"), kernel.KillRequest{Reason: req.Reason, Session: req.Session, Details: req.Details})
-		if err != nil {
-			return nil, err
-		}
-		return controlled(rc, kill)
-	}))
-	m.HandleFunc("POST /v1/agents/{id}/quarantine", handle(s, small, http.StatusOK, func(r *http.Request, by *kernel.Actor, req *api.QuarantineRequest) (any, error) {
-		if req.DurationSeconds < 0 || req.DurationSeconds > 1<<31 {
-			return nil, invalid("duration_seconds %d is out of range", req.DurationSeconds)
-		}
-		rc, q, err := s.k.Quarantine(r.Context(), by, r.PathValue("id"), kernel.QuarantineRequest{Session: req.Session, Reason: req.Reason, Duration: time.Duration(req.DurationSeconds) * time.Second})
-		if err != nil {
-			return nil, err
-		}
-		return controlled(rc, q)
-	}))
-	m.HandleFunc("POST /v1/agents/{id}/release", handle(s, small, http.StatusOK, func(r *http.Request, by *kernel.Actor, req *api.ReleaseRequest) (any, error) {
-		return receiptOnly(s.k.Release(r.Context(), by, r.PathValue("id"), req.Session, req.Reason))
-	}))
-	m.HandleFunc("GET /v1/quarantines", handle(s, 0, http.StatusOK, func(r *http.Request, by *kernel.Actor, _ *none) (any, error) {
-		return s.k.Quarantines(by), nil
-	}))
-	m.HandleFunc("POST /v1/agents/{id}/signal", handle(s, small, http.StatusOK, func(r *http.Request, by *kernel.Actor, req *api.SignalRequest) (any, error) {
-		rc, effect, err := s.k.Signal(r.Context(), by, r.PathValue("id"), req.Signal, req.Reason)
-		if err != nil {
-			return nil, err
-		}
-		return controlled(rc, map[string]string{"effect": effect})
-	}))
-	m.HandleFunc("PUT /v1/signals/mask", handle(s, small, http.StatusOK, func(r *http.Request, by *kernel.Actor, req *api.MaskRequest) (any, error) {
-		return receiptOnly(s.k.SetSignalMask(r.Context(), by, req.Mask))
-	}))
-	m.HandleFunc("GET /v1/signals", handle(s, 0, http.StatusOK, func(r *http.Request, by *kernel.Actor, _ *none) (any, error) {
-		return s.k.QueuedSignals(by), nil
-	}))
-	m.HandleFunc("POST /v1/sagas", handle(s, body, http.StatusCreated, func(r *http.Request, by *kernel.Actor, req *api.SagaRequest) (any, error) {
-		steps := make([]saga.StepSpec, len(req.Steps))
-		for i, st := range req.Steps {
-			steps[i] = saga.NewStepSpec(st.ID, st.Action, st.Compensation)
-			if st.MaxRetries != nil {
-				steps[i].MaxRetries = *st.MaxRetries
-			}
-			if st.TimeoutSeconds != nil {
-				steps[i].TimeoutSeconds = *st.TimeoutSeconds
-			}
-		}
-		rc, id, err := s.k.StartSaga(r.Context(), by, req.ID, req.Session, steps)
-		if err != nil {
-			return nil, err
-		}
-		return s.sagaView(rc, id)
-	}))
-	m.HandleFunc("GET /v1/sagas", handle(s, 0, http.StatusOK, func(r *http.Request, by *kernel.Actor, _ *none) (any, error) {
-		return s.k.Sagas(by), nil
-	}))
-	m.HandleFunc("GET /v1/sagas/{id}", handle(s, 0, http.StatusOK, func(r *http.Request, by *kernel.Actor, _ *none) (any, error) {
-		return s.k.ViewSaga(by, r.PathValue("id"))
-	}))
-	m.HandleFunc("POST /v1/sagas/{id}/steps/{step}", handle(s, small, http.StatusOK, func(r *http.Request, by *kernel.Actor, req *api.StepReport) (any, error) {
-		rc, err := s.k.ReportSagaStep(r.Context(), by, r.PathValue("id"), kernel.SagaReport{Step: r.PathValue("step"), Transition: req.Transition, Reason: req.Reason})
-		if err != nil {
-			return nil, err
-		}
-		return s.sagaView(rc, r.PathValue("id"))
-	}))
-	m.HandleFunc("PUT /v1/policies/{name}", func(w http.ResponseWriter, r *http.Request) {
-		by, err := s.authenticate(r)
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		raw, err := readBody(w, r, policy.MaxPolicySize)
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		p, err := policyFrom(r, raw)
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		rc, err := s.k.SetPolicy(r.Context(), by, p)
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		out, _ := controlled(rc, p)
-		writeJSON(w, http.StatusOK, out)
+	s.register([]route{
+		{"POST /v1/agents/{id}/ring", handle(s, small, http.StatusOK, s.assignRing)},
+		{"GET /v1/rings", handle(s, 0, http.StatusOK, s.listRings)},
+		{"PUT /v1/rings/config", handle(s, body, http.StatusOK, s.configureRings)},
+		{"GET /v1/descriptors", handle(s, 0, http.StatusOK, s.listDescriptors)},
+		{"PUT /v1/descriptors/{id}", handle(s, body, http.StatusOK, s.registerDescriptor)},
+		{"POST /v1/elevations", handle(s, small, http.StatusCreated, s.requestElevation)},
+		{"POST /v1/elevations/{id}/revoke", handle(s, small, http.StatusOK, s.revokeElevation)},
+		{"POST /v1/sessions", handle(s, body, http.StatusCreated, s.createSession)},
+		{"GET /v1/sessions", handle(s, 0, http.StatusOK, s.listSessions)},
+		{"GET /v1/sessions/{id}", handle(s, 0, http.StatusOK, s.viewSession)},
+		{"POST /v1/sessions/{id}/changes", handle(s, small, http.StatusOK, s.changeSession)},
+		{"POST /v1/sessions/{id}/deltas", handle(s, body, http.StatusCreated, s.appendDelta)},
+		{"GET /v1/sessions/{id}/deltas", handle(s, 0, http.StatusOK, s.listDeltas)},
+		{"GET /v1/sessions/{id}/rollback", handle(s, 0, http.StatusOK, s.rollback)},
+		{"POST /v1/agents/{id}/kill", handle(s, small, http.StatusOK, s.kill)},
+		{"POST /v1/agents/{id}/quarantine", handle(s, small, http.StatusOK, s.quarantine)},
+		{"POST /v1/agents/{id}/release", handle(s, small, http.StatusOK, s.release)},
+		{"GET /v1/quarantines", handle(s, 0, http.StatusOK, s.listQuarantines)},
+		{"POST /v1/agents/{id}/signal", handle(s, small, http.StatusOK, s.signal)},
+		{"PUT /v1/signals/mask", handle(s, small, http.StatusOK, s.setSignalMask)},
+		{"GET /v1/signals", handle(s, 0, http.StatusOK, s.listSignals)},
+		{"POST /v1/sagas", handle(s, body, http.StatusCreated, s.startSaga)},
+		{"GET /v1/sagas", handle(s, 0, http.StatusOK, s.listSagas)},
+		{"GET /v1/sagas/{id}", handle(s, 0, http.StatusOK, s.viewSaga)},
+		{"POST /v1/sagas/{id}/steps/{step}", handle(s, small, http.StatusOK, s.reportSagaStep)},
+		{"PUT /v1/policies/{name}", s.putPolicy},
+		{"GET /v1/policies", handle(s, 0, http.StatusOK, s.listPolicies)},
+		{"POST /v1/policies/{name}/attach", handle(s, small, http.StatusOK, s.attachPolicy)},
 	})
-	// ?binding=me: only the policies that bind the caller's actions.
-	m.HandleFunc("GET /v1/policies", handle(s, 0, http.StatusOK, func(r *http.Request, by *kernel.Actor, _ *none) (any, error) {
-		switch r.URL.Query().Get("binding") {
-		case "":
-			return s.k.Policies(), nil
-		case "me":
-			return s.k.PoliciesBinding(by), nil
-		default:
-			return nil, invalid("binding must be \"me\"")
+}
+
+func (s *Server) assignRing(r *http.Request, by *kernel.Actor, req *api.RingRequest) (any, error) {
+	return receiptOnly(s.k.AssignRing(r.Context(), by, r.PathValue("id"), kernel.RingAssignment{Trust: req.Trust, Consensus: req.Consensus, Ring: req.Ring, Reason: req.Reason}))
+}
+
+func (s *Server) listRings(r *http.Request, by *kernel.Actor, _ *none) (any, error) {
+	return s.k.Rings(by), nil
+}
+
+func (s *Server) configureRings(r *http.Request, by *kernel.Actor, req *api.RingConfigRequest) (any, error) {
+	return receiptOnly(s.k.ConfigureRings(r.Context(), by, req.NetworkAllowlist))
+}
+
+func (s *Server) listDescriptors(r *http.Request, by *kernel.Actor, _ *none) (any, error) {
+	return s.k.Descriptors(), nil
+}
+
+func (s *Server) registerDescriptor(r *http.Request, by *kernel.Actor, req *api.DescriptorRequest) (any, error) {
+	d, err := ring.ParseDescriptor(req.Descriptor)
+	if err != nil {
+		return nil, invalid("descriptor: %v", err)
+	}
+	if d.ActionID != r.PathValue("id") {
+		return nil, invalid("descriptor action_id %q is not the %q of the path", d.ActionID, r.PathValue("id"))
+	}
+	return receiptOnly(s.k.RegisterAction(r.Context(), by, d, grantsIn(req.AppliesTo)))
+}
+
+func (s *Server) requestElevation(r *http.Request, by *kernel.Actor, req *api.ElevationRequest) (any, error) {
+	if req.TTLSeconds < 0 || req.TTLSeconds > 1<<31 {
+		return nil, invalid("ttl_seconds %d is out of range", req.TTLSeconds)
+	}
+	rc, v, err := s.k.RequestElevation(r.Context(), by, kernel.ElevationRequest{Agent: req.Agent, Session: req.Session, Ring: req.Ring,
+		TTL: time.Duration(req.TTLSeconds) * time.Second, Reason: req.Reason})
+	if err != nil {
+		return nil, err
+	}
+	return controlled(rc, v)
+}
+
+func (s *Server) revokeElevation(r *http.Request, by *kernel.Actor, req *api.ReasonRequest) (any, error) {
+	return receiptOnly(s.k.RevokeElevation(r.Context(), by, r.PathValue("id"), req.Reason))
+}
+
+func (s *Server) createSession(r *http.Request, by *kernel.Actor, req *api.SessionRequest) (any, error) {
+	cfg := session.DefaultConfig()
+	if len(req.Config) > 0 {
+		var err error
+		if cfg, err = session.ParseConfig(req.Config); err != nil {
+			return nil, invalid("config: %v", err)
 		}
-	}))
-	m.HandleFunc("POST /v1/policies/{name}/attach", handle(s, small, http.StatusOK, func(r *http.Request, by *kernel.Actor, req *api.AttachRequest) (any, error) {
-		return receiptOnly(s.k.AttachPolicy(r.Context(), by, kernel.PolicyAttachment{Policy: r.PathValue("name"), Agent: req.Agent, Envelope: req.Envelope, Detach: req.Detach}))
-	}))
+	}
+	rc, se, err := s.k.CreateSession(r.Context(), by, req.ID, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return controlled(rc, se)
+}
+
+func (s *Server) listSessions(r *http.Request, by *kernel.Actor, _ *none) (any, error) {
+	return s.k.Sessions(by), nil
+}
+
+func (s *Server) viewSession(r *http.Request, by *kernel.Actor, _ *none) (any, error) {
+	return s.k.ViewSession(by, r.PathValue("id"))
+}
+
+func (s *Server) changeSession(r *http.Request, by *kernel.Actor, req *api.SessionChangeRequest) (any, error) {
+	rc, err := s.k.ChangeSession(r.Context(), by, r.PathValue("id"), kernel.SessionChange{Op: req.Op, State: req.State, Agent: req.Agent, Granted: req.Granted, Reason: req.Reason})
+	if err != nil {
+		return nil, err
+	}
+	se, err := s.k.SessionByID(r.PathValue("id"))
+	if err != nil {
+		return nil, err
+	}
+	return controlled(rc, se)
+}
+
+func (s *Server) appendDelta(r *http.Request, by *kernel.Actor, req *api.DeltaRequest) (any, error) {
+	changes := make([]delta.Change, len(req.Changes))
+	for i, c := range req.Changes {
+		changes[i] = delta.Change{Path: c.Path, Operation: c.Operation, ContentHash: c.ContentHash}
+	}
+	rc, d, err := s.k.AppendDelta(r.Context(), by, r.PathValue("id"), kernel.DeltaRequest{TurnID: req.TurnID, Changes: changes})
+	if err != nil {
+		return nil, err
+	}
+	return controlled(rc, d)
+}
+
+func (s *Server) listDeltas(r *http.Request, by *kernel.Actor, _ *none) (any, error) {
+	if _, err := s.k.ViewSession(by, r.PathValue("id")); err != nil {
+		return nil, err
+	}
+	deltas, indices, err := s.k.SessionChain(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return nil, err
+	}
+	type indexed struct {
+		Index uint64      `json:"index"`
+		Delta delta.Delta `json:"delta"`
+	}
+	out := make([]indexed, len(deltas))
+	for i := range deltas {
+		out[i] = indexed{indices[i], deltas[i]}
+	}
+	return out, nil
+}
+
+func (s *Server) rollback(r *http.Request, by *kernel.Actor, _ *none) (any, error) {
+	if _, err := s.k.ViewSession(by, r.PathValue("id")); err != nil {
+		return nil, err
+	}
+	return s.k.Rollback(r.Context(), r.PathValue("id"), r.URL.Query().Get("turn"))
+}
+
+func (s *Server) kill(r *http.Request, by *kernel.Actor, req *api.KillRequest) (any, error) {
+	rc, kill, err := s.k.Kill(r.Context(), by, r.PathValue("id"), kernel.KillRequest{Reason: req.Reason, Session: req.Session, Details: req.Details})
+	if err != nil {
+		return nil, err
+	}
+	return controlled(rc, kill)
+}
+
+func (s *Server) quarantine(r *http.Request, by *kernel.Actor, req *api.QuarantineRequest) (any, error) {
+	if req.DurationSeconds < 0 || req.DurationSeconds > 1<<31 {
+		return nil, invalid("duration_seconds %d is out of range", req.DurationSeconds)
+	}
+	rc, q, err := s.k.Quarantine(r.Context(), by, r.PathValue("id"), kernel.QuarantineRequest{Session: req.Session, Reason: req.Reason, Duration: time.Duration(req.DurationSeconds) * time.Second})
+	if err != nil {
+		return nil, err
+	}
+	return controlled(rc, q)
+}
+
+func (s *Server) release(r *http.Request, by *kernel.Actor, req *api.ReleaseRequest) (any, error) {
+	return receiptOnly(s.k.Release(r.Context(), by, r.PathValue("id"), req.Session, req.Reason))
+}
+
+func (s *Server) listQuarantines(r *http.Request, by *kernel.Actor, _ *none) (any, error) {
+	return s.k.Quarantines(by), nil
+}
+
+func (s *Server) signal(r *http.Request, by *kernel.Actor, req *api.SignalRequest) (any, error) {
+	rc, effect, err := s.k.Signal(r.Context(), by, r.PathValue("id"), req.Signal, req.Reason)
+	if err != nil {
+		return nil, err
+	}
+	return controlled(rc, map[string]string{"effect": effect})
+}
+
+func (s *Server) setSignalMask(r *http.Request, by *kernel.Actor, req *api.MaskRequest) (any, error) {
+	return receiptOnly(s.k.SetSignalMask(r.Context(), by, req.Mask))
+}
+
+func (s *Server) listSignals(r *http.Request, by *kernel.Actor, _ *none) (any, error) {
+	return s.k.QueuedSignals(by), nil
+}
+
+func (s *Server) startSaga(r *http.Request, by *kernel.Actor, req *api.SagaRequest) (any, error) {
+	steps := make([]saga.StepSpec, len(req.Steps))
+	for i, st := range req.Steps {
+		steps[i] = saga.NewStepSpec(st.ID, st.Action, st.Compensation)
+		if st.MaxRetries != nil {
+			steps[i].MaxRetries = *st.MaxRetries
+		}
+		if st.TimeoutSeconds != nil {
+			steps[i].TimeoutSeconds = *st.TimeoutSeconds
+		}
+	}
+	rc, id, err := s.k.StartSaga(r.Context(), by, req.ID, req.Session, steps)
+	if err != nil {
+		return nil, err
+	}
+	return s.sagaView(rc, id)
+}
+
+func (s *Server) listSagas(r *http.Request, by *kernel.Actor, _ *none) (any, error) {
+	return s.k.Sagas(by), nil
+}
+
+func (s *Server) viewSaga(r *http.Request, by *kernel.Actor, _ *none) (any, error) {
+	return s.k.ViewSaga(by, r.PathValue("id"))
+}
+
+func (s *Server) reportSagaStep(r *http.Request, by *kernel.Actor, req *api.StepReport) (any, error) {
+	rc, err := s.k.ReportSagaStep(r.Context(), by, r.PathValue("id"), kernel.SagaReport{Step: r.PathValue("step"), Transition: req.Transition, Reason: req.Reason})
+	if err != nil {
+		return nil, err
+	}
+	return s.sagaView(rc, r.PathValue("id"))
+}
+
+func (s *Server) putPolicy(w http.ResponseWriter, r *http.Request) {
+	by, err := s.authenticate(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	raw, err := readBody(w, r, policy.MaxPolicySize)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	p, err := policyFrom(r, raw)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	rc, err := s.k.SetPolicy(r.Context(), by, p)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	out, _ := controlled(rc, p)
+	writeJSON(w, http.StatusOK, out)
+}
+
+// listPolicies answers with every policy or, with ?binding=me, only the
+// policies that bind the caller's actions.
+func (s *Server) listPolicies(r *http.Request, by *kernel.Actor, _ *none) (any, error) {
+	switch r.URL.Query().Get("binding") {
+	case "":
+		return s.k.Policies(), nil
+	case "me":
+		return s.k.PoliciesBinding(by), nil
+	default:
+		return nil, invalid("binding must be \"me\"")
+	}
+}
+
+func (s *Server) attachPolicy(r *http.Request, by *kernel.Actor, req *api.AttachRequest) (any, error) {
+	return receiptOnly(s.k.AttachPolicy(r.Context(), by, kernel.PolicyAttachment{Policy: r.PathValue("name"), Agent: req.Agent, Envelope: req.Envelope, Detach: req.Detach}))
 }
 
 // policyFrom reads a policy from a PUT: the body is the policy's JSON, or,

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -26,13 +27,8 @@ var historyParams = map[string]bool{
 // default) or oldest, cursor and limit decimal.
 func parseHistoryQuery(values url.Values) (kernel.HistoryQuery, error) {
 	var q kernel.HistoryQuery
-	for name, vs := range values {
-		if !historyParams[name] {
-			return q, fmt.Errorf("%w: unknown parameter %q", kernel.ErrInvalid, name)
-		}
-		if len(vs) != 1 {
-			return q, fmt.Errorf("%w: parameter %q given %d times", kernel.ErrInvalid, name, len(vs))
-		}
+	if err := checkQueryParams(values, historyParams, "%w: unknown parameter %q", "%w: parameter %q given %d times"); err != nil {
+		return q, err
 	}
 	get := values.Get
 	q.Actor, q.Envelope, q.Session, q.Kind, q.Type, q.Outcome, q.TargetPrefix = get("actor"), get("envelope"), get("session"), get("kind"), get("type"), get("outcome"), get("target")
@@ -114,14 +110,7 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	values := r.URL.Query()
-	for _, p := range []string{"order", "limit"} {
-		if values.Has(p) {
-			s.fail(w, r, fmt.Errorf("%w: a stream takes no %s", kernel.ErrInvalid, p))
-			return
-		}
-	}
-	q, err := parseHistoryQuery(values)
+	q, err := parseStreamQuery(r.URL.Query())
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -131,17 +120,10 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	next, _ := s.k.Grown()
-	if q.Cursor != nil {
-		next = *q.Cursor
-	}
-	if id := r.Header.Get("Last-Event-ID"); id != "" {
-		last, err := strconv.ParseUint(id, 10, 64)
-		if err != nil {
-			s.fail(w, r, fmt.Errorf("%w: Last-Event-ID %q is not an index", kernel.ErrInvalid, id))
-			return
-		}
-		next = last + 1
+	next, err := s.streamStart(r, q.Cursor)
+	if err != nil {
+		s.fail(w, r, err)
+		return
 	}
 	flusher, ok := w.(http.Flusher)
 	if !ok {
@@ -159,24 +141,11 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 	for {
 		size, grown := s.k.Grown()
 		if next < size {
-			q.Cursor = &next
-			page, err := s.k.History(r.Context(), viewer, q)
-			if err != nil {
-				fmt.Fprintf(w, "event: error\ndata: %s\n\n", strconv.Quote(err.Error()))
-				flusher.Flush()
+			next, ok = s.sendEvents(w, r, viewer, q, next, size)
+			flusher.Flush()
+			if !ok {
 				return
 			}
-			for _, it := range page.Events {
-				item, _ := json.Marshal(s.historyItem(it.Index, it.LeafHash, it.Entry))
-				fmt.Fprintf(w, "id: %d\nevent: event\ndata: %s\n\n", it.Index, item)
-				next = it.Index + 1
-			}
-			if page.NextCursor != nil {
-				next = max(next, *page.NextCursor)
-			} else {
-				next = max(next, size)
-			}
-			flusher.Flush()
 			continue
 		}
 		select {
@@ -188,6 +157,55 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 			flusher.Flush()
 		}
 	}
+}
+
+// parseStreamQuery reads GET /v1/events/stream's query: the filters of
+// GET /v1/events, without order and limit.
+func parseStreamQuery(values url.Values) (kernel.HistoryQuery, error) {
+	for _, p := range []string{"order", "limit"} {
+		if values.Has(p) {
+			return kernel.HistoryQuery{}, fmt.Errorf("%w: a stream takes no %s", kernel.ErrInvalid, p)
+		}
+	}
+	return parseHistoryQuery(values)
+}
+
+// streamStart is the index a stream starts at: after Last-Event-ID, else
+// at cursor, else at the next event logged.
+func (s *Server) streamStart(r *http.Request, cursor *uint64) (uint64, error) {
+	next, _ := s.k.Grown()
+	if cursor != nil {
+		next = *cursor
+	}
+	if id := r.Header.Get("Last-Event-ID"); id != "" {
+		last, err := strconv.ParseUint(id, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("%w: Last-Event-ID %q is not an index", kernel.ErrInvalid, id)
+		}
+		next = last + 1
+	}
+	return next, nil
+}
+
+// sendEvents writes a page of the events from next on, below size, and
+// returns where the next page starts. A refusal ends the stream: it is
+// written as an "event: error", and ok is false.
+func (s *Server) sendEvents(w io.Writer, r *http.Request, viewer *kernel.Actor, q kernel.HistoryQuery, next, size uint64) (_ uint64, ok bool) {
+	q.Cursor = &next
+	page, err := s.k.History(r.Context(), viewer, q)
+	if err != nil {
+		fmt.Fprintf(w, "event: error\ndata: %s\n\n", strconv.Quote(err.Error()))
+		return next, false
+	}
+	for _, it := range page.Events {
+		item, _ := json.Marshal(s.historyItem(it.Index, it.LeafHash, it.Entry))
+		fmt.Fprintf(w, "id: %d\nevent: event\ndata: %s\n\n", it.Index, item)
+		next = it.Index + 1
+	}
+	if page.NextCursor != nil {
+		return max(next, *page.NextCursor), true
+	}
+	return max(next, size), true
 }
 
 // historyItem is one event as the history shows it: with its sealed

@@ -442,41 +442,75 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // fail answers with the status that the error's class calls for.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	status := http.StatusInternalServerError
-	switch {
-	case errors.Is(err, kernel.ErrUnauthenticated):
-		status = http.StatusUnauthorized
-		w.Header().Set("WWW-Authenticate", `Bearer realm="annal"`)
-	case errors.Is(err, kernel.ErrForbidden), errors.Is(err, kernel.ErrInsufficientEnergy):
-		status = http.StatusForbidden
-	case errors.Is(err, kernel.ErrConflict):
-		status = http.StatusConflict
-		if errors.Is(err, kernel.ErrRetryable) {
-			w.Header().Set("Retry-After", "0")
+	if c := errorAnswerOf(err); c != nil {
+		status = c.status
+		if c.header != nil {
+			c.header(w.Header(), err)
 		}
-	case errors.Is(err, kernel.ErrInvalid):
-		status = http.StatusBadRequest
-	case errors.Is(err, kernel.ErrTooLarge):
-		status = http.StatusRequestEntityTooLarge
-	case errors.Is(err, kernel.ErrNotFound):
-		status = http.StatusNotFound
-	case errors.Is(err, kernel.ErrNotPublished):
-		status = http.StatusConflict
-	case errors.Is(err, kernel.ErrRateLimited):
-		status = http.StatusTooManyRequests
-		w.Header().Set("Retry-After", "1")
-	case errors.Is(err, kernel.ErrWitnessRefused):
-		status = http.StatusBadGateway
-	case errors.Is(err, kernel.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
-		status = http.StatusServiceUnavailable
+	}
+	body := errorBody(err, w.Header().Get("Retry-After") != "")
+	if status >= 500 {
+		s.logger.Error("request failed", "method", r.Method, "path", r.URL.Path, "status", status, "err", err)
+	}
+	writeJSON(w, status, body)
+}
+
+// errorAnswer is the answer a class of kernel errors calls for: its
+// status, and the headers that go with it (nil: none).
+type errorAnswer struct {
+	is     []error // the error is of the class when it is any of these
+	status int
+	header func(h http.Header, err error)
+}
+
+// errorAnswers are the answers fail knows, in the order they are tried:
+// the first whose class the error is of decides. An error of none is a 500.
+var errorAnswers = []errorAnswer{
+	{is: []error{kernel.ErrUnauthenticated}, status: http.StatusUnauthorized, header: func(h http.Header, _ error) {
+		h.Set("WWW-Authenticate", `Bearer realm="annal"`)
+	}},
+	{is: []error{kernel.ErrForbidden, kernel.ErrInsufficientEnergy}, status: http.StatusForbidden},
+	{is: []error{kernel.ErrConflict}, status: http.StatusConflict, header: func(h http.Header, err error) {
+		if errors.Is(err, kernel.ErrRetryable) {
+			h.Set("Retry-After", "0")
+		}
+	}},
+	{is: []error{kernel.ErrInvalid}, status: http.StatusBadRequest},
+	{is: []error{kernel.ErrTooLarge}, status: http.StatusRequestEntityTooLarge},
+	{is: []error{kernel.ErrNotFound}, status: http.StatusNotFound},
+	{is: []error{kernel.ErrNotPublished}, status: http.StatusConflict},
+	{is: []error{kernel.ErrRateLimited}, status: http.StatusTooManyRequests, header: func(h http.Header, _ error) {
+		h.Set("Retry-After", "1")
+	}},
+	{is: []error{kernel.ErrWitnessRefused}, status: http.StatusBadGateway},
+	{is: []error{kernel.ErrUnavailable, context.DeadlineExceeded}, status: http.StatusServiceUnavailable, header: func(h http.Header, err error) {
 		// Retry-After invites a retry: not when the entry may be logged,
 		// nor when the kernel waits for an operator.
 		if !errors.Is(err, kernel.ErrOutcomeUnknown) && !errors.Is(err, kernel.ErrStopped) {
-			w.Header().Set("Retry-After", "1")
+			h.Set("Retry-After", "1")
+		}
+	}},
+}
+
+// errorAnswerOf returns the first of errorAnswers whose class err is of,
+// or nil.
+func errorAnswerOf(err error) *errorAnswer {
+	for i := range errorAnswers {
+		for _, target := range errorAnswers[i].is {
+			if errors.Is(err, target) {
+				return &errorAnswers[i]
+			}
 		}
 	}
+	return nil
+}
+
+// errorBody is the answer's body for err; retryAfter tells whether the
+// answer invites a retry (a Retry-After header).
+func errorBody(err error, retryAfter bool) api.Error {
 	outcomeUnknown := errors.Is(err, kernel.ErrOutcomeUnknown)
 	body := api.Error{Error: err.Error(), OutcomeUnknown: outcomeUnknown,
-		Retryable: w.Header().Get("Retry-After") != "" && !outcomeUnknown, Stopped: errors.Is(err, kernel.ErrStopped)}
+		Retryable: retryAfter && !outcomeUnknown, Stopped: errors.Is(err, kernel.ErrStopped)}
 	var d *kernel.Denial
 	if errors.As(err, &d) {
 		body.Stage, body.Gate = d.Stage, d.Gate
@@ -489,8 +523,5 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	if errors.As(err, &ed) {
 		body.Reason = string(ed.Reason)
 	}
-	if status >= 500 {
-		s.logger.Error("request failed", "method", r.Method, "path", r.URL.Path, "status", status, "err", err)
-	}
-	writeJSON(w, status, body)
+	return body
 }

@@ -129,20 +129,11 @@ type row struct {
 func run(ctx context.Context, o options, out io.Writer) error {
 	klog.SetOutput(io.Discard)
 	klog.LogToStderr(false)
-	dir := o.dir
-	placement := "" // how the servers' folders are placed, for the header
-	if dir == "" {
-		d, err := os.MkdirTemp("", "annal-bench")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(d)
-		dir = d
-		placement = ", each server's folder in block groups of its own (chattr +T)"
-		if err := spreadSubfolders(dir); err != nil {
-			placement = fmt.Sprintf(" (folders placed beside it: %v)", err)
-		}
+	dir, placement, cleanup, err := benchFolder(o.dir)
+	if err != nil {
+		return err
 	}
+	defer cleanup()
 	if o.soak.duration > 0 {
 		fmt.Fprintf(out, "annal-bench soak: %d CPUs, %s, %d actions/s from %d clients for %v, log in %s%s\n\n",
 			runtime.NumCPU(), runtime.Version(), o.soak.rate, o.soak.clients, o.soak.duration, dir, placement)
@@ -150,35 +141,18 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "annal-bench: %d CPUs, %s, batch %d/%v, checkpoint every %v, %v per phase, GC headroom %d MiB, logs in %s%s\n\n",
 		runtime.NumCPU(), runtime.Version(), o.batchSize, o.batchAge, o.checkpointIv, o.duration, o.gcHeadroom>>20, dir, placement)
-	var rows []row
-	baseline := map[int]float64{}
-	for _, c := range o.concurrency {
-		rate, err := tesseraBaseline(ctx, filepath.Join(dir, fmt.Sprintf("tessera-%d", c)), c, o)
-		if err != nil {
-			return fmt.Errorf("baseline at %d: %w", c, err)
-		}
-		baseline[c] = rate
-		rows = append(rows, row{fmt.Sprintf("tessera POSIX Add, %d concurrent", c), fmt.Sprintf("%.0f adds/s", rate), "baseline"})
+	rows, baseline, err := baselinePhases(ctx, dir, o)
+	if err != nil {
+		return err
 	}
-
-	if o.annald == "" {
-		bin, err := findAnnald(ctx, dir)
-		if err != nil {
-			return err
-		}
-		o.annald = bin
-	}
-	if o.annald == inProcess {
-		fmt.Fprintf(out, "annald: the kernel in this process, sharing its runtime with the load generator\n\n")
-	} else {
-		fmt.Fprintf(out, "annald: %s serve, its own process\n\n", o.annald)
+	if o.annald, err = chooseAnnald(ctx, dir, o.annald, out); err != nil {
+		return err
 	}
 	srv, err := startBenchServer(ctx, filepath.Join(dir, "annal"), o)
 	if err != nil {
 		return err
 	}
 	defer srv.stop()
-	url, cred := srv.url, srv.cred
 	if o.cpuProfile != "" && o.annald == inProcess {
 		stopProfile, err := cli.StartCPUProfile(o.cpuProfile)
 		if err != nil {
@@ -186,41 +160,11 @@ func run(ctx context.Context, o options, out io.Writer) error {
 		}
 		defer stopProfile()
 	}
-	for _, c := range o.concurrency {
-		rate, cpu, err := srv.measure(func() (float64, error) { return httpThroughput(ctx, url, cred, c, o.duration) })
-		if err != nil {
-			return fmt.Errorf("http at %d: %w", c, err)
-		}
-		rows = append(rows, row{fmt.Sprintf("annald POST /v1/actions, %d concurrent", c), fmt.Sprintf("%.0f actions/s", rate),
-			fmt.Sprintf("%.2fx of Tessera at %d%s", rate/baseline[c], c, cpuNote(cpu, "annald"))})
-	}
-	seq, err := interleavedSequential(ctx, filepath.Join(dir, "annal-other-mode"), url, cred, o)
+	served, err := servedPhases(ctx, dir, srv, o, baseline)
 	if err != nil {
 		return err
 	}
-	rows = append(rows, seq...)
-	size, plat, err := proofLatency(ctx, url, o.proofN)
-	if err != nil {
-		return err
-	}
-	rows = append(rows,
-		row{fmt.Sprintf("GET /v1/proof at size %d, p50", size), fmtDur(percentile(plat, 50)), fmt.Sprintf("n=%d, verified", len(plat))},
-		row{fmt.Sprintf("GET /v1/proof at size %d, p99", size), fmtDur(percentile(plat, 99)), ""},
-	)
-	ungoverned := map[int]float64{}
-	for _, r := range rows {
-		var c int
-		var rate float64
-		if _, err := fmt.Sscanf(r.name, "annald POST /v1/actions, %d concurrent", &c); err == nil {
-			fmt.Sscanf(r.value, "%f", &rate)
-			ungoverned[c] = rate
-		}
-	}
-	gov, err := interleavedGoverned(ctx, dir, srv, o, ungoverned)
-	if err != nil {
-		return fmt.Errorf("governed phases: %w", err)
-	}
-	rows = append(rows, gov...)
+	rows = append(rows, served...)
 	// annald must have served every phase and stop cleanly.
 	if err := srv.stop(); err != nil {
 		return err
@@ -232,16 +176,136 @@ func run(ctx context.Context, o options, out io.Writer) error {
 		}
 		rows = append(rows, r...)
 	}
-	if o.memProfile != "" {
-		f, err := os.Create(o.memProfile)
+	if err := writeMemProfile(o.memProfile); err != nil {
+		return err
+	}
+	return printRows(out, rows)
+}
+
+// benchFolder is the folder for the logs: --dir, or a temporary folder
+// whose servers' subfolders are spread over block groups, then removed by
+// cleanup. placement says how the folders are placed, for the header.
+func benchFolder(given string) (dir, placement string, cleanup func(), err error) {
+	if given != "" {
+		return given, "", func() {}, nil
+	}
+	dir, err = os.MkdirTemp("", "annal-bench")
+	if err != nil {
+		return "", "", nil, err
+	}
+	placement = ", each server's folder in block groups of its own (chattr +T)"
+	if err := spreadSubfolders(dir); err != nil {
+		placement = fmt.Sprintf(" (folders placed beside it: %v)", err)
+	}
+	return dir, placement, func() { os.RemoveAll(dir) }, nil
+}
+
+// baselinePhases measures raw Tessera at each concurrency: its rows, and
+// its rate by concurrency.
+func baselinePhases(ctx context.Context, dir string, o options) ([]row, map[int]float64, error) {
+	var rows []row
+	baseline := map[int]float64{}
+	for _, c := range o.concurrency {
+		rate, err := tesseraBaseline(ctx, filepath.Join(dir, fmt.Sprintf("tessera-%d", c)), c, o)
 		if err != nil {
-			return err
+			return nil, nil, fmt.Errorf("baseline at %d: %w", c, err)
 		}
-		defer f.Close()
-		if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
-			return err
+		baseline[c] = rate
+		rows = append(rows, row{fmt.Sprintf("tessera POSIX Add, %d concurrent", c), fmt.Sprintf("%.0f adds/s", rate), "baseline"})
+	}
+	return rows, baseline, nil
+}
+
+// chooseAnnald returns the annald the HTTP phases measure (--annald, or
+// one built when it is empty) and says which.
+func chooseAnnald(ctx context.Context, dir, annald string, out io.Writer) (string, error) {
+	if annald == "" {
+		bin, err := findAnnald(ctx, dir)
+		if err != nil {
+			return "", err
+		}
+		annald = bin
+	}
+	if annald == inProcess {
+		fmt.Fprintf(out, "annald: the kernel in this process, sharing its runtime with the load generator\n\n")
+	} else {
+		fmt.Fprintf(out, "annald: %s serve, its own process\n\n", annald)
+	}
+	return annald, nil
+}
+
+// servedPhases are the phases annald serves over HTTP: throughput at
+// each concurrency against the baseline, receipt and proof latency, and
+// the governed phases against the ungoverned throughput.
+func servedPhases(ctx context.Context, dir string, srv *benchServer, o options, baseline map[int]float64) ([]row, error) {
+	url, cred := srv.url, srv.cred
+	var rows []row
+	for _, c := range o.concurrency {
+		rate, cpu, err := srv.measure(func() (float64, error) { return httpThroughput(ctx, url, cred, c, o.duration) })
+		if err != nil {
+			return nil, fmt.Errorf("http at %d: %w", c, err)
+		}
+		rows = append(rows, row{fmt.Sprintf("annald POST /v1/actions, %d concurrent", c), fmt.Sprintf("%.0f actions/s", rate),
+			fmt.Sprintf("%.2fx of Tessera at %d%s", rate/baseline[c], c, cpuNote(cpu, "annald"))})
+	}
+	ungoverned := ratesOf(rows, "annald POST /v1/actions, %d concurrent")
+	seq, err := interleavedSequential(ctx, filepath.Join(dir, "annal-other-mode"), url, cred, o)
+	if err != nil {
+		return nil, err
+	}
+	rows = append(rows, seq...)
+	size, plat, err := proofLatency(ctx, url, o.proofN)
+	if err != nil {
+		return nil, err
+	}
+	rows = append(rows,
+		row{fmt.Sprintf("GET /v1/proof at size %d, p50", size), fmtDur(percentile(plat, 50)), fmt.Sprintf("n=%d, verified", len(plat))},
+		row{fmt.Sprintf("GET /v1/proof at size %d, p99", size), fmtDur(percentile(plat, 99)), ""},
+	)
+	gov, err := interleavedGoverned(ctx, dir, srv, o, ungoverned)
+	if err != nil {
+		return nil, fmt.Errorf("governed phases: %w", err)
+	}
+	return append(rows, gov...), nil
+}
+
+// ratesOf reads the rates of the rows whose name is nameFormat with a
+// concurrency, by concurrency, as the rows print them.
+func ratesOf(rows []row, nameFormat string) map[int]float64 {
+	rates := map[int]float64{}
+	eachRate(rows, nameFormat, func(c int, rate float64) { rates[c] = rate })
+	return rates
+}
+
+// eachRate calls f with the concurrency and the rate of each row whose
+// name is nameFormat with a concurrency, in order.
+func eachRate(rows []row, nameFormat string, f func(c int, rate float64)) {
+	for _, r := range rows {
+		var c int
+		var rate float64
+		if _, err := fmt.Sscanf(r.name, nameFormat, &c); err == nil {
+			fmt.Sscanf(r.value, "%f", &rate)
+			f(c, rate)
 		}
 	}
+}
+
+// writeMemProfile writes the allocation profile of the whole run to
+// path, if one is asked for.
+func writeMemProfile(path string) error {
+	if path == "" {
+		return nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return pprof.Lookup("allocs").WriteTo(f, 0)
+}
+
+// printRows prints the rows as a table: measure, result, note.
+func printRows(out io.Writer, rows []row) error {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "measure\tresult\tnote")
 	fmt.Fprintln(tw, "-------\t------\t----")

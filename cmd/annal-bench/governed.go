@@ -33,72 +33,103 @@ import (
 // latencies; with goClient, also the governed phase at the largest
 // concurrency through the product's client, for reference.
 func governedPhases(ctx context.Context, srv *benchServer, o options, ungoverned map[int]float64, goClient bool) ([]row, error) {
-	url := srv.url
-	root, err := newClient(url, srv.cred, 4)
+	root, err := newClient(srv.url, srv.cred, 4)
 	if err != nil {
 		return nil, err
 	}
-	most := 0
+	most := 1
 	for _, c := range o.governed {
 		most = max(most, c)
 	}
-	most = max(most, 1)
-	writable := []api.Grant{{Pattern: "workspace/**", Actions: []string{"create", "mutate"}}, {Pattern: "sessions/**", Actions: []string{"create", "mutate"}}}
-	holdOn := []api.Grant{{Pattern: "workspace/held/*", Actions: []string{"mutate"}}}
-	agents := make([]*client.Client, most)
-	posters := make([]*actionPoster, most)
+	agents, posters, err := benchAgents(ctx, root, srv.url, most)
 	defer closePosters(posters)
-	trust := 0.8 // Ring 2: every gate applies, the ring's included
-	for i := range agents {
-		a, err := root.CreateAgent(ctx, api.AgentRequest{Name: fmt.Sprintf("bench-%d", i), Purpose: "benchmark", Energy: 1 << 32, Grants: writable, Trust: &trust})
-		if err != nil {
-			return nil, err
-		}
-		if _, err := root.IssueEnvelope(ctx, api.EnvelopeRequest{Holder: a.ID, Budget: 1 << 32, Grants: writable, HoldOn: holdOn}); err != nil {
-			return nil, err
-		}
-		if agents[i], err = newClient(url, a.Credential, 1); err != nil {
-			return nil, err
-		}
-		if posters[i], err = newActionPoster(url, a.Credential); err != nil {
-			return nil, err
-		}
+	if err != nil {
+		return nil, err
 	}
-	// The governed and all-gates phases send the same payload as the
-	// ungoverned phase, so that their ratios are the gates' cost alone.
-	governedTarget := func(w, i int) string {
-		return "workspace/gov/" + strconv.Itoa(w) + "/" + strconv.Itoa(i)
-	}
-	rows, err := agentPhases(srv, o, ungoverned, "governed actions, %d concurrent agents", func(w, i int) error {
+	rows, err := agentPhases(srv, o, ungoverned, governedName, func(w, i int) error {
 		return posters[w].mutate(ctx, governedTarget(w, i), i)
 	})
 	if err != nil {
 		return nil, err
 	}
 	if goClient {
-		rate, err := closedLoop(most, o.duration, func(w int, i uint64) error {
-			_, err := agents[w].Submit(ctx, api.ActionRequest{Type: "mutate", Target: governedTarget(w, int(i)), Payload: benchPayload(int(i))})
-			return err
-		})
+		r, err := goClientPhase(ctx, agents, o.duration, rateOf(rows, fmt.Sprintf(governedName, most)))
 		if err != nil {
 			return nil, err
 		}
-		note := ""
-		if g := rateOf(rows, fmt.Sprintf("governed actions, %d concurrent agents", most)); g > 0 {
-			note = fmt.Sprintf("%.2fx of the same through cmd/annal-bench/loadconn", rate/g)
-		}
-		rows = append(rows, row{fmt.Sprintf("governed actions, %d agents, each through the Go client (client/)", most), fmt.Sprintf("%.0f actions/s", rate), note})
+		rows = append(rows, r)
 	}
 	ctl, err := allGatesPhases(ctx, srv, root, agents, posters, o, ungoverned)
 	if err != nil {
 		return nil, fmt.Errorf("all gates: %w", err)
 	}
 	rows = append(rows, ctl...)
+	holds, err := holdLatency(ctx, root, agents[0], o.holdN)
+	if err != nil {
+		return nil, err
+	}
+	return append(rows, holds...), nil
+}
 
-	// Hold latency (the paper's Table 6): trigger, approve, reject, one at a time.
-	agent := agents[0]
+// governedName names a governed phase's row, by its concurrency.
+const governedName = "governed actions, %d concurrent agents"
+
+// governedTarget is agent w's target of its i-th action in the governed
+// phases. They send the same payload as the ungoverned phase, so that
+// their ratios are the gates' cost alone.
+func governedTarget(w, i int) string {
+	return "workspace/gov/" + strconv.Itoa(w) + "/" + strconv.Itoa(i)
+}
+
+// benchAgents creates n agents at Ring 2 (every gate applies, the ring's
+// included), each with its envelope, and a client and a poster for each.
+// The posters made are returned even with an error, to be closed.
+func benchAgents(ctx context.Context, root *client.Client, url string, n int) ([]*client.Client, []*actionPoster, error) {
+	writable := []api.Grant{{Pattern: "workspace/**", Actions: []string{"create", "mutate"}}, {Pattern: "sessions/**", Actions: []string{"create", "mutate"}}}
+	holdOn := []api.Grant{{Pattern: "workspace/held/*", Actions: []string{"mutate"}}}
+	agents := make([]*client.Client, n)
+	posters := make([]*actionPoster, n)
+	trust := 0.8
+	for i := range agents {
+		a, err := root.CreateAgent(ctx, api.AgentRequest{Name: fmt.Sprintf("bench-%d", i), Purpose: "benchmark", Energy: 1 << 32, Grants: writable, Trust: &trust})
+		if err != nil {
+			return nil, posters, err
+		}
+		if _, err := root.IssueEnvelope(ctx, api.EnvelopeRequest{Holder: a.ID, Budget: 1 << 32, Grants: writable, HoldOn: holdOn}); err != nil {
+			return nil, posters, err
+		}
+		if agents[i], err = newClient(url, a.Credential, 1); err != nil {
+			return nil, posters, err
+		}
+		if posters[i], err = newActionPoster(url, a.Credential); err != nil {
+			return nil, posters, err
+		}
+	}
+	return agents, posters, nil
+}
+
+// goClientPhase runs the governed phase at len(agents) through the
+// product's client, for reference against the loadconn rate viaLoadconn.
+func goClientPhase(ctx context.Context, agents []*client.Client, d time.Duration, viaLoadconn float64) (row, error) {
+	rate, err := closedLoop(len(agents), d, func(w int, i uint64) error {
+		_, err := agents[w].Submit(ctx, api.ActionRequest{Type: "mutate", Target: governedTarget(w, int(i)), Payload: benchPayload(int(i))})
+		return err
+	})
+	if err != nil {
+		return row{}, err
+	}
+	note := ""
+	if viaLoadconn > 0 {
+		note = fmt.Sprintf("%.2fx of the same through cmd/annal-bench/loadconn", rate/viaLoadconn)
+	}
+	return row{fmt.Sprintf("governed actions, %d agents, each through the Go client (client/)", len(agents)), fmt.Sprintf("%.0f actions/s", rate), note}, nil
+}
+
+// holdLatency measures holds one at a time (the paper's Table 6): agent
+// triggers n, root approves every other one and rejects the rest.
+func holdLatency(ctx context.Context, root, agent *client.Client, n int) ([]row, error) {
 	var trigger, approve, reject []time.Duration
-	for i := 0; i < o.holdN; i++ {
+	for i := 0; i < n; i++ {
 		start := time.Now()
 		r, err := agent.Submit(ctx, api.ActionRequest{Type: "mutate", Target: fmt.Sprintf("workspace/held/%d", i)})
 		if err != nil {
@@ -118,14 +149,14 @@ func governedPhases(ctx context.Context, srv *benchServer, o options, ungoverned
 		}
 		*into = append(*into, time.Since(start))
 	}
-	if len(approve) > 0 && len(reject) > 0 {
-		rows = append(rows,
-			row{"hold trigger, p50 / p99", fmtDur(percentile(trigger, 50)) + " / " + fmtDur(percentile(trigger, 99)), fmt.Sprintf("n=%d", len(trigger))},
-			row{"hold approve (re-runs the pipeline), p50 / p99", fmtDur(percentile(approve, 50)) + " / " + fmtDur(percentile(approve, 99)), fmt.Sprintf("n=%d", len(approve))},
-			row{"hold reject, p50 / p99", fmtDur(percentile(reject, 50)) + " / " + fmtDur(percentile(reject, 99)), fmt.Sprintf("n=%d", len(reject))},
-		)
+	if len(approve) == 0 || len(reject) == 0 {
+		return nil, nil
 	}
-	return rows, nil
+	return []row{
+		{"hold trigger, p50 / p99", fmtDur(percentile(trigger, 50)) + " / " + fmtDur(percentile(trigger, 99)), fmt.Sprintf("n=%d", len(trigger))},
+		{"hold approve (re-runs the pipeline), p50 / p99", fmtDur(percentile(approve, 50)) + " / " + fmtDur(percentile(approve, 99)), fmt.Sprintf("n=%d", len(approve))},
+		{"hold reject, p50 / p99", fmtDur(percentile(reject, 50)) + " / " + fmtDur(percentile(reject, 99)), fmt.Sprintf("n=%d", len(reject))},
+	}, nil
 }
 
 // rebuildPhase writes rebuildN governed events into a fresh log, in process
@@ -141,47 +172,22 @@ func rebuildPhase(ctx context.Context, dir string, o options) ([]row, error) {
 	if err != nil {
 		return nil, err
 	}
-	grants := []event.Grant{{Pattern: "workspace/**", Actions: []event.ActionType{event.Mutate}}}
 	const workers = 64
-	agents := make([]*kernel.Actor, workers)
-	for i := range agents {
-		trust := 0.8
-		na, err := k.CreateAgent(ctx, rootActor, kernel.ActorRequest{Name: "r", Purpose: "rebuild bench", Energy: 1 << 40, Grants: grants, Trust: &trust})
-		if err != nil {
-			return nil, err
-		}
-		if _, _, err := k.IssueEnvelope(ctx, rootActor, kernel.EnvelopeRequest{Holder: na.Actor.ID, Budget: 1 << 40, Grants: grants}); err != nil {
-			return nil, err
-		}
-		agents[i] = na.Actor
+	agents, err := rebuildAgents(ctx, k, rootActor, workers)
+	if err != nil {
+		return nil, err
 	}
-	var next atomic.Int64
-	var firstErr atomic.Value
-	var wg sync.WaitGroup
 	writeStart := time.Now()
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := next.Add(1)
-				if i > int64(o.rebuildN) {
-					return
-				}
-				if _, err := k.Submit(ctx, agents[w], kernel.ActionRequest{Type: event.Mutate, Target: fmt.Sprintf("workspace/r/%d", i)}); err != nil {
-					firstErr.CompareAndSwap(nil, err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	werr := inParallel(int64(o.rebuildN), workers, func(w int, i int64) error {
+		_, err := k.Submit(ctx, agents[w], kernel.ActionRequest{Type: event.Mutate, Target: fmt.Sprintf("workspace/r/%d", i)})
+		return err
+	})
 	writeElapsed := time.Since(writeStart)
 	if err := k.Close(); err != nil {
 		return nil, err
 	}
-	if err, ok := firstErr.Load().(error); ok {
-		return nil, err
+	if werr != nil {
+		return nil, werr
 	}
 	report, err := kernel.Rebuild(ctx, cfg)
 	if err != nil {
@@ -194,10 +200,63 @@ func rebuildPhase(ctx context.Context, dir string, o options) ([]row, error) {
 		{fmt.Sprintf("in-process governed writes, %d agents", workers), fmt.Sprintf("%.0f actions/s", float64(o.rebuildN)/writeElapsed.Seconds()), fmt.Sprintf("%d events", o.rebuildN)},
 		{fmt.Sprintf("annald rebuild of %d events", report.Size), report.Elapsed.Round(time.Millisecond).String(), fmt.Sprintf("%.0f events/s, state equal", float64(report.Size)/report.Elapsed.Seconds())},
 	}
-	// A start on the rebuilt folder: the start-up check reads the newest
-	// files only; the scrub of the whole log runs in the background.
+	rebuilt, err := rebuiltPhases(ctx, cfg, o, report.Size, rootActor, agents[0])
+	if err != nil {
+		return nil, err
+	}
+	return append(rows, rebuilt...), nil
+}
+
+// rebuildAgents creates n agents at Ring 2 with envelopes, for the
+// rebuild phase's writes.
+func rebuildAgents(ctx context.Context, k *kernel.Kernel, root *kernel.Actor, n int) ([]*kernel.Actor, error) {
+	grants := []event.Grant{{Pattern: "workspace/**", Actions: []event.ActionType{event.Mutate}}}
+	agents := make([]*kernel.Actor, n)
+	for i := range agents {
+		trust := 0.8
+		na, err := k.CreateAgent(ctx, root, kernel.ActorRequest{Name: "r", Purpose: "rebuild bench", Energy: 1 << 40, Grants: grants, Trust: &trust})
+		if err != nil {
+			return nil, err
+		}
+		if _, _, err := k.IssueEnvelope(ctx, root, kernel.EnvelopeRequest{Holder: na.Actor.ID, Budget: 1 << 40, Grants: grants}); err != nil {
+			return nil, err
+		}
+		agents[i] = na.Actor
+	}
+	return agents, nil
+}
+
+// inParallel runs act for i from 1 to n on workers goroutines, worker w
+// taking the next i each time. A worker stops at its first error; the
+// first error of all is returned once every worker has stopped.
+func inParallel(n int64, workers int, act func(w int, i int64) error) error {
+	var next atomic.Int64
+	var firstErr atomic.Value
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := next.Add(1); i <= n; i = next.Add(1) {
+				if err := act(w, i); err != nil {
+					firstErr.CompareAndSwap(nil, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	err, _ := firstErr.Load().(error)
+	return err
+}
+
+// rebuiltPhases measure the rebuilt log of size events: a start on its
+// folder (the start-up check reads the newest files only; the scrub of
+// the whole log runs in the background), proofs and history pages on it,
+// annald verify, and exports.
+func rebuiltPhases(ctx context.Context, cfg kernel.Config, o options, size uint64, root, agent *kernel.Actor) ([]row, error) {
 	openStart := time.Now()
-	k, err = kernel.Open(cfg)
+	k, err := kernel.Open(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -206,7 +265,7 @@ func rebuildPhase(ctx context.Context, dir string, o options) ([]row, error) {
 	if err != nil {
 		return nil, fmt.Errorf("proofs: %w", err)
 	}
-	historyRows, err := historyPhase(ctx, k, rootActor, agents[0])
+	historyRows, err := historyPhase(ctx, k, root, agent)
 	if err != nil {
 		return nil, err
 	}
@@ -214,17 +273,17 @@ func rebuildPhase(ctx context.Context, dir string, o options) ([]row, error) {
 		return nil, err
 	}
 	verifyStart := time.Now()
-	if _, err := kernel.VerifyFolder(ctx, dir); err != nil {
+	if _, err := kernel.VerifyFolder(ctx, cfg.DataDir); err != nil {
 		return nil, err
 	}
 	verified := time.Since(verifyStart)
-	rows = append(rows,
-		row{fmt.Sprintf("annald start on %d events", report.Size), opened.Round(time.Millisecond).String(), "start-up check of the newest files, state cache current"},
-		row{fmt.Sprintf("annald verify of %d events", report.Size), verified.Round(time.Millisecond).String(), fmt.Sprintf("%.0f events/s, every entry and tile", float64(report.Size)/verified.Seconds())},
-	)
+	rows := []row{
+		{fmt.Sprintf("annald start on %d events", size), opened.Round(time.Millisecond).String(), "start-up check of the newest files, state cache current"},
+		{fmt.Sprintf("annald verify of %d events", size), verified.Round(time.Millisecond).String(), fmt.Sprintf("%.0f events/s, every entry and tile", float64(size)/verified.Seconds())},
+	}
 	rows = append(rows, proofRows...)
 	rows = append(rows, historyRows...)
-	exp, err := exportPhases(ctx, cfg, agents[0].ID)
+	exp, err := exportPhases(ctx, cfg, agent.ID)
 	if err != nil {
 		return nil, fmt.Errorf("export: %w", err)
 	}
@@ -245,40 +304,37 @@ func allGatesPhases(ctx context.Context, srv *benchServer, root *client.Client, 
 	if _, err := root.RegisterDescriptor(ctx, "edit", api.DescriptorRequest{Descriptor: desc, AppliesTo: []api.Grant{{Pattern: "sessions/**", Actions: []string{"mutate"}}}}); err != nil {
 		return nil, fmt.Errorf("descriptor: %w", err)
 	}
+	sessions, err := joinSessions(ctx, root, agents)
+	if err != nil {
+		return nil, err
+	}
+	return agentPhases(srv, o, ungoverned, "all gates (ring, rate, quarantine, session, resources, policy), %d agents", func(w, i int) error {
+		target := fmt.Sprintf("sessions/%s/%d/%d", sessions[w], w, i)
+		return posters[w].submit(ctx, api.ActionRequest{Type: "mutate", Target: target, Session: sessions[w],
+			Payload:   benchPayload(i),
+			Resources: &api.Resources{FilesystemWrite: []string{target}, Tools: 1}})
+	})
+}
+
+// joinSessions puts the agents into sessions, eight to a session, each
+// agent under the no_pii policy, and makes the sessions ACTIVE once all
+// have joined. It returns each agent's session.
+func joinSessions(ctx context.Context, root *client.Client, agents []*client.Client) ([]string, error) {
 	sessions := make([]string, len(agents))
 	for i, a := range agents {
 		if i%8 == 0 {
-			c, err := root.CreateSession(ctx, api.SessionRequest{})
+			id, err := openSession(ctx, root)
 			if err != nil {
 				return nil, err
 			}
-			var se struct {
-				ID string `json:"session_id"`
-			}
-			if err := json.Unmarshal(c.Record, &se); err != nil || se.ID == "" {
-				return nil, fmt.Errorf("session record %s: %v", c.Record, err)
-			}
-			sessions[i] = se.ID
-			if _, err := root.ChangeSession(ctx, se.ID, api.SessionChangeRequest{Op: "state", State: "HANDSHAKING"}); err != nil {
-				return nil, err
-			}
+			sessions[i] = id
 		} else {
 			sessions[i] = sessions[i-1]
 		}
 		if _, err := a.ChangeSession(ctx, sessions[i], api.SessionChangeRequest{Op: "join"}); err != nil {
 			return nil, err
 		}
-		info, err := a.Rings(ctx)
-		if err != nil {
-			return nil, err
-		}
-		var views []struct {
-			Agent string `json:"agent"`
-		}
-		if err := json.Unmarshal(info, &views); err != nil || len(views) != 1 {
-			return nil, fmt.Errorf("ring view of agent %d: %v", i, err)
-		}
-		if _, err := root.AttachPolicy(ctx, "no_pii", api.AttachRequest{Agent: views[0].Agent}); err != nil {
+		if err := attachNoPII(ctx, root, a, i); err != nil {
 			return nil, err
 		}
 	}
@@ -289,12 +345,43 @@ func allGatesPhases(ctx context.Context, srv *benchServer, root *client.Client, 
 			}
 		}
 	}
-	return agentPhases(srv, o, ungoverned, "all gates (ring, rate, quarantine, session, resources, policy), %d agents", func(w, i int) error {
-		target := fmt.Sprintf("sessions/%s/%d/%d", sessions[w], w, i)
-		return posters[w].submit(ctx, api.ActionRequest{Type: "mutate", Target: target, Session: sessions[w],
-			Payload:   benchPayload(i),
-			Resources: &api.Resources{FilesystemWrite: []string{target}, Tools: 1}})
-	})
+	return sessions, nil
+}
+
+// openSession creates a session and brings it to HANDSHAKING, where
+// agents may join it.
+func openSession(ctx context.Context, root *client.Client) (string, error) {
+	c, err := root.CreateSession(ctx, api.SessionRequest{})
+	if err != nil {
+		return "", err
+	}
+	var se struct {
+		ID string `json:"session_id"`
+	}
+	if err := json.Unmarshal(c.Record, &se); err != nil || se.ID == "" {
+		return "", fmt.Errorf("session record %s: %v", c.Record, err)
+	}
+	if _, err := root.ChangeSession(ctx, se.ID, api.SessionChangeRequest{Op: "state", State: "HANDSHAKING"}); err != nil {
+		return "", err
+	}
+	return se.ID, nil
+}
+
+// attachNoPII attaches the no_pii policy to agent a (the i-th), found by
+// its own ring view.
+func attachNoPII(ctx context.Context, root, a *client.Client, i int) error {
+	info, err := a.Rings(ctx)
+	if err != nil {
+		return err
+	}
+	var views []struct {
+		Agent string `json:"agent"`
+	}
+	if err := json.Unmarshal(info, &views); err != nil || len(views) != 1 {
+		return fmt.Errorf("ring view of agent %d: %v", i, err)
+	}
+	_, err = root.AttachPolicy(ctx, "no_pii", api.AttachRequest{Agent: views[0].Agent})
+	return err
 }
 
 // rateOf reads the rate of the row named name, 0 if there is none.

@@ -18,7 +18,9 @@ import (
 	"time"
 
 	"github.com/annal-dev/annal/api"
+	"github.com/annal-dev/annal/client"
 	"github.com/annal-dev/annal/internal/procmem"
+	"github.com/annal-dev/annal/kernel"
 )
 
 // soakOptions configure the soak: an open loop at a fixed rate, sampling
@@ -68,41 +70,75 @@ func soak(ctx context.Context, dir string, bo options, o soakOptions, out io.Wri
 	if err != nil {
 		return err
 	}
-	var entryBytes, events, failures atomic.Uint64
-	tick := time.Second / time.Duration(o.rate)
+	s := &soakRun{k: k, c: c, dir: dir}
 	work := make(chan int, o.clients)
 	var wg sync.WaitGroup
 	for range o.clients {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := range work {
-				rc, err := c.Submit(ctx, api.ActionRequest{Type: "mutate", Target: fmt.Sprintf("workspace/soak/%d", i), Payload: benchPayload(i)})
-				if err != nil {
-					failures.Add(1)
-					continue
-				}
-				raw, err := k.Entry(ctx, rc.Index)
-				if err == nil {
-					entryBytes.Add(uint64(len(raw)))
-					events.Add(1)
-				}
-			}
+			s.submitEach(ctx, work)
 		}()
 	}
-	start := time.Now()
-	var samples []soakSample
-	take := func() error {
-		s, err := sampleFolder(dir)
-		if err != nil {
-			return err
-		}
-		s.at, s.events, s.entryBytes = time.Since(start).Round(time.Second), events.Load(), entryBytes.Load()
-		samples = append(samples, s)
-		return nil
+	s.start = time.Now()
+	if err := s.drive(o, work); err != nil {
+		return err
 	}
-	next, nextSample := start, start.Add(o.sample)
-	for i := 0; time.Since(start) < o.duration; i++ {
+	close(work)
+	wg.Wait()
+	time.Sleep(2 * o.gcInterval(cfg.GCInterval)) // the last partials are collected
+	if err := s.take(); err != nil {
+		return err
+	}
+	if err := writeSoakTable(out, s.samples); err != nil {
+		return err
+	}
+	if third := len(s.samples) / 3; third > 0 {
+		ratio := func(of func(soakSample) int64) float64 { return lastToFirst(s.samples, third, of) }
+		fmt.Fprintf(out, "soak: %d events at %d/s for %v (%d dropped or failed); last third / first third: RSS %.2f, anon %.2f, file %.2f, RSS less the state file's map %.2f, Go heap %.2f\n",
+			s.events.Load(), o.rate, o.duration, s.failures.Load(),
+			ratio(func(s soakSample) int64 { return s.rss.total }), ratio(func(s soakSample) int64 { return s.rss.anon }),
+			ratio(func(s soakSample) int64 { return s.rss.file }), ratio(func(s soakSample) int64 { return s.rss.total - s.rss.stateMap }),
+			ratio(func(s soakSample) int64 { return int64(s.heapInUse) }))
+	}
+	return nil
+}
+
+// soakRun is one soak: its kernel and client, what the clients counted,
+// and the samples taken.
+type soakRun struct {
+	k     *kernel.Kernel
+	c     *client.Client
+	dir   string
+	start time.Time
+
+	entryBytes, events, failures atomic.Uint64
+	samples                      []soakSample
+}
+
+// submitEach submits the i-th action for each i from work, and counts the
+// events and their entries' bytes, or the failure.
+func (s *soakRun) submitEach(ctx context.Context, work <-chan int) {
+	for i := range work {
+		rc, err := s.c.Submit(ctx, api.ActionRequest{Type: "mutate", Target: fmt.Sprintf("workspace/soak/%d", i), Payload: benchPayload(i)})
+		if err != nil {
+			s.failures.Add(1)
+			continue
+		}
+		raw, err := s.k.Entry(ctx, rc.Index)
+		if err == nil {
+			s.entryBytes.Add(uint64(len(raw)))
+			s.events.Add(1)
+		}
+	}
+}
+
+// drive hands out work at o.rate for o.duration, an open loop, and takes
+// a sample every o.sample.
+func (s *soakRun) drive(o soakOptions, work chan<- int) error {
+	tick := time.Second / time.Duration(o.rate)
+	next, nextSample := s.start, s.start.Add(o.sample)
+	for i := 0; time.Since(s.start) < o.duration; i++ {
 		if d := time.Until(next); d > 0 {
 			time.Sleep(d)
 		}
@@ -110,21 +146,32 @@ func soak(ctx context.Context, dir string, bo options, o soakOptions, out io.Wri
 		select {
 		case work <- i:
 		default: // the kernel is behind: the open loop drops, never queues without bound
-			failures.Add(1)
+			s.failures.Add(1)
 		}
 		if time.Now().After(nextSample) {
-			if err := take(); err != nil {
+			if err := s.take(); err != nil {
 				return err
 			}
 			nextSample = nextSample.Add(o.sample)
 		}
 	}
-	close(work)
-	wg.Wait()
-	time.Sleep(2 * o.gcInterval(cfg.GCInterval)) // the last partials are collected
-	if err := take(); err != nil {
+	return nil
+}
+
+// take takes a sample of the data folder and the process's memory.
+func (s *soakRun) take() error {
+	sample, err := sampleFolder(s.dir)
+	if err != nil {
 		return err
 	}
+	sample.at, sample.events, sample.entryBytes = time.Since(s.start).Round(time.Second), s.events.Load(), s.entryBytes.Load()
+	s.samples = append(s.samples, sample)
+	return nil
+}
+
+// writeSoakTable prints a row for each sample with events: bytes per
+// event and memory.
+func writeSoakTable(out io.Writer, samples []soakSample) error {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "time\tevents\tentry B/event\tfolder B/event\tallocated B/event\tratio to entry+64\tpartial files\tRSS MiB\tanon MiB\tfile MiB\tof it state.db MiB\tGo heap MiB\t")
 	for _, s := range samples {
@@ -137,28 +184,20 @@ func soak(ctx context.Context, dir string, bo options, o soakOptions, out io.Wri
 			float64(s.allocated)/float64(s.events)/(per+64), s.partials,
 			float64(s.rss.total)/1024, float64(s.rss.anon)/1024, float64(s.rss.file)/1024, float64(s.rss.stateMap)/1024, float64(s.heapInUse)/(1<<20))
 	}
-	if err := tw.Flush(); err != nil {
-		return err
+	return tw.Flush()
+}
+
+// lastToFirst is the ratio of a measure summed over the last third
+// samples to the same over the first third.
+func lastToFirst(samples []soakSample, third int, of func(soakSample) int64) float64 {
+	var first, last int64
+	for _, s := range samples[:third] {
+		first += of(s)
 	}
-	third := len(samples) / 3
-	if third > 0 {
-		ratio := func(of func(soakSample) int64) float64 {
-			var first, last int64
-			for _, s := range samples[:third] {
-				first += of(s)
-			}
-			for _, s := range samples[len(samples)-third:] {
-				last += of(s)
-			}
-			return float64(last) / float64(first)
-		}
-		fmt.Fprintf(out, "soak: %d events at %d/s for %v (%d dropped or failed); last third / first third: RSS %.2f, anon %.2f, file %.2f, RSS less the state file's map %.2f, Go heap %.2f\n",
-			events.Load(), o.rate, o.duration, failures.Load(),
-			ratio(func(s soakSample) int64 { return s.rss.total }), ratio(func(s soakSample) int64 { return s.rss.anon }),
-			ratio(func(s soakSample) int64 { return s.rss.file }), ratio(func(s soakSample) int64 { return s.rss.total - s.rss.stateMap }),
-			ratio(func(s soakSample) int64 { return int64(s.heapInUse) }))
+	for _, s := range samples[len(samples)-third:] {
+		last += of(s)
 	}
-	return nil
+	return float64(last) / float64(first)
 }
 
 func (o soakOptions) gcInterval(d time.Duration) time.Duration { return max(d, time.Second) }

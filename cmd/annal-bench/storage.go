@@ -13,7 +13,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"text/tabwriter"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -142,13 +141,7 @@ func runStorage(ctx context.Context, o options, so storageOptions, out io.Writer
 		}
 		rows = append(rows, r...)
 	}
-	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "measure\tresult\tnote")
-	fmt.Fprintln(tw, "-------\t------\t----")
-	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", r.name, r.value, r.note)
-	}
-	return tw.Flush()
+	return printRows(out, rows)
 }
 
 func redactDSN(dsn string) string {
@@ -204,83 +197,27 @@ func takeover(ctx context.Context, dir string, o options, so storageOptions, n i
 	if err != nil {
 		return nil, err
 	}
-	config := func(d, holder string) (kernel.Config, *kernel.Lease, error) {
-		lease, err := kernel.OpenLease(ctx, a, holder, so.leaseTTL, nil)
-		if err != nil {
-			return kernel.Config{}, nil, err
-		}
-		cfg := benchConfig(d, o)
-		cfg.CheckpointInterval = max(cfg.CheckpointInterval, kernel.MinAWSCheckpointInterval)
-		cfg.DisableProduction = true
-		withLease := *a
-		withLease.Lease = lease
-		cfg.Storage = kernel.Storage{AWS: &withLease}
-		return cfg, lease, nil
-	}
-	dirA := filepath.Join(dir, fmt.Sprintf("takeover-%d-a", n))
-	cfg, leaseA, err := config(dirA, "bench-a")
+	t := &takeoverRun{ctx: ctx, dir: dir, o: o, so: so, n: n, aws: a}
+	k, root, leaseA, err := t.active()
 	if err != nil {
 		return nil, err
 	}
 	defer leaseA.Close()
-	if err := leaseA.Acquire(ctx, nil); err != nil {
-		return nil, err
-	}
-	k, err := kernel.Open(cfg)
-	if err != nil {
-		return nil, err
-	}
-	root, err := rootActor(k)
-	if err != nil {
-		return nil, err
-	}
 	keep, stopKeep := context.WithCancel(ctx)
 	defer stopKeep()
 	go leaseA.Keep(keep, func(error) {})
-	identity := func(name string) (string, error) {
-		d := filepath.Join(dir, fmt.Sprintf("takeover-%d-%s", n, name))
-		return d, kernel.CopyIdentity(dirA, d)
-	}
-	dirB, err := identity("warm")
+	warm, err := t.standby("warm")
 	if err != nil {
 		return nil, err
 	}
-	cfgB, leaseB, err := config(dirB, "bench-warm")
-	if err != nil {
-		return nil, err
-	}
-	defer leaseB.Close()
+	defer warm.lease.Close()
 	followCtx, stopFollowing := context.WithCancel(ctx)
 	defer stopFollowing()
 	followed := make(chan error, 1)
-	go func() { followed <- kernel.Follow(followCtx, cfgB, time.Second) }()
+	go func() { followed <- kernel.Follow(followCtx, warm.cfg, time.Second) }()
 
 	start := time.Now()
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	var firstErr atomic.Value
-	for w := 0; w < 256; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for next.Add(1) <= int64(n) {
-				for {
-					_, err := k.Submit(ctx, root, kernel.ActionRequest{Type: event.Mutate, Target: "workspace/takeover"})
-					if errors.Is(err, kernel.ErrUnavailable) {
-						time.Sleep(50 * time.Millisecond) // integration pushback: the tree is catching up
-						continue
-					}
-					if err != nil {
-						firstErr.CompareAndSwap(nil, err)
-						return
-					}
-					break
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	if err, ok := firstErr.Load().(error); ok {
+	if err := fillLog(ctx, k, root, n); err != nil {
 		k.Close()
 		stopFollowing()
 		return nil, err
@@ -293,7 +230,7 @@ func takeover(ctx context.Context, dir string, o options, so storageOptions, n i
 	if err := k.Close(); err != nil {
 		return nil, err
 	}
-	if err := leaseB.Acquire(ctx, nil); err != nil {
+	if err := warm.lease.Acquire(ctx, nil); err != nil {
 		return nil, err
 	}
 	leased := time.Now()
@@ -301,43 +238,14 @@ func takeover(ctx context.Context, dir string, o options, so storageOptions, n i
 	if err := <-followed; err != nil {
 		return nil, fmt.Errorf("follow: %w", err)
 	}
-	kb, err := kernel.Open(cfgB)
+	folded, serving, err := warm.serveOnce(ctx)
 	if err != nil {
 		return nil, err
 	}
-	serving := time.Now()
-	info, err := kb.Info(ctx)
-	if err != nil {
-		kb.Close()
-		return nil, err
-	}
-	folded := info.Size
-	// A clean stop releases the lease: the cold standby takes it at once.
-	if err := kb.Close(); err != nil {
-		return nil, err
-	}
-	if err := leaseB.Release(ctx); err != nil {
-		return nil, err
-	}
-	dirC, err := identity("cold")
+	cold, err := t.coldTakeover()
 	if err != nil {
 		return nil, err
 	}
-	cfgC, leaseC, err := config(dirC, "bench-cold")
-	if err != nil {
-		return nil, err
-	}
-	defer leaseC.Close()
-	if err := leaseC.Acquire(ctx, nil); err != nil {
-		return nil, err
-	}
-	coldStart := time.Now()
-	kc, err := kernel.Open(cfgC)
-	if err != nil {
-		return nil, err
-	}
-	cold := time.Since(coldStart)
-	kc.Close()
 	if folded < uint64(n) {
 		return nil, fmt.Errorf("the standby serves %d events, the kernel before it logged %d", folded, n)
 	}
@@ -347,6 +255,138 @@ func takeover(ctx context.Context, dir string, o options, so storageOptions, n i
 		{fmt.Sprintf("takeover of a %d-event log by a cold standby, after a clean stop", folded), fmtDur(cold),
 			fmt.Sprintf("fold from an empty data folder at %.0f events/s (the lease was released)", float64(folded)/cold.Seconds())},
 	}, nil
+}
+
+// takeoverRun is one takeover measure: a shared log of n events in aws,
+// its kernels' data folders under dir.
+type takeoverRun struct {
+	ctx context.Context
+	dir string
+	o   options
+	so  storageOptions
+	n   int
+	aws *kernel.AWSStorage
+}
+
+// folder is the data folder of the kernel called name.
+func (t *takeoverRun) folder(name string) string {
+	return filepath.Join(t.dir, fmt.Sprintf("takeover-%d-%s", t.n, name))
+}
+
+// config is the configuration of a kernel on the shared log with the data
+// folder d, and its lease as holder (opened, not acquired).
+func (t *takeoverRun) config(d, holder string) (kernel.Config, *kernel.Lease, error) {
+	lease, err := kernel.OpenLease(t.ctx, t.aws, holder, t.so.leaseTTL, nil)
+	if err != nil {
+		return kernel.Config{}, nil, err
+	}
+	cfg := benchConfig(d, t.o)
+	cfg.CheckpointInterval = max(cfg.CheckpointInterval, kernel.MinAWSCheckpointInterval)
+	cfg.DisableProduction = true
+	withLease := *t.aws
+	withLease.Lease = lease
+	cfg.Storage = kernel.Storage{AWS: &withLease}
+	return cfg, lease, nil
+}
+
+// active starts the kernel that builds the log: it takes the lease and
+// opens a new data folder. It returns the kernel, its root and its lease.
+func (t *takeoverRun) active() (*kernel.Kernel, *kernel.Actor, *kernel.Lease, error) {
+	cfg, lease, err := t.config(t.folder("a"), "bench-a")
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if err := lease.Acquire(t.ctx, nil); err != nil {
+		lease.Close()
+		return nil, nil, nil, err
+	}
+	k, err := kernel.Open(cfg)
+	if err != nil {
+		lease.Close()
+		return nil, nil, nil, err
+	}
+	root, err := rootActor(k)
+	if err != nil {
+		lease.Close()
+		return nil, nil, nil, err
+	}
+	return k, root, lease, nil
+}
+
+// standbyKernel is a kernel not yet open: its configuration and its
+// lease, opened but not yet held.
+type standbyKernel struct {
+	cfg   kernel.Config
+	lease *kernel.Lease
+}
+
+// standby prepares the standby called name: a data folder with the
+// active kernel's identity, and nothing of the log yet.
+func (t *takeoverRun) standby(name string) (standbyKernel, error) {
+	d := t.folder(name)
+	if err := kernel.CopyIdentity(t.folder("a"), d); err != nil {
+		return standbyKernel{}, err
+	}
+	cfg, lease, err := t.config(d, "bench-"+name)
+	return standbyKernel{cfg: cfg, lease: lease}, err
+}
+
+// serveOnce opens the kernel of a standby that holds the lease and
+// returns the events it serves and when it began to; then it stops it
+// cleanly, which releases the lease.
+func (s standbyKernel) serveOnce(ctx context.Context) (size uint64, serving time.Time, err error) {
+	k, err := kernel.Open(s.cfg)
+	if err != nil {
+		return 0, time.Time{}, err
+	}
+	serving = time.Now()
+	info, err := k.Info(ctx)
+	if err != nil {
+		k.Close()
+		return 0, time.Time{}, err
+	}
+	if err := k.Close(); err != nil {
+		return 0, time.Time{}, err
+	}
+	if err := s.lease.Release(ctx); err != nil {
+		return 0, time.Time{}, err
+	}
+	return info.Size, serving, nil
+}
+
+// coldTakeover times a standby with an empty data folder taking over the
+// released lease: the fold of the whole log until its kernel serves.
+func (t *takeoverRun) coldTakeover() (time.Duration, error) {
+	cold, err := t.standby("cold")
+	if err != nil {
+		return 0, err
+	}
+	defer cold.lease.Close()
+	if err := cold.lease.Acquire(t.ctx, nil); err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	k, err := kernel.Open(cold.cfg)
+	if err != nil {
+		return 0, err
+	}
+	took := time.Since(start)
+	k.Close()
+	return took, nil
+}
+
+// fillLog submits n actions as root from 256 workers; an answer that the
+// tree is catching up (integration pushback) is tried again.
+func fillLog(ctx context.Context, k *kernel.Kernel, root *kernel.Actor, n int) error {
+	return inParallel(int64(n), 256, func(int, int64) error {
+		for {
+			_, err := k.Submit(ctx, root, kernel.ActionRequest{Type: event.Mutate, Target: "workspace/takeover"})
+			if !errors.Is(err, kernel.ErrUnavailable) {
+				return err
+			}
+			time.Sleep(50 * time.Millisecond) // integration pushback: the tree is catching up
+		}
+	})
 }
 
 func rootActor(k *kernel.Kernel) (*kernel.Actor, error) {

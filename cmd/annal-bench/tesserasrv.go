@@ -182,9 +182,7 @@ func interleavedGoverned(ctx context.Context, dir string, srv *benchServer, o op
 		return nil, err
 	}
 	defer conformance.stop()
-	server := map[int][]float64{}
-	serverCPU := map[int][]time.Duration{}
-	serverP50 := map[int][]time.Duration{}
+	server := conformanceRuns{rate: map[int][]float64{}, cpu: map[int][]time.Duration{}, p50: map[int][]time.Duration{}}
 	governed := map[int][]float64{}
 	var rows []row
 	last := o.rounds - 1
@@ -192,49 +190,58 @@ func interleavedGoverned(ctx context.Context, dir string, srv *benchServer, o op
 		if err := settle(ctx, srv); err != nil {
 			return nil, err
 		}
-		for _, c := range o.governed {
-			var lat []time.Duration
-			rate, cpu, err := measureCPU(conformance.cpu, func() (float64, error) {
-				rate, l, err := conformance.addLoad(c, o.duration, fmt.Sprintf("round%d-c%d", round, c))
-				lat = l
-				return rate, err
-			})
-			if err != nil {
-				return nil, fmt.Errorf("conformance server at %d: %w", c, err)
-			}
-			server[c] = append(server[c], rate)
-			serverCPU[c] = append(serverCPU[c], cpu)
-			serverP50[c] = append(serverP50[c], percentile(lat, 50))
+		if err := server.measure(conformance, o, round); err != nil {
+			return nil, err
 		}
 		gov, err := governedPhases(ctx, srv, o, ungoverned, round == last)
 		if err != nil {
 			return nil, err
 		}
-		for _, r := range gov {
-			var c int
-			var rate float64
-			if _, err := fmt.Sscanf(r.name, "governed actions, %d concurrent agents", &c); err == nil {
-				fmt.Sscanf(r.value, "%f", &rate)
-				governed[c] = append(governed[c], rate)
-			}
-		}
+		eachRate(gov, governedName, func(c int, rate float64) { governed[c] = append(governed[c], rate) })
 		if round == last {
 			rows = append(rows, gov...)
 		}
 	}
 	for _, c := range o.governed {
-		s, g := server[c], governed[c]
+		s, g := server.rate[c], governed[c]
 		if len(s) < o.rounds || len(g) < o.rounds {
 			continue
 		}
 		rows = append(rows,
 			row{fmt.Sprintf("Tessera conformance server POST /add, %d concurrent", c), joinEach(s, wholeNumber) + " adds/s",
-				fmt.Sprintf("p50 %s, runs interleaved with the governed ones%s", joinEach(serverP50[c], fmtDur),
-					cpuNote(mean(serverCPU[c]), "its"))},
+				fmt.Sprintf("p50 %s, runs interleaved with the governed ones%s", joinEach(server.p50[c], fmtDur),
+					cpuNote(mean(server.cpu[c]), "its"))},
 			row{fmt.Sprintf("governed actions, %d agents, %s", c, everyRound(o.rounds)), joinEach(g, wholeNumber) + " actions/s",
-				ratioNote(mean(g)/mean(s), serverP50[c])})
+				ratioNote(mean(g)/mean(s), server.p50[c])})
 	}
 	return rows, nil
+}
+
+// conformanceRuns are the conformance server's runs by concurrency, one
+// a round: its rate, its CPU for each add, its p50.
+type conformanceRuns struct {
+	rate map[int][]float64
+	cpu  map[int][]time.Duration
+	p50  map[int][]time.Duration
+}
+
+// measure runs the conformance server once at each governed concurrency.
+func (r conformanceRuns) measure(conformance *tesseraServer, o options, round int) error {
+	for _, c := range o.governed {
+		var lat []time.Duration
+		rate, cpu, err := measureCPU(conformance.cpu, func() (float64, error) {
+			rate, l, err := conformance.addLoad(c, o.duration, fmt.Sprintf("round%d-c%d", round, c))
+			lat = l
+			return rate, err
+		})
+		if err != nil {
+			return fmt.Errorf("conformance server at %d: %w", c, err)
+		}
+		r.rate[c] = append(r.rate[c], rate)
+		r.cpu[c] = append(r.cpu[c], cpu)
+		r.p50[c] = append(r.p50[c], percentile(lat, 50))
+	}
+	return nil
 }
 
 // everyRound names the rounds of a row: "both rounds" for two.

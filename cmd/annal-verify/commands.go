@@ -34,9 +34,13 @@ func newRootCommand(stdin io.Reader) *cobra.Command {
 	return root
 }
 
+type proofFlags struct {
+	key, entryFile, policyFile string
+	asJSON                     bool
+}
+
 func newProofCommand(stdin io.Reader) *cobra.Command {
-	var key, entryFile, policyFile string
-	var asJSON bool
+	var f proofFlags
 	cmd := &cobra.Command{
 		Use:   "proof (--key KEY | --policy FILE) --entry ENTRY PROOF",
 		Short: "Check that an entry is in the log (c2sp.org/tlog-proof)",
@@ -49,27 +53,14 @@ entry's exact bytes (annal event -o); PROOF is the tlog-proof file (annal proof
 -o, or the proof of a receipt from submit --wait). Either may be - for stdin.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if entryFile == "" {
+			if f.entryFile == "" {
 				return usageError{errors.New("--entry is required: the entry's exact bytes")}
 			}
-			var policy *verifier.Policy
-			if policyFile != "" {
-				text, err := readInput(stdin, policyFile, verifier.MaxPolicySize)
-				if err != nil {
-					return err
-				}
-				if policy, err = verifier.ParsePolicy(text); err != nil {
-					return fmt.Errorf("FAILED %w", err)
-				}
+			policy, vkey, err := f.trust(stdin)
+			if err != nil {
+				return err
 			}
-			var vkey string
-			if key != "" || policy == nil {
-				var err error
-				if vkey, err = readKey(key); err != nil {
-					return err
-				}
-			}
-			entry, err := readInput(stdin, entryFile, verifier.MaxEntrySize)
+			entry, err := readInput(stdin, f.entryFile, verifier.MaxEntrySize)
 			if err != nil {
 				return err
 			}
@@ -77,24 +68,11 @@ entry's exact bytes (annal event -o); PROOF is the tlog-proof file (annal proof
 			if err != nil {
 				return err
 			}
-			var res *verifier.ProofResult
-			var cosigners []string
-			if policy != nil {
-				var pr *verifier.PolicyResult
-				res, pr, err = verifier.VerifyProofWithPolicy(entry, proof, policy)
-				if err == nil && vkey != "" && pr.LogKey != vkey {
-					err = fmt.Errorf("the policy's log key %q is not --key", pr.LogKey)
-				}
-				if pr != nil {
-					cosigners = pr.Cosigners
-				}
-			} else {
-				res, err = verifier.VerifyProof(entry, proof, vkey)
-			}
+			res, cosigners, err := verifyProof(entry, proof, policy, vkey)
 			if err != nil {
 				return fmt.Errorf("FAILED %w", err)
 			}
-			if asJSON {
+			if f.asJSON {
 				return writeJSON(cmd.OutOrStdout(), map[string]any{
 					"ok": true, "origin": res.Origin, "size": res.Size,
 					"root_hash": base64.StdEncoding.EncodeToString(res.RootHash[:]),
@@ -104,24 +82,68 @@ entry's exact bytes (annal event -o); PROOF is the tlog-proof file (annal proof
 					"cosigners": cosigners,
 				})
 			}
-			what := res.Event.Kind
-			if res.Event.Type != "" {
-				what = fmt.Sprintf("%s %s", res.Event.Type, res.Event.Target)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "OK: event %s (%s by %s)\n  is entry %d of %s\n  leaf hash %x\n  checkpoint size %d, root %s, signed by the log key\n",
-				res.Event.ID, what, res.Event.Actor, res.Index, res.Origin, res.LeafHash,
-				res.Size, base64.StdEncoding.EncodeToString(res.RootHash[:]))
-			if policy != nil {
-				fmt.Fprintf(cmd.OutOrStdout(), "  witness quorum met, cosigned by %s\n", strings.Join(cosigners, ", "))
-			}
+			printProof(cmd.OutOrStdout(), res, cosigners, policy != nil)
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&key, "key", "", "the log's verifier key, or @FILE (required)")
-	cmd.Flags().StringVar(&entryFile, "entry", "", "file with the entry's exact bytes, or - (required)")
-	cmd.Flags().StringVar(&policyFile, "policy", "", "c2sp.org/tlog-policy file: the log key and the witness quorum the checkpoint must meet (then --key is optional)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	cmd.Flags().StringVar(&f.key, "key", "", "the log's verifier key, or @FILE (required)")
+	cmd.Flags().StringVar(&f.entryFile, "entry", "", "file with the entry's exact bytes, or - (required)")
+	cmd.Flags().StringVar(&f.policyFile, "policy", "", "c2sp.org/tlog-policy file: the log key and the witness quorum the checkpoint must meet (then --key is optional)")
+	cmd.Flags().BoolVar(&f.asJSON, "json", false, "print the result as JSON")
 	return cmd
+}
+
+// trust reads what the proof is checked against: the --policy (nil
+// without one) and the --key ("" when a policy stands without it).
+func (f *proofFlags) trust(stdin io.Reader) (*verifier.Policy, string, error) {
+	var policy *verifier.Policy
+	if f.policyFile != "" {
+		text, err := readInput(stdin, f.policyFile, verifier.MaxPolicySize)
+		if err != nil {
+			return nil, "", err
+		}
+		if policy, err = verifier.ParsePolicy(text); err != nil {
+			return nil, "", fmt.Errorf("FAILED %w", err)
+		}
+	}
+	if f.key == "" && policy != nil {
+		return policy, "", nil
+	}
+	vkey, err := readKey(f.key)
+	return policy, vkey, err
+}
+
+// verifyProof checks the proof of entry under the policy, if one is given
+// (and then that its log key is vkey, if that is given too), else under
+// vkey. cosigners are the witnesses that met the policy's quorum.
+func verifyProof(entry, proof []byte, policy *verifier.Policy, vkey string) (*verifier.ProofResult, []string, error) {
+	if policy == nil {
+		res, err := verifier.VerifyProof(entry, proof, vkey)
+		return res, nil, err
+	}
+	res, pr, err := verifier.VerifyProofWithPolicy(entry, proof, policy)
+	if err == nil && vkey != "" && pr.LogKey != vkey {
+		err = fmt.Errorf("the policy's log key %q is not --key", pr.LogKey)
+	}
+	var cosigners []string
+	if pr != nil {
+		cosigners = pr.Cosigners
+	}
+	return res, cosigners, err
+}
+
+// printProof says what a proof showed, for a human.
+func printProof(out io.Writer, res *verifier.ProofResult, cosigners []string, withPolicy bool) {
+	what := res.Event.Kind
+	if res.Event.Type != "" {
+		what = fmt.Sprintf("%s %s", res.Event.Type, res.Event.Target)
+	}
+	fmt.Fprintf(out, "OK: event %s (%s by %s)\n  is entry %d of %s\n  leaf hash %x\n  checkpoint size %d, root %s, signed by the log key\n",
+		res.Event.ID, what, res.Event.Actor, res.Index, res.Origin, res.LeafHash,
+		res.Size, base64.StdEncoding.EncodeToString(res.RootHash[:]))
+	if withPolicy {
+		fmt.Fprintf(out, "  witness quorum met, cosigned by %s\n", strings.Join(cosigners, ", "))
+	}
 }
 
 func newConsistencyCommand(stdin io.Reader) *cobra.Command {

@@ -200,19 +200,9 @@ func run(ctx context.Context, o options, out, progress io.Writer) error {
 	}
 	defer os.RemoveAll(dir)
 
-	awBin := o.annalWitness
-	if awBin == "" {
-		fmt.Fprintln(progress, "building annal-witness …")
-		if awBin, err = buildAnnalWitness(ctx, dir); err != nil {
-			return err
-		}
-	}
-	owBin := o.omniwitness
-	if owBin == "" && !o.skipOmniwitness {
-		fmt.Fprintf(progress, "building omniwitness %s from the module proxy (1–2 minutes the first time) …\n", omniwitnessVersion)
-		if owBin, err = buildOmniwitness(ctx, dir); err != nil {
-			return err
-		}
+	awBin, owBin, err := o.binaries(ctx, dir, progress)
+	if err != nil {
+		return err
 	}
 	logs, err := newBenchLogs(o.logs)
 	if err != nil {
@@ -226,7 +216,35 @@ func run(ctx context.Context, o options, out, progress io.Writer) error {
 		}
 	}
 	wl := workload{duration: o.duration, steps: o.steps, maxGrow: o.maxGrow, timeout: o.timeout, maxAttempts: DefaultMaxAttempts, backoff: o.backoff}
+	o.printSetup(out, dir, awBin, owBin, prepare)
+	results, err := measureRounds(ctx, o, wl, dir, o.sides(awBin, owBin, logs), logs, progress)
+	if err != nil {
+		return err
+	}
+	return printResults(out, results)
+}
 
+// binaries are the witnesses' binaries: given, else built into dir.
+func (o options) binaries(ctx context.Context, dir string, progress io.Writer) (awBin, owBin string, err error) {
+	awBin = o.annalWitness
+	if awBin == "" {
+		fmt.Fprintln(progress, "building annal-witness …")
+		if awBin, err = buildAnnalWitness(ctx, dir); err != nil {
+			return "", "", err
+		}
+	}
+	owBin = o.omniwitness
+	if owBin == "" && !o.skipOmniwitness {
+		fmt.Fprintf(progress, "building omniwitness %s from the module proxy (1–2 minutes the first time) …\n", omniwitnessVersion)
+		if owBin, err = buildOmniwitness(ctx, dir); err != nil {
+			return "", "", err
+		}
+	}
+	return awBin, owBin, nil
+}
+
+// printSetup prints the header: the machine, the binaries, the workload.
+func (o options) printSetup(out io.Writer, dir, awBin, owBin string, prepare int) {
 	fmt.Fprintf(out, "annal-witness-bench: %d CPUs (%s/%s, GOMAXPROCS %d), %s; state in %s\n",
 		runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.GOMAXPROCS(0), runtime.Version(), dir)
 	fmt.Fprintf(out, "  annal-witness: %s\n", describeBinary(awBin))
@@ -240,42 +258,56 @@ func run(ctx context.Context, o options, out, progress io.Writer) error {
 	fmt.Fprintf(out, "  workload: %d logs, one client each, all at once; +1..%d entries per step; %s in at most %v per witness; retry backoff %v\n",
 		o.logs, o.maxGrow, stepsText, o.duration, o.backoff)
 	fmt.Fprintf(out, "  prepared before measuring: the first %d requests of each log (the same bytes for every witness); others are made when sent\n\n", prepare)
+}
 
-	type side struct {
-		name  string
-		dir   string
-		start func(ctx context.Context, dir string) (*witnessProcess, error)
-	}
+// side is one witness configuration measured: its name, its state
+// folders' prefix, and how to start it on a state folder.
+type side struct {
+	name  string
+	dir   string
+	start func(ctx context.Context, dir string) (*witnessProcess, error)
+}
+
+// sides are the configurations measured, in the order of every round:
+// annal-witness, then omniwitness as is and tuned, unless skipped.
+func (o options) sides(awBin, owBin string, logs []*benchLog) []side {
 	sides := []side{{"annal-witness", "annal", func(ctx context.Context, d string) (*witnessProcess, error) {
 		return startAnnalWitness(ctx, awBin, d, logs, o.annalWitnessArgs...)
 	}}}
-	if !o.skipOmniwitness {
-		sides = append(sides, side{"omniwitness", "omni", func(ctx context.Context, d string) (*witnessProcess, error) {
-			return startOmniwitness(ctx, owBin, d, logs, o.omniwitnessArgs)
-		}})
-		if o.omniwitnessTuned {
-			sides = append(sides, side{"omniwitness " + tunedFlag, "omni-tuned", func(ctx context.Context, d string) (*witnessProcess, error) {
-				return startOmniwitness(ctx, owBin, d, logs, append([]string{tunedFlag}, o.omniwitnessArgs...))
-			}})
-		}
+	if o.skipOmniwitness {
+		return sides
 	}
+	sides = append(sides, side{"omniwitness", "omni", func(ctx context.Context, d string) (*witnessProcess, error) {
+		return startOmniwitness(ctx, owBin, d, logs, o.omniwitnessArgs)
+	}})
+	if o.omniwitnessTuned {
+		sides = append(sides, side{"omniwitness " + tunedFlag, "omni-tuned", func(ctx context.Context, d string) (*witnessProcess, error) {
+			return startOmniwitness(ctx, owBin, d, logs, append([]string{tunedFlag}, o.omniwitnessArgs...))
+		}})
+	}
+	return sides
+}
+
+// measureRounds measures every side in each of o.rounds rounds, each on a
+// fresh state folder under dir.
+func measureRounds(ctx context.Context, o options, wl workload, dir string, sides []side, logs []*benchLog, progress io.Writer) ([]*measurement, error) {
 	var results []*measurement
 	for round := 1; round <= o.rounds; round++ {
 		for _, s := range sides {
 			d := filepath.Join(dir, fmt.Sprintf("%s-%d", s.dir, round))
 			if err := os.Mkdir(d, 0o700); err != nil {
-				return err
+				return nil, err
 			}
 			fmt.Fprintf(progress, "measuring %s, round %d of %d …\n", s.name, round, o.rounds)
 			m, err := measure(ctx, wl, s.name, logs, func(ctx context.Context) (*witnessProcess, error) { return s.start(ctx, d) })
 			if err != nil {
-				return err
+				return nil, err
 			}
 			m.round = round
 			results = append(results, m)
 		}
 	}
-	return printResults(out, results)
+	return results, nil
 }
 
 // measure starts a witness, runs the workload against it, and stops it.
@@ -334,15 +366,28 @@ func printResults(out io.Writer, results []*measurement) error {
 	}
 	fmt.Fprintln(out)
 	for _, m := range results {
-		fmt.Fprintf(out, "%s, round %d: %d requests in %v (%d made while measuring); errors: %s", m.witness, m.round, m.sent, m.elapsed.Round(time.Millisecond), m.madeLive, m.errorSummary())
-		if m.ok > 0 && m.serverCPU > 0 {
-			fmt.Fprintf(out, "; witness CPU %s per cosignature", fmtDur(m.serverCPU/time.Duration(m.ok)))
-		}
-		fmt.Fprintln(out)
-		for _, g := range m.gaveUp {
-			fmt.Fprintf(out, "  stopped early: %s\n", g)
-		}
+		printDetails(out, m)
 	}
+	printRatios(out, results)
+	return nil
+}
+
+// printDetails prints what a measurement's row leaves out: its length,
+// its errors, its CPU per cosignature, the logs that stopped early.
+func printDetails(out io.Writer, m *measurement) {
+	fmt.Fprintf(out, "%s, round %d: %d requests in %v (%d made while measuring); errors: %s", m.witness, m.round, m.sent, m.elapsed.Round(time.Millisecond), m.madeLive, m.errorSummary())
+	if m.ok > 0 && m.serverCPU > 0 {
+		fmt.Fprintf(out, "; witness CPU %s per cosignature", fmtDur(m.serverCPU/time.Duration(m.ok)))
+	}
+	fmt.Fprintln(out)
+	for _, g := range m.gaveUp {
+		fmt.Fprintf(out, "  stopped early: %s\n", g)
+	}
+}
+
+// printRatios prints annal-witness's ratio to each other witness, round by
+// round and of the means, then the target's verdict against the fastest.
+func printRatios(out io.Writer, results []*measurement) {
 	// Each witness's rounds, in the order the witnesses were measured.
 	var names []string
 	rounds := map[string][]*measurement{}
@@ -351,13 +396,6 @@ func printResults(out io.Writer, results []*measurement) error {
 			names = append(names, m.witness)
 		}
 		rounds[m.witness] = append(rounds[m.witness], m)
-	}
-	mean := func(ms []*measurement) float64 {
-		sum := 0.0
-		for _, m := range ms {
-			sum += m.rate()
-		}
-		return sum / float64(len(ms))
 	}
 	annal := rounds[names[0]]
 	// The target is judged against the fastest omniwitness configuration.
@@ -368,27 +406,42 @@ func printResults(out io.Writer, results []*measurement) error {
 		for i := range min(len(annal), len(other)) {
 			each = append(each, fmtRatio(annal[i], other[i]))
 		}
-		fmt.Fprintf(out, "\nratio %s / %s: %s by round; %s of the means", names[0], name, strings.Join(each, ", "), fmtMeanRatio(mean(annal), mean(other)))
-		if m := mean(other); m > bestMean {
+		fmt.Fprintf(out, "\nratio %s / %s: %s by round; %s of the means", names[0], name, strings.Join(each, ", "), fmtMeanRatio(meanRate(annal), meanRate(other)))
+		if m := meanRate(other); m > bestMean {
 			best, bestMean = name, m
 		}
 	}
 	if bestMean > 0 {
-		ratio := mean(annal) / bestMean
-		met := 0
-		for i, m := range annal {
-			if i < len(rounds[best]) && rounds[best][i].rate() > 0 && m.rate()/rounds[best][i].rate() >= targetRatio {
-				met++
-			}
-		}
-		verdict := "met"
-		if ratio < targetRatio {
-			verdict = "NOT met"
-		}
-		fmt.Fprintf(out, "\ntarget annal-witness ≥ %.1f× the fastest omniwitness (%s), means of %d rounds: %.2f×, %s (met in %d of %d rounds)\n",
-			targetRatio, best, len(annal), ratio, verdict, met, len(annal))
+		printVerdict(out, annal, best, rounds[best])
 	}
-	return nil
+}
+
+// printVerdict prints whether annal-witness met the target against the
+// fastest other witness, best: by the ratio of the means, and round by
+// round.
+func printVerdict(out io.Writer, annal []*measurement, best string, bestRounds []*measurement) {
+	ratio := meanRate(annal) / meanRate(bestRounds)
+	met := 0
+	for i, m := range annal {
+		if i < len(bestRounds) && bestRounds[i].rate() > 0 && m.rate()/bestRounds[i].rate() >= targetRatio {
+			met++
+		}
+	}
+	verdict := "met"
+	if ratio < targetRatio {
+		verdict = "NOT met"
+	}
+	fmt.Fprintf(out, "\ntarget annal-witness ≥ %.1f× the fastest omniwitness (%s), means of %d rounds: %.2f×, %s (met in %d of %d rounds)\n",
+		targetRatio, best, len(annal), ratio, verdict, met, len(annal))
+}
+
+// meanRate is the mean of the measurements' rates.
+func meanRate(ms []*measurement) float64 {
+	sum := 0.0
+	for _, m := range ms {
+		sum += m.rate()
+	}
+	return sum / float64(len(ms))
 }
 
 func fmtMeanRatio(a, b float64) string {

@@ -309,13 +309,10 @@ func (wl workload) run(ctx context.Context, name, baseURL string, logs []*benchL
 // otherwise), at most maxAttempts times.
 func (wl workload) runLog(ctx context.Context, url string, w *logWriter, deadline time.Time) *measurement {
 	m := &measurement{errors: map[string]int{}}
-	giveUp := func(format string, args ...any) *measurement {
-		m.gaveUp = append(m.gaveUp, w.log.origin+": "+fmt.Sprintf(format, args...))
-		return m
-	}
 	conn, err := loadconn.New(url, nil, wl.timeout)
 	if err != nil {
-		return giveUp("%v", err)
+		m.giveUp(w, "%v", err)
+		return m
 	}
 	defer conn.Close()
 	for step := 0; wl.steps == 0 || step < wl.steps; step++ {
@@ -323,57 +320,98 @@ func (wl workload) runLog(ctx context.Context, url string, w *logWriter, deadlin
 			return m
 		}
 		w.step()
-		var stepStart time.Time
-		for attempt := 1; ; attempt++ {
-			if attempt > wl.maxAttempts {
-				return giveUp("step %d failed %d times", step, wl.maxAttempts)
-			}
-			if attempt > 1 {
-				if !time.Now().Before(deadline) {
-					return m
-				}
-				m.retries++
-			}
-			body, err := w.request()
-			if err != nil {
-				return giveUp("make request: %v", err)
-			}
-			if attempt == 1 {
-				stepStart = time.Now()
-			}
-			code, answer, err := conn.Post(ctx, body)
-			m.sent++
-			if err != nil {
-				if ctx.Err() != nil {
-					return m
-				}
-				m.errors["transport"]++
-				wl.wait(ctx, attempt)
-				continue
-			}
-			if code == http.StatusOK {
-				if !bytes.HasPrefix(answer, []byte("— ")) {
-					m.errors["200 without cosignature"]++
-					return giveUp("200 answer is not a note signature line: %q", answer)
-				}
-				m.ok++
-				m.latencies = append(m.latencies, time.Since(stepStart))
-				w.witnessSize = w.size
-				break
-			}
-			m.errors[strconv.Itoa(code)]++
-			if code == http.StatusConflict {
-				stored, err := parseSizeAnswer(answer)
-				if err != nil {
-					return giveUp("409 answer: %v", err)
-				}
-				w.resync(stored)
-				continue
-			}
-			wl.wait(ctx, attempt)
+		if !wl.sendStep(ctx, conn, w, m, step, deadline) {
+			return m
 		}
 	}
 	return m
+}
+
+// sendStep sends the step's request until the witness cosigns it,
+// counting in m, and reports whether the log's client goes on: not once
+// it gave up, ctx ended, or the deadline passed.
+func (wl workload) sendStep(ctx context.Context, conn *loadconn.Conn, w *logWriter, m *measurement, step int, deadline time.Time) bool {
+	var stepStart time.Time
+	for attempt := 1; ; attempt++ {
+		if attempt > wl.maxAttempts {
+			m.giveUp(w, "step %d failed %d times", step, wl.maxAttempts)
+			return false
+		}
+		if attempt > 1 {
+			if !time.Now().Before(deadline) {
+				return false
+			}
+			m.retries++
+		}
+		body, err := w.request()
+		if err != nil {
+			m.giveUp(w, "make request: %v", err)
+			return false
+		}
+		if attempt == 1 {
+			stepStart = time.Now()
+		}
+		code, answer, err := conn.Post(ctx, body)
+		m.sent++
+		if err != nil {
+			if ctx.Err() != nil {
+				return false
+			}
+			m.errors["transport"]++
+			wl.wait(ctx, attempt)
+			continue
+		}
+		switch m.take(w, code, answer, stepStart) {
+		case cosigned:
+			return true
+		case failed:
+			return false
+		case refused:
+			wl.wait(ctx, attempt)
+		}
+	}
+}
+
+// outcome is what an answer means for its step.
+type outcome int
+
+const (
+	cosigned outcome = iota // 200: the step is done
+	resynced                // 409: sent again at once, from the witness's size
+	refused                 // any other status: sent again after a backoff
+	failed                  // the log's client gives up
+)
+
+// take counts the answer to a step's request, first sent at stepStart,
+// and says what it means.
+func (m *measurement) take(w *logWriter, code int, answer []byte, stepStart time.Time) outcome {
+	if code == http.StatusOK {
+		if !bytes.HasPrefix(answer, []byte("— ")) {
+			m.errors["200 without cosignature"]++
+			m.giveUp(w, "200 answer is not a note signature line: %q", answer)
+			return failed
+		}
+		m.ok++
+		m.latencies = append(m.latencies, time.Since(stepStart))
+		w.witnessSize = w.size
+		return cosigned
+	}
+	m.errors[strconv.Itoa(code)]++
+	if code != http.StatusConflict {
+		return refused
+	}
+	stored, err := parseSizeAnswer(answer)
+	if err != nil {
+		m.giveUp(w, "409 answer: %v", err)
+		return failed
+	}
+	w.resync(stored)
+	return resynced
+}
+
+// giveUp notes that w's log stopped early, and why.
+func (m *measurement) giveUp(w *logWriter, format string, args ...any) {
+	m.gaveUp = append(m.gaveUp, w.log.origin+": "+fmt.Sprintf(format, args...))
 }
 
 // parseSizeAnswer reads the body of a 409 answer: the witness's size in

@@ -2,8 +2,10 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"time"
 
+	"github.com/annal-dev/annal/witness"
 	"github.com/spf13/cobra"
 )
 
@@ -21,38 +23,16 @@ served at GET /evidence and GET /evidence/<id>.`,
 }
 
 func newEvidenceListCommand() *cobra.Command {
-	var data string
-	var asJSON bool
-	cmd := &cobra.Command{
-		Use:   "list",
-		Short: "List the evidence found, oldest first",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			admin, done, err := openAdmin(data, false)
-			if err != nil {
-				return err
-			}
-			defer done()
-			list, err := admin.Evidence()
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return printJSON(cmd.OutOrStdout(), list)
-			}
-			out := cmd.OutOrStdout()
-			if len(list) == 0 {
-				fmt.Fprintln(out, "no evidence")
-			}
-			for _, e := range list {
-				fmt.Fprintf(out, "%s\n  log    %s\n  sizes  %d and %d\n  found  %s by %s\n", e.ID, e.Origin, e.Sizes[0], e.Sizes[1], e.FoundAt.Format(time.RFC3339), e.Source)
-			}
-			return nil
-		},
+	return newListCommand("List the evidence found, oldest first", admin.Evidence, printEvidence)
+}
+
+func printEvidence(out io.Writer, list []witness.EvidenceRecord) {
+	if len(list) == 0 {
+		fmt.Fprintln(out, "no evidence")
 	}
-	cmd.Flags().StringVar(&data, "data", DefaultData, "data folder")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	return cmd
+	for _, e := range list {
+		fmt.Fprintf(out, "%s\n  log    %s\n  sizes  %d and %d\n  found  %s by %s\n", e.ID, e.Origin, e.Sizes[0], e.Sizes[1], e.FoundAt.Format(time.RFC3339), e.Source)
+	}
 }
 
 func newEvidenceGetCommand() *cobra.Command {
@@ -62,17 +42,14 @@ func newEvidenceGetCommand() *cobra.Command {
 		Short: "Print one evidence file, exactly as stored (annal-witness evidence get ID > file)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			admin, done, err := openAdmin(data, false)
-			if err != nil {
+			return withAdmin(data, false, func(a admin) error {
+				file, err := a.EvidenceFile(args[0])
+				if err != nil {
+					return err
+				}
+				_, err = cmd.OutOrStdout().Write(file)
 				return err
-			}
-			defer done()
-			file, err := admin.EvidenceFile(args[0])
-			if err != nil {
-				return err
-			}
-			_, err = cmd.OutOrStdout().Write(file)
-			return err
+			})
 		},
 	}
 	cmd.Flags().StringVar(&data, "data", DefaultData, "data folder")

@@ -58,6 +58,28 @@ func openAdmin(data string, create bool) (admin, func(), error) {
 	return witness.NewAdminClient(sock), func() {}, nil
 }
 
+// withAdmin runs f with the data folder's admin (see openAdmin).
+func withAdmin(data string, create bool, f func(admin) error) error {
+	a, done, err := openAdmin(data, create)
+	if err != nil {
+		return err
+	}
+	defer done()
+	return f(a)
+}
+
+// changeAdmin makes a change with the data folder's admin (see openAdmin)
+// and, once it is made, says so on out.
+func changeAdmin(data string, create bool, change func(admin) error, out io.Writer, said string) error {
+	return withAdmin(data, create, func(a admin) error {
+		if err := change(a); err != nil {
+			return err
+		}
+		fmt.Fprintln(out, said)
+		return nil
+	})
+}
+
 func newLogsCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "logs",
@@ -80,16 +102,7 @@ witness cosigned checkpoints of this origin before it was removed, it resumes
 from the latest of them.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			admin, done, err := openAdmin(data, true)
-			if err != nil {
-				return err
-			}
-			defer done()
-			if err := admin.AddLog(cfg); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "annal-witness: witnessing %s\n", cfg.Origin)
-			return nil
+			return changeAdmin(data, true, func(a admin) error { return a.AddLog(cfg) }, cmd.OutOrStdout(), "annal-witness: witnessing "+cfg.Origin)
 		},
 	}
 	fl := cmd.Flags()
@@ -103,37 +116,45 @@ from the latest of them.`,
 }
 
 func newLogsListCommand() *cobra.Command {
+	return newListCommand("List the logs witnessed, with the latest checkpoint cosigned for each", admin.Logs, printLogs)
+}
+
+// newListCommand is a list command: it fetches the list from the data
+// folder's admin and prints it, as JSON with --json.
+func newListCommand[T any](short string, fetch func(admin) ([]T, error), print func(io.Writer, []T)) *cobra.Command {
 	var data string
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "list",
-		Short: "List the logs witnessed, with the latest checkpoint cosigned for each",
+		Short: short,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			admin, done, err := openAdmin(data, false)
-			if err != nil {
-				return err
-			}
-			defer done()
-			logs, err := admin.Logs()
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				if logs == nil {
-					logs = []witness.LogStatus{}
+			return withAdmin(data, false, func(a admin) error {
+				list, err := fetch(a)
+				if err != nil {
+					return err
 				}
-				return enc.Encode(logs)
-			}
-			printLogs(cmd.OutOrStdout(), logs)
-			return nil
+				if asJSON {
+					return printJSON(cmd.OutOrStdout(), list)
+				}
+				print(cmd.OutOrStdout(), list)
+				return nil
+			})
 		},
 	}
 	cmd.Flags().StringVar(&data, "data", DefaultData, "data folder")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
+}
+
+// printJSON prints v indented; a nil slice prints as [].
+func printJSON[T any](out io.Writer, v []T) error {
+	if v == nil {
+		v = []T{}
+	}
+	enc := json.NewEncoder(out)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }
 
 func printLogs(out io.Writer, logs []witness.LogStatus) {
@@ -168,16 +189,7 @@ kept, so that adding the log again cannot make the witness cosign a history
 inconsistent with it; --forget-state drops it too.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			admin, done, err := openAdmin(data, false)
-			if err != nil {
-				return err
-			}
-			defer done()
-			if err := admin.RemoveLog(origin, forget); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "annal-witness: no longer witnessing %s\n", origin)
-			return nil
+			return changeAdmin(data, false, func(a admin) error { return a.RemoveLog(origin, forget) }, cmd.OutOrStdout(), "annal-witness: no longer witnessing "+origin)
 		},
 	}
 	cmd.Flags().StringVar(&data, "data", DefaultData, "data folder")

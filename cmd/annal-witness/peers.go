@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 
@@ -33,16 +32,8 @@ its serve command prints it; the peer is named after it.`,
 			if err != nil {
 				return err
 			}
-			admin, done, err := openAdmin(data, true)
-			if err != nil {
-				return err
-			}
-			defer done()
-			if err := admin.AddPeer(p); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "annal-witness: gossiping with %s at %s\n", p.Name, p.URL)
-			return nil
+			return changeAdmin(data, true, func(a admin) error { return a.AddPeer(p) }, cmd.OutOrStdout(),
+				fmt.Sprintf("annal-witness: gossiping with %s at %s", p.Name, p.URL))
 		},
 	}
 	fl := cmd.Flags()
@@ -55,37 +46,16 @@ its serve command prints it; the peer is named after it.`,
 }
 
 func newPeersListCommand() *cobra.Command {
-	var data string
-	var asJSON bool
-	cmd := &cobra.Command{
-		Use:   "list",
-		Short: "List the peers",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			admin, done, err := openAdmin(data, false)
-			if err != nil {
-				return err
-			}
-			defer done()
-			peers, err := admin.Peers()
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return printJSON(cmd.OutOrStdout(), peers)
-			}
-			if len(peers) == 0 {
-				fmt.Fprintln(cmd.OutOrStdout(), "no peers configured")
-			}
-			for _, p := range peers {
-				fmt.Fprintf(cmd.OutOrStdout(), "%s\n  url  %s\n  key  %s\n", p.Name, p.URL, p.Key)
-			}
-			return nil
-		},
+	return newListCommand("List the peers", admin.Peers, printPeers)
+}
+
+func printPeers(out io.Writer, peers []witness.PeerConfig) {
+	if len(peers) == 0 {
+		fmt.Fprintln(out, "no peers configured")
 	}
-	cmd.Flags().StringVar(&data, "data", DefaultData, "data folder")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	return cmd
+	for _, p := range peers {
+		fmt.Fprintf(out, "%s\n  url  %s\n  key  %s\n", p.Name, p.URL, p.Key)
+	}
 }
 
 func newPeersRemoveCommand() *cobra.Command {
@@ -95,30 +65,11 @@ func newPeersRemoveCommand() *cobra.Command {
 		Short: "Stop gossiping with a peer (evidence found with it is kept)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			admin, done, err := openAdmin(data, false)
-			if err != nil {
-				return err
-			}
-			defer done()
-			if err := admin.RemovePeer(name); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "annal-witness: no longer gossiping with %s\n", name)
-			return nil
+			return changeAdmin(data, false, func(a admin) error { return a.RemovePeer(name) }, cmd.OutOrStdout(), "annal-witness: no longer gossiping with "+name)
 		},
 	}
 	cmd.Flags().StringVar(&data, "data", DefaultData, "data folder")
 	cmd.Flags().StringVar(&name, "name", "", "the peer's name (its key's name)")
 	cmd.MarkFlagRequired("name")
 	return cmd
-}
-
-// printJSON prints v indented; a nil slice prints as [].
-func printJSON[T any](out io.Writer, v []T) error {
-	if v == nil {
-		v = []T{}
-	}
-	enc := json.NewEncoder(out)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }

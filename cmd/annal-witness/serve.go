@@ -123,11 +123,7 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if err := store.Close(); err != nil {
-			logger.Error("close witness state", "error", err)
-		}
-	}()
+	defer closeStore(store, logger)
 	cosigner, created, err := loadCosigner(f.data, f.name, f.mldsa)
 	if err != nil {
 		return err
@@ -155,18 +151,49 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 		MaxHeaderBytes:    16 << 10,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
-	adminPath := filepath.Join(f.data, witness.AdminSocketName)
 	admin := &http.Server{Handler: witness.AdminHandler(store), ReadHeaderTimeout: 10 * time.Second}
+	adminLn, adminPath := listenAdmin(f.data, logger)
+	printBanner(stdout, created, cosigner, adminPath, f.gossipInterval, ln.Addr())
+
+	errc := make(chan error, 2)
+	go func() { errc <- srv.Serve(ln) }()
+	if adminLn != nil {
+		defer os.Remove(adminPath)
+		go func() { errc <- admin.Serve(adminLn) }()
+	}
+	// The round in progress ends before the witness and its state close
+	// (deferred earlier, so run later).
+	defer startGossip(ctx, w, f.gossipInterval)()
+	select {
+	case err = <-errc:
+	case <-ctx.Done():
+	}
+	return shutdown(err, srv, admin)
+}
+
+func closeStore(store *witness.Store, logger *slog.Logger) {
+	if err := store.Close(); err != nil {
+		logger.Error("close witness state", "error", err)
+	}
+}
+
+// listenAdmin opens the admin socket in the data folder; its path is
+// "none" when it cannot. The witness works without it; only "logs"
+// commands then need it stopped. A Unix socket path is limited to about
+// 100 bytes.
+func listenAdmin(data string, logger *slog.Logger) (net.Listener, string) {
+	adminPath := filepath.Join(data, witness.AdminSocketName)
 	adminLn, err := witness.ListenAdmin(adminPath)
 	if err != nil {
-		// The witness works without it; only "logs" commands then need it
-		// stopped. A Unix socket path is limited to about 100 bytes.
 		logger.Warn("no admin socket: logs commands will need the witness stopped", "error", err)
-		adminPath = "none"
-	} else {
-		defer os.Remove(adminPath)
+		return nil, "none"
 	}
+	return adminLn, adminPath
+}
 
+// printBanner says what serve serves: the keys it created, its name and
+// verifier keys, its admin socket, its gossip, its address.
+func printBanner(stdout io.Writer, created []string, cosigner *witness.Cosigner, adminPath string, gossipInterval time.Duration, addr net.Addr) {
 	for _, path := range created {
 		fmt.Fprintf(stdout, "annal-witness: created witness key %s\n", path)
 	}
@@ -176,38 +203,35 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "annal-witness: ML-DSA-44 verifier key %s\n", k)
 	}
 	fmt.Fprintf(stdout, "annal-witness: admin socket %s\n", adminPath)
-	if f.gossipInterval > 0 {
-		fmt.Fprintf(stdout, "annal-witness: gossip every %v\n", f.gossipInterval)
+	if gossipInterval > 0 {
+		fmt.Fprintf(stdout, "annal-witness: gossip every %v\n", gossipInterval)
 	} else {
 		fmt.Fprintln(stdout, "annal-witness: gossip off")
 	}
-	fmt.Fprintf(stdout, "annal-witness: listening on http://%s\n", ln.Addr())
+	fmt.Fprintf(stdout, "annal-witness: listening on http://%s\n", addr)
+}
 
-	errc := make(chan error, 2)
-	go func() { errc <- srv.Serve(ln) }()
-	if adminLn != nil {
-		go func() { errc <- admin.Serve(adminLn) }()
-	}
+// startGossip runs the witness's gossip rounds until ctx ends or the
+// returned stop is called; stop returns once the round in progress ended.
+func startGossip(ctx context.Context, w *witness.Witness, interval time.Duration) (stop func()) {
 	gossipCtx, stopGossip := context.WithCancel(ctx)
 	gossipDone := make(chan struct{})
 	go func() {
 		defer close(gossipDone)
-		w.RunGossip(gossipCtx, f.gossipInterval)
+		w.RunGossip(gossipCtx, interval)
 	}()
-	// The round in progress ends before the witness and its state close
-	// (deferred earlier, so run later).
-	defer func() {
+	return func() {
 		stopGossip()
 		<-gossipDone
-	}()
-	select {
-	case err = <-errc:
-	case <-ctx.Done():
 	}
+}
+
+// shutdown stops both servers once serve ends, err being why (nil for
+// ctx's end): requests in flight finish, and their cosignatures are
+// committed, before the state is closed. It returns the first error.
+func shutdown(err error, srv, admin *http.Server) error {
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	// Requests in flight finish, and their cosignatures are committed,
-	// before the state is closed.
 	if serr := srv.Shutdown(shutdownCtx); serr != nil && err == nil {
 		err = serr
 	}

@@ -164,11 +164,15 @@ func parseIndexArg(s string) (uint64, error) {
 	return n, nil
 }
 
+type submitFlags struct {
+	typ, target, payload, payloadFile, payloadHash, proofOut string
+	wait, seal                                               bool
+	session, actionID, subject                               string
+	res                                                      api.Resources
+}
+
 func submitCommand(g *globalFlags) *cobra.Command {
-	var typ, target, payload, payloadFile, payloadHash, proofOut string
-	var wait, seal bool
-	var session, actionID, subject string
-	var res api.Resources
+	var f submitFlags
 	cmd := &cobra.Command{
 		Use:   "submit --type TYPE --target PATH [--payload JSON | --payload-file FILE | --payload-hash sha256:HEX] [--seal] [--subject ID] [--session S] [--network HOST]...",
 		Short: "Submit an action; prints the receipt once it is durably logged",
@@ -178,25 +182,9 @@ func submitCommand(g *globalFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			req := api.ActionRequest{Type: typ, Target: target, PayloadHash: payloadHash, Session: session, ActionID: actionID,
-				Seal: seal, Subject: subject}
-			if len(res.Network)+len(res.FilesystemRead)+len(res.FilesystemWrite) > 0 || res.Subprocess || res.Tools > 0 {
-				req.Resources = &res
-			}
-			switch {
-			case payload != "" && payloadFile != "":
-				return errors.New("give --payload or --payload-file, not both")
-			case payload != "":
-				req.Payload = json.RawMessage(payload)
-			case payloadFile != "":
-				raw, err := os.ReadFile(payloadFile)
-				if err != nil {
-					return err
-				}
-				req.Payload = raw
-			}
-			if req.Payload != nil && !json.Valid(req.Payload) {
-				return errors.New("the payload is not valid JSON")
+			req, err := f.request()
+			if err != nil {
+				return err
 			}
 			ctx, cancel := g.context(cmd)
 			defer cancel()
@@ -204,48 +192,92 @@ func submitCommand(g *globalFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if (wait || proofOut != "") && r.Status != "held" {
-				p, err := g.waitProof(ctx, c, r.Index)
-				if err != nil {
-					r.ProofError = err.Error()
-				} else {
-					r.Proof = string(p)
-					if _, cp, ok := strings.Cut(r.Proof, "\n\n"); ok {
-						r.Checkpoint = cp
-					}
-				}
+			if (f.wait || f.proofOut != "") && r.Status != "held" {
+				g.addProof(ctx, c, r)
 			}
-			if proofOut != "" {
+			if f.proofOut != "" {
 				if r.Proof == "" {
 					return fmt.Errorf("action committed at index %d, but no proof yet: %s", r.Index, r.ProofError)
 				}
-				if err := os.WriteFile(proofOut, []byte(r.Proof), 0o644); err != nil {
+				if err := os.WriteFile(f.proofOut, []byte(r.Proof), 0o644); err != nil {
 					return err
 				}
 			}
 			return printJSON(cmd.OutOrStdout(), r)
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&typ, "type", "", "observe, create, mutate or execute")
-	f.StringVar(&target, "target", "", "target path, e.g. workspace/notes.md")
-	f.StringVar(&payload, "payload", "", "payload as JSON")
-	f.StringVar(&payloadFile, "payload-file", "", "file holding the JSON payload")
-	f.StringVar(&payloadHash, "payload-hash", "", "sha256:<hex> of a payload kept outside the log")
-	f.BoolVar(&seal, "seal", false, "keep the payload sealed beside the log (the log holds a salted commitment) until its subject is erased")
-	f.StringVar(&subject, "subject", "", "the data subject a sealed payload is about, a pseudonymous id (implies --seal; default: your actor id)")
-	f.BoolVar(&wait, "wait", false, "wait until a signed checkpoint covers the action; the receipt then holds the proof")
-	f.StringVar(&proofOut, "proof-out", "", "with --wait implied: write the tlog-proof to this file")
-	f.StringVar(&session, "session", "", "the session the action runs in")
-	f.StringVar(&actionID, "action-id", "", "a registered action descriptor the action is")
-	f.StringArrayVar(&res.Network, "network", nil, "a network destination the action uses, host[:port] (repeatable)")
-	f.StringArrayVar(&res.FilesystemRead, "fs-read", nil, "a path the action reads (repeatable)")
-	f.StringArrayVar(&res.FilesystemWrite, "fs-write", nil, "a path the action writes (repeatable)")
-	f.BoolVar(&res.Subprocess, "subprocess", false, "the action starts a process")
-	f.Uint64Var(&res.Tools, "tools", 0, "concurrent tool executions the action uses")
+	fl := cmd.Flags()
+	fl.StringVar(&f.typ, "type", "", "observe, create, mutate or execute")
+	fl.StringVar(&f.target, "target", "", "target path, e.g. workspace/notes.md")
+	fl.StringVar(&f.payload, "payload", "", "payload as JSON")
+	fl.StringVar(&f.payloadFile, "payload-file", "", "file holding the JSON payload")
+	fl.StringVar(&f.payloadHash, "payload-hash", "", "sha256:<hex> of a payload kept outside the log")
+	fl.BoolVar(&f.seal, "seal", false, "keep the payload sealed beside the log (the log holds a salted commitment) until its subject is erased")
+	fl.StringVar(&f.subject, "subject", "", "the data subject a sealed payload is about, a pseudonymous id (implies --seal; default: your actor id)")
+	fl.BoolVar(&f.wait, "wait", false, "wait until a signed checkpoint covers the action; the receipt then holds the proof")
+	fl.StringVar(&f.proofOut, "proof-out", "", "with --wait implied: write the tlog-proof to this file")
+	fl.StringVar(&f.session, "session", "", "the session the action runs in")
+	fl.StringVar(&f.actionID, "action-id", "", "a registered action descriptor the action is")
+	fl.StringArrayVar(&f.res.Network, "network", nil, "a network destination the action uses, host[:port] (repeatable)")
+	fl.StringArrayVar(&f.res.FilesystemRead, "fs-read", nil, "a path the action reads (repeatable)")
+	fl.StringArrayVar(&f.res.FilesystemWrite, "fs-write", nil, "a path the action writes (repeatable)")
+	fl.BoolVar(&f.res.Subprocess, "subprocess", false, "the action starts a process")
+	fl.Uint64Var(&f.res.Tools, "tools", 0, "concurrent tool executions the action uses")
 	_ = cmd.MarkFlagRequired("type")
 	_ = cmd.MarkFlagRequired("target")
 	return cmd
+}
+
+// request is the action the flags describe: its resources when any is
+// declared, its payload from --payload or --payload-file (JSON).
+func (f *submitFlags) request() (api.ActionRequest, error) {
+	req := api.ActionRequest{Type: f.typ, Target: f.target, PayloadHash: f.payloadHash, Session: f.session, ActionID: f.actionID,
+		Seal: f.seal, Subject: f.subject}
+	if res := f.res; len(res.Network)+len(res.FilesystemRead)+len(res.FilesystemWrite) > 0 || res.Subprocess || res.Tools > 0 {
+		req.Resources = &f.res
+	}
+	switch {
+	case f.payload != "" && f.payloadFile != "":
+		return req, errors.New("give --payload or --payload-file, not both")
+	case f.payload != "":
+		req.Payload = json.RawMessage(f.payload)
+	case f.payloadFile != "":
+		raw, err := os.ReadFile(f.payloadFile)
+		if err != nil {
+			return req, err
+		}
+		req.Payload = raw
+	}
+	if req.Payload != nil && !json.Valid(req.Payload) {
+		return req, errors.New("the payload is not valid JSON")
+	}
+	return req, nil
+}
+
+// addProof waits for the proof of receipt r's entry and puts it, with
+// its checkpoint, in r; or why there is none.
+func (g *globalFlags) addProof(ctx context.Context, c *client.Client, r *api.Receipt) {
+	p, err := g.waitProof(ctx, c, r.Index)
+	if err != nil {
+		r.ProofError = err.Error()
+		return
+	}
+	r.Proof = string(p)
+	if _, cp, ok := strings.Cut(r.Proof, "\n\n"); ok {
+		r.Checkpoint = cp
+	}
+}
+
+// onIndex is the RunE of a command on the entry at INDEX, its argument:
+// run gets the index, a read-only client and the command's context.
+func (g *globalFlags) onIndex(run func(ctx context.Context, cmd *cobra.Command, c *client.Client, index uint64) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		index, err := parseIndexArg(args[0])
+		if err != nil {
+			return err
+		}
+		return g.read(cmd, func(ctx context.Context, c *client.Client) error { return run(ctx, cmd, c, index) })
+	}
 }
 
 func proofCommand(g *globalFlags) *cobra.Command {
@@ -255,18 +287,9 @@ func proofCommand(g *globalFlags) *cobra.Command {
 		Use:   "proof INDEX",
 		Short: "Print the c2sp.org/tlog-proof of an entry against the latest checkpoint",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			index, err := parseIndexArg(args[0])
-			if err != nil {
-				return err
-			}
-			c, err := g.client(false)
-			if err != nil {
-				return err
-			}
-			ctx, cancel := g.context(cmd)
-			defer cancel()
+		RunE: g.onIndex(func(ctx context.Context, cmd *cobra.Command, c *client.Client, index uint64) error {
 			var p []byte
+			var err error
 			if wait {
 				p, err = g.waitProof(ctx, c, index)
 			} else {
@@ -276,7 +299,7 @@ func proofCommand(g *globalFlags) *cobra.Command {
 				return err
 			}
 			return writeOutput(cmd, out, p)
-		},
+		}),
 	}
 	cmd.Flags().BoolVar(&wait, "wait", false, "wait until a checkpoint covers the entry")
 	cmd.Flags().StringVarP(&out, "output", "o", "", "write the proof to this file")
@@ -289,17 +312,7 @@ func eventCommand(g *globalFlags) *cobra.Command {
 		Use:   "event INDEX",
 		Short: "Print the log entry at INDEX exactly as logged (canonical JSON)",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			index, err := parseIndexArg(args[0])
-			if err != nil {
-				return err
-			}
-			c, err := g.client(false)
-			if err != nil {
-				return err
-			}
-			ctx, cancel := g.context(cmd)
-			defer cancel()
+		RunE: g.onIndex(func(ctx context.Context, cmd *cobra.Command, c *client.Client, index uint64) error {
 			e, err := c.Event(ctx, index)
 			if err != nil {
 				return err
@@ -310,7 +323,7 @@ func eventCommand(g *globalFlags) *cobra.Command {
 			}
 			_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s\n", e)
 			return err
-		},
+		}),
 	}
 	cmd.Flags().StringVarP(&out, "output", "o", "", "write the exact entry bytes to this file (for annal-verify --entry)")
 	return cmd
@@ -323,17 +336,13 @@ func checkpointCommand(g *globalFlags) *cobra.Command {
 		Short: "Print the latest signed checkpoint",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := g.client(false)
-			if err != nil {
-				return err
-			}
-			ctx, cancel := g.context(cmd)
-			defer cancel()
-			cp, err := c.Checkpoint(ctx)
-			if err != nil {
-				return err
-			}
-			return writeOutput(cmd, out, cp)
+			return g.read(cmd, func(ctx context.Context, c *client.Client) error {
+				cp, err := c.Checkpoint(ctx)
+				if err != nil {
+					return err
+				}
+				return writeOutput(cmd, out, cp)
+			})
 		},
 	}
 	cmd.Flags().StringVarP(&out, "output", "o", "", "write the signed checkpoint to this file")
@@ -358,17 +367,13 @@ offline with: annal-verify consistency --key KEY --proof FILE OLD NEW.`,
 			if err != nil {
 				return err
 			}
-			c, err := g.client(false)
-			if err != nil {
-				return err
-			}
-			ctx, cancel := g.context(cmd)
-			defer cancel()
-			hashes, err := c.Consistency(ctx, oldSize, newSize)
-			if err != nil {
-				return err
-			}
-			return writeOutput(cmd, out, checkpoints.MarshalHashes(hashes))
+			return g.read(cmd, func(ctx context.Context, c *client.Client) error {
+				hashes, err := c.Consistency(ctx, oldSize, newSize)
+				if err != nil {
+					return err
+				}
+				return writeOutput(cmd, out, checkpoints.MarshalHashes(hashes))
+			})
 		},
 	}
 	cmd.Flags().StringVarP(&out, "output", "o", "", "write the proof to this file")
@@ -390,17 +395,13 @@ func infoCommand(g *globalFlags) *cobra.Command {
 		Short: "Print the log's origin, verifier key and size",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := g.client(false)
-			if err != nil {
-				return err
-			}
-			ctx, cancel := g.context(cmd)
-			defer cancel()
-			info, err := c.Info(ctx)
-			if err != nil {
-				return err
-			}
-			return printJSON(cmd.OutOrStdout(), info)
+			return g.read(cmd, func(ctx context.Context, c *client.Client) error {
+				info, err := c.Info(ctx)
+				if err != nil {
+					return err
+				}
+				return printJSON(cmd.OutOrStdout(), info)
+			})
 		},
 	}
 }

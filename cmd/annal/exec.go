@@ -134,12 +134,7 @@ func runExec(cmd *cobra.Command, g *globalFlags, f *execFlags, argv []string) er
 		g.notef("annal: %s on %s is held for a human (hold %s); waiting up to %v", "execute", f.target, hold, f.holdWait)
 	}, 250*time.Millisecond)
 	if err != nil {
-		var refused *client.HoldRefusedError
-		var denied *client.Error
-		if errors.As(err, &refused) || (errors.As(err, &denied) && denied.Status == 403) {
-			return &exitError{code: exitNotAllowed, msg: "annal: not run: " + err.Error()}
-		}
-		return &exitError{code: exitNotAllowed, msg: "annal: not run, the kernel did not allow it: " + err.Error()}
+		return notAllowed(err)
 	}
 	if f.keepBlobs {
 		keepBlobs(cmd.Context(), g, c, input, readBack(g, stdin))
@@ -149,19 +144,7 @@ func runExec(cmd *cobra.Command, g *globalFlags, f *execFlags, argv []string) er
 	code := runCommand(argv, stdin, stdout, stderr, func(err error) { g.notef("annal: %v", err) })
 	result := execute.Result{OutputOID: stdout.oid(), ExitCode: int32(code), OutputBytes: stdout.n + stderr.n,
 		About: map[string]any{"stderr_oid": stderr.oid()}}
-	result.ArtifactHash = result.OutputOID
-	if f.artifact != "" {
-		data, err := os.ReadFile(f.artifact)
-		switch {
-		case err != nil:
-			g.notef("annal: --artifact: %v; artifact_hash is stdout's", err)
-		default:
-			result.ArtifactHash = oid.Of(data)
-			if f.keepBlobs {
-				keepBlobs(cmd.Context(), g, c, data)
-			}
-		}
-	}
+	result.ArtifactHash = f.artifactHash(cmd.Context(), g, c, result.OutputOID)
 	if f.keepBlobs {
 		keepBlobs(cmd.Context(), g, c, stdout.blob(g, "stdout"), stderr.blob(g, "stderr"))
 	}
@@ -186,6 +169,34 @@ func runExec(cmd *cobra.Command, g *globalFlags, f *execFlags, argv []string) er
 		return &exitError{code: code}
 	}
 	return nil
+}
+
+// notAllowed is annal exec's exit when the kernel did not allow the
+// command: denied, rejected by a human, or not decided at all.
+func notAllowed(err error) *exitError {
+	var refused *client.HoldRefusedError
+	var denied *client.Error
+	if errors.As(err, &refused) || (errors.As(err, &denied) && denied.Status == 403) {
+		return &exitError{code: exitNotAllowed, msg: "annal: not run: " + err.Error()}
+	}
+	return &exitError{code: exitNotAllowed, msg: "annal: not run, the kernel did not allow it: " + err.Error()}
+}
+
+// artifactHash is the result's artifact_hash: the SHA-256 of --artifact
+// (kept on annald with --keep-blobs), else stdout's, outputOID.
+func (f *execFlags) artifactHash(ctx context.Context, g *globalFlags, c *client.Client, outputOID string) string {
+	if f.artifact == "" {
+		return outputOID
+	}
+	data, err := os.ReadFile(f.artifact)
+	if err != nil {
+		g.notef("annal: --artifact: %v; artifact_hash is stdout's", err)
+		return outputOID
+	}
+	if f.keepBlobs {
+		keepBlobs(ctx, g, c, data)
+	}
+	return oid.Of(data)
 }
 
 // spoolStdin reads stdin whole into a temporary file (hashing it), so its

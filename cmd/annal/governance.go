@@ -139,7 +139,19 @@ func (g *globalFlags) call(cmd *cobra.Command, f func(context.Context, *client.C
 
 // with runs f with an authenticated client and the command's timeout.
 func (g *globalFlags) with(cmd *cobra.Command, f func(context.Context, *client.Client) error) error {
-	c, err := g.client(true)
+	return g.withClient(cmd, true, f)
+}
+
+// read runs f with a client that needs no credential (the log's public
+// reads) and the command's timeout.
+func (g *globalFlags) read(cmd *cobra.Command, f func(context.Context, *client.Client) error) error {
+	return g.withClient(cmd, false, f)
+}
+
+// withClient runs f with a client, authenticated or not, and the
+// command's timeout.
+func (g *globalFlags) withClient(cmd *cobra.Command, authenticated bool, f func(context.Context, *client.Client) error) error {
+	c, err := g.client(authenticated)
 	if err != nil {
 		return err
 	}

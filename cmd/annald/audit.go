@@ -11,15 +11,13 @@ import (
 
 	"github.com/annal-dev/annal/kernel"
 	"github.com/spf13/cobra"
-	"k8s.io/klog/v2"
 )
 
 // errRuleBroken makes annald exit 1 once the report is printed.
 var errRuleBroken = errors.New("the log breaks a rule")
 
 func newAuditCommand() *cobra.Command {
-	var data, url, key string
-	var asJSON bool
+	var f auditFlags
 	cmd := &cobra.Command{
 		Use:   "audit",
 		Short: "Replay a log from its tiles under the rules and name the first entry that breaks one",
@@ -43,86 +41,21 @@ annald tolerate are listed as accepted, with the log.tolerated entry that
 names them and its reason; the replay passes over them and checks the rest.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			klog.SetOutput(io.Discard)
-			klog.LogToStderr(false)
-			var src kernel.LogSource
-			var opts []kernel.AuditOption
-			switch {
-			case url != "" && data != "":
-				return errors.New("give --data or --url, not both")
-			case url != "":
-				if key == "" {
-					return errors.New("--url needs the log's verifier key (--key KEY or --key @FILE)")
-				}
-				var err error
-				if src, err = kernel.RemoteLog(url); err != nil {
-					return err
-				}
-			default:
-				if data == "" {
-					data = "./annal-data"
-				}
-				if _, err := os.Stat(data); err != nil {
-					return fmt.Errorf("data folder: %w", err)
-				}
-				src = kernel.LocalLog(data)
-				opts = append(opts, kernel.WithSealedPayloads(data), kernel.WithUnsignedTail(data))
-				if key == "" {
-					var err error
-					if key, err = kernel.LocalVerifierKey(data); err != nil {
-						return err
-					}
-				}
+			silenceTessera()
+			src, opts, err := f.source()
+			if err != nil {
+				return err
 			}
-			if rest, ok := strings.CutPrefix(key, "@"); ok {
-				b, err := os.ReadFile(rest)
-				if err != nil {
-					return fmt.Errorf("--key: %w", err)
-				}
-				key = strings.TrimSpace(string(b))
+			key, err := readKey(f.key)
+			if err != nil {
+				return err
 			}
 			rep, err := kernel.Audit(cmd.Context(), src, key, opts...)
 			if err != nil {
 				return err
 			}
-			out := cmd.OutOrStdout()
-			if asJSON {
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(rep); err != nil {
-					return err
-				}
-			} else {
-				fmt.Fprintf(out, "annald: log %s, signed checkpoint of %d entries, hashes to its root\n", rep.Origin, rep.Size)
-				fmt.Fprintf(out, "annald: replayed %d entries under rules %d in %v (%.0f entries/s)\n", rep.Folded, rep.Rules,
-					rep.Elapsed.Round(time.Millisecond), float64(rep.Folded)/max(rep.Elapsed.Seconds(), 1e-9))
-				for _, f := range rep.Tolerated {
-					fmt.Fprintf(out, "annald: tolerated (written under older rules): %v\n", f)
-				}
-				for _, a := range rep.Accepted {
-					fmt.Fprintf(out, "annald: accepted by root at entry %d (%q), passed over: entry %d (%s by %s, leaf %s) breaks the %s rule: %s\n",
-						a.Record, a.Why, a.Index, a.Kind, a.Actor, a.LeafHash, a.Gate, a.Reason)
-				}
-				if rep.SealedOpened+rep.SealedClosed > 0 {
-					fmt.Fprintf(out, "annald: sealed payloads: %d judged by every rule from the data folder, %d without their payload (erased or not here: policy patterns taken as decided)\n",
-						rep.SealedOpened, rep.SealedClosed)
-				}
-				switch {
-				case rep.UnsignedSkipped != "":
-					fmt.Fprintf(out, "annald: entries past the signed checkpoint not read: %s\n", rep.UnsignedSkipped)
-				case rep.Unsigned > 0:
-					fmt.Fprintf(out, "annald: replayed %d entries past the signed checkpoint, not yet signed (%d of them only in the write-ahead log: the next start or annald rebuild writes them into the tiles)\n",
-						rep.Unsigned, rep.UnsignedInWAL)
-				}
-				if rep.WALTornTail != "" {
-					fmt.Fprintf(out, "annald: the write-ahead log ends in a write a crash cut short (never answered, not replayed; the next start cuts it off): %s\n", rep.WALTornTail)
-				}
-				if n := len(rep.OpenIntents); n > 0 {
-					fmt.Fprintf(out, "annald: %d execute intents have no result (allowed, outcome never recorded), first at entry %d\n", n, rep.OpenIntents[0])
-				}
-				if rep.Broken != nil {
-					fmt.Fprintf(out, "annald: BROKEN: %v\n", rep.Broken)
-				}
+			if err := f.print(cmd.OutOrStdout(), rep); err != nil {
+				return err
 			}
 			if rep.Broken != nil {
 				return fmt.Errorf("%w: %v", errRuleBroken, rep.Broken)
@@ -130,9 +63,103 @@ names them and its reason; the replay passes over them and checks the rest.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&data, "data", "", "data folder of the log (default ./annal-data)")
-	cmd.Flags().StringVar(&url, "url", "", "URL that serves the log as tlog-tiles (annald's root URL)")
-	cmd.Flags().StringVar(&key, "key", "", "the log's verifier key, or @FILE (default: the data folder's log.pub)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
+	cmd.Flags().StringVar(&f.data, "data", "", "data folder of the log (default ./annal-data)")
+	cmd.Flags().StringVar(&f.url, "url", "", "URL that serves the log as tlog-tiles (annald's root URL)")
+	cmd.Flags().StringVar(&f.key, "key", "", "the log's verifier key, or @FILE (default: the data folder's log.pub)")
+	cmd.Flags().BoolVar(&f.asJSON, "json", false, "print the report as JSON")
 	return cmd
+}
+
+type auditFlags struct {
+	data, url, key string
+	asJSON         bool
+}
+
+// source is the log the flags name, tiles at a URL or a data folder, and
+// the audit's options for it. For a data folder without --key it takes
+// the folder's verifier key into f.key.
+func (f *auditFlags) source() (kernel.LogSource, []kernel.AuditOption, error) {
+	switch {
+	case f.url != "" && f.data != "":
+		return nil, nil, errors.New("give --data or --url, not both")
+	case f.url != "":
+		if f.key == "" {
+			return nil, nil, errors.New("--url needs the log's verifier key (--key KEY or --key @FILE)")
+		}
+		src, err := kernel.RemoteLog(f.url)
+		return src, nil, err
+	}
+	if f.data == "" {
+		f.data = "./annal-data"
+	}
+	if _, err := os.Stat(f.data); err != nil {
+		return nil, nil, fmt.Errorf("data folder: %w", err)
+	}
+	if f.key == "" {
+		var err error
+		if f.key, err = kernel.LocalVerifierKey(f.data); err != nil {
+			return nil, nil, err
+		}
+	}
+	return kernel.LocalLog(f.data), []kernel.AuditOption{kernel.WithSealedPayloads(f.data), kernel.WithUnsignedTail(f.data)}, nil
+}
+
+// readKey returns the verifier key --key gives: the key itself, or @FILE
+// for the file that holds it.
+func readKey(key string) (string, error) {
+	rest, ok := strings.CutPrefix(key, "@")
+	if !ok {
+		return key, nil
+	}
+	b, err := os.ReadFile(rest)
+	if err != nil {
+		return "", fmt.Errorf("--key: %w", err)
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+// print writes the report, as JSON with --json.
+func (f *auditFlags) print(out io.Writer, rep *kernel.AuditReport) error {
+	if f.asJSON {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	writeAuditReport(out, rep)
+	return nil
+}
+
+// writeAuditReport writes the report for a human: the checkpoint and the
+// replay, then each thing the replay found, one line each.
+func writeAuditReport(out io.Writer, rep *kernel.AuditReport) {
+	fmt.Fprintf(out, "annald: log %s, signed checkpoint of %d entries, hashes to its root\n", rep.Origin, rep.Size)
+	fmt.Fprintf(out, "annald: replayed %d entries under rules %d in %v (%.0f entries/s)\n", rep.Folded, rep.Rules,
+		rep.Elapsed.Round(time.Millisecond), float64(rep.Folded)/max(rep.Elapsed.Seconds(), 1e-9))
+	for _, f := range rep.Tolerated {
+		fmt.Fprintf(out, "annald: tolerated (written under older rules): %v\n", f)
+	}
+	for _, a := range rep.Accepted {
+		fmt.Fprintf(out, "annald: accepted by root at entry %d (%q), passed over: entry %d (%s by %s, leaf %s) breaks the %s rule: %s\n",
+			a.Record, a.Why, a.Index, a.Kind, a.Actor, a.LeafHash, a.Gate, a.Reason)
+	}
+	if rep.SealedOpened+rep.SealedClosed > 0 {
+		fmt.Fprintf(out, "annald: sealed payloads: %d judged by every rule from the data folder, %d without their payload (erased or not here: policy patterns taken as decided)\n",
+			rep.SealedOpened, rep.SealedClosed)
+	}
+	switch {
+	case rep.UnsignedSkipped != "":
+		fmt.Fprintf(out, "annald: entries past the signed checkpoint not read: %s\n", rep.UnsignedSkipped)
+	case rep.Unsigned > 0:
+		fmt.Fprintf(out, "annald: replayed %d entries past the signed checkpoint, not yet signed (%d of them only in the write-ahead log: the next start or annald rebuild writes them into the tiles)\n",
+			rep.Unsigned, rep.UnsignedInWAL)
+	}
+	if rep.WALTornTail != "" {
+		fmt.Fprintf(out, "annald: the write-ahead log ends in a write a crash cut short (never answered, not replayed; the next start cuts it off): %s\n", rep.WALTornTail)
+	}
+	if n := len(rep.OpenIntents); n > 0 {
+		fmt.Fprintf(out, "annald: %d execute intents have no result (allowed, outcome never recorded), first at entry %d\n", n, rep.OpenIntents[0])
+	}
+	if rep.Broken != nil {
+		fmt.Fprintf(out, "annald: BROKEN: %v\n", rep.Broken)
+	}
 }

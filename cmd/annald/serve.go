@@ -158,18 +158,87 @@ func keepGCGoal(headroom int64, flagGiven, gogcSet bool) (func(), error) {
 }
 
 func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
+	logger, err := newLogger(f.logLevel, stderr)
+	if err != nil {
+		return err
+	}
+	cfg, err := f.kernelConfig(logger)
+	if err != nil {
+		return err
+	}
+	if err := f.checkListen(); err != nil {
+		return err
+	}
+	// The port first: a taken port must not leave a new data folder behind.
+	ln, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+	fr, err := newFront(f, netutil.LimitListener(ln, f.maxConnections), logger)
+	if err != nil {
+		return err
+	}
+	ctx, lostLease := context.WithCancelCause(ctx)
+	defer lostLease(nil)
+	if cfg.Storage.AWS != nil {
+		release, err := holdLease(ctx, f, cfg, logger, stdout, fr, lostLease)
+		if err != nil {
+			return err
+		}
+		defer release()
+	}
+	k, err := kernel.Open(cfg)
+	if err != nil {
+		return err
+	}
+	defer closeKernel(k, logger)
+	handler, err := apiHandler(k, f, logger)
+	if err != nil {
+		return err
+	}
+	standby := fr.current.Swap(&handler) != nil
+	fmt.Fprintf(stdout, "annald: log %s\n", k.Origin())
+	fmt.Fprintf(stdout, "annald: verifier key %s\n", k.VerifierKey())
+	fmt.Fprintf(stdout, "annald: storage %s\n", k.Storage())
+	fmt.Fprintf(stdout, "annald: listening on %s\n", fr.url())
+	fmt.Fprintf(stdout, "annald: overseer console at %s/ui/\n", fr.url())
+	fmt.Fprintf(stdout, "annald: root credential in %s\n", k.RootCredentialPath())
+	if !standby {
+		go fr.serve()
+	}
+	select {
+	case err := <-fr.errc:
+		return err
+	case <-ctx.Done():
+	}
+	fr.shutdown()
+	if cause := context.Cause(ctx); errors.Is(cause, kernel.ErrLeaseLost) {
+		return fmt.Errorf("stopped: %w", cause)
+	}
+	return nil
+}
+
+// newLogger returns serve's logger at --log-level, on stderr, and sends
+// Tessera's klog lines to it: one log stream, structured.
+func newLogger(logLevel string, stderr io.Writer) (*slog.Logger, error) {
 	var level slog.Level
-	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
-		return fmt.Errorf("--log-level: %w", err)
+	if err := level.UnmarshalText([]byte(logLevel)); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	klog.SetSlogLogger(logger.With("component", "tessera")) // one log stream, structured
+	klog.SetSlogLogger(logger.With("component", "tessera"))
+	return logger, nil
+}
+
+// kernelConfig is the kernel's configuration the flags ask for.
+func (f serveFlags) kernelConfig(logger *slog.Logger) (kernel.Config, error) {
 	cfg := kernel.DefaultConfig(f.data)
 	cfg.Origin = f.origin
 	cfg.CheckpointInterval = f.checkpointInterval
 	storage, err := f.storage.config()
 	if err != nil {
-		return err
+		return kernel.Config{}, err
 	}
 	cfg.Storage = storage
 	if storage.AWS != nil && !f.checkpointIntervalSet {
@@ -188,46 +257,58 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 	if len(f.rateLimits) > 0 {
 		limits, err := parseRateLimits(f.rateLimits)
 		if err != nil {
-			return fmt.Errorf("--rate-limit: %w", err)
+			return kernel.Config{}, fmt.Errorf("--rate-limit: %w", err)
 		}
 		cfg.RateLimits = limits
 	}
 	if f.killWebhook != "" {
 		cb, err := killWebhook(f.killWebhook)
 		if err != nil {
-			return fmt.Errorf("--kill-webhook: %w", err)
+			return kernel.Config{}, fmt.Errorf("--kill-webhook: %w", err)
 		}
 		cfg.KillCallback, cfg.KillCallbackTimeout = cb, f.killTimeout
 	}
 	if f.witnessPolicy != "" {
 		policy, err := os.ReadFile(f.witnessPolicy)
 		if err != nil {
-			return fmt.Errorf("--witness-policy: %w", err)
+			return kernel.Config{}, fmt.Errorf("--witness-policy: %w", err)
 		}
 		cfg.WitnessPolicy, cfg.WitnessTimeout = policy, f.witnessTimeout
 	}
+	return cfg, nil
+}
+
+// checkListen refuses the listening flags that cannot serve.
+func (f serveFlags) checkListen() error {
 	if f.maxConnections < 1 {
 		return fmt.Errorf("--max-connections must be at least 1")
 	}
 	if (f.tlsCert == "") != (f.tlsKey == "") {
 		return fmt.Errorf("--tls-cert and --tls-key go together")
 	}
-	// The port first: a taken port must not leave a new data folder behind.
-	ln, err := net.Listen("tcp", f.listen)
-	if err != nil {
-		return err
-	}
-	defer ln.Close()
-	ln = netutil.LimitListener(ln, f.maxConnections)
-	scheme := "http"
+	return nil
+}
+
+// front is the HTTP side of one serve run. Requests go to whatever serves
+// now (current): a standby's answer while it waits for the write lease,
+// then the kernel's API.
+type front struct {
+	srv             *http.Server
+	ln              net.Listener
+	fast            *fastpost.Listener // nil when net/http serves every request
+	scheme          string
+	tlsCert, tlsKey string
+	current         atomic.Pointer[http.Handler]
+	errc            chan error // what serve returned
+}
+
+func newFront(f serveFlags, ln net.Listener, logger *slog.Logger) (*front, error) {
+	fr := &front{ln: ln, scheme: "http", tlsCert: f.tlsCert, tlsKey: f.tlsKey, errc: make(chan error, 1)}
 	if f.tlsCert != "" {
-		scheme = "https"
+		fr.scheme = "https"
 	}
-	// Requests go to whatever serves now: a standby's answer while it waits
-	// for the write lease, then the kernel's API.
-	var current atomic.Pointer[http.Handler]
-	srv := &http.Server{
-		Handler:           http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*current.Load()).ServeHTTP(w, r) }),
+	fr.srv = &http.Server{
+		Handler:           http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*fr.current.Load()).ServeHTTP(w, r) }),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       60 * time.Second,
 		IdleTimeout:       f.idleTimeout,
@@ -236,57 +317,80 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 	// Agents' actions, the load that matters, skip net/http's work for
 	// each request when their framing is plain; every other request, and
 	// every connection after one, is net/http's (see internal/fastpost).
-	var fast *fastpost.Listener
 	if f.fastPost && f.tlsCert == "" {
-		fast, err = fastpost.New(ln, fastpost.Config{
-			Path: "/v1/actions", Handler: srv.Handler, MaxBody: api.MaxActionBody,
-			ReadHeaderTimeout: srv.ReadHeaderTimeout, ReadTimeout: srv.ReadTimeout, IdleTimeout: srv.IdleTimeout,
-			Server: srv, Logger: logger,
+		fast, err := fastpost.New(ln, fastpost.Config{
+			Path: "/v1/actions", Handler: fr.srv.Handler, MaxBody: api.MaxActionBody,
+			ReadHeaderTimeout: fr.srv.ReadHeaderTimeout, ReadTimeout: fr.srv.ReadTimeout, IdleTimeout: fr.srv.IdleTimeout,
+			Server: fr.srv, Logger: logger,
 		})
 		if err != nil {
-			return err
+			return nil, err
 		}
-		ln = fast
+		fr.fast, fr.ln = fast, fast
 	}
-	errc := make(chan error, 1)
-	serveHTTP := func() {
-		if f.tlsCert != "" {
-			errc <- srv.ServeTLS(ln, f.tlsCert, f.tlsKey)
-		} else {
-			errc <- srv.Serve(ln)
-		}
+	return fr, nil
+}
+
+// url is where the front listens, scheme and address.
+func (fr *front) url() string { return fr.scheme + "://" + fr.ln.Addr().String() }
+
+// serve serves until the server stops, and sends on errc why.
+func (fr *front) serve() {
+	if fr.tlsCert != "" {
+		fr.errc <- fr.srv.ServeTLS(fr.ln, fr.tlsCert, fr.tlsKey)
+	} else {
+		fr.errc <- fr.srv.Serve(fr.ln)
 	}
-	ctx, lostLease := context.WithCancelCause(ctx)
-	defer lostLease(nil)
-	if cfg.Storage.AWS != nil {
-		follow := func(ctx context.Context) error { return kernel.Follow(ctx, cfg, time.Second) }
-		lease, err := takeLease(ctx, f, cfg.Storage.AWS, logger, stdout, &current, serveHTTP, scheme+"://"+ln.Addr().String(), follow)
-		if err != nil {
-			return err
-		}
-		defer lease.Close()
-		defer func() {
-			rctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			defer cancel()
-			if err := lease.Release(rctx); err != nil {
-				logger.Warn("could not release the write lease; a standby takes it when it expires", "err", err)
-			}
-		}()
-		cfg.Storage.AWS.Lease = lease
-		go lease.Keep(ctx, func(err error) {
-			logger.Error("lost the write lease: another kernel took it; this one stops", "err", err)
-			lostLease(err)
-		})
+}
+
+// shutdown stops serving. A stop takes at most about 5 s in every state:
+// requests in flight get httpDrain to finish (a long poll is cut), then
+// the kernel gets its own bound to write what it holds.
+func (fr *front) shutdown() {
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), httpDrain)
+	defer cancel()
+	if err := fr.srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		fr.srv.Close()
 	}
-	k, err := kernel.Open(cfg)
+	if fr.fast != nil {
+		fr.fast.Shutdown(shutdownCtx) // at its end, what is left is closed
+	}
+}
+
+// holdLease takes the write lease of a shared log (a standby until then)
+// and keeps it; losing it to another kernel ends ctx through lostLease.
+// It sets cfg's lease and returns how to release it.
+func holdLease(ctx context.Context, f serveFlags, cfg kernel.Config, logger *slog.Logger, stdout io.Writer, fr *front, lostLease context.CancelCauseFunc) (release func(), err error) {
+	follow := func(ctx context.Context) error { return kernel.Follow(ctx, cfg, time.Second) }
+	lease, err := takeLease(ctx, f, cfg.Storage.AWS, logger, stdout, fr, follow)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer func() {
-		if err := k.Close(); err != nil {
-			logger.Error("close kernel", "err", err)
+	cfg.Storage.AWS.Lease = lease
+	go lease.Keep(ctx, func(err error) {
+		logger.Error("lost the write lease: another kernel took it; this one stops", "err", err)
+		lostLease(err)
+	})
+	return func() {
+		rctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		if err := lease.Release(rctx); err != nil {
+			logger.Warn("could not release the write lease; a standby takes it when it expires", "err", err)
 		}
-	}()
+		lease.Close()
+	}, nil
+}
+
+func closeKernel(k *kernel.Kernel, logger *slog.Logger) {
+	if err := k.Close(); err != nil {
+		logger.Error("close kernel", "err", err)
+	}
+}
+
+// apiHandler is what the kernel serves: its API and console, and at /mcp
+// the kernel as an MCP server (streamable HTTP), acting with each
+// request's bearer credential through the same API.
+func apiHandler(k *kernel.Kernel, f serveFlags, logger *slog.Logger) (http.Handler, error) {
 	handler := server.New(k, logger)
 	if f.secureCookies {
 		handler.SecureCookies()
@@ -294,47 +398,30 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 	if f.keepBlobs {
 		store, err := blobstore.Open(filepath.Join(f.data, "blobs"), f.maxBlob, f.blobQuota)
 		if err != nil {
-			return fmt.Errorf("--keep-blobs: %w", err)
+			return nil, fmt.Errorf("--keep-blobs: %w", err)
 		}
 		handler.KeepBlobs(store)
 	}
-	// /mcp: the kernel as an MCP server (streamable HTTP), acting with
-	// each request's bearer credential through the same API.
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", agentmcp.HTTPHandler(handler, cli.Version()))
 	mux.Handle("/", handler)
-	var served http.Handler = mux
-	standby := current.Swap(&served) != nil
-	fmt.Fprintf(stdout, "annald: log %s\n", k.Origin())
-	fmt.Fprintf(stdout, "annald: verifier key %s\n", k.VerifierKey())
-	fmt.Fprintf(stdout, "annald: storage %s\n", k.Storage())
-	fmt.Fprintf(stdout, "annald: listening on %s://%s\n", scheme, ln.Addr())
-	fmt.Fprintf(stdout, "annald: overseer console at %s://%s/ui/\n", scheme, ln.Addr())
-	fmt.Fprintf(stdout, "annald: root credential in %s\n", k.RootCredentialPath())
-	if !standby {
-		go serveHTTP()
-	}
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
+	return mux, nil
+}
 
-	// A stop takes at most about 5 s in every state: requests in flight get
-	// httpDrain to finish (a long poll is cut), then the kernel gets its
-	// own bound to write what it holds.
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), httpDrain)
-	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		srv.Close()
-	}
-	if fast != nil {
-		fast.Shutdown(shutdownCtx) // at its end, what is left is closed
-	}
-	if cause := context.Cause(ctx); errors.Is(cause, kernel.ErrLeaseLost) {
-		return fmt.Errorf("stopped: %w", cause)
-	}
-	return nil
+// silenceTessera sends Tessera's klog lines nowhere: the offline commands
+// print their own report.
+func silenceTessera() {
+	klog.SetOutput(io.Discard)
+	klog.LogToStderr(false)
+}
+
+// offlineConfig is the kernel's configuration for an offline command on
+// the data folder: nothing logged.
+func offlineConfig(data string) kernel.Config {
+	silenceTessera()
+	cfg := kernel.DefaultConfig(data)
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	return cfg
 }
 
 // httpDrain is how long a stop waits for requests in flight.
@@ -351,10 +438,7 @@ replayed state. annald must not be running on the folder. It exits 1 if the
 state file differed from the replay.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			klog.SetOutput(io.Discard)
-			klog.LogToStderr(false)
-			cfg := kernel.DefaultConfig(data)
-			cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+			cfg := offlineConfig(data)
 			r, err := kernel.Rebuild(cmd.Context(), cfg)
 			if err != nil {
 				return err
@@ -418,10 +502,7 @@ file and stops (restore the log folder from a backup). annald must not be
 running on the folder.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			klog.SetOutput(io.Discard)
-			klog.LogToStderr(false)
-			cfg := kernel.DefaultConfig(data)
-			cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+			cfg := offlineConfig(data)
 			r, err := kernel.Repair(cmd.Context(), cfg)
 			out := cmd.OutOrStdout()
 			if r != nil {

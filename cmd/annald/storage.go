@@ -13,7 +13,6 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -83,41 +82,18 @@ func (s *storageFlags) config() (kernel.Storage, error) {
 // While it waits, follow keeps its state folded up to the log (a warm
 // standby), so that a takeover folds only the last entries.
 func takeLease(ctx context.Context, f serveFlags, a *kernel.AWSStorage, logger *slog.Logger, stdout io.Writer,
-	current *atomic.Pointer[http.Handler], serveHTTP func(), url string, follow func(context.Context) error) (*kernel.Lease, error) {
+	fr *front, follow func(context.Context) error) (*kernel.Lease, error) {
 	holder := f.leaseHolder
 	if holder == "" {
-		host, _ := os.Hostname()
-		suffix := make([]byte, 4)
-		rand.Read(suffix)
-		holder = strings.Map(func(r rune) rune {
-			if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '-' {
-				return r
-			}
-			return '-'
-		}, host) + "-" + hex.EncodeToString(suffix)
-		holder = strings.TrimLeft(holder, ".-")
+		holder = defaultLeaseHolder()
 	}
 	lease, err := kernel.OpenLease(ctx, a, holder, f.leaseTTL, logger)
 	if err != nil {
 		return nil, err
 	}
-	var mu sync.Mutex
-	heldBy := ""
-	var standby http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		by := heldBy
-		mu.Unlock()
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Retry-After", "1")
-		status := http.StatusServiceUnavailable
-		if r.URL.Path == "/v1/healthz" {
-			status = http.StatusOK // alive, as a standby
-		}
-		w.WriteHeader(status)
-		json.NewEncoder(w).Encode(map[string]any{"ready": false, "standby": true, "lease_holder": by,
-			"reason": "standby: another kernel (" + by + ") holds the write lease; this one takes over when it expires"})
-	})
-	current.Store(&standby)
+	sb := &standby{}
+	var answer http.Handler = sb
+	fr.current.Store(&answer)
 	started := false
 	followCtx, stopFollowing := context.WithCancel(ctx)
 	following := make(chan struct{})
@@ -128,20 +104,17 @@ func takeLease(ctx context.Context, f serveFlags, a *kernel.AWSStorage, logger *
 		}
 	}()
 	err = lease.Acquire(ctx, func(s kernel.LeaseState) {
-		mu.Lock()
-		changed := s.Holder != heldBy
-		heldBy = s.Holder
-		mu.Unlock()
+		changed := sb.see(s.Holder)
 		if !started {
 			started = true
-			go serveHTTP()
+			go fr.serve()
 			go func() {
 				defer close(following)
 				if err := follow(followCtx); err != nil {
 					logger.Warn("standby: cannot follow the log; a takeover folds it whole", "err", err)
 				}
 			}()
-			fmt.Fprintf(stdout, "annald: standby as %s, serving 503 at %s until it holds the write lease\n", holder, url)
+			fmt.Fprintf(stdout, "annald: standby as %s, serving 503 at %s until it holds the write lease\n", holder, fr.url())
 		}
 		if changed {
 			fmt.Fprintf(stdout, "annald: standby: the write lease is held by %s (expires in %v)\n", s.Holder, s.ExpiresIn.Round(time.Millisecond))
@@ -152,8 +125,55 @@ func takeLease(ctx context.Context, f serveFlags, a *kernel.AWSStorage, logger *
 		return nil, err
 	}
 	if !started {
-		current.Store(nil) // never a standby: the API is served from the start
+		fr.current.Store(nil) // never a standby: the API is served from the start
 	}
 	fmt.Fprintf(stdout, "annald: write lease held as %s\n", holder)
 	return lease, nil
+}
+
+// defaultLeaseHolder names this kernel in the write lease: its host name,
+// kept to letters, digits, dots and dashes, and a random suffix.
+func defaultLeaseHolder() string {
+	host, _ := os.Hostname()
+	suffix := make([]byte, 4)
+	rand.Read(suffix)
+	holder := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '-' {
+			return r
+		}
+		return '-'
+	}, host) + "-" + hex.EncodeToString(suffix)
+	return strings.TrimLeft(holder, ".-")
+}
+
+// standby answers every request while another kernel holds the write
+// lease: 503 with Retry-After, but 200 for /v1/healthz (alive, as a
+// standby), naming the holder.
+type standby struct {
+	mu     sync.Mutex
+	heldBy string
+}
+
+// see records the lease's holder and reports whether it changed.
+func (s *standby) see(holder string) (changed bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	changed = holder != s.heldBy
+	s.heldBy = holder
+	return changed
+}
+
+func (s *standby) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	by := s.heldBy
+	s.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", "1")
+	status := http.StatusServiceUnavailable
+	if r.URL.Path == "/v1/healthz" {
+		status = http.StatusOK // alive, as a standby
+	}
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(map[string]any{"ready": false, "standby": true, "lease_holder": by,
+		"reason": "standby: another kernel (" + by + ") holds the write lease; this one takes over when it expires"})
 }

@@ -3,15 +3,12 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/annal-dev/annal/kernel"
 	"github.com/spf13/cobra"
-	"k8s.io/klog/v2"
 )
 
 func newTolerateCommand() *cobra.Command {
@@ -44,10 +41,7 @@ annald must not be running on the folder.`,
 			if err != nil {
 				return fmt.Errorf("the root credential: %w", err)
 			}
-			klog.SetOutput(io.Discard)
-			klog.LogToStderr(false)
-			cfg := kernel.DefaultConfig(data)
-			cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+			cfg := offlineConfig(data)
 			indices := make([]uint64, len(entries))
 			for i, e := range entries {
 				indices[i] = uint64(e)

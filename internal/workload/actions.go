@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/annal-dev/annal/api"
 	"github.com/annal-dev/annal/client"
@@ -27,63 +28,97 @@ func (wk *worker) act() {
 		return
 	}
 	file := oneOf(wk, "a", "b", "c", "d", "e")
-	req := api.ActionRequest{}
-	op := ""
-	var env *envelope
-	switch n := wk.rng.IntN(100); {
-	case n < 10:
-		op, req = "act.observe", api.ActionRequest{Type: "observe", Target: "workspace/" + file + ".md"}
-	case n < 30:
-		op, req = "act.mutate", api.ActionRequest{Type: oneOf(wk, "create", "mutate"), Target: "workspace/" + file + ".md",
-			Payload: json.RawMessage(fmt.Sprintf(`{"n":%d,"text":"%s"}`, wk.rng.IntN(1000), oneOf(wk, "notes", "an ssn 078-05-1120", "password: hunter2", "plain")))}
-	case n < 42:
-		op, req = "act.held", api.ActionRequest{Type: "mutate", Target: "workspace/release/" + file, Payload: json.RawMessage(`{"release":true}`)}
-		env = wk.w.envelopeOf(wk.rng, a.id, true)
-	case n < 50:
-		op = "act.execute"
-		req = api.ActionRequest{Type: "execute", Target: "exec/run/" + file, Payload: json.RawMessage(fmt.Sprintf(
-			`{"input_oid":%q,"output_oid":%q,"artifact_hash":%q,"exit_code":0,"output_bytes":%d}`, oid("in"+file), oid("out"), oid("art"), wk.rng.IntN(4096)))}
-	case n < 64:
-		op = "act.intent"
+	n := wk.rng.IntN(100)
+	shape := actionShapes[slices.IndexFunc(actionShapes, func(s actionShape) bool { return n < s.below })]
+	x, ok := shape.draw(wk, a, file)
+	if !ok {
+		return
+	}
+	if x.env == nil && wk.chance(3) {
+		x.env = wk.w.envelopeOf(wk.rng, x.by.id, false)
+	}
+	if x.env != nil {
+		x.req.Envelope = x.env.id
+	}
+	wk.submit(x.op, x.by, x.req, x.env)
+}
+
+// action is one action act sends: its operation's name, its actor, the
+// request, and the envelope it goes under (nil: perhaps one of the
+// actor's, drawn by act).
+type action struct {
+	op  string
+	by  *actor
+	req api.ActionRequest
+	env *envelope
+}
+
+// actionShape is one shape of action: act draws a number below 100, and
+// the first shape it is below draws the action, of agent a on file. A
+// shape answers false when there is nothing to submit.
+type actionShape struct {
+	below int
+	draw  func(wk *worker, a *actor, file string) (action, bool)
+}
+
+// actionShapes are act's shapes, from the most likely bound up.
+var actionShapes = []actionShape{
+	{10, func(wk *worker, a *actor, file string) (action, bool) {
+		return action{op: "act.observe", by: a, req: api.ActionRequest{Type: "observe", Target: "workspace/" + file + ".md"}}, true
+	}},
+	{30, func(wk *worker, a *actor, file string) (action, bool) {
+		return action{op: "act.mutate", by: a, req: api.ActionRequest{Type: oneOf(wk, "create", "mutate"), Target: "workspace/" + file + ".md",
+			Payload: json.RawMessage(fmt.Sprintf(`{"n":%d,"text":"%s"}`, wk.rng.IntN(1000), oneOf(wk, "notes", "an ssn 078-05-1120", "password: hunter2", "plain")))}}, true
+	}},
+	{42, func(wk *worker, a *actor, file string) (action, bool) {
+		req := api.ActionRequest{Type: "mutate", Target: "workspace/release/" + file, Payload: json.RawMessage(`{"release":true}`)}
+		return action{op: "act.held", by: a, req: req, env: wk.w.envelopeOf(wk.rng, a.id, true)}, true
+	}},
+	{50, func(wk *worker, a *actor, file string) (action, bool) {
+		return action{op: "act.execute", by: a, req: api.ActionRequest{Type: "execute", Target: "exec/run/" + file, Payload: json.RawMessage(fmt.Sprintf(
+			`{"input_oid":%q,"output_oid":%q,"artifact_hash":%q,"exit_code":0,"output_bytes":%d}`, oid("in"+file), oid("out"), oid("art"), wk.rng.IntN(4096)))}}, true
+	}},
+	{64, func(wk *worker, a *actor, file string) (action, bool) {
+		x := action{op: "act.intent", by: a}
 		target := "exec/run/" + file
 		if wk.chance(3) {
 			target = "exec/deploy/" + file
-			env = wk.w.envelopeOf(wk.rng, a.id, true)
+			x.env = wk.w.envelopeOf(wk.rng, a.id, true)
 		}
 		p, _ := execute.Intent(oid("cmd"+file), map[string]any{"argv": []string{"make", file}})
-		req = api.ActionRequest{Type: "execute", Target: target, Payload: p}
-	case n < 74:
+		x.req = api.ActionRequest{Type: "execute", Target: target, Payload: p}
+		return x, true
+	}},
+	{74, func(wk *worker, a *actor, file string) (action, bool) {
 		wk.result()
-		return
-	case n < 84:
+		return action{}, false
+	}},
+	{84, func(wk *worker, a *actor, file string) (action, bool) {
 		// Most often one of the session's participants, now and then
 		// any agent.
 		s := wk.w.activeSession(wk.rng)
 		if s == nil {
-			return
+			return action{}, false
 		}
 		if p := wk.w.actorByID(wk.w.participant(wk.rng, s)); p != nil && !wk.chance(8) {
 			a = p
 		}
-		op, req = "act.session", api.ActionRequest{Type: oneOf(wk, "create", "mutate", "observe"), Target: "sessions/" + s.id + "/" + file + ".txt", Session: s.id}
-	case n < 93:
-		op, req = "act.sealed", api.ActionRequest{Type: oneOf(wk, "create", "mutate"), Target: "crm/" + file + ".json",
-			Payload: json.RawMessage(fmt.Sprintf(`{"email":"%s@example.org"}`, file)), Subject: wk.w.subject(wk.rng)}
-	case n < 96:
-		op, req = "act.payload-hash", api.ActionRequest{Type: "mutate", Target: "workspace/" + file + ".bin", PayloadHash: oid(file)}
-	case n < 98:
-		op, req = "act.resources", api.ActionRequest{Type: "mutate", Target: "workspace/" + file + ".md",
-			Resources: &api.Resources{Network: []string{oneOf(wk, "api.example.com:443", "x.corp.example:80", "evil.example:443")}, Tools: uint64(wk.rng.IntN(10))}}
-	default:
-		op, req = "act.descriptor", api.ActionRequest{Type: "mutate", Target: "payments/" + file, ActionID: oneOf(wk, "pay.transfer", "pay.admin")}
-	}
-	if env == nil && wk.chance(3) {
-		env = wk.w.envelopeOf(wk.rng, a.id, false)
-	}
-	if env != nil {
-		req.Envelope = env.id
-	}
-	wk.submit(op, a, req, env)
+		return action{op: "act.session", by: a, req: api.ActionRequest{Type: oneOf(wk, "create", "mutate", "observe"), Target: "sessions/" + s.id + "/" + file + ".txt", Session: s.id}}, true
+	}},
+	{93, func(wk *worker, a *actor, file string) (action, bool) {
+		return action{op: "act.sealed", by: a, req: api.ActionRequest{Type: oneOf(wk, "create", "mutate"), Target: "crm/" + file + ".json",
+			Payload: json.RawMessage(fmt.Sprintf(`{"email":"%s@example.org"}`, file)), Subject: wk.w.subject(wk.rng)}}, true
+	}},
+	{96, func(wk *worker, a *actor, file string) (action, bool) {
+		return action{op: "act.payload-hash", by: a, req: api.ActionRequest{Type: "mutate", Target: "workspace/" + file + ".bin", PayloadHash: oid(file)}}, true
+	}},
+	{98, func(wk *worker, a *actor, file string) (action, bool) {
+		return action{op: "act.resources", by: a, req: api.ActionRequest{Type: "mutate", Target: "workspace/" + file + ".md",
+			Resources: &api.Resources{Network: []string{oneOf(wk, "api.example.com:443", "x.corp.example:80", "evil.example:443")}, Tools: uint64(wk.rng.IntN(10))}}}, true
+	}},
+	{100, func(wk *worker, a *actor, file string) (action, bool) {
+		return action{op: "act.descriptor", by: a, req: api.ActionRequest{Type: "mutate", Target: "payments/" + file, ActionID: oneOf(wk, "pay.transfer", "pay.admin")}}, true
+	}},
 }
 
 // sealing reports whether the kernel seals a's payloads under env (or
@@ -119,18 +154,7 @@ func (wk *worker) submit(op string, a *actor, req api.ActionRequest, env *envelo
 // submitWith is submit with the client chosen; it draws nothing from the
 // worker's source, so races may call it from their goroutines.
 func (wk *worker) submitWith(c *client.Client, op string, a *actor, req api.ActionRequest, published bool) (*api.Receipt, error) {
-	var env *envelope
-	if req.Envelope != "" {
-		env = wk.w.envelopeByID(req.Envelope)
-	}
-	if req.Type != "execute" && req.Type != "observe" && wk.w.sealing(a, env) {
-		// A sealed payload travels inline, and a signed request seals it
-		// itself (it signs the commitment).
-		if req.PayloadHash != "" || req.Payload == nil {
-			req.PayloadHash, req.Payload = "", json.RawMessage(`{"sealed":true}`)
-		}
-		req.Seal = req.Seal || c == a.signed
-	}
+	req = wk.w.sealedAs(c, a, req)
 	ctx, cancel := wk.ctx()
 	defer cancel()
 	var rc *api.Receipt
@@ -145,6 +169,32 @@ func (wk *worker) submitWith(c *client.Client, op string, a *actor, req api.Acti
 		rc = nil
 	}
 	out := wk.done(op, desc, err, rc, expect{kinds: kinds("action", "hold.requested"), actors: actors(a.id), typ: req.Type, target: req.Target})
+	wk.w.keepOpened(out, a, req, rc)
+	return rc, err
+}
+
+// sealedAs is req as a sends it with c when the kernel seals its payload
+// (an action other than execute and observe, of an actor or under an
+// envelope that seals): a sealed payload travels inline, and a signed
+// request seals it itself (it signs the commitment).
+func (w *world) sealedAs(c *client.Client, a *actor, req api.ActionRequest) api.ActionRequest {
+	var env *envelope
+	if req.Envelope != "" {
+		env = w.envelopeByID(req.Envelope)
+	}
+	if req.Type == "execute" || req.Type == "observe" || !w.sealing(a, env) {
+		return req
+	}
+	if req.PayloadHash != "" || req.Payload == nil {
+		req.PayloadHash, req.Payload = "", json.RawMessage(`{"sealed":true}`)
+	}
+	req.Seal = req.Seal || c == a.signed
+	return req
+}
+
+// keepOpened keeps what the answer out to a's action req opened: a hold
+// (with the intent an approval opens, for an intent), or an intent.
+func (w *world) keepOpened(out string, a *actor, req api.ActionRequest, rc *api.Receipt) {
 	intentPayload := req.Type == "execute" && len(req.Payload) > 0 && json.Valid(req.Payload) && hasPhase(req.Payload)
 	switch out {
 	case "held":
@@ -152,13 +202,12 @@ func (wk *worker) submitWith(c *client.Client, op string, a *actor, req api.Acti
 		if intentPayload {
 			h.intent = &intent{agent: a, target: req.Target, envelope: rc.Envelope, session: req.Session, input: inputOf(req.Payload)}
 		}
-		wk.w.addHold(h)
+		w.addHold(h)
 	case "ok":
 		if intentPayload {
-			wk.w.addIntent(&intent{agent: a, index: rc.Index, target: req.Target, envelope: rc.Envelope, session: req.Session, input: inputOf(req.Payload)})
+			w.addIntent(&intent{agent: a, index: rc.Index, target: req.Target, envelope: rc.Envelope, session: req.Session, input: inputOf(req.Payload)})
 		}
 	}
-	return rc, err
 }
 
 func hasPhase(p json.RawMessage) bool {

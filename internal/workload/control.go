@@ -158,6 +158,23 @@ func (wk *worker) changeSession() {
 	wk.w.mu.Lock()
 	state, members := s.state, len(s.participants)
 	wk.w.mu.Unlock()
+	switch wk.sessionOp(state, members) {
+	case "state":
+		wk.nextSessionState(owner, s, state)
+	case "join":
+		wk.joinSession(owner, s)
+	case "leave":
+		wk.leaveSession(s)
+	case "grant":
+		wk.grantSession(owner, s)
+	default:
+		wk.substitute(owner, s)
+	}
+}
+
+// sessionOp draws the change to send to a session in state with members
+// participants: most often the one the state calls for.
+func (wk *worker) sessionOp(state string, members int) string {
 	op := oneOf(wk, "state", "join", "join", "leave", "grant", "substitute")
 	switch state {
 	case "CREATED", "TERMINATING":
@@ -174,43 +191,58 @@ func (wk *worker) changeSession() {
 			op = "substitute"
 		}
 	}
-	switch op {
-	case "state":
-		next := nextState[state]
-		if next == "" || wk.chance(10) {
-			next = oneOf(wk, "HANDSHAKING", "ACTIVE", "TERMINATING", "ARCHIVED")
-		}
-		wk.sessionChange(owner, s, api.SessionChangeRequest{Op: "state", State: next})
-	case "join":
-		a := wk.w.agent(wk.rng)
-		if a == nil {
-			return
-		}
-		by := a
-		req := api.SessionChangeRequest{Op: "join"}
-		if wk.chance(3) {
-			by, req.Agent = owner, a.id
-		}
-		wk.sessionChange(by, s, req)
-	case "leave":
-		a := wk.w.actorByID(wk.w.participant(wk.rng, s))
-		if a == nil {
-			return
-		}
-		wk.sessionChange(a, s, api.SessionChangeRequest{Op: "leave"})
-	case "grant":
-		other := wk.w.session(wk.rng)
-		if other == nil || other == s {
-			return
-		}
-		wk.sessionChange(owner, s, api.SessionChangeRequest{Op: "grant", Granted: other.id})
-	default:
-		p := wk.w.participant(wk.rng, s)
-		if p == "" {
-			return
-		}
-		wk.sessionChange(owner, s, api.SessionChangeRequest{Op: "substitute", Agent: p})
+	return op
+}
+
+// nextSessionState moves a session on from state, now and then to any
+// state.
+func (wk *worker) nextSessionState(owner *actor, s *session, state string) {
+	next := nextState[state]
+	if next == "" || wk.chance(10) {
+		next = oneOf(wk, "HANDSHAKING", "ACTIVE", "TERMINATING", "ARCHIVED")
 	}
+	wk.sessionChange(owner, s, api.SessionChangeRequest{Op: "state", State: next})
+}
+
+// joinSession makes an agent join a session, by itself or by the owner.
+func (wk *worker) joinSession(owner *actor, s *session) {
+	a := wk.w.agent(wk.rng)
+	if a == nil {
+		return
+	}
+	by := a
+	req := api.SessionChangeRequest{Op: "join"}
+	if wk.chance(3) {
+		by, req.Agent = owner, a.id
+	}
+	wk.sessionChange(by, s, req)
+}
+
+// leaveSession makes a participant leave a session.
+func (wk *worker) leaveSession(s *session) {
+	a := wk.w.actorByID(wk.w.participant(wk.rng, s))
+	if a == nil {
+		return
+	}
+	wk.sessionChange(a, s, api.SessionChangeRequest{Op: "leave"})
+}
+
+// grantSession sends a session a grant of another session (op grant).
+func (wk *worker) grantSession(owner *actor, s *session) {
+	other := wk.w.session(wk.rng)
+	if other == nil || other == s {
+		return
+	}
+	wk.sessionChange(owner, s, api.SessionChangeRequest{Op: "grant", Granted: other.id})
+}
+
+// substitute names a participant of a session as the substitute.
+func (wk *worker) substitute(owner *actor, s *session) {
+	p := wk.w.participant(wk.rng, s)
+	if p == "" {
+		return
+	}
+	wk.sessionChange(owner, s, api.SessionChangeRequest{Op: "substitute", Agent: p})
 }
 
 // sessionChange sends one session change and keeps what it changed.

@@ -166,19 +166,40 @@ func (r *runner) readBack(ctx context.Context) {
 	}
 	// The log grows meanwhile (energy production, hold timeouts): the
 	// history is read to its end, which lies between two sizes.
-	entries := make([][]byte, 0, info.Size)
+	entries, ok := r.readHistory(ctx, c, info.Size)
+	if !ok {
+		return
+	}
+	after, err := c.Info(ctx)
+	if err != nil {
+		r.failure("end.read-back", "GET /v1/info", err.Error())
+		return
+	}
+	r.rep.LogSize = uint64(len(entries))
+	if n := uint64(len(entries)); n < info.Size || n > after.Size {
+		r.failure("end.read-back", "read the history", fmt.Sprintf("the history holds %d entries, the log %d before it was read and %d after", n, info.Size, after.Size))
+	}
+	r.checkAcks(ctx, c, entries)
+}
+
+// readHistory reads the whole history, oldest first, from c (about size
+// entries), checks that its entries come in order and hash to their leaf
+// hashes, and counts their kinds in the report. ok is false when it could
+// not be read to its end.
+func (r *runner) readHistory(ctx context.Context, c *client.Client, size uint64) (entries [][]byte, ok bool) {
+	entries = make([][]byte, 0, size)
 	r.rep.LogKinds = map[string]int{}
 	var cursor uint64
 	for {
 		page, err := c.History(ctx, url.Values{"order": {"oldest"}, "limit": {"500"}, "cursor": {strconv.FormatUint(cursor, 10)}})
 		if err != nil {
 			r.failure("end.read-back", fmt.Sprintf("GET /v1/events?order=oldest&cursor=%d", cursor), err.Error())
-			return
+			return nil, false
 		}
 		for _, it := range page.Events {
 			if it.Index != uint64(len(entries)) {
 				r.failure("end.read-back", "read the history", fmt.Sprintf("entry %d came where entry %d was due", it.Index, len(entries)))
-				return
+				return nil, false
 			}
 			leaf := leafHash(it.Event)
 			if leaf != it.LeafHash {
@@ -190,19 +211,15 @@ func (r *runner) readBack(ctx context.Context) {
 			entries = append(entries, it.Event)
 		}
 		if page.NextCursor == nil || len(page.Events) == 0 {
-			break
+			return entries, true
 		}
 		cursor = *page.NextCursor
 	}
-	after, err := c.Info(ctx)
-	if err != nil {
-		r.failure("end.read-back", "GET /v1/info", err.Error())
-		return
-	}
-	r.rep.LogSize = uint64(len(entries))
-	if n := uint64(len(entries)); n < info.Size || n > after.Size {
-		r.failure("end.read-back", "read the history", fmt.Sprintf("the history holds %d entries, the log %d before it was read and %d after", n, info.Size, after.Size))
-	}
+}
+
+// checkAcks checks every acknowledged answer against the entry at its
+// index, and one in 50 again read on its own from c.
+func (r *runner) checkAcks(ctx context.Context, c *client.Client, entries [][]byte) {
 	r.mu.Lock()
 	acks := slices.Clone(r.acks)
 	r.mu.Unlock()
@@ -228,18 +245,37 @@ func (r *runner) readBack(ctx context.Context) {
 	}
 }
 
-// check compares an acknowledged answer with the entry at its index.
+// check compares an acknowledged answer with the entry at its index: the
+// entry the receipt named, then what the answer was for.
 func (a ack) check(entry []byte) string {
 	var ev logged
 	if err := json.Unmarshal(entry, &ev); err != nil {
 		return fmt.Sprintf("entry %d is not JSON: %v", a.index, err)
 	}
 	where := fmt.Sprintf("entry %d (%s by %s)", a.index, ev.Kind, ev.Actor)
+	if p := a.checkReceipt(entry, ev, where); p != "" {
+		return p
+	}
+	return a.checkEvent(ev, where)
+}
+
+// checkReceipt compares the entry with the leaf hash and event id its
+// receipt gave, where it gave them.
+func (a ack) checkReceipt(entry []byte, ev logged, where string) string {
 	switch {
 	case a.leaf != "" && leafHash(entry) != a.leaf:
 		return fmt.Sprintf("%s hashes to %s, the receipt said %s", where, leafHash(entry), a.leaf)
 	case a.eventID != "" && ev.ID != a.eventID:
 		return fmt.Sprintf("%s is event %s, the receipt said %s", where, ev.ID, a.eventID)
+	}
+	return ""
+}
+
+// checkEvent compares the event with what the answer was for, as far as
+// the answer said: its kinds, its actors, its action, the subject it
+// created.
+func (a ack) checkEvent(ev logged, where string) string {
+	switch {
 	case len(a.kinds) > 0 && !slices.Contains(a.kinds, ev.Kind):
 		return fmt.Sprintf("%s: the answer was for a %v", where, a.kinds)
 	case len(a.actors) > 0 && !slices.Contains(a.actors, ev.Actor):

@@ -175,21 +175,8 @@ func (wk *worker) raceKillHandoff() {
 	if a == nil || b == nil || a == b {
 		return
 	}
-	id := wk.w.name("s")
-	_, out := wk.ctlC("session.create", "session "+id, root, "session.created",
-		func(ctx context.Context, c *client.Client) (*api.Controlled, error) {
-			return c.CreateSession(ctx, api.SessionRequest{ID: id, Config: json.RawMessage(`{"isolation":"SNAPSHOT","min_eff_score":0.5}`)})
-		})
-	if out != "ok" {
-		return
-	}
-	s := &session{id: id, creator: root.id, state: "CREATED"}
-	wk.w.addSession(s)
-	if wk.sessionChange(root, s, api.SessionChangeRequest{Op: "state", State: "HANDSHAKING"}) != "ok" ||
-		wk.sessionChange(a, s, api.SessionChangeRequest{Op: "join"}) != "ok" ||
-		wk.sessionChange(b, s, api.SessionChangeRequest{Op: "join"}) != "ok" ||
-		wk.sessionChange(root, s, api.SessionChangeRequest{Op: "state", State: "ACTIVE"}) != "ok" ||
-		wk.sessionChange(root, s, api.SessionChangeRequest{Op: "substitute", Agent: b.id}) != "ok" {
+	s := wk.handoffSession(a, b)
+	if s == nil {
 		return
 	}
 	g := wk.sagaOf(a, s.id, 2)
@@ -197,58 +184,66 @@ func (wk *worker) raceKillHandoff() {
 		return
 	}
 	rootC, bc := root.plain, b.client(wk.w, wk.rng)
-	kill := func() {
-		_, out := wk.ctlCWith(rootC, "kill", fmt.Sprintf("kill %s in %s (substitute %s)", a.id, s.id, b.id), root, "agent.killed",
-			func(ctx context.Context, c *client.Client) (*api.Controlled, error) {
-				return c.Kill(ctx, a.id, api.KillRequest{Reason: "manual", Session: s.id})
-			})
-		if out == "ok" {
-			wk.w.markDead(a.id)
+	kill := wk.killMove(rootC, a, s.id, fmt.Sprintf("kill %s in %s (substitute %s)", a.id, s.id, b.id))
+	against, undo := wk.againstSubstitute(rootC, bc, b, s)
+	together(kill, against)
+	if undo != nil {
+		undo()
+	}
+	wk.r.count("race.kill-handoff", "ok")
+}
+
+// handoffSession sets up root's ACTIVE session with a and b in it, b its
+// substitute; nil when any step is refused.
+func (wk *worker) handoffSession(a, b *actor) *session {
+	root := wk.w.root
+	id := wk.w.name("s")
+	_, out := wk.ctlC("session.create", "session "+id, root, "session.created",
+		func(ctx context.Context, c *client.Client) (*api.Controlled, error) {
+			return c.CreateSession(ctx, api.SessionRequest{ID: id, Config: json.RawMessage(`{"isolation":"SNAPSHOT","min_eff_score":0.5}`)})
+		})
+	if out != "ok" {
+		return nil
+	}
+	s := &session{id: id, creator: root.id, state: "CREATED"}
+	wk.w.addSession(s)
+	for _, step := range []struct {
+		by  *actor
+		req api.SessionChangeRequest
+	}{
+		{root, api.SessionChangeRequest{Op: "state", State: "HANDSHAKING"}},
+		{a, api.SessionChangeRequest{Op: "join"}},
+		{b, api.SessionChangeRequest{Op: "join"}},
+		{root, api.SessionChangeRequest{Op: "state", State: "ACTIVE"}},
+		{root, api.SessionChangeRequest{Op: "substitute", Agent: b.id}},
+	} {
+		if wk.sessionChange(step.by, s, step.req) != "ok" {
+			return nil
 		}
 	}
-	var against func()
-	var undo func()
-	switch what := oneOf(wk, "freeze", "quarantine", "sigstop", "leave", "kill"); what {
+	return s
+}
+
+// againstSubstitute draws what happens to the substitute b of session s
+// while its principal is killed: root (with its client rootC) freezes,
+// quarantines (in s or everywhere), stops or kills it, or b (with bc)
+// leaves s. undo, if not nil, puts back what a freeze, quarantine or stop
+// did.
+func (wk *worker) againstSubstitute(rootC, bc *client.Client, b *actor, s *session) (against, undo func()) {
+	switch oneOf(wk, "freeze", "quarantine", "sigstop", "leave", "kill") {
 	case "freeze":
-		against = func() {
-			wk.ctlWith(rootC, "actor.status", "frozen "+b.id, root, "actor.status",
-				func(ctx context.Context, c *client.Client) (*api.Receipt, error) {
-					return c.SetStatus(ctx, b.id, "frozen", "race")
-				})
-		}
-		undo = func() {
-			wk.ctl("actor.status", "active "+b.id, root, "actor.status",
-				func(ctx context.Context, c *client.Client) (*api.Receipt, error) {
-					return c.SetStatus(ctx, b.id, "active", "race over")
-				})
-		}
+		return wk.statusMove(rootC, b, "frozen"), wk.unfreezeMove(b)
 	case "quarantine":
 		sess := s.id
 		if wk.chance(3) {
 			sess = ""
 		}
-		against = func() {
-			wk.ctlCWith(rootC, "quarantine", fmt.Sprintf("quarantine %s in %q", b.id, sess), root, "quarantine.started",
-				func(ctx context.Context, c *client.Client) (*api.Controlled, error) {
-					return c.Quarantine(ctx, b.id, api.QuarantineRequest{Reason: "manual", Session: sess, DurationSeconds: 2})
-				})
-		}
-		undo = func() {
-			wk.ctlC("release", fmt.Sprintf("release %s in %q", b.id, sess), root, "quarantine.ended",
-				func(ctx context.Context, c *client.Client) (*api.Controlled, error) {
-					return c.Release(ctx, b.id, api.ReleaseRequest{Session: sess, Reason: "race over"})
-				})
-		}
+		return wk.quarantineMove(rootC, b, sess, fmt.Sprintf("quarantine %s in %q", b.id, sess)),
+			wk.releaseMove(b, sess, fmt.Sprintf("release %s in %q", b.id, sess))
 	case "sigstop":
-		against = func() {
-			wk.ctlCWith(rootC, "signal", "SIGSTOP to "+b.id, root, "signal.sent",
-				func(ctx context.Context, c *client.Client) (*api.Controlled, error) {
-					return c.Signal(ctx, b.id, api.SignalRequest{Signal: "SIGSTOP", Reason: "race"})
-				})
-		}
-		undo = func() { wk.sendSignal(root, b, "SIGCONT") }
+		return wk.sigstopMove(rootC, b), func() { wk.sendSignal(wk.w.root, b, "SIGCONT") }
 	case "leave":
-		against = func() {
+		return func() {
 			_, out := wk.ctlCWith(bc, "session.leave", "leave "+s.id, b, "session.changed",
 				func(ctx context.Context, c *client.Client) (*api.Controlled, error) {
 					return c.ChangeSession(ctx, s.id, api.SessionChangeRequest{Op: "leave"})
@@ -256,23 +251,10 @@ func (wk *worker) raceKillHandoff() {
 			if out == "ok" {
 				wk.w.joined(s, b.id, false)
 			}
-		}
-	case "kill":
-		against = func() {
-			_, out := wk.ctlCWith(rootC, "kill", fmt.Sprintf("kill %s (the substitute)", b.id), root, "agent.killed",
-				func(ctx context.Context, c *client.Client) (*api.Controlled, error) {
-					return c.Kill(ctx, b.id, api.KillRequest{Reason: "manual"})
-				})
-			if out == "ok" {
-				wk.w.markDead(b.id)
-			}
-		}
+		}, nil
+	default:
+		return wk.killMove(rootC, b, "", fmt.Sprintf("kill %s (the substitute)", b.id)), nil
 	}
-	together(kill, against)
-	if undo != nil {
-		undo()
-	}
-	wk.r.count("race.kill-handoff", "ok")
 }
 
 // raceApproveVsControl: a human approves a hold while root freezes,
@@ -296,91 +278,9 @@ func (wk *worker) raceApproveVsControl() {
 			answered.Add(1)
 		}
 	}
-	var against, undo func()
-	what := oneOf(wk, "freeze", "sigstop", "quarantine", "revoke", "kill", "terminate", "reject", "key")
-	switch what {
-	case "freeze", "terminate":
-		status := map[string]string{"freeze": "frozen", "terminate": "terminated"}[what]
-		against = func() {
-			_, out := wk.ctlWith(rootC, "actor.status", status+" "+a.id, root, "actor.status",
-				func(ctx context.Context, c *client.Client) (*api.Receipt, error) {
-					return c.SetStatus(ctx, a.id, status, "race")
-				})
-			if out == "ok" && status == "terminated" {
-				wk.w.markDead(a.id)
-			}
-		}
-		if what == "freeze" {
-			undo = func() {
-				wk.ctl("actor.status", "active "+a.id, root, "actor.status",
-					func(ctx context.Context, c *client.Client) (*api.Receipt, error) {
-						return c.SetStatus(ctx, a.id, "active", "race over")
-					})
-			}
-		}
-	case "sigstop":
-		against = func() {
-			wk.ctlCWith(rootC, "signal", "SIGSTOP to "+a.id, root, "signal.sent",
-				func(ctx context.Context, c *client.Client) (*api.Controlled, error) {
-					return c.Signal(ctx, a.id, api.SignalRequest{Signal: "SIGSTOP", Reason: "race"})
-				})
-		}
-		undo = func() { wk.sendSignal(root, a, "SIGCONT") }
-	case "quarantine":
-		against = func() {
-			wk.ctlCWith(rootC, "quarantine", "quarantine "+a.id, root, "quarantine.started",
-				func(ctx context.Context, c *client.Client) (*api.Controlled, error) {
-					return c.Quarantine(ctx, a.id, api.QuarantineRequest{Reason: "manual", DurationSeconds: 2})
-				})
-		}
-		undo = func() {
-			wk.ctlC("release", "release "+a.id, root, "quarantine.ended",
-				func(ctx context.Context, c *client.Client) (*api.Controlled, error) {
-					return c.Release(ctx, a.id, api.ReleaseRequest{Reason: "race over"})
-				})
-		}
-	case "revoke":
-		env := hd.envelope
-		against = func() {
-			_, out := wk.ctlWith(rootC, "envelope.revoke", "revoke "+env, root, "envelope.revoked",
-				func(ctx context.Context, c *client.Client) (*api.Receipt, error) {
-					return c.RevokeEnvelope(ctx, env, "race")
-				})
-			if out == "ok" {
-				wk.w.revokeEnvelope(env)
-			}
-		}
-	case "kill":
-		against = func() {
-			_, out := wk.ctlCWith(rootC, "kill", "kill "+a.id, root, "agent.killed",
-				func(ctx context.Context, c *client.Client) (*api.Controlled, error) {
-					return c.Kill(ctx, a.id, api.KillRequest{Reason: "manual"})
-				})
-			if out == "ok" {
-				wk.w.markDead(a.id)
-			}
-		}
-	case "reject":
-		against = func() {
-			if wk.answerWith(rootC, root, hd, "reject") == "ok" {
-				answered.Add(1)
-			}
-		}
-	case "key":
-		// The approver's key, required, registered at the same instant.
-		if by == root {
-			return
-		}
-		against = func() {
-			req := api.SigningKeyRequest{Key: by.vkey, RequireSigned: true, Reason: "race"}
-			_, out := wk.ctlWith(rootC, "key.set", fmt.Sprintf("key of %s on=true require_signed=true", by.id), root, "actor.key",
-				func(ctx context.Context, c *client.Client) (*api.Receipt, error) {
-					return c.SetSigningKey(ctx, by.id, req)
-				})
-			if out == "ok" {
-				wk.w.setKey(by, true, true)
-			}
-		}
+	against, undo := wk.againstApproval(rootC, a, by, hd, &answered)
+	if against == nil {
+		return
 	}
 	together(approve, against)
 	if answered.Load() > 1 {
@@ -390,6 +290,132 @@ func (wk *worker) raceApproveVsControl() {
 		undo()
 	}
 	wk.r.count("race.approve-vs-control", "ok")
+}
+
+// againstApproval draws what root (with its client rootC) does while by
+// approves agent a's hold hd: freeze, stop, quarantine, terminate or kill
+// a, revoke hd's envelope, reject hd (counted in answered when it
+// succeeds), or require by's signature. undo, if not nil, puts back what a
+// freeze, stop or quarantine did; against is nil when the draw cannot
+// race (by is root, whose key is not set).
+func (wk *worker) againstApproval(rootC *client.Client, a, by *actor, hd *hold, answered *atomic.Int64) (against, undo func()) {
+	root := wk.w.root
+	switch what := oneOf(wk, "freeze", "sigstop", "quarantine", "revoke", "kill", "terminate", "reject", "key"); what {
+	case "freeze":
+		return wk.statusMove(rootC, a, "frozen"), wk.unfreezeMove(a)
+	case "terminate":
+		return wk.statusMove(rootC, a, "terminated"), nil
+	case "sigstop":
+		return wk.sigstopMove(rootC, a), func() { wk.sendSignal(root, a, "SIGCONT") }
+	case "quarantine":
+		return wk.quarantineMove(rootC, a, "", "quarantine "+a.id), wk.releaseMove(a, "", "release "+a.id)
+	case "revoke":
+		env := hd.envelope
+		return func() {
+			_, out := wk.ctlWith(rootC, "envelope.revoke", "revoke "+env, root, "envelope.revoked",
+				func(ctx context.Context, c *client.Client) (*api.Receipt, error) {
+					return c.RevokeEnvelope(ctx, env, "race")
+				})
+			if out == "ok" {
+				wk.w.revokeEnvelope(env)
+			}
+		}, nil
+	case "kill":
+		return wk.killMove(rootC, a, "", "kill "+a.id), nil
+	case "reject":
+		return func() {
+			if wk.answerWith(rootC, root, hd, "reject") == "ok" {
+				answered.Add(1)
+			}
+		}, nil
+	default:
+		// The approver's key, required, registered at the same instant.
+		if by == root {
+			return nil, nil
+		}
+		return func() {
+			req := api.SigningKeyRequest{Key: by.vkey, RequireSigned: true, Reason: "race"}
+			_, out := wk.ctlWith(rootC, "key.set", fmt.Sprintf("key of %s on=true require_signed=true", by.id), root, "actor.key",
+				func(ctx context.Context, c *client.Client) (*api.Receipt, error) {
+					return c.SetSigningKey(ctx, by.id, req)
+				})
+			if out == "ok" {
+				wk.w.setKey(by, true, true)
+			}
+		}, nil
+	}
+}
+
+// The moves of root that the races set against another request, each on
+// agent x, with root's client c when it runs in a race's goroutine (it
+// draws nothing from the worker's source then).
+
+// statusMove sets x's status ("frozen", "terminated"); a terminated
+// agent is dead.
+func (wk *worker) statusMove(c *client.Client, x *actor, status string) func() {
+	return func() {
+		_, out := wk.ctlWith(c, "actor.status", status+" "+x.id, wk.w.root, "actor.status",
+			func(ctx context.Context, c *client.Client) (*api.Receipt, error) {
+				return c.SetStatus(ctx, x.id, status, "race")
+			})
+		if out == "ok" && status == "terminated" {
+			wk.w.markDead(x.id)
+		}
+	}
+}
+
+// unfreezeMove makes x active again, once the race is over.
+func (wk *worker) unfreezeMove(x *actor) func() {
+	return func() {
+		wk.ctl("actor.status", "active "+x.id, wk.w.root, "actor.status",
+			func(ctx context.Context, c *client.Client) (*api.Receipt, error) {
+				return c.SetStatus(ctx, x.id, "active", "race over")
+			})
+	}
+}
+
+// sigstopMove sends x SIGSTOP.
+func (wk *worker) sigstopMove(c *client.Client, x *actor) func() {
+	return func() {
+		wk.ctlCWith(c, "signal", "SIGSTOP to "+x.id, wk.w.root, "signal.sent",
+			func(ctx context.Context, c *client.Client) (*api.Controlled, error) {
+				return c.Signal(ctx, x.id, api.SignalRequest{Signal: "SIGSTOP", Reason: "race"})
+			})
+	}
+}
+
+// quarantineMove quarantines x for two seconds in session sess ("": in
+// all), desc saying so.
+func (wk *worker) quarantineMove(c *client.Client, x *actor, sess, desc string) func() {
+	return func() {
+		wk.ctlCWith(c, "quarantine", desc, wk.w.root, "quarantine.started",
+			func(ctx context.Context, c *client.Client) (*api.Controlled, error) {
+				return c.Quarantine(ctx, x.id, api.QuarantineRequest{Reason: "manual", Session: sess, DurationSeconds: 2})
+			})
+	}
+}
+
+// releaseMove ends x's quarantine in session sess, once the race is over.
+func (wk *worker) releaseMove(x *actor, sess, desc string) func() {
+	return func() {
+		wk.ctlC("release", desc, wk.w.root, "quarantine.ended",
+			func(ctx context.Context, c *client.Client) (*api.Controlled, error) {
+				return c.Release(ctx, x.id, api.ReleaseRequest{Session: sess, Reason: "race over"})
+			})
+	}
+}
+
+// killMove kills x (in session sess, if not ""); a killed agent is dead.
+func (wk *worker) killMove(c *client.Client, x *actor, sess, desc string) func() {
+	return func() {
+		_, out := wk.ctlCWith(c, "kill", desc, wk.w.root, "agent.killed",
+			func(ctx context.Context, c *client.Client) (*api.Controlled, error) {
+				return c.Kill(ctx, x.id, api.KillRequest{Reason: "manual", Session: sess})
+			})
+		if out == "ok" {
+			wk.w.markDead(x.id)
+		}
+	}
 }
 
 // raceBudget: an agent spends an envelope with a small budget with a dozen

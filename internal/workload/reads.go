@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"context"
 	"net/url"
 
 	"github.com/annal-dev/annal/api"
@@ -15,71 +16,97 @@ func (wk *worker) read() {
 	if a == nil {
 		a = h
 	}
-	var err error
-	name := ""
-	switch wk.rng.IntN(16) {
-	case 0:
-		name = "read.history"
+	r := reads[wk.rng.IntN(len(reads))]
+	err := r.send(ctx, wk, h, a)
+	wk.done(r.name, r.name+" by "+h.id, err, nil, expect{})
+}
+
+// reads are the reads read draws from, each as likely: its operation's
+// name, and how to send it as a human h or an agent a (h when there is
+// none).
+var reads = []struct {
+	name string
+	send func(ctx context.Context, wk *worker, h, a *actor) error
+}{
+	{"read.history", func(ctx context.Context, wk *worker, h, a *actor) error {
 		q := url.Values{"limit": {"50"}}
 		if wk.chance(2) {
 			q.Set("actor", a.id)
 		}
-		_, err = h.plain.History(ctx, q)
-	case 1:
-		name = "read.holds"
-		var hs []api.Hold
-		hs, err = h.plain.Holds(ctx, "pending")
+		_, err := h.plain.History(ctx, q)
+		return err
+	}},
+	{"read.holds", func(ctx context.Context, wk *worker, h, a *actor) error {
+		hs, err := h.plain.Holds(ctx, "pending")
 		for _, x := range hs {
 			if wk.chance(4) {
 				wk.w.addHold(&hold{id: x.ID, agent: x.Actor, envelope: x.Envelope})
 			}
 		}
-	case 2:
-		name = "read.actor"
-		_, err = h.plain.Actor(ctx, a.id)
-	case 3:
-		name = "read.envelopes"
-		_, err = a.plain.Envelopes(ctx)
-	case 4:
-		name = "read.sessions"
-		_, err = h.plain.Sessions(ctx)
-	case 5:
-		name = "read.session"
-		if s := wk.w.session(wk.rng); s != nil {
-			_, err = h.plain.Session(ctx, s.id)
+		return err
+	}},
+	{"read.actor", func(ctx context.Context, wk *worker, h, a *actor) error {
+		_, err := h.plain.Actor(ctx, a.id)
+		return err
+	}},
+	{"read.envelopes", func(ctx context.Context, wk *worker, h, a *actor) error {
+		_, err := a.plain.Envelopes(ctx)
+		return err
+	}},
+	{"read.sessions", func(ctx context.Context, wk *worker, h, a *actor) error {
+		_, err := h.plain.Sessions(ctx)
+		return err
+	}},
+	{"read.session", func(ctx context.Context, wk *worker, h, a *actor) error {
+		s := wk.w.session(wk.rng)
+		if s == nil {
+			return nil
 		}
-	case 6:
-		name = "read.sagas"
-		_, err = a.plain.Sagas(ctx)
-	case 7:
-		name = "read.may-ever"
-		_, err = a.plain.MayEver(ctx, []api.ActionName{{Type: "mutate", Target: "workspace/a.md"}, {Type: "execute", Target: "exec/deploy/x"}}, wk.chance(2))
-	case 8:
-		name = "read.rings"
-		_, err = h.plain.Rings(ctx)
-	case 9:
-		name = "read.quarantines"
-		_, err = h.plain.Quarantines(ctx)
-	case 10:
-		name = "read.signals"
-		_, err = a.plain.Signals(ctx)
-	case 11:
-		name = "read.policies"
-		_, err = a.plain.BindingPolicies(ctx)
-	case 12:
-		name = "read.deltas"
-		if s := wk.w.session(wk.rng); s != nil {
-			_, err = h.plain.Deltas(ctx, s.id)
+		_, err := h.plain.Session(ctx, s.id)
+		return err
+	}},
+	{"read.sagas", func(ctx context.Context, wk *worker, h, a *actor) error {
+		_, err := a.plain.Sagas(ctx)
+		return err
+	}},
+	{"read.may-ever", func(ctx context.Context, wk *worker, h, a *actor) error {
+		_, err := a.plain.MayEver(ctx, []api.ActionName{{Type: "mutate", Target: "workspace/a.md"}, {Type: "execute", Target: "exec/deploy/x"}}, wk.chance(2))
+		return err
+	}},
+	{"read.rings", func(ctx context.Context, wk *worker, h, a *actor) error {
+		_, err := h.plain.Rings(ctx)
+		return err
+	}},
+	{"read.quarantines", func(ctx context.Context, wk *worker, h, a *actor) error {
+		_, err := h.plain.Quarantines(ctx)
+		return err
+	}},
+	{"read.signals", func(ctx context.Context, wk *worker, h, a *actor) error {
+		_, err := a.plain.Signals(ctx)
+		return err
+	}},
+	{"read.policies", func(ctx context.Context, wk *worker, h, a *actor) error {
+		_, err := a.plain.BindingPolicies(ctx)
+		return err
+	}},
+	{"read.deltas", func(ctx context.Context, wk *worker, h, a *actor) error {
+		s := wk.w.session(wk.rng)
+		if s == nil {
+			return nil
 		}
-	case 13:
-		name = "read.info"
-		_, err = h.plain.Info(ctx)
-	case 14:
-		name = "read.whoami"
-		_, err = a.plain.WhoAmI(ctx)
-	default:
-		name = "read.descriptors"
-		_, err = h.plain.Descriptors(ctx)
-	}
-	wk.done(name, name+" by "+h.id, err, nil, expect{})
+		_, err := h.plain.Deltas(ctx, s.id)
+		return err
+	}},
+	{"read.info", func(ctx context.Context, wk *worker, h, a *actor) error {
+		_, err := h.plain.Info(ctx)
+		return err
+	}},
+	{"read.whoami", func(ctx context.Context, wk *worker, h, a *actor) error {
+		_, err := a.plain.WhoAmI(ctx)
+		return err
+	}},
+	{"read.descriptors", func(ctx context.Context, wk *worker, h, a *actor) error {
+		_, err := h.plain.Descriptors(ctx)
+		return err
+	}},
 }

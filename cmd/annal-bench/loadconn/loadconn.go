@@ -175,137 +175,214 @@ var (
 // whether the connection may carry the next request: the server did not
 // ask to close it, and the body was framed and read whole.
 func readAnswer(br *bufio.Reader, buf []byte) (code int, body []byte, keep bool, err error) {
-	var headerBytes int
-	line := func() ([]byte, error) {
-		l, err := br.ReadSlice('\n')
-		if err == bufio.ErrBufferFull {
-			return nil, errors.New("answer header line too long")
-		}
-		if err == io.EOF {
-			err = io.ErrUnexpectedEOF
-		}
-		if err != nil {
-			return nil, err
-		}
-		if headerBytes += len(l); headerBytes > maxHeaderBytes {
-			return nil, errors.New("answer header too long")
-		}
-		l, ok := bytes.CutSuffix(l, []byte("\r\n"))
-		if !ok {
-			return nil, fmt.Errorf("answer line %q does not end in CRLF", l)
-		}
-		return l, nil
-	}
-
-	status, err := line()
-	if err != nil {
+	h := answerHead{br: br, contentLength: -1}
+	if err := h.read(); err != nil {
 		return 0, nil, false, err
 	}
-	http10 := false
+	keep = h.keep()
 	switch {
-	case bytes.HasPrefix(status, []byte("HTTP/1.1 ")):
-	case bytes.HasPrefix(status, []byte("HTTP/1.0 ")):
-		http10 = true
-	default:
-		return 0, nil, false, fmt.Errorf("malformed status line %q", status)
-	}
-	rest := status[len("HTTP/1.1 "):]
-	if len(rest) < 3 || !isDigits(rest[:3]) || (len(rest) > 3 && rest[3] != ' ') || !isFieldValue(rest) {
-		return 0, nil, false, fmt.Errorf("malformed status line %q", status)
-	}
-	code = int(rest[0]-'0')*100 + int(rest[1]-'0')*10 + int(rest[2]-'0')
-	if code < 200 {
-		return 0, nil, false, fmt.Errorf("status %d: %w", code, errInformational)
-	}
-
-	var (
-		contentLength          int64  = -1
-		lengthText             []byte // as written: two must be the same text, as net/http wants
-		chunked, sawTE         bool
-		sawClose, sawKeepAlive bool
-	)
-	for {
-		l, err := line()
+	case h.code == http.StatusNoContent || h.code == http.StatusNotModified:
+		return h.code, buf, keep, nil
+	case h.chunked:
+		buf, whole, err := readChunked(br, buf)
 		if err != nil {
 			return 0, nil, false, err
 		}
-		if len(l) == 0 {
-			break
-		}
-		name, value, ok := bytes.Cut(l, []byte(":"))
-		if !ok || !httpsyntax.IsToken(name) {
-			return 0, nil, false, fmt.Errorf("malformed answer header line %q", l)
-		}
-		value = bytes.Trim(value, " \t")
-		if !isFieldValue(value) {
-			return 0, nil, false, fmt.Errorf("answer header %s holds a control character", name)
-		}
-		switch {
-		case bytes.EqualFold(name, []byte("Content-Length")):
-			if !isDigits(value) || len(value) > 18 {
-				return 0, nil, false, fmt.Errorf("bad Content-Length %q", value)
-			}
-			if contentLength >= 0 && !bytes.Equal(value, lengthText) {
-				return 0, nil, false, errors.New("answer has different Content-Lengths")
-			}
-			contentLength, _ = strconv.ParseInt(string(value), 10, 64)
-			lengthText = append(lengthText[:0], value...)
-		case bytes.EqualFold(name, []byte("Transfer-Encoding")):
-			if sawTE || http10 || !bytes.EqualFold(value, []byte("chunked")) {
-				return 0, nil, false, fmt.Errorf("unsupported Transfer-Encoding %q", value)
-			}
-			sawTE, chunked = true, true
-		case bytes.EqualFold(name, []byte("Connection")):
-			for tok := range bytes.SplitSeq(value, []byte(",")) {
-				tok = bytes.Trim(tok, " \t")
-				sawClose = sawClose || bytes.EqualFold(tok, []byte("close"))
-				sawKeepAlive = sawKeepAlive || bytes.EqualFold(tok, []byte("keep-alive"))
-			}
-		}
-	}
-	if chunked && contentLength >= 0 {
-		return 0, nil, false, errors.New("answer has both Content-Length and Transfer-Encoding")
-	}
-	keep = !sawClose && (!http10 || sawKeepAlive)
-
-	switch {
-	case code == http.StatusNoContent || code == http.StatusNotModified:
-		return code, buf, keep, nil
-	case chunked:
-		buf, whole, err := readUpTo(httputil.NewChunkedReader(br), buf)
+		return h.code, buf, keep && whole, nil
+	case h.contentLength >= 0:
+		buf, whole, err := readLength(br, buf, h.contentLength)
 		if err != nil {
 			return 0, nil, false, err
 		}
-		if !whole {
-			return code, buf, false, nil
-		}
-		end, err := br.Peek(2)
-		if err != nil {
-			return 0, nil, false, io.ErrUnexpectedEOF
-		}
-		if string(end) != "\r\n" {
-			return 0, nil, false, errTrailer
-		}
-		br.Discard(2)
-		return code, buf, keep, nil
-	case contentLength >= 0:
-		n := min(contentLength, MaxAnswer)
-		buf = slices.Grow(buf, int(n))[:n]
-		if _, err := io.ReadFull(br, buf); err != nil {
-			if err == io.EOF {
-				err = io.ErrUnexpectedEOF
-			}
-			return 0, nil, false, err
-		}
-		return code, buf, keep && n == contentLength, nil
+		return h.code, buf, keep && whole, nil
 	default:
 		// No framing: the body runs to the connection's end.
 		buf, _, err := readUpTo(br, buf)
 		if err != nil {
 			return 0, nil, false, err
 		}
-		return code, buf, false, nil
+		return h.code, buf, false, nil
 	}
+}
+
+// answerHead reads an answer's status line and header, and keeps what
+// they say about the body's framing and the connection's reuse.
+type answerHead struct {
+	br          *bufio.Reader
+	headerBytes int // read so far, bounded by maxHeaderBytes
+
+	code                   int
+	http10                 bool
+	contentLength          int64  // -1 when the header has none
+	lengthText             []byte // as written: two must be the same text, as net/http wants
+	chunked                bool
+	sawClose, sawKeepAlive bool
+}
+
+// read reads the status line and the header up to the empty line that
+// ends it.
+func (h *answerHead) read() error {
+	status, err := h.line()
+	if err != nil {
+		return err
+	}
+	if err := h.status(status); err != nil {
+		return err
+	}
+	for {
+		l, err := h.line()
+		if err != nil {
+			return err
+		}
+		if len(l) == 0 {
+			break
+		}
+		name, value, ok := bytes.Cut(l, []byte(":"))
+		if !ok || !httpsyntax.IsToken(name) {
+			return fmt.Errorf("malformed answer header line %q", l)
+		}
+		value = bytes.Trim(value, " \t")
+		if !isFieldValue(value) {
+			return fmt.Errorf("answer header %s holds a control character", name)
+		}
+		if err := h.field(name, value); err != nil {
+			return err
+		}
+	}
+	if h.chunked && h.contentLength >= 0 {
+		return errors.New("answer has both Content-Length and Transfer-Encoding")
+	}
+	return nil
+}
+
+// line reads one line of the status line and header, without its CRLF.
+func (h *answerHead) line() ([]byte, error) {
+	l, err := h.br.ReadSlice('\n')
+	if err == bufio.ErrBufferFull {
+		return nil, errors.New("answer header line too long")
+	}
+	if err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	if err != nil {
+		return nil, err
+	}
+	if h.headerBytes += len(l); h.headerBytes > maxHeaderBytes {
+		return nil, errors.New("answer header too long")
+	}
+	l, ok := bytes.CutSuffix(l, []byte("\r\n"))
+	if !ok {
+		return nil, fmt.Errorf("answer line %q does not end in CRLF", l)
+	}
+	return l, nil
+}
+
+// status parses the status line: HTTP/1.1 or HTTP/1.0, a three-digit
+// code of 200 or more, and an optional reason.
+func (h *answerHead) status(status []byte) error {
+	switch {
+	case bytes.HasPrefix(status, []byte("HTTP/1.1 ")):
+	case bytes.HasPrefix(status, []byte("HTTP/1.0 ")):
+		h.http10 = true
+	default:
+		return fmt.Errorf("malformed status line %q", status)
+	}
+	rest := status[len("HTTP/1.1 "):]
+	if len(rest) < 3 || !isDigits(rest[:3]) || (len(rest) > 3 && rest[3] != ' ') || !isFieldValue(rest) {
+		return fmt.Errorf("malformed status line %q", status)
+	}
+	h.code = int(rest[0]-'0')*100 + int(rest[1]-'0')*10 + int(rest[2]-'0')
+	if h.code < 200 {
+		return fmt.Errorf("status %d: %w", h.code, errInformational)
+	}
+	return nil
+}
+
+// field takes one header field; the fields that frame the body or decide
+// the connection's reuse are the only ones that matter.
+func (h *answerHead) field(name, value []byte) error {
+	switch {
+	case bytes.EqualFold(name, []byte("Content-Length")):
+		return h.setContentLength(value)
+	case bytes.EqualFold(name, []byte("Transfer-Encoding")):
+		return h.setTransferEncoding(value)
+	case bytes.EqualFold(name, []byte("Connection")):
+		h.addConnection(value)
+	}
+	return nil
+}
+
+// setContentLength takes a Content-Length; a second one must be the same
+// text.
+func (h *answerHead) setContentLength(value []byte) error {
+	if !isDigits(value) || len(value) > 18 {
+		return fmt.Errorf("bad Content-Length %q", value)
+	}
+	if h.contentLength >= 0 && !bytes.Equal(value, h.lengthText) {
+		return errors.New("answer has different Content-Lengths")
+	}
+	h.contentLength, _ = strconv.ParseInt(string(value), 10, 64)
+	h.lengthText = append(h.lengthText[:0], value...)
+	return nil
+}
+
+// setTransferEncoding takes a Transfer-Encoding: only one, only chunked,
+// and not in HTTP/1.0.
+func (h *answerHead) setTransferEncoding(value []byte) error {
+	if h.chunked || h.http10 || !bytes.EqualFold(value, []byte("chunked")) {
+		return fmt.Errorf("unsupported Transfer-Encoding %q", value)
+	}
+	h.chunked = true
+	return nil
+}
+
+// addConnection takes a Connection field's close and keep-alive tokens.
+func (h *answerHead) addConnection(value []byte) {
+	for tok := range bytes.SplitSeq(value, []byte(",")) {
+		tok = bytes.Trim(tok, " \t")
+		h.sawClose = h.sawClose || bytes.EqualFold(tok, []byte("close"))
+		h.sawKeepAlive = h.sawKeepAlive || bytes.EqualFold(tok, []byte("keep-alive"))
+	}
+}
+
+// keep reports whether the server lets the connection carry the next
+// request: it did not ask to close it, and an HTTP/1.0 server asked to
+// keep it.
+func (h *answerHead) keep() bool {
+	return !h.sawClose && (!h.http10 || h.sawKeepAlive)
+}
+
+// readChunked appends a chunked body to buf, at most MaxAnswer bytes of
+// it; whole reports that the body ended within them, and then the final
+// CRLF is read too (a trailer is refused).
+func readChunked(br *bufio.Reader, buf []byte) (_ []byte, whole bool, err error) {
+	buf, whole, err = readUpTo(httputil.NewChunkedReader(br), buf)
+	if err != nil || !whole {
+		return buf, whole, err
+	}
+	end, err := br.Peek(2)
+	if err != nil {
+		return nil, false, io.ErrUnexpectedEOF
+	}
+	if string(end) != "\r\n" {
+		return nil, false, errTrailer
+	}
+	br.Discard(2)
+	return buf, true, nil
+}
+
+// readLength appends a body of length bytes to buf, at most MaxAnswer of
+// them; whole reports that it was read whole.
+func readLength(br *bufio.Reader, buf []byte, length int64) (_ []byte, whole bool, err error) {
+	n := min(length, MaxAnswer)
+	buf = slices.Grow(buf, int(n))[:n]
+	if _, err := io.ReadFull(br, buf); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, false, err
+	}
+	return buf, n == length, nil
 }
 
 // readUpTo appends r's bytes to buf until r ends or MaxAnswer bytes are
