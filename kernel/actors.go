@@ -79,50 +79,12 @@ func (k *Kernel) CreateAgent(ctx context.Context, creator *Actor, req ActorReque
 	if req.Kind == "" {
 		req.Kind = event.Agent
 	}
-	now := k.cfg.Now()
-	rec := event.ActorRecord{Kind: req.Kind, Name: req.Name, Purpose: req.Purpose, Creator: creator.ID, Energy: req.Energy,
-		SigningKey: req.SigningKey, RequireSigned: req.RequireSigned, SealPayloads: req.SealPayloads}
-	switch {
-	case req.Kind != event.Agent && req.Kind != event.Human:
-		return nil, formError(stage, "kind %q is neither agent nor human", req.Kind)
-	case req.Share != nil && *req.Share > MaxShare:
-		return nil, formError(stage, "share %d is more than %d", *req.Share, MaxShare)
-	case req.Share != nil:
-		rec.Share = *req.Share
-	}
-	if req.Expires != "" {
-		t, err := time.Parse(time.RFC3339Nano, req.Expires)
-		if err != nil || t.Year() > 9999 {
-			return nil, formError(stage, "expires %q is not an RFC 3339 time", req.Expires)
-		}
-		if !t.After(now) {
-			return nil, formError(stage, "expires %s is not in the future", req.Expires)
-		}
-		rec.Expires = event.At(t)
-	}
-	grants, err := normalizeGrants(req.Grants)
+	rec, err := actorRecord(stage, creator.ID, req, k.cfg.Now())
 	if err != nil {
-		return nil, formError(stage, "grants: %v", err)
+		return nil, err
 	}
-	rec.Grants = grants
-	if req.Trust != nil {
-		if req.Kind != event.Agent {
-			return nil, formError(stage, "a trust score is for agents: humans stand outside the rings")
-		}
-		if _, err := ring.ScoreFromFloat(*req.Trust); err != nil {
-			return nil, formError(stage, "trust: %v", err)
-		}
-	}
-	if req.Trust != nil {
-		k.mu.RLock()
-		c, ok := k.ledger.Actors[creator.ID]
-		mustSign := ok && c.RequireSigned
-		k.mu.RUnlock()
-		if mustSign {
-			// The trust is a second event (agent.ring), which the one
-			// signature of this request cannot cover.
-			return nil, formError(stage, "%s signs its requests: give the agent its trust with a signed request of its own (POST /v1/agents/{id}/ring)", creator.ID)
-		}
+	if err := k.checkTrustAtCreation(stage, creator.ID, req); err != nil {
+		return nil, err
 	}
 	cred, err := newCredential()
 	if err != nil {
@@ -159,6 +121,62 @@ func (k *Kernel) CreateAgent(ctx context.Context, creator *Actor, req ActorReque
 		a = &Actor{ActorRecord: rec, Status: event.StatusActive, CreatedAt: d.index, Balance: rec.Energy}
 	}
 	return &NewAgent{Actor: a, Credential: cred, Index: d.index}, nil
+}
+
+// actorRecord is the actor.created record a request asks for, its form
+// checked: kind, share, expiry, grants and the trust score's range.
+func actorRecord(stage, creator string, req ActorRequest, now time.Time) (event.ActorRecord, error) {
+	rec := event.ActorRecord{Kind: req.Kind, Name: req.Name, Purpose: req.Purpose, Creator: creator, Energy: req.Energy,
+		SigningKey: req.SigningKey, RequireSigned: req.RequireSigned, SealPayloads: req.SealPayloads}
+	switch {
+	case req.Kind != event.Agent && req.Kind != event.Human:
+		return rec, formError(stage, "kind %q is neither agent nor human", req.Kind)
+	case req.Share != nil && *req.Share > MaxShare:
+		return rec, formError(stage, "share %d is more than %d", *req.Share, MaxShare)
+	case req.Share != nil:
+		rec.Share = *req.Share
+	}
+	if req.Expires != "" {
+		t, err := time.Parse(time.RFC3339Nano, req.Expires)
+		if err != nil || t.Year() > 9999 {
+			return rec, formError(stage, "expires %q is not an RFC 3339 time", req.Expires)
+		}
+		if !t.After(now) {
+			return rec, formError(stage, "expires %s is not in the future", req.Expires)
+		}
+		rec.Expires = event.At(t)
+	}
+	grants, err := normalizeGrants(req.Grants)
+	if err != nil {
+		return rec, formError(stage, "grants: %v", err)
+	}
+	rec.Grants = grants
+	if req.Trust != nil {
+		if req.Kind != event.Agent {
+			return rec, formError(stage, "a trust score is for agents: humans stand outside the rings")
+		}
+		if _, err := ring.ScoreFromFloat(*req.Trust); err != nil {
+			return rec, formError(stage, "trust: %v", err)
+		}
+	}
+	return rec, nil
+}
+
+// checkTrustAtCreation refuses a trust score given at creation by a human
+// who signs its requests: the trust is a second event (agent.ring), which
+// the one signature of this request cannot cover.
+func (k *Kernel) checkTrustAtCreation(stage, creator string, req ActorRequest) error {
+	if req.Trust == nil {
+		return nil
+	}
+	k.mu.RLock()
+	c, ok := k.ledger.Actors[creator]
+	mustSign := ok && c.RequireSigned
+	k.mu.RUnlock()
+	if mustSign {
+		return formError(stage, "%s signs its requests: give the agent its trust with a signed request of its own (POST /v1/agents/{id}/ring)", creator)
+	}
+	return nil
 }
 
 // Actor returns a copy of the actor with this id.

@@ -185,6 +185,32 @@ func (c Config) scrubAtStart() uint64 {
 }
 
 func (c Config) validate() error {
+	if err := c.validateLog(); err != nil {
+		return err
+	}
+	switch {
+	case c.FoldInterval <= 0:
+		return errors.New("config: fold interval must be positive")
+	case c.MaxPendingHolds < 1:
+		return errors.New("config: max pending holds must be at least 1")
+	case c.Now == nil || c.Logger == nil:
+		return errors.New("config: clock and logger must be set")
+	case c.KillCallbackTimeout < 0:
+		return errors.New("config: kill callback timeout must not be negative")
+	}
+	if err := c.Energy.Validate(); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	if c.RateLimits != nil {
+		if err := ratelimit.ValidateLimits(c.RateLimits); err != nil {
+			return fmt.Errorf("config: rate limits: %w", err)
+		}
+	}
+	return nil
+}
+
+// validateLog checks the settings of the log: where it is, and Tessera's.
+func (c Config) validateLog() error {
 	switch {
 	case c.DataDir == "":
 		return errors.New("config: data folder is not set")
@@ -200,23 +226,6 @@ func (c Config) validate() error {
 		return errors.New("config: the clean-up interval must be positive")
 	case c.MaxOutstanding == 0:
 		return errors.New("config: max outstanding must be at least 1")
-	case c.FoldInterval <= 0:
-		return errors.New("config: fold interval must be positive")
-	case c.MaxPendingHolds < 1:
-		return errors.New("config: max pending holds must be at least 1")
-	case c.Now == nil || c.Logger == nil:
-		return errors.New("config: clock and logger must be set")
-	}
-	if err := c.Energy.Validate(); err != nil {
-		return fmt.Errorf("config: %w", err)
-	}
-	if c.RateLimits != nil {
-		if err := ratelimit.ValidateLimits(c.RateLimits); err != nil {
-			return fmt.Errorf("config: rate limits: %w", err)
-		}
-	}
-	if c.KillCallbackTimeout < 0 {
-		return errors.New("config: kill callback timeout must not be negative")
 	}
 	return nil
 }

@@ -211,29 +211,8 @@ func (k *Kernel) expireControl(ctx context.Context) {
 	now := event.At(k.cfg.Now())
 	k.mu.Lock()
 	var ends []*event.Event
-	for _, v := range k.ledger.Elevations {
-		if v.Ended == "" && v.Expires.ReachedBy(now) {
-			ends = append(ends, &event.Event{Kind: event.KindElevationEnded, Actor: event.KernelActor, Session: v.Session,
-				ElevationEnd: &event.ElevationEnd{ID: v.ID, Agent: v.Agent, End: event.EndExpired}})
-		}
-	}
-	for _, q := range k.ledger.Quarantines {
-		if q.Ended == "" && q.ExpiresAt.ReachedBy(now) {
-			ends = append(ends, &event.Event{Kind: event.KindQuarantineEnded, Actor: event.KernelActor, Session: q.Session,
-				Quarantine: &event.Quarantine{Agent: q.Agent, End: event.EndExpired}})
-		}
-	}
-	for id, se := range k.ledger.Sessions {
-		if se.Expired(now.Time) && session.CanTransition(se.State, session.Terminating) {
-			ends = append(ends, &event.Event{Kind: event.KindSessionChanged, Actor: event.KernelActor, Session: id,
-				SessionChange: &event.SessionChange{Op: event.SessionOpState, State: string(session.Terminating), Reason: "session_timeout: max_duration_seconds passed"}})
-		}
-	}
-	for id, s := range k.ledger.Sagas {
-		if step, deadline, ok := s.StepDeadline(); ok && deadline.ReachedBy(now) {
-			ends = append(ends, &event.Event{Kind: event.KindSagaStep, Actor: event.KernelActor, Session: s.Session,
-				SagaStep: &event.SagaStep{Saga: id, Step: step, Transition: event.SagaTimedOut, Reason: "step_timeout_seconds passed"}})
-		}
+	for _, expired := range expiries {
+		ends = append(ends, expired(k.ledger, now)...)
 	}
 	k.mu.Unlock()
 	for _, ev := range ends {
@@ -249,6 +228,51 @@ func (k *Kernel) expireControl(ctx context.Context) {
 			k.logger.Warn("record an expiry", "kind", ev.Kind, "err", err)
 		}
 	}
+}
+
+// expiries are what runs out with time, each the kernel's events that
+// record its end as of now.
+var expiries = []func(l *ledger.Ledger, now event.Instant) []*event.Event{
+	// Elevations past their expiry end (§8.6 tick()).
+	func(l *ledger.Ledger, now event.Instant) (ends []*event.Event) {
+		for _, v := range l.Elevations {
+			if v.Ended == "" && v.Expires.ReachedBy(now) {
+				ends = append(ends, &event.Event{Kind: event.KindElevationEnded, Actor: event.KernelActor, Session: v.Session,
+					ElevationEnd: &event.ElevationEnd{ID: v.ID, Agent: v.Agent, End: event.EndExpired}})
+			}
+		}
+		return ends
+	},
+	// Quarantines past their expiry end (§13.4 tick()).
+	func(l *ledger.Ledger, now event.Instant) (ends []*event.Event) {
+		for _, q := range l.Quarantines {
+			if q.Ended == "" && q.ExpiresAt.ReachedBy(now) {
+				ends = append(ends, &event.Event{Kind: event.KindQuarantineEnded, Actor: event.KernelActor, Session: q.Session,
+					Quarantine: &event.Quarantine{Agent: q.Agent, End: event.EndExpired}})
+			}
+		}
+		return ends
+	},
+	// Sessions past their duration start terminating.
+	func(l *ledger.Ledger, now event.Instant) (ends []*event.Event) {
+		for id, se := range l.Sessions {
+			if se.Expired(now.Time) && session.CanTransition(se.State, session.Terminating) {
+				ends = append(ends, &event.Event{Kind: event.KindSessionChanged, Actor: event.KernelActor, Session: id,
+					SessionChange: &event.SessionChange{Op: event.SessionOpState, State: string(session.Terminating), Reason: "session_timeout: max_duration_seconds passed"}})
+			}
+		}
+		return ends
+	},
+	// Saga steps past their timeout time out.
+	func(l *ledger.Ledger, now event.Instant) (ends []*event.Event) {
+		for id, s := range l.Sagas {
+			if step, deadline, ok := s.StepDeadline(); ok && deadline.ReachedBy(now) {
+				ends = append(ends, &event.Event{Kind: event.KindSagaStep, Actor: event.KernelActor, Session: s.Session,
+					SagaStep: &event.SagaStep{Saga: id, Step: step, Transition: event.SagaTimedOut, Reason: "step_timeout_seconds passed"}})
+			}
+		}
+		return ends
+	},
 }
 
 // decideControl decides one control event and returns its receipt.

@@ -52,113 +52,183 @@ func (k *Kernel) decide(ctx context.Context, stage string, build builder) (*deci
 	if err != nil {
 		return nil, err
 	}
-	// waiting are the claims this decision is registered as waiting for:
-	// readers of them yield until it has taken them or given up.
-	var waiting []ledger.Claim
-	stopWaiting := func() { // under k.mu
-		if waiting != nil {
-			k.claims.wait(waiting, true)
-			waiting = nil
-		}
-	}
-	unlock := func() { k.mu.Unlock(); k.deciding.Unlock() }
-	redecided := 0
+	d := &decision{k: k, ctx: ctx, stage: stage, id: id}
 	for {
-		now := event.At(k.cfg.Now())
-		k.deciding.Lock()
-		k.mu.Lock()
-		if k.failed != nil {
-			err, resumable := k.failed, k.resumable
-			stopWaiting()
-			unlock()
-			if !resumable {
-				d := denyAt(stage, "", ErrUnavailable, "the kernel has stopped taking writes until an operator acts: %v", err)
-				d.Stopped = true
-				return nil, d
-			}
-			return nil, denyAt(stage, "", ErrUnavailable, "the kernel has stopped taking work: %v", err)
-		}
-		ev, err := build(k.ledger, now)
+		ev, held, err := d.check(build)
 		if err != nil {
-			stopWaiting()
-			unlock()
 			return nil, err
 		}
-		ev.V, ev.Time = event.Version, now
-		if ev.ID == "" {
-			ev.ID = id
+		if ev == nil {
+			continue // its claims were busy and are free now: build again
 		}
-		signature := attachSignature(ctx, ev)
-		want := k.ledger.Claims(ev)
-		if k.cfg.claimsOff {
-			want = nil
-		}
-		busy := k.claims.tryTake(want)
-		if busy != nil {
-			if !slices.Equal(waiting, want) {
-				stopWaiting()
-				k.claims.wait(want, false)
-				waiting = want
-			}
-			unlock()
-			select {
-			case <-busy:
-				continue
-			case <-ctx.Done():
-			}
-			k.mu.Lock()
-			stopWaiting()
-			k.mu.Unlock()
-			return nil, denyAt(stage, "", ErrUnavailable, "waiting for events in flight: %v", ctx.Err())
-		}
-		stopWaiting()
-		if err := k.ledger.Check(ev, k.checkOptions()); err != nil {
-			k.claims.release(want)
-			unlock()
-			return nil, k.denial(stage, ev, err)
-		}
-		draw := k.ledger.Draw(ev)
-		k.pending.Hold(draw)
-		var released atomic.Bool
-		release := func() { // under k.mu
-			if !released.Load() {
-				released.Store(true)
-				k.pending.Release(draw)
-				k.claims.release(want)
-			}
-		}
-		unlock()
-		index, entry, err := k.appendDecided(ctx, stage, ev, release)
-		// The fold released what the decision held, in its critical
-		// section, unless the entry never reached it: the lock is taken
-		// again only then (a second lock per action made requests queue
-		// on it).
-		if !released.Load() {
-			k.mu.Lock()
-			release()
-			k.mu.Unlock()
-		}
-		var refusal *sequenceRefusal
-		if errors.As(err, &refusal) {
-			// The entry was written nowhere: decide again on a ledger that
-			// has folded what the sequencer had seen.
-			redecided++
-			if refusal.stale || redecided >= maxRedecisions {
-				return nil, redecision(stage, refusal, redecided)
-			}
-			if err := k.awaitFolded(ctx, refusal.at); err != nil {
-				return nil, denyAt(stage, "", ErrUnavailable, "the entry was not written, and the kernel could not decide it again: %v", err)
-			}
+		out, err := d.commit(ev, held)
+		if errors.Is(err, errDecideAgain) {
 			continue
 		}
-		if err != nil {
-			return nil, err
-		}
-		if signature != nil {
-			signature.used.Store(true)
-		}
-		return &decided{ev: ev, entry: entry, index: index}, nil
+		return out, err
 	}
+}
+
+// decision is one call of decide, across its attempts.
+type decision struct {
+	k     *Kernel
+	ctx   context.Context
+	stage string
+	id    string
+	// waiting are the claims this decision is registered as waiting for:
+	// readers of them yield until it has taken them or given up.
+	waiting []ledger.Claim
+	// redecided counts the attempts the sequencer kept out of the log.
+	redecided int
+}
+
+// checked is what a checked event holds until it is folded: its claims,
+// the energy it draws, and the request signature it carries.
+type checked struct {
+	claims    []ledger.Claim
+	draw      ledger.Draw
+	signature *RequestSignature
+}
+
+// errDecideAgain: build, check and append the event again.
+var errDecideAgain = errors.New("decide again")
+
+func (d *decision) unlock() { d.k.mu.Unlock(); d.k.deciding.Unlock() }
+
+// stopWaiting withdraws the decision's wait on claims (under k.mu).
+func (d *decision) stopWaiting() {
+	if d.waiting != nil {
+		d.k.claims.wait(d.waiting, true)
+		d.waiting = nil
+	}
+}
+
+// check is steps 1 to 3 of decide, under k.mu: it builds the event, takes
+// its claims and runs its rule, and holds the energy it draws. It returns
+// with k.mu released: the checked event, or nil and no error when its
+// claims were busy and are free now.
+func (d *decision) check(build builder) (*event.Event, *checked, error) {
+	k := d.k
+	now := event.At(k.cfg.Now())
+	k.deciding.Lock()
+	k.mu.Lock()
+	if k.failed != nil {
+		err := k.stoppedDenial(d.stage)
+		d.stopWaiting()
+		d.unlock()
+		return nil, nil, err
+	}
+	ev, err := build(k.ledger, now)
+	if err != nil {
+		d.stopWaiting()
+		d.unlock()
+		return nil, nil, err
+	}
+	ev.V, ev.Time = event.Version, now
+	if ev.ID == "" {
+		ev.ID = d.id
+	}
+	signature := attachSignature(d.ctx, ev)
+	want := k.ledger.Claims(ev)
+	if k.cfg.claimsOff {
+		want = nil
+	}
+	if busy := k.claims.tryTake(want); busy != nil {
+		return nil, nil, d.awaitClaims(want, busy)
+	}
+	d.stopWaiting()
+	if err := k.ledger.Check(ev, k.checkOptions()); err != nil {
+		k.claims.release(want)
+		d.unlock()
+		return nil, nil, k.denial(d.stage, ev, err)
+	}
+	held := &checked{claims: want, draw: k.ledger.Draw(ev), signature: signature}
+	k.pending.Hold(held.draw)
+	d.unlock()
+	return ev, held, nil
+}
+
+// awaitClaims waits, with k.mu released, until the claims want are free
+// (nil: build again) or the caller gives up.
+func (d *decision) awaitClaims(want []ledger.Claim, busy <-chan struct{}) error {
+	k := d.k
+	if !slices.Equal(d.waiting, want) {
+		d.stopWaiting()
+		k.claims.wait(want, false)
+		d.waiting = want
+	}
+	d.unlock()
+	select {
+	case <-busy:
+		return nil
+	case <-d.ctx.Done():
+	}
+	k.mu.Lock()
+	d.stopWaiting()
+	k.mu.Unlock()
+	return denyAt(d.stage, "", ErrUnavailable, "waiting for events in flight: %v", d.ctx.Err())
+}
+
+// commit is steps 4 and 5 of decide: it appends the checked event, which
+// the group committer folds, releasing what it held in the same critical
+// section, before commit returns. errDecideAgain: the sequencer kept it
+// out of the log.
+func (d *decision) commit(ev *event.Event, held *checked) (*decided, error) {
+	k := d.k
+	var released atomic.Bool
+	release := func() { // under k.mu
+		if !released.Load() {
+			released.Store(true)
+			k.pending.Release(held.draw)
+			k.claims.release(held.claims)
+		}
+	}
+	index, entry, err := k.appendDecided(d.ctx, d.stage, ev, release)
+	// The fold released what the decision held, in its critical section,
+	// unless the entry never reached it: the lock is taken again only then
+	// (a second lock per action made requests queue on it).
+	if !released.Load() {
+		k.mu.Lock()
+		release()
+		k.mu.Unlock()
+	}
+	var refusal *sequenceRefusal
+	if errors.As(err, &refusal) {
+		return nil, d.again(refusal)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if held.signature != nil {
+		held.signature.used.Store(true)
+	}
+	return &decided{ev: ev, entry: entry, index: index}, nil
+}
+
+// again answers an entry the sequencer kept out of the log (written
+// nowhere): once the durable ledger has folded what the sequencer had
+// seen, errDecideAgain, so that the caller gets the decision taken on that
+// state; past maxRedecisions, or on a stale sequencer, a retryable refusal.
+func (d *decision) again(refusal *sequenceRefusal) error {
+	d.redecided++
+	if refusal.stale || d.redecided >= maxRedecisions {
+		return redecision(d.stage, refusal, d.redecided)
+	}
+	if err := d.k.awaitFolded(d.ctx, refusal.at); err != nil {
+		return denyAt(d.stage, "", ErrUnavailable, "the entry was not written, and the kernel could not decide it again: %v", err)
+	}
+	return errDecideAgain
+}
+
+// stoppedDenial is the answer of a kernel that takes no writes (the
+// caller holds k.mu).
+func (k *Kernel) stoppedDenial(stage string) error {
+	if !k.resumable {
+		d := denyAt(stage, "", ErrUnavailable, "the kernel has stopped taking writes until an operator acts: %v", k.failed)
+		d.Stopped = true
+		return d
+	}
+	return denyAt(stage, "", ErrUnavailable, "the kernel has stopped taking work: %v", k.failed)
 }
 
 func (k *Kernel) appendDecided(ctx context.Context, stage string, ev *event.Event, folded func()) (uint64, []byte, error) {

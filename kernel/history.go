@@ -119,28 +119,42 @@ func (k *Kernel) historyScope(viewer *Actor, q HistoryQuery) (map[string]bool, e
 	if q.Actor != "" && !visible[q.Actor] {
 		return nil, fmt.Errorf("%w: %s may not read the history of %s", ErrForbidden, viewer.ID, q.Actor)
 	}
-	if q.Session != "" {
-		se, ok := k.ledger.Sessions[q.Session]
-		oversees := ok && visible[se.Creator]
-		if ok {
-			for id := range se.Participants {
-				oversees = oversees || visible[id]
-			}
-		}
-		if !oversees {
-			return nil, fmt.Errorf("%w: %s may not read the history of session %s: it oversees neither its creator nor a participant", ErrForbidden, viewer.ID, q.Session)
-		}
+	if q.Session != "" && !k.overseesSession(visible, q.Session) {
+		return nil, fmt.Errorf("%w: %s may not read the history of session %s: it oversees neither its creator nor a participant", ErrForbidden, viewer.ID, q.Session)
 	}
 	if q.Envelope != "" {
-		chain, v := k.ledger.Chain(q.Envelope)
-		oversees := v == nil && len(chain) > 0 && visible[chain[0].Holder]
-		for _, e := range chain {
-			oversees = oversees || (v == nil && visible[e.Issuer])
-		}
-		if !oversees {
+		if !k.overseesEnvelope(visible, q.Envelope) {
 			return nil, fmt.Errorf("%w: %s may not read the history of envelope %s: it oversees neither its holder nor an issuer of its chain", ErrForbidden, viewer.ID, q.Envelope)
 		}
 		return nil, nil // every event under the envelope: matches checks each
 	}
 	return visible, nil
+}
+
+// overseesSession reports whether the actors visible include the session's
+// creator or a participant of it, past or present (the caller holds k.mu).
+func (k *Kernel) overseesSession(visible map[string]bool, id string) bool {
+	se, ok := k.ledger.Sessions[id]
+	if !ok {
+		return false
+	}
+	oversees := visible[se.Creator]
+	for p := range se.Participants {
+		oversees = oversees || visible[p]
+	}
+	return oversees
+}
+
+// overseesEnvelope reports whether the actors visible include the
+// envelope's holder or an issuer of its chain (the caller holds k.mu).
+func (k *Kernel) overseesEnvelope(visible map[string]bool, id string) bool {
+	chain, v := k.ledger.Chain(id)
+	if v != nil || len(chain) == 0 {
+		return false
+	}
+	oversees := visible[chain[0].Holder]
+	for _, e := range chain {
+		oversees = oversees || visible[e.Issuer]
+	}
+	return oversees
 }

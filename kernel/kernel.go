@@ -121,38 +121,11 @@ func Open(cfg Config) (_ *Kernel, err error) {
 			dir.Close()
 		}
 	}()
-	signer, err := checkpoints.NewLogSigner(dir.SigningKey)
+	opened, err := openLog(cfg, dir)
 	if err != nil {
 		return nil, err
 	}
-	verifier, err := checkpoints.NewLogVerifier(dir.VerifierKey)
-	if err != nil {
-		return nil, err
-	}
-	if err := logstore.CheckPrivateMode(dir.RootCredentialPath()); err != nil && !errors.Is(err, os.ErrNotExist) {
-		cfg.Logger.Warn("the root credential is not private", "err", err)
-	}
-	var witnesses *logstore.WitnessWatch
-	if len(cfg.WitnessPolicy) > 0 {
-		if err := checkPolicyLog(cfg.WitnessPolicy, dir.VerifierKey); err != nil {
-			return nil, err
-		}
-		witnesses = logstore.NewWitnessWatch(dir.Origin, dir.VerifierKey, cfg.Logger, cfg.Now)
-	}
-	var cache *history.StateCache
-	l, unscrubbed, err := logstore.Open(dir, logstore.Options{
-		LogOptions: cfg.logOptions(), Signer: signer, Verifier: verifier, Witnesses: witnesses,
-		DisableWriteAhead: cfg.DisableWriteAhead, ScrubAtStart: cfg.scrubAtStart(), DisableScrub: cfg.DisableScrub,
-	}, func(leafAt func(uint64) ([]byte, bool)) (err error) {
-		cache, err = history.OpenCheckedState(dir, cfg.Logger, leafAt)
-		return err
-	})
-	if err != nil {
-		if cache != nil {
-			cache.Store.Close()
-		}
-		return nil, err
-	}
+	l, cache, witnesses := opened.log, opened.state, opened.witnesses
 	st, led := cache.Store, cache.Ledger
 	defer func() {
 		if err != nil {
@@ -179,8 +152,64 @@ func Open(cfg Config) (_ *Kernel, err error) {
 		_ = l.Close(shutdownCtx)
 		return nil, err
 	}
+	k.startLoops(opened.unscrubbed)
+	return k, nil
+}
+
+// openedLog is what Open finds in the data folder: the log, open for
+// appends once started, the state folded from it, and the witnesses'
+// watch; unscrubbed is the part of the log left to scrub in the
+// background.
+type openedLog struct {
+	log        *logstore.Log
+	state      *history.StateCache
+	witnesses  *logstore.WitnessWatch
+	unscrubbed *logstore.Unscrubbed
+}
+
+// openLog opens the log of dir under its keys and the state the kernel
+// folded from it, checked against it.
+func openLog(cfg Config, dir *logstore.DataDir) (*openedLog, error) {
+	signer, err := checkpoints.NewLogSigner(dir.SigningKey)
+	if err != nil {
+		return nil, err
+	}
+	verifier, err := checkpoints.NewLogVerifier(dir.VerifierKey)
+	if err != nil {
+		return nil, err
+	}
+	if err := logstore.CheckPrivateMode(dir.RootCredentialPath()); err != nil && !errors.Is(err, os.ErrNotExist) {
+		cfg.Logger.Warn("the root credential is not private", "err", err)
+	}
+	o := &openedLog{}
+	if len(cfg.WitnessPolicy) > 0 {
+		if err := checkPolicyLog(cfg.WitnessPolicy, dir.VerifierKey); err != nil {
+			return nil, err
+		}
+		o.witnesses = logstore.NewWitnessWatch(dir.Origin, dir.VerifierKey, cfg.Logger, cfg.Now)
+	}
+	o.log, o.unscrubbed, err = logstore.Open(dir, logstore.Options{
+		LogOptions: cfg.logOptions(), Signer: signer, Verifier: verifier, Witnesses: o.witnesses,
+		DisableWriteAhead: cfg.DisableWriteAhead, ScrubAtStart: cfg.scrubAtStart(), DisableScrub: cfg.DisableScrub,
+	}, func(leafAt func(uint64) ([]byte, bool)) (err error) {
+		o.state, err = history.OpenCheckedState(dir, cfg.Logger, leafAt)
+		return err
+	})
+	if err != nil {
+		if o.state != nil {
+			o.state.Store.Close()
+		}
+		return nil, err
+	}
+	return o, nil
+}
+
+// startLoops starts the kernel's background work: persisting the state,
+// producing energy, timing out holds and expiries, resuming after a failed
+// append, and scrubbing what Open left unscrubbed.
+func (k *Kernel) startLoops(unscrubbed *logstore.Unscrubbed) {
 	go k.foldLoop()
-	if !cfg.DisableProduction {
+	if !k.cfg.DisableProduction {
 		k.loopsDone.Add(1)
 		go func() { defer k.loopsDone.Done(); k.produceLoop(k.stopLoops) }()
 	}
@@ -193,7 +222,6 @@ func Open(cfg Config) (_ *Kernel, err error) {
 	} else {
 		close(k.scrubbed)
 	}
-	return k, nil
 }
 
 // recover folds the log's tail into the stored ledger and, on a log with

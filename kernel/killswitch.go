@@ -30,87 +30,21 @@ type KillRequest struct {
 // who oversees the agent may kill it; the rule is checked before the
 // callback is called, and again when the kill is decided.
 func (k *Kernel) Kill(ctx context.Context, by *Actor, agentID string, req KillRequest) (*Receipt, *event.Kill, error) {
-	const stage = "kill"
 	killID, err := newEventID()
 	if err != nil {
 		return nil, nil, err
 	}
-	now := event.At(k.cfg.Now())
-	draft := func(l *ledger.Ledger) *event.Event {
-		kill := &event.Kill{KillID: killID, Agent: agentID, Reason: req.Reason}
-		for _, id := range l.EnvelopesOf(agentID) {
-			if !l.Envelopes[id].Revoked {
-				kill.Revoked = append(kill.Revoked, id)
-			}
-		}
-		return &event.Event{V: event.Version, ID: killID, Time: now, Kind: event.KindAgentKilled, Actor: by.ID, Session: req.Session, Kill: kill}
-	}
-	// Plan: the steps to hand off, and whether the substitute may take them.
-	k.mu.Lock()
-	if _, err = event.Encode(draft(k.ledger)); err != nil { // its form, before the callback runs
-		err = formError(stage, "%s", strings.TrimPrefix(err.Error(), "event "+killID+": "))
-	} else if err = k.ledger.Check(draft(k.ledger), ledger.Options{}); err != nil {
-		err = k.denial(stage, draft(k.ledger), err)
-	}
-	var steps []string
-	var sub string
-	var eligible bool
-	if err == nil && req.Session != "" {
-		if se := k.ledger.Sessions[req.Session]; se.Substitute != "" && se.Substitute != agentID {
-			sub = se.Substitute
-			eligible = k.ledger.MayAct(sub, req.Session, now) == nil
-		}
-	}
-	if err == nil {
-		for id, s := range k.ledger.Sagas {
-			if req.Session != "" && s.Session != req.Session {
-				continue
-			}
-			for _, step := range s.RunningStepsOf(agentID) {
-				steps = append(steps, id+"|"+step)
-			}
-		}
-		slices.Sort(steps)
-	}
-	k.mu.Unlock()
-	if err != nil {
+	plan := &killPlan{id: killID, by: by.ID, agent: agentID, req: req, at: event.At(k.cfg.Now())}
+	if err := k.planKill(plan); err != nil {
 		return nil, nil, err
 	}
-	sw := killswitch.New(k.cfg.KillCallbackTimeout)
-	if k.cfg.KillCallback != nil {
-		sw.Register(agentID, k.cfg.KillCallback)
-	}
-	if sub != "" {
-		sw.RegisterSubstitute(req.Session, sub)
-	}
-	res := sw.Kill(ctx, killID, agentID, req.Session, killswitch.Reason(req.Reason), steps, func(step, to string) error {
-		if !eligible {
-			return fmt.Errorf("substitute %s is not an active, unquarantined agent", to)
-		}
-		return nil
-	}, now.Time)
+	res := plan.callRuntime(ctx, k.cfg)
 	var kill *event.Kill
-	d, err := k.decide(ctx, stage, func(l *ledger.Ledger, at event.Instant) (*event.Event, error) {
-		ev := draft(l)
+	d, err := k.decide(ctx, killStage, func(l *ledger.Ledger, at event.Instant) (*event.Event, error) {
+		ev := plan.draft(l)
 		kill = ev.Kill
 		kill.Terminated, kill.Details = res.Terminated, joinDetails(req.Details, res.Details)
-		for _, h := range res.Handoffs {
-			sagaID, step, _ := strings.Cut(h.StepID, "|")
-			// A step that moved on since the plan is no longer in flight.
-			if s, ok := l.Sagas[sagaID]; !ok || !slices.Contains(s.RunningStepsOf(agentID), step) {
-				continue
-			}
-			out := event.Handoff{Saga: sagaID, Step: step, From: agentID, Status: event.HandoffCompensation}
-			// A substitute that may no longer act when the kill is decided
-			// takes nothing: the step is left for compensation.
-			if h.Status == killswitch.StatusHandedOff && l.MayAct(h.To, req.Session, at) == nil {
-				out.To, out.Status = h.To, event.HandoffDone
-				kill.HandoffSuccessCount++
-			} else {
-				kill.CompensationTriggered = true
-			}
-			kill.Handoffs = append(kill.Handoffs, out)
-		}
+		plan.handOff(l, kill, res.Handoffs, at)
 		ev.ID = killID
 		return ev, nil
 	})
@@ -119,6 +53,101 @@ func (k *Kernel) Kill(ctx context.Context, by *Actor, agentID string, req KillRe
 	}
 	k.forgetAgent(agentID)
 	return receiptOf(d, "", ""), kill, nil
+}
+
+const killStage = "kill"
+
+// killPlan is a kill as planned before the runtime's callback runs: the
+// saga steps in flight to hand off, and the session's substitute.
+type killPlan struct {
+	id, by, agent string
+	req           KillRequest
+	at            event.Instant
+	// steps are "<saga>|<step>", sorted; substitute takes them if
+	// eligible (it may act in the session now).
+	steps      []string
+	substitute string
+	eligible   bool
+}
+
+// draft is the kill's event on l, before the callback's outcome.
+func (p *killPlan) draft(l *ledger.Ledger) *event.Event {
+	kill := &event.Kill{KillID: p.id, Agent: p.agent, Reason: p.req.Reason}
+	for _, id := range l.EnvelopesOf(p.agent) {
+		if !l.Envelopes[id].Revoked {
+			kill.Revoked = append(kill.Revoked, id)
+		}
+	}
+	return &event.Event{V: event.Version, ID: p.id, Time: p.at, Kind: event.KindAgentKilled, Actor: p.by, Session: p.req.Session, Kill: kill}
+}
+
+// planKill checks the kill (its form, then its rule) before the callback
+// runs, and finds the steps to hand off and whether the substitute may
+// take them.
+func (k *Kernel) planKill(p *killPlan) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if _, err := event.Encode(p.draft(k.ledger)); err != nil {
+		return formError(killStage, "%s", strings.TrimPrefix(err.Error(), "event "+p.id+": "))
+	}
+	if err := k.ledger.Check(p.draft(k.ledger), ledger.Options{}); err != nil {
+		return k.denial(killStage, p.draft(k.ledger), err)
+	}
+	if p.req.Session != "" {
+		if se := k.ledger.Sessions[p.req.Session]; se.Substitute != "" && se.Substitute != p.agent {
+			p.substitute = se.Substitute
+			p.eligible = k.ledger.MayAct(p.substitute, p.req.Session, p.at) == nil
+		}
+	}
+	for id, s := range k.ledger.Sagas {
+		if p.req.Session != "" && s.Session != p.req.Session {
+			continue
+		}
+		for _, step := range s.RunningStepsOf(p.agent) {
+			p.steps = append(p.steps, id+"|"+step)
+		}
+	}
+	slices.Sort(p.steps)
+	return nil
+}
+
+// callRuntime runs the kill switch: the runtime's termination callback,
+// with its timeout, and the hand-off of the planned steps.
+func (p *killPlan) callRuntime(ctx context.Context, cfg Config) killswitch.Result {
+	sw := killswitch.New(cfg.KillCallbackTimeout)
+	if cfg.KillCallback != nil {
+		sw.Register(p.agent, cfg.KillCallback)
+	}
+	if p.substitute != "" {
+		sw.RegisterSubstitute(p.req.Session, p.substitute)
+	}
+	return sw.Kill(ctx, p.id, p.agent, p.req.Session, killswitch.Reason(p.req.Reason), p.steps, func(step, to string) error {
+		if !p.eligible {
+			return fmt.Errorf("substitute %s is not an active, unquarantined agent", to)
+		}
+		return nil
+	}, p.at.Time)
+}
+
+// handOff records in kill what became of each step the kill switch handed
+// off, as l stands when the kill is decided: a step that moved on since
+// the plan is no longer in flight, and a substitute that may no longer act
+// takes nothing (the step is left for compensation).
+func (p *killPlan) handOff(l *ledger.Ledger, kill *event.Kill, handoffs []killswitch.Handoff, at event.Instant) {
+	for _, h := range handoffs {
+		sagaID, step, _ := strings.Cut(h.StepID, "|")
+		if s, ok := l.Sagas[sagaID]; !ok || !slices.Contains(s.RunningStepsOf(p.agent), step) {
+			continue
+		}
+		out := event.Handoff{Saga: sagaID, Step: step, From: p.agent, Status: event.HandoffCompensation}
+		if h.Status == killswitch.StatusHandedOff && l.MayAct(h.To, p.req.Session, at) == nil {
+			out.To, out.Status = h.To, event.HandoffDone
+			kill.HandoffSuccessCount++
+		} else {
+			kill.CompensationTriggered = true
+		}
+		kill.Handoffs = append(kill.Handoffs, out)
+	}
 }
 
 func joinDetails(a, b string) string {

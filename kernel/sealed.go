@@ -20,62 +20,22 @@ import (
 // is never sealed; asking for it is an error, and so is a payload sent by
 // hash (its blob is not erasable).
 func (k *Kernel) sealAction(ctx context.Context, actor *Actor, req ActionRequest, action *event.Action) (done func(error), _ error) {
-	asked := req.Seal || req.Subject != "" || req.Salt != ""
-	if !asked {
-		if !k.ledger.AnyMustSeal() {
-			return noop, nil
-		}
-		k.mu.RLock()
-		envelope := req.Envelope
-		if envelope == "" && action.Type != event.Observe {
-			if a, ok := k.ledger.Actors[actor.ID]; ok && !a.IsHuman() {
-				envelope = pickEnvelope(k.ledger, actor.ID, action.Type, action.Target, event.At(k.cfg.Now()))
-			}
-		}
-		must := k.ledger.MustSeal(actor.ID, envelope)
-		k.mu.RUnlock()
-		if !must || action.Type == event.Execute || (action.Payload == nil && action.PayloadHash == "") {
-			return noop, nil
-		}
-		if s, _ := ctx.Value(signatureKey{}).(*RequestSignature); s != nil && s.By == actor.ID {
-			// The kernel's own salt would not be what the actor signed.
-			return nil, formError(StageValidate, "%s or its envelope asks that payloads be sealed: a signed request seals its payload itself (seal, subject and salt; the Go client and annal do)", actor.ID)
+	if !req.asksToSeal() {
+		must, err := k.mustSeal(ctx, actor, req, action)
+		if !must || err != nil {
+			return noop, err
 		}
 	}
-	switch {
-	case action.Type == event.Execute:
-		return nil, formError(StageValidate, "an execute payload is read by the rules (its cost, its intent) and cannot be sealed")
-	case action.PayloadHash != "":
-		return nil, formError(StageValidate, "a sealed payload travels inline, not by payload_hash: a blob is not erasable")
-	case action.Payload == nil:
-		return nil, formError(StageValidate, "seal: the action has no payload to seal")
-	case len(action.Payload) > event.MaxSealedPayload:
-		return nil, denyAt(StageValidate, GateForm, ErrTooLarge, "sealed payload is %d bytes, more than %d", len(action.Payload), event.MaxSealedPayload)
+	if err := sealable(action); err != nil {
+		return nil, err
 	}
-	subject := req.Subject
-	if subject == "" {
-		subject = actor.ID
+	subject, err := k.sealSubject(actor, req)
+	if err != nil {
+		return nil, err
 	}
-	if !event.ValidSubject(subject) {
-		return nil, formError(StageValidate, "subject %q is not 1-128 of [A-Za-z0-9._:-] starting with a letter or digit", subject)
-	}
-	k.mu.Lock()
-	erased, isErased := k.ledger.Erased[subject]
-	k.mu.Unlock()
-	if isErased {
-		return nil, denyAt(StageValidate, ledger.GateSeal, ErrConflict, "subject %s was erased at entry %d: nothing more is sealed under it", subject, erased.Index)
-	}
-	var salt []byte
-	if req.Salt != "" {
-		var err error
-		if salt, err = base64.StdEncoding.DecodeString(req.Salt); err != nil || len(salt) != event.SaltSize {
-			return nil, formError(StageValidate, "salt is not the standard base64 of %d bytes", event.SaltSize)
-		}
-	} else {
-		var err error
-		if salt, err = sealstore.NewSalt(); err != nil {
-			return nil, err
-		}
+	salt, err := requestSalt(req)
+	if err != nil {
+		return nil, err
 	}
 	sp, fresh, err := k.sealed.Seal(subject, salt, action.Payload)
 	if errors.Is(err, ErrErased) {
@@ -91,6 +51,82 @@ func (k *Kernel) sealAction(ctx context.Context, actor *Actor, req ActionRequest
 		refused := errors.As(err, &d) && !d.OutcomeUnknown
 		k.sealed.Release(sp, fresh, !refused)
 	}, nil
+}
+
+// asksToSeal reports whether the request asks for its payload to be sealed.
+func (req ActionRequest) asksToSeal() bool { return req.Seal || req.Subject != "" || req.Salt != "" }
+
+// mustSeal reports whether an action that did not ask to be sealed must
+// be, because its actor or envelope asks for sealed payloads (an execute
+// payload, or an action without one, never is). A signed request must seal
+// its payload itself: the kernel's own salt would not be what it signed.
+func (k *Kernel) mustSeal(ctx context.Context, actor *Actor, req ActionRequest, action *event.Action) (bool, error) {
+	if !k.ledger.AnyMustSeal() {
+		return false, nil
+	}
+	k.mu.RLock()
+	envelope := req.Envelope
+	if envelope == "" && action.Type != event.Observe {
+		if a, ok := k.ledger.Actors[actor.ID]; ok && !a.IsHuman() {
+			envelope = pickEnvelope(k.ledger, actor.ID, action.Type, action.Target, event.At(k.cfg.Now()))
+		}
+	}
+	must := k.ledger.MustSeal(actor.ID, envelope)
+	k.mu.RUnlock()
+	if !must || action.Type == event.Execute || (action.Payload == nil && action.PayloadHash == "") {
+		return false, nil
+	}
+	if s, _ := ctx.Value(signatureKey{}).(*RequestSignature); s != nil && s.By == actor.ID {
+		return false, formError(StageValidate, "%s or its envelope asks that payloads be sealed: a signed request seals its payload itself (seal, subject and salt; the Go client and annal do)", actor.ID)
+	}
+	return true, nil
+}
+
+// sealable refuses a payload that cannot be sealed.
+func sealable(action *event.Action) error {
+	switch {
+	case action.Type == event.Execute:
+		return formError(StageValidate, "an execute payload is read by the rules (its cost, its intent) and cannot be sealed")
+	case action.PayloadHash != "":
+		return formError(StageValidate, "a sealed payload travels inline, not by payload_hash: a blob is not erasable")
+	case action.Payload == nil:
+		return formError(StageValidate, "seal: the action has no payload to seal")
+	case len(action.Payload) > event.MaxSealedPayload:
+		return denyAt(StageValidate, GateForm, ErrTooLarge, "sealed payload is %d bytes, more than %d", len(action.Payload), event.MaxSealedPayload)
+	}
+	return nil
+}
+
+// sealSubject is whose key seals the payload: the one the request names,
+// else the actor's own; never an erased subject's.
+func (k *Kernel) sealSubject(actor *Actor, req ActionRequest) (string, error) {
+	subject := req.Subject
+	if subject == "" {
+		subject = actor.ID
+	}
+	if !event.ValidSubject(subject) {
+		return "", formError(StageValidate, "subject %q is not 1-128 of [A-Za-z0-9._:-] starting with a letter or digit", subject)
+	}
+	k.mu.Lock()
+	erased, isErased := k.ledger.Erased[subject]
+	k.mu.Unlock()
+	if isErased {
+		return "", denyAt(StageValidate, ledger.GateSeal, ErrConflict, "subject %s was erased at entry %d: nothing more is sealed under it", subject, erased.Index)
+	}
+	return subject, nil
+}
+
+// requestSalt is the salt the request gives (a signed request's: it
+// signed the commitment it makes), else a fresh one.
+func requestSalt(req ActionRequest) ([]byte, error) {
+	if req.Salt == "" {
+		return sealstore.NewSalt()
+	}
+	salt, err := base64.StdEncoding.DecodeString(req.Salt)
+	if err != nil || len(salt) != event.SaltSize {
+		return nil, formError(StageValidate, "salt is not the standard base64 of %d bytes", event.SaltSize)
+	}
+	return salt, nil
 }
 
 func noop(error) {}
