@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -135,7 +136,7 @@ func deltaStrings(eventID string, members map[string]json.RawMessage) (map[strin
 			return nil, fmt.Errorf("event %s: delta %s is not an array", eventID, name)
 		}
 	}
-	for name := range deltaMembers {
+	for _, name := range slices.Sorted(maps.Keys(deltaMembers)) { // the same member named every time
 		if _, ok := members[name]; !ok {
 			return nil, fmt.Errorf("event %s: delta lacks %q", eventID, name)
 		}

@@ -120,9 +120,13 @@ type eventAction = struct {
 // commonFields checks the members every event has and the optional session
 // and delta, and returns them as an Event.
 func commonFields(f *eventMembers) (*Event, error) {
-	for name, set := range map[string]bool{"v": f.V != nil, "id": f.ID != nil, "time": f.Time != nil, "kind": f.Kind != nil, "actor": f.Actor != nil} {
-		if !set {
-			return nil, fmt.Errorf("entry lacks the field %q", name)
+	// In the order of the format, so that the first missing field is named.
+	for _, field := range []struct {
+		name string
+		set  bool
+	}{{"v", f.V != nil}, {"id", f.ID != nil}, {"time", f.Time != nil}, {"kind", f.Kind != nil}, {"actor", f.Actor != nil}} {
+		if !field.set {
+			return nil, fmt.Errorf("entry lacks the field %q", field.name)
 		}
 	}
 	if *f.V != EventVersion {

@@ -163,6 +163,9 @@ func actionOf(e *signedEntry) (*requestAction, error) {
 	if err := json.Unmarshal(e.Action, &action); err != nil {
 		return nil, err
 	}
+	if action == nil { // "action":null: no action to rebuild a request from
+		return nil, nil
+	}
 	action.Session = e.Session
 	return action, nil
 }
