@@ -77,7 +77,7 @@ type Config struct {
 	MaxOutstanding uint
 	// DisableWriteAhead has a data folder's log answer only once Tessera has
 	// written an entry into the tiles, as annald did before its write-ahead
-	// log (writeahead.go); entries a write-ahead log still holds are written
+	// log (kernel/internal/logstore, writeahead.go); entries a write-ahead log still holds are written
 	// into the tiles first. A log in a database and bucket has none.
 	DisableWriteAhead bool
 	// FoldInterval is how often kernel state catches up with the log.

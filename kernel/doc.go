@@ -30,7 +30,7 @@
 //     signing key is never made anew for an existing log. A damaged state
 //     cache is set aside and rebuilt, never a crash.
 //   - Submit MUST NOT return a receipt until the event is durable at its
-//     index and folded: in the data folder's write-ahead log (writeahead.go;
+//     index and folded: in the data folder's write-ahead log (kernel/internal/logstore, writeahead.go;
 //     the tiles take it behind, at exactly that index, and every start
 //     writes in what they lack, never twice), or, without one, sequenced and
 //     integrated by Tessera. A receipt's index and leaf hash survive SIGKILL.

@@ -56,7 +56,7 @@ type Kernel struct {
 	// queued on mu itself, the fold stage waited behind all of them.
 	deciding sync.Mutex
 	ledger   *ledger.Ledger
-	// seq is the sequencer's ledger (sequencer.go): the durable ledger and
+	// seq is the sequencer's ledger (commit.go): the durable ledger and
 	// every entry admitted to the log after it. seqStale is why it no
 	// longer follows the log. seqMu guards both; the group committer's
 	// writer holds it while it admits a group.
@@ -84,7 +84,7 @@ type Kernel struct {
 	// log (Grown).
 	grown chan struct{}
 	// unindexed are the history terms of folded events not yet in the
-	// state file's index (history.go); persist writes them.
+	// state file's index (kernel/internal/history); persist writes them.
 	unindexed []history.IndexedEvent
 	// persistMu makes persists take turns: each writes what it took from
 	// the ledger and then drops that many terms from unindexed, which two

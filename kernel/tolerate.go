@@ -15,7 +15,7 @@ import (
 )
 
 // A way back for a log that holds an entry its own rules refuse. Releases
-// before the sequencer (sequencer.go) could write one when two requests
+// before the sequencer (commit.go) could write one when two requests
 // raced past a missing claim; a kernel that met it stopped, and would not
 // open the folder again. Tolerate has root accept such entries: it records
 // them, the rule each breaks and the operator's reason in a log.tolerated
