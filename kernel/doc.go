@@ -2,6 +2,17 @@
 // actions. Every request becomes at most one event in a Tessera tile log,
 // decided by the rule of its kind.
 //
+// The package is the decision API and owns nothing on disk. Open and
+// Config are in kernel.go and config.go; every request takes the one path
+// of decide.go, and the commit stage's two checks are in commit.go (the
+// sequencer before a group is written, the fold after it is durable);
+// each operation has its file (actors.go, envelopes.go, holds.go,
+// sessions.go, ...). Below it, in kernel/internal: the log engine
+// (logstore: data folder, write-ahead log, group committer, Tessera's
+// tiles, proofs), the read side (history: the state file and its index,
+// history pages, audit bundles, Audit, Rebuild), the rules (ledger) and
+// the sealed payloads (sealstore).
+//
 // Contracts:
 //   - The log is the source of truth. Kernel state in bbolt is a cache of a
 //     fold of the log's events in index order (kernel/internal/ledger), so
@@ -30,10 +41,11 @@
 //     signing key is never made anew for an existing log. A damaged state
 //     cache is set aside and rebuilt, never a crash.
 //   - Submit MUST NOT return a receipt until the event is durable at its
-//     index and folded: in the data folder's write-ahead log (kernel/internal/logstore, writeahead.go;
-//     the tiles take it behind, at exactly that index, and every start
-//     writes in what they lack, never twice), or, without one, sequenced and
-//     integrated by Tessera. A receipt's index and leaf hash survive SIGKILL.
+//     index and folded: in the data folder's write-ahead log (the tiles
+//     take it behind, at exactly that index, and every start writes in
+//     what they lack, never twice), or, without one, sequenced and
+//     integrated by Tessera. A receipt's index and leaf hash survive
+//     SIGKILL.
 //   - No call acts as an actor without that actor's credential: callers
 //     authenticate with Authenticate and pass the Actor it returns.
 //   - One data folder is opened by at most one kernel, across processes (an
