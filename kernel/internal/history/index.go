@@ -144,7 +144,7 @@ type Query struct {
 // maxHistoryBytes bounds the entry bytes of a page, so that a page of
 // large events still fits a client's answer limit (1 MiB).
 const (
-	MaxPage  = 500
+	MaxPage         = 500
 	maxHistoryScan  = 20_000
 	maxHistoryBytes = 640 << 10
 )
