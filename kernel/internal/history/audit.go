@@ -165,6 +165,40 @@ func Audit(ctx context.Context, src LogSource, verifierKey string, opts ...Audit
 	for _, o := range opts {
 		o(&cfg)
 	}
+	cp, err := readSignedCheckpoint(ctx, src, verifierKey)
+	if err != nil {
+		return nil, err
+	}
+	a := &auditReplay{
+		ctx:    ctx,
+		ledger: ledger.New(),
+		rng:    (&compact.RangeFactory{Hash: rfc6962.DefaultHasher.HashChildren}).NewEmptyRange(0),
+		rep:    &AuditReport{Origin: cp.Origin, Size: cp.Size},
+		sealed: cfg.sealed,
+		read:   func(bundleIndex uint64) ([][]byte, error) { return readBundle(ctx, src, bundleIndex, cp.Size) },
+		size:   cp.Size,
+	}
+	if err := a.replaySigned(cp); err != nil {
+		return nil, err
+	}
+	if cfg.tailDir != "" && a.rep.Broken == nil {
+		if err := a.replayUnsignedTail(cfg.tailDir, src, cp.Origin); err != nil {
+			return nil, err
+		}
+	}
+	rep := a.rep
+	rep.Rules, rep.Elapsed = a.ledger.Rules, time.Since(start)
+	rep.Accepted = Tolerated(a.ledger)
+	for _, in := range a.ledger.Intents {
+		rep.OpenIntents = append(rep.OpenIntents, in.Index)
+	}
+	slices.Sort(rep.OpenIntents)
+	return rep, nil
+}
+
+// readSignedCheckpoint reads src's checkpoint and verifies it with
+// verifierKey.
+func readSignedCheckpoint(ctx context.Context, src LogSource, verifierKey string) (*checkpoints.SignedCheckpoint, error) {
 	v, err := checkpoints.NewLogVerifier(verifierKey)
 	if err != nil {
 		return nil, fmt.Errorf("verifier key: %w", err)
@@ -177,148 +211,195 @@ func Audit(ctx context.Context, src LogSource, verifierKey string, opts ...Audit
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint: %w", err)
 	}
-	rep := &AuditReport{Origin: cp.Origin, Size: cp.Size}
-	l := ledger.New()
-	rng := (&compact.RangeFactory{Hash: rfc6962.DefaultHasher.HashChildren}).NewEmptyRange(0)
-	read := func(bundleIndex uint64) ([][]byte, error) { return readBundle(ctx, src, bundleIndex, cp.Size) }
-	// fold replays entry i (ev, or the parse error err) under the rules,
-	// once its leaf is hashed into rng. An entry that breaks a rule and
-	// that a log.tolerated entry under the checkpoint names is passed over.
-	fold := func(i uint64, entry []byte, ev *event.Event, err error, unsigned bool) error {
-		if rep.Broken != nil {
-			return nil // the root is still checked, so the break is in the signed log
-		}
-		if err != nil {
-			rep.Broken = &AuditFinding{Index: i, Gate: ledger.GateForm, Reason: err.Error(), Unsigned: unsigned}
-			return nil
-		}
-		var open func(*event.SealedPayload) (json.RawMessage, bool)
-		if a := ev.Action; a != nil && a.Sealed != nil && ev.Kind != event.KindActionDenied {
-			rep.SealedClosed++
-			if cfg.sealed != nil {
-				if _, payload, err := cfg.sealed.Open(a.Sealed); err == nil {
-					rep.SealedOpened++
-					rep.SealedClosed--
-					open = func(*event.SealedPayload) (json.RawMessage, bool) { return payload, true }
-				}
-			}
-		}
-		tolerated, err := l.FoldOpened(i, ev, open)
-		if fe, ok := err.(*ledger.FoldError); ok && !unsigned {
-			switch perr := passOver(ctx, l, i, ev, entry, err, read, cp.Size, nil); {
-			case perr == nil:
-				rep.Folded++
-				return nil
-			case !errors.As(perr, new(*RefusedEntryError)):
-				return perr
-			}
-			rep.Broken = &AuditFinding{Index: i, Kind: string(ev.Kind), Actor: ev.Actor, Gate: fe.Gate, Reason: fe.Reason}
-			return nil
-		} else if fe, ok := err.(*ledger.FoldError); ok {
-			rep.Broken = &AuditFinding{Index: i, Kind: string(ev.Kind), Actor: ev.Actor, Gate: fe.Gate, Reason: fe.Reason, Unsigned: unsigned}
-			return nil
-		} else if err != nil {
-			return err
-		}
-		for _, t := range tolerated {
-			if len(rep.Tolerated) < maxAuditFindings {
-				rep.Tolerated = append(rep.Tolerated, AuditFinding{Index: i, Kind: string(ev.Kind), Actor: ev.Actor, Gate: t.Gate, Reason: t.Reason, Unsigned: unsigned})
-			}
-		}
-		rep.Folded++
-		return nil
-	}
-	stop := make(chan struct{})
-	defer close(stop)
-	for run := range parseAhead(0, cp.Size, read, stop) {
-		if run.err != nil {
-			return nil, run.err
-		}
-		for j, entry := range run.entries {
-			if err := rng.Append(rfc6962.DefaultHasher.HashLeaf(entry), nil); err != nil {
-				return nil, err
-			}
-			if err := fold(run.from+uint64(j), entry, run.events[j], run.errs[j], false); err != nil {
-				return nil, err
-			}
-		}
-	}
-	root, err := rng.GetRootHash(nil)
-	if err != nil {
-		return nil, err
-	}
-	if cp.Size > 0 && !bytes.Equal(root, cp.Hash[:]) {
-		return nil, fmt.Errorf("the %d entries read hash to root %x, the signed checkpoint says %x: these tiles are not the log it signs", cp.Size, root, cp.Hash)
-	}
-	if cfg.tailDir != "" && rep.Broken == nil {
-		if err := auditUnsignedTail(ctx, cfg.tailDir, src, cp.Origin, cp.Size, rng, fold, rep); err != nil {
-			return nil, err
-		}
-	}
-	rep.Rules, rep.Elapsed = l.Rules, time.Since(start)
-	rep.Accepted = Tolerated(l)
-	for _, in := range l.Intents {
-		rep.OpenIntents = append(rep.OpenIntents, in.Index)
-	}
-	slices.Sort(rep.OpenIntents)
-	return rep, nil
+	return cp, nil
 }
 
-// auditUnsignedTail replays, after the signed checkpoint's size entries,
-// what the data folder at dir holds past them (WithUnsignedTail): the
-// entries of its tiles up to their tree state, checked against its root,
-// then the write-ahead log's entries past that.
-func auditUnsignedTail(ctx context.Context, dir string, src LogSource, origin string, size uint64, rng *compact.Range,
-	fold func(i uint64, entry []byte, ev *event.Event, err error, unsigned bool) error, rep *AuditReport) error {
+// auditReplay is one audit's replay: the fresh ledger the entries fold
+// into, the compact range their leaves hash into, and the report.
+type auditReplay struct {
+	ctx    context.Context
+	ledger *ledger.Ledger
+	rng    *compact.Range
+	rep    *AuditReport
+	sealed *sealstore.Store // nil: every sealed payload is judged closed
+	// read reads an entry bundle of the signed log, and size is its size:
+	// where a log.tolerated entry that accepts a broken one may be.
+	read func(bundleIndex uint64) ([][]byte, error)
+	size uint64
+}
+
+// replaySigned replays the entries under the signed checkpoint cp, parsed
+// on all cores, and checks that they hash to its root.
+func (a *auditReplay) replaySigned(cp *checkpoints.SignedCheckpoint) error {
+	stop := make(chan struct{})
+	defer close(stop)
+	for run := range parseAhead(0, cp.Size, a.read, stop) {
+		if run.err != nil {
+			return run.err
+		}
+		for j, entry := range run.entries {
+			if err := a.add(run.from+uint64(j), entry, run.events[j], run.errs[j], false); err != nil {
+				return err
+			}
+		}
+	}
+	root, err := a.rng.GetRootHash(nil)
+	if err != nil {
+		return err
+	}
+	if cp.Size > 0 && !bytes.Equal(root, cp.Hash[:]) {
+		return fmt.Errorf("the %d entries read hash to root %x, the signed checkpoint says %x: these tiles are not the log it signs", cp.Size, root, cp.Hash)
+	}
+	return nil
+}
+
+// addUnsigned parses and replays entry i, past the signed checkpoint.
+func (a *auditReplay) addUnsigned(i uint64, entry []byte) error {
+	ev, perr := event.Parse(entry)
+	if err := a.add(i, entry, ev, perr, true); err != nil {
+		return err
+	}
+	a.rep.Unsigned++
+	return nil
+}
+
+// add hashes entry i's leaf into the range and replays the entry (ev, or
+// the parse error perr) under the rules.
+func (a *auditReplay) add(i uint64, entry []byte, ev *event.Event, perr error, unsigned bool) error {
+	if err := a.rng.Append(rfc6962.DefaultHasher.HashLeaf(entry), nil); err != nil {
+		return err
+	}
+	return a.fold(i, entry, ev, perr, unsigned)
+}
+
+// fold replays entry i under the rules. After the first break nothing
+// more is replayed, but every leaf is still hashed: the root check then
+// shows that the break is in the log the checkpoint signs.
+func (a *auditReplay) fold(i uint64, entry []byte, ev *event.Event, perr error, unsigned bool) error {
+	if a.rep.Broken != nil {
+		return nil
+	}
+	if perr != nil {
+		a.rep.Broken = &AuditFinding{Index: i, Gate: ledger.GateForm, Reason: perr.Error(), Unsigned: unsigned}
+		return nil
+	}
+	tolerated, err := a.ledger.FoldOpened(i, ev, a.opener(ev))
+	if fe, ok := err.(*ledger.FoldError); ok {
+		return a.refused(i, ev, entry, fe, unsigned)
+	} else if err != nil {
+		return err
+	}
+	for _, t := range tolerated {
+		if len(a.rep.Tolerated) < maxAuditFindings {
+			a.rep.Tolerated = append(a.rep.Tolerated, AuditFinding{Index: i, Kind: string(ev.Kind), Actor: ev.Actor, Gate: t.Gate, Reason: t.Reason, Unsigned: unsigned})
+		}
+	}
+	a.rep.Folded++
+	return nil
+}
+
+// opener opens the sealed payload of ev's action for the fold, from the
+// data folder's sealed payloads, and counts it opened or closed; nil when
+// ev carries none or it cannot be opened (the rules that read it are then
+// taken as decided).
+func (a *auditReplay) opener(ev *event.Event) func(*event.SealedPayload) (json.RawMessage, bool) {
+	act := ev.Action
+	if act == nil || act.Sealed == nil || ev.Kind == event.KindActionDenied {
+		return nil
+	}
+	if a.sealed != nil {
+		if _, payload, err := a.sealed.Open(act.Sealed); err == nil {
+			a.rep.SealedOpened++
+			return func(*event.SealedPayload) (json.RawMessage, bool) { return payload, true }
+		}
+	}
+	a.rep.SealedClosed++
+	return nil
+}
+
+// refused handles entry i, which breaks a rule (fe): in the signed log, one
+// that a log.tolerated entry under the checkpoint names is passed over;
+// any other is the break the report names.
+func (a *auditReplay) refused(i uint64, ev *event.Event, entry []byte, fe *ledger.FoldError, unsigned bool) error {
+	if !unsigned {
+		switch perr := passOver(a.ctx, a.ledger, i, ev, entry, fe, a.read, a.size, nil); {
+		case perr == nil:
+			a.rep.Folded++
+			return nil
+		case !errors.As(perr, new(*RefusedEntryError)):
+			return perr
+		}
+	}
+	a.rep.Broken = &AuditFinding{Index: i, Kind: string(ev.Kind), Actor: ev.Actor, Gate: fe.Gate, Reason: fe.Reason, Unsigned: unsigned}
+	return nil
+}
+
+// replayUnsignedTail replays, after the signed checkpoint's entries, what
+// the data folder at dir holds past them (WithUnsignedTail): the entries
+// of its tiles up to their tree state, checked against its root, then the
+// write-ahead log's entries past that.
+func (a *auditReplay) replayUnsignedTail(dir string, src LogSource, origin string) error {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return err
 	}
 	unlock, err := logstore.LockDir(abs)
 	if errors.Is(err, logstore.ErrDataDirInUse) {
-		rep.UnsignedSkipped = "annald is running on the data folder: it writes the entries past the checkpoint into the tiles and signs them"
+		a.rep.UnsignedSkipped = "annald is running on the data folder: it writes the entries past the checkpoint into the tiles and signs them"
 		return nil
 	} else if err != nil {
 		return err
 	}
 	defer unlock()
-	treeSize, treeRoot, err := tilewriter.ReadTreeState(filepath.Join(abs, logstore.LogDirName))
+	treeSize, err := a.replayUnsignedTiles(src, filepath.Join(abs, logstore.LogDirName))
 	if err != nil {
 		return err
 	}
+	return a.replayWriteAhead(filepath.Join(abs, logstore.WALDirName), origin, treeSize)
+}
+
+// replayUnsignedTiles replays the entries of the tiles at logDir past the
+// signed checkpoint, up to their tree state, whose root they must hash to,
+// and returns its size.
+func (a *auditReplay) replayUnsignedTiles(src LogSource, logDir string) (treeSize uint64, err error) {
+	treeSize, treeRoot, err := tilewriter.ReadTreeState(logDir)
+	if err != nil {
+		return 0, err
+	}
+	size := a.size
 	if treeSize < size {
-		return fmt.Errorf("the tiles' tree state holds %d entries, fewer than the signed checkpoint's %d", treeSize, size)
+		return 0, fmt.Errorf("the tiles' tree state holds %d entries, fewer than the signed checkpoint's %d", treeSize, size)
 	}
 	for b := size / layout.EntryBundleWidth; size < treeSize; b++ {
-		entries, err := readBundle(ctx, src, b, treeSize)
+		entries, err := readBundle(a.ctx, src, b, treeSize)
 		if err != nil {
-			return err
+			return 0, err
 		}
-		if b*layout.EntryBundleWidth+uint64(len(entries)) <= size {
-			return fmt.Errorf("entry bundle %d holds %d entries, none past %d, yet the tree state holds %d", b, len(entries), size, treeSize)
+		first := b * layout.EntryBundleWidth
+		if first+uint64(len(entries)) <= size {
+			return 0, fmt.Errorf("entry bundle %d holds %d entries, none past %d, yet the tree state holds %d", b, len(entries), size, treeSize)
 		}
 		for j, entry := range entries {
-			i := b*layout.EntryBundleWidth + uint64(j)
-			if i < size {
-				continue
+			if i := first + uint64(j); i >= size {
+				if err := a.addUnsigned(i, entry); err != nil {
+					return 0, err
+				}
+				size++
 			}
-			if err := rng.Append(rfc6962.DefaultHasher.HashLeaf(entry), nil); err != nil {
-				return err
-			}
-			ev, perr := event.Parse(entry)
-			if err := fold(i, entry, ev, perr, true); err != nil {
-				return err
-			}
-			rep.Unsigned++
-			size++
 		}
 	}
-	if root, err := rng.GetRootHash(nil); err != nil {
-		return err
+	if root, err := a.rng.GetRootHash(nil); err != nil {
+		return 0, err
 	} else if treeSize > 0 && !bytes.Equal(root, treeRoot) {
-		return fmt.Errorf("the %d entries of the tiles hash to root %x, their tree state says %x", treeSize, root, treeRoot)
+		return 0, fmt.Errorf("the %d entries of the tiles hash to root %x, their tree state says %x", treeSize, root, treeRoot)
 	}
-	walDir := filepath.Join(abs, logstore.WALDirName)
+	return treeSize, nil
+}
+
+// replayWriteAhead replays the entries of the write-ahead log at walDir
+// past the tiles' treeSize, if the data folder has one, and notes the torn
+// tail a crash left in it.
+func (a *auditReplay) replayWriteAhead(walDir, origin string, treeSize uint64) error {
 	if _, err := os.Stat(walDir); errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
@@ -330,18 +411,13 @@ func auditUnsignedTail(ctx context.Context, dir string, src LogSource, origin st
 		return logstore.WriteAheadError(err, treeSize)
 	}
 	if info.TornBytes > 0 {
-		rep.WALTornTail = fmt.Sprintf("%d bytes at offset %d of %s: %s", info.TornBytes, info.TornOffset, info.TornFile, info.TornReason)
+		a.rep.WALTornTail = fmt.Sprintf("%d bytes at offset %d of %s: %s", info.TornBytes, info.TornOffset, info.TornFile, info.TornReason)
 	}
 	for _, r := range records {
-		if err := rng.Append(rfc6962.DefaultHasher.HashLeaf(r.Entry), nil); err != nil {
+		if err := a.addUnsigned(r.Index, r.Entry); err != nil {
 			return err
 		}
-		ev, perr := event.Parse(r.Entry)
-		if err := fold(r.Index, r.Entry, ev, perr, true); err != nil {
-			return err
-		}
-		rep.Unsigned++
-		rep.UnsignedInWAL++
+		a.rep.UnsignedInWAL++
 	}
 	return nil
 }

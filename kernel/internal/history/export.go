@@ -83,148 +83,100 @@ func Export(ctx context.Context, tl *logstore.Log, opening func(entry []byte, re
 	if err != nil {
 		return nil, fmt.Errorf("read checkpoint: %w", err)
 	}
-	from, to := uint64(0), cp.Size
-	if sel.From != nil {
-		from = *sel.From
+	from, to, err := sel.bounds(cp.Size)
+	if err != nil {
+		return nil, err
 	}
-	if sel.To != nil {
-		to = *sel.To
-	}
-	switch {
-	case cp.Size == 0:
-		return nil, fmt.Errorf("%w: the latest checkpoint has no entries", errclass.NotFound)
-	case from >= to:
-		return nil, fmt.Errorf("%w: from %d is not below to %d", errclass.Invalid, from, to)
-	case to > cp.Size:
-		return nil, fmt.Errorf("%w: to %d is beyond the latest checkpoint's %d entries", errclass.Invalid, to, cp.Size)
-	case sel.OldSize > cp.Size:
-		return nil, fmt.Errorf("%w: old size %d is larger than the latest checkpoint's %d", errclass.Invalid, sel.OldSize, cp.Size)
-	case !sel.Since.IsZero() && !sel.Until.IsZero() && !sel.Since.Before(sel.Until):
-		return nil, fmt.Errorf("%w: since is not before until", errclass.Invalid)
-	case sel.Actor != "" && !event.ValidActorID(sel.Actor):
-		return nil, fmt.Errorf("%w: actor %q is not an actor id", errclass.Invalid, sel.Actor)
-	case sel.Session != "" && !delta.ValidIdentifier(sel.Session):
-		return nil, fmt.Errorf("%w: session %q is not a session id", errclass.Invalid, sel.Session)
-	case sel.Kind != "" && (len(sel.Kind) > 64 || !kindPattern.MatchString(sel.Kind)):
-		return nil, fmt.Errorf("%w: kind %q is not an event kind", errclass.Invalid, sel.Kind)
+	if err := sel.validate(); err != nil {
+		return nil, err
 	}
 	x := &exporter{log: tl, ctx: ctx, cp: cp, tiles: map[[2]uint64][][][]byte{}}
-	h := bundle.Header{Bundle: bundle.Format, Checkpoint: string(cp.Raw)}
-	if sel.Filtered() {
-		h.Proof = bundle.ProofInclusion
-		h.Selection = bundle.Selection{Actor: sel.Actor, Kind: sel.Kind, Session: sel.Session, From: sel.From, To: sel.To}
-		if !sel.Since.IsZero() {
-			h.Selection.Since = event.FormatTime(sel.Since)
-		}
-		if !sel.Until.IsZero() {
-			h.Selection.Until = event.FormatTime(sel.Until)
-		}
-	} else {
-		h.Proof = bundle.ProofRange
-		h.Selection = bundle.Selection{From: &from, To: &to}
-		if h.Left, err = x.rangeHashes(0, from); err != nil {
-			return nil, err
-		}
-		if h.Right, err = x.rangeHashes(to, cp.Size); err != nil {
-			return nil, err
-		}
-	}
-	if sel.OldSize > 0 {
-		if h.Consistency, err = x.consistency(sel.OldSize); err != nil {
-			return nil, err
-		}
-	}
-	header, err := canonicalLine(h)
+	header, err := x.header(sel, from, to)
 	if err != nil {
 		return nil, err
 	}
 	cw := &countingWriter{w: w}
-	out := bufio.NewWriterSize(cw, 256<<10)
-	res := &ExportResult{Size: cp.Size}
-	var line []byte
-	// A filtered bundle carries every key event below its end (from
-	// index 0) as a key_event line, so that the signatures of the events
-	// it selects can be checked against the keys the log registered. Key
-	// events before the first selected event wait in pending: nothing is
-	// written until one is found.
+	bw := &bundleWriter{x: x, sel: sel, from: from, opening: opening, header: header,
+		out: bufio.NewWriterSize(cw, 256<<10), res: &ExportResult{Size: cp.Size}}
+	// A filtered bundle carries every key event below its end (from index
+	// 0) as a key_event line, so that the signatures of the events it
+	// selects can be checked against the keys the log registered.
 	scanFrom := from
 	if sel.Filtered() {
 		scanFrom = 0
 	}
-	var pending [][]byte
 	for index, entry := range x.entries(scanFrom, to, &err) {
 		if progress != nil && index%4096 == 0 {
 			progress(index-scanFrom, to-scanFrom)
 		}
-		if sel.Filtered() && (index < from || !matches(entry, sel)) {
-			if !isKeyEvent(entry) {
-				continue
-			}
-			hashes, err := x.inclusionProof(index)
-			if err != nil {
-				return nil, err
-			}
-			keyLine := bundle.AppendKeyEventLine(nil, index, entry, hashes)
-			res.KeyEvents++
-			if res.Events == 0 {
-				pending = append(pending, keyLine)
-			} else if _, err := out.Write(keyLine); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		if res.Events == 0 {
-			if _, err := out.Write(header); err != nil {
-				return nil, err
-			}
-			for _, l := range pending {
-				if _, err := out.Write(l); err != nil {
-					return nil, err
-				}
-			}
-			pending = nil
-		}
-		var opened *bundle.Opening
-		if !sel.WithholdSealed {
-			opened = opening(entry, res)
-		} else if sealstore.SealedOf(entry) != nil {
-			res.Erased++
-		}
-		if sel.Filtered() {
-			hashes, err := x.inclusionProof(index)
-			if err != nil {
-				return nil, err
-			}
-			line = bundle.AppendInclusionLine(line[:0], index, entry, opened, hashes)
-		} else {
-			line = bundle.AppendRangeLine(line[:0], index, entry, opened)
-		}
-		if _, err := out.Write(line); err != nil {
+		if err := bw.add(index, entry); err != nil {
 			return nil, err
 		}
-		res.Events++
 	}
 	if err != nil {
 		return nil, err
 	}
-	if res.Events == 0 {
+	if bw.res.Events == 0 {
 		return nil, fmt.Errorf("%w: no event in [%d, %d) matches the selection", errclass.NotFound, from, to)
 	}
 	if progress != nil {
 		progress(to-scanFrom, to-scanFrom)
 	}
-	trailer, err := canonicalLine(bundle.Trailer{End: bundle.Format, Events: res.Events + res.KeyEvents})
-	if err != nil {
+	if err := bw.finish(); err != nil {
 		return nil, err
 	}
-	if _, err := out.Write(trailer); err != nil {
-		return nil, err
+	bw.res.Bytes = cw.n
+	return bw.res, nil
+}
+
+// bounds resolves the selection's range [from, to) in a log of size
+// entries, and checks it and the old size against it.
+func (s ExportSelection) bounds(size uint64) (from, to uint64, err error) {
+	from, to = 0, size
+	if s.From != nil {
+		from = *s.From
 	}
-	if err := out.Flush(); err != nil {
-		return nil, err
+	if s.To != nil {
+		to = *s.To
 	}
-	res.Bytes = cw.n
-	return res, nil
+	switch {
+	case size == 0:
+		return 0, 0, fmt.Errorf("%w: the latest checkpoint has no entries", errclass.NotFound)
+	case from >= to:
+		return 0, 0, fmt.Errorf("%w: from %d is not below to %d", errclass.Invalid, from, to)
+	case to > size:
+		return 0, 0, fmt.Errorf("%w: to %d is beyond the latest checkpoint's %d entries", errclass.Invalid, to, size)
+	case s.OldSize > size:
+		return 0, 0, fmt.Errorf("%w: old size %d is larger than the latest checkpoint's %d", errclass.Invalid, s.OldSize, size)
+	}
+	return from, to, nil
+}
+
+// validate checks the selection's filters: each names a well-formed value.
+func (s ExportSelection) validate() error {
+	switch {
+	case !s.Since.IsZero() && !s.Until.IsZero() && !s.Since.Before(s.Until):
+		return fmt.Errorf("%w: since is not before until", errclass.Invalid)
+	case s.Actor != "" && !event.ValidActorID(s.Actor):
+		return fmt.Errorf("%w: actor %q is not an actor id", errclass.Invalid, s.Actor)
+	case s.Session != "" && !delta.ValidIdentifier(s.Session):
+		return fmt.Errorf("%w: session %q is not a session id", errclass.Invalid, s.Session)
+	case s.Kind != "" && (len(s.Kind) > 64 || !kindPattern.MatchString(s.Kind)):
+		return fmt.Errorf("%w: kind %q is not an event kind", errclass.Invalid, s.Kind)
+	}
+	return nil
+}
+
+// disclosed is the selection as a filtered bundle's header states it.
+func (s ExportSelection) disclosed() bundle.Selection {
+	d := bundle.Selection{Actor: s.Actor, Kind: s.Kind, Session: s.Session, From: s.From, To: s.To}
+	if !s.Since.IsZero() {
+		d.Since = event.FormatTime(s.Since)
+	}
+	if !s.Until.IsZero() {
+		d.Until = event.FormatTime(s.Until)
+	}
+	return d
 }
 
 // isKeyEvent reports whether entry registers, rotates or revokes a
@@ -291,12 +243,140 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
+// bundleWriter writes the lines of one bundle: the header, the events the
+// selection holds, the key events a filtered bundle carries besides them,
+// and the trailer.
+type bundleWriter struct {
+	x       *exporter
+	sel     ExportSelection
+	from    uint64 // the selection's first index
+	opening func(entry []byte, res *ExportResult) *bundle.Opening
+	header  []byte
+	out     *bufio.Writer
+	res     *ExportResult
+	// pending are the key event lines found before the first selected
+	// event: nothing is written until one is found, so that a selection of
+	// no event writes nothing.
+	pending [][]byte
+	line    []byte // the last event line, its buffer reused
+}
+
+// add writes entry index as an event line if the selection holds it, or
+// as a key event line if a filtered bundle needs it to check signatures.
+func (bw *bundleWriter) add(index uint64, entry []byte) error {
+	switch {
+	case !bw.sel.Filtered() || index >= bw.from && matches(entry, bw.sel):
+		return bw.writeEvent(index, entry)
+	case isKeyEvent(entry):
+		return bw.writeKeyEvent(index, entry)
+	}
+	return nil
+}
+
+func (bw *bundleWriter) writeKeyEvent(index uint64, entry []byte) error {
+	hashes, err := bw.x.inclusionProof(index)
+	if err != nil {
+		return err
+	}
+	keyLine := bundle.AppendKeyEventLine(nil, index, entry, hashes)
+	bw.res.KeyEvents++
+	if bw.res.Events == 0 {
+		bw.pending = append(bw.pending, keyLine)
+		return nil
+	}
+	_, err = bw.out.Write(keyLine)
+	return err
+}
+
+func (bw *bundleWriter) writeEvent(index uint64, entry []byte) error {
+	if bw.res.Events == 0 {
+		if err := bw.writeHead(); err != nil {
+			return err
+		}
+	}
+	var opened *bundle.Opening
+	if !bw.sel.WithholdSealed {
+		opened = bw.opening(entry, bw.res)
+	} else if sealstore.SealedOf(entry) != nil {
+		bw.res.Erased++
+	}
+	if bw.sel.Filtered() {
+		hashes, err := bw.x.inclusionProof(index)
+		if err != nil {
+			return err
+		}
+		bw.line = bundle.AppendInclusionLine(bw.line[:0], index, entry, opened, hashes)
+	} else {
+		bw.line = bundle.AppendRangeLine(bw.line[:0], index, entry, opened)
+	}
+	if _, err := bw.out.Write(bw.line); err != nil {
+		return err
+	}
+	bw.res.Events++
+	return nil
+}
+
+// writeHead writes the header and the key event lines that waited for the
+// first selected event.
+func (bw *bundleWriter) writeHead() error {
+	if _, err := bw.out.Write(bw.header); err != nil {
+		return err
+	}
+	for _, l := range bw.pending {
+		if _, err := bw.out.Write(l); err != nil {
+			return err
+		}
+	}
+	bw.pending = nil
+	return nil
+}
+
+// finish writes the trailer, which counts every line between it and the
+// header, and flushes the bundle.
+func (bw *bundleWriter) finish() error {
+	trailer, err := canonicalLine(bundle.Trailer{End: bundle.Format, Events: bw.res.Events + bw.res.KeyEvents})
+	if err != nil {
+		return err
+	}
+	if _, err := bw.out.Write(trailer); err != nil {
+		return err
+	}
+	return bw.out.Flush()
+}
+
 // exporter reads one checkpoint's tree for Export.
 type exporter struct {
 	log   *logstore.Log
 	ctx   context.Context
 	cp    *checkpoints.SignedCheckpoint
 	tiles map[[2]uint64][][][]byte // a tile's levels, bottom row first
+}
+
+// header is the bundle's first line: the checkpoint, the selection, and
+// the proofs that do not depend on the events (a range bundle's compact
+// ranges on either side, the consistency from an old size).
+func (x *exporter) header(sel ExportSelection, from, to uint64) ([]byte, error) {
+	h := bundle.Header{Bundle: bundle.Format, Checkpoint: string(x.cp.Raw)}
+	var err error
+	if sel.Filtered() {
+		h.Proof = bundle.ProofInclusion
+		h.Selection = sel.disclosed()
+	} else {
+		h.Proof = bundle.ProofRange
+		h.Selection = bundle.Selection{From: &from, To: &to}
+		if h.Left, err = x.rangeHashes(0, from); err != nil {
+			return nil, err
+		}
+		if h.Right, err = x.rangeHashes(to, x.cp.Size); err != nil {
+			return nil, err
+		}
+	}
+	if sel.OldSize > 0 {
+		if h.Consistency, err = x.consistency(sel.OldSize); err != nil {
+			return nil, err
+		}
+	}
+	return canonicalLine(h)
 }
 
 // entries yields the entries of [from, to) in order, one entry bundle in

@@ -62,10 +62,8 @@ func IndexTerms(ev *event.Event) [][]byte {
 	if ev.Session != "" {
 		terms = append(terms, term(termSession, ev.Session))
 	}
-	if a := ev.Action; a != nil && a.Envelope != "" {
-		terms = append(terms, term(termEnvelope, a.Envelope))
-	} else if ev.Envelope != nil && ev.Envelope.ID != "" {
-		terms = append(terms, term(termEnvelope, ev.Envelope.ID))
+	if e := envelopeOf(ev); e != "" {
+		terms = append(terms, term(termEnvelope, e))
 	}
 	if o := outcomeOf(ev); o == OutcomeDenied || o == OutcomeHeld {
 		terms = append(terms, term(termOutcome, o))
@@ -74,6 +72,18 @@ func IndexTerms(ev *event.Event) [][]byte {
 }
 
 func term(dim byte, value string) []byte { return append([]byte{dim}, value...) }
+
+// envelopeOf is the envelope an event is under: its action's, else the
+// envelope it records.
+func envelopeOf(ev *event.Event) string {
+	if a := ev.Action; a != nil && a.Envelope != "" {
+		return a.Envelope
+	}
+	if ev.Envelope != nil {
+		return ev.Envelope.ID
+	}
+	return ""
+}
 
 // outcomeOf is what became of the action an event records, if it records
 // one.
@@ -177,28 +187,29 @@ func (q Query) targetNeedle() []byte {
 // proposes candidates, so a damaged index can hide an event but never
 // show one the query did not ask for.
 func (q Query) Matches(ev *event.Event, visible map[string]bool) bool {
+	return (visible == nil || visible[ev.Actor]) && q.matchesWho(ev) && q.matchesWhat(ev) && q.matchesWhen(ev)
+}
+
+// matchesWho checks the filters on who acted, under which envelope and in
+// which session.
+func (q Query) matchesWho(ev *event.Event) bool {
+	return (q.Actor == "" || ev.Actor == q.Actor) &&
+		(q.Envelope == "" || envelopeOf(ev) == q.Envelope) &&
+		(q.Session == "" || ev.Session == q.Session)
+}
+
+// matchesWhat checks the filters on what the event records.
+func (q Query) matchesWhat(ev *event.Event) bool {
 	a := ev.Action
-	envelope := ""
-	if a != nil {
-		envelope = a.Envelope
-	}
-	if ev.Envelope != nil && envelope == "" {
-		envelope = ev.Envelope.ID
-	}
-	switch {
-	case visible != nil && !visible[ev.Actor],
-		q.Actor != "" && ev.Actor != q.Actor,
-		q.Envelope != "" && envelope != q.Envelope,
-		q.Session != "" && ev.Session != q.Session,
-		q.Kind != "" && string(ev.Kind) != q.Kind,
-		q.Type != "" && (a == nil || string(a.Type) != q.Type),
-		q.Outcome != "" && outcomeOf(ev) != q.Outcome,
-		q.TargetPrefix != "" && (a == nil || !strings.HasPrefix(a.Target, q.TargetPrefix)),
-		!q.Since.IsZero() && ev.Time.Before(q.Since),
-		!q.Until.IsZero() && q.Until.Before(ev.Time):
-		return false
-	}
-	return true
+	return (q.Kind == "" || string(ev.Kind) == q.Kind) &&
+		(q.Type == "" || a != nil && string(a.Type) == q.Type) &&
+		(q.Outcome == "" || outcomeOf(ev) == q.Outcome) &&
+		(q.TargetPrefix == "" || a != nil && strings.HasPrefix(a.Target, q.TargetPrefix))
+}
+
+// matchesWhen checks the event's time against Since and Until.
+func (q Query) matchesWhen(ev *event.Event) bool {
+	return (q.Since.IsZero() || !ev.Time.Before(q.Since)) && (q.Until.IsZero() || !q.Until.Before(ev.Time))
 }
 
 // candidates yields the indexes of events that the sources' index keys
@@ -206,50 +217,79 @@ func (q Query) Matches(ev *event.Event, visible map[string]bool) bool {
 // persisted index, then the tail folded since it was written.
 func candidates(b *bolt.Bucket, tail []IndexedEvent, sources [][]byte, start, size uint64, oldest bool) func() (uint64, bool) {
 	if len(sources) == 0 {
-		i, done := start, size == 0
-		return func() (uint64, bool) {
-			if done || i >= size {
-				return 0, false
-			}
-			v := i
-			if oldest {
-				i++
-			} else if i == 0 {
-				done = true
-			} else {
-				i--
-			}
-			return v, true
-		}
+		return everyIndex(start, size, oldest)
 	}
-	var streams []func() (uint64, bool)
-	for _, src := range sources {
-		streams = append(streams, termStream(b, tail, src, start, oldest))
+	streams := make([]func() (uint64, bool), len(sources))
+	for j, src := range sources {
+		streams[j] = newTermStream(b, tail, src, start, oldest).next
 	}
-	heads := make([]*uint64, len(streams))
-	for j, s := range streams {
-		if v, ok := s(); ok {
-			heads[j] = &v
-		}
-	}
+	return mergeStreams(streams, oldest)
+}
+
+// everyIndex yields every index of a log of size from start on.
+func everyIndex(start, size uint64, oldest bool) func() (uint64, bool) {
+	i, done := start, size == 0
 	return func() (uint64, bool) {
-		best := -1
-		for j, h := range heads {
-			if h != nil && (best < 0 || (oldest && *h < *heads[best]) || (!oldest && *h > *heads[best])) {
-				best = j
-			}
-		}
-		if best < 0 {
+		if done || i >= size {
 			return 0, false
 		}
-		v := *heads[best]
-		if n, ok := streams[best](); ok {
-			heads[best] = &n
-		} else {
-			heads[best] = nil
+		v := i
+		switch {
+		case oldest:
+			i++
+		case i == 0:
+			done = true
+		default:
+			i--
 		}
 		return v, true
 	}
+}
+
+// mergedStreams yields the indexes of several streams, each in the page's
+// order, as one stream in that order.
+type mergedStreams struct {
+	streams []func() (uint64, bool)
+	heads   []streamHead // each stream's next index
+	oldest  bool
+}
+
+type streamHead struct {
+	index uint64
+	ok    bool // false once the stream has ended
+}
+
+func mergeStreams(streams []func() (uint64, bool), oldest bool) func() (uint64, bool) {
+	m := &mergedStreams{streams: streams, heads: make([]streamHead, len(streams)), oldest: oldest}
+	for j := range streams {
+		m.advance(j)
+	}
+	return m.next
+}
+
+func (m *mergedStreams) advance(j int) { m.heads[j].index, m.heads[j].ok = m.streams[j]() }
+
+func (m *mergedStreams) next() (uint64, bool) {
+	first := -1
+	for j, h := range m.heads {
+		if h.ok && (first < 0 || m.before(h.index, m.heads[first].index)) {
+			first = j
+		}
+	}
+	if first < 0 {
+		return 0, false
+	}
+	v := m.heads[first].index
+	m.advance(first)
+	return v, true
+}
+
+// before reports whether index a comes before b in the page's order.
+func (m *mergedStreams) before(a, b uint64) bool {
+	if m.oldest {
+		return a < b
+	}
+	return a > b
 }
 
 // termStream yields the indexes of one term from start on: newest first
@@ -258,79 +298,112 @@ func candidates(b *bolt.Bucket, tail []IndexedEvent, sources [][]byte, start, si
 // The tail holds every folded event from its first index on, and persist
 // may already have written some of them to the index: the persisted keys
 // are read only below the tail, so none is yielded twice.
-func termStream(b *bolt.Bucket, tail []IndexedEvent, t []byte, start uint64, oldest bool) func() (uint64, bool) {
-	below := uint64(math.MaxUint64)
+type termStream struct {
+	cursor *bolt.Cursor
+	term   []byte
+	prefix []byte // the term's keys start with it: term || 0x00
+	start  uint64
+	oldest bool
+	below  uint64   // the tail's first index
+	tail   []uint64 // the tail's indexes of the term, in the page's order
+	// begun: the cursor has been put on the first key; persistedDone: the
+	// persisted keys have all been yielded.
+	begun, persistedDone bool
+}
+
+func newTermStream(b *bolt.Bucket, tail []IndexedEvent, t []byte, start uint64, oldest bool) *termStream {
+	s := &termStream{cursor: b.Cursor(), term: t, prefix: append(slices.Clone(t), 0), start: start, oldest: oldest, below: math.MaxUint64}
 	if len(tail) > 0 {
-		below = tail[0].Index
+		s.below = tail[0].Index
 	}
-	var fromTail []uint64
 	for _, ie := range tail {
-		if slices.ContainsFunc(ie.Terms, func(x []byte) bool { return bytes.Equal(x, t) }) {
-			if (oldest && ie.Index >= start) || (!oldest && ie.Index <= start) {
-				fromTail = append(fromTail, ie.Index)
-			}
+		if slices.ContainsFunc(ie.Terms, func(x []byte) bool { return bytes.Equal(x, t) }) && s.reaches(ie.Index) {
+			s.tail = append(s.tail, ie.Index)
 		}
 	}
 	if !oldest {
-		slices.Reverse(fromTail)
+		slices.Reverse(s.tail)
 	}
-	prefix := append(slices.Clone(t), 0)
-	c := b.Cursor()
-	var k []byte
-	first := true
-	persisted := func() (uint64, bool) {
-		if first {
-			first = false
-			k, _ = c.Seek(indexKey(t, start))
-			if !oldest {
-				if k == nil || !bytes.Equal(k, indexKey(t, start)) {
-					if k == nil {
-						k, _ = c.Last()
-					} else {
-						k, _ = c.Prev()
-					}
-				}
-			}
-		} else if oldest {
-			k, _ = c.Next()
-		} else {
-			k, _ = c.Prev()
-		}
-		if k == nil || !bytes.HasPrefix(k, prefix) || len(k) != len(prefix)+8 {
-			return 0, false
-		}
-		i := binary.BigEndian.Uint64(k[len(prefix):])
-		for !oldest && i >= below { // newest first: skip what the tail yields
-			if k, _ = c.Prev(); k == nil || !bytes.HasPrefix(k, prefix) || len(k) != len(prefix)+8 {
-				return 0, false
-			}
-			i = binary.BigEndian.Uint64(k[len(prefix):])
-		}
-		if oldest && i >= below { // oldest first: the tail takes over
-			return 0, false
-		}
-		return i, true
+	return s
+}
+
+// reaches reports whether index i is at or past start in the page's order.
+func (s *termStream) reaches(i uint64) bool {
+	if s.oldest {
+		return i >= s.start
 	}
-	persistedDone := false
-	return func() (uint64, bool) {
-		if !oldest && len(fromTail) > 0 {
-			v := fromTail[0]
-			fromTail = fromTail[1:]
+	return i <= s.start
+}
+
+func (s *termStream) next() (uint64, bool) {
+	if !s.oldest && len(s.tail) > 0 {
+		return s.nextInTail()
+	}
+	if !s.persistedDone {
+		if v, ok := s.nextPersisted(); ok {
 			return v, true
 		}
-		if !persistedDone {
-			if v, ok := persisted(); ok {
-				return v, true
-			}
-			persistedDone = true
-		}
-		if oldest && len(fromTail) > 0 {
-			v := fromTail[0]
-			fromTail = fromTail[1:]
-			return v, true
-		}
+		s.persistedDone = true
+	}
+	return s.nextInTail()
+}
+
+func (s *termStream) nextInTail() (uint64, bool) {
+	if len(s.tail) == 0 {
 		return 0, false
 	}
+	v := s.tail[0]
+	s.tail = s.tail[1:]
+	return v, true
+}
+
+// nextPersisted yields the next persisted key below the tail.
+func (s *termStream) nextPersisted() (uint64, bool) {
+	i, ok := s.step()
+	for ok && !s.oldest && i >= s.below { // newest first: skip what the tail yields
+		i, ok = s.indexOf(s.cursor.Prev())
+	}
+	if !ok || (s.oldest && i >= s.below) { // oldest first: the tail takes over
+		return 0, false
+	}
+	return i, true
+}
+
+// step moves the cursor to the next key in the page's order: at first the
+// key of start or the nearest past it, then one key at a time.
+func (s *termStream) step() (uint64, bool) {
+	switch {
+	case !s.begun:
+		s.begun = true
+		return s.indexOf(s.seek())
+	case s.oldest:
+		return s.indexOf(s.cursor.Next())
+	default:
+		return s.indexOf(s.cursor.Prev())
+	}
+}
+
+// seek puts the cursor on the term's key of start, or else oldest first on
+// the key after it, newest first on the key before it.
+func (s *termStream) seek() (key, value []byte) {
+	at := indexKey(s.term, s.start)
+	key, value = s.cursor.Seek(at)
+	switch {
+	case s.oldest || bytes.Equal(key, at):
+		return key, value
+	case key == nil:
+		return s.cursor.Last()
+	default:
+		return s.cursor.Prev()
+	}
+}
+
+// indexOf is the event index of key, if key is one of the term's keys.
+func (s *termStream) indexOf(key, _ []byte) (uint64, bool) {
+	if key == nil || !bytes.HasPrefix(key, s.prefix) || len(key) != len(s.prefix)+8 {
+		return 0, false
+	}
+	return binary.BigEndian.Uint64(key[len(s.prefix):]), true
 }
 
 // entryAt reads entry i of a log of size, through a per-query cache of
@@ -358,23 +431,47 @@ func entryAt(ctx context.Context, tl *logstore.Log, bundles map[uint64]*api.Entr
 // and shown once, never in neither: persist drops the tail only after its
 // write committed).
 func Find(ctx context.Context, st *Store, tl *logstore.Log, q Query, visible map[string]bool, size uint64, tail func() []IndexedEvent) (*Page, error) {
-	// The source of candidates: the most selective indexed filter, else
-	// the viewer's actors, else every index.
-	var sources [][]byte
+	sources, start := q.sources(visible), q.start(size)
+	p := &pageBuilder{ctx: ctx, log: tl, q: q, visible: visible, size: size,
+		page: &Page{Events: []Item{}}, bundles: map[uint64]*api.EntryBundle{}, targetNeedle: q.targetNeedle()}
+	err := st.DB.View(func(tx *bolt.Tx) error {
+		next := candidates(tx.Bucket(bucketEvents), tail(), sources, start, size, q.Oldest)
+		for i, ok := next(); ok; i, ok = next() {
+			if more, err := p.consider(i); err != nil || !more {
+				return err
+			}
+		}
+		return nil
+	})
+	return p.page, err
+}
+
+// sources are the index terms a page's candidates come from: the most
+// selective indexed filter, else the viewer's actors, else none (every
+// index).
+func (q Query) sources(visible map[string]bool) [][]byte {
 	switch {
 	case q.Envelope != "":
-		sources = [][]byte{term(termEnvelope, q.Envelope)}
+		return [][]byte{term(termEnvelope, q.Envelope)}
 	case q.Session != "":
-		sources = [][]byte{term(termSession, q.Session)}
+		return [][]byte{term(termSession, q.Session)}
 	case q.Actor != "":
-		sources = [][]byte{term(termActor, q.Actor)}
+		return [][]byte{term(termActor, q.Actor)}
 	case visible != nil:
+		var sources [][]byte
 		for id := range visible {
 			sources = append(sources, term(termActor, id))
 		}
+		return sources
 	case q.Outcome == OutcomeDenied || q.Outcome == OutcomeHeld:
-		sources = [][]byte{term(termOutcome, q.Outcome)}
+		return [][]byte{term(termOutcome, q.Outcome)}
 	}
+	return nil
+}
+
+// start is the index a page of a log of size starts from: the cursor, else
+// the oldest or the newest event, always one the log holds.
+func (q Query) start(size uint64) uint64 {
 	start := uint64(0)
 	if !q.Oldest && size > 0 {
 		start = size - 1
@@ -385,44 +482,57 @@ func Find(ctx context.Context, st *Store, tl *logstore.Log, q Query, visible map
 	if size == 0 || (!q.Oldest && start >= size) {
 		start = max(size, 1) - 1
 	}
-	page := &Page{Events: []Item{}}
-	bundles := map[uint64]*api.EntryBundle{}
-	targetNeedle := q.targetNeedle()
-	scanned, bytesOut := 0, 0
-	err := st.DB.View(func(tx *bolt.Tx) error {
-		next := candidates(tx.Bucket(bucketEvents), tail(), sources, start, size, q.Oldest)
-		var last *uint64
-		for {
-			i, ok := next()
-			if !ok {
-				return nil
-			}
-			if last != nil && *last == i {
-				continue
-			}
-			last = &i
-			if scanned++; scanned > maxHistoryScan || len(page.Events) == q.Limit || bytesOut > maxHistoryBytes {
-				page.NextCursor = &i
-				return nil
-			}
-			entry, err := entryAt(ctx, tl, bundles, i, size)
-			if err != nil {
-				return err
-			}
-			if targetNeedle != nil && !bytes.Contains(entry, targetNeedle) {
-				continue // cannot match: not worth parsing
-			}
-			ev, err := event.Parse(entry)
-			if err != nil {
-				return fmt.Errorf("log entry %d: %w", i, err)
-			}
-			if !q.Matches(ev, visible) {
-				continue
-			}
-			bytesOut += len(entry)
-			leaf := event.LeafHash(entry)
-			page.Events = append(page.Events, Item{Index: i, LeafHash: hex.EncodeToString(leaf[:]), Entry: entry, Event: ev})
-		}
-	})
-	return page, err
+	return start
+}
+
+// pageBuilder fills one page from the candidates, reading their entries a
+// bundle at a time and checking each against the query.
+type pageBuilder struct {
+	ctx     context.Context
+	log     *logstore.Log
+	q       Query
+	visible map[string]bool
+	size    uint64
+	page    *Page
+	bundles map[uint64]*api.EntryBundle // the bundles read so far
+	// targetNeedle passes over unparsed the entries that cannot match
+	// q.TargetPrefix (Query.targetNeedle).
+	targetNeedle []byte
+	// scanned counts the candidates considered, bytesOut the bytes of the
+	// entries on the page; last is the last candidate, seen once there is
+	// one.
+	scanned, bytesOut int
+	last              uint64
+	seen              bool
+}
+
+// consider puts event i on the page if it matches the query. It returns
+// false once the page is full or has read enough: NextCursor then says
+// where the next page starts.
+func (p *pageBuilder) consider(i uint64) (more bool, err error) {
+	if p.seen && p.last == i {
+		return true, nil
+	}
+	p.last, p.seen = i, true
+	if p.scanned++; p.scanned > maxHistoryScan || len(p.page.Events) == p.q.Limit || p.bytesOut > maxHistoryBytes {
+		p.page.NextCursor = &i
+		return false, nil
+	}
+	entry, err := entryAt(p.ctx, p.log, p.bundles, i, p.size)
+	if err != nil {
+		return false, err
+	}
+	if p.targetNeedle != nil && !bytes.Contains(entry, p.targetNeedle) {
+		return true, nil // cannot match: not worth parsing
+	}
+	ev, err := event.Parse(entry)
+	if err != nil {
+		return false, fmt.Errorf("log entry %d: %w", i, err)
+	}
+	if p.q.Matches(ev, p.visible) {
+		p.bytesOut += len(entry)
+		leaf := event.LeafHash(entry)
+		p.page.Events = append(p.page.Events, Item{Index: i, LeafHash: hex.EncodeToString(leaf[:]), Entry: entry, Event: ev})
+	}
+	return true, nil
 }

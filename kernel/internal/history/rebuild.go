@@ -8,7 +8,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/annal-dev/annal/checkpoints"
 	"github.com/annal-dev/annal/kernel/event"
 	"github.com/annal-dev/annal/kernel/internal/ledger"
 	"github.com/annal-dev/annal/kernel/internal/logstore"
@@ -37,11 +36,7 @@ func Rebuild(ctx context.Context, dataDir string, opts logstore.LogOptions) (*Re
 		return nil, err
 	}
 	defer dir.Close()
-	signer, err := checkpoints.NewLogSigner(dir.SigningKey)
-	if err != nil {
-		return nil, err
-	}
-	verifier, err := checkpoints.NewLogVerifier(dir.VerifierKey)
+	signer, verifier, err := dir.LogKeys()
 	if err != nil {
 		return nil, err
 	}
@@ -81,10 +76,24 @@ func Rebuild(ctx context.Context, dataDir string, opts logstore.LogOptions) (*Re
 		return nil, fmt.Errorf("replay the log: %w", err)
 	}
 	report := &RebuildReport{Size: size, Elapsed: time.Since(start)}
-	stored := cache.Ledger
+	report.compare(ctx, tl, cache, fresh, dir.StatePath())
+	folded, err := FoldedAt(ctx, tl, size)
+	if err != nil {
+		return nil, err
+	}
+	if err := st.Write(encodedValues(fresh), index, folded, true); err != nil {
+		return nil, fmt.Errorf("write the rebuilt state: %w", err)
+	}
+	return report, nil
+}
+
+// compare brings the state file's ledger (in cache, at statePath) up to
+// the log's size and lists where it differs from the replay, fresh.
+func (report *RebuildReport) compare(ctx context.Context, tl *logstore.Log, cache *StateCache, fresh *ledger.Ledger, statePath string) {
+	stored, size := cache.Ledger, report.Size
 	switch {
 	case cache.Damaged != nil:
-		report.Differences = []string{"state file damaged, set aside as " + filepath.Base(dir.StatePath()) + ".damaged: " + cache.Damaged.Error()}
+		report.Differences = []string{"state file damaged, set aside as " + filepath.Base(statePath) + ".damaged: " + cache.Damaged.Error()}
 	case stored.Size > size:
 		report.StoredSize = stored.Size
 		report.Differences = []string{fmt.Sprintf("state file folded %d entries, the log has %d", stored.Size, size)}
@@ -96,19 +105,16 @@ func Rebuild(ctx context.Context, dataDir string, opts logstore.LogOptions) (*Re
 			report.Differences = DiffLedgers(stored, fresh)
 		}
 	}
+}
+
+// encodedValues are the stored values of every key of l.
+func encodedValues(l *ledger.Ledger) map[string][]byte {
 	values := map[string][]byte{}
-	for _, key := range fresh.Keys() {
-		v, _ := fresh.Encode(key)
+	for _, key := range l.Keys() {
+		v, _ := l.Encode(key)
 		values[key] = v
 	}
-	folded, err := FoldedAt(ctx, tl, size)
-	if err != nil {
-		return nil, err
-	}
-	if err := st.Write(values, index, folded, true); err != nil {
-		return nil, fmt.Errorf("write the rebuilt state: %w", err)
-	}
-	return report, nil
+	return values
 }
 
 // DiffLedgers lists the keys where a and b differ.

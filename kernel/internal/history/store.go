@@ -69,6 +69,19 @@ func (r FoldedRecord) encode() []byte {
 	return binary.BigEndian.AppendUint64(b, r.Keys)
 }
 
+// decodeFoldedRecord reads what encode wrote; false if raw is not the
+// 48 bytes of a fold record.
+func decodeFoldedRecord(raw []byte) (FoldedRecord, bool) {
+	var r FoldedRecord
+	if len(raw) != 48 {
+		return r, false
+	}
+	r.Size = binary.BigEndian.Uint64(raw)
+	copy(r.Leaf[:], raw[8:40])
+	r.Keys = binary.BigEndian.Uint64(raw[40:])
+	return r, true
+}
+
 // StateCache is an opened state file and the ledger it held.
 type StateCache struct {
 	Store  *Store
@@ -155,100 +168,142 @@ func LoadStateFile(path, origin string) (*StateCache, error) {
 // (the file has been set aside; at worst its handle stays open).
 func closeQuietly(db *bolt.DB) { go db.Close() }
 
+// stateFound is what reading a state file found, besides damage.
+type stateFound int
+
+const (
+	stateLoaded stateFound = iota // a ledger, loaded
+	stateNew                      // an empty file: no buckets yet
+	stateOlder                    // a file an older release wrote
+)
+
 func readState(db *bolt.DB, path, origin string, damaged func(string, ...any) error) (*StateCache, error) {
 	c := &StateCache{Store: &Store{DB: db}}
-	fresh, reset := false, false
+	r := stateReader{path: path, origin: origin, damaged: damaged}
+	var found stateFound
 	// Read in a read-only transaction: a start whose state is sound
 	// writes (and syncs) nothing.
 	err := db.View(func(tx *bolt.Tx) error {
-		if fi, err := os.Stat(path); err != nil {
-			return err
-		} else if fi.Size() < tx.Size() {
-			return damaged("%d bytes, but its pages reach %d: it was truncated", fi.Size(), tx.Size())
-		}
-		meta := tx.Bucket(bucketMeta)
-		if meta == nil {
-			if tx.Bucket(BucketLedger) != nil {
-				return damaged("it has a ledger but no meta bucket")
-			}
-			fresh = true
-			return nil
-		}
-		switch have := meta.Get(keyOrigin); {
-		case have == nil:
-			return damaged("its meta bucket names no log")
-		case string(have) != origin:
-			return fmt.Errorf("state file %s belongs to log %q, not %q", path, have, origin)
-		}
-		if !bytes.Equal(meta.Get(keyFormat), storeFormat) {
-			reset = true // written by an older release: fold the log again
-			return nil
-		}
-		b := tx.Bucket(BucketLedger)
-		if b == nil || tx.Bucket(bucketEvents) == nil {
-			return damaged("it has no ledger or history bucket")
-		}
-		raw := meta.Get(keyFolded)
-		if raw != nil && len(raw) != 48 {
-			return damaged("its fold record is %d bytes", len(raw))
-		} else if raw != nil {
-			c.Folded.Size = binary.BigEndian.Uint64(raw)
-			copy(c.Folded.Leaf[:], raw[8:40])
-			c.Folded.Keys = binary.BigEndian.Uint64(raw[40:])
-		}
-		stored := map[string][]byte{}
-		if err := b.ForEach(func(k, v []byte) error {
-			if len(v) < 4 || binary.BigEndian.Uint32(v) != checksum(k, v[4:]) {
-				return damaged("the value of %q does not match its checksum", k)
-			}
-			stored[string(k)] = append([]byte(nil), v[4:]...)
-			return nil
-		}); err != nil {
-			return err
-		}
-		if uint64(len(stored)) != c.Folded.Keys {
-			return damaged("it holds %d keys, its fold record says %d", len(stored), c.Folded.Keys)
-		}
-		led, err := ledger.Load(stored)
-		if err != nil {
-			return damaged("its ledger does not load: %v", err)
-		}
-		if led.Size != c.Folded.Size {
-			return damaged("its ledger has folded %d entries, its fold record says %d", led.Size, c.Folded.Size)
-		}
-		c.Ledger = led
-		return nil
+		var err error
+		found, err = r.read(tx, c)
+		return err
 	})
-	if err != nil || !(fresh || reset) {
+	if err != nil || found == stateLoaded {
 		return c, err
 	}
-	c.Reset, c.Ledger = reset, ledger.New()
-	return c, db.Update(func(tx *bolt.Tx) error {
-		for _, name := range [][]byte{BucketLedger, bucketEvents} {
-			if tx.Bucket(name) != nil {
-				if err := tx.DeleteBucket(name); err != nil {
-					return err
-				}
+	c.Reset, c.Ledger = found == stateOlder, ledger.New()
+	return c, db.Update(func(tx *bolt.Tx) error { return emptyState(tx, origin) })
+}
+
+// stateReader reads the state file at path, of the log origin; damaged
+// makes the error that sets it aside.
+type stateReader struct {
+	path, origin string
+	damaged      func(format string, args ...any) error
+}
+
+// read checks the state file's shape and loads its fold record and ledger
+// into c.
+func (r stateReader) read(tx *bolt.Tx, c *StateCache) (stateFound, error) {
+	if fi, err := os.Stat(r.path); err != nil {
+		return 0, err
+	} else if fi.Size() < tx.Size() {
+		return 0, r.damaged("%d bytes, but its pages reach %d: it was truncated", fi.Size(), tx.Size())
+	}
+	meta := tx.Bucket(bucketMeta)
+	if meta == nil {
+		if tx.Bucket(BucketLedger) != nil {
+			return 0, r.damaged("it has a ledger but no meta bucket")
+		}
+		return stateNew, nil
+	}
+	switch have := meta.Get(keyOrigin); {
+	case have == nil:
+		return 0, r.damaged("its meta bucket names no log")
+	case string(have) != r.origin:
+		return 0, fmt.Errorf("state file %s belongs to log %q, not %q", r.path, have, r.origin)
+	}
+	if !bytes.Equal(meta.Get(keyFormat), storeFormat) {
+		return stateOlder, nil // fold the log again
+	}
+	b := tx.Bucket(BucketLedger)
+	if b == nil || tx.Bucket(bucketEvents) == nil {
+		return 0, r.damaged("it has no ledger or history bucket")
+	}
+	var err error
+	if c.Folded, err = r.foldRecord(meta); err != nil {
+		return 0, err
+	}
+	c.Ledger, err = r.ledger(b, c.Folded)
+	return stateLoaded, err
+}
+
+// foldRecord reads the fold record (none: nothing folded yet).
+func (r stateReader) foldRecord(meta *bolt.Bucket) (FoldedRecord, error) {
+	raw := meta.Get(keyFolded)
+	if raw == nil {
+		return FoldedRecord{}, nil
+	}
+	f, ok := decodeFoldedRecord(raw)
+	if !ok {
+		return f, r.damaged("its fold record is %d bytes", len(raw))
+	}
+	return f, nil
+}
+
+// ledger loads the ledger bucket b: every value must match its checksum,
+// and the keys and the ledger's size the fold record.
+func (r stateReader) ledger(b *bolt.Bucket, folded FoldedRecord) (*ledger.Ledger, error) {
+	stored := map[string][]byte{}
+	if err := b.ForEach(func(k, v []byte) error {
+		if len(v) < 4 || binary.BigEndian.Uint32(v) != checksum(k, v[4:]) {
+			return r.damaged("the value of %q does not match its checksum", k)
+		}
+		stored[string(k)] = append([]byte(nil), v[4:]...)
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	if uint64(len(stored)) != folded.Keys {
+		return nil, r.damaged("it holds %d keys, its fold record says %d", len(stored), folded.Keys)
+	}
+	led, err := ledger.Load(stored)
+	if err != nil {
+		return nil, r.damaged("its ledger does not load: %v", err)
+	}
+	if led.Size != folded.Size {
+		return nil, r.damaged("its ledger has folded %d entries, its fold record says %d", led.Size, folded.Size)
+	}
+	return led, nil
+}
+
+// emptyState makes a new or older state file an empty one of the log
+// origin, in this release's format.
+func emptyState(tx *bolt.Tx, origin string) error {
+	for _, name := range [][]byte{BucketLedger, bucketEvents} {
+		if tx.Bucket(name) != nil {
+			if err := tx.DeleteBucket(name); err != nil {
+				return err
 			}
 		}
-		if _, err := tx.CreateBucket(bucketEvents); err != nil {
-			return err
-		}
-		meta, err := tx.CreateBucketIfNotExists(bucketMeta)
-		if err != nil {
-			return err
-		}
-		if _, err := tx.CreateBucket(BucketLedger); err != nil {
-			return err
-		}
-		if err := meta.Delete(keyFolded); err != nil {
-			return err
-		}
-		if err := meta.Put(keyOrigin, []byte(origin)); err != nil {
-			return err
-		}
-		return meta.Put(keyFormat, storeFormat)
-	})
+	}
+	if _, err := tx.CreateBucket(bucketEvents); err != nil {
+		return err
+	}
+	meta, err := tx.CreateBucketIfNotExists(bucketMeta)
+	if err != nil {
+		return err
+	}
+	if _, err := tx.CreateBucket(BucketLedger); err != nil {
+		return err
+	}
+	if err := meta.Delete(keyFolded); err != nil {
+		return err
+	}
+	if err := meta.Put(keyOrigin, []byte(origin)); err != nil {
+		return err
+	}
+	return meta.Put(keyFormat, storeFormat)
 }
 
 // OpenCheckedState opens the data folder's state cache and checks it
@@ -330,22 +385,46 @@ const indexChunk = 100_000
 // a state that folds the log again.
 func (s *Store) Write(values map[string][]byte, index []IndexedEvent, folded FoldedRecord, replace bool) error {
 	if replace {
-		err := s.DB.Update(func(tx *bolt.Tx) error {
-			for _, name := range [][]byte{BucketLedger, bucketEvents} {
-				if err := tx.DeleteBucket(name); err != nil {
-					return err
-				}
-				if _, err := tx.CreateBucket(name); err != nil {
-					return err
-				}
-			}
-			return tx.Bucket(bucketMeta).Delete(keyFolded)
-		})
-		if err != nil {
+		if err := s.DB.Update(clearState); err != nil {
 			return err
 		}
 	}
-	keys := indexKeys(index)
+	if err := s.writeIndex(indexKeys(index)); err != nil {
+		return err
+	}
+	return s.DB.Update(func(tx *bolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		b := ledgerBucket{Bucket: tx.Bucket(BucketLedger)}
+		if raw := meta.Get(keyFolded); raw != nil {
+			b.keys = binary.BigEndian.Uint64(raw[40:])
+		}
+		for k, v := range values {
+			if err := b.set([]byte(k), v); err != nil {
+				return err
+			}
+		}
+		folded.Keys = b.keys
+		return meta.Put(keyFolded, folded.encode())
+	})
+}
+
+// clearState empties the ledger and the history index and drops the fold
+// record.
+func clearState(tx *bolt.Tx) error {
+	for _, name := range [][]byte{BucketLedger, bucketEvents} {
+		if err := tx.DeleteBucket(name); err != nil {
+			return err
+		}
+		if _, err := tx.CreateBucket(name); err != nil {
+			return err
+		}
+	}
+	return tx.Bucket(bucketMeta).Delete(keyFolded)
+}
+
+// writeIndex puts the sorted history index keys, indexChunk keys a
+// transaction.
+func (s *Store) writeIndex(keys [][]byte) error {
 	for len(keys) > 0 {
 		n := min(len(keys), indexChunk)
 		err := s.DB.Update(func(tx *bolt.Tx) error {
@@ -363,32 +442,31 @@ func (s *Store) Write(values map[string][]byte, index []IndexedEvent, folded Fol
 		}
 		keys = keys[n:]
 	}
-	return s.DB.Update(func(tx *bolt.Tx) error {
-		meta, b := tx.Bucket(bucketMeta), tx.Bucket(BucketLedger)
-		folded.Keys = 0
-		if raw := meta.Get(keyFolded); raw != nil {
-			folded.Keys = binary.BigEndian.Uint64(raw[40:])
+	return nil
+}
+
+// ledgerBucket writes the ledger's values, each behind its checksum, and
+// counts the keys it holds for the fold record.
+type ledgerBucket struct {
+	*bolt.Bucket
+	keys uint64
+}
+
+// set stores v under k, or deletes k when v is nil.
+func (b *ledgerBucket) set(k, v []byte) error {
+	had := b.Get(k) != nil
+	if v == nil {
+		if !had {
+			return nil
 		}
-		for k, v := range values {
-			if v == nil {
-				if b.Get([]byte(k)) != nil {
-					folded.Keys--
-					if err := b.Delete([]byte(k)); err != nil {
-						return err
-					}
-				}
-				continue
-			}
-			if b.Get([]byte(k)) == nil {
-				folded.Keys++
-			}
-			stored := binary.BigEndian.AppendUint32(make([]byte, 0, 4+len(v)), checksum([]byte(k), v))
-			if err := b.Put([]byte(k), append(stored, v...)); err != nil {
-				return err
-			}
-		}
-		return meta.Put(keyFolded, folded.encode())
-	})
+		b.keys--
+		return b.Delete(k)
+	}
+	if !had {
+		b.keys++
+	}
+	stored := binary.BigEndian.AppendUint32(make([]byte, 0, 4+len(v)), checksum(k, v))
+	return b.Put(k, append(stored, v...))
 }
 
 // FoldLog applies the log's entries [l.Size, size) to l, reading a bundle

@@ -14,6 +14,7 @@ import (
 
 	"github.com/annal-dev/annal/checkpoints"
 	"github.com/annal-dev/annal/internal/atomicfile"
+	"golang.org/x/mod/sumdb/note"
 )
 
 // The files of a data folder.
@@ -187,28 +188,13 @@ func (d *DataDir) ensureKeys() error {
 	case err != nil:
 		return fmt.Errorf("read the log signing key: %w", err)
 	}
-	if err := CheckPrivateMode(skPath); err != nil {
+	signer, err := d.checkSigningKey(skPath, sk)
+	if err != nil {
 		return err
 	}
-	signer, err := checkpoints.NewLogSigner(string(sk))
+	vk, err := readVerifierKeyOf(vkPath, sk)
 	if err != nil {
-		return fmt.Errorf("log signing key %s: %w", skPath, err)
-	}
-	if signer.Name() != d.Origin {
-		return fmt.Errorf("log signing key %s is named %q, not the origin %q", skPath, signer.Name(), d.Origin)
-	}
-	vk, err := os.ReadFile(vkPath)
-	if errors.Is(err, os.ErrNotExist) {
-		derived, derr := checkpoints.VerifierKeyOf(string(sk))
-		if derr != nil {
-			return derr
-		}
-		if err := WriteFileAtomic(vkPath, []byte(derived+"\n"), 0o644); err != nil {
-			return err
-		}
-		vk = []byte(derived)
-	} else if err != nil {
-		return fmt.Errorf("read verifier key: %w", err)
+		return err
 	}
 	v, err := checkpoints.NewLogVerifier(string(vk))
 	if err != nil {
@@ -220,6 +206,52 @@ func (d *DataDir) ensureKeys() error {
 	d.SigningKey = strings.TrimSpace(string(sk))
 	d.VerifierKey = strings.TrimSpace(string(vk))
 	return nil
+}
+
+// checkSigningKey checks the signing key sk read from skPath: only its
+// owner may read it, and it is named for the origin.
+func (d *DataDir) checkSigningKey(skPath string, sk []byte) (note.Signer, error) {
+	if err := CheckPrivateMode(skPath); err != nil {
+		return nil, err
+	}
+	signer, err := checkpoints.NewLogSigner(string(sk))
+	if err != nil {
+		return nil, fmt.Errorf("log signing key %s: %w", skPath, err)
+	}
+	if signer.Name() != d.Origin {
+		return nil, fmt.Errorf("log signing key %s is named %q, not the origin %q", skPath, signer.Name(), d.Origin)
+	}
+	return signer, nil
+}
+
+// readVerifierKeyOf reads the verifier key at vkPath; a missing one is
+// derived again from the signing key sk and written.
+func readVerifierKeyOf(vkPath string, sk []byte) ([]byte, error) {
+	vk, err := os.ReadFile(vkPath)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		derived, err := checkpoints.VerifierKeyOf(string(sk))
+		if err != nil {
+			return nil, err
+		}
+		return []byte(derived), WriteFileAtomic(vkPath, []byte(derived+"\n"), 0o644)
+	case err != nil:
+		return nil, fmt.Errorf("read verifier key: %w", err)
+	}
+	return vk, nil
+}
+
+// LogKeys are the signer and the verifier of the log's key pair.
+func (d *DataDir) LogKeys() (note.Signer, note.Verifier, error) {
+	signer, err := checkpoints.NewLogSigner(d.SigningKey)
+	if err != nil {
+		return nil, nil, err
+	}
+	verifier, err := checkpoints.NewLogVerifier(d.VerifierKey)
+	if err != nil {
+		return nil, nil, err
+	}
+	return signer, verifier, nil
 }
 
 // makeKeys makes the key pair of a new log.

@@ -231,71 +231,97 @@ func CheckLog(ctx context.Context, logPath string, v note.Verifier) (*LogCheck, 
 // only a log folder no writer has open may undergo.
 func VerifyLogEdge(ctx context.Context, logPath string, v note.Verifier) (*LogCheck, error) {
 	d := DiskLog{Root: logPath}
-	c := &LogCheck{}
 	size, root, err := d.TreeState()
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		if exists, _ := logExists(logPath); exists {
-			return nil, &DamageError{File: d.Path(TreeStatePath), Problem: "missing, while the log has a checkpoint", Remedy: remedyBackup}
+		if err := d.checkNoLog(); err != nil {
+			return nil, err
 		}
-		if _, err := os.Stat(d.Path("tile")); err == nil {
-			return nil, &DamageError{File: d.Path(TreeStatePath), Problem: "missing, while the log has tiles", Remedy: remedyBackup}
-		}
-		// The root credential is written after Tessera made the tree state
-		// and before the genesis entry: a folder that has one made a log.
-		// Making another under the same key would fork its history.
-		if _, err := os.Stat(filepath.Join(filepath.Dir(logPath), RootCredentialName)); err == nil {
-			return nil, &DamageError{File: d.Path(TreeStatePath), Problem: "missing, while this data folder already made a log (it has a root credential): a new log under the same key would fork its history",
-				Remedy: remedyBackup + "; or start a new data folder"}
-		}
-		return c, nil // a new log: Tessera makes it
+		return &LogCheck{}, nil // a new log: Tessera makes it
 	case err != nil:
 		return nil, err
 	}
-	c.Size, c.Root = size, root
-	raw, err := os.ReadFile(d.Path(CheckpointFileName))
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		// Tessera publishes one from the tree state as soon as it opens.
-	case err != nil:
+	c := &LogCheck{Size: size, Root: root}
+	if c.Checkpoint, err = d.signedCheckpoint(v, size); err != nil {
 		return nil, err
-	default:
-		cp, err := checkpoints.OpenCheckpoint(raw, v)
-		if err != nil {
-			return nil, &DamageError{File: d.Path(CheckpointFileName), Problem: fmt.Sprintf("does not verify under the log's key %s: %v", v.Name(), err),
-				Remedy: "annald repair signs a new checkpoint of the tree state once the tiles agree with it", Repairable: true}
-		}
-		if cp.Size > size {
-			return nil, &DamageError{File: d.Path(TreeStatePath), Problem: fmt.Sprintf("counts %d entries, but the signed checkpoint %d", size, cp.Size), Remedy: remedyBackup}
-		}
-		c.Checkpoint = cp
 	}
 	if size == 0 {
 		return c, nil
 	}
-	for level, t := range rightEdge(size) {
-		have, file, err := d.Tile(uint64(level), t.index, t.width)
-		if err != nil {
-			return nil, err
-		}
-		want, err := d.DeriveTile(uint64(level), t.index, t.width)
-		if err != nil {
-			return nil, err
-		}
-		for j := range want {
-			if !bytes.Equal(have[j], want[j]) {
-				if level == 0 {
-					return nil, c.blameLeaf(ctx, d, t.index*layout.EntryBundleWidth+uint64(j), want[j], file)
-				}
-				return nil, &DamageError{File: file, Problem: fmt.Sprintf("hash %d is not what the entries below it hash to", j), Remedy: remedyRepair, Repairable: true,
-					Tile: &TileRef{uint64(level), t.index, t.width}}
-			}
-		}
+	if err := c.checkEdgeTiles(ctx, d); err != nil {
+		return nil, err
 	}
 	if err := c.verifyRoot(ctx, d); err != nil {
 		return nil, err
 	}
 	return c, nil
+}
+
+// checkNoLog checks that a log folder without a tree state holds no log,
+// nor did its data folder ever make one.
+func (d DiskLog) checkNoLog() error {
+	if exists, _ := logExists(d.Root); exists {
+		return &DamageError{File: d.Path(TreeStatePath), Problem: "missing, while the log has a checkpoint", Remedy: remedyBackup}
+	}
+	if _, err := os.Stat(d.Path("tile")); err == nil {
+		return &DamageError{File: d.Path(TreeStatePath), Problem: "missing, while the log has tiles", Remedy: remedyBackup}
+	}
+	// The root credential is written after Tessera made the tree state
+	// and before the genesis entry: a folder that has one made a log.
+	// Making another under the same key would fork its history.
+	if _, err := os.Stat(filepath.Join(filepath.Dir(d.Root), RootCredentialName)); err == nil {
+		return &DamageError{File: d.Path(TreeStatePath), Problem: "missing, while this data folder already made a log (it has a root credential): a new log under the same key would fork its history",
+			Remedy: remedyBackup + "; or start a new data folder"}
+	}
+	return nil
+}
+
+// signedCheckpoint reads the published checkpoint, which must verify under
+// the log's key v and not count more than the tree state's size entries;
+// nil when none is published yet.
+func (d DiskLog) signedCheckpoint(v note.Verifier, size uint64) (*checkpoints.SignedCheckpoint, error) {
+	raw, err := os.ReadFile(d.Path(CheckpointFileName))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, nil // Tessera publishes one from the tree state as soon as it opens
+	case err != nil:
+		return nil, err
+	}
+	cp, err := checkpoints.OpenCheckpoint(raw, v)
+	if err != nil {
+		return nil, &DamageError{File: d.Path(CheckpointFileName), Problem: fmt.Sprintf("does not verify under the log's key %s: %v", v.Name(), err),
+			Remedy: "annald repair signs a new checkpoint of the tree state once the tiles agree with it", Repairable: true}
+	}
+	if cp.Size > size {
+		return nil, &DamageError{File: d.Path(TreeStatePath), Problem: fmt.Sprintf("counts %d entries, but the signed checkpoint %d", size, cp.Size), Remedy: remedyBackup}
+	}
+	return cp, nil
+}
+
+// checkEdgeTiles checks the newest tile at each level against what the
+// entries and tiles below it derive.
+func (c *LogCheck) checkEdgeTiles(ctx context.Context, d DiskLog) error {
+	for level, t := range rightEdge(c.Size) {
+		have, file, err := d.Tile(uint64(level), t.index, t.width)
+		if err != nil {
+			return err
+		}
+		want, err := d.DeriveTile(uint64(level), t.index, t.width)
+		if err != nil {
+			return err
+		}
+		for j := range want {
+			if bytes.Equal(have[j], want[j]) {
+				continue
+			}
+			if level == 0 {
+				return c.blameLeaf(ctx, d, t.index*layout.EntryBundleWidth+uint64(j), want[j], file)
+			}
+			return &DamageError{File: file, Problem: fmt.Sprintf("hash %d is not what the entries below it hash to", j), Remedy: remedyRepair, Repairable: true,
+				Tile: &TileRef{uint64(level), t.index, t.width}}
+		}
+	}
+	return nil
 }
 
 // blameLeaf says which side is damaged when entry i hashes to leaf but its
@@ -409,94 +435,123 @@ func RemoveTempFilesOlder(logPath string, age time.Duration) (int, error) {
 // entry changed after it was logged (the entries no longer hash to root),
 // or else a damaged tile (which annald repair re-derives).
 func ScrubLog(ctx context.Context, logPath string, size uint64, root []byte) error {
-	d := DiskLog{Root: logPath}
-	rng := (&compact.RangeFactory{Hash: rfc6962.DefaultHasher.HashChildren}).NewEmptyRange(0)
-	var badTile, badEntry *DamageError
-	// check compares the tile at level, index with the nodes derived from
-	// the entries, and remembers the first difference.
-	check := func(level int, index uint64, nodes [][]byte) error {
-		have, file, err := d.Tile(uint64(level), index, len(nodes))
-		var damage *DamageError
-		if errors.As(err, &damage) && badTile == nil {
-			badTile = damage
-			return nil
-		} else if err != nil {
-			return err
-		}
-		for j := range nodes {
-			if bytes.Equal(have[j], nodes[j]) || badTile != nil {
-				continue
-			}
-			badTile = &DamageError{File: file, Problem: fmt.Sprintf("hash %d is not what the entries below it hash to", j), Remedy: remedyRepair, Repairable: true,
-				Tile: &TileRef{uint64(level), index, len(nodes)}}
-			if level == 0 {
-				i := index*layout.EntryBundleWidth + uint64(j)
-				badEntry = &DamageError{File: d.Path(layout.EntriesPath(index, PartialWidth(len(nodes)))),
-					Problem: fmt.Sprintf("entry %d hashes to %x, but its tile and the signed tree have %x: it was changed after it was logged", i, nodes[j], have[j]), Remedy: remedyBackup}
-			}
-		}
-		return nil
-	}
-	// pending[l] are the level-l nodes derived so far for the tile being
-	// filled at that level.
-	pending := make([][][]byte, 1)
-	var push func(level int, index uint64, nodes [][]byte) error
-	push = func(level int, index uint64, nodes [][]byte) error {
-		if err := check(level, index, nodes); err != nil || len(nodes) < layout.TileWidth {
-			return err
-		}
-		if len(pending) <= level+1 {
-			pending = append(pending, nil)
-		}
-		pending[level+1] = append(pending[level+1], subtreeRoot(nodes))
-		if len(pending[level+1]) < layout.TileWidth {
-			return nil
-		}
-		full := pending[level+1]
-		pending[level+1] = nil
-		return push(level+1, index/layout.TileWidth, full)
-	}
+	s := &scrub{d: DiskLog{Root: logPath}, rng: (&compact.RangeFactory{Hash: rfc6962.DefaultHasher.HashChildren}).NewEmptyRange(0), pending: make([][][]byte, 1)}
 	for b := uint64(0); b*layout.EntryBundleWidth < size; b++ {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		n := int(min(size-b*layout.EntryBundleWidth, layout.EntryBundleWidth))
-		entries, err := d.bundle(b, n)
-		if err != nil {
-			return err
-		}
-		hashes := make([][]byte, n)
-		for i, e := range entries {
-			hashes[i] = rfc6962.DefaultHasher.HashLeaf(e)
-			if err := rng.Append(hashes[i], nil); err != nil {
-				return err
-			}
-		}
-		if err := push(0, b, hashes); err != nil {
+		if err := s.addBundle(b, int(min(size-b*layout.EntryBundleWidth, layout.EntryBundleWidth))); err != nil {
 			return err
 		}
 	}
 	// The partial tiles of the right edge above level 0.
-	for level := 1; level < len(pending); level++ {
-		if len(pending[level]) > 0 {
-			if err := check(level, (size>>(layout.TileHeight*level))/layout.TileWidth, pending[level]); err != nil {
+	for level := 1; level < len(s.pending); level++ {
+		if len(s.pending[level]) > 0 {
+			if err := s.check(level, (size>>(layout.TileHeight*level))/layout.TileWidth, s.pending[level]); err != nil {
 				return err
 			}
 		}
 	}
-	got, err := rng.GetRootHash(nil)
+	return s.verdict(size, root)
+}
+
+// scrub is one ScrubLog's reading of the log: the entries' leaves hashed
+// into a compact range and up into tiles, each compared with the tile on
+// disk.
+type scrub struct {
+	d   DiskLog
+	rng *compact.Range
+	// pending[l] are the level-l nodes derived so far for the tile being
+	// filled at that level.
+	pending [][][]byte
+	// badTile is the first tile that differs from what the entries derive,
+	// and badEntry, if that tile is at level 0, the entry it blames.
+	badTile, badEntry *DamageError
+}
+
+// addBundle hashes the n entries of bundle b into the range and checks
+// them against their level-0 tile.
+func (s *scrub) addBundle(b uint64, n int) error {
+	entries, err := s.d.bundle(b, n)
+	if err != nil {
+		return err
+	}
+	hashes := make([][]byte, n)
+	for i, e := range entries {
+		hashes[i] = rfc6962.DefaultHasher.HashLeaf(e)
+		if err := s.rng.Append(hashes[i], nil); err != nil {
+			return err
+		}
+	}
+	return s.push(0, b, hashes)
+}
+
+// push checks the tile at level, index against nodes and, once the tile is
+// full, adds its root to the tile being filled above it.
+func (s *scrub) push(level int, index uint64, nodes [][]byte) error {
+	if err := s.check(level, index, nodes); err != nil || len(nodes) < layout.TileWidth {
+		return err
+	}
+	if len(s.pending) <= level+1 {
+		s.pending = append(s.pending, nil)
+	}
+	s.pending[level+1] = append(s.pending[level+1], subtreeRoot(nodes))
+	if len(s.pending[level+1]) < layout.TileWidth {
+		return nil
+	}
+	full := s.pending[level+1]
+	s.pending[level+1] = nil
+	return s.push(level+1, index/layout.TileWidth, full)
+}
+
+// check compares the tile at level, index with the nodes derived from the
+// entries, and remembers the first difference.
+func (s *scrub) check(level int, index uint64, nodes [][]byte) error {
+	have, file, err := s.d.Tile(uint64(level), index, len(nodes))
+	var damage *DamageError
+	if errors.As(err, &damage) && s.badTile == nil {
+		s.badTile = damage
+		return nil
+	} else if err != nil {
+		return err
+	}
+	for j := range nodes {
+		if s.badTile == nil && !bytes.Equal(have[j], nodes[j]) {
+			s.differs(level, index, nodes, j, have[j], file)
+		}
+	}
+	return nil
+}
+
+// differs records that node j of the tile at level, index (file) is have,
+// not what the entries derive.
+func (s *scrub) differs(level int, index uint64, nodes [][]byte, j int, have []byte, file string) {
+	s.badTile = &DamageError{File: file, Problem: fmt.Sprintf("hash %d is not what the entries below it hash to", j), Remedy: remedyRepair, Repairable: true,
+		Tile: &TileRef{uint64(level), index, len(nodes)}}
+	if level == 0 {
+		i := index*layout.EntryBundleWidth + uint64(j)
+		s.badEntry = &DamageError{File: s.d.Path(layout.EntriesPath(index, PartialWidth(len(nodes)))),
+			Problem: fmt.Sprintf("entry %d hashes to %x, but its tile and the signed tree have %x: it was changed after it was logged", i, nodes[j], have), Remedy: remedyBackup}
+	}
+}
+
+// verdict names the damaged file, if any: entries that no longer hash to
+// root were changed after they were logged; if they do, a tile that
+// differs from them is damaged.
+func (s *scrub) verdict(size uint64, root []byte) error {
+	got, err := s.rng.GetRootHash(nil)
 	if err != nil {
 		return err
 	}
 	switch {
-	case bytes.Equal(got, root) && badTile != nil:
-		return badTile
+	case bytes.Equal(got, root) && s.badTile != nil:
+		return s.badTile
 	case bytes.Equal(got, root):
 		return nil
-	case badEntry != nil:
-		return badEntry
+	case s.badEntry != nil:
+		return s.badEntry
 	}
-	return &DamageError{File: d.Path("tile/entries"), Problem: fmt.Sprintf("the %d stored entries hash to root %x, the signed tree says %x: entries were changed after they were logged", size, got, root), Remedy: remedyBackup}
+	return &DamageError{File: s.d.Path("tile/entries"), Problem: fmt.Sprintf("the %d stored entries hash to root %x, the signed tree says %x: entries were changed after they were logged", size, got, root), Remedy: remedyBackup}
 }
 
 // ProbeWritable writes n bytes to a file in dir, syncs it and removes it:

@@ -48,18 +48,9 @@ func Open(dir *DataDir, o Options, checkState func(leafAt func(uint64) ([]byte, 
 		l, err := openShared(dir, o, checkState)
 		return l, nil, err
 	}
-	check, err := CheckLog(context.Background(), dir.LogPath(), o.Verifier)
-	if err == nil && check.Size > 0 && check.Size <= o.ScrubAtStart && !o.DisableScrub {
-		// A small log is read whole before it is served (tens of ms); a
-		// larger one after, in the background.
-		err = ScrubLog(context.Background(), dir.LogPath(), check.Size, check.Root)
-		check.Size = 0
-	}
+	unscrubbed, err := checkAtStart(dir, o)
 	if err != nil {
-		return nil, nil, fmt.Errorf("start-up check of the log: %w", err)
-	}
-	if check.TempFiles > 0 {
-		o.Logger.Info("removed temporary files that interrupted writes left in the log folder", "count", check.TempFiles)
+		return nil, nil, err
 	}
 	// What the write-ahead log holds past the tiles goes into them before
 	// anything reads the log.
@@ -72,24 +63,39 @@ func Open(dir *DataDir, o Options, checkState func(leafAt func(uint64) ([]byte, 
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := checkState(DiskLeafAt(dir.LogPath())); err != nil {
-		if wa != nil {
-			wa.WAL.Close()
-		}
-		return nil, nil, err
+	var l *Log
+	if err = checkState(DiskLeafAt(dir.LogPath())); err == nil {
+		l, err = OpenLog(dir.LogPath(), o.Signer, o.Verifier, o.LogOptions, o.Witnesses, wa)
 	}
-	l, err := OpenLog(dir.LogPath(), o.Signer, o.Verifier, o.LogOptions, o.Witnesses, wa)
 	if err != nil {
 		if wa != nil {
 			wa.WAL.Close()
 		}
 		return nil, nil, err
 	}
-	var unscrubbed *Unscrubbed
-	if check.Size > 0 && !o.DisableScrub {
-		unscrubbed = &Unscrubbed{Size: check.Size, Root: check.Root}
-	}
 	return l, unscrubbed, nil
+}
+
+// checkAtStart is the start-up check of the data folder's log, which reads
+// a small log whole; it returns the part left to scrub in the background.
+func checkAtStart(dir *DataDir, o Options) (*Unscrubbed, error) {
+	check, err := CheckLog(context.Background(), dir.LogPath(), o.Verifier)
+	if err == nil && check.Size > 0 && check.Size <= o.ScrubAtStart && !o.DisableScrub {
+		// A small log is read whole before it is served (tens of ms); a
+		// larger one after, in the background.
+		err = ScrubLog(context.Background(), dir.LogPath(), check.Size, check.Root)
+		check.Size = 0
+	}
+	if err != nil {
+		return nil, fmt.Errorf("start-up check of the log: %w", err)
+	}
+	if check.TempFiles > 0 {
+		o.Logger.Info("removed temporary files that interrupted writes left in the log folder", "count", check.TempFiles)
+	}
+	if check.Size == 0 || o.DisableScrub {
+		return nil, nil
+	}
+	return &Unscrubbed{Size: check.Size, Root: check.Root}, nil
 }
 
 // openShared opens a log on shared storage: it is read through Tessera, and

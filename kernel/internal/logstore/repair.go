@@ -44,65 +44,78 @@ func RepairLog(ctx context.Context, dataDir string) (*LogRepair, error) {
 	if err != nil {
 		return nil, err
 	}
-	signer, err := checkpoints.NewLogSigner(dir.SigningKey)
+	defer dir.Close()
+	signer, verifier, err := dir.LogKeys()
 	if err != nil {
-		dir.Close()
-		return nil, err
-	}
-	verifier, err := checkpoints.NewLogVerifier(dir.VerifierKey)
-	if err != nil {
-		dir.Close()
 		return nil, err
 	}
 	report := &LogRepair{}
 	if report.TempFiles, err = RemoveTempFiles(dir.LogPath()); err != nil {
-		dir.Close()
 		return nil, err
 	}
 	d := DiskLog{Root: dir.LogPath()}
-	for attempt := 0; ; attempt++ {
-		if attempt == maxRepairs {
-			dir.Close()
-			return report, fmt.Errorf("gave up after mending %d files", maxRepairs)
-		}
-		c, err := VerifyLogEdge(ctx, dir.LogPath(), verifier)
-		if err == nil && c.Size > 0 {
-			err = ScrubLog(ctx, dir.LogPath(), c.Size, c.Root)
-		}
+	for range maxRepairs {
+		c, err := d.checkWhole(ctx, verifier)
 		var damage *DamageError
 		switch {
 		case err == nil:
 			report.Size = c.Size
+			return report, nil
 		case !errors.As(err, &damage) || !damage.Repairable:
-			dir.Close()
 			return report, err
-		case damage.Tile != nil:
-			undo, derr := d.rederiveTile(*damage.Tile)
-			if derr == nil {
-				derr = d.checkMended(ctx, verifier, damage.File)
-			}
-			if derr != nil && undo != nil {
-				// The entries below were the damaged side: keep the tile.
-				derr = errors.Join(err, derr, undo())
-			}
-			if err = derr; err == nil {
-				report.Mended = append(report.Mended, fmt.Sprintf("%s: derived again from the %s below it", damage.File, map[bool]string{true: "entries", false: "tiles"}[damage.Tile.Level == 0]))
-			}
-		default: // the checkpoint
-			if err = d.resignCheckpoint(ctx, dir.Origin, signer, verifier); err == nil {
-				report.Mended = append(report.Mended, fmt.Sprintf("%s: signed again from the tree state (%s)", damage.File, damage.Problem))
-			}
+		}
+		var mended string
+		if damage.Tile != nil {
+			mended, err = d.mendTile(ctx, verifier, damage, err)
+		} else {
+			mended, err = d.mendCheckpoint(ctx, dir.Origin, signer, verifier, damage)
 		}
 		if err != nil {
-			dir.Close()
 			return report, err
 		}
-		if damage == nil {
-			break
-		}
+		report.Mended = append(report.Mended, mended)
 	}
-	dir.Close()
-	return report, nil
+	return report, fmt.Errorf("gave up after mending %d files", maxRepairs)
+}
+
+// checkWhole is the start-up check of the log's newest files, then the
+// scrub of every entry and tile.
+func (d DiskLog) checkWhole(ctx context.Context, verifier note.Verifier) (*LogCheck, error) {
+	c, err := VerifyLogEdge(ctx, d.Root, verifier)
+	if err == nil && c.Size > 0 {
+		err = ScrubLog(ctx, d.Root, c.Size, c.Root)
+	}
+	return c, err
+}
+
+// mendTile derives the tile damage names again and says so, or puts it
+// back and says why not (found is the error that named it).
+func (d DiskLog) mendTile(ctx context.Context, verifier note.Verifier, damage *DamageError, found error) (string, error) {
+	undo, err := d.rederiveTile(*damage.Tile)
+	if err == nil {
+		err = d.checkMended(ctx, verifier, damage.File)
+	}
+	if err != nil && undo != nil {
+		// The entries below were the damaged side: keep the tile.
+		err = errors.Join(found, err, undo())
+	}
+	if err != nil {
+		return "", err
+	}
+	below := "tiles"
+	if damage.Tile.Level == 0 {
+		below = "entries"
+	}
+	return fmt.Sprintf("%s: derived again from the %s below it", damage.File, below), nil
+}
+
+// mendCheckpoint signs the tree state again in place of the checkpoint
+// damage names, and says so.
+func (d DiskLog) mendCheckpoint(ctx context.Context, origin string, signer note.Signer, verifier note.Verifier, damage *DamageError) (string, error) {
+	if err := d.resignCheckpoint(ctx, origin, signer, verifier); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%s: signed again from the tree state (%s)", damage.File, damage.Problem), nil
 }
 
 // rederiveTile writes the tile t as the level below derives it, and
@@ -131,10 +144,7 @@ func (d DiskLog) rederiveTile(t TileRef) (undo func() error, err error) {
 // checkMended checks the log again after file was rewritten: it must be
 // sound, or damaged only in another file that can be mended.
 func (d DiskLog) checkMended(ctx context.Context, verifier note.Verifier, file string) error {
-	c, err := VerifyLogEdge(ctx, d.Root, verifier)
-	if err == nil && c.Size > 0 {
-		err = ScrubLog(ctx, d.Root, c.Size, c.Root)
-	}
+	_, err := d.checkWhole(ctx, verifier)
 	var damage *DamageError
 	if err == nil || (errors.As(err, &damage) && damage.Repairable && damage.File != file) {
 		return nil

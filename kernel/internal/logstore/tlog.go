@@ -218,59 +218,84 @@ var gcStatePath = filepath.Join(".state", "gcState")
 // and tiles of a tree of treeSize, from where the last pass stopped, at
 // most maxBundles bundles (and the tiles above them) at a time.
 func collectGarbage(root string, treeSize uint64, maxBundles int) error {
-	var state struct {
-		FromSize uint64 `json:"fromSize"`
-	}
-	raw, err := os.ReadFile(filepath.Join(root, gcStatePath))
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
+	done, err := readGCState(root)
+	if err != nil {
 		return err
 	}
-	if err == nil {
-		if err := json.Unmarshal(raw, &state); err != nil {
-			return fmt.Errorf("%s: %v", gcStatePath, err)
-		}
-	}
-	from := state.FromSize
-	if from >= treeSize {
+	if done >= treeSize {
 		return nil
 	}
-	remove := func(p string) error {
-		if err := os.RemoveAll(filepath.Join(root, p+".p")); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return err
-		}
-		return nil
-	}
-	bundles := 0
-	for ri := range layout.Range(from, treeSize-from, treeSize) {
+	from, bundles := done, 0
+	for ri := range layout.Range(done, treeSize-done, treeSize) {
 		if ri.Partial > 0 || bundles >= maxBundles {
 			break
 		}
-		if err := remove(layout.EntriesPath(ri.Index, 0)); err != nil {
-			return err
-		}
-		if err := remove(layout.TilePath(0, ri.Index, 0)); err != nil {
+		if err := removeReplacedPartials(root, ri.Index); err != nil {
 			return err
 		}
 		from += uint64(ri.N)
 		bundles++
-		// The parents whose last child this is are full now too.
-		for level, index := uint64(0), ri.Index; index%layout.TileWidth == layout.TileWidth-1; {
-			level, index = level+1, index>>layout.TileHeight
-			if err := remove(layout.TilePath(level, index, 0)); err != nil {
-				return err
-			}
-		}
 	}
-	if from == state.FromSize {
+	if from == done {
 		return nil
 	}
-	out, err := json.Marshal(struct {
-		FromSize uint64 `json:"fromSize"`
-	}{from})
+	return writeGCState(root, from)
+}
+
+// gcState is Tessera's record of how far garbage collection got: every
+// bundle below FromSize has had its partials removed.
+type gcState struct {
+	FromSize uint64 `json:"fromSize"`
+}
+
+func readGCState(root string) (uint64, error) {
+	var state gcState
+	raw, err := os.ReadFile(filepath.Join(root, gcStatePath))
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return 0, nil
+	case err != nil:
+		return 0, err
+	}
+	if err := json.Unmarshal(raw, &state); err != nil {
+		return 0, fmt.Errorf("%s: %v", gcStatePath, err)
+	}
+	return state.FromSize, nil
+}
+
+func writeGCState(root string, fromSize uint64) error {
+	out, err := json.Marshal(gcState{fromSize})
 	if err != nil {
 		return err
 	}
 	return atomicfile.Write(filepath.Join(root, gcStatePath), bytes.NewReader(out), 0o644)
+}
+
+// removeReplacedPartials removes the partial versions of full entry bundle
+// index, of its level-0 tile, and of the tiles above whose last child that
+// tile is (they are full now too).
+func removeReplacedPartials(root string, index uint64) error {
+	if err := removePartial(root, layout.EntriesPath(index, 0)); err != nil {
+		return err
+	}
+	if err := removePartial(root, layout.TilePath(0, index, 0)); err != nil {
+		return err
+	}
+	for level := uint64(0); index%layout.TileWidth == layout.TileWidth-1; {
+		level, index = level+1, index>>layout.TileHeight
+		if err := removePartial(root, layout.TilePath(level, index, 0)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// removePartial removes the partial versions of the full file at p.
+func removePartial(root, p string) error {
+	if err := os.RemoveAll(filepath.Join(root, p+".p")); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
 }
 
 // Append adds an entry and returns its index once it is durable: in the

@@ -289,39 +289,24 @@ func (w *WriteAhead) write(group []*CommitRequest) []CommitResult {
 // with a growing pause.
 func (w *WriteAhead) run() {
 	defer close(w.done)
-	pause := 50 * time.Millisecond
+	pause := minRetryPause
 	for {
 		w.mu.Lock()
 		stopping, dead := w.stopping, w.dead
 		batch := w.tail[:min(len(w.tail), maxIntegrateBatch)]
 		base := w.base
 		w.mu.Unlock()
-		if stopping {
+		switch {
+		case stopping:
 			return
-		}
-		if len(batch) == 0 || dead != nil {
+		case len(batch) == 0 || dead != nil:
 			<-w.wake
 			continue
-		}
-		if w.Hold != nil {
-			select {
-			case <-w.Hold:
-				w.Hold = nil
-			case <-w.wake:
-				continue
-			}
+		case !w.released():
+			continue
 		}
 		started := time.Now()
-		err := w.integrate(base, batch)
-		var inconsistent *inconsistentTailError
-		permanent := errors.As(err, &inconsistent)
-		if err != nil && !permanent && w.CheckEdge != nil {
-			// As the resume after a failed Tessera write does: damage to
-			// the newest files is not retried onto, it is named.
-			if derr := w.CheckEdge(); errors.Is(derr, ErrDamaged) {
-				err, permanent = fmt.Errorf("the log is damaged: %w", derr), true
-			}
-		}
+		permanent, err := w.judge(w.integrate(base, batch))
 		switch {
 		case permanent:
 			w.logger.Error("the tile log cannot take the write-ahead log's entries; nothing more is written to it", "err", err)
@@ -331,23 +316,74 @@ func (w *WriteAhead) run() {
 			w.logger.Error("the tile log refuses entries of the write-ahead log; retrying", "from", base, "err", err)
 			w.setFailure(err, false)
 			w.OnFailure(err, true)
-			select {
-			case <-time.After(pause):
-			case <-w.wake:
-				w.mu.Lock()
-				stopping := w.stopping
-				w.mu.Unlock()
-				if stopping {
-					return
-				}
-				time.Sleep(pause)
+			if !w.waitRetry(pause) {
+				return
 			}
-			pause = min(2*pause, 2*time.Second)
+			pause = min(2*pause, maxRetryPause)
 		default:
-			pause = 50 * time.Millisecond
+			pause = minRetryPause
 			w.pace(started)
 		}
 	}
+}
+
+// The pause before the integrator tries the tile log again doubles from
+// minRetryPause with every refusal in a row, up to maxRetryPause.
+const (
+	minRetryPause = 50 * time.Millisecond
+	maxRetryPause = 2 * time.Second
+)
+
+// released waits for the test hook Hold, if set, to let the integrator
+// write; false if the tail grew or close began first (look again).
+func (w *WriteAhead) released() bool {
+	if w.Hold == nil {
+		return true
+	}
+	select {
+	case <-w.Hold:
+		w.Hold = nil
+		return true
+	case <-w.wake:
+		return false
+	}
+}
+
+// judge says whether err, the tile log's refusal of a batch, is permanent:
+// the tiles are not what the tail continues, or their newest files are
+// damaged (as the resume after a failed Tessera write does: damage is not
+// retried onto, it is named).
+func (w *WriteAhead) judge(err error) (permanent bool, _ error) {
+	var inconsistent *inconsistentTailError
+	switch {
+	case err == nil:
+		return false, nil
+	case errors.As(err, &inconsistent):
+		return true, err
+	case w.CheckEdge != nil:
+		if derr := w.CheckEdge(); errors.Is(derr, ErrDamaged) {
+			return true, fmt.Errorf("the log is damaged: %w", derr)
+		}
+	}
+	return false, err
+}
+
+// waitRetry pauses before the integrator tries again. A wake (the tail
+// grew, or close began) only makes it look whether close began; false if
+// it did.
+func (w *WriteAhead) waitRetry(pause time.Duration) bool {
+	select {
+	case <-time.After(pause):
+	case <-w.wake:
+		w.mu.Lock()
+		stopping := w.stopping
+		w.mu.Unlock()
+		if stopping {
+			return false
+		}
+		time.Sleep(pause)
+	}
+	return true
 }
 
 // tileWriteInterval is the least time from one write of the tiles to the
