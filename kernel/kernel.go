@@ -12,7 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/annal-dev/annal/checkpoints"
 	"github.com/annal-dev/annal/kernel/event"
 	"github.com/annal-dev/annal/kernel/internal/history"
 	"github.com/annal-dev/annal/kernel/internal/ledger"
@@ -170,11 +169,7 @@ type openedLog struct {
 // openLog opens the log of dir under its keys and the state the kernel
 // folded from it, checked against it.
 func openLog(cfg Config, dir *logstore.DataDir) (*openedLog, error) {
-	signer, err := checkpoints.NewLogSigner(dir.SigningKey)
-	if err != nil {
-		return nil, err
-	}
-	verifier, err := checkpoints.NewLogVerifier(dir.VerifierKey)
+	signer, verifier, err := dir.LogKeys()
 	if err != nil {
 		return nil, err
 	}
