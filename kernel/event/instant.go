@@ -81,3 +81,16 @@ func (i *Instant) UnmarshalJSON(data []byte) error {
 	*i = v
 	return nil
 }
+
+// writable reports whether t is unset or has an RFC 3339 form.
+func writable(t Instant) bool { return t.IsZero() || (t.Year() >= 1 && t.Year() <= 9999) }
+
+// validateTime checks that a set instant has an RFC 3339 form, which
+// needs a four-digit year: an expiry in the year 10000 would encode to an
+// entry that Parse refuses.
+func validateTime(what string, t Instant) error {
+	if !writable(t) {
+		return fmt.Errorf("%s %v is outside the years 0001 to 9999 that RFC 3339 can write", what, t.Time)
+	}
+	return nil
+}
