@@ -2,6 +2,7 @@ package event
 
 import (
 	"strconv"
+	"time"
 	"unicode/utf8"
 )
 
@@ -38,7 +39,7 @@ func appendAction(dst []byte, e *Event) ([]byte, bool) {
 	if e.Session != "" {
 		w = w.raw(`,"session":`).str(e.Session)
 	}
-	w = w.raw(`,"time":`).str(e.Time.String()).raw(`,"v":`)
+	w = w.raw(`,"time":`).time(e.Time).raw(`,"v":`)
 	w.dst = strconv.AppendInt(w.dst, int64(e.V), 10)
 	return append(w.dst, '}'), w.ok
 }
@@ -75,6 +76,18 @@ func (w canonWriter) str(s string) canonWriter {
 
 func (w canonWriter) uint(n uint64) canonWriter {
 	w.dst = strconv.AppendUint(w.dst, n, 10)
+	return w
+}
+
+// time writes an instant as str(t.String()) would, without making the
+// string first: the canonical form of a time has nothing to escape.
+func (w canonWriter) time(t Instant) canonWriter {
+	if t.IsZero() {
+		return w.raw(`""`)
+	}
+	w.dst = append(w.dst, '"')
+	w.dst = t.UTC().AppendFormat(w.dst, time.RFC3339Nano)
+	w.dst = append(w.dst, '"')
 	return w
 }
 

@@ -82,8 +82,15 @@ func (i *Instant) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// writable reports whether t is unset or has an RFC 3339 form.
-func writable(t Instant) bool { return t.IsZero() || (t.Year() >= 1 && t.Year() <= 9999) }
+// writable reports whether t is unset or has an RFC 3339 form. Every
+// event's time is checked, so the year is computed once.
+func writable(t Instant) bool {
+	if t.IsZero() {
+		return true
+	}
+	y := t.Year()
+	return y >= 1 && y <= 9999
+}
 
 // validateTime checks that a set instant has an RFC 3339 form, which
 // needs a four-digit year: an expiry in the year 10000 would encode to an
