@@ -142,33 +142,19 @@ func (c *canonSorter) object(depth int) bool {
 	defer func() { c.members = c.members[:first] }()
 	sorted := true
 	for {
-		c.space()
-		nameStart := c.i
-		name, ok := c.str(true)
+		m, ok := c.member(depth)
 		if !ok {
 			return false
 		}
 		if n := len(c.members); n > first {
-			switch bytes.Compare(c.members[n-1].name, name) {
+			switch bytes.Compare(c.members[n-1].name, m.name) {
 			case 0:
 				return false // a name given twice: the full transform's to refuse
 			case 1:
 				sorted = false
 			}
 		}
-		c.space()
-		if c.i >= len(c.b) || c.b[c.i] != ':' {
-			return false
-		}
-		c.i++
-		start := len(c.out)
-		c.out = append(c.out, c.b[nameStart:nameStart+len(name)+2]...)
-		c.out = append(c.out, ':')
-		c.space()
-		if !c.value(depth + 1) {
-			return false
-		}
-		c.members = append(c.members, sortedMember{name: name, start: start, end: len(c.out)})
+		c.members = append(c.members, m)
 		c.space()
 		if c.i >= len(c.b) {
 			return false
@@ -185,24 +171,53 @@ func (c *canonSorter) object(depth int) bool {
 		}
 		break
 	}
-	members := c.members[first:]
-	if !sorted {
-		slices.SortFunc(members, func(a, b sortedMember) int { return bytes.Compare(a.name, b.name) })
-		for i := 1; i < len(members); i++ {
-			if bytes.Equal(members[i-1].name, members[i].name) {
-				return false
-			}
-		}
-		c.scratch = append(c.scratch[:0], c.out[objStart:]...)
-		c.out = c.out[:objStart]
-		for i, m := range members {
-			if i > 0 {
-				c.out = append(c.out, ',')
-			}
-			c.out = append(c.out, c.scratch[m.start-objStart:m.end-objStart]...)
-		}
+	if !sorted && !c.sortObject(objStart, c.members[first:]) {
+		return false
 	}
 	c.out = append(c.out, '}')
+	return true
+}
+
+// member copies one member of an object, its name and value, to out.
+func (c *canonSorter) member(depth int) (sortedMember, bool) {
+	c.space()
+	nameStart := c.i
+	name, ok := c.str(true)
+	if !ok {
+		return sortedMember{}, false
+	}
+	c.space()
+	if c.i >= len(c.b) || c.b[c.i] != ':' {
+		return sortedMember{}, false
+	}
+	c.i++
+	start := len(c.out)
+	c.out = append(c.out, c.b[nameStart:nameStart+len(name)+2]...)
+	c.out = append(c.out, ':')
+	c.space()
+	if !c.value(depth + 1) {
+		return sortedMember{}, false
+	}
+	return sortedMember{name: name, start: start, end: len(c.out)}, true
+}
+
+// sortObject rewrites the members of the object written to out from
+// objStart on, sorted by name. It answers false for a name given twice.
+func (c *canonSorter) sortObject(objStart int, members []sortedMember) bool {
+	slices.SortFunc(members, func(a, b sortedMember) int { return bytes.Compare(a.name, b.name) })
+	for i := 1; i < len(members); i++ {
+		if bytes.Equal(members[i-1].name, members[i].name) {
+			return false
+		}
+	}
+	c.scratch = append(c.scratch[:0], c.out[objStart:]...)
+	c.out = c.out[:objStart]
+	for i, m := range members {
+		if i > 0 {
+			c.out = append(c.out, ',')
+		}
+		c.out = append(c.out, c.scratch[m.start-objStart:m.end-objStart]...)
+	}
 	return true
 }
 
@@ -341,28 +356,7 @@ func (c *canonScanner) str(key bool) ([]byte, bool) {
 			}
 			c.i++
 		case ch == '\\':
-			if key || c.i+1 >= len(c.b) {
-				return nil, false
-			}
-			switch c.b[c.i+1] {
-			case '"', '\\', 'b', 'f', 'n', 'r', 't':
-				c.i += 2
-			case 'u':
-				// RFC 8785 writes \u00xx, lower-case, for the control
-				// characters that have no short form, and nothing else.
-				if len(c.b)-c.i < 6 || c.b[c.i+2] != '0' || c.b[c.i+3] != '0' {
-					return nil, false
-				}
-				hi, lo := c.b[c.i+4], c.b[c.i+5]
-				if hi != '0' && hi != '1' || !(lo >= '0' && lo <= '9' || lo >= 'a' && lo <= 'f') {
-					return nil, false
-				}
-				switch string(c.b[c.i+4 : c.i+6]) {
-				case "08", "09", "0a", "0c", "0d":
-					return nil, false
-				}
-				c.i += 6
-			default:
+			if key || !c.escape() {
 				return nil, false
 			}
 		default:
@@ -370,6 +364,35 @@ func (c *canonScanner) str(key bool) ([]byte, bool) {
 		}
 	}
 	return nil, false
+}
+
+// escape reads an escape sequence, at c.i, as RFC 8785 writes it: the
+// short forms, and \u00xx in lower-case hex for the control characters
+// that have none.
+func (c *canonScanner) escape() bool {
+	if c.i+1 >= len(c.b) {
+		return false
+	}
+	switch c.b[c.i+1] {
+	case '"', '\\', 'b', 'f', 'n', 'r', 't':
+		c.i += 2
+		return true
+	case 'u':
+		if len(c.b)-c.i < 6 || c.b[c.i+2] != '0' || c.b[c.i+3] != '0' {
+			return false
+		}
+		hi, lo := c.b[c.i+4], c.b[c.i+5]
+		if hi != '0' && hi != '1' || !(lo >= '0' && lo <= '9' || lo >= 'a' && lo <= 'f') {
+			return false
+		}
+		switch string(c.b[c.i+4 : c.i+6]) {
+		case "08", "09", "0a", "0c", "0d":
+			return false
+		}
+		c.i += 6
+		return true
+	}
+	return false
 }
 
 // number accepts an integer of 1 to 15 digits, without a leading zero or

@@ -2,6 +2,7 @@ package event
 
 import (
 	"strconv"
+	"time"
 	"unicode/utf8"
 )
 
@@ -22,111 +23,143 @@ import (
 // The caller has validated e: numbers are at most 2^53, which RFC 8785
 // writes as plain integers.
 func appendAction(dst []byte, e *Event) ([]byte, bool) {
+	if !writesAsAction(e) {
+		return dst, false
+	}
+	d := e.Decision
+	w := canonWriter{dst: dst, ok: true}.
+		raw(`{"action":`).action(e.Action).
+		raw(`,"actor":`).str(e.Actor).
+		raw(`,"decision":{"cost":`).uint(d.Cost).
+		raw(`,"outcome":`).str(d.Outcome).
+		raw(`,"reserved":`).uint(d.Reserved).
+		raw(`,"settled":`).uint(d.Settled).
+		raw(`},"id":`).str(e.ID).
+		raw(`,"kind":"action"`)
+	if e.Session != "" {
+		w = w.raw(`,"session":`).str(e.Session)
+	}
+	w = w.raw(`,"time":`).time(e.Time).raw(`,"v":`)
+	w.dst = strconv.AppendInt(w.dst, int64(e.V), 10)
+	return append(w.dst, '}'), w.ok
+}
+
+// writesAsAction reports whether appendAction writes e: an action event
+// without a hold, a signature or a sealed payload, whose payload is
+// canonical as it stands.
+func writesAsAction(e *Event) bool {
 	if e.Kind != KindAction || e.Action == nil || e.Decision == nil || e.Hold != nil || e.Signed != nil || e.Action.Sealed != nil {
-		return dst, false
+		return false
 	}
-	a, d := e.Action, e.Decision
-	if len(a.Payload) > 0 && !isCanonical(a.Payload) {
-		return dst, false
+	return len(e.Action.Payload) == 0 || isCanonical(e.Action.Payload)
+}
+
+// canonWriter appends RFC 8785 JSON to dst. ok turns false, for good, at
+// a string RFC 8785 has no form for. Its methods take and return it by
+// value, as append does a slice, so that it stays in registers.
+type canonWriter struct {
+	dst []byte
+	ok  bool
+}
+
+func (w canonWriter) raw(s string) canonWriter {
+	w.dst = append(w.dst, s...)
+	return w
+}
+
+func (w canonWriter) str(s string) canonWriter {
+	if w.ok {
+		w.dst, w.ok = appendCanonicalString(w.dst, s)
 	}
-	ok := true
-	str := func(s string) {
-		if ok {
-			dst, ok = appendCanonicalString(dst, s)
-		}
+	return w
+}
+
+func (w canonWriter) uint(n uint64) canonWriter {
+	w.dst = strconv.AppendUint(w.dst, n, 10)
+	return w
+}
+
+// time writes an instant as str(t.String()) would, without making the
+// string first: the canonical form of a time has nothing to escape.
+func (w canonWriter) time(t Instant) canonWriter {
+	if t.IsZero() {
+		return w.raw(`""`)
 	}
-	dst = append(dst, `{"action":{`...)
-	comma := false
-	member := func(name string) {
-		if comma {
-			dst = append(dst, ',')
-		}
-		comma = true
-		dst = append(dst, '"')
-		dst = append(dst, name...)
-		dst = append(dst, `":`...)
+	w.dst = append(w.dst, '"')
+	w.dst = t.UTC().AppendFormat(w.dst, time.RFC3339Nano)
+	w.dst = append(w.dst, '"')
+	return w
+}
+
+// member writes the separator and the name of an object's next member;
+// first says whether it is the object's first.
+func (w canonWriter) member(first bool, name string) canonWriter {
+	if !first {
+		w.dst = append(w.dst, ',')
 	}
+	w.dst = append(w.dst, '"')
+	w.dst = append(w.dst, name...)
+	w.dst = append(w.dst, `":`...)
+	return w
+}
+
+func (w canonWriter) action(a *Action) canonWriter {
+	w = w.raw(`{`)
+	first := true
 	if a.Envelope != "" {
-		member("envelope")
-		str(a.Envelope)
+		w = w.member(first, "envelope").str(a.Envelope)
+		first = false
 	}
 	if len(a.Payload) > 0 {
-		member("payload")
-		dst = append(dst, a.Payload...)
+		w = w.member(first, "payload")
+		w.dst = append(w.dst, a.Payload...)
+		first = false
 	}
 	if a.PayloadHash != "" {
-		member("payload_hash")
-		str(a.PayloadHash)
+		w = w.member(first, "payload_hash").str(a.PayloadHash)
+		first = false
 	}
-	if r := a.Resources; r != nil {
-		member("resources")
-		dst = append(dst, '{')
-		inner := false
-		list := func(name string, l []string) {
-			if len(l) == 0 {
-				return
-			}
-			if inner {
-				dst = append(dst, ',')
-			}
-			inner = true
-			dst = append(dst, '"')
-			dst = append(dst, name...)
-			dst = append(dst, `":[`...)
-			for i, s := range l {
-				if i > 0 {
-					dst = append(dst, ',')
-				}
-				str(s)
-			}
-			dst = append(dst, ']')
-		}
-		list("fs_read", r.FilesystemRead)
-		list("fs_write", r.FilesystemWrite)
-		list("network", r.Network)
-		if r.Subprocess {
-			if inner {
-				dst = append(dst, ',')
-			}
-			inner = true
-			dst = append(dst, `"subprocess":true`...)
-		}
-		if r.Tools != 0 {
-			if inner {
-				dst = append(dst, ',')
-			}
-			dst = append(dst, `"tools":`...)
-			dst = strconv.AppendUint(dst, r.Tools, 10)
-		}
-		dst = append(dst, '}')
+	if a.Resources != nil {
+		w = w.member(first, "resources").resources(a.Resources)
+		first = false
 	}
-	member("target")
-	str(a.Target)
-	member("type")
-	str(string(a.Type))
-	dst = append(dst, `},"actor":`...)
-	str(e.Actor)
-	dst = append(dst, `,"decision":{"cost":`...)
-	dst = strconv.AppendUint(dst, d.Cost, 10)
-	dst = append(dst, `,"outcome":`...)
-	str(d.Outcome)
-	dst = append(dst, `,"reserved":`...)
-	dst = strconv.AppendUint(dst, d.Reserved, 10)
-	dst = append(dst, `,"settled":`...)
-	dst = strconv.AppendUint(dst, d.Settled, 10)
-	dst = append(dst, `},"id":`...)
-	str(e.ID)
-	dst = append(dst, `,"kind":"action"`...)
-	if e.Session != "" {
-		dst = append(dst, `,"session":`...)
-		str(e.Session)
+	return w.member(first, "target").str(a.Target).
+		member(false, "type").str(string(a.Type)).
+		raw(`}`)
+}
+
+func (w canonWriter) resources(r *Resources) canonWriter {
+	w = w.raw(`{`)
+	first := true
+	for _, l := range []struct {
+		name string
+		list []string
+	}{{"fs_read", r.FilesystemRead}, {"fs_write", r.FilesystemWrite}, {"network", r.Network}} {
+		if len(l.list) > 0 {
+			w = w.member(first, l.name).strings(l.list)
+			first = false
+		}
 	}
-	dst = append(dst, `,"time":`...)
-	str(e.Time.String())
-	dst = append(dst, `,"v":`...)
-	dst = strconv.AppendInt(dst, int64(e.V), 10)
-	dst = append(dst, '}')
-	return dst, ok
+	if r.Subprocess {
+		w = w.member(first, "subprocess").raw(`true`)
+		first = false
+	}
+	if r.Tools != 0 {
+		w = w.member(first, "tools").uint(r.Tools)
+	}
+	return w.raw(`}`)
+}
+
+// strings writes a list of strings.
+func (w canonWriter) strings(l []string) canonWriter {
+	w = w.raw(`[`)
+	for i, s := range l {
+		if i > 0 {
+			w = w.raw(`,`)
+		}
+		w = w.str(s)
+	}
+	return w.raw(`]`)
 }
 
 // appendCanonicalString writes s as an RFC 8785 string (§3.2.2.2): '"' and

@@ -35,65 +35,23 @@ const Version = 1
 // c2sp.org/tlog-tiles entry bundle.
 const MaxEntrySize = 65535
 
-// Kind says what an event records.
+// Kind says what an event records. Each kind is declared in the file of
+// its concept, with the types of the parts it carries; kinds (parts.go)
+// says which parts those are.
 type Kind string
 
-// The kinds of event.
-const (
-	// KindGenesis is entry 0 of every log: the log's origin and its root human.
-	KindGenesis Kind = "log.genesis"
-	// KindActorCreated records a new actor and the hash of its credential.
-	KindActorCreated Kind = "actor.created"
-	// KindAction records an action that passed the pipeline.
-	KindAction Kind = "action"
-	// KindRulesAdopted records the kernel adopting a newer rules version
-	// for a log written under an older one (LogInfo.Rules).
-	KindRulesAdopted Kind = "log.rules"
-)
-
-// ActionType is one of the four action types of the paper (§4.2).
-type ActionType string
-
-// The action types.
-const (
-	Observe ActionType = "observe"
-	Create  ActionType = "create"
-	Mutate  ActionType = "mutate"
-	Execute ActionType = "execute"
-)
-
-// Valid reports whether t is one of the four action types.
-func (t ActionType) Valid() bool {
-	switch t {
-	case Observe, Create, Mutate, Execute:
-		return true
-	}
-	return false
-}
-
-// ActorKind separates humans from agents (Def. 4.2).
-type ActorKind string
-
-// The actor kinds.
-const (
-	Human ActorKind = "human"
-	Agent ActorKind = "agent"
-)
-
-// Event is one log entry. Exactly the fields its Kind calls for are set.
+// Event is one log entry. Exactly the fields its Kind calls for are set:
+// every pointer field but Signed, and Session, is a part that only some
+// kinds carry (parts.go), its type declared in the file of its concept.
 // Its fields, like those of Action and Decision, are listed in member order
 // (RFC 8785 sorts members by name), so that the encoding of the common
 // kinds is canonical as json writes it (Encode).
 type Event struct {
-	Action   *Action      `json:"action,omitempty"`
-	Actor    string       `json:"actor"`
-	Decision *Decision    `json:"decision,omitempty"`
-	Delta    *delta.Delta `json:"delta,omitempty"`
-	Denial   *Denial      `json:"denial,omitempty"`
-	// Execution control parts (control.go): descriptor, elevation,
-	// elevation_end, kill, policy, policy_attachment, quarantine, ring,
-	// ring_config, saga, saga_step, session_change, session_record, signal,
-	// signal_mask.
+	Action       *Action                 `json:"action,omitempty"`
+	Actor        string                  `json:"actor"`
+	Decision     *Decision               `json:"decision,omitempty"`
+	Delta        *delta.Delta            `json:"delta,omitempty"`
+	Denial       *Denial                 `json:"denial,omitempty"`
 	Descriptor   *DescriptorRegistration `json:"descriptor,omitempty"`
 	Elevation    *Elevation              `json:"elevation,omitempty"`
 	ElevationEnd *ElevationEnd           `json:"elevation_end,omitempty"`
@@ -135,97 +93,11 @@ type Event struct {
 	V          int         `json:"v"`
 }
 
-// LogInfo is carried by the genesis event.
-type LogInfo struct {
-	Origin   string `json:"origin"`
-	Software string `json:"software"`
-	// Energy is the energy model of the log; absent means DefaultEnergy.
-	Energy *EnergyConfig `json:"energy,omitempty"`
-	// Rules is the version of the rules the log is written under; absent
-	// means 1, the rules of the first releases (kernel/internal/ledger).
-	Rules int `json:"rules,omitempty"`
-}
-
-// ActorRecord describes an actor at creation.
-type ActorRecord struct {
-	ID      string    `json:"id"`
-	Kind    ActorKind `json:"kind"`
-	Name    string    `json:"name"`
-	Purpose string    `json:"purpose,omitempty"`
-	Creator string    `json:"creator,omitempty"`
-	Expires Instant   `json:"expires,omitzero"`
-	// CredentialSHA256 is the hex SHA-256 of the actor's bearer credential.
-	// The credential is 256 random bits, so its hash reveals nothing.
-	CredentialSHA256 string `json:"credential_sha256"`
-	// Grants are the actor's writable targets W(p) (Def. 4.11), declared at
-	// creation.
-	Grants []Grant `json:"grants,omitempty"`
-	// Share is the actor's share of energy production (Def. 4.16).
-	Share uint64 `json:"share,omitempty"`
-	// Energy is what the creator gave the new actor from its own balance.
-	Energy uint64 `json:"energy,omitempty"`
-	// SigningKey is the actor's signing key from creation (KeyChange).
-	SigningKey string `json:"signing_key,omitempty"`
-	// RequireSigned: the actor's requests must be signed.
-	RequireSigned bool `json:"require_signed,omitempty"`
-	// SealPayloads: the actor's action payloads are sealed (sealed.go).
-	SealPayloads bool `json:"seal_payloads,omitempty"`
-}
-
-// Action is what an actor asked the kernel to record. Its fields are in
-// member order (Event).
-type Action struct {
-	// Envelope is the envelope an agent acted under (Def. 4.13).
-	Envelope string `json:"envelope,omitempty"`
-	// Payload is the caller's JSON, canonicalised. At most one of Payload,
-	// PayloadHash and Sealed is set.
-	Payload json.RawMessage `json:"payload,omitempty"`
-	// PayloadHash is "sha256:<64 hex>" for a payload kept outside the log.
-	PayloadHash string `json:"payload_hash,omitempty"`
-	// Resources is what the action declared it uses (Execution Control §7).
-	Resources *Resources `json:"resources,omitempty"`
-	// Sealed is set instead of Payload for a payload kept sealed beside
-	// the log (sealed.go).
-	Sealed *SealedPayload `json:"sealed,omitempty"`
-	Target string         `json:"target"`
-	Type   ActionType     `json:"type"`
-}
-
-// Decision is what the pipeline decided, in energy units.
-type Decision struct {
-	Cost     uint64 `json:"cost"`
-	Outcome  string `json:"outcome"`
-	Reserved uint64 `json:"reserved"`
-	Settled  uint64 `json:"settled"`
-}
-
-// OutcomeCommitted is the outcome of an action that passed every stage.
-const OutcomeCommitted = "committed"
-
-var (
-	hexHashPattern = regexp.MustCompile(`^[0-9a-f]{64}$`)
-	oidPattern     = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
-)
+var oidPattern = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
 
 // FormatTime renders t as events carry it: RFC 3339, UTC, nanoseconds
 // without trailing zeros.
 func FormatTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
-
-// ValidActorID reports whether id can name an actor: lower-case letters,
-// digits and '-', starting with a letter, at most 64 bytes.
-// It is [a-z][a-z0-9-]{0,63}, checked by hand: every event is checked on
-// every fold.
-func ValidActorID(id string) bool {
-	if len(id) == 0 || len(id) > 64 || id[0] < 'a' || id[0] > 'z' {
-		return false
-	}
-	for i := 1; i < len(id); i++ {
-		if c := id[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
 
 // validUUID reports whether s is a UUID in lower-case hex, 8-4-4-4-12.
 func validUUID(s string) bool {

@@ -81,3 +81,23 @@ func (i *Instant) UnmarshalJSON(data []byte) error {
 	*i = v
 	return nil
 }
+
+// writable reports whether t is unset or has an RFC 3339 form. Every
+// event's time is checked, so the year is computed once.
+func writable(t Instant) bool {
+	if t.IsZero() {
+		return true
+	}
+	y := t.Year()
+	return y >= 1 && y <= 9999
+}
+
+// validateTime checks that a set instant has an RFC 3339 form, which
+// needs a four-digit year: an expiry in the year 10000 would encode to an
+// entry that Parse refuses.
+func validateTime(what string, t Instant) error {
+	if !writable(t) {
+		return fmt.Errorf("%s %v is outside the years 0001 to 9999 that RFC 3339 can write", what, t.Time)
+	}
+	return nil
+}

@@ -95,7 +95,22 @@ func (s *SealedPayload) validate() error {
 	return nil
 }
 
-func (e *Erasure) validate() error {
+// checkSealed checks an action's sealed payload: in place of the payload,
+// and never on an execute.
+func (a *Action) checkSealed() error {
+	switch {
+	case a.Payload != nil || a.PayloadHash != "":
+		return fmt.Errorf("action on %q carries a sealed payload and a payload or payload_hash; a sealed payload is in place of them", a.Target)
+	case a.Type == Execute:
+		return fmt.Errorf("action on %q: an execute payload is read by the rules and cannot be sealed", a.Target)
+	}
+	if err := a.Sealed.validate(); err != nil {
+		return fmt.Errorf("action on %q: %w", a.Target, err)
+	}
+	return nil
+}
+
+func (e *Erasure) check(*Event) error {
 	if !ValidSubject(e.Subject) {
 		return fmt.Errorf("erasure of %q, not a valid subject", e.Subject)
 	}
@@ -118,29 +133,38 @@ func SealedRequestBody(body []byte) ([]byte, error) {
 	if err := json.Unmarshal(body, &m); err != nil {
 		return body, nil // not an object: the action's own form refuses it
 	}
-	rawSalt, hasSalt := m["salt"]
+	_, hasSalt := m["salt"]
 	_, hasSeal := m["seal"]
-	rawSubject, hasSubject := m["subject"]
+	_, hasSubject := m["subject"]
 	if !hasSalt && !hasSeal && !hasSubject {
 		return body, nil
 	}
-	var salt []byte
-	var subject string
-	if !hasSalt || !hasSubject || json.Unmarshal(rawSalt, &salt) != nil || len(salt) != SaltSize ||
-		json.Unmarshal(rawSubject, &subject) != nil || m["payload"] == nil {
-		return nil, errors.New("a signed request that seals its payload carries the payload, its subject and its salt (standard base64 of 32 bytes)")
-	}
-	commitment, err := json.Marshal(SealedPayload{Subject: subject, Commitment: SealCommitment(salt, m["payload"])})
+	sealed, err := sealedMember(m)
 	if err != nil {
 		return nil, err
 	}
 	for _, k := range []string{"payload", "salt", "seal", "subject"} {
 		delete(m, k)
 	}
-	m["sealed"] = commitment
+	m["sealed"] = sealed
 	raw, err := json.Marshal(m)
 	if err != nil {
 		return nil, err
 	}
 	return jcs.Transform(raw)
+}
+
+// sealedMember is the "sealed" member that stands, in a signed request,
+// for the payload, subject and salt members of a request that seals its
+// payload.
+func sealedMember(m map[string]json.RawMessage) (json.RawMessage, error) {
+	rawSalt, hasSalt := m["salt"]
+	rawSubject, hasSubject := m["subject"]
+	var salt []byte
+	var subject string
+	if !hasSalt || !hasSubject || json.Unmarshal(rawSalt, &salt) != nil || len(salt) != SaltSize ||
+		json.Unmarshal(rawSubject, &subject) != nil || m["payload"] == nil {
+		return nil, errors.New("a signed request that seals its payload carries the payload, its subject and its salt (standard base64 of 32 bytes)")
+	}
+	return json.Marshal(SealedPayload{Subject: subject, Commitment: SealCommitment(salt, m["payload"])})
 }

@@ -200,6 +200,15 @@ func CompactSigned(e *Event) {
 // Check checks the form of s as an event would carry it.
 func (s *Signed) Check() error { return s.validate() }
 
+// checkOn checks s as e carries it: the kernel's own events are not
+// signed.
+func (s *Signed) checkOn(e *Event) error {
+	if e.Actor == KernelActor {
+		return errors.New("the kernel's own events are not signed")
+	}
+	return s.validate()
+}
+
 func (s *Signed) validate() error {
 	if !ValidActorID(s.By) {
 		return fmt.Errorf("signed by %q, not a valid actor id", s.By)
@@ -223,24 +232,31 @@ func (s *Signed) validate() error {
 		return errors.New("signature is not 64 bytes of standard base64")
 	}
 	if s.Request != nil {
-		if len(s.Request) > MaxSignedRequest {
-			return fmt.Errorf("signed request is %d bytes, more than %d", len(s.Request), MaxSignedRequest)
-		}
-		var r SignedRequest
-		dec := json.NewDecoder(bytes.NewReader(s.Request))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&r); err != nil || r.Method == "" || !strings.HasPrefix(r.Path, "/") {
-			return errors.New("signed request is not {method, path, body}")
-		}
-		canon, err := CanonicalRequest(r.Method, r.Path, r.Body)
-		if err != nil || !bytes.Equal(canon, s.Request) {
-			return errors.New("signed request is not canonical")
-		}
+		return checkSignedRequest(s.Request)
 	}
 	return nil
 }
 
-func (k *KeyChange) validate() error {
+// checkSignedRequest checks a logged signed request: at most
+// MaxSignedRequest bytes of {method, path, body}, in canonical form.
+func checkSignedRequest(raw json.RawMessage) error {
+	if len(raw) > MaxSignedRequest {
+		return fmt.Errorf("signed request is %d bytes, more than %d", len(raw), MaxSignedRequest)
+	}
+	var r SignedRequest
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&r); err != nil || r.Method == "" || !strings.HasPrefix(r.Path, "/") {
+		return errors.New("signed request is not {method, path, body}")
+	}
+	canon, err := CanonicalRequest(r.Method, r.Path, r.Body)
+	if err != nil || !bytes.Equal(canon, raw) {
+		return errors.New("signed request is not canonical")
+	}
+	return nil
+}
+
+func (k *KeyChange) check(*Event) error {
 	if !ValidActorID(k.Actor) {
 		return fmt.Errorf("key change of %q, not a valid actor id", k.Actor)
 	}

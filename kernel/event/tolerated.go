@@ -1,9 +1,6 @@
 package event
 
-import (
-	"fmt"
-	"regexp"
-)
+import "fmt"
 
 // KindTolerated records root accepting entries of the log that break a
 // rule (annald tolerate): the fold passes over each one, changing nothing,
@@ -32,9 +29,7 @@ type ToleratedEntry struct {
 	Reason   string `json:"reason"`
 }
 
-var leafHashPattern = regexp.MustCompile(`^[0-9a-f]{64}$`)
-
-func (t *Toleration) validate() error {
+func (t *Toleration) check(*Event) error {
 	if len(t.Entries) == 0 || len(t.Entries) > MaxToleratedEntries {
 		return fmt.Errorf("log.tolerated names %d entries, not 1 to %d", len(t.Entries), MaxToleratedEntries)
 	}
@@ -42,7 +37,7 @@ func (t *Toleration) validate() error {
 		switch {
 		case i > 0 && e.Index <= t.Entries[i-1].Index:
 			return fmt.Errorf("log.tolerated: entry %d follows entry %d: the entries go by increasing index", e.Index, t.Entries[i-1].Index)
-		case !leafHashPattern.MatchString(e.LeafHash):
+		case !hexHashPattern.MatchString(e.LeafHash):
 			return fmt.Errorf("log.tolerated: leaf hash %q of entry %d is not 64 lower-case hex digits", e.LeafHash, e.Index)
 		case e.Gate == "" || len(e.Gate) > 64:
 			return fmt.Errorf("log.tolerated: entry %d names no rule", e.Index)

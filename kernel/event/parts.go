@@ -1,0 +1,229 @@
+package event
+
+import (
+	"fmt"
+	"math/bits"
+	"slices"
+	"unicode/utf8"
+)
+
+// An event carries its id, time, actor and kind, and the parts its kind
+// calls for: the members of Event that only some kinds carry. Each part is
+// declared once, in parts (its JSON name, how to tell that an event
+// carries it, its check), and each kind once, in kinds (the parts its
+// events must or may carry). A part's type and its check sit together in
+// the file of its concept (hold.go, elevation.go, ...).
+
+// part describes one part of an event.
+type part struct {
+	// name is the part's member name in the entry.
+	name string
+	// carried reports whether an event carries the part.
+	carried func(*Event) bool
+	// check checks the part of an event that carries it. Each part's
+	// type has its check method, given the event: some parts depend on
+	// the event's kind or on its other members.
+	check func(*Event) error
+}
+
+// parts are every part an event may carry, in the order a part that is
+// missing or not allowed is reported. The functions are written out, not
+// made by a generic helper: Encode and Parse call them all for every
+// event, and a closure over a field accessor made validation some 6%
+// costlier.
+var parts = [...]part{
+	{"log", func(e *Event) bool { return e.Log != nil }, func(e *Event) error { return e.Log.check(e) }},
+	{"subject", func(e *Event) bool { return e.Subject != nil }, func(e *Event) error { return e.Subject.check(e) }},
+	{"action", func(e *Event) bool { return e.Action != nil }, func(e *Event) error { return e.Action.check(e) }},
+	{"decision", func(e *Event) bool { return e.Decision != nil }, func(e *Event) error { return e.Decision.check(e) }},
+	{"status", func(e *Event) bool { return e.Status != nil }, func(e *Event) error { return e.Status.check(e) }},
+	{"envelope", func(e *Event) bool { return e.Envelope != nil }, func(e *Event) error { return e.Envelope.check(e) }},
+	{"envelope_end", func(e *Event) bool { return e.EnvelopeEnd != nil }, func(e *Event) error { return e.EnvelopeEnd.check(e) }},
+	{"production", func(e *Event) bool { return e.Production != nil }, func(e *Event) error { return e.Production.check(e) }},
+	{"denial", func(e *Event) bool { return e.Denial != nil }, func(e *Event) error { return e.Denial.check(e) }},
+	{"hold", func(e *Event) bool { return e.Hold != nil }, func(e *Event) error { return e.Hold.check(e) }},
+	{name: "delta", carried: func(e *Event) bool { return e.Delta != nil }, check: checkDelta},
+	{"ring", func(e *Event) bool { return e.Ring != nil }, func(e *Event) error { return e.Ring.check(e) }},
+	{"ring_config", func(e *Event) bool { return e.RingConfig != nil }, func(e *Event) error { return e.RingConfig.check(e) }},
+	{"descriptor", func(e *Event) bool { return e.Descriptor != nil }, func(e *Event) error { return e.Descriptor.check(e) }},
+	{"elevation", func(e *Event) bool { return e.Elevation != nil }, func(e *Event) error { return e.Elevation.check(e) }},
+	{"elevation_end", func(e *Event) bool { return e.ElevationEnd != nil }, func(e *Event) error { return e.ElevationEnd.check(e) }},
+	{"session_record", func(e *Event) bool { return e.SessionRecord != nil }, func(e *Event) error { return e.SessionRecord.check(e) }},
+	{"session_change", func(e *Event) bool { return e.SessionChange != nil }, func(e *Event) error { return e.SessionChange.check(e) }},
+	{"quarantine", func(e *Event) bool { return e.Quarantine != nil }, func(e *Event) error { return e.Quarantine.check(e) }},
+	{"kill", func(e *Event) bool { return e.Kill != nil }, func(e *Event) error { return e.Kill.check(e) }},
+	{"saga", func(e *Event) bool { return e.Saga != nil }, func(e *Event) error { return e.Saga.check(e) }},
+	{"saga_step", func(e *Event) bool { return e.SagaStep != nil }, func(e *Event) error { return e.SagaStep.check(e) }},
+	{"policy", func(e *Event) bool { return e.Policy != nil }, func(e *Event) error { return e.Policy.check(e) }},
+	{"policy_attachment", func(e *Event) bool { return e.PolicyAttachment != nil }, func(e *Event) error { return e.PolicyAttachment.check(e) }},
+	{"signal", func(e *Event) bool { return e.Signal != nil }, func(e *Event) error { return e.Signal.check(e) }},
+	{"signal_mask", func(e *Event) bool { return e.SignalMask != nil }, func(e *Event) error { return e.SignalMask.check(e) }},
+	{"key_change", func(e *Event) bool { return e.KeyChange != nil }, func(e *Event) error { return e.KeyChange.check(e) }},
+	{"erasure", func(e *Event) bool { return e.Erasure != nil }, func(e *Event) error { return e.Erasure.check(e) }},
+	{"toleration", func(e *Event) bool { return e.Toleration != nil }, func(e *Event) error { return e.Toleration.check(e) }},
+	{name: "session", carried: func(e *Event) bool { return e.Session != "" }, check: checkSessionName},
+}
+
+// partSet is a set of parts, bit i standing for parts[i].
+type partSet uint64
+
+// A partSet has a bit for every part: this fails to compile otherwise.
+var _ [64 - len(parts)]struct{}
+
+// carriedParts is the set of parts e carries.
+func (e *Event) carriedParts() partSet {
+	var set partSet
+	for i := range parts {
+		if parts[i].carried(e) {
+			set |= 1 << i
+		}
+	}
+	return set
+}
+
+// partRule is one part a kind carries: must or may.
+type partRule struct {
+	name     string
+	required bool
+}
+
+func must(name string) partRule { return partRule{name, true} }
+func may(name string) partRule  { return partRule{name, false} }
+
+// kindSpec is what kinds knows of one kind: the parts its events must and
+// may carry, and the order their checks run in.
+type kindSpec struct {
+	required, allowed partSet
+	checks            []int // indices in parts
+}
+
+// carries builds a kind's spec from its parts, listed in the order they
+// are checked. The order shows only in which error an event that breaks
+// two checks at once is refused with, and is the order the kernel has
+// always checked them in.
+func carries(rules ...partRule) kindSpec {
+	var k kindSpec
+	for _, r := range rules {
+		i := slices.IndexFunc(parts[:], func(p part) bool { return p.name == r.name })
+		if i < 0 {
+			panic("event: a kind carries a part parts lacks: " + r.name)
+		}
+		if k.allowed&(1<<i) != 0 {
+			panic("event: a kind lists a part twice: " + r.name)
+		}
+		k.allowed |= 1 << i
+		if r.required {
+			k.required |= 1 << i
+		}
+		k.checks = append(k.checks, i)
+	}
+	return k
+}
+
+// kinds says, for every kind, the parts its events carry; a part not
+// listed is forbidden. Signed is not a part: any event but the kernel's
+// own may carry it.
+var kinds = map[Kind]kindSpec{
+	KindGenesis:         carries(must("log"), must("subject")),
+	KindRulesAdopted:    carries(must("log")),
+	KindActorCreated:    carries(must("subject")),
+	KindAction:          carries(may("hold"), may("session"), must("action"), must("decision")),
+	KindActorStatus:     carries(must("status")),
+	KindEnvelopeIssued:  carries(must("envelope")),
+	KindEnvelopeRevoked: carries(must("envelope_end")),
+	KindEnergyProduced:  carries(must("production")),
+	KindActionDenied:    carries(must("denial"), may("session"), must("action"), must("decision")),
+	KindHoldRequested:   carries(must("hold"), may("session"), must("action")),
+	KindHoldAnswered:    carries(must("hold")),
+	KindSessionDelta:    carries(must("session"), must("delta")),
+
+	KindRingAssigned:      carries(must("ring")),
+	KindRingsConfigured:   carries(must("ring_config")),
+	KindActionRegistered:  carries(must("descriptor")),
+	KindElevationGranted:  carries(must("elevation"), may("session")),
+	KindElevationEnded:    carries(must("elevation_end"), may("session")),
+	KindSessionCreated:    carries(must("session_record"), must("session")),
+	KindSessionChanged:    carries(must("session_change"), must("session")),
+	KindQuarantineStarted: carries(must("quarantine"), may("session")),
+	KindQuarantineEnded:   carries(must("quarantine"), may("session")),
+	KindAgentKilled:       carries(must("kill"), may("session")),
+	KindSagaStarted:       carries(must("saga"), may("session")),
+	KindSagaStep:          carries(must("saga_step"), may("session")),
+	KindPolicySet:         carries(must("policy")),
+	KindPolicyAttached:    carries(must("policy_attachment")),
+	KindSignalSent:        carries(must("signal")),
+	KindSignalMasked:      carries(must("signal_mask")),
+	KindActorKey:          carries(must("key_change")),
+	KindSubjectErased:     carries(must("erasure")),
+	KindTolerated:         carries(must("toleration")),
+}
+
+// Kinds returns every kind of event, sorted.
+func Kinds() []Kind {
+	list := make([]Kind, 0, len(kinds))
+	for k := range kinds {
+		list = append(list, k)
+	}
+	slices.Sort(list)
+	return list
+}
+
+func (e *Event) validate() error {
+	if err := e.checkMembers(); err != nil {
+		return err
+	}
+	kind, ok := kinds[e.Kind]
+	if !ok {
+		return fmt.Errorf("event %s: unknown kind %q", e.ID, e.Kind)
+	}
+	carried := e.carriedParts()
+	if wrong := kind.required&^carried | carried&^kind.allowed; wrong != 0 {
+		i := bits.TrailingZeros64(uint64(wrong))
+		if kind.required&(1<<i) != 0 {
+			return fmt.Errorf("event %s of kind %s lacks %q", e.ID, e.Kind, parts[i].name)
+		}
+		return fmt.Errorf("event %s of kind %s may not carry %q", e.ID, e.Kind, parts[i].name)
+	}
+	if e.Signed != nil {
+		if err := e.Signed.checkOn(e); err != nil {
+			return fmt.Errorf("event %s: %w", e.ID, err)
+		}
+	}
+	for _, i := range kind.checks {
+		if carried&(1<<i) == 0 {
+			continue
+		}
+		if err := parts[i].check(e); err != nil {
+			return fmt.Errorf("event %s: %w", e.ID, err)
+		}
+	}
+	return nil
+}
+
+// checkMembers checks the members every event carries: version, id,
+// time and actor.
+func (e *Event) checkMembers() error {
+	if e.V != Version {
+		return fmt.Errorf("event version %d is not %d", e.V, Version)
+	}
+	if !validUUID(e.ID) {
+		return fmt.Errorf("event id %q is not a lower-case UUID", e.ID)
+	}
+	if e.Time.IsZero() {
+		return fmt.Errorf("event %s has no time", e.ID)
+	}
+	if !writable(e.Time) { // the message is built only when it is needed
+		return validateTime("event "+e.ID+" time", e.Time)
+	}
+	if !ValidActorID(e.Actor) {
+		return fmt.Errorf("event %s: actor %q is not a valid actor id", e.ID, e.Actor)
+	}
+	return nil
+}
+
+func validateText(what, s string, limit int) error {
+	if len(s) > limit || !utf8.ValidString(s) {
+		return fmt.Errorf("%s must be at most %d bytes of UTF-8", what, limit)
+	}
+	return nil
+}
