@@ -23,7 +23,9 @@ import (
 )
 
 var (
-	bucketMeta   = []byte("meta")
+	bucketMeta = []byte("meta")
+	// BucketLedger holds the ledger's objects, each under its key with a
+	// CRC-32C of the key and value.
 	BucketLedger = []byte("ledger")
 	// bucketEvents is the history index (history.go): a key per indexed
 	// term of every folded event, no values.
