@@ -402,6 +402,35 @@ func Open(dir string, from uint64, opts Options) (*Log, []Record, OpenInfo, erro
 	if err := makeDir(dir); err != nil {
 		return nil, nil, OpenInfo{}, err
 	}
+	l := newLog(dir, from, opts)
+	r, err := read(dir, from)
+	info := r.info
+	if err != nil {
+		return nil, nil, info, err
+	}
+	if r.end > from {
+		l.next = r.end
+	}
+
+	// Everything checks: now change the disk.
+	if len(r.segments) > 0 {
+		if err := l.resumeNewest(r); err != nil {
+			return nil, nil, info, err
+		}
+	}
+	for _, name := range r.temps {
+		if err := os.Remove(l.path(name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			l.Close()
+			return nil, nil, info, fmt.Errorf("wal: removing a stale temporary segment: %w", err)
+		}
+		info.TempFilesRemoved++
+	}
+	return l, r.records, info, nil
+}
+
+// newLog is a Log of the folder dir whose next index is from, with opts'
+// defaults filled in, and no segment yet.
+func newLog(dir string, from uint64, opts Options) *Log {
 	l := &Log{
 		dir:          dir,
 		segmentBytes: opts.SegmentBytes,
@@ -426,66 +455,55 @@ func Open(dir string, from uint64, opts Options) (*Log, []Record, OpenInfo, erro
 	case l.growBytes < 0:
 		l.growBytes = 0
 	}
-	r, err := read(dir, from)
-	info := r.info
-	if err != nil {
-		return nil, nil, info, err
-	}
-	segments, temps, records, newest := r.segments, r.temps, r.records, r.newest
-	if r.end > from {
-		l.next = r.end
-	}
+	return l
+}
 
-	// Everything checks: now change the disk.
-	if len(segments) > 0 {
-		last := segments[len(segments)-1]
-		f, err := os.OpenFile(l.path(last.name), os.O_RDWR, 0)
-		if err != nil {
-			return nil, nil, info, fmt.Errorf("wal: %w", err)
-		}
-		size := int64(newest.good)
-		grown := size + int64(newest.zeroTail) // no zeros after a torn tail was cut
-		// A torn tail is cut first, and then the commit record written:
-		// a crash between the two leaves good records without one, which
-		// the next Open reads the same way.
-		if info.TornBytes > 0 {
-			if err = f.Truncate(size); err != nil {
-				err = fmt.Errorf("cutting the torn tail off %s at offset %d: %w", info.TornFile, info.TornOffset, err)
-			}
-		}
-		if err == nil && r.commit != nil {
-			if _, err = f.WriteAt(r.commit, size); err != nil {
-				err = fmt.Errorf("writing the commit record of indices %d to %d to %s at offset %d: %w",
-					info.UncommittedFirst, info.UncommittedFirst+uint64(info.UncommittedRecords)-1, l.path(last.name), size, err)
-			}
-			size += int64(len(r.commit))
-			grown = max(grown, size)
-		}
-		if err == nil && (info.TornBytes > 0 || r.commit != nil) {
-			if err = f.Sync(); err != nil {
-				err = fmt.Errorf("syncing %s: %w", l.path(last.name), err)
-			}
-		}
-		if err != nil {
-			f.Close()
-			return nil, nil, info, fmt.Errorf("wal: %w", err)
-		}
-		l.active, l.activePath = f, l.path(last.name)
-		l.activeFirst, l.activeEnd, l.activeSize = last.first, newest.end, size
-		l.activeGrown = grown
-		l.activeOld = newest.version < 3
-		for i, seg := range segments[:len(segments)-1] {
-			l.closed = append(l.closed, closedSegment{path: l.path(seg.name), end: segments[i+1].first})
+// resumeNewest makes the newest segment read, r's last, the one written:
+// it cuts off its torn tail, if any, then writes the commit record its
+// last write lacks, if any, and syncs what it changed. The segments before
+// it are closed, for Release.
+func (l *Log) resumeNewest(r readResult) error {
+	info, newest := r.info, r.newest
+	last := r.segments[len(r.segments)-1]
+	f, err := os.OpenFile(l.path(last.name), os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("wal: %w", err)
+	}
+	size := int64(newest.good)
+	grown := size + int64(newest.zeroTail) // no zeros after a torn tail was cut
+	// A torn tail is cut first, and then the commit record written: a
+	// crash between the two leaves good records without one, which the
+	// next Open reads the same way.
+	if info.TornBytes > 0 {
+		if err = f.Truncate(size); err != nil {
+			err = fmt.Errorf("cutting the torn tail off %s at offset %d: %w", info.TornFile, info.TornOffset, err)
 		}
 	}
-	for _, name := range temps {
-		if err := os.Remove(l.path(name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			l.Close()
-			return nil, nil, info, fmt.Errorf("wal: removing a stale temporary segment: %w", err)
+	if err == nil && r.commit != nil {
+		if _, err = f.WriteAt(r.commit, size); err != nil {
+			err = fmt.Errorf("writing the commit record of indices %d to %d to %s at offset %d: %w",
+				info.UncommittedFirst, info.UncommittedFirst+uint64(info.UncommittedRecords)-1, l.path(last.name), size, err)
 		}
-		info.TempFilesRemoved++
+		size += int64(len(r.commit))
+		grown = max(grown, size)
 	}
-	return l, records, info, nil
+	if err == nil && (info.TornBytes > 0 || r.commit != nil) {
+		if err = f.Sync(); err != nil {
+			err = fmt.Errorf("syncing %s: %w", l.path(last.name), err)
+		}
+	}
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("wal: %w", err)
+	}
+	l.active, l.activePath = f, l.path(last.name)
+	l.activeFirst, l.activeEnd, l.activeSize = last.first, newest.end, size
+	l.activeGrown = grown
+	l.activeOld = newest.version < 3
+	for i, seg := range r.segments[:len(r.segments)-1] {
+		l.closed = append(l.closed, closedSegment{path: l.path(seg.name), end: r.segments[i+1].first})
+	}
+	return nil
 }
 
 // Read returns the records of the write-ahead log in dir whose index is
