@@ -559,13 +559,8 @@ func read(dir string, from uint64) (readResult, error) {
 	for i := k; i < len(segments); i++ {
 		seg := segments[i]
 		p := path(seg.name)
-		if seg.first != due {
-			if seg.first > due {
-				return r, fmt.Errorf("%w: %s starts at index %d, but the segment before it ends before %d: entries %d to %d are in no segment",
-					ErrGap, p, seg.first, due, due, seg.first-1)
-			}
-			return r, fmt.Errorf("%s: %w: it starts at index %d, but the segment before it already holds the entries up to %d",
-				p, ErrDamaged, seg.first, due-1)
+		if err := checkSegmentStart(p, seg.first, due); err != nil {
+			return r, err
 		}
 		data, err := os.ReadFile(p)
 		if err != nil {
@@ -582,18 +577,8 @@ func read(dir string, from uint64) (readResult, error) {
 		}
 		isNewest := i == len(segments)-1
 		if !isNewest {
-			// Closed after its records and its last commit record were
-			// synced: every fault in it is damage, up to the next
-			// segment's first index.
-			next := segments[i+1].first
-			switch {
-			case scan.fault != "":
-				return r, &DamageError{File: p, Offset: int64(scan.good), First: scan.end, End: max(next, scan.end), EndKnown: true,
-					Problem: scan.fault + ", in a segment that is not the newest (it was synced before the next one began)"}
-			case scan.open.count > 0:
-				return r, &DamageError{File: p, Offset: int64(scan.good), First: scan.end, End: scan.end, EndKnown: true, // its records read back
-					Problem: fmt.Sprintf("the write of indices %d to %d has no commit record, in a segment that is not the newest (its last commit record was synced before the next one began)",
-						scan.open.first, scan.end-1)}
+			if err := closedSegmentDamage(p, scan, segments[i+1].first); err != nil {
+				return r, err
 			}
 		}
 		if scan.fault != "" && scan.proof.at >= 0 {
@@ -602,24 +587,64 @@ func read(dir string, from uint64) (readResult, error) {
 				Problem: scan.fault + ", " + scan.proof.String()}
 		}
 		if isNewest {
-			r.newest = scan
-			if o := scan.open; o.count > 0 {
-				r.info.UncommittedRecords, r.info.UncommittedFirst = o.count, o.first
-				r.commit = appendCommit(nil, o.first, uint32(o.count), data[o.start:scan.good])
-			}
-			if scan.fault != "" {
-				r.info.TornFile, r.info.TornOffset, r.info.TornReason = p, int64(scan.good), scan.fault
-				r.info.TornBytes = int64(len(data) - scan.good)
-				r.info.TornRecordsAfter = scan.sameWrite
-				if scan.sameWrite > 0 {
-					r.info.TornReason += fmt.Sprintf("; %d later records of the interrupted write verify and are cut with it", scan.sameWrite)
-				}
-			}
+			r.takeNewest(p, data, scan)
 		}
 		due = scan.end
 	}
 	r.end = due
 	return r, nil
+}
+
+// checkSegmentStart refuses the segment p whose name says first where
+// the index due follows the segments before it: a later index leaves a
+// gap, an earlier one repeats indices.
+func checkSegmentStart(p string, first, due uint64) error {
+	switch {
+	case first > due:
+		return fmt.Errorf("%w: %s starts at index %d, but the segment before it ends before %d: entries %d to %d are in no segment",
+			ErrGap, p, first, due, due, first-1)
+	case first < due:
+		return fmt.Errorf("%s: %w: it starts at index %d, but the segment before it already holds the entries up to %d",
+			p, ErrDamaged, first, due-1)
+	}
+	return nil
+}
+
+// closedSegmentDamage is the damage scan found in p, a segment that is not
+// the newest, or nil: such a segment was closed after its records and its
+// last commit record were synced, so every fault in it is damage, up to
+// next, the next segment's first index, and so is a last write without a
+// commit record.
+func closedSegmentDamage(p string, scan segmentScan, next uint64) error {
+	switch {
+	case scan.fault != "":
+		return &DamageError{File: p, Offset: int64(scan.good), First: scan.end, End: max(next, scan.end), EndKnown: true,
+			Problem: scan.fault + ", in a segment that is not the newest (it was synced before the next one began)"}
+	case scan.open.count > 0:
+		return &DamageError{File: p, Offset: int64(scan.good), First: scan.end, End: scan.end, EndKnown: true, // its records read back
+			Problem: fmt.Sprintf("the write of indices %d to %d has no commit record, in a segment that is not the newest (its last commit record was synced before the next one began)",
+				scan.open.first, scan.end-1)}
+	}
+	return nil
+}
+
+// takeNewest records what scan found in p, the newest segment, whose
+// bytes are data: the commit record its last write lacks, and its torn
+// tail.
+func (r *readResult) takeNewest(p string, data []byte, scan segmentScan) {
+	r.newest = scan
+	if o := scan.open; o.count > 0 {
+		r.info.UncommittedRecords, r.info.UncommittedFirst = o.count, o.first
+		r.commit = appendCommit(nil, o.first, uint32(o.count), data[o.start:scan.good])
+	}
+	if scan.fault != "" {
+		r.info.TornFile, r.info.TornOffset, r.info.TornReason = p, int64(scan.good), scan.fault
+		r.info.TornBytes = int64(len(data) - scan.good)
+		r.info.TornRecordsAfter = scan.sameWrite
+		if scan.sameWrite > 0 {
+			r.info.TornReason += fmt.Sprintf("; %d later records of the interrupted write verify and are cut with it", scan.sameWrite)
+		}
+	}
 }
 
 // makeDir creates dir if it is missing, and syncs its parent so that it
