@@ -716,31 +716,15 @@ func (l *Log) Next() uint64 { return l.next }
 // (ErrBroken) and every later call fails: the caller must restart so that
 // Open decides from what is on disk.
 func (l *Log) Append(first uint64, entries [][]byte) error {
-	switch {
-	case l.broken != nil:
-		return l.broken
-	case l.isClosed:
-		return ErrClosed
-	case first != l.next:
-		return fmt.Errorf("wal: append at index %d, but the next index is %d", first, l.next)
-	case len(entries) == 0:
-		return nil
-	case first+uint64(len(entries)) < first:
-		return fmt.Errorf("wal: %d entries from index %d run past the largest index", len(entries), first)
-	case uint64(len(entries)) > math.MaxUint32:
-		return fmt.Errorf("wal: %d entries in one append, more than a commit record counts", len(entries))
-	}
-	for i, e := range entries {
-		if len(e) > MaxEntrySize {
-			return fmt.Errorf("%w: the entry at index %d has %d bytes, more than %d", ErrEntryTooLarge, first+uint64(i), len(e), MaxEntrySize)
-		}
+	if err := l.checkAppend(first, entries); err != nil || len(entries) == 0 {
+		return err
 	}
 	if err := l.beginAppend(); err != nil {
 		return err
 	}
 	committed := false
 	defer func() { l.endAppend(committed) }()
-	if l.active == nil || l.activeEnd != first || l.activeOld || (l.activeSize >= l.segmentBytes && l.activeEnd > l.activeFirst) {
+	if l.needsSegment(first) {
 		if err := l.startSegment(first); err != nil {
 			return err
 		}
@@ -754,50 +738,14 @@ func (l *Log) Append(first uint64, entries [][]byte) error {
 	off := l.activeSize
 	recordsEnd := off + int64(len(buf))
 	end := recordsEnd + commitRecordSize // where this Append's bytes end
-	if l.growBytes > 0 && end > l.activeGrown {
-		// Zeros after the records, where the commit record goes and up to
-		// growBytes past it, but not past the segment's size limit: the
-		// records end where they start (scanSegment).
-		pad := int(max(end, min(end+l.growBytes, l.segmentBytes)) - recordsEnd)
-		buf = slices.Grow(buf, pad)[:len(buf)+pad]
-		clear(buf[len(buf)-pad:])
-	}
+	buf = l.growPadding(buf, recordsEnd, end)
 	if cap(buf) <= maxKeptBuffer {
 		l.buf = buf
 	} else {
 		l.buf = nil
 	}
-	what := "writing"
-	n, err := l.writeAt(l.active, buf, off)
-	if err == nil && n != len(buf) {
-		err = io.ErrShortWrite
-	}
-	if err == nil {
-		err = l.syncData(l.active)
-	}
-	if err == nil {
-		// The write is durable. Its commit record goes after it, unsynced:
-		// a process crash keeps it in the page cache, and the next write's
-		// fdatasync, or the idle sync, makes it durable (package comment).
-		what = "writing the commit record of"
-		if n, err = l.writeAt(l.active, commit, recordsEnd); err == nil && n != len(commit) {
-			err = io.ErrShortWrite
-		}
-	}
-	if err != nil {
-		path := l.activePath
-		cutErr := l.truncate(l.active, off)
-		if cutErr == nil {
-			cutErr = l.syncData(l.active)
-		}
-		l.activeGrown = off
-		if cutErr != nil {
-			l.broken = fmt.Errorf("%w: %s indices %d to %d to %s at offset %d failed (%v), and so did cutting it back: %v",
-				ErrBroken, what, first, first+uint64(len(entries))-1, path, off, err, cutErr)
-			return l.broken
-		}
-		return fmt.Errorf("wal: %s indices %d to %d to %s at offset %d (cut back, nothing written): %w",
-			what, first, first+uint64(len(entries))-1, path, off, err)
+	if what, err := l.writeAndCommit(buf, commit, off, recordsEnd); err != nil {
+		return l.cutBack(off, err, fmt.Sprintf("%s indices %d to %d to %s at offset %d", what, first, first+uint64(len(entries))-1, l.activePath, off))
 	}
 	committed = true
 	l.activeSize = end
@@ -805,6 +753,95 @@ func (l *Log) Append(first uint64, entries [][]byte) error {
 	l.activeEnd = first + uint64(len(entries))
 	l.next = l.activeEnd
 	return nil
+}
+
+// checkAppend refuses an Append before anything is written: on a broken
+// or closed Log, at an index other than Next(), of more entries than the
+// indices or a commit record can count, or with an entry too large.
+func (l *Log) checkAppend(first uint64, entries [][]byte) error {
+	switch {
+	case l.broken != nil:
+		return l.broken
+	case l.isClosed:
+		return ErrClosed
+	case first != l.next:
+		return fmt.Errorf("wal: append at index %d, but the next index is %d", first, l.next)
+	case first+uint64(len(entries)) < first:
+		return fmt.Errorf("wal: %d entries from index %d run past the largest index", len(entries), first)
+	case uint64(len(entries)) > math.MaxUint32:
+		return fmt.Errorf("wal: %d entries in one append, more than a commit record counts", len(entries))
+	}
+	for i, e := range entries {
+		if len(e) > MaxEntrySize {
+			return fmt.Errorf("%w: the entry at index %d has %d bytes, more than %d", ErrEntryTooLarge, first+uint64(i), len(e), MaxEntrySize)
+		}
+	}
+	return nil
+}
+
+// needsSegment reports whether an Append at index first starts a new
+// segment: there is none, the newest does not end at first, it is of an
+// older version, or it has reached the size limit and holds a record.
+func (l *Log) needsSegment(first uint64) bool {
+	return l.active == nil || l.activeEnd != first || l.activeOld || (l.activeSize >= l.segmentBytes && l.activeEnd > l.activeFirst)
+}
+
+// growPadding returns buf, the records of an Append whose bytes, its
+// commit record included, end at end, followed by zeros when they do not
+// fit in the file: where the commit record goes and up to growBytes past
+// it, but not past the segment's size limit. The records end where they
+// start (scanSegment).
+func (l *Log) growPadding(buf []byte, recordsEnd, end int64) []byte {
+	if l.growBytes <= 0 || end <= l.activeGrown {
+		return buf
+	}
+	pad := int(max(end, min(end+l.growBytes, l.segmentBytes)) - recordsEnd)
+	buf = slices.Grow(buf, pad)[:len(buf)+pad]
+	clear(buf[len(buf)-pad:])
+	return buf
+}
+
+// writeAndCommit writes buf at off in the active segment and syncs it,
+// then writes the commit record at recordsEnd without syncing it. On an
+// error, what says which of the two failed.
+func (l *Log) writeAndCommit(buf, commit []byte, off, recordsEnd int64) (what string, err error) {
+	n, err := l.writeAt(l.active, buf, off)
+	if err == nil && n != len(buf) {
+		err = io.ErrShortWrite
+	}
+	if err == nil {
+		err = l.syncData(l.active)
+	}
+	if err != nil {
+		return "writing", err
+	}
+	// The write is durable. Its commit record goes after it, unsynced: a
+	// process crash keeps it in the page cache, and the next write's
+	// fdatasync, or the idle sync, makes it durable (package comment).
+	if n, err = l.writeAt(l.active, commit, recordsEnd); err == nil && n != len(commit) {
+		err = io.ErrShortWrite
+	}
+	if err != nil {
+		return "writing the commit record of", err
+	}
+	return "", nil
+}
+
+// cutBack undoes a failed Append, which started at off: the active segment
+// is cut back there and synced, so that nothing of the Append replays, and
+// err, of the operation named by failed, is returned. If the cut-back fails
+// too, the Log is broken.
+func (l *Log) cutBack(off int64, err error, failed string) error {
+	cutErr := l.truncate(l.active, off)
+	if cutErr == nil {
+		cutErr = l.syncData(l.active)
+	}
+	l.activeGrown = off
+	if cutErr != nil {
+		l.broken = fmt.Errorf("%w: %s failed (%v), and so did cutting it back: %v", ErrBroken, failed, err, cutErr)
+		return l.broken
+	}
+	return fmt.Errorf("wal: %s (cut back, nothing written): %w", failed, err)
 }
 
 // beginAppend tells the idle sync that an Append runs, which syncs the
