@@ -948,10 +948,35 @@ func (l *Log) startSegment(first uint64) error {
 	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("wal: %w", err)
 	}
-	tmp := l.path(fmt.Sprintf("%020d%s", first, tempSuffix))
+	f, err := createSegment(l.path(fmt.Sprintf("%020d%s", first, tempSuffix)), path)
+	if err != nil {
+		return err
+	}
+	if err := atomicfile.SyncDir(l.dir); err != nil {
+		// The segment may or may not survive a crash; writing to it
+		// would acknowledge entries that might vanish.
+		f.Close()
+		l.broken = fmt.Errorf("%w: syncing %s after making the segment %s: %v", ErrBroken, l.dir, path, err)
+		return l.broken
+	}
+
+	if l.active != nil {
+		l.retireActive(replacing)
+	}
+	l.active, l.activePath = f, path
+	l.activeFirst, l.activeEnd, l.activeSize = first, first, int64(len(SegmentHeader))
+	l.activeGrown = l.activeSize
+	l.activeOld = false
+	return nil
+}
+
+// createSegment makes the segment path with its header, through the
+// temporary file tmp: written, synced, renamed. The caller syncs the
+// folder.
+func createSegment(tmp, path string) (*os.File, error) {
 	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
-		return fmt.Errorf("wal: %w", err)
+		return nil, fmt.Errorf("wal: %w", err)
 	}
 	if _, err = f.Write([]byte(SegmentHeader)); err == nil {
 		err = f.Sync()
@@ -962,36 +987,30 @@ func (l *Log) startSegment(first uint64) error {
 	if err != nil {
 		f.Close()
 		os.Remove(tmp)
-		return fmt.Errorf("wal: making the segment %s: %w", path, err)
+		return nil, fmt.Errorf("wal: making the segment %s: %w", path, err)
 	}
-	if err := atomicfile.SyncDir(l.dir); err != nil {
-		// The segment may or may not survive a crash; writing to it
-		// would acknowledge entries that might vanish.
-		f.Close()
-		l.broken = fmt.Errorf("%w: syncing %s after making the segment %s: %v", ErrBroken, l.dir, path, err)
-		return l.broken
-	}
+	return f, nil
+}
 
-	if old := l.active; old != nil {
-		old.Close() // synced, its last commit record too: nothing to lose
-		if replacing {
-			// The rename put the new segment in its place.
-		} else if l.activeEnd == l.activeFirst {
-			// No records: nothing to keep. Should the removal not
-			// survive a crash, the empty segment lies below the new one
-			// and below the tile log's size, so Open does not read it.
-			os.Remove(l.activePath)
-		} else {
-			l.mu.Lock()
-			l.closed = append(l.closed, closedSegment{path: l.activePath, end: l.activeEnd})
-			l.mu.Unlock()
-		}
+// retireActive closes the segment that was written, once the next one is
+// made: synced, its last commit record too, it has nothing to lose. It is
+// kept for Release if it holds records, and removed if not, unless the
+// new segment took its name (replacing).
+func (l *Log) retireActive(replacing bool) {
+	l.active.Close()
+	switch {
+	case replacing:
+		// The rename put the new segment in its place.
+	case l.activeEnd == l.activeFirst:
+		// No records: nothing to keep. Should the removal not survive a
+		// crash, the empty segment lies below the new one and below the
+		// tile log's size, so Open does not read it.
+		os.Remove(l.activePath)
+	default:
+		l.mu.Lock()
+		l.closed = append(l.closed, closedSegment{path: l.activePath, end: l.activeEnd})
+		l.mu.Unlock()
 	}
-	l.active, l.activePath = f, path
-	l.activeFirst, l.activeEnd, l.activeSize = first, first, int64(len(SegmentHeader))
-	l.activeGrown = l.activeSize
-	l.activeOld = false
-	return nil
 }
 
 // Release says that every entry below upTo is durable in the tile log:
