@@ -143,60 +143,82 @@ func (c *committer) loop() {
 		case job := <-c.queue:
 			batch = append(batch, job)
 		case <-c.stop:
-			// close has stopped new jobs; answer the ones already queued.
-			for {
-				select {
-				case job := <-c.queue:
-					job.result <- ErrClosed
-				default:
-					return
-				}
-			}
+			c.refuseQueued()
+			return
 		}
-		lingering := false
-		underLoad := lastGroup > 1
-	fill:
-		for len(batch) < c.maxBatch {
-			select {
-			case job := <-c.queue:
-				batch = append(batch, job)
-				continue
-			default:
-			}
-			if c.linger <= 0 || (!underLoad && c.coming.Load() == 0) {
-				break fill
-			}
-			if !lingering {
-				lingering = true
-				linger.Reset(c.linger)
-			}
-			select {
-			case job := <-c.queue:
-				batch = append(batch, job)
-			case <-c.nudge:
-			case <-linger.C:
-				lingering = false
-				break fill
-			}
+		batch = c.fill(batch, lastGroup > 1, linger)
+		lastGroup = len(batch)
+		c.write(batch)
+	}
+}
+
+// refuseQueued answers the jobs still queued with ErrClosed, once close
+// has stopped new jobs.
+func (c *committer) refuseQueued() {
+	for {
+		select {
+		case job := <-c.queue:
+			job.result <- ErrClosed
+		default:
+			return
 		}
+	}
+}
+
+// fill adds to batch, a group's first job, the jobs queued, up to
+// maxBatch, waiting for more up to c.linger (on the timer linger, stopped
+// when fill returns): always under load (the group before had more than
+// one change), and otherwise only while changes are announced and not yet
+// queued.
+func (c *committer) fill(batch []*commitJob, underLoad bool, linger *time.Timer) []*commitJob {
+	lingering := false
+	defer func() {
 		if lingering {
 			linger.Stop()
 		}
-		lastGroup = len(batch)
-		err := c.db.Update(func(tx *bolt.Tx) error {
-			for _, job := range batch {
-				if err := job.apply(tx); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
+	}()
+	for len(batch) < c.maxBatch {
+		select {
+		case job := <-c.queue:
+			batch = append(batch, job)
+			continue
+		default:
+		}
+		if c.linger <= 0 || (!underLoad && c.coming.Load() == 0) {
+			return batch
+		}
+		if !lingering {
+			lingering = true
+			linger.Reset(c.linger)
+		}
+		select {
+		case job := <-c.queue:
+			batch = append(batch, job)
+		case <-c.nudge:
+		case <-linger.C:
+			lingering = false
+			return batch
+		}
+	}
+	return batch
+}
+
+// write applies the group's jobs in order in one transaction and commits
+// it, then gives each job the outcome.
+func (c *committer) write(batch []*commitJob) {
+	err := c.db.Update(func(tx *bolt.Tx) error {
 		for _, job := range batch {
-			job.result <- err
+			if err := job.apply(tx); err != nil {
+				return err
+			}
 		}
-		if c.observe != nil {
-			c.observe(len(batch))
-		}
+		return nil
+	})
+	for _, job := range batch {
+		job.result <- err
+	}
+	if c.observe != nil {
+		c.observe(len(batch))
 	}
 }
 

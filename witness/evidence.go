@@ -139,20 +139,10 @@ func checkEvidence(file []byte) error {
 	if ev.Format != evidence.Format {
 		return fmt.Errorf("format %q is not %q", ev.Format, evidence.Format)
 	}
-	v, err := checkpoints.NewLogVerifier(ev.LogKey)
+	small, large, err := openEvidenceCheckpoints(ev)
 	if err != nil {
 		return err
 	}
-	if v.Name() != ev.Origin {
-		return fmt.Errorf("log key %q does not name origin %q", v.Name(), ev.Origin)
-	}
-	var cps [2]*checkpoints.SignedCheckpoint
-	for i, n := range ev.Checkpoints {
-		if cps[i], err = checkpoints.OpenCheckpoint([]byte(n), v); err != nil {
-			return fmt.Errorf("checkpoint %d: %w", i+1, err)
-		}
-	}
-	small, large := cps[0], cps[1]
 	switch {
 	case small.Size == 0 || small.Size > large.Size:
 		return fmt.Errorf("checkpoint sizes %d and %d are not at least 1 and in order", small.Size, large.Size)
@@ -162,6 +152,32 @@ func checkEvidence(file []byte) error {
 		}
 		return nil
 	}
+	return checkPrefixProof(ev, small, large)
+}
+
+// openEvidenceCheckpoints opens the evidence's two checkpoints with its
+// log_key, which must name its origin.
+func openEvidenceCheckpoints(ev evidence.File) (small, large *checkpoints.SignedCheckpoint, err error) {
+	v, err := checkpoints.NewLogVerifier(ev.LogKey)
+	if err != nil {
+		return nil, nil, err
+	}
+	if v.Name() != ev.Origin {
+		return nil, nil, fmt.Errorf("log key %q does not name origin %q", v.Name(), ev.Origin)
+	}
+	var cps [2]*checkpoints.SignedCheckpoint
+	for i, n := range ev.Checkpoints {
+		if cps[i], err = checkpoints.OpenCheckpoint([]byte(n), v); err != nil {
+			return nil, nil, fmt.Errorf("checkpoint %d: %w", i+1, err)
+		}
+	}
+	return cps[0], cps[1], nil
+}
+
+// checkPrefixProof checks the evidence of two checkpoints of different
+// sizes: its consistency proof leads from its prefix root to the larger
+// checkpoint's root, and the prefix root is not the smaller checkpoint's.
+func checkPrefixProof(ev evidence.File, small, large *checkpoints.SignedCheckpoint) error {
 	prefix, err := checkpoints.ParseHash(ev.PrefixRoot)
 	if err != nil {
 		return fmt.Errorf("prefix_root: %w", err)

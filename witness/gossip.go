@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/annal-dev/annal/checkpoints"
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/mod/sumdb/note"
 )
 
@@ -88,53 +89,18 @@ func (w *Witness) Gossip(ctx context.Context) GossipReport {
 	g := w.gossip
 	g.round.Lock()
 	defer g.round.Unlock()
-	var rep GossipReport
 	peers, err := w.store.Peers()
 	if err != nil {
 		w.log.Error("gossip: read peers", "error", err)
-		return rep
+		return GossipReport{}
 	}
 	logs, err := w.store.Logs()
 	if err != nil {
 		w.log.Error("gossip: read logs", "error", err)
-		return rep
+		return GossipReport{}
 	}
 
-	var mu sync.Mutex
-	next := map[[sha256.Size]byte]string{}
-	seen := map[string]bool{}
-	peerChecks, peerNotFound := map[string]int{}, map[string]int{}
-	tally := func(r checkResult) {
-		mu.Lock()
-		defer mu.Unlock()
-		w.metrics.gossipChecks.WithLabelValues(r.kind).Inc()
-		switch r.kind {
-		case checkConsistent:
-			rep.Consistent++
-		case checkEquivocation:
-			if !seen[r.evidenceID] {
-				seen[r.evidenceID] = true
-				rep.Equivocations = append(rep.Equivocations, r.evidenceID)
-			}
-		case checkFailed:
-			rep.Failed++
-		case checkSkipped:
-			rep.Skipped++
-		}
-		if r.throughLog {
-			rep.ThroughLog++
-		}
-		if r.peer != "" {
-			peerChecks[r.peer]++
-			if r.notFound {
-				peerNotFound[r.peer]++
-			}
-		}
-		if r.kind == checkConsistent || r.kind == checkEquivocation {
-			next[r.pair] = r.evidenceID
-		}
-	}
-
+	round := newGossipRound(w.metrics.gossipChecks)
 	sem := make(chan struct{}, g.concurrency)
 	var wg sync.WaitGroup
 schedule:
@@ -149,7 +115,7 @@ schedule:
 		}
 		for _, l := range logs {
 			if l.Latest == nil {
-				tally(checkResult{kind: checkSkipped})
+				round.tally(checkResult{kind: checkSkipped})
 				continue
 			}
 			select {
@@ -161,20 +127,92 @@ schedule:
 			go func() {
 				defer wg.Done()
 				defer func() { <-sem }()
-				tally(w.gossipCheck(ctx, p, pv, l))
+				round.tally(w.gossipCheck(ctx, p, pv, l))
 			}()
 		}
 	}
 	wg.Wait()
+	w.endGossipRound(round)
+	slices.Sort(round.rep.Equivocations)
+	slices.Sort(round.rep.NoMonitoring)
+	return round.rep
+}
+
+// gossipRound is what the checks of one gossip round find, tallied as
+// each ends.
+type gossipRound struct {
+	checks *prometheus.CounterVec // the gossip counter, by result
+
+	mu  sync.Mutex
+	rep GossipReport
+	// known is the next gossip.known: the pairs found consistent or
+	// equivocating, with the evidence ID.
+	known map[[sha256.Size]byte]string
+	// evidence holds the IDs in rep.Equivocations.
+	evidence map[string]bool
+	// peerChecks and peerNotFound count, by peer, the checks made and
+	// those its monitoring endpoint answered 404.
+	peerChecks, peerNotFound map[string]int
+}
+
+func newGossipRound(checks *prometheus.CounterVec) *gossipRound {
+	return &gossipRound{
+		checks:       checks,
+		known:        map[[sha256.Size]byte]string{},
+		evidence:     map[string]bool{},
+		peerChecks:   map[string]int{},
+		peerNotFound: map[string]int{},
+	}
+}
+
+// tally adds the result of one check.
+func (round *gossipRound) tally(r checkResult) {
+	round.mu.Lock()
+	defer round.mu.Unlock()
+	round.checks.WithLabelValues(r.kind).Inc()
+	rep := &round.rep
+	switch r.kind {
+	case checkConsistent:
+		rep.Consistent++
+	case checkEquivocation:
+		if !round.evidence[r.evidenceID] {
+			round.evidence[r.evidenceID] = true
+			rep.Equivocations = append(rep.Equivocations, r.evidenceID)
+		}
+	case checkFailed:
+		rep.Failed++
+	case checkSkipped:
+		rep.Skipped++
+	}
+	if r.throughLog {
+		rep.ThroughLog++
+	}
+	if r.peer != "" {
+		round.peerChecks[r.peer]++
+		if r.notFound {
+			round.peerNotFound[r.peer]++
+		}
+	}
+	if r.kind == checkConsistent || r.kind == checkEquivocation {
+		round.known[r.pair] = r.evidenceID
+	}
+}
+
+// endGossipRound keeps what the round found for the next: the pairs it
+// checked, and the peers with no monitoring endpoint, which it names in
+// the report and warns about when they become so.
+func (w *Witness) endGossipRound(round *gossipRound) {
+	g := w.gossip
 	g.mu.Lock()
-	g.known = next
+	defer g.mu.Unlock()
+	g.known = round.known
 	if g.blind == nil {
 		g.blind = map[string]bool{}
 	}
-	for peer, n := range peerChecks {
-		blind := n > 0 && peerNotFound[peer] == n
+	for peer, n := range round.peerChecks {
+		blind := n > 0 && round.peerNotFound[peer] == n
 		if blind {
-			rep.NoMonitoring = append(rep.NoMonitoring, peer)
+			round.rep.NoMonitoring = append(round.rep.NoMonitoring, peer)
 			if !g.blind[peer] {
 				w.log.Warn("gossip: the peer has no checkpoint on its monitoring endpoint for any log (404), and no log publishes one it cosigned: gossip checks nothing against it. Witnesses such as omniwitness and litewitness have no monitoring endpoint; give each log a tile URL (annal-witness logs add --tile-url) and ask the logs to publish their witnesses' cosignatures, which gossip then reads instead",
 					"peer", peer, "logs", n)
@@ -182,10 +220,6 @@ schedule:
 		}
 		g.blind[peer] = blind
 	}
-	g.mu.Unlock()
-	slices.Sort(rep.Equivocations)
-	slices.Sort(rep.NoMonitoring)
-	return rep
 }
 
 // RunGossip runs a gossip round at once and then every interval, until ctx

@@ -202,71 +202,98 @@ func (w *Witness) addCheckpoint(ctx context.Context, req *AddCheckpointRequest) 
 	if err != nil {
 		return nil, fmt.Errorf("cosign: %w", err)
 	}
-	var cosignature []byte
-	var refusal error
-	var conflict *sameSizeConflict
-	err = w.commits.commit(ctx, arrived, func(tx *bolt.Tx) error {
-		cosignature, refusal, conflict = nil, nil, nil
-		current := cfg
-		if id := LogID(origin); !bytes.Equal(tx.Bucket(logsBucket).Get(id[:]), cfgRecord) {
-			// Changed (or removed) since it was read: decode it again.
-			var err error
-			if current, err = logInTx(tx, origin); err != nil {
-				refusal = err
-				return nil
-			}
-		}
-		n, signed := opened, presigned
-		if !slices.Equal(current.Keys, cfg.Keys) {
-			if n, refusal = openCheckpoint(req.SignedCheckpoint, current); refusal != nil {
-				return nil
-			}
-			// The log's keys changed since: the stored note keeps the
-			// signatures the current keys verify.
-			if signed, err = note.Sign(&note.Note{Text: n.Text, Sigs: n.Sigs}, signers...); err != nil {
-				refusal = fmt.Errorf("cosign: %w", err)
-				return nil
-			}
-		}
-		// Failures up to the write concern this request alone: it fails,
-		// and the others of the group go on. Only a failed write rolls the
-		// group back.
-		stored, err := latestHeadInTx(tx, origin)
-		if err != nil {
-			refusal = fmt.Errorf("stored checkpoint of %q: %w", abbreviate(origin), err)
-			return nil
-		}
-		if stored != nil && stored.Size > 0 && stored.Size == req.Checkpoint.Size && !bytes.Equal(stored.Root, req.Checkpoint.Hash[:]) {
-			// Refused below, whatever the old size: 422, or 409 if the
-			// old size is wrong too. Either way the log signed both. (Two
-			// roots of the empty tree are refused too, but no evidence
-			// format can show them.)
-			// Evidence needs the whole stored record, note included.
-			if stored, err = latestInTx(tx, origin); err != nil {
-				refusal = fmt.Errorf("stored checkpoint of %q: %w", abbreviate(origin), err)
-				return nil
-			}
-			conflict = &sameSizeConflict{cfg: current, stored: stored, opened: n}
-		}
-		if refusal = checkExtends(stored, req); refusal != nil {
-			return nil
-		}
-		cosignature = lastLines(signed, len(signers))
-		return putLatestInTx(tx, &CosignedCheckpoint{
-			Origin:     origin,
-			Size:       req.Checkpoint.Size,
-			Root:       req.Checkpoint.Hash[:],
-			Note:       signed,
-			CosignedAt: time.Now().UTC(),
-		})
-	})
-	if err != nil {
+	add := &addition{req: req, cfg: cfg, cfgRecord: cfgRecord, opened: opened, presigned: presigned, signers: signers}
+	if err := w.commits.commit(ctx, arrived, add.inTx); err != nil {
 		return nil, err
 	}
-	if conflict != nil {
-		w.recordSameSizeConflict(req, conflict)
+	if add.conflict != nil {
+		w.recordSameSizeConflict(req, add.conflict)
 	}
-	return cosignature, refusal
+	return add.cosignature, add.refusal
+}
+
+// addition is an add-checkpoint request as its transaction sees it: what
+// was checked and signed outside (with the log's configuration as read
+// then), and what the transaction decided, set anew on each run.
+type addition struct {
+	req       *AddCheckpointRequest
+	cfg       LogConfig
+	cfgRecord []byte     // cfg as stored
+	opened    *note.Note // the checkpoint opened with cfg's keys
+	presigned []byte     // opened, cosigned by signers
+	signers   []note.Signer
+
+	cosignature []byte
+	refusal     error
+	conflict    *sameSizeConflict
+}
+
+// inTx is the request's change in its group's transaction. Failures up
+// to the write concern this request alone: they are its refusal, and the
+// others of the group go on. Only a failed write rolls the group back.
+func (a *addition) inTx(tx *bolt.Tx) error {
+	a.cosignature, a.refusal, a.conflict = nil, nil, nil
+	origin := a.req.Checkpoint.Origin
+	current, n, signed, err := a.reopen(tx)
+	if err != nil {
+		a.refusal = err
+		return nil
+	}
+	stored, err := latestHeadInTx(tx, origin)
+	if err != nil {
+		a.refusal = fmt.Errorf("stored checkpoint of %q: %w", abbreviate(origin), err)
+		return nil
+	}
+	if stored != nil && stored.Size > 0 && stored.Size == a.req.Checkpoint.Size && !bytes.Equal(stored.Root, a.req.Checkpoint.Hash[:]) {
+		// Refused below, whatever the old size: 422, or 409 if the old
+		// size is wrong too. Either way the log signed both. (Two roots
+		// of the empty tree are refused too, but no evidence format can
+		// show them.) Evidence needs the whole stored record, note
+		// included.
+		if stored, err = latestInTx(tx, origin); err != nil {
+			a.refusal = fmt.Errorf("stored checkpoint of %q: %w", abbreviate(origin), err)
+			return nil
+		}
+		a.conflict = &sameSizeConflict{cfg: current, stored: stored, opened: n}
+	}
+	if a.refusal = checkExtends(stored, a.req); a.refusal != nil {
+		return nil
+	}
+	a.cosignature = lastLines(signed, len(a.signers))
+	return putLatestInTx(tx, &CosignedCheckpoint{
+		Origin:     origin,
+		Size:       a.req.Checkpoint.Size,
+		Root:       a.req.Checkpoint.Hash[:],
+		Note:       signed,
+		CosignedAt: time.Now().UTC(),
+	})
+}
+
+// reopen returns the log's configuration as the transaction reads it, the
+// checkpoint opened with its keys and the note cosigned: those made
+// outside the transaction, unless the log's keys changed in between; then
+// the stored note keeps the signatures the current keys verify.
+func (a *addition) reopen(tx *bolt.Tx) (LogConfig, *note.Note, []byte, error) {
+	origin, current := a.req.Checkpoint.Origin, a.cfg
+	if id := LogID(origin); !bytes.Equal(tx.Bucket(logsBucket).Get(id[:]), a.cfgRecord) {
+		// Changed (or removed) since it was read: decode it again.
+		var err error
+		if current, err = logInTx(tx, origin); err != nil {
+			return LogConfig{}, nil, nil, err
+		}
+	}
+	if slices.Equal(current.Keys, a.cfg.Keys) {
+		return current, a.opened, a.presigned, nil
+	}
+	n, err := openCheckpoint(a.req.SignedCheckpoint, current)
+	if err != nil {
+		return LogConfig{}, nil, nil, err
+	}
+	signed, err := note.Sign(&note.Note{Text: n.Text, Sigs: n.Sigs}, a.signers...)
+	if err != nil {
+		return LogConfig{}, nil, nil, fmt.Errorf("cosign: %w", err)
+	}
+	return current, n, signed, nil
 }
 
 // sameSizeConflict is a request whose checkpoint, signed by the log, has

@@ -70,31 +70,13 @@ func (w *writer) appendAnswer(dst []byte, clientClose bool) (_ []byte, closeAfte
 		w.WriteHeader(http.StatusOK)
 	}
 	h := w.sent
-	hasBody := bodyAllowed(w.status)
 	closeAfter = clientClose || hasToken(h.Get("Connection"), "close")
-	dst = append(dst, "HTTP/1.1 "...)
-	dst = strconv.AppendInt(dst, int64(w.status), 10)
-	dst = append(dst, ' ')
-	if text := http.StatusText(w.status); text != "" {
-		dst = append(dst, text...)
-	} else {
-		dst = append(dst, "status code "...)
-		dst = strconv.AppendInt(dst, int64(w.status), 10)
-	}
-	dst = append(dst, "\r\n"...)
+	dst = appendStatusLine(dst, w.status)
 	keys := make([]string, 0, len(h))
 	for k := range h {
-		switch {
-		case k == "Content-Length", k == "Transfer-Encoding", k == "Trailer", strings.HasPrefix(k, http.TrailerPrefix):
-			continue // the framing is the fast path's
-		case k == "Connection" && closeAfter:
-			continue // replaced by close below
-		case k == "Content-Type" && w.status == http.StatusNotModified:
-			continue
-		case !httpsyntax.IsToken(k):
-			continue // net/http drops what it cannot write
+		if fieldKept(k, w.status, closeAfter) {
+			keys = append(keys, k)
 		}
-		keys = append(keys, k)
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
@@ -105,13 +87,56 @@ func (w *writer) appendAnswer(dst []byte, clientClose bool) (_ []byte, closeAfte
 			dst = append(dst, "\r\n"...)
 		}
 	}
-	// In net/http's order: Date, Content-Length, Content-Type, Connection.
+	dst = w.appendAddedFields(dst, closeAfter)
+	dst = append(dst, "\r\n"...)
+	if bodyAllowed(w.status) {
+		dst = append(dst, w.body...)
+	}
+	return dst, closeAfter
+}
+
+// appendStatusLine appends "HTTP/1.1 <code> <text>", as net/http writes
+// it for a code it has no text for too.
+func appendStatusLine(dst []byte, status int) []byte {
+	dst = append(dst, "HTTP/1.1 "...)
+	dst = strconv.AppendInt(dst, int64(status), 10)
+	dst = append(dst, ' ')
+	if text := http.StatusText(status); text != "" {
+		dst = append(dst, text...)
+	} else {
+		dst = append(dst, "status code "...)
+		dst = strconv.AppendInt(dst, int64(status), 10)
+	}
+	return append(dst, "\r\n"...)
+}
+
+// fieldKept reports whether the handler's header field k goes out as the
+// handler set it: not the framing, which is the fast path's, not a
+// Connection that Connection: close replaces, and not what net/http drops.
+func fieldKept(k string, status int, closeAfter bool) bool {
+	switch {
+	case k == "Content-Length", k == "Transfer-Encoding", k == "Trailer", strings.HasPrefix(k, http.TrailerPrefix):
+		return false // the framing is the fast path's
+	case k == "Connection" && closeAfter:
+		return false // replaced by close below
+	case k == "Content-Type" && status == http.StatusNotModified:
+		return false
+	case !httpsyntax.IsToken(k):
+		return false // net/http drops what it cannot write
+	}
+	return true
+}
+
+// appendAddedFields appends the fields net/http adds to a handler's, in
+// its order: Date, Content-Length, Content-Type, Connection.
+func (w *writer) appendAddedFields(dst []byte, closeAfter bool) []byte {
+	h := w.sent
 	if _, haveDate := h["Date"]; !haveDate {
 		dst = append(dst, "Date: "...)
 		dst = time.Now().UTC().AppendFormat(dst, http.TimeFormat)
 		dst = append(dst, "\r\n"...)
 	}
-	if hasBody {
+	if bodyAllowed(w.status) {
 		dst = append(dst, "Content-Length: "...)
 		dst = strconv.AppendInt(dst, int64(len(w.body)), 10)
 		dst = append(dst, "\r\n"...)
@@ -125,11 +150,7 @@ func (w *writer) appendAnswer(dst []byte, clientClose bool) (_ []byte, closeAfte
 	if closeAfter {
 		dst = append(dst, "Connection: close\r\n"...)
 	}
-	dst = append(dst, "\r\n"...)
-	if hasBody {
-		dst = append(dst, w.body...)
-	}
-	return dst, closeAfter
+	return dst
 }
 
 // appendFieldValue appends v as net/http writes a header value: CR and

@@ -265,27 +265,8 @@ func (c *conn) serve() {
 			c.nc.Close()
 		}
 	}()
-	cfg := &c.l.cfg
 	for first := true; ; first = false {
-		// One deadline a request when it arrives whole, as requests of
-		// agents do: the wait for it. The header and body bounds are set
-		// only when a read has to wait for more.
-		if !first {
-			if !c.l.track(c, true) {
-				return
-			}
-			if cfg.IdleTimeout > 0 {
-				c.nc.SetReadDeadline(time.Now().Add(cfg.IdleTimeout))
-			} else {
-				c.nc.SetReadDeadline(time.Time{})
-			}
-		} else if cfg.ReadHeaderTimeout > 0 {
-			c.nc.SetReadDeadline(time.Now().Add(cfg.ReadHeaderTimeout))
-		}
-		if _, err := c.br.Peek(1); err != nil {
-			return // closed, idle too long, or the Listener closed
-		}
-		if !c.l.track(c, false) {
+		if !c.awaitRequest(first) {
 			return
 		}
 		start := time.Now()
@@ -298,26 +279,67 @@ func (c *conn) serve() {
 			return
 		}
 		c.br.Discard(n)
-		if c.br.Buffered() < int(h.contentLength) && cfg.ReadTimeout > 0 {
-			c.nc.SetReadDeadline(start.Add(cfg.ReadTimeout))
-		}
-		c.body = growTo(c.body, int(h.contentLength))
-		if _, err := io.ReadFull(c.br, c.body); err != nil {
+		if !c.readBody(h, start) {
 			return
 		}
 		keep, ok := c.answer(h)
 		if !ok || !keep {
 			return
 		}
-		// An idle connection keeps small buffers only: a thousand
-		// connections that each once sent a body near the limit must not
-		// hold a quarter of a GiB.
-		if cap(c.body) > keptBuffer {
-			c.body = nil
+		c.shrinkBuffers()
+	}
+}
+
+// awaitRequest waits for the first byte of the next request, the first
+// on the connection or the next on a kept one, which is idle meanwhile.
+// It reports false when the connection should close instead: it closed,
+// stayed idle too long, or the Listener closed.
+//
+// One deadline a request when it arrives whole, as requests of agents do:
+// the wait for it. The header and body bounds are set only when a read has
+// to wait for more.
+func (c *conn) awaitRequest(first bool) bool {
+	cfg := &c.l.cfg
+	if !first {
+		if !c.l.track(c, true) {
+			return false
 		}
-		if cap(c.out) > keptBuffer {
-			c.out = nil
+		if cfg.IdleTimeout > 0 {
+			c.nc.SetReadDeadline(time.Now().Add(cfg.IdleTimeout))
+		} else {
+			c.nc.SetReadDeadline(time.Time{})
 		}
+	} else if cfg.ReadHeaderTimeout > 0 {
+		c.nc.SetReadDeadline(time.Now().Add(cfg.ReadHeaderTimeout))
+	}
+	if _, err := c.br.Peek(1); err != nil {
+		return false
+	}
+	return c.l.track(c, false)
+}
+
+// readBody reads the request's body of h.contentLength bytes into c.body,
+// bounded by the read timeout from start when it has not all arrived. It
+// reports false if the body did not arrive whole.
+func (c *conn) readBody(h head, start time.Time) bool {
+	if c.br.Buffered() < int(h.contentLength) && c.l.cfg.ReadTimeout > 0 {
+		c.nc.SetReadDeadline(start.Add(c.l.cfg.ReadTimeout))
+	}
+	c.body = growTo(c.body, int(h.contentLength))
+	_, err := io.ReadFull(c.br, c.body)
+	return err == nil
+}
+
+// shrinkBuffers lets go of the body and answer buffers past keptBuffer:
+// an idle connection keeps small buffers only, as a thousand connections
+// that each once sent a body near the limit must not hold a quarter of a
+// GiB.
+func (c *conn) shrinkBuffers() {
+	if cap(c.body) > keptBuffer {
+		c.body = nil
+	}
+	if cap(c.out) > keptBuffer {
+		c.out = nil
 	}
 }
 

@@ -30,7 +30,7 @@ type fastServer struct {
 	srv  *http.Server
 }
 
-func startFast(t *testing.T, h http.Handler, tune func(*Config)) *fastServer {
+func startFast(t testing.TB, h http.Handler, tune func(*Config)) *fastServer {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -58,7 +58,7 @@ func startFast(t *testing.T, h http.Handler, tune func(*Config)) *fastServer {
 
 // dial connects to addr, with 5 s for everything on the connection; it
 // is closed when the test ends.
-func dial(t *testing.T, addr string) net.Conn {
+func dial(t testing.TB, addr string) net.Conn {
 	t.Helper()
 	c, err := net.Dial("tcp", addr)
 	if err != nil {

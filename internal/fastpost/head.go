@@ -27,14 +27,13 @@ type head struct {
 // and net/http reads the same bytes. For every head parseHead accepts,
 // net/http's ReadRequest gives the same request (FuzzParseHead).
 func parseHead(b []byte, path string, maxBody int64) (h head, ok bool) {
-	line, rest, ok := cutLine(b)
-	if !ok || len(line) != len("POST  HTTP/1.1")+len(path) ||
-		string(line[:5]) != "POST " || string(line[5:5+len(path)]) != path || string(line[5+len(path):]) != " HTTP/1.1" {
+	rest, ok := cutRequestLine(b, path)
+	if !ok {
 		return head{}, false
 	}
 	h.contentLength = -1
-	hosts := 0
 	for {
+		var line []byte
 		line, rest, ok = cutLine(rest)
 		if !ok {
 			return head{}, false
@@ -42,52 +41,83 @@ func parseHead(b []byte, path string, maxBody int64) (h head, ok bool) {
 		if len(line) == 0 {
 			break
 		}
-		colon := bytes.IndexByte(line, ':')
-		if colon <= 0 || !httpsyntax.IsToken(line[:colon]) {
+		if !h.addField(line, maxBody) {
 			return head{}, false
 		}
-		value := bytes.TrimLeft(line[colon+1:], " \t")
-		value = bytes.TrimRight(value, " \t")
-		if !isVisible(value) {
-			return head{}, false
-		}
-		name := http.CanonicalHeaderKey(string(line[:colon]))
-		switch name {
-		case "Host":
-			if hosts++; hosts > 1 || !isHost(value) {
-				return head{}, false
-			}
-			h.host = string(value)
-			continue
-		case "Content-Length":
-			n, ok := parseLength(value, maxBody)
-			if !ok || h.contentLength >= 0 {
-				return head{}, false
-			}
-			h.contentLength = n
-		case "Connection":
-			switch {
-			case strings.EqualFold(string(value), "close"):
-				h.close = true
-			case strings.EqualFold(string(value), "keep-alive"):
-			default:
-				return head{}, false
-			}
-		case "Transfer-Encoding", "Expect", "Upgrade", "Te", "Trailer", "Http2-Settings", "Keep-Alive", "Proxy-Connection", "Pragma":
-			return head{}, false
-		}
-		if h.header == nil {
-			h.header = make(http.Header, 8)
-		}
-		h.header[name] = append(h.header[name], string(value))
 	}
-	if hosts != 1 || h.contentLength < 0 || len(rest) != 0 {
+	if h.host == "" || h.contentLength < 0 || len(rest) != 0 {
 		return head{}, false
 	}
 	if h.header == nil {
 		h.header = http.Header{}
 	}
 	return h, true
+}
+
+// cutRequestLine cuts the request line off b if it is exactly
+// "POST <path> HTTP/1.1".
+func cutRequestLine(b []byte, path string) (rest []byte, ok bool) {
+	line, rest, ok := cutLine(b)
+	if !ok || len(line) != len("POST  HTTP/1.1")+len(path) ||
+		string(line[:5]) != "POST " || string(line[5:5+len(path)]) != path || string(line[5+len(path):]) != " HTTP/1.1" {
+		return nil, false
+	}
+	return rest, true
+}
+
+// addField adds the header line "Name: value" to h: Host to h.host (once;
+// a Host is never empty), Content-Length to h.contentLength (once) and
+// Connection to h.close, and every field but Host to h.header. It reports
+// false for a line the fast path does not take.
+func (h *head) addField(line []byte, maxBody int64) bool {
+	colon := bytes.IndexByte(line, ':')
+	if colon <= 0 || !httpsyntax.IsToken(line[:colon]) {
+		return false
+	}
+	value := bytes.TrimLeft(line[colon+1:], " \t")
+	value = bytes.TrimRight(value, " \t")
+	if !isVisible(value) {
+		return false
+	}
+	name := http.CanonicalHeaderKey(string(line[:colon]))
+	switch name {
+	case "Host":
+		if h.host != "" || !isHost(value) {
+			return false
+		}
+		h.host = string(value)
+		return true
+	case "Content-Length":
+		n, ok := parseLength(value, maxBody)
+		if !ok || h.contentLength >= 0 {
+			return false
+		}
+		h.contentLength = n
+	case "Connection":
+		if !h.connection(value) {
+			return false
+		}
+	case "Transfer-Encoding", "Expect", "Upgrade", "Te", "Trailer", "Http2-Settings", "Keep-Alive", "Proxy-Connection", "Pragma":
+		return false
+	}
+	if h.header == nil {
+		h.header = make(http.Header, 8)
+	}
+	h.header[name] = append(h.header[name], string(value))
+	return true
+}
+
+// connection reads a Connection value: close or keep-alive, in any case;
+// anything else is not the fast path's.
+func (h *head) connection(value []byte) bool {
+	switch {
+	case strings.EqualFold(string(value), "close"):
+		h.close = true
+	case strings.EqualFold(string(value), "keep-alive"):
+	default:
+		return false
+	}
+	return true
 }
 
 // cutLine cuts b at its first CRLF; a bare LF or CR is not a line end the

@@ -113,9 +113,7 @@ const namesOnStack = 16
 // object reads the members of the object whose '{' is just before data[i].
 func (c *checker) object(i, depth int) (int, error) {
 	data := c.data
-	var local [namesOnStack][]byte
-	names := local[:0]
-	var seen map[string]struct{}
+	var names memberNames
 	i = c.space(i)
 	if i < len(data) && data[i] == '}' {
 		return i + 1, nil
@@ -132,26 +130,8 @@ func (c *checker) object(i, depth int) (int, error) {
 		if escaped {
 			name = unescape(name)
 		}
-		if seen == nil {
-			for _, n := range names {
-				if bytes.Equal(n, name) {
-					return 0, fmt.Errorf("JSON object has the member %q twice", name)
-				}
-			}
-			if len(names) < namesOnStack {
-				names = append(names, name)
-			} else {
-				seen = make(map[string]struct{}, 2*namesOnStack)
-				for _, n := range names {
-					seen[string(n)] = struct{}{}
-				}
-			}
-		}
-		if seen != nil {
-			if _, ok := seen[string(name)]; ok {
-				return 0, fmt.Errorf("JSON object has the member %q twice", name)
-			}
-			seen[string(name)] = struct{}{}
+		if err := names.add(name); err != nil {
+			return 0, err
 		}
 		i = c.space(end)
 		if i >= len(data) || data[i] != ':' {
@@ -171,6 +151,40 @@ func (c *checker) object(i, depth int) (int, error) {
 		}
 		return 0, c.malformed(i, "after an object member (want ',' or '}')")
 	}
+}
+
+// memberNames is the names of an object's members read so far, kept to
+// refuse a name given twice: in an array, compared one by one, while there
+// are at most namesOnStack, then in a map.
+type memberNames struct {
+	local [namesOnStack][]byte
+	n     int // names in local
+	seen  map[string]struct{}
+}
+
+// add records name, or refuses it if it was given before.
+func (m *memberNames) add(name []byte) error {
+	if m.seen == nil {
+		for _, n := range m.local[:m.n] {
+			if bytes.Equal(n, name) {
+				return fmt.Errorf("JSON object has the member %q twice", name)
+			}
+		}
+		if m.n < namesOnStack {
+			m.local[m.n] = name
+			m.n++
+			return nil
+		}
+		m.seen = make(map[string]struct{}, 2*namesOnStack)
+		for _, n := range m.local {
+			m.seen[string(n)] = struct{}{}
+		}
+	}
+	if _, ok := m.seen[string(name)]; ok {
+		return fmt.Errorf("JSON object has the member %q twice", name)
+	}
+	m.seen[string(name)] = struct{}{}
+	return nil
 }
 
 // array reads the elements of the array whose '[' is just before data[i].

@@ -17,42 +17,23 @@ func (c *checker) number(i int) (int, error) {
 	if data[i] == '-' {
 		i++
 	}
-	digits := 0 // in the integer and the fraction
+	intEnd := i
 	switch {
 	case i < len(data) && data[i] == '0':
-		i++
-		digits++
+		intEnd = i + 1
 	case i < len(data) && '1' <= data[i] && data[i] <= '9':
-		for ; i < len(data) && isDigit(data[i]); i++ {
-			digits++
-		}
+		intEnd = c.digits(i)
 	default:
 		return 0, c.malformed(i, "in a number")
 	}
-	if i < len(data) && data[i] == '.' {
-		i++
-		from := i
-		for i < len(data) && isDigit(data[i]) {
-			i++
-		}
-		if i == from {
-			return 0, c.malformed(i, "in a number (a digit must follow '.')")
-		}
-		digits += i - from
+	integerDigits := intEnd - i
+	i, fractionDigits, err := c.fraction(intEnd)
+	if err != nil {
+		return 0, err
 	}
-	exponent := i < len(data) && (data[i] == 'e' || data[i] == 'E')
-	if exponent {
-		i++
-		if i < len(data) && (data[i] == '+' || data[i] == '-') {
-			i++
-		}
-		from := i
-		for i < len(data) && isDigit(data[i]) {
-			i++
-		}
-		if i == from {
-			return 0, c.malformed(i, "in a number (an exponent needs a digit)")
-		}
+	i, exponent, err := c.exponent(i)
+	if err != nil {
+		return 0, err
 	}
 	// The fast path. A decimal of at most 15 significant digits is always
 	// accepted by checkNumber when no exponent takes it out of the normal
@@ -61,10 +42,51 @@ func (c *checker) number(i int) (int, error) {
 	// the shortest decimal that reads back as the double nearest this one,
 	// which RFC 8785 writes, is this very value. Counting leading and
 	// trailing zeros as digits errs on the slow side.
-	if !exponent && digits <= 15 {
+	if !exponent && integerDigits+fractionDigits <= 15 {
 		return i, nil
 	}
 	return i, checkNumber(string(data[start:i]))
+}
+
+// fraction reads the fraction of a number, '.' and digits, if one starts
+// at data[i]; it returns the index after it (i without one) and how many
+// digits it has.
+func (c *checker) fraction(i int) (end, digits int, err error) {
+	if i >= len(c.data) || c.data[i] != '.' {
+		return i, 0, nil
+	}
+	end = c.digits(i + 1)
+	if end == i+1 {
+		return 0, 0, c.malformed(end, "in a number (a digit must follow '.')")
+	}
+	return end, end - (i + 1), nil
+}
+
+// exponent reads the exponent of a number, 'e' or 'E', a sign and digits,
+// if one starts at data[i]; it returns the index after it (i without one)
+// and whether there is one.
+func (c *checker) exponent(i int) (end int, present bool, err error) {
+	if i >= len(c.data) || (c.data[i] != 'e' && c.data[i] != 'E') {
+		return i, false, nil
+	}
+	i++
+	if i < len(c.data) && (c.data[i] == '+' || c.data[i] == '-') {
+		i++
+	}
+	end = c.digits(i)
+	if end == i {
+		return 0, true, c.malformed(end, "in a number (an exponent needs a digit)")
+	}
+	return end, true, nil
+}
+
+// digits returns the index of the first byte at or after i that is not a
+// decimal digit.
+func (c *checker) digits(i int) int {
+	for i < len(c.data) && isDigit(c.data[i]) {
+		i++
+	}
+	return i
 }
 
 func isDigit(b byte) bool { return '0' <= b && b <= '9' }

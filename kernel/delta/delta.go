@@ -155,6 +155,12 @@ func (d *Delta) validateFields() error {
 	if err != nil || t.UTC().Format(time.RFC3339Nano) != d.Timestamp {
 		return fmt.Errorf("delta %s: timestamp %q is not RFC 3339 UTC in canonical form", d.DeltaID, d.Timestamp)
 	}
+	return d.validateChanges()
+}
+
+// validateChanges checks the list of changes: 1 to MaxChanges, each path
+// valid and changed once, each operation with what it carries.
+func (d *Delta) validateChanges() error {
 	if len(d.Changes) == 0 || len(d.Changes) > MaxChanges {
 		return fmt.Errorf("delta %s: %d changes; a delta has 1 to %d", d.DeltaID, len(d.Changes), MaxChanges)
 	}
@@ -167,18 +173,27 @@ func (d *Delta) validateFields() error {
 			return fmt.Errorf("delta %s: change %d: path %q changes twice in one turn", d.DeltaID, i+1, c.Path)
 		}
 		seen[c.Path] = true
-		switch c.Operation {
-		case OpCreate, OpModify:
-			if !oidPattern.MatchString(c.ContentHash) {
-				return fmt.Errorf("delta %s: change %d (%s %s): content_hash must be \"sha256:<64 lower-case hex>\"", d.DeltaID, i+1, c.Operation, c.Path)
-			}
-		case OpDelete:
-			if c.ContentHash != "" {
-				return fmt.Errorf("delta %s: change %d (delete %s): a delete carries no content_hash", d.DeltaID, i+1, c.Path)
-			}
-		default:
-			return fmt.Errorf("delta %s: change %d: operation %q is not create, modify or delete", d.DeltaID, i+1, c.Operation)
+		if err := d.validateOperation(i+1, c); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// validateOperation checks change n's operation: a create or a modify
+// names the new content, a delete names none.
+func (d *Delta) validateOperation(n int, c Change) error {
+	switch c.Operation {
+	case OpCreate, OpModify:
+		if !oidPattern.MatchString(c.ContentHash) {
+			return fmt.Errorf("delta %s: change %d (%s %s): content_hash must be \"sha256:<64 lower-case hex>\"", d.DeltaID, n, c.Operation, c.Path)
+		}
+	case OpDelete:
+		if c.ContentHash != "" {
+			return fmt.Errorf("delta %s: change %d (delete %s): a delete carries no content_hash", d.DeltaID, n, c.Path)
+		}
+	default:
+		return fmt.Errorf("delta %s: change %d: operation %q is not create, modify or delete", d.DeltaID, n, c.Operation)
 	}
 	return nil
 }

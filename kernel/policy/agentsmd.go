@@ -52,93 +52,135 @@ var (
 // (a type, a descriptor id, a target) otherwise. The policy is validated
 // like any other: a pattern RE2 refuses is an error naming its line.
 func ParseAgentsMD(data []byte, name, mcpServer string) (Policy, []AgentsMDNote, error) {
-	p := Policy{Name: name}
+	r := agentsMDReader{policy: Policy{Name: name}, mcpServer: mcpServer}
 	if len(data) > MaxAgentsMD {
-		return p, nil, invalid("AGENTS.md: %d bytes, more than %d", len(data), MaxAgentsMD)
+		return r.policy, nil, invalid("AGENTS.md: %d bytes, more than %d", len(data), MaxAgentsMD)
 	}
 	if !utf8.Valid(data) {
-		return p, nil, invalid("AGENTS.md is not UTF-8")
+		return r.policy, nil, invalid("AGENTS.md is not UTF-8")
 	}
-	var notes []AgentsMDNote
-	note := func(line int, format string, args ...any) {
-		notes = append(notes, AgentsMDNote{Line: line, Text: fmt.Sprintf(format, args...)})
-	}
-	section, fenced := "", false
-	lines := bytes.Split(data, []byte("\n"))
-	for i, raw := range lines {
-		n, line := i+1, strings.TrimRight(string(raw), "\r")
-		if mdFence.MatchString(line) {
-			fenced = !fenced
-			if section != "" && section != "-" {
-				note(n, "a code block in a rule section is not read; list each rule as an item")
-			}
-			continue
-		}
-		if fenced {
-			continue
-		}
-		if m := mdHeading.FindStringSubmatch(line); m != nil {
-			title := headingKey(m[2])
-			kind, known := agentsMDSections[title]
-			switch {
-			case known:
-				section = kind
-			case len(m[1]) == 1 && section == "":
-				section = "" // the document's title
-			default:
-				section = "-"
-				note(n, "section %q is not a rule section (blocked actions, blocked patterns, allowed tools); not imported", strings.TrimSpace(m[2]))
-			}
-			continue
-		}
-		if section == "" || section == "-" || strings.TrimSpace(line) == "" {
-			continue
-		}
-		m := mdListItem.FindStringSubmatch(line)
-		if m == nil {
-			note(n, "not a list item, not imported: %q", strings.TrimSpace(line))
-			continue
-		}
-		value := strings.TrimSpace(m[1])
-		if c := mdCode.FindStringSubmatch(value); c != nil {
-			value = c[1]
-		}
-		if value == "" {
-			continue
-		}
-		switch section {
-		case "actions":
-			if mcpServer != "" && !strings.Contains(value, "/") && !isActionType(value) {
-				note(n, "blocked action %q is taken as the tool mcp/%s/%s", value, mcpServer, value)
-				value = "mcp/" + mcpServer + "/" + value
-			}
-			p.BlockedActions = appendOnce(p.BlockedActions, value)
-		case "patterns":
-			if _, _, err := compilePattern(value); err != nil {
-				return p, notes, invalid("AGENTS.md line %d: blocked pattern: %v", n, err)
-			}
-			p.BlockedPatterns = appendOnce(p.BlockedPatterns, value)
-		case "tools":
-			if !strings.Contains(value, "/") {
-				if mcpServer == "" {
-					return p, notes, invalid("AGENTS.md line %d: allowed tool %q names no server: write mcp/<server>/%s, or give the server's name", n, value, value)
-				}
-				note(n, "allowed tool %q is taken as mcp/%s/%s", value, mcpServer, value)
-				value = "mcp/" + mcpServer + "/" + value
-			}
-			if !allowedTool.MatchString(value) {
-				return p, notes, invalid("AGENTS.md line %d: allowed tool %q is not mcp/<server>/<tool>", n, value)
-			}
-			p.AllowedTools = appendOnce(p.AllowedTools, value)
+	for i, raw := range bytes.Split(data, []byte("\n")) {
+		if err := r.readLine(i+1, strings.TrimRight(string(raw), "\r")); err != nil {
+			return r.policy, r.notes, err
 		}
 	}
+	p := r.policy
 	if err := p.Validate(); err != nil {
-		return p, notes, err
+		return p, r.notes, err
 	}
 	if len(p.BlockedActions)+len(p.BlockedPatterns)+len(p.AllowedTools) == 0 {
-		return p, notes, invalid("AGENTS.md states no rules: no list item under a blocked actions, blocked patterns or allowed tools heading")
+		return p, r.notes, invalid("AGENTS.md states no rules: no list item under a blocked actions, blocked patterns or allowed tools heading")
 	}
-	return p, notes, nil
+	return p, r.notes, nil
+}
+
+// agentsMDReader is ParseAgentsMD's state as it reads the file line by
+// line: the policy and notes so far, and where in the document it is.
+type agentsMDReader struct {
+	policy    Policy
+	notes     []AgentsMDNote
+	mcpServer string
+	section   string // "" before any section but the title, "-" in one not imported, else a value of agentsMDSections
+	fenced    bool   // inside a fenced code block
+}
+
+func (r *agentsMDReader) note(line int, format string, args ...any) {
+	r.notes = append(r.notes, AgentsMDNote{Line: line, Text: fmt.Sprintf(format, args...)})
+}
+
+func (r *agentsMDReader) inRuleSection() bool { return r.section != "" && r.section != "-" }
+
+// readLine reads line n: a code fence, a heading, or in a rule section a
+// list item; an error ends the reading.
+func (r *agentsMDReader) readLine(n int, line string) error {
+	if mdFence.MatchString(line) {
+		r.fenced = !r.fenced
+		if r.inRuleSection() {
+			r.note(n, "a code block in a rule section is not read; list each rule as an item")
+		}
+		return nil
+	}
+	if r.fenced {
+		return nil
+	}
+	if m := mdHeading.FindStringSubmatch(line); m != nil {
+		r.heading(n, len(m[1]), m[2])
+		return nil
+	}
+	if !r.inRuleSection() || strings.TrimSpace(line) == "" {
+		return nil
+	}
+	m := mdListItem.FindStringSubmatch(line)
+	if m == nil {
+		r.note(n, "not a list item, not imported: %q", strings.TrimSpace(line))
+		return nil
+	}
+	value := strings.TrimSpace(m[1])
+	if c := mdCode.FindStringSubmatch(value); c != nil {
+		value = c[1]
+	}
+	if value == "" {
+		return nil
+	}
+	return r.item(n, value)
+}
+
+// heading enters the section a heading of the given level and text opens.
+func (r *agentsMDReader) heading(n, level int, text string) {
+	kind, known := agentsMDSections[headingKey(text)]
+	switch {
+	case known:
+		r.section = kind
+	case level == 1 && r.section == "":
+		r.section = "" // the document's title
+	default:
+		r.section = "-"
+		r.note(n, "section %q is not a rule section (blocked actions, blocked patterns, allowed tools); not imported", strings.TrimSpace(text))
+	}
+}
+
+// item adds the value of the list item on line n to the rule of its
+// section.
+func (r *agentsMDReader) item(n int, value string) error {
+	switch r.section {
+	case "actions":
+		r.blockedAction(n, value)
+	case "patterns":
+		if _, _, err := compilePattern(value); err != nil {
+			return invalid("AGENTS.md line %d: blocked pattern: %v", n, err)
+		}
+		r.policy.BlockedPatterns = appendOnce(r.policy.BlockedPatterns, value)
+	case "tools":
+		return r.allowedTool(n, value)
+	}
+	return nil
+}
+
+// blockedAction adds a blocked action: a bare name that is not an action
+// type is the server's tool when a server is given.
+func (r *agentsMDReader) blockedAction(n int, value string) {
+	if r.mcpServer != "" && !strings.Contains(value, "/") && !isActionType(value) {
+		r.note(n, "blocked action %q is taken as the tool mcp/%s/%s", value, r.mcpServer, value)
+		value = "mcp/" + r.mcpServer + "/" + value
+	}
+	r.policy.BlockedActions = appendOnce(r.policy.BlockedActions, value)
+}
+
+// allowedTool adds an allowed tool: a bare name is the server's tool, and
+// an error when no server is given.
+func (r *agentsMDReader) allowedTool(n int, value string) error {
+	if !strings.Contains(value, "/") {
+		if r.mcpServer == "" {
+			return invalid("AGENTS.md line %d: allowed tool %q names no server: write mcp/<server>/%s, or give the server's name", n, value, value)
+		}
+		r.note(n, "allowed tool %q is taken as mcp/%s/%s", value, r.mcpServer, value)
+		value = "mcp/" + r.mcpServer + "/" + value
+	}
+	if !allowedTool.MatchString(value) {
+		return invalid("AGENTS.md line %d: allowed tool %q is not mcp/<server>/<tool>", n, value)
+	}
+	r.policy.AllowedTools = appendOnce(r.policy.AllowedTools, value)
+	return nil
 }
 
 // headingKey is a heading as agentsMDSections keys it: lower case, words

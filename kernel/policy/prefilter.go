@@ -32,17 +32,7 @@ const maxRequiredLiterals = 16
 func requiredLiterals(re *syntax.Regexp) [][]byte {
 	switch re.Op {
 	case syntax.OpLiteral:
-		if len(re.Rune) == 0 {
-			return nil
-		}
-		lit := make([]byte, 0, len(re.Rune))
-		for _, r := range re.Rune {
-			if r >= utf8.RuneSelf {
-				return nil
-			}
-			lit = append(lit, lowerASCII(byte(r)))
-		}
-		return [][]byte{lit}
+		return literalOf(re.Rune)
 	case syntax.OpCapture, syntax.OpPlus:
 		return requiredLiterals(re.Sub[0])
 	case syntax.OpRepeat:
@@ -51,31 +41,59 @@ func requiredLiterals(re *syntax.Regexp) [][]byte {
 		}
 		return requiredLiterals(re.Sub[0])
 	case syntax.OpConcat:
-		// Each part's literals are required of the whole; the most
-		// selective part is kept: the longest shortest literal.
-		var best [][]byte
-		for _, sub := range re.Sub {
-			if lits := requiredLiterals(sub); lits != nil && (best == nil || shortest(lits) > shortest(best)) {
-				best = lits
-			}
-		}
-		return best
+		return mostSelective(re.Sub)
 	case syntax.OpAlternate:
-		var all [][]byte
-		for _, sub := range re.Sub {
-			lits := requiredLiterals(sub)
-			if lits == nil {
-				return nil // that branch requires nothing
-			}
-			all = append(all, lits...)
-		}
-		if len(all) > maxRequiredLiterals {
-			return nil
-		}
-		return all
+		return anyOf(re.Sub)
 	default:
 		return nil
 	}
+}
+
+// literalOf is the lower-case ASCII literal of runes, or nil when it is
+// empty or not ASCII.
+func literalOf(runes []rune) [][]byte {
+	if len(runes) == 0 {
+		return nil
+	}
+	lit := make([]byte, 0, len(runes))
+	for _, r := range runes {
+		if r >= utf8.RuneSelf {
+			return nil
+		}
+		lit = append(lit, lowerASCII(byte(r)))
+	}
+	return [][]byte{lit}
+}
+
+// mostSelective is what a concatenation of parts requires: each part's
+// literals are required of the whole, and the most selective part is
+// kept, the one with the longest shortest literal.
+func mostSelective(parts []*syntax.Regexp) [][]byte {
+	var best [][]byte
+	for _, sub := range parts {
+		if lits := requiredLiterals(sub); lits != nil && (best == nil || shortest(lits) > shortest(best)) {
+			best = lits
+		}
+	}
+	return best
+}
+
+// anyOf is what an alternation of branches requires: one of the literals
+// of any branch, or nothing when one branch requires nothing or the
+// literals are too many.
+func anyOf(branches []*syntax.Regexp) [][]byte {
+	var all [][]byte
+	for _, sub := range branches {
+		lits := requiredLiterals(sub)
+		if lits == nil {
+			return nil // that branch requires nothing
+		}
+		all = append(all, lits...)
+	}
+	if len(all) > maxRequiredLiterals {
+		return nil
+	}
+	return all
 }
 
 func shortest(lits [][]byte) int {

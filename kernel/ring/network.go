@@ -1,6 +1,7 @@
 package ring
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"strconv"
@@ -53,7 +54,6 @@ func (d Destination) String() string {
 //
 // Names are compared in lower case.
 func ParseDestination(s string) (Destination, error) {
-	var d Destination
 	bad := func(rule string) (Destination, error) {
 		return Destination{}, fmt.Errorf("network destination %s: %w: %s", quote(s), ErrInvalidValue, rule)
 	}
@@ -63,48 +63,57 @@ func ParseDestination(s string) (Destination, error) {
 	if len(s) > MaxDestinationLen {
 		return bad(fmt.Sprintf("longer than %d bytes", MaxDestinationLen))
 	}
-	host, port := s, ""
+	var d Destination
+	var port string
+	var err error
 	if strings.HasPrefix(s, "[") {
-		end := strings.IndexByte(s, ']')
-		if end < 0 {
-			return bad("an IPv6 address opened with '[' must be closed with ']'")
-		}
-		host, port = s[1:end], s[end+1:]
-		if port != "" {
-			if port[0] != ':' {
-				return bad("only ':port' may follow a bracketed IPv6 address")
-			}
-			port = port[1:]
-			if port == "" {
-				return bad("a ':' must be followed by a port")
-			}
-		}
-		a, err := netip.ParseAddr(host)
-		if err != nil || !a.Is6() || a.Zone() != "" {
-			return bad("brackets must hold an IPv6 address without a zone")
-		}
-		d.Host, d.IP = a.String(), true
+		d, port, err = parseIPv6Destination(s)
 	} else {
-		if i := strings.IndexByte(s, ':'); i >= 0 {
-			host, port = s[:i], s[i+1:]
-			if port == "" {
-				return bad("a ':' must be followed by a port")
-			}
-		}
-		h, ip, err := parseHost(host)
-		if err != nil {
-			return bad(err.Error())
-		}
-		d.Host, d.IP = h, ip
+		d, port, err = parseNamedDestination(s)
 	}
-	if port != "" {
-		p, err := parsePort(port)
-		if err != nil {
-			return bad(err.Error())
-		}
-		d.Port = p
+	if err == nil && port != "" {
+		d.Port, err = parsePort(port)
+	}
+	if err != nil {
+		return bad(err.Error())
 	}
 	return d, nil
+}
+
+var errNoPort = errors.New("a ':' must be followed by a port")
+
+// parseIPv6Destination reads "[address]" or "[address]:port" and returns
+// the port unparsed.
+func parseIPv6Destination(s string) (d Destination, port string, err error) {
+	end := strings.IndexByte(s, ']')
+	if end < 0 {
+		return d, "", errors.New("an IPv6 address opened with '[' must be closed with ']'")
+	}
+	host, rest := s[1:end], s[end+1:]
+	if rest != "" {
+		if rest[0] != ':' {
+			return d, "", errors.New("only ':port' may follow a bracketed IPv6 address")
+		}
+		if port = rest[1:]; port == "" {
+			return d, "", errNoPort
+		}
+	}
+	a, err := netip.ParseAddr(host)
+	if err != nil || !a.Is6() || a.Zone() != "" {
+		return d, "", errors.New("brackets must hold an IPv6 address without a zone")
+	}
+	return Destination{Host: a.String(), IP: true}, port, nil
+}
+
+// parseNamedDestination reads "host" or "host:port", the host a DNS name
+// or a dotted quad, and returns the port unparsed.
+func parseNamedDestination(s string) (d Destination, port string, err error) {
+	host, port, hasPort := strings.Cut(s, ":")
+	if hasPort && port == "" {
+		return d, "", errNoPort
+	}
+	d.Host, d.IP, err = parseHost(host)
+	return d, port, err
 }
 
 // parseHost checks a DNS name or dotted quad and returns it in lower case.
@@ -117,20 +126,8 @@ func parseHost(h string) (string, bool, error) {
 	}
 	labels := strings.Split(h, ".")
 	for _, l := range labels {
-		if l == "" {
-			return "", false, fmt.Errorf("a host name has no empty label (no leading, trailing or doubled dot)")
-		}
-		if len(l) > 63 {
-			return "", false, fmt.Errorf("a host name label is at most 63 bytes")
-		}
-		for i := 0; i < len(l); i++ {
-			c := l[i]
-			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-') {
-				return "", false, fmt.Errorf("a host is ASCII letters, digits, '-' and '.' only (byte %q; no scheme, user, path, whitespace or non-ASCII)", c)
-			}
-		}
-		if l[0] == '-' || l[len(l)-1] == '-' {
-			return "", false, fmt.Errorf("a host name label does not start or end with '-'")
+		if err := checkLabel(l); err != nil {
+			return "", false, err
 		}
 	}
 	if allDigits(labels[len(labels)-1]) {
@@ -141,6 +138,27 @@ func parseHost(h string) (string, bool, error) {
 		return h, true, nil
 	}
 	return strings.ToLower(h), false, nil
+}
+
+// checkLabel checks one label of a host name: 1 to 63 ASCII letters,
+// digits and hyphens, not starting or ending with a hyphen.
+func checkLabel(l string) error {
+	if l == "" {
+		return fmt.Errorf("a host name has no empty label (no leading, trailing or doubled dot)")
+	}
+	if len(l) > 63 {
+		return fmt.Errorf("a host name label is at most 63 bytes")
+	}
+	for i := 0; i < len(l); i++ {
+		c := l[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-') {
+			return fmt.Errorf("a host is ASCII letters, digits, '-' and '.' only (byte %q; no scheme, user, path, whitespace or non-ASCII)", c)
+		}
+	}
+	if l[0] == '-' || l[len(l)-1] == '-' {
+		return fmt.Errorf("a host name label does not start or end with '-'")
+	}
+	return nil
 }
 
 func allDigits(s string) bool {

@@ -49,14 +49,8 @@ var descriptorFields = map[string]bool{
 //   - a descriptor that fails Validate (ErrInvalidValue, §17.3's ValueError).
 func ParseDescriptor(data []byte) (Descriptor, error) {
 	var d Descriptor
-	if len(data) > MaxDescriptorSize {
-		return d, fmt.Errorf("action descriptor: %w: %d bytes, more than %d", ErrInvalidValue, len(data), MaxDescriptorSize)
-	}
-	if !utf8.Valid(data) {
-		return d, fmt.Errorf("action descriptor: %w: JSON is not valid UTF-8", ErrInvalidValue)
-	}
-	if err := checkSurrogates(data); err != nil {
-		return d, fmt.Errorf("action descriptor: %w", err)
+	if err := checkDescriptorBytes(data); err != nil {
+		return d, err
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
@@ -95,10 +89,8 @@ func ParseDescriptor(data []byte) (Descriptor, error) {
 	if _, err := dec.Token(); err != io.EOF {
 		return d, fmt.Errorf("action descriptor: %w: data after the JSON object", ErrTypeMismatch)
 	}
-	for _, key := range []string{"action_id", "name", "execute_api", "reversibility", "is_read_only", "is_admin"} {
-		if !seen[key] {
-			return d, fmt.Errorf("action descriptor: %s: %w: required member missing (§5.1)", key, ErrInvalidValue)
-		}
+	if err := requireMembers(seen); err != nil {
+		return d, err
 	}
 	if err := d.Validate(); err != nil {
 		return Descriptor{}, err
@@ -106,81 +98,127 @@ func ParseDescriptor(data []byte) (Descriptor, error) {
 	return d, nil
 }
 
+// checkDescriptorBytes refuses what is wrong before any JSON is read: too
+// many bytes, invalid UTF-8, an escaped lone surrogate.
+func checkDescriptorBytes(data []byte) error {
+	if len(data) > MaxDescriptorSize {
+		return fmt.Errorf("action descriptor: %w: %d bytes, more than %d", ErrInvalidValue, len(data), MaxDescriptorSize)
+	}
+	if !utf8.Valid(data) {
+		return fmt.Errorf("action descriptor: %w: JSON is not valid UTF-8", ErrInvalidValue)
+	}
+	if err := checkSurrogates(data); err != nil {
+		return fmt.Errorf("action descriptor: %w", err)
+	}
+	return nil
+}
+
+// requireMembers refuses a descriptor that lacks a required member (those
+// descriptorFields marks true), naming the first in the order of §5.1.
+func requireMembers(seen map[string]bool) error {
+	for _, key := range []string{"action_id", "name", "execute_api", "reversibility", "is_read_only", "is_admin"} {
+		if !seen[key] {
+			return fmt.Errorf("action descriptor: %s: %w: required member missing (§5.1)", key, ErrInvalidValue)
+		}
+	}
+	return nil
+}
+
 // setField stores one member's value in d, refusing a value of the wrong
 // JSON type. val is a token from a json.Decoder with UseNumber: a string,
 // bool, json.Number, nil or json.Delim (an object or array, which no field
 // takes).
 func setField(d *Descriptor, key string, val json.Token) error {
-	mismatch := func(want string) error {
-		return fmt.Errorf("%s: %w: got %s, want %s", key, ErrTypeMismatch, jsonType(val), want)
-	}
-	str := func(dst *string) error {
-		s, ok := val.(string)
-		if !ok {
-			return mismatch("a string")
-		}
-		*dst = s
-		return nil
-	}
-	optStr := func(dst **string) error {
-		if val == nil {
-			*dst = nil
-			return nil
-		}
-		s, ok := val.(string)
-		if !ok {
-			return mismatch("a string or null")
-		}
-		*dst = &s
-		return nil
-	}
-	boolean := func(dst *bool) error {
-		b, ok := val.(bool)
-		if !ok {
-			return mismatch("true or false")
-		}
-		*dst = b
-		return nil
-	}
+	m := member{key: key, val: val}
 	switch key {
 	case "action_id":
-		return str(&d.ActionID)
+		return m.str(&d.ActionID)
 	case "name":
-		return str(&d.Name)
+		return m.str(&d.Name)
 	case "execute_api":
-		return str(&d.ExecuteAPI)
+		return m.str(&d.ExecuteAPI)
 	case "undo_api":
-		return optStr(&d.UndoAPI)
+		return m.optStr(&d.UndoAPI)
 	case "reversibility":
 		var s string
-		err := str(&s)
+		err := m.str(&s)
 		d.Reversibility = Reversibility(s)
 		return err
 	case "compensation_method":
-		return optStr(&d.CompensationMethod)
+		return m.optStr(&d.CompensationMethod)
 	case "is_read_only":
-		return boolean(&d.IsReadOnly)
+		return m.boolean(&d.IsReadOnly)
 	case "is_admin":
-		return boolean(&d.IsAdmin)
+		return m.boolean(&d.IsAdmin)
 	case "undo_window_seconds":
-		n, ok := val.(json.Number)
-		if !ok {
-			return mismatch("an integer")
-		}
-		v, err := strconv.ParseInt(string(n), 10, 64)
-		var numErr *strconv.NumError
-		switch {
-		case errors.As(err, &numErr) && numErr.Err == strconv.ErrRange:
-			return fmt.Errorf("%s %s: %w: must be in [0, %d] (§5.3)", key, quote(string(n)), ErrInvalidValue, MaxUndoWindowSeconds)
-		case err != nil:
-			return fmt.Errorf("%s: %w: got the number %s, want an integer", key, ErrTypeMismatch, quote(string(n)))
-		case v < 0 || v > MaxUndoWindowSeconds:
-			return fmt.Errorf("%s %d: %w: must be in [0, %d] (§5.3)", key, v, ErrInvalidValue, MaxUndoWindowSeconds)
-		}
-		d.UndoWindowSeconds = int(v)
-		return nil
+		return m.undoWindow(&d.UndoWindowSeconds)
 	}
 	return fmt.Errorf("%s: %w: not a field of an action descriptor", key, ErrInvalidValue)
+}
+
+// member is one member of a descriptor's JSON object, its value a decoder
+// token; each method stores the value in a field of one kind or refuses it
+// as the wrong JSON type.
+type member struct {
+	key string
+	val json.Token
+}
+
+func (m member) mismatch(want string) error {
+	return fmt.Errorf("%s: %w: got %s, want %s", m.key, ErrTypeMismatch, jsonType(m.val), want)
+}
+
+func (m member) str(dst *string) error {
+	s, ok := m.val.(string)
+	if !ok {
+		return m.mismatch("a string")
+	}
+	*dst = s
+	return nil
+}
+
+// optStr stores a string, or nil for null.
+func (m member) optStr(dst **string) error {
+	if m.val == nil {
+		*dst = nil
+		return nil
+	}
+	s, ok := m.val.(string)
+	if !ok {
+		return m.mismatch("a string or null")
+	}
+	*dst = &s
+	return nil
+}
+
+func (m member) boolean(dst *bool) error {
+	b, ok := m.val.(bool)
+	if !ok {
+		return m.mismatch("true or false")
+	}
+	*dst = b
+	return nil
+}
+
+// undoWindow stores an integer in [0, MaxUndoWindowSeconds]; one out of
+// that range, even past int64, is an invalid value, not a type mismatch.
+func (m member) undoWindow(dst *int) error {
+	n, ok := m.val.(json.Number)
+	if !ok {
+		return m.mismatch("an integer")
+	}
+	v, err := strconv.ParseInt(string(n), 10, 64)
+	var numErr *strconv.NumError
+	switch {
+	case errors.As(err, &numErr) && numErr.Err == strconv.ErrRange:
+		return fmt.Errorf("%s %s: %w: must be in [0, %d] (§5.3)", m.key, quote(string(n)), ErrInvalidValue, MaxUndoWindowSeconds)
+	case err != nil:
+		return fmt.Errorf("%s: %w: got the number %s, want an integer", m.key, ErrTypeMismatch, quote(string(n)))
+	case v < 0 || v > MaxUndoWindowSeconds:
+		return fmt.Errorf("%s %d: %w: must be in [0, %d] (§5.3)", m.key, v, ErrInvalidValue, MaxUndoWindowSeconds)
+	}
+	*dst = int(v)
+	return nil
 }
 
 // jsonType names the JSON type of a decoder token.

@@ -137,66 +137,89 @@ type Denied struct {
 // The check is lexical: it does not read the filesystem, so symbolic links
 // are the caller's concern.
 func (c Constraints) CheckUse(u Use, ownDirs []string) []Denied {
-	var out []Denied
-	deny := func(r Resource, target, format string, args ...any) {
-		out = append(out, Denied{Resource: r, Target: target, Reason: fmt.Sprintf(format, args...)})
-	}
-	binding := c.NetworkAllowlistOnly || len(c.NetworkAllowlist) > 0
+	chk := useCheck{c: c, allowlistBinds: c.NetworkAllowlistOnly || len(c.NetworkAllowlist) > 0}
 	for _, s := range u.Network {
-		if !c.NetworkAllowed {
-			deny(Network, s, "network access is not allowed at this ring (§7.2)")
-			continue
-		}
-		d, err := ParseDestination(s)
-		if err != nil {
-			deny(Network, s, "%v", err)
-			continue
-		}
-		if binding && !MatchAllowlist(c.NetworkAllowlist, d) {
-			deny(Network, s, "destination %s matches no entry of the network allowlist (§7.1)", d)
-		}
+		chk.network(s)
 	}
-	dirs := cleanDirs(ownDirs)
-	checkPath := func(p string, write bool) {
-		if write && !c.FilesystemWritable {
-			deny(Filesystem, p, "filesystem writes are not allowed at this ring (§7.1)")
-			return
-		}
-		switch c.FilesystemScope {
-		case ScopeSession, ScopeScoped, ScopeFull:
-		default:
-			deny(Filesystem, p, "filesystem scope %s allows no filesystem access (§7.4)", quote(string(c.FilesystemScope)))
-			return
-		}
-		if err := checkPathSyntax(p); err != nil {
-			deny(Filesystem, p, "%v", err)
-			return
-		}
-		if c.FilesystemScope == ScopeFull {
-			return
-		}
-		if rel, ok := relPath(p); !ok {
-			deny(Filesystem, p, "scope %s allows only relative paths that stay inside the agent's directories (§7.4, §20.5)", c.FilesystemScope)
-		} else if !inside(rel, dirs) {
-			deny(Filesystem, p, "path %s is outside the agent's directories in scope %s (§7.4)", quote(rel), c.FilesystemScope)
-		}
-	}
+	chk.dirs = cleanDirs(ownDirs)
 	for _, p := range u.FilesystemWrite {
-		checkPath(p, true)
+		chk.path(p, true)
 	}
 	for _, p := range u.FilesystemRead {
-		checkPath(p, false)
+		chk.path(p, false)
 	}
-	if u.Subprocess && !c.SubprocessAllowed {
-		deny(Subprocess, "", "subprocess creation is not allowed at this ring (§7.2)")
+	chk.subprocess(u.Subprocess)
+	chk.tools(u.Tools)
+	return chk.denied
+}
+
+// useCheck is one CheckUse: the constraints, what they refused so far,
+// and one method per resource's rule.
+type useCheck struct {
+	c              Constraints
+	allowlistBinds bool     // the allowlist restricts the network, even empty
+	dirs           []string // the agent's directories, cleaned
+	denied         []Denied
+}
+
+func (chk *useCheck) deny(r Resource, target, format string, args ...any) {
+	chk.denied = append(chk.denied, Denied{Resource: r, Target: target, Reason: fmt.Sprintf(format, args...)})
+}
+
+func (chk *useCheck) network(s string) {
+	if !chk.c.NetworkAllowed {
+		chk.deny(Network, s, "network access is not allowed at this ring (§7.2)")
+		return
 	}
+	d, err := ParseDestination(s)
+	if err != nil {
+		chk.deny(Network, s, "%v", err)
+		return
+	}
+	if chk.allowlistBinds && !MatchAllowlist(chk.c.NetworkAllowlist, d) {
+		chk.deny(Network, s, "destination %s matches no entry of the network allowlist (§7.1)", d)
+	}
+}
+
+func (chk *useCheck) path(p string, write bool) {
+	c := chk.c
+	if write && !c.FilesystemWritable {
+		chk.deny(Filesystem, p, "filesystem writes are not allowed at this ring (§7.1)")
+		return
+	}
+	switch c.FilesystemScope {
+	case ScopeSession, ScopeScoped, ScopeFull:
+	default:
+		chk.deny(Filesystem, p, "filesystem scope %s allows no filesystem access (§7.4)", quote(string(c.FilesystemScope)))
+		return
+	}
+	if err := checkPathSyntax(p); err != nil {
+		chk.deny(Filesystem, p, "%v", err)
+		return
+	}
+	if c.FilesystemScope == ScopeFull {
+		return
+	}
+	if rel, ok := relPath(p); !ok {
+		chk.deny(Filesystem, p, "scope %s allows only relative paths that stay inside the agent's directories (§7.4, §20.5)", c.FilesystemScope)
+	} else if !inside(rel, chk.dirs) {
+		chk.deny(Filesystem, p, "path %s is outside the agent's directories in scope %s (§7.4)", quote(rel), c.FilesystemScope)
+	}
+}
+
+func (chk *useCheck) subprocess(used bool) {
+	if used && !chk.c.SubprocessAllowed {
+		chk.deny(Subprocess, "", "subprocess creation is not allowed at this ring (§7.2)")
+	}
+}
+
+func (chk *useCheck) tools(n int) {
 	switch {
-	case u.Tools < 0:
-		deny(ToolExecution, "", "tool count %d is negative", u.Tools)
-	case u.Tools > c.MaxConcurrentTools:
-		deny(ToolExecution, "", "%d concurrent tools, more than the %d this ring allows (§7.1)", u.Tools, c.MaxConcurrentTools)
+	case n < 0:
+		chk.deny(ToolExecution, "", "tool count %d is negative", n)
+	case n > chk.c.MaxConcurrentTools:
+		chk.deny(ToolExecution, "", "%d concurrent tools, more than the %d this ring allows (§7.1)", n, chk.c.MaxConcurrentTools)
 	}
-	return out
 }
 
 // checkPathSyntax refuses an empty path, invalid UTF-8, control and format

@@ -160,60 +160,41 @@ func jsonKind(raw json.RawMessage) string {
 	return "number"
 }
 
-func setField(c *Config, name string, raw json.RawMessage) error {
+// setField sets the member name of a session config from its JSON value.
+// On an error c is left part-set: ParseConfig then returns no config.
+func setField(c *Config, name string, raw json.RawMessage) (err error) {
 	switch name {
 	case "consistency_mode":
-		s, err := stringField(name, raw)
-		if err != nil {
-			return err
-		}
-		c.ConsistencyMode = ConsistencyMode(s)
-		if !c.ConsistencyMode.Valid() {
-			return fmt.Errorf("%w: consistency_mode %q must be STRONG or EVENTUAL", ErrRange, s)
-		}
+		c.ConsistencyMode, err = enumField(name, raw, ConsistencyMode.Valid, "STRONG or EVENTUAL")
 	case "isolation":
-		s, err := stringField(name, raw)
-		if err != nil {
-			return err
-		}
-		c.Isolation = Isolation(s)
-		if !c.Isolation.Valid() {
-			return fmt.Errorf("%w: isolation %q must be SNAPSHOT, READ_COMMITTED or SERIALIZABLE", ErrRange, s)
-		}
+		c.Isolation, err = enumField(name, raw, Isolation.Valid, "SNAPSHOT, READ_COMMITTED or SERIALIZABLE")
 	case "max_participants":
-		n, err := intField(name, raw, MinParticipants, MaxParticipants)
-		if err != nil {
-			return err
-		}
-		c.MaxParticipants = n
+		c.MaxParticipants, err = intField(name, raw, MinParticipants, MaxParticipants)
 	case "max_duration_seconds":
-		n, err := intField(name, raw, MinDurationSeconds, MaxDurationSeconds)
-		if err != nil {
-			return err
-		}
-		c.MaxDurationSeconds = n
+		c.MaxDurationSeconds, err = intField(name, raw, MinDurationSeconds, MaxDurationSeconds)
 	case "min_eff_score":
-		bp, err := ScoreField(name, raw)
-		if err != nil {
-			return err
-		}
-		c.MinEffScore = bp
+		c.MinEffScore, err = ScoreField(name, raw)
 	case "enable_audit":
-		b, err := boolField(name, raw)
-		if err != nil {
-			return err
-		}
-		c.EnableAudit = b
+		c.EnableAudit, err = boolField(name, raw)
 	case "enable_blockchain_commitment":
-		b, err := boolField(name, raw)
-		if err != nil {
-			return err
-		}
-		c.EnableBlockchainCommitment = b
+		c.EnableBlockchainCommitment, err = boolField(name, raw)
 	default:
-		return fmt.Errorf("%w: %q is not a session config field", ErrUnknown, name)
+		err = fmt.Errorf("%w: %q is not a session config field", ErrUnknown, name)
 	}
-	return nil
+	return err
+}
+
+// enumField reads a string member that must be one of the values valid
+// accepts, listed in values for the error.
+func enumField[E ~string](name string, raw json.RawMessage, valid func(E) bool, values string) (E, error) {
+	s, err := stringField(name, raw)
+	if err != nil {
+		return "", err
+	}
+	if !valid(E(s)) {
+		return "", fmt.Errorf("%w: %s %q must be %s", ErrRange, name, s, values)
+	}
+	return E(s), nil
 }
 
 func stringField(name string, raw json.RawMessage) (string, error) {

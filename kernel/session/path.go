@@ -59,14 +59,7 @@ func IsPathAllowed(scope *Scope, target string, write bool) error {
 	if dir == scope.Session {
 		return nil
 	}
-	granted := false
-	for _, g := range scope.Granted {
-		if g == dir && validID(g) {
-			granted = true
-			break
-		}
-	}
-	if !granted {
+	if !scope.grants(dir) {
 		return fmt.Errorf("%w: %q resolves to %q, in session %s, neither session %s's own directory nor granted to it (§11.3)", ErrDenied, clipString(target), clipString(clean), clipString(dir), scope.Session)
 	}
 	if scope.Isolation != ReadCommitted {
@@ -76,6 +69,17 @@ func IsPathAllowed(scope *Scope, target string, write bool) error {
 		return fmt.Errorf("%w: %q is in granted session %s, which session %s may read but not write (§11.1 READ_COMMITTED)", ErrDenied, clipString(target), dir, scope.Session)
 	}
 	return nil
+}
+
+// grants reports whether dir is one of the sessions granted for reading;
+// a grant that is not a valid identifier grants nothing.
+func (s *Scope) grants(dir string) bool {
+	for _, g := range s.Granted {
+		if g == dir && validID(g) {
+			return true
+		}
+	}
+	return false
 }
 
 // checkRawTarget refuses a target before any canonicalisation: empty, too

@@ -108,7 +108,6 @@ func decideCover(parent, child Pattern, limit int) coverResult {
 	if parent.text == child.text {
 		return coverResult{covered: true} // one spelling, one language
 	}
-	accept := uint64(1) << len(parent.segs)
 	// matched[j] is the parent glob positions that match the most general
 	// instance of child segment j; a child "**" produces the segment "*".
 	matched := make([]uint64, len(child.segs))
@@ -123,51 +122,64 @@ func decideCover(parent, child Pattern, limit int) coverResult {
 			}
 		}
 	}
+	search := coverSearch{
+		parent: parent, child: child, limit: limit, matched: matched,
+		accept: uint64(1) << len(parent.segs),
+		seen:   map[coverState]bool{},
+	}
+	reversed, found := search.explore(coverState{parent: parent.start()})
+	if found {
+		slices.Reverse(reversed)
+		return coverResult{uncovered: reversed, states: len(search.seen)}
+	}
+	return coverResult{covered: !search.gaveUp, gaveUp: search.gaveUp, states: len(search.seen)}
+}
 
-	// Depth-first, ending a child "**" before letting it produce a segment:
-	// the first complete paths tried are the shortest shapes, where
-	// counterexamples usually are, and a state fully explored without one
-	// never needs exploring again.
-	seen := map[coverState]bool{}
-	gaveUp := false
-	var explore func(s coverState) (uncovered []string, found bool)
-	explore = func(s coverState) ([]string, bool) {
-		if seen[s] || gaveUp {
-			return nil, false
+// coverSearch is decideCover's depth-first search over coverStates.
+type coverSearch struct {
+	parent, child Pattern
+	limit         int
+	accept        uint64   // the parent's accepting state
+	matched       []uint64 // the parent positions matching each child segment's most general instance
+	seen          map[coverState]bool
+	gaveUp        bool // the search reached limit
+}
+
+// explore searches from s for a path child matches and parent does not,
+// and returns it reversed. Depth-first, ending a child "**" before letting
+// it produce a segment: the first complete paths tried are the shortest
+// shapes, where counterexamples usually are, and a state fully explored
+// without one never needs exploring again.
+func (cs *coverSearch) explore(s coverState) (uncovered []string, found bool) {
+	if cs.seen[s] || cs.gaveUp {
+		return nil, false
+	}
+	if len(cs.seen) >= cs.limit {
+		cs.gaveUp = true
+		return nil, false
+	}
+	cs.seen[s] = true
+	if s.parent&cs.parent.universal != 0 {
+		return nil, false // the parent matches whatever follows
+	}
+	if s.childPos == len(cs.child.segs) {
+		return nil, s.nonEmpty && s.parent&cs.accept == 0
+	}
+	c := cs.child.segs[s.childPos]
+	next := cs.parent.advance(s.parent, cs.matched[s.childPos])
+	if c.anyDepth {
+		if path, found := cs.explore(coverState{childPos: s.childPos + 1, parent: s.parent, nonEmpty: s.nonEmpty}); found {
+			return path, true
 		}
-		if len(seen) >= limit {
-			gaveUp = true
-			return nil, false
-		}
-		seen[s] = true
-		if s.parent&parent.universal != 0 {
-			return nil, false // the parent matches whatever follows
-		}
-		if s.childPos == len(child.segs) {
-			return nil, s.nonEmpty && s.parent&accept == 0
-		}
-		c := child.segs[s.childPos]
-		next := parent.advance(s.parent, matched[s.childPos])
-		if c.anyDepth {
-			if path, found := explore(coverState{childPos: s.childPos + 1, parent: s.parent, nonEmpty: s.nonEmpty}); found {
-				return path, true
-			}
-			if path, found := explore(coverState{childPos: s.childPos, parent: next, nonEmpty: true}); found {
-				return append(path, "*"), true
-			}
-			return nil, false
-		}
-		if path, found := explore(coverState{childPos: s.childPos + 1, parent: next, nonEmpty: true}); found {
-			return append(path, c.glob), true
+		if path, found := cs.explore(coverState{childPos: s.childPos, parent: next, nonEmpty: true}); found {
+			return append(path, "*"), true
 		}
 		return nil, false
 	}
-	reversed, found := explore(coverState{parent: parent.start()})
-	if found {
-		slices.Reverse(reversed)
-		return coverResult{uncovered: reversed, states: len(seen)}
+	if path, found := cs.explore(coverState{childPos: s.childPos + 1, parent: next, nonEmpty: true}); found {
+		return append(path, c.glob), true
 	}
-	return coverResult{covered: !gaveUp, gaveUp: gaveUp, states: len(seen)}
+	return nil, false
 }
 
 // freshRune returns a character that can stand in a target and appears

@@ -58,21 +58,8 @@ func ParsePattern(s string) (Pattern, error) {
 	bad := func(format string, args ...any) (Pattern, error) {
 		return Pattern{}, fmt.Errorf("%w %q: %s", errInvalidPattern, s, fmt.Sprintf(format, args...))
 	}
-	switch {
-	case s == "":
-		return bad("the pattern is empty")
-	case len(s) > maxPatternSize:
-		return bad("%d bytes, more than %d", len(s), maxPatternSize)
-	case !utf8.ValidString(s):
-		return bad("not valid UTF-8")
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c == 0x7f || c == '\\' {
-			return bad("contains a control character or backslash")
-		}
-	}
-	if n := strings.Count(s, "/") + 1; n > maxPatternSegments {
-		return bad("%d segments, more than %d", n, maxPatternSegments)
+	if err := checkPatternText(s); err != nil {
+		return bad("%v", err)
 	}
 	p := Pattern{text: s}
 	for i, seg := range strings.Split(s, "/") {
@@ -94,6 +81,29 @@ func ParsePattern(s string) (Pattern, error) {
 		p.universal |= 1 << i
 	}
 	return p, nil
+}
+
+// checkPatternText refuses what is wrong with a pattern before its
+// segments are read: empty, too long, not UTF-8, a control character or
+// backslash, too many segments.
+func checkPatternText(s string) error {
+	switch {
+	case s == "":
+		return errors.New("the pattern is empty")
+	case len(s) > maxPatternSize:
+		return fmt.Errorf("%d bytes, more than %d", len(s), maxPatternSize)
+	case !utf8.ValidString(s):
+		return errors.New("not valid UTF-8")
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == 0x7f || c == '\\' {
+			return errors.New("contains a control character or backslash")
+		}
+	}
+	if n := strings.Count(s, "/") + 1; n > maxPatternSegments {
+		return fmt.Errorf("%d segments, more than %d", n, maxPatternSegments)
+	}
+	return nil
 }
 
 // String returns the pattern as it was written (the only spelling

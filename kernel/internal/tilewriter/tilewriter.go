@@ -177,11 +177,20 @@ func readTreeState(root string) (uint64, []byte, error) {
 // tree of size entries, rebuilds its compact range from them, and checks
 // that it hashes to storedRoot and that the bundle's entries hash to the
 // level-0 tile.
-//
-// The compact range of [0, size) has one node per set bit of size; the
-// bits 8L to 8L+7 are the set bits of the node count of the partial tile at
-// level L, so those nodes are exactly the compact range of that tile's nodes.
 func (w *Writer) readRightEdge(size uint64, storedRoot []byte) error {
+	if err := w.readEdgeTiles(size); err != nil {
+		return err
+	}
+	if err := w.rebuildTree(size, storedRoot); err != nil {
+		return err
+	}
+	return w.readEdgeBundle(size)
+}
+
+// readEdgeTiles loads into w.edge the nodes of the partial hash tile at
+// each level of a tree of size entries: a level's partial tile holds the
+// nodes past its last full tile, size>>(8L) mod 256 of them.
+func (w *Writer) readEdgeTiles(size uint64) error {
 	for level := 0; size>>(tileHeight*level) > 0; level++ {
 		nodes := size >> (tileHeight * level)
 		index, width := nodes/tileWidth, int(nodes%tileWidth)
@@ -204,7 +213,15 @@ func (w *Writer) readRightEdge(size uint64, storedRoot []byte) error {
 			w.edge[level] = append(w.edge[level], bytes.Clone(raw[i*hashSize:(i+1)*hashSize]))
 		}
 	}
+	return nil
+}
 
+// rebuildTree sets w.tree to the compact range of [0, size) made from the
+// partial tiles' nodes, and checks that it hashes to storedRoot. The
+// compact range has one node per set bit of size; the bits 8L to 8L+7 are
+// the set bits of the node count of the partial tile at level L, so those
+// nodes are exactly the compact range of that tile's nodes.
+func (w *Writer) rebuildTree(size uint64, storedRoot []byte) error {
 	var rangeHashes [][]byte
 	for level := len(w.edge) - 1; level >= 0; level-- {
 		tile := rangeFactory.NewEmptyRange(0)
@@ -223,33 +240,40 @@ func (w *Writer) readRightEdge(size uint64, storedRoot []byte) error {
 		return fmt.Errorf("the right-edge tiles of %s's %d entries hash to root %x, but it holds root %x", treeStatePath, size, got, storedRoot)
 	}
 	w.tree = tree
+	return nil
+}
 
-	if width := int(size % tileWidth); width > 0 {
-		index := size / tileWidth
-		rel, raw, err := readPartialOrFull(w.root, layout.EntriesPath(index, uint8(width)), layout.EntriesPath(index, 0))
-		if err != nil {
-			return fmt.Errorf("entry bundle %d (%d entries) of the tree state's %d entries: %w", index, width, size, err)
-		}
-		end := 0
-		for i := range width {
-			first := index*tileWidth + uint64(i)
-			if end+2 > len(raw) {
-				return fmt.Errorf("entry bundle %s: ends before entry %d (%d bytes)", rel, first, len(raw))
-			}
-			n := int(binary.BigEndian.Uint16(raw[end:]))
-			if end+2+n > len(raw) {
-				return fmt.Errorf("entry bundle %s: entry %d runs past its end (%d bytes)", rel, first, len(raw))
-			}
-			if got := hasher.HashLeaf(raw[end+2 : end+2+n]); !bytes.Equal(got, w.edge[0][i]) {
-				return fmt.Errorf("entry bundle %s: entry %d hashes to %x, its hash tile holds %x", rel, first, got, w.edge[0][i])
-			}
-			end += 2 + n
-		}
-		if rel == layout.EntriesPath(index, uint8(width)) && end != len(raw) {
-			return fmt.Errorf("entry bundle %s: %d bytes after its %d entries", rel, len(raw)-end, width)
-		}
-		w.bundle = bytes.Clone(raw[:end])
+// readEdgeBundle loads into w.bundle the partial entry bundle of a tree of
+// size entries, checking each entry against its hash in the level-0 tile.
+func (w *Writer) readEdgeBundle(size uint64) error {
+	width := int(size % tileWidth)
+	if width == 0 {
+		return nil
 	}
+	index := size / tileWidth
+	rel, raw, err := readPartialOrFull(w.root, layout.EntriesPath(index, uint8(width)), layout.EntriesPath(index, 0))
+	if err != nil {
+		return fmt.Errorf("entry bundle %d (%d entries) of the tree state's %d entries: %w", index, width, size, err)
+	}
+	end := 0
+	for i := range width {
+		first := index*tileWidth + uint64(i)
+		if end+2 > len(raw) {
+			return fmt.Errorf("entry bundle %s: ends before entry %d (%d bytes)", rel, first, len(raw))
+		}
+		n := int(binary.BigEndian.Uint16(raw[end:]))
+		if end+2+n > len(raw) {
+			return fmt.Errorf("entry bundle %s: entry %d runs past its end (%d bytes)", rel, first, len(raw))
+		}
+		if got := hasher.HashLeaf(raw[end+2 : end+2+n]); !bytes.Equal(got, w.edge[0][i]) {
+			return fmt.Errorf("entry bundle %s: entry %d hashes to %x, its hash tile holds %x", rel, first, got, w.edge[0][i])
+		}
+		end += 2 + n
+	}
+	if rel == layout.EntriesPath(index, uint8(width)) && end != len(raw) {
+		return fmt.Errorf("entry bundle %s: %d bytes after its %d entries", rel, len(raw)-end, width)
+	}
+	w.bundle = bytes.Clone(raw[:end])
 	return nil
 }
 
@@ -339,18 +363,52 @@ func (w *Writer) Append(entries [][]byte) (size uint64, root []byte, err error) 
 }
 
 func (w *Writer) append(from uint64, entries [][]byte) (uint64, []byte, error) {
-	// The tree state on disk must still be the one this Writer continues:
-	// anything else means a second writer, and appending would fork the log.
-	if size, root, err := readTreeState(w.root); err != nil {
-		return 0, nil, fmt.Errorf("tilewriter: %s: %w", w.root, err)
-	} else if size != from || !bytes.Equal(root, rootOf(w.tree)) {
-		return 0, nil, fmt.Errorf("tilewriter: %s: %s holds size %d root %x, but this writer left size %d root %x: another writer appended to the log", w.root, treeStatePath, size, root, from, rootOf(w.tree))
+	if err := w.checkTreeState(from); err != nil {
+		return 0, nil, err
 	}
-
 	if err := w.checkEdge(from); err != nil {
 		return 0, nil, err
 	}
+	files, err := w.addEntries(from, entries)
+	if err != nil {
+		return 0, nil, err
+	}
+	size := w.tree.End()
+	if files, err = w.appendPartialFiles(files, from, size); err != nil {
+		return 0, nil, err
+	}
+	root := rootOf(w.tree)
 
+	state, err := json.Marshal(treeState{Size: size, Root: root})
+	if err != nil {
+		return 0, nil, err
+	}
+	files = append(files, file{rel: treeStatePath, what: fmt.Sprintf("tree state of size %d", size), data: state})
+	if err := w.writeFiles(files); err != nil {
+		return 0, nil, fmt.Errorf("tilewriter: %s: entries %d to %d: %w", w.root, from, size-1, err)
+	}
+	return size, root, nil
+}
+
+// checkTreeState refuses to go on unless the tree state on disk is still
+// the one this Writer continues, of size from: anything else means a
+// second writer, and appending would fork the log.
+func (w *Writer) checkTreeState(from uint64) error {
+	size, root, err := readTreeState(w.root)
+	if err != nil {
+		return fmt.Errorf("tilewriter: %s: %w", w.root, err)
+	}
+	if size != from || !bytes.Equal(root, rootOf(w.tree)) {
+		return fmt.Errorf("tilewriter: %s: %s holds size %d root %x, but this writer left size %d root %x: another writer appended to the log", w.root, treeStatePath, size, root, from, rootOf(w.tree))
+	}
+	return nil
+}
+
+// addEntries adds entries, the first at index from, to the partial bundle
+// and to the tree, keeping the tree's tile nodes in w.edge. It returns the
+// full entry bundles and full hash tiles they complete, in the order they
+// fill.
+func (w *Writer) addEntries(from uint64, entries [][]byte) ([]file, error) {
 	var files []file
 	var visitErr error
 	// keepTileNodes sees every node the tree makes; those at heights that
@@ -389,13 +447,21 @@ func (w *Writer) append(from uint64, entries [][]byte) (uint64, []byte, error) {
 			w.bundle = make([]byte, 0, len(w.bundle))
 		}
 		if err := w.tree.Append(hasher.HashLeaf(e), keepTileNodes); err != nil {
-			return 0, nil, fmt.Errorf("tilewriter: %s: entry %d: %w", w.root, index, err)
+			return nil, fmt.Errorf("tilewriter: %s: entry %d: %w", w.root, index, err)
 		}
 		if visitErr != nil {
-			return 0, nil, visitErr
+			return nil, visitErr
 		}
 	}
-	size := w.tree.End()
+	return files, nil
+}
+
+// appendPartialFiles appends to files the partial files of a tree grown
+// from from to size entries: the partial entry bundle, if any, and each
+// partial tile this Append gave a node (the node count at its level
+// changed), as Tessera writes only the tiles it changes; full ones were
+// written as they filled.
+func (w *Writer) appendPartialFiles(files []file, from, size uint64) ([]file, error) {
 	if width := size % tileWidth; width > 0 {
 		b := size / tileWidth
 		files = append(files, file{
@@ -404,30 +470,17 @@ func (w *Writer) append(from uint64, entries [][]byte) (uint64, []byte, error) {
 			data: w.bundle,
 		})
 	}
-	// A partial tile is written when this Append gave it a node (the node
-	// count at its level changed), as Tessera writes only the tiles it
-	// changes; full ones were written as they filled.
 	for level := range w.edge {
 		before, after := from>>(tileHeight*level), size>>(tileHeight*level)
 		if before == after || after%tileWidth == 0 {
 			continue
 		}
 		if got := uint64(len(w.edge[level])); got != after%tileWidth {
-			return 0, nil, fmt.Errorf("tilewriter: %s: the partial tile at level %d holds %d nodes, want %d: the writer's right edge is inconsistent", w.root, level, got, after%tileWidth)
+			return nil, fmt.Errorf("tilewriter: %s: the partial tile at level %d holds %d nodes, want %d: the writer's right edge is inconsistent", w.root, level, got, after%tileWidth)
 		}
 		files = append(files, tileFile(level, after/tileWidth, w.edge[level], uint8(after%tileWidth)))
 	}
-	root := rootOf(w.tree)
-
-	state, err := json.Marshal(treeState{Size: size, Root: root})
-	if err != nil {
-		return 0, nil, err
-	}
-	files = append(files, file{rel: treeStatePath, what: fmt.Sprintf("tree state of size %d", size), data: state})
-	if err := w.writeFiles(files); err != nil {
-		return 0, nil, fmt.Errorf("tilewriter: %s: entries %d to %d: %w", w.root, from, size-1, err)
-	}
-	return size, root, nil
+	return files, nil
 }
 
 // ErrEdgeChanged: a file at the right edge of the tree state on disk (a
@@ -497,35 +550,15 @@ const maxParallelWrites = 16
 // yet the tree state's.
 func (w *Writer) writeFiles(files []file) error {
 	last := len(files) - 1
-	// The test hook decides up front how many files get written, so that a
-	// crash "after k files" is the first k, whatever the concurrency.
-	var crash error
-	if w.beforeWrite != nil {
-		for i, f := range files {
-			if err := w.beforeWrite(f.rel); err != nil {
-				files, crash = files[:i], fmt.Errorf("writing %s, %s: %w", f.rel, f.what, err)
-				break
-			}
-		}
-	}
-
-	// Folders are made first, one at a time: parents before children, and
-	// each new one recorded for its parent's sync.
+	files, crash := w.filesBeforeCrash(files)
 	dirsToSync := map[string]struct{}{}
-	targets := make([]string, len(files))
-	for i, f := range files {
-		targets[i] = filepath.Join(w.root, filepath.FromSlash(f.rel))
-		dir := filepath.Dir(targets[i])
-		if err := ensureDir(dir, dirsToSync); err != nil {
-			return fmt.Errorf("writing %s, %s: %w", f.rel, f.what, err)
-		}
-		if i != last {
-			dirsToSync[dir] = struct{}{}
-		}
+	targets, err := w.makeDirs(files, last, dirsToSync)
+	if err != nil {
+		return err
 	}
 
 	var lastTemp string
-	err := parallel(len(files), func(i int) (err error) {
+	err = parallel(len(files), func(i int) (err error) {
 		if i == last {
 			lastTemp, err = createTemp(targets[i], files[i].data)
 		} else {
@@ -558,6 +591,41 @@ func (w *Writer) writeFiles(files []file) error {
 		_ = os.Remove(lastTemp)
 	}
 	return err
+}
+
+// filesBeforeCrash is files cut where the test hook beforeWrite makes an
+// Append crash, with the crash's error; files whole and nil without the
+// hook. The hook decides up front how many files get written, so that a
+// crash "after k files" is the first k, whatever the concurrency.
+func (w *Writer) filesBeforeCrash(files []file) ([]file, error) {
+	if w.beforeWrite == nil {
+		return files, nil
+	}
+	for i, f := range files {
+		if err := w.beforeWrite(f.rel); err != nil {
+			return files[:i], fmt.Errorf("writing %s, %s: %w", f.rel, f.what, err)
+		}
+	}
+	return files, nil
+}
+
+// makeDirs makes the folders of files, one at a time: parents before
+// children, and each new one recorded in dirsToSync for its parent's sync,
+// as is the folder of each file but the one at index last, which gets a new
+// name there. It returns each file's path.
+func (w *Writer) makeDirs(files []file, last int, dirsToSync map[string]struct{}) ([]string, error) {
+	targets := make([]string, len(files))
+	for i, f := range files {
+		targets[i] = filepath.Join(w.root, filepath.FromSlash(f.rel))
+		dir := filepath.Dir(targets[i])
+		if err := ensureDir(dir, dirsToSync); err != nil {
+			return nil, fmt.Errorf("writing %s, %s: %w", f.rel, f.what, err)
+		}
+		if i != last {
+			dirsToSync[dir] = struct{}{}
+		}
+	}
+	return targets, nil
 }
 
 // parallel runs do(0) to do(n-1), at most maxParallelWrites at a time, and

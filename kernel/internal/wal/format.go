@@ -454,11 +454,6 @@ func findVerifying(data []byte, off int, due uint64, version int, open openWrite
 		nextWrite = off + commitRecordSize
 	}
 	readBack := 0 // the next write's records that verify in order from due
-	inOrder := func(r decodedRecord) {
-		if nextWrite >= 0 && r.index == due+uint64(readBack) && readBack == sameWrite {
-			readBack++
-		}
-	}
 	for q := off; q+recordHeaderSize <= len(data); q++ {
 		index := binary.BigEndian.Uint64(data[q+8 : q+16])
 		if max(index, due)-min(index, due) > window {
@@ -468,18 +463,26 @@ func findVerifying(data []byte, off int, due uint64, version int, open openWrite
 		if problem != "" {
 			continue
 		}
-		if q == nextWrite && r.opensWrite && r.index == due {
-			inOrder(r)
-			sameWrite++
-			q += r.size - 1
-			continue
-		}
-		if version == 1 || r.commit || r.opensWrite || q == off || r.index <= due {
+		// The next write's first record where the writer puts it, after
+		// a commit record a power loss may have lost: no proof.
+		opensNextWrite := q == nextWrite && r.opensWrite && r.index == due
+		if !opensNextWrite && provesSynced(r, q, off, due, version) {
 			return proof{at: q, index: r.index, commit: r.commit, count: r.count, opensWrite: r.opensWrite, readBack: readBack}, sameWrite
 		}
-		inOrder(r)
+		if nextWrite >= 0 && r.index == due+uint64(readBack) && readBack == sameWrite {
+			readBack++
+		}
 		sameWrite++
 		q += r.size - 1
 	}
 	return proof{at: -1}, sameWrite
+}
+
+// provesSynced reports whether r, a record that verifies at offset q, at
+// or past a fault at off with index due, shows that the fault lies in
+// bytes that were synced (findVerifying): in version 1 any record does; in
+// versions 2 and 3 a record that opens a write, one at the fault itself or
+// one with an index at most due, and in version 3 a commit record.
+func provesSynced(r decodedRecord, q, off int, due uint64, version int) bool {
+	return version == 1 || r.commit || r.opensWrite || q == off || r.index <= due
 }

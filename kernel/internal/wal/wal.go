@@ -402,6 +402,35 @@ func Open(dir string, from uint64, opts Options) (*Log, []Record, OpenInfo, erro
 	if err := makeDir(dir); err != nil {
 		return nil, nil, OpenInfo{}, err
 	}
+	l := newLog(dir, from, opts)
+	r, err := read(dir, from)
+	info := r.info
+	if err != nil {
+		return nil, nil, info, err
+	}
+	if r.end > from {
+		l.next = r.end
+	}
+
+	// Everything checks: now change the disk.
+	if len(r.segments) > 0 {
+		if err := l.resumeNewest(r); err != nil {
+			return nil, nil, info, err
+		}
+	}
+	for _, name := range r.temps {
+		if err := os.Remove(l.path(name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			l.Close()
+			return nil, nil, info, fmt.Errorf("wal: removing a stale temporary segment: %w", err)
+		}
+		info.TempFilesRemoved++
+	}
+	return l, r.records, info, nil
+}
+
+// newLog is a Log of the folder dir whose next index is from, with opts'
+// defaults filled in, and no segment yet.
+func newLog(dir string, from uint64, opts Options) *Log {
 	l := &Log{
 		dir:          dir,
 		segmentBytes: opts.SegmentBytes,
@@ -426,66 +455,55 @@ func Open(dir string, from uint64, opts Options) (*Log, []Record, OpenInfo, erro
 	case l.growBytes < 0:
 		l.growBytes = 0
 	}
-	r, err := read(dir, from)
-	info := r.info
-	if err != nil {
-		return nil, nil, info, err
-	}
-	segments, temps, records, newest := r.segments, r.temps, r.records, r.newest
-	if r.end > from {
-		l.next = r.end
-	}
+	return l
+}
 
-	// Everything checks: now change the disk.
-	if len(segments) > 0 {
-		last := segments[len(segments)-1]
-		f, err := os.OpenFile(l.path(last.name), os.O_RDWR, 0)
-		if err != nil {
-			return nil, nil, info, fmt.Errorf("wal: %w", err)
-		}
-		size := int64(newest.good)
-		grown := size + int64(newest.zeroTail) // no zeros after a torn tail was cut
-		// A torn tail is cut first, and then the commit record written:
-		// a crash between the two leaves good records without one, which
-		// the next Open reads the same way.
-		if info.TornBytes > 0 {
-			if err = f.Truncate(size); err != nil {
-				err = fmt.Errorf("cutting the torn tail off %s at offset %d: %w", info.TornFile, info.TornOffset, err)
-			}
-		}
-		if err == nil && r.commit != nil {
-			if _, err = f.WriteAt(r.commit, size); err != nil {
-				err = fmt.Errorf("writing the commit record of indices %d to %d to %s at offset %d: %w",
-					info.UncommittedFirst, info.UncommittedFirst+uint64(info.UncommittedRecords)-1, l.path(last.name), size, err)
-			}
-			size += int64(len(r.commit))
-			grown = max(grown, size)
-		}
-		if err == nil && (info.TornBytes > 0 || r.commit != nil) {
-			if err = f.Sync(); err != nil {
-				err = fmt.Errorf("syncing %s: %w", l.path(last.name), err)
-			}
-		}
-		if err != nil {
-			f.Close()
-			return nil, nil, info, fmt.Errorf("wal: %w", err)
-		}
-		l.active, l.activePath = f, l.path(last.name)
-		l.activeFirst, l.activeEnd, l.activeSize = last.first, newest.end, size
-		l.activeGrown = grown
-		l.activeOld = newest.version < 3
-		for i, seg := range segments[:len(segments)-1] {
-			l.closed = append(l.closed, closedSegment{path: l.path(seg.name), end: segments[i+1].first})
+// resumeNewest makes the newest segment read, r's last, the one written:
+// it cuts off its torn tail, if any, then writes the commit record its
+// last write lacks, if any, and syncs what it changed. The segments before
+// it are closed, for Release.
+func (l *Log) resumeNewest(r readResult) error {
+	info, newest := r.info, r.newest
+	last := r.segments[len(r.segments)-1]
+	f, err := os.OpenFile(l.path(last.name), os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("wal: %w", err)
+	}
+	size := int64(newest.good)
+	grown := size + int64(newest.zeroTail) // no zeros after a torn tail was cut
+	// A torn tail is cut first, and then the commit record written: a
+	// crash between the two leaves good records without one, which the
+	// next Open reads the same way.
+	if info.TornBytes > 0 {
+		if err = f.Truncate(size); err != nil {
+			err = fmt.Errorf("cutting the torn tail off %s at offset %d: %w", info.TornFile, info.TornOffset, err)
 		}
 	}
-	for _, name := range temps {
-		if err := os.Remove(l.path(name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			l.Close()
-			return nil, nil, info, fmt.Errorf("wal: removing a stale temporary segment: %w", err)
+	if err == nil && r.commit != nil {
+		if _, err = f.WriteAt(r.commit, size); err != nil {
+			err = fmt.Errorf("writing the commit record of indices %d to %d to %s at offset %d: %w",
+				info.UncommittedFirst, info.UncommittedFirst+uint64(info.UncommittedRecords)-1, l.path(last.name), size, err)
 		}
-		info.TempFilesRemoved++
+		size += int64(len(r.commit))
+		grown = max(grown, size)
 	}
-	return l, records, info, nil
+	if err == nil && (info.TornBytes > 0 || r.commit != nil) {
+		if err = f.Sync(); err != nil {
+			err = fmt.Errorf("syncing %s: %w", l.path(last.name), err)
+		}
+	}
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("wal: %w", err)
+	}
+	l.active, l.activePath = f, l.path(last.name)
+	l.activeFirst, l.activeEnd, l.activeSize = last.first, newest.end, size
+	l.activeGrown = grown
+	l.activeOld = newest.version < 3
+	for i, seg := range r.segments[:len(r.segments)-1] {
+		l.closed = append(l.closed, closedSegment{path: l.path(seg.name), end: r.segments[i+1].first})
+	}
+	return nil
 }
 
 // Read returns the records of the write-ahead log in dir whose index is
@@ -541,13 +559,8 @@ func read(dir string, from uint64) (readResult, error) {
 	for i := k; i < len(segments); i++ {
 		seg := segments[i]
 		p := path(seg.name)
-		if seg.first != due {
-			if seg.first > due {
-				return r, fmt.Errorf("%w: %s starts at index %d, but the segment before it ends before %d: entries %d to %d are in no segment",
-					ErrGap, p, seg.first, due, due, seg.first-1)
-			}
-			return r, fmt.Errorf("%s: %w: it starts at index %d, but the segment before it already holds the entries up to %d",
-				p, ErrDamaged, seg.first, due-1)
+		if err := checkSegmentStart(p, seg.first, due); err != nil {
+			return r, err
 		}
 		data, err := os.ReadFile(p)
 		if err != nil {
@@ -564,18 +577,8 @@ func read(dir string, from uint64) (readResult, error) {
 		}
 		isNewest := i == len(segments)-1
 		if !isNewest {
-			// Closed after its records and its last commit record were
-			// synced: every fault in it is damage, up to the next
-			// segment's first index.
-			next := segments[i+1].first
-			switch {
-			case scan.fault != "":
-				return r, &DamageError{File: p, Offset: int64(scan.good), First: scan.end, End: max(next, scan.end), EndKnown: true,
-					Problem: scan.fault + ", in a segment that is not the newest (it was synced before the next one began)"}
-			case scan.open.count > 0:
-				return r, &DamageError{File: p, Offset: int64(scan.good), First: scan.end, End: scan.end, EndKnown: true, // its records read back
-					Problem: fmt.Sprintf("the write of indices %d to %d has no commit record, in a segment that is not the newest (its last commit record was synced before the next one began)",
-						scan.open.first, scan.end-1)}
+			if err := closedSegmentDamage(p, scan, segments[i+1].first); err != nil {
+				return r, err
 			}
 		}
 		if scan.fault != "" && scan.proof.at >= 0 {
@@ -584,24 +587,64 @@ func read(dir string, from uint64) (readResult, error) {
 				Problem: scan.fault + ", " + scan.proof.String()}
 		}
 		if isNewest {
-			r.newest = scan
-			if o := scan.open; o.count > 0 {
-				r.info.UncommittedRecords, r.info.UncommittedFirst = o.count, o.first
-				r.commit = appendCommit(nil, o.first, uint32(o.count), data[o.start:scan.good])
-			}
-			if scan.fault != "" {
-				r.info.TornFile, r.info.TornOffset, r.info.TornReason = p, int64(scan.good), scan.fault
-				r.info.TornBytes = int64(len(data) - scan.good)
-				r.info.TornRecordsAfter = scan.sameWrite
-				if scan.sameWrite > 0 {
-					r.info.TornReason += fmt.Sprintf("; %d later records of the interrupted write verify and are cut with it", scan.sameWrite)
-				}
-			}
+			r.takeNewest(p, data, scan)
 		}
 		due = scan.end
 	}
 	r.end = due
 	return r, nil
+}
+
+// checkSegmentStart refuses the segment p whose name says first where
+// the index due follows the segments before it: a later index leaves a
+// gap, an earlier one repeats indices.
+func checkSegmentStart(p string, first, due uint64) error {
+	switch {
+	case first > due:
+		return fmt.Errorf("%w: %s starts at index %d, but the segment before it ends before %d: entries %d to %d are in no segment",
+			ErrGap, p, first, due, due, first-1)
+	case first < due:
+		return fmt.Errorf("%s: %w: it starts at index %d, but the segment before it already holds the entries up to %d",
+			p, ErrDamaged, first, due-1)
+	}
+	return nil
+}
+
+// closedSegmentDamage is the damage scan found in p, a segment that is not
+// the newest, or nil: such a segment was closed after its records and its
+// last commit record were synced, so every fault in it is damage, up to
+// next, the next segment's first index, and so is a last write without a
+// commit record.
+func closedSegmentDamage(p string, scan segmentScan, next uint64) error {
+	switch {
+	case scan.fault != "":
+		return &DamageError{File: p, Offset: int64(scan.good), First: scan.end, End: max(next, scan.end), EndKnown: true,
+			Problem: scan.fault + ", in a segment that is not the newest (it was synced before the next one began)"}
+	case scan.open.count > 0:
+		return &DamageError{File: p, Offset: int64(scan.good), First: scan.end, End: scan.end, EndKnown: true, // its records read back
+			Problem: fmt.Sprintf("the write of indices %d to %d has no commit record, in a segment that is not the newest (its last commit record was synced before the next one began)",
+				scan.open.first, scan.end-1)}
+	}
+	return nil
+}
+
+// takeNewest records what scan found in p, the newest segment, whose
+// bytes are data: the commit record its last write lacks, and its torn
+// tail.
+func (r *readResult) takeNewest(p string, data []byte, scan segmentScan) {
+	r.newest = scan
+	if o := scan.open; o.count > 0 {
+		r.info.UncommittedRecords, r.info.UncommittedFirst = o.count, o.first
+		r.commit = appendCommit(nil, o.first, uint32(o.count), data[o.start:scan.good])
+	}
+	if scan.fault != "" {
+		r.info.TornFile, r.info.TornOffset, r.info.TornReason = p, int64(scan.good), scan.fault
+		r.info.TornBytes = int64(len(data) - scan.good)
+		r.info.TornRecordsAfter = scan.sameWrite
+		if scan.sameWrite > 0 {
+			r.info.TornReason += fmt.Sprintf("; %d later records of the interrupted write verify and are cut with it", scan.sameWrite)
+		}
+	}
 }
 
 // makeDir creates dir if it is missing, and syncs its parent so that it
@@ -673,31 +716,15 @@ func (l *Log) Next() uint64 { return l.next }
 // (ErrBroken) and every later call fails: the caller must restart so that
 // Open decides from what is on disk.
 func (l *Log) Append(first uint64, entries [][]byte) error {
-	switch {
-	case l.broken != nil:
-		return l.broken
-	case l.isClosed:
-		return ErrClosed
-	case first != l.next:
-		return fmt.Errorf("wal: append at index %d, but the next index is %d", first, l.next)
-	case len(entries) == 0:
-		return nil
-	case first+uint64(len(entries)) < first:
-		return fmt.Errorf("wal: %d entries from index %d run past the largest index", len(entries), first)
-	case uint64(len(entries)) > math.MaxUint32:
-		return fmt.Errorf("wal: %d entries in one append, more than a commit record counts", len(entries))
-	}
-	for i, e := range entries {
-		if len(e) > MaxEntrySize {
-			return fmt.Errorf("%w: the entry at index %d has %d bytes, more than %d", ErrEntryTooLarge, first+uint64(i), len(e), MaxEntrySize)
-		}
+	if err := l.checkAppend(first, entries); err != nil || len(entries) == 0 {
+		return err
 	}
 	if err := l.beginAppend(); err != nil {
 		return err
 	}
 	committed := false
 	defer func() { l.endAppend(committed) }()
-	if l.active == nil || l.activeEnd != first || l.activeOld || (l.activeSize >= l.segmentBytes && l.activeEnd > l.activeFirst) {
+	if l.needsSegment(first) {
 		if err := l.startSegment(first); err != nil {
 			return err
 		}
@@ -711,50 +738,14 @@ func (l *Log) Append(first uint64, entries [][]byte) error {
 	off := l.activeSize
 	recordsEnd := off + int64(len(buf))
 	end := recordsEnd + commitRecordSize // where this Append's bytes end
-	if l.growBytes > 0 && end > l.activeGrown {
-		// Zeros after the records, where the commit record goes and up to
-		// growBytes past it, but not past the segment's size limit: the
-		// records end where they start (scanSegment).
-		pad := int(max(end, min(end+l.growBytes, l.segmentBytes)) - recordsEnd)
-		buf = slices.Grow(buf, pad)[:len(buf)+pad]
-		clear(buf[len(buf)-pad:])
-	}
+	buf = l.growPadding(buf, recordsEnd, end)
 	if cap(buf) <= maxKeptBuffer {
 		l.buf = buf
 	} else {
 		l.buf = nil
 	}
-	what := "writing"
-	n, err := l.writeAt(l.active, buf, off)
-	if err == nil && n != len(buf) {
-		err = io.ErrShortWrite
-	}
-	if err == nil {
-		err = l.syncData(l.active)
-	}
-	if err == nil {
-		// The write is durable. Its commit record goes after it, unsynced:
-		// a process crash keeps it in the page cache, and the next write's
-		// fdatasync, or the idle sync, makes it durable (package comment).
-		what = "writing the commit record of"
-		if n, err = l.writeAt(l.active, commit, recordsEnd); err == nil && n != len(commit) {
-			err = io.ErrShortWrite
-		}
-	}
-	if err != nil {
-		path := l.activePath
-		cutErr := l.truncate(l.active, off)
-		if cutErr == nil {
-			cutErr = l.syncData(l.active)
-		}
-		l.activeGrown = off
-		if cutErr != nil {
-			l.broken = fmt.Errorf("%w: %s indices %d to %d to %s at offset %d failed (%v), and so did cutting it back: %v",
-				ErrBroken, what, first, first+uint64(len(entries))-1, path, off, err, cutErr)
-			return l.broken
-		}
-		return fmt.Errorf("wal: %s indices %d to %d to %s at offset %d (cut back, nothing written): %w",
-			what, first, first+uint64(len(entries))-1, path, off, err)
+	if what, err := l.writeAndCommit(buf, commit, off, recordsEnd); err != nil {
+		return l.cutBack(off, err, fmt.Sprintf("%s indices %d to %d to %s at offset %d", what, first, first+uint64(len(entries))-1, l.activePath, off))
 	}
 	committed = true
 	l.activeSize = end
@@ -762,6 +753,95 @@ func (l *Log) Append(first uint64, entries [][]byte) error {
 	l.activeEnd = first + uint64(len(entries))
 	l.next = l.activeEnd
 	return nil
+}
+
+// checkAppend refuses an Append before anything is written: on a broken
+// or closed Log, at an index other than Next(), of more entries than the
+// indices or a commit record can count, or with an entry too large.
+func (l *Log) checkAppend(first uint64, entries [][]byte) error {
+	switch {
+	case l.broken != nil:
+		return l.broken
+	case l.isClosed:
+		return ErrClosed
+	case first != l.next:
+		return fmt.Errorf("wal: append at index %d, but the next index is %d", first, l.next)
+	case first+uint64(len(entries)) < first:
+		return fmt.Errorf("wal: %d entries from index %d run past the largest index", len(entries), first)
+	case uint64(len(entries)) > math.MaxUint32:
+		return fmt.Errorf("wal: %d entries in one append, more than a commit record counts", len(entries))
+	}
+	for i, e := range entries {
+		if len(e) > MaxEntrySize {
+			return fmt.Errorf("%w: the entry at index %d has %d bytes, more than %d", ErrEntryTooLarge, first+uint64(i), len(e), MaxEntrySize)
+		}
+	}
+	return nil
+}
+
+// needsSegment reports whether an Append at index first starts a new
+// segment: there is none, the newest does not end at first, it is of an
+// older version, or it has reached the size limit and holds a record.
+func (l *Log) needsSegment(first uint64) bool {
+	return l.active == nil || l.activeEnd != first || l.activeOld || (l.activeSize >= l.segmentBytes && l.activeEnd > l.activeFirst)
+}
+
+// growPadding returns buf, the records of an Append whose bytes, its
+// commit record included, end at end, followed by zeros when they do not
+// fit in the file: where the commit record goes and up to growBytes past
+// it, but not past the segment's size limit. The records end where they
+// start (scanSegment).
+func (l *Log) growPadding(buf []byte, recordsEnd, end int64) []byte {
+	if l.growBytes <= 0 || end <= l.activeGrown {
+		return buf
+	}
+	pad := int(max(end, min(end+l.growBytes, l.segmentBytes)) - recordsEnd)
+	buf = slices.Grow(buf, pad)[:len(buf)+pad]
+	clear(buf[len(buf)-pad:])
+	return buf
+}
+
+// writeAndCommit writes buf at off in the active segment and syncs it,
+// then writes the commit record at recordsEnd without syncing it. On an
+// error, what says which of the two failed.
+func (l *Log) writeAndCommit(buf, commit []byte, off, recordsEnd int64) (what string, err error) {
+	n, err := l.writeAt(l.active, buf, off)
+	if err == nil && n != len(buf) {
+		err = io.ErrShortWrite
+	}
+	if err == nil {
+		err = l.syncData(l.active)
+	}
+	if err != nil {
+		return "writing", err
+	}
+	// The write is durable. Its commit record goes after it, unsynced: a
+	// process crash keeps it in the page cache, and the next write's
+	// fdatasync, or the idle sync, makes it durable (package comment).
+	if n, err = l.writeAt(l.active, commit, recordsEnd); err == nil && n != len(commit) {
+		err = io.ErrShortWrite
+	}
+	if err != nil {
+		return "writing the commit record of", err
+	}
+	return "", nil
+}
+
+// cutBack undoes a failed Append, which started at off: the active segment
+// is cut back there and synced, so that nothing of the Append replays, and
+// err, of the operation named by failed, is returned. If the cut-back fails
+// too, the Log is broken.
+func (l *Log) cutBack(off int64, err error, failed string) error {
+	cutErr := l.truncate(l.active, off)
+	if cutErr == nil {
+		cutErr = l.syncData(l.active)
+	}
+	l.activeGrown = off
+	if cutErr != nil {
+		l.broken = fmt.Errorf("%w: %s failed (%v), and so did cutting it back: %v", ErrBroken, failed, err, cutErr)
+		return l.broken
+	}
+	return fmt.Errorf("wal: %s (cut back, nothing written): %w", failed, err)
 }
 
 // beginAppend tells the idle sync that an Append runs, which syncs the
@@ -868,10 +948,35 @@ func (l *Log) startSegment(first uint64) error {
 	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("wal: %w", err)
 	}
-	tmp := l.path(fmt.Sprintf("%020d%s", first, tempSuffix))
+	f, err := createSegment(l.path(fmt.Sprintf("%020d%s", first, tempSuffix)), path)
+	if err != nil {
+		return err
+	}
+	if err := atomicfile.SyncDir(l.dir); err != nil {
+		// The segment may or may not survive a crash; writing to it
+		// would acknowledge entries that might vanish.
+		f.Close()
+		l.broken = fmt.Errorf("%w: syncing %s after making the segment %s: %v", ErrBroken, l.dir, path, err)
+		return l.broken
+	}
+
+	if l.active != nil {
+		l.retireActive(replacing)
+	}
+	l.active, l.activePath = f, path
+	l.activeFirst, l.activeEnd, l.activeSize = first, first, int64(len(SegmentHeader))
+	l.activeGrown = l.activeSize
+	l.activeOld = false
+	return nil
+}
+
+// createSegment makes the segment path with its header, through the
+// temporary file tmp: written, synced, renamed. The caller syncs the
+// folder.
+func createSegment(tmp, path string) (*os.File, error) {
 	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
-		return fmt.Errorf("wal: %w", err)
+		return nil, fmt.Errorf("wal: %w", err)
 	}
 	if _, err = f.Write([]byte(SegmentHeader)); err == nil {
 		err = f.Sync()
@@ -882,36 +987,30 @@ func (l *Log) startSegment(first uint64) error {
 	if err != nil {
 		f.Close()
 		os.Remove(tmp)
-		return fmt.Errorf("wal: making the segment %s: %w", path, err)
+		return nil, fmt.Errorf("wal: making the segment %s: %w", path, err)
 	}
-	if err := atomicfile.SyncDir(l.dir); err != nil {
-		// The segment may or may not survive a crash; writing to it
-		// would acknowledge entries that might vanish.
-		f.Close()
-		l.broken = fmt.Errorf("%w: syncing %s after making the segment %s: %v", ErrBroken, l.dir, path, err)
-		return l.broken
-	}
+	return f, nil
+}
 
-	if old := l.active; old != nil {
-		old.Close() // synced, its last commit record too: nothing to lose
-		if replacing {
-			// The rename put the new segment in its place.
-		} else if l.activeEnd == l.activeFirst {
-			// No records: nothing to keep. Should the removal not
-			// survive a crash, the empty segment lies below the new one
-			// and below the tile log's size, so Open does not read it.
-			os.Remove(l.activePath)
-		} else {
-			l.mu.Lock()
-			l.closed = append(l.closed, closedSegment{path: l.activePath, end: l.activeEnd})
-			l.mu.Unlock()
-		}
+// retireActive closes the segment that was written, once the next one is
+// made: synced, its last commit record too, it has nothing to lose. It is
+// kept for Release if it holds records, and removed if not, unless the
+// new segment took its name (replacing).
+func (l *Log) retireActive(replacing bool) {
+	l.active.Close()
+	switch {
+	case replacing:
+		// The rename put the new segment in its place.
+	case l.activeEnd == l.activeFirst:
+		// No records: nothing to keep. Should the removal not survive a
+		// crash, the empty segment lies below the new one and below the
+		// tile log's size, so Open does not read it.
+		os.Remove(l.activePath)
+	default:
+		l.mu.Lock()
+		l.closed = append(l.closed, closedSegment{path: l.activePath, end: l.activeEnd})
+		l.mu.Unlock()
 	}
-	l.active, l.activePath = f, path
-	l.activeFirst, l.activeEnd, l.activeSize = first, first, int64(len(SegmentHeader))
-	l.activeGrown = l.activeSize
-	l.activeOld = false
-	return nil
 }
 
 // Release says that every entry below upTo is durable in the tile log:
