@@ -210,3 +210,9 @@ func (d *Denial) check(*Event) error {
 	}
 	return validateText("denial reason", d.Reason, 2048)
 }
+
+// The parts of its kinds (parts.go).
+func init() {
+	kinds[KindAction] = carries(may("hold"), may("session"), must("action"), must("decision"))
+	kinds[KindActionDenied] = carries(must("denial"), may("session"), must("action"), must("decision"))
+}

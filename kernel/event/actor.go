@@ -175,3 +175,9 @@ func (s *StatusChange) check(*Event) error {
 	}
 	return validateText("status reason", s.Reason, 1024)
 }
+
+// The parts of its kinds (parts.go).
+func init() {
+	kinds[KindActorCreated] = carries(must("subject"))
+	kinds[KindActorStatus] = carries(must("status"))
+}

@@ -98,3 +98,9 @@ func (v *ElevationEnd) check(*Event) error {
 	}
 	return validateText("elevation end reason", v.Reason, 1024)
 }
+
+// The parts of its kinds (parts.go).
+func init() {
+	kinds[KindElevationGranted] = carries(must("elevation"), may("session"))
+	kinds[KindElevationEnded] = carries(must("elevation_end"), may("session"))
+}

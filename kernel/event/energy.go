@@ -124,3 +124,8 @@ func (p *Production) check(*Event) error {
 	}
 	return nil
 }
+
+// The parts of its kinds (parts.go).
+func init() {
+	kinds[KindEnergyProduced] = carries(must("production"))
+}

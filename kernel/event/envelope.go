@@ -77,3 +77,9 @@ func (v *EnvelopeEnd) check(*Event) error {
 	}
 	return validateText("revocation reason", v.Reason, 1024)
 }
+
+// The parts of its kinds (parts.go).
+func init() {
+	kinds[KindEnvelopeIssued] = carries(must("envelope"))
+	kinds[KindEnvelopeRevoked] = carries(must("envelope_end"))
+}

@@ -43,3 +43,9 @@ func (l *LogInfo) check(e *Event) error {
 	}
 	return nil
 }
+
+// The parts of its kinds (parts.go).
+func init() {
+	kinds[KindGenesis] = carries(must("log"), must("subject"))
+	kinds[KindRulesAdopted] = carries(must("log"))
+}

@@ -107,3 +107,9 @@ func (h *Hold) checkApproval() error {
 	}
 	return nil
 }
+
+// The parts of its kinds (parts.go).
+func init() {
+	kinds[KindHoldRequested] = carries(must("hold"), may("session"), must("action"))
+	kinds[KindHoldAnswered] = carries(must("hold"))
+}

@@ -97,3 +97,8 @@ func validateKillReason(r string) error {
 	}
 	return nil
 }
+
+// The parts of its kinds (parts.go).
+func init() {
+	kinds[KindAgentKilled] = carries(must("kill"), may("session"))
+}

@@ -9,10 +9,11 @@ import (
 
 // An event carries its id, time, actor and kind, and the parts its kind
 // calls for: the members of Event that only some kinds carry. Each part is
-// declared once, in parts (its JSON name, how to tell that an event
-// carries it, its check), and each kind once, in kinds (the parts its
-// events must or may carry). A part's type and its check sit together in
-// the file of its concept (hold.go, elevation.go, ...).
+// declared once, in parts, beside the Event struct (event.go: its JSON
+// name, how to tell that an event carries it, its check), and each kind
+// once, in kinds, by the file of its concept (the parts its events must or
+// may carry). A part's type and its check sit together in the file of its
+// concept (hold.go, elevation.go, ...).
 
 // part describes one part of an event.
 type part struct {
@@ -24,44 +25,6 @@ type part struct {
 	// type has its check method, given the event: some parts depend on
 	// the event's kind or on its other members.
 	check func(*Event) error
-}
-
-// parts are every part an event may carry, in the order a part that is
-// missing or not allowed is reported. The functions are written out, not
-// made by a generic helper: Encode and Parse call them all for every
-// event, and a closure over a field accessor made validation some 6%
-// costlier.
-var parts = [...]part{
-	{"log", func(e *Event) bool { return e.Log != nil }, func(e *Event) error { return e.Log.check(e) }},
-	{"subject", func(e *Event) bool { return e.Subject != nil }, func(e *Event) error { return e.Subject.check(e) }},
-	{"action", func(e *Event) bool { return e.Action != nil }, func(e *Event) error { return e.Action.check(e) }},
-	{"decision", func(e *Event) bool { return e.Decision != nil }, func(e *Event) error { return e.Decision.check(e) }},
-	{"status", func(e *Event) bool { return e.Status != nil }, func(e *Event) error { return e.Status.check(e) }},
-	{"envelope", func(e *Event) bool { return e.Envelope != nil }, func(e *Event) error { return e.Envelope.check(e) }},
-	{"envelope_end", func(e *Event) bool { return e.EnvelopeEnd != nil }, func(e *Event) error { return e.EnvelopeEnd.check(e) }},
-	{"production", func(e *Event) bool { return e.Production != nil }, func(e *Event) error { return e.Production.check(e) }},
-	{"denial", func(e *Event) bool { return e.Denial != nil }, func(e *Event) error { return e.Denial.check(e) }},
-	{"hold", func(e *Event) bool { return e.Hold != nil }, func(e *Event) error { return e.Hold.check(e) }},
-	{name: "delta", carried: func(e *Event) bool { return e.Delta != nil }, check: checkDelta},
-	{"ring", func(e *Event) bool { return e.Ring != nil }, func(e *Event) error { return e.Ring.check(e) }},
-	{"ring_config", func(e *Event) bool { return e.RingConfig != nil }, func(e *Event) error { return e.RingConfig.check(e) }},
-	{"descriptor", func(e *Event) bool { return e.Descriptor != nil }, func(e *Event) error { return e.Descriptor.check(e) }},
-	{"elevation", func(e *Event) bool { return e.Elevation != nil }, func(e *Event) error { return e.Elevation.check(e) }},
-	{"elevation_end", func(e *Event) bool { return e.ElevationEnd != nil }, func(e *Event) error { return e.ElevationEnd.check(e) }},
-	{"session_record", func(e *Event) bool { return e.SessionRecord != nil }, func(e *Event) error { return e.SessionRecord.check(e) }},
-	{"session_change", func(e *Event) bool { return e.SessionChange != nil }, func(e *Event) error { return e.SessionChange.check(e) }},
-	{"quarantine", func(e *Event) bool { return e.Quarantine != nil }, func(e *Event) error { return e.Quarantine.check(e) }},
-	{"kill", func(e *Event) bool { return e.Kill != nil }, func(e *Event) error { return e.Kill.check(e) }},
-	{"saga", func(e *Event) bool { return e.Saga != nil }, func(e *Event) error { return e.Saga.check(e) }},
-	{"saga_step", func(e *Event) bool { return e.SagaStep != nil }, func(e *Event) error { return e.SagaStep.check(e) }},
-	{"policy", func(e *Event) bool { return e.Policy != nil }, func(e *Event) error { return e.Policy.check(e) }},
-	{"policy_attachment", func(e *Event) bool { return e.PolicyAttachment != nil }, func(e *Event) error { return e.PolicyAttachment.check(e) }},
-	{"signal", func(e *Event) bool { return e.Signal != nil }, func(e *Event) error { return e.Signal.check(e) }},
-	{"signal_mask", func(e *Event) bool { return e.SignalMask != nil }, func(e *Event) error { return e.SignalMask.check(e) }},
-	{"key_change", func(e *Event) bool { return e.KeyChange != nil }, func(e *Event) error { return e.KeyChange.check(e) }},
-	{"erasure", func(e *Event) bool { return e.Erasure != nil }, func(e *Event) error { return e.Erasure.check(e) }},
-	{"toleration", func(e *Event) bool { return e.Toleration != nil }, func(e *Event) error { return e.Toleration.check(e) }},
-	{name: "session", carried: func(e *Event) bool { return e.Session != "" }, check: checkSessionName},
 }
 
 // partSet is a set of parts, bit i standing for parts[i].
@@ -122,41 +85,9 @@ func carries(rules ...partRule) kindSpec {
 
 // kinds says, for every kind, the parts its events carry; a part not
 // listed is forbidden. Signed is not a part: any event but the kernel's
-// own may carry it.
-var kinds = map[Kind]kindSpec{
-	KindGenesis:         carries(must("log"), must("subject")),
-	KindRulesAdopted:    carries(must("log")),
-	KindActorCreated:    carries(must("subject")),
-	KindAction:          carries(may("hold"), may("session"), must("action"), must("decision")),
-	KindActorStatus:     carries(must("status")),
-	KindEnvelopeIssued:  carries(must("envelope")),
-	KindEnvelopeRevoked: carries(must("envelope_end")),
-	KindEnergyProduced:  carries(must("production")),
-	KindActionDenied:    carries(must("denial"), may("session"), must("action"), must("decision")),
-	KindHoldRequested:   carries(must("hold"), may("session"), must("action")),
-	KindHoldAnswered:    carries(must("hold")),
-	KindSessionDelta:    carries(must("session"), must("delta")),
-
-	KindRingAssigned:      carries(must("ring")),
-	KindRingsConfigured:   carries(must("ring_config")),
-	KindActionRegistered:  carries(must("descriptor")),
-	KindElevationGranted:  carries(must("elevation"), may("session")),
-	KindElevationEnded:    carries(must("elevation_end"), may("session")),
-	KindSessionCreated:    carries(must("session_record"), must("session")),
-	KindSessionChanged:    carries(must("session_change"), must("session")),
-	KindQuarantineStarted: carries(must("quarantine"), may("session")),
-	KindQuarantineEnded:   carries(must("quarantine"), may("session")),
-	KindAgentKilled:       carries(must("kill"), may("session")),
-	KindSagaStarted:       carries(must("saga"), may("session")),
-	KindSagaStep:          carries(must("saga_step"), may("session")),
-	KindPolicySet:         carries(must("policy")),
-	KindPolicyAttached:    carries(must("policy_attachment")),
-	KindSignalSent:        carries(must("signal")),
-	KindSignalMasked:      carries(must("signal_mask")),
-	KindActorKey:          carries(must("key_change")),
-	KindSubjectErased:     carries(must("erasure")),
-	KindTolerated:         carries(must("toleration")),
-}
+// own may carry it. Each kind's row is in the file of its concept, beside
+// the kind's constant (an init of that file adds it).
+var kinds = map[Kind]kindSpec{}
 
 // Kinds returns every kind of event, sorted.
 func Kinds() []Kind {

@@ -55,3 +55,9 @@ func (p *PolicyAttachment) check(*Event) error {
 	}
 	return nil
 }
+
+// The parts of its kinds (parts.go).
+func init() {
+	kinds[KindPolicySet] = carries(must("policy"))
+	kinds[KindPolicyAttached] = carries(must("policy_attachment"))
+}

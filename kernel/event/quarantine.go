@@ -70,3 +70,9 @@ func validateQuarantineReason(r string) error {
 	}
 	return nil
 }
+
+// The parts of its kinds (parts.go).
+func init() {
+	kinds[KindQuarantineStarted] = carries(must("quarantine"), may("session"))
+	kinds[KindQuarantineEnded] = carries(must("quarantine"), may("session"))
+}

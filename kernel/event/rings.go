@@ -87,3 +87,10 @@ func (d *DescriptorRegistration) check(*Event) error {
 	}
 	return validateGrants("descriptor "+d.Descriptor.ActionID, d.AppliesTo)
 }
+
+// The parts of its kinds (parts.go).
+func init() {
+	kinds[KindRingAssigned] = carries(must("ring"))
+	kinds[KindRingsConfigured] = carries(must("ring_config"))
+	kinds[KindActionRegistered] = carries(must("descriptor"))
+}

@@ -63,3 +63,9 @@ func (s *SagaStep) check(*Event) error {
 	}
 	return validateText("saga step reason", s.Reason, 1024)
 }
+
+// The parts of its kinds (parts.go).
+func init() {
+	kinds[KindSagaStarted] = carries(must("saga"), may("session"))
+	kinds[KindSagaStep] = carries(must("saga_step"), may("session"))
+}

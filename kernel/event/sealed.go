@@ -168,3 +168,8 @@ func sealedMember(m map[string]json.RawMessage) (json.RawMessage, error) {
 	}
 	return json.Marshal(SealedPayload{Subject: subject, Commitment: SealCommitment(salt, m["payload"])})
 }
+
+// The parts of its kinds (parts.go).
+func init() {
+	kinds[KindSubjectErased] = carries(must("erasure"))
+}

@@ -96,3 +96,10 @@ func checkDelta(e *Event) error {
 	}
 	return nil
 }
+
+// The parts of its kinds (parts.go).
+func init() {
+	kinds[KindSessionDelta] = carries(must("session"), must("delta"))
+	kinds[KindSessionCreated] = carries(must("session_record"), must("session"))
+	kinds[KindSessionChanged] = carries(must("session_change"), must("session"))
+}

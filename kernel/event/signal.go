@@ -101,3 +101,9 @@ func validateMask(names []string) error {
 	}
 	return nil
 }
+
+// The parts of its kinds (parts.go).
+func init() {
+	kinds[KindSignalSent] = carries(must("signal"))
+	kinds[KindSignalMasked] = carries(must("signal_mask"))
+}

@@ -267,3 +267,8 @@ func (k *KeyChange) check(*Event) error {
 	}
 	return validateText("key change reason", k.Reason, 1024)
 }
+
+// The parts of its kinds (parts.go).
+func init() {
+	kinds[KindActorKey] = carries(must("key_change"))
+}

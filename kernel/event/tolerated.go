@@ -51,3 +51,8 @@ func (t *Toleration) check(*Event) error {
 	}
 	return validateText("log.tolerated: reason", t.Reason, 1024)
 }
+
+// The parts of its kinds (parts.go).
+func init() {
+	kinds[KindTolerated] = carries(must("toleration"))
+}

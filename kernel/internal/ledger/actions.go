@@ -539,3 +539,10 @@ func HoldRule(chain []*Envelope, t event.ActionType, target string) (envelope, p
 	}
 	return "", ""
 }
+
+// The rules of its kinds (rules.go).
+func init() {
+	rules[event.KindAction] = actionRule
+	rules[event.KindHoldRequested] = holdRequestedRule
+	rules[event.KindActionDenied] = deniedRule
+}

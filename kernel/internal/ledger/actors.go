@@ -332,3 +332,13 @@ func (l *Ledger) Credits(ticks uint64) []event.Credit {
 	}
 	return slices.DeleteFunc(out, func(c event.Credit) bool { return c.Amount == 0 })
 }
+
+// The rules of its kinds (rules.go).
+func init() {
+	rules[event.KindGenesis] = genesisRule
+	rules[event.KindRulesAdopted] = rulesRule
+	rules[event.KindActorCreated] = actorCreatedRule
+	rules[event.KindActorStatus] = actorStatusRule
+	rules[event.KindActorKey] = actorKeyRule
+	rules[event.KindEnergyProduced] = productionRule
+}

@@ -366,3 +366,12 @@ var signalMaskedRule = &rule{
 		l.touchActor(a)
 	},
 }
+
+// The rules of its kinds (rules.go).
+func init() {
+	rules[event.KindQuarantineStarted] = quarantineStartedRule
+	rules[event.KindQuarantineEnded] = quarantineEndedRule
+	rules[event.KindAgentKilled] = killRule
+	rules[event.KindSignalSent] = signalSentRule
+	rules[event.KindSignalMasked] = signalMaskedRule
+}

@@ -239,3 +239,9 @@ func (l *Ledger) revoke(ids []string) {
 		}
 	}
 }
+
+// The rules of its kinds (rules.go).
+func init() {
+	rules[event.KindEnvelopeIssued] = envelopeIssuedRule
+	rules[event.KindEnvelopeRevoked] = envelopeRevokedRule
+}

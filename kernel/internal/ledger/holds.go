@@ -127,3 +127,8 @@ var holdAnsweredRule = &rule{
 		l.touchHold(h)
 	},
 }
+
+// The rules of its kinds (rules.go).
+func init() {
+	rules[event.KindHoldAnswered] = holdAnsweredRule
+}

@@ -657,3 +657,16 @@ func TestEveryGateIsDescribedOnce(t *testing.T) {
 		}
 	}
 }
+
+// Every kind of event has its rule, and every rule is for a kind the
+// event format knows: each concept file adds the rows of its kinds.
+func TestEveryKindHasARule(t *testing.T) {
+	for _, kind := range event.Kinds() {
+		if rules[kind] == nil {
+			t.Errorf("kind %s has no rule", kind)
+		}
+	}
+	if len(rules) != len(event.Kinds()) {
+		t.Errorf("%d rules for %d kinds", len(rules), len(event.Kinds()))
+	}
+}

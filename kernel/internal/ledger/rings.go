@@ -251,3 +251,12 @@ var elevationEndedRule = &rule{
 		l.touch("elevation/" + v.ID)
 	},
 }
+
+// The rules of its kinds (rules.go).
+func init() {
+	rules[event.KindRingAssigned] = ringAssignedRule
+	rules[event.KindRingsConfigured] = ringsConfiguredRule
+	rules[event.KindActionRegistered] = actionRegisteredRule
+	rules[event.KindElevationGranted] = elevationGrantedRule
+	rules[event.KindElevationEnded] = elevationEndedRule
+}

@@ -25,50 +25,10 @@ type rule struct {
 	claims func(c *claimSet, ev *event.Event)
 }
 
-// rules is the table of rules, keyed by kind: one rule per kind.
-var rules map[event.Kind]*rule
-
-func init() {
-	rules = map[event.Kind]*rule{
-		event.KindGenesis:        genesisRule,
-		event.KindRulesAdopted:   rulesRule,
-		event.KindActorCreated:   actorCreatedRule,
-		event.KindActorStatus:    actorStatusRule,
-		event.KindActorKey:       actorKeyRule,
-		event.KindSubjectErased:  subjectErasedRule,
-		event.KindTolerated:      toleratedRule,
-		event.KindEnergyProduced: productionRule,
-
-		event.KindEnvelopeIssued:  envelopeIssuedRule,
-		event.KindEnvelopeRevoked: envelopeRevokedRule,
-		event.KindPolicyAttached:  policyAttachedRule,
-		event.KindPolicySet:       policySetRule,
-
-		event.KindAction:        actionRule,
-		event.KindHoldRequested: holdRequestedRule,
-		event.KindActionDenied:  deniedRule,
-		event.KindHoldAnswered:  holdAnsweredRule,
-
-		event.KindRingAssigned:     ringAssignedRule,
-		event.KindRingsConfigured:  ringsConfiguredRule,
-		event.KindActionRegistered: actionRegisteredRule,
-		event.KindElevationGranted: elevationGrantedRule,
-		event.KindElevationEnded:   elevationEndedRule,
-
-		event.KindSessionCreated: sessionCreatedRule,
-		event.KindSessionChanged: sessionChangedRule,
-		event.KindSessionDelta:   sessionDeltaRule,
-
-		event.KindQuarantineStarted: quarantineStartedRule,
-		event.KindQuarantineEnded:   quarantineEndedRule,
-		event.KindAgentKilled:       killRule,
-		event.KindSignalSent:        signalSentRule,
-		event.KindSignalMasked:      signalMaskedRule,
-
-		event.KindSagaStarted: sagaStartedRule,
-		event.KindSagaStep:    sagaStepRule,
-	}
-}
+// rules is the table of rules, keyed by kind: one rule per kind. Each
+// rule is declared in the file of its concept, which adds its row (an init
+// of that file); TestEveryKindHasARule checks that no kind lacks one.
+var rules = map[event.Kind]*rule{}
 
 // Draw is the energy one event takes: Amount from the actor's available
 // balance and from the remaining budget of each envelope.

@@ -241,3 +241,11 @@ var policyAttachedRule = &rule{
 		}
 	},
 }
+
+// The rules of its kinds (rules.go).
+func init() {
+	rules[event.KindPolicyAttached] = policyAttachedRule
+	rules[event.KindPolicySet] = policySetRule
+	rules[event.KindSagaStarted] = sagaStartedRule
+	rules[event.KindSagaStep] = sagaStepRule
+}

@@ -153,3 +153,8 @@ var subjectErasedRule = &rule{
 		l.touch(subjectKey(ev.Erasure.Subject))
 	},
 }
+
+// The rules of its kinds (rules.go).
+func init() {
+	rules[event.KindSubjectErased] = subjectErasedRule
+}

@@ -236,3 +236,10 @@ func hasTurn(s *Session, turn string) bool {
 	_, ok := s.Turns[turn]
 	return ok
 }
+
+// The rules of its kinds (rules.go).
+func init() {
+	rules[event.KindSessionCreated] = sessionCreatedRule
+	rules[event.KindSessionChanged] = sessionChangedRule
+	rules[event.KindSessionDelta] = sessionDeltaRule
+}

@@ -111,3 +111,8 @@ var toleratedRule = &rule{
 		}
 	},
 }
+
+// The rules of its kinds (rules.go).
+func init() {
+	rules[event.KindTolerated] = toleratedRule
+}
