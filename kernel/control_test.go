@@ -60,7 +60,7 @@ func (g *govKernel) wantGate(err error, gate string) *Denial {
 	if d.Gate != gate {
 		g.t.Fatalf("denied by %q (%v), want gate %q", d.Gate, err, gate)
 	}
-	if recordedGates[gate] && (!d.Recorded || g.kindAt(d.Index) != event.KindActionDenied) {
+	if ledger.Recorded(gate) && (!d.Recorded || g.kindAt(d.Index) != event.KindActionDenied) {
 		g.t.Fatalf("%s denial not recorded as action.denied: %+v", gate, d)
 	}
 	return d

@@ -9,22 +9,12 @@ import (
 	"github.com/annal-dev/annal/kernel/internal/ledger"
 )
 
-// recordedGates are the gates whose denials go into the log as
-// action.denied events: refusals of well-formed actions, which auditors
-// should see. Malformed input and rate-limited floods are not recorded
-// (that would let an agent fill the log with the very requests the limit
-// refuses).
-var recordedGates = map[string]bool{
-	GateActor: true, GateBoundary: true, GateEnvelope: true, GateHold: true, GateEnergy: true,
-	GateQuarantine: true, GateSession: true, GateRing: true, GateResources: true, GatePolicy: true,
-}
-
 // recordDenial appends an action.denied event for a refused action whose
-// type and target are well formed, unless the kernel runs with
-// StrictDenials.
+// type and target are well formed, at a gate whose refusals are recorded
+// (ledger.Recorded), unless the kernel runs with StrictDenials.
 func (k *Kernel) recordDenial(ctx context.Context, actor *Actor, req ActionRequest, d *Denial) {
 	switch {
-	case k.cfg.StrictDenials, !recordedGates[d.Gate], d.Class == ErrUnauthenticated:
+	case k.cfg.StrictDenials, !ledger.Recorded(d.Gate), d.Class == ErrUnauthenticated:
 		return
 	}
 	action := event.Action{Type: req.Type, Target: req.Target}

@@ -43,29 +43,34 @@ type GateInfo struct {
 	Name   string
 	Stage  string
 	Checks string
+	// Recorded: a refusal at this gate of a well-formed action goes into
+	// the log as an action.denied event, for auditors to see. Malformed
+	// input and rate-limited floods are not recorded (that would let an
+	// agent fill the log with the very requests the limit refuses).
+	Recorded bool
 }
 
 // gateTable is the one description of every gate. The rules take each
 // gate's stage from it (newGate), so a gate cannot run in a stage other than
 // the one described.
 var gateTable = []GateInfo{
-	{GateForm, StageValidate, "the request and its event are well formed for its kind"},
-	{GateActor, StageValidate, "the actor exists, is active, not expired, not stopped (SIGSTOP)"},
-	{GateRateLimit, StageValidate, "the agent's token bucket, per agent and ring (Execution Control §9); live only, never logged"},
-	{GateAuthority, StageValidate, "who may do this: humans create actors, issue envelopes and answer holds; overseers control agents"},
-	{GateBoundary, StageValidate, "(target, type) ∈ W(actor); system/ and ledger/ are root's (Def. 4.11–4.12); grants are subsets of the granter's"},
-	{GateEnvelope, StageValidate, "an agent's state-changing action is within a live envelope that grants it, delegated by agents that may still act (Def. 4.13)"},
-	{GateQuarantine, StageValidate, "the agent, or a delegator of its envelope, is quarantined (§13)"},
-	{GateSession, StageValidate, "session state, participation, path isolation (§10–§11)"},
-	{GateRing, StageValidate, "effective ring against the action's required ring (§4–§6, §8)"},
-	{GateResources, StageValidate, "the ring's resource constraints (§7)"},
-	{GatePolicy, StageValidate, "attached policies: blocked actions and payload patterns (Agent OS)"},
-	{GateHold, StageValidate, "a hold rule matches: the action waits for a human (Def. 4.20)"},
-	{GateEnergy, StageReserve, "the actor and every envelope of the chain can pay (INV-5)"},
-	{GatePayload, StageValidatePayload, "execute payloads carry §5.6's fields"},
-	{GateSignature, StageValidate, "a signed request verifies and is what the event records; an actor or envelope that requires signatures has them"},
-	{GateSeal, StageValidate, "sealed payloads and erasures: nothing is sealed under an erased subject, nothing written in clear where sealing is required"},
-	{GateIntent, StageValidate, "an execute result completes an open intent of its actor, with the same action"},
+	{GateForm, StageValidate, "the request and its event are well formed for its kind", false},
+	{GateActor, StageValidate, "the actor exists, is active, not expired, not stopped (SIGSTOP)", true},
+	{GateRateLimit, StageValidate, "the agent's token bucket, per agent and ring (Execution Control §9); live only, never logged", false},
+	{GateAuthority, StageValidate, "who may do this: humans create actors, issue envelopes and answer holds; overseers control agents", false},
+	{GateBoundary, StageValidate, "(target, type) ∈ W(actor); system/ and ledger/ are root's (Def. 4.11–4.12); grants are subsets of the granter's", true},
+	{GateEnvelope, StageValidate, "an agent's state-changing action is within a live envelope that grants it, delegated by agents that may still act (Def. 4.13)", true},
+	{GateQuarantine, StageValidate, "the agent, or a delegator of its envelope, is quarantined (§13)", true},
+	{GateSession, StageValidate, "session state, participation, path isolation (§10–§11)", true},
+	{GateRing, StageValidate, "effective ring against the action's required ring (§4–§6, §8)", true},
+	{GateResources, StageValidate, "the ring's resource constraints (§7)", true},
+	{GatePolicy, StageValidate, "attached policies: blocked actions and payload patterns (Agent OS)", true},
+	{GateHold, StageValidate, "a hold rule matches: the action waits for a human (Def. 4.20)", true},
+	{GateEnergy, StageReserve, "the actor and every envelope of the chain can pay (INV-5)", true},
+	{GatePayload, StageValidatePayload, "execute payloads carry §5.6's fields", false},
+	{GateSignature, StageValidate, "a signed request verifies and is what the event records; an actor or envelope that requires signatures has them", false},
+	{GateSeal, StageValidate, "sealed payloads and erasures: nothing is sealed under an erased subject, nothing written in clear where sealing is required", false},
+	{GateIntent, StageValidate, "an execute result completes an open intent of its actor, with the same action", false},
 }
 
 // gateStage is each gate's stage, from gateTable.
@@ -80,6 +85,17 @@ var gateStage = func() map[string]string {
 // Gates returns every gate a refusal can name, with its stage and what it
 // checks, in the order of the pipeline.
 func Gates() []GateInfo { return slices.Clone(gateTable) }
+
+// Recorded reports whether a refusal at gate of a well-formed action is
+// logged as an action.denied event (GateInfo.Recorded).
+func Recorded(gate string) bool {
+	for _, g := range gateTable {
+		if g.Name == gate {
+			return g.Recorded
+		}
+	}
+	return false
+}
 
 // ActionGateOrder is the order of an action's gates: the action rule's, as
 // its loop runs them. The form of a request is checked where it enters,

@@ -675,3 +675,25 @@ func TestEveryKindHasARule(t *testing.T) {
 		t.Errorf("%d rules for %d kinds", len(rules), len(event.Kinds()))
 	}
 }
+
+// The refusals recorded as action.denied are those of well-formed actions
+// at the gates auditors should see; form and rate-limit refusals are not
+// (a flood the limit refuses must not fill the log).
+func TestRecordedGates(t *testing.T) {
+	want := []string{GateActor, GateBoundary, GateEnvelope, GateQuarantine, GateSession, GateRing, GateResources, GatePolicy, GateHold, GateEnergy}
+	var got []string
+	for _, g := range Gates() {
+		if g.Recorded != Recorded(g.Name) {
+			t.Errorf("Recorded(%s) disagrees with the gate table", g.Name)
+		}
+		if g.Recorded {
+			got = append(got, g.Name)
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("recorded gates %v, want %v", got, want)
+	}
+	if Recorded(GateForm) || Recorded(GateRateLimit) || Recorded("no-such-gate") {
+		t.Fatal("a form, rate-limit or unknown gate's refusal is recorded")
+	}
+}
