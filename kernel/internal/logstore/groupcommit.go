@@ -10,7 +10,7 @@ import (
 	"github.com/transparency-dev/tessera"
 )
 
-// GroupCommitter makes entries durable in groups, one group in flight at a
+// groupCommitter makes entries durable in groups, one group in flight at a
 // time: while a group is being written, new entries wait, and all of them
 // are written together as soon as the write ends. A group costs one
 // write-ahead fsync (writeahead.go) or, without the write-ahead log, one
@@ -22,7 +22,7 @@ import (
 // fsyncs). Arrivals over HTTP are spread out, so without grouping the kernel
 // wrote batches a quarter the size raw Tessera did at the same concurrency.
 // Grouping restores large batches under load and costs one maxAge when idle.
-type GroupCommitter struct {
+type groupCommitter struct {
 	// write makes a group durable and says where each entry landed: through
 	// Tessera (tesseraWriter) or the kernel's write-ahead log (writeahead.go).
 	write func(group []*CommitRequest) []CommitResult
@@ -98,8 +98,8 @@ type CommitResult struct {
 	Err   error
 }
 
-func newGroupCommitter(write func([]*CommitRequest) []CommitResult, maxGroup, maxPending int) *GroupCommitter {
-	g := &GroupCommitter{
+func newGroupCommitter(write func([]*CommitRequest) []CommitResult, maxGroup, maxPending int) *groupCommitter {
+	g := &groupCommitter{
 		write: write, maxGroup: maxGroup, maxPending: maxPending,
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 		durable: make(chan durableGroup),
@@ -110,7 +110,7 @@ func newGroupCommitter(write func([]*CommitRequest) []CommitResult, maxGroup, ma
 }
 
 // append queues entry and waits until it is durably sequenced.
-func (g *GroupCommitter) append(ctx context.Context, entry []byte, ev *event.Event, folded func()) (uint64, error) {
+func (g *groupCommitter) append(ctx context.Context, entry []byte, ev *event.Event, folded func()) (uint64, error) {
 	r := &CommitRequest{entry: entry, Event: ev, Folded: folded, result: make(chan CommitResult, 1)}
 	g.mu.Lock()
 	if len(g.pending) >= g.maxPending {
@@ -130,7 +130,7 @@ func (g *GroupCommitter) append(ctx context.Context, entry []byte, ev *event.Eve
 	return res.Index, res.Err
 }
 
-func (g *GroupCommitter) run() {
+func (g *groupCommitter) run() {
 	defer close(g.durable)
 	for {
 		select {
@@ -145,7 +145,7 @@ func (g *GroupCommitter) run() {
 
 // drain writes groups until nothing is pending, each handed to the fold
 // stage once written.
-func (g *GroupCommitter) drain() {
+func (g *groupCommitter) drain() {
 	for {
 		g.mu.Lock()
 		n := min(len(g.pending), g.maxGroup)
@@ -177,7 +177,7 @@ func (g *GroupCommitter) drain() {
 
 // foldStage folds each written group, in the order written, and answers
 // its entries.
-func (g *GroupCommitter) foldStage() {
+func (g *groupCommitter) foldStage() {
 	defer close(g.done)
 	for d := range g.durable {
 		if g.OnDurable != nil {
@@ -192,8 +192,8 @@ func (g *GroupCommitter) foldStage() {
 	}
 }
 
-// Idle reports whether no entry is waiting, being written or being folded.
-func (g *GroupCommitter) Idle() bool {
+// idle reports whether no entry is waiting, being written or being folded.
+func (g *groupCommitter) idle() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return len(g.pending) == 0 && g.unanswered == 0
@@ -202,7 +202,7 @@ func (g *GroupCommitter) Idle() bool {
 // abandon answers every entry not yet being written with err: they are
 // not in the log and never will be. The group being written is not
 // touched; its entries may land.
-func (g *GroupCommitter) abandon(err error) {
+func (g *groupCommitter) abandon(err error) {
 	g.mu.Lock()
 	abandoned := g.pending
 	g.pending = nil
@@ -244,7 +244,7 @@ func tesseraWriter(add tessera.AddFn) func([]*CommitRequest) []CommitResult {
 // stopping (the kernel's ErrUnavailable is this error).
 var ErrUnavailable = errors.New("unavailable")
 
-func (g *GroupCommitter) close(ctx context.Context) {
+func (g *groupCommitter) close(ctx context.Context) {
 	close(g.stop)
 	select {
 	case <-g.done:

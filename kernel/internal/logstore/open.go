@@ -58,7 +58,7 @@ func Open(dir *DataDir, o Options, checkState func(leafAt func(uint64) ([]byte, 
 	if o.DisableWriteAhead {
 		err = ReplayWriteAhead(dir, o.Logger)
 	} else {
-		wa, err = OpenWriteAhead(dir, int(o.MaxOutstanding), o.Logger)
+		wa, err = openWriteAhead(dir, int(o.MaxOutstanding), o.Logger)
 	}
 	if err != nil {
 		return nil, nil, err
@@ -132,16 +132,16 @@ func (l *Log) closeSoon() {
 // Hooks are how the kernel takes part in the log's writes.
 type Hooks struct {
 	// OnDurable sees each group once it is durable, before its callers
-	// hear back (GroupCommitter.OnDurable): the kernel folds it there.
+	// hear back (the group committer's OnDurable): the kernel folds it there.
 	OnDurable func(group []*CommitRequest, results []CommitResult)
 	// Sequencer, if set, sees each group before it is written and may keep
 	// entries out of it.
 	Sequencer Sequencer
 	// OnFailure hears when the tiles refuse what the write-ahead log holds,
-	// and again (nil) once they take it (WriteAhead.OnFailure).
+	// and again (nil) once they take it (the write-ahead log's onFailure).
 	OnFailure func(err error, resumable bool)
 	// HoldTiles and FailTiles are tests' hooks into the write-ahead log's
-	// integrator (WriteAhead.Hold and Fail).
+	// integrator (its hold and fail).
 	HoldTiles <-chan struct{}
 	FailTiles func(landed bool) error
 }
@@ -149,29 +149,29 @@ type Hooks struct {
 // Start connects the kernel's hooks and starts writing the tiles behind
 // the write-ahead log. Appends wait for it.
 func (l *Log) Start(h Hooks) {
-	l.Group.OnDurable = h.OnDurable
+	l.group.OnDurable = h.OnDurable
 	if h.Sequencer != nil {
-		l.Group.Seq = h.Sequencer
+		l.group.Seq = h.Sequencer
 	}
-	if l.Wa == nil {
+	if l.wa == nil {
 		return
 	}
-	l.Wa.OnFailure = h.OnFailure
-	l.Wa.Hold, l.Wa.Fail = h.HoldTiles, h.FailTiles
-	l.Wa.CheckEdge = func() error {
+	l.wa.onFailure = h.OnFailure
+	l.wa.hold, l.wa.fail = h.HoldTiles, h.FailTiles
+	l.wa.checkEdge = func() error {
 		_, err := VerifyLogEdge(context.Background(), l.path, l.Verifier)
 		return err
 	}
-	l.Wa.Start()
+	l.wa.start()
 }
 
 // Quiet is nil once nothing is being written: no entry in flight, and the
 // tiles hold every entry of the write-ahead log.
 func (l *Log) Quiet() error {
-	if !l.Group.Idle() {
+	if !l.group.idle() {
 		return errors.New("entries are still being written")
 	}
-	if l.Wa != nil && !l.Wa.CaughtUp() {
+	if l.wa != nil && !l.wa.caughtUp() {
 		return errors.New("the tile log does not yet hold every entry of the write-ahead log")
 	}
 	return nil

@@ -26,11 +26,11 @@ import (
 // Log is the kernel's view of its Tessera POSIX log: append, read back,
 // and build proofs from tiles.
 type Log struct {
-	Group *GroupCommitter
-	// Wa, if set, is the write-ahead log in front of the tiles
+	group *groupCommitter
+	// wa, if set, is the write-ahead log in front of the tiles
 	// (writeahead.go): entries are durable, and readable, before they are
 	// in the tiles.
-	Wa       *WriteAhead
+	wa       *WriteAhead
 	Reader   tessera.LogReader
 	awaiter  *tessera.PublicationAwaiter
 	shutdown func(context.Context) error
@@ -134,8 +134,8 @@ func OpenLog(path string, signer note.Signer, verifier note.Verifier, cfg LogOpt
 		write = wa.write
 	}
 	l := &Log{
-		Wa:       wa,
-		Group:    newGroupCommitter(write, int(cfg.BatchMaxSize), int(cfg.MaxOutstanding)),
+		wa:       wa,
+		group:    newGroupCommitter(write, int(cfg.BatchMaxSize), int(cfg.MaxOutstanding)),
 		Reader:   reader,
 		awaiter:  tessera.NewPublicationAwaiter(ctx, reader.ReadCheckpoint, poll),
 		shutdown: shutdown,
@@ -159,10 +159,10 @@ func OpenLog(path string, signer note.Signer, verifier note.Verifier, cfg LogOpt
 func (l *Log) Close(ctx context.Context) error {
 	l.stopGC()
 	<-l.gcDone
-	l.Group.close(ctx)
+	l.group.close(ctx)
 	var errs []error
-	if l.Wa != nil {
-		err := l.Wa.close(ctx)
+	if l.wa != nil {
+		err := l.wa.close(ctx)
 		errs = append(errs, err)
 		// Tessera was handed no entry, so its shutdown waits for no
 		// checkpoint: wait here, as it would, for one that covers the tiles.
@@ -303,14 +303,14 @@ func removePartial(root, p string) error {
 // Tessera's POSIX future has resolved (sequenced and integrated).
 // folded, if set, is called once the kernel has folded the entry.
 func (l *Log) Append(ctx context.Context, entry []byte, ev *event.Event, folded func()) (uint64, error) {
-	return l.Group.append(ctx, entry, ev, folded)
+	return l.group.append(ctx, entry, ev, folded)
 }
 
 // Size is the number of entries durably in the log: with a write-ahead
 // log, also those not yet in the tiles.
 func (l *Log) Size(ctx context.Context) (uint64, error) {
-	if l.Wa != nil {
-		return l.Wa.next(), nil
+	if l.wa != nil {
+		return l.wa.next(), nil
 	}
 	return l.IntegratedSize(ctx)
 }
@@ -440,8 +440,8 @@ func (l *Log) ReadTile(ctx context.Context, level, index uint64, p uint8) ([]byt
 // not yet in the tree (Tessera's AWS driver integrates once a second) is
 // waited for.
 func (l *Log) ReadEntry(ctx context.Context, index uint64) ([]byte, error) {
-	if l.Wa != nil {
-		if entry, ok, err := l.Wa.tailEntry(index); ok {
+	if l.wa != nil {
+		if entry, ok, err := l.wa.tailEntry(index); ok {
 			return entry, err
 		}
 	}
@@ -460,7 +460,7 @@ func (l *Log) ReadEntry(ctx context.Context, index uint64) ([]byte, error) {
 }
 
 func (l *Log) ReadBundle(ctx context.Context, bundleIndex, size uint64) (*api.EntryBundle, error) {
-	if l.Wa != nil {
+	if l.wa != nil {
 		if b, ok, err := l.bundleWithTail(ctx, bundleIndex, size); ok {
 			return b, err
 		}

@@ -57,10 +57,10 @@ type WriteAhead struct {
 	logDir  string
 	logger  *slog.Logger
 	maxTail int
-	// OnFailure is told when the tile log refuses the tail (the kernel then
+	// onFailure is told when the tile log refuses the tail (the kernel then
 	// stops taking writes, resumably or not) and again, with nil, once the
 	// tail is in.
-	OnFailure func(err error, resumable bool)
+	onFailure func(err error, resumable bool)
 
 	mu   sync.Mutex
 	base uint64   // the index of tail[0]: every entry below is in the tiles
@@ -81,19 +81,19 @@ type WriteAhead struct {
 
 	tw *tilewriter.Writer // the integrator's; nil after a failed write
 
-	// CheckEdge, if set, is the start-up check of the tiles' newest files
+	// checkEdge, if set, is the start-up check of the tiles' newest files
 	// (verifyLogEdge), run when a write of the tiles fails.
-	CheckEdge func() error
-	// Hold and fail are Config.holdTiles and Config.failTiles.
-	Hold <-chan struct{}
-	Fail func(landed bool) error
+	checkEdge func() error
+	// hold and fail are Config.holdTiles and Config.failTiles.
+	hold <-chan struct{}
+	fail func(landed bool) error
 }
 
-// OpenWriteAhead writes what the data folder's write-ahead log holds past
+// openWriteAhead writes what the data folder's write-ahead log holds past
 // its tile log into the tile log, and opens the write-ahead log for
 // appends. It runs before Tessera opens the log folder. A folder with no
 // write-ahead log gets one.
-func OpenWriteAhead(dir *DataDir, maxTail int, logger *slog.Logger) (*WriteAhead, error) {
+func openWriteAhead(dir *DataDir, maxTail int, logger *slog.Logger) (*WriteAhead, error) {
 	logDir := dir.LogPath()
 	tw, err := tilewriter.Open(logDir)
 	if err != nil {
@@ -190,7 +190,7 @@ func ReplayWriteAhead(dir *DataDir, logger *slog.Logger) error {
 	if _, err := os.Stat(filepath.Join(dir.Path, WALDirName)); errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
-	w, err := OpenWriteAhead(dir, 1, logger)
+	w, err := openWriteAhead(dir, 1, logger)
 	if err != nil {
 		return err
 	}
@@ -223,8 +223,8 @@ func CheckWriteAheadOrigin(walDir, origin string) (marked bool, err error) {
 	return true, nil
 }
 
-// Start starts the integrator.
-func (w *WriteAhead) Start() {
+// start starts the integrator.
+func (w *WriteAhead) start() {
 	w.mu.Lock()
 	w.started = true
 	w.mu.Unlock()
@@ -311,11 +311,11 @@ func (w *WriteAhead) run() {
 		case permanent:
 			w.logger.Error("the tile log cannot take the write-ahead log's entries; nothing more is written to it", "err", err)
 			w.setFailure(err, true)
-			w.OnFailure(err, false)
+			w.onFailure(err, false)
 		case err != nil:
 			w.logger.Error("the tile log refuses entries of the write-ahead log; retrying", "from", base, "err", err)
 			w.setFailure(err, false)
-			w.OnFailure(err, true)
+			w.onFailure(err, true)
 			if !w.waitRetry(pause) {
 				return
 			}
@@ -337,12 +337,12 @@ const (
 // released waits for the test hook Hold, if set, to let the integrator
 // write; false if the tail grew or close began first (look again).
 func (w *WriteAhead) released() bool {
-	if w.Hold == nil {
+	if w.hold == nil {
 		return true
 	}
 	select {
-	case <-w.Hold:
-		w.Hold = nil
+	case <-w.hold:
+		w.hold = nil
 		return true
 	case <-w.wake:
 		return false
@@ -360,8 +360,8 @@ func (w *WriteAhead) judge(err error) (permanent bool, _ error) {
 		return false, nil
 	case errors.As(err, &inconsistent):
 		return true, err
-	case w.CheckEdge != nil:
-		if derr := w.CheckEdge(); errors.Is(derr, ErrDamaged) {
+	case w.checkEdge != nil:
+		if derr := w.checkEdge(); errors.Is(derr, ErrDamaged) {
 			return true, fmt.Errorf("the log is damaged: %w", derr)
 		}
 	}
@@ -448,8 +448,8 @@ func (e *inconsistentTailError) Error() string {
 // log found past base (a failed write whose tree state did land) has the
 // entries it holds dropped from the tail instead of written again.
 func (w *WriteAhead) integrate(base uint64, batch [][]byte) error {
-	if w.Fail != nil {
-		if err := w.Fail(false); err != nil {
+	if w.fail != nil {
+		if err := w.fail(false); err != nil {
 			return err
 		}
 	}
@@ -469,8 +469,8 @@ func (w *WriteAhead) integrate(base uint64, batch [][]byte) error {
 		return &inconsistentTailError{size: size, base: base, end: base + uint64(len(batch))}
 	}
 	_, _, err := w.tw.Append(batch)
-	if err == nil && w.Fail != nil {
-		err = w.Fail(true) // as a folder sync that fails after the tree state landed
+	if err == nil && w.fail != nil {
+		err = w.fail(true) // as a folder sync that fails after the tree state landed
 	}
 	if err != nil {
 		w.tw = nil
@@ -496,7 +496,7 @@ func (w *WriteAhead) advance(n int) {
 	w.moved = make(chan struct{})
 	w.mu.Unlock()
 	if recovered {
-		w.OnFailure(nil, true)
+		w.onFailure(nil, true)
 	}
 	if err := w.WAL.Release(base); err != nil {
 		w.logger.Warn("write-ahead log: could not remove what the tile log holds", "err", err)
@@ -514,8 +514,8 @@ func (w *WriteAhead) setFailure(err error, dead bool) {
 	w.moved = make(chan struct{})
 }
 
-// CaughtUp reports whether the tile log holds every entry written.
-func (w *WriteAhead) CaughtUp() bool {
+// caughtUp reports whether the tile log holds every entry written.
+func (w *WriteAhead) caughtUp() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return len(w.tail) == 0 && w.failing == nil
@@ -602,7 +602,7 @@ func (w *WriteAhead) close(ctx context.Context) error {
 // bundleWithTail is entry bundle bundleIndex of a log of size, part of it
 // from the tiles and the rest from the write-ahead log's tail.
 func (l *Log) bundleWithTail(ctx context.Context, bundleIndex, size uint64) (*api.EntryBundle, bool, error) {
-	fromTiles, base, tail, ok, err := l.Wa.tailBundle(bundleIndex, size)
+	fromTiles, base, tail, ok, err := l.wa.tailBundle(bundleIndex, size)
 	if !ok || err != nil {
 		return nil, ok, err
 	}
