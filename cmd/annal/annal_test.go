@@ -166,3 +166,46 @@ func TestCLI_Errors(t *testing.T) {
 }
 
 func itoa(n uint64) string { return strconv.FormatUint(n, 10) }
+
+// annal submit --envelope runs the action under the envelope it names, not
+// the oldest live one; an envelope that does not grant it is refused.
+func TestCLI_SubmitUnderANamedEnvelope(t *testing.T) {
+	url, credFile, _ := startServer(t)
+	root := func(args ...string) string {
+		t.Helper()
+		out, err := runCLI(t, append([]string{"--server", url, "--credential-file", credFile}, args...)...)
+		if err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, out)
+		}
+		return out
+	}
+	var agent api.Agent
+	if err := json.Unmarshal([]byte(root("agents", "create", "--name", "two-budgets", "--purpose", "notes", "--trust", "0.8",
+		"--grant", "workspace/**:create,mutate", "--energy", "1000")), &agent); err != nil {
+		t.Fatal(err)
+	}
+	var first, second api.Envelope
+	if err := json.Unmarshal([]byte(root("envelopes", "issue", "--holder", agent.ID, "--budget", "100", "--grant", "workspace/**:mutate")), &first); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(root("envelopes", "issue", "--holder", agent.ID, "--budget", "100", "--grant", "workspace/b/*:mutate")), &second); err != nil {
+		t.Fatal(err)
+	}
+	submit := func(args ...string) (api.Receipt, error) {
+		out, err := runCLI(t, append([]string{"--server", url, "--credential", agent.Credential, "submit", "--type", "mutate"}, args...)...)
+		var r api.Receipt
+		if err == nil {
+			err = json.Unmarshal([]byte(out), &r)
+		}
+		return r, err
+	}
+	if r, err := submit("--target", "workspace/b/x"); err != nil || r.Envelope != first.ID {
+		t.Fatalf("without --envelope: %+v %v (want the oldest, %s)", r, err, first.ID)
+	}
+	if r, err := submit("--target", "workspace/b/x", "--envelope", second.ID); err != nil || r.Envelope != second.ID {
+		t.Fatalf("with --envelope %s: %+v %v", second.ID, r, err)
+	}
+	if _, err := submit("--target", "workspace/a/x", "--envelope", second.ID); err == nil || !strings.Contains(err.Error(), "envelope") {
+		t.Fatalf("an envelope that does not grant the action: %v", err)
+	}
+}

@@ -167,14 +167,14 @@ func parseIndexArg(s string) (uint64, error) {
 type submitFlags struct {
 	typ, target, payload, payloadFile, payloadHash, proofOut string
 	wait, seal                                               bool
-	session, actionID, subject                               string
+	session, actionID, subject, envelope                     string
 	res                                                      api.Resources
 }
 
 func submitCommand(g *globalFlags) *cobra.Command {
 	var f submitFlags
 	cmd := &cobra.Command{
-		Use:   "submit --type TYPE --target PATH [--payload JSON | --payload-file FILE | --payload-hash sha256:HEX] [--seal] [--subject ID] [--session S] [--network HOST]...",
+		Use:   "submit --type TYPE --target PATH [--payload JSON | --payload-file FILE | --payload-hash sha256:HEX] [--envelope ID] [--seal] [--subject ID] [--session S] [--network HOST]...",
 		Short: "Submit an action; prints the receipt once it is durably logged",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -216,6 +216,7 @@ func submitCommand(g *globalFlags) *cobra.Command {
 	fl.StringVar(&f.subject, "subject", "", "the data subject a sealed payload is about, a pseudonymous id (implies --seal; default: your actor id)")
 	fl.BoolVar(&f.wait, "wait", false, "wait until a signed checkpoint covers the action; the receipt then holds the proof")
 	fl.StringVar(&f.proofOut, "proof-out", "", "with --wait implied: write the tlog-proof to this file")
+	fl.StringVar(&f.envelope, "envelope", "", "the envelope the action runs under (default: the oldest live one that grants it)")
 	fl.StringVar(&f.session, "session", "", "the session the action runs in")
 	fl.StringVar(&f.actionID, "action-id", "", "a registered action descriptor the action is")
 	fl.StringArrayVar(&f.res.Network, "network", nil, "a network destination the action uses, host[:port] (repeatable)")
@@ -232,7 +233,7 @@ func submitCommand(g *globalFlags) *cobra.Command {
 // declared, its payload from --payload or --payload-file (JSON).
 func (f *submitFlags) request() (api.ActionRequest, error) {
 	req := api.ActionRequest{Type: f.typ, Target: f.target, PayloadHash: f.payloadHash, Session: f.session, ActionID: f.actionID,
-		Seal: f.seal, Subject: f.subject}
+		Envelope: f.envelope, Seal: f.seal, Subject: f.subject}
 	if res := f.res; len(res.Network)+len(res.FilesystemRead)+len(res.FilesystemWrite) > 0 || res.Subprocess || res.Tools > 0 {
 		req.Resources = &f.res
 	}
