@@ -314,22 +314,22 @@ func policiesCommand(g *globalFlags) *cobra.Command {
 	var importName, importServer string
 	var dryRun bool
 	importCmd := &cobra.Command{
-		Use:   "import FILE [--name NAME] [--mcp-server NAME] [--dry-run]",
-		Short: "Turn an AGENTS.md file's rules (blocked actions, blocked patterns, allowed tools) into a policy version in the log",
+		Use:   "import FILE|DIR [--name NAME] [--mcp-server NAME] [--dry-run]",
+		Short: "Turn an AGENTS.md file's (or a directory's such as .agents/) rules (blocked actions, blocked patterns, allowed tools) into a policy version in the log",
 		Long: `annal policies import reads the list items under an AGENTS.md's "Blocked actions", "Blocked patterns"
 and "Allowed tools" (or "Tools to allow") headings — an item's first ` + "`code span`" + `, else its text — and
 defines them as the policy NAME (default agents-md; a new version if it exists). Allowed tools are
 MCP targets mcp/<server>/<tool> and close that server to every other tool; with --mcp-server a bare
 tool name is taken as that server's (said on stderr). Every other section, and every line of a rule
 section that is not a list item, is reported on stderr and not imported. --dry-run prints the
-policy without defining it. Attach it with annal policies attach NAME --agent AGENT.`,
+policy without defining it. Attach it with annal policies attach NAME --agent AGENT.
+
+Given a directory (seed 002's parse_directory(".agents/")), it reads every *.md file at its top
+level in name order and merges their rules into the one policy; a file that states no rule is
+reported, not an error.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			data, err := os.ReadFile(args[0])
-			if err != nil {
-				return err
-			}
-			p, notes, err := policy.ParseAgentsMD(data, importName, importServer)
+			p, notes, err := readAgentsRules(args[0], importName, importServer)
 			for _, n := range notes {
 				g.notef("annal: %s:%s", args[0], n)
 			}
@@ -353,4 +353,21 @@ policy without defining it. Attach it with annal policies attach NAME --agent AG
 	ps.AddCommand(set, attach, leaf(g, "list", "List policies", cobra.NoArgs,
 		func(ctx context.Context, c *client.Client, _ []string) (any, error) { return c.Policies(ctx) }))
 	return ps
+}
+
+// readAgentsRules reads the rules of an AGENTS.md file, or of every
+// Markdown file of a directory (policy.ParseAgentsDir).
+func readAgentsRules(from, name, mcpServer string) (policy.Policy, []policy.AgentsMDNote, error) {
+	fi, err := os.Stat(from)
+	if err != nil {
+		return policy.Policy{}, nil, err
+	}
+	if fi.IsDir() {
+		return policy.ParseAgentsDir(os.DirFS(from), name, mcpServer)
+	}
+	data, err := os.ReadFile(from)
+	if err != nil {
+		return policy.Policy{}, nil, err
+	}
+	return policy.ParseAgentsMD(data, name, mcpServer)
 }

@@ -70,3 +70,37 @@ func TestPoliciesImportAgentsMD(t *testing.T) {
 		}
 	}
 }
+
+// annal policies import DIR reads a directory of instructions (seed 002's
+// parse_directory(".agents/")) into one policy version.
+func TestPoliciesImportDirectory(t *testing.T) {
+	url, credFile, _ := startServer(t)
+	dir := filepath.Join(t.TempDir(), ".agents")
+	os.Mkdir(dir, 0o755)
+	os.WriteFile(filepath.Join(dir, "agents.md"), []byte("## Blocked actions\n- `mcp/db/drop_table`\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "security.md"), []byte("## Blocked patterns\n- `(?i)\\bssn\\b`\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "style.md"), []byte("Write short sentences.\n"), 0o644)
+	cmd := newRootCommand()
+	var out, errOut bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&errOut)
+	cmd.SetArgs([]string{"--server", url, "--credential-file", credFile, "policies", "import", dir, "--name", "agents-dir"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatalf("%v\n%s", err, errOut.String())
+	}
+	if !strings.Contains(errOut.String(), "style.md: states no rules") {
+		t.Errorf("stderr does not name the file without rules:\n%s", errOut.String())
+	}
+	var listed bytes.Buffer
+	cmd = newRootCommand()
+	cmd.SetOut(&listed)
+	cmd.SetArgs([]string{"--server", url, "--credential-file", credFile, "policies", "list"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"agents-dir", "mcp/db/drop_table", `\\bssn\\b`} {
+		if !strings.Contains(listed.String(), want) {
+			t.Errorf("policies list lacks %q:\n%s", want, listed.String())
+		}
+	}
+}

@@ -3,7 +3,11 @@ package policy
 import (
 	"bytes"
 	"fmt"
+	"io"
+	"io/fs"
+	"path"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -16,11 +20,22 @@ const MaxAgentsMD = 1 << 20
 // section, a line in a rule section that is not a list item, a bare tool
 // name given a server.
 type AgentsMDNote struct {
+	// File is the file of a directory the note is about (ParseAgentsDir);
+	// empty for a single file.
+	File string
 	Line int
 	Text string
 }
 
-func (n AgentsMDNote) String() string { return fmt.Sprintf("line %d: %s", n.Line, n.Text) }
+func (n AgentsMDNote) String() string {
+	switch {
+	case n.File != "" && n.Line == 0:
+		return fmt.Sprintf("%s: %s", n.File, n.Text)
+	case n.File != "":
+		return fmt.Sprintf("%s: line %d: %s", n.File, n.Line, n.Text)
+	}
+	return fmt.Sprintf("line %d: %s", n.Line, n.Text)
+}
 
 // The rule sections of an AGENTS.md, by their headings (any level, case
 // and punctuation ignored).
@@ -52,6 +67,15 @@ var (
 // (a type, a descriptor id, a target) otherwise. The policy is validated
 // like any other: a pattern RE2 refuses is an error naming its line.
 func ParseAgentsMD(data []byte, name, mcpServer string) (Policy, []AgentsMDNote, error) {
+	p, notes, err := readAgentsMD(data, name, mcpServer)
+	if err != nil {
+		return p, notes, err
+	}
+	return p, notes, checkImported(p, "AGENTS.md")
+}
+
+// readAgentsMD reads the rules of one file, unchecked.
+func readAgentsMD(data []byte, name, mcpServer string) (Policy, []AgentsMDNote, error) {
 	r := agentsMDReader{policy: Policy{Name: name}, mcpServer: mcpServer}
 	if len(data) > MaxAgentsMD {
 		return r.policy, nil, invalid("AGENTS.md: %d bytes, more than %d", len(data), MaxAgentsMD)
@@ -64,14 +88,95 @@ func ParseAgentsMD(data []byte, name, mcpServer string) (Policy, []AgentsMDNote,
 			return r.policy, r.notes, err
 		}
 	}
-	p := r.policy
+	return r.policy, r.notes, nil
+}
+
+// checkImported validates an imported policy, which must state a rule.
+func checkImported(p Policy, from string) error {
 	if err := p.Validate(); err != nil {
-		return p, r.notes, err
+		return err
 	}
 	if len(p.BlockedActions)+len(p.BlockedPatterns)+len(p.AllowedTools) == 0 {
-		return p, r.notes, invalid("AGENTS.md states no rules: no list item under a blocked actions, blocked patterns or allowed tools heading")
+		return invalid("%s states no rules: no list item under a blocked actions, blocked patterns or allowed tools heading", from)
 	}
-	return p, r.notes, nil
+	return nil
+}
+
+// MaxAgentsDirFiles bounds the Markdown files ParseAgentsDir reads.
+const MaxAgentsDirFiles = 64
+
+// ParseAgentsDir reads a directory of agent instructions, as seed 002's
+// parse_directory(".agents/") does: every Markdown file (*.md, any case)
+// at its top level, in name order, each read as ParseAgentsMD reads one
+// file, their rules merged into the one policy name (each rule once, in
+// the order first met). A file that states no rule is noted, not an
+// error; the directory as a whole must state one. Notes name their file.
+func ParseAgentsDir(dir fs.FS, name, mcpServer string) (Policy, []AgentsMDNote, error) {
+	merged := Policy{Name: name}
+	entries, err := fs.ReadDir(dir, ".")
+	if err != nil {
+		return merged, nil, err
+	}
+	var notes []AgentsMDNote
+	files := 0
+	for _, e := range entries {
+		if !e.Type().IsRegular() || !strings.EqualFold(path.Ext(e.Name()), ".md") {
+			continue
+		}
+		if files++; files > MaxAgentsDirFiles {
+			return merged, notes, invalid("the directory holds more than %d Markdown files", MaxAgentsDirFiles)
+		}
+		data, err := readBounded(dir, e.Name())
+		if err != nil {
+			return merged, notes, err
+		}
+		p, fileNotes, err := readAgentsMD(data, name, mcpServer)
+		for _, n := range fileNotes {
+			n.File = e.Name()
+			notes = append(notes, n)
+		}
+		if err != nil {
+			return merged, notes, fmt.Errorf("%s: %w", e.Name(), err)
+		}
+		if len(p.BlockedActions)+len(p.BlockedPatterns)+len(p.AllowedTools) == 0 {
+			notes = append(notes, AgentsMDNote{File: e.Name(), Text: "states no rules"})
+		}
+		merged.BlockedActions = appendNew(merged.BlockedActions, p.BlockedActions)
+		merged.BlockedPatterns = appendNew(merged.BlockedPatterns, p.BlockedPatterns)
+		merged.AllowedTools = appendNew(merged.AllowedTools, p.AllowedTools)
+	}
+	if files == 0 {
+		return merged, notes, invalid("the directory holds no Markdown file (*.md)")
+	}
+	return merged, notes, checkImported(merged, "the directory")
+}
+
+// readBounded reads the file name of dir, refusing one larger than
+// MaxAgentsMD without reading it whole.
+func readBounded(dir fs.FS, name string) ([]byte, error) {
+	f, err := dir.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxAgentsMD+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxAgentsMD {
+		return nil, invalid("%s: more than %d bytes", name, MaxAgentsMD)
+	}
+	return data, nil
+}
+
+// appendNew appends to list each item of more it does not hold yet.
+func appendNew(list, more []string) []string {
+	for _, s := range more {
+		if !slices.Contains(list, s) {
+			list = append(list, s)
+		}
+	}
+	return list
 }
 
 // agentsMDReader is ParseAgentsMD's state as it reads the file line by

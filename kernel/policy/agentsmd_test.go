@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/fstest"
 )
 
 const sampleAgentsMD = "# AGENTS.md\n\nThis repository's agents follow these rules.\n\n" +
@@ -89,6 +90,73 @@ func FuzzParseAgentsMD(f *testing.F) {
 		for _, n := range notes {
 			if n.Line < 1 || n.Line > lines {
 				t.Fatalf("note on line %d of %d", n.Line, lines)
+			}
+		}
+	})
+}
+
+// 002, "AGENTS.md Integration": parser.parse_directory(".agents/") reads a
+// directory of instructions into one policy.
+func TestSpec002_ParseDirectory(t *testing.T) {
+	dir := fstest.MapFS{
+		"agents.md":   {Data: []byte("# Agent\n\n## Blocked actions\n\n- `delete`\n- `shell_exec`\n\n## Style\n\nBe brief.\n")},
+		"SECURITY.MD": {Data: []byte("## Blocked patterns\n\n- `(?i)\\bpassword\\b`\n\n## Blocked actions\n\n- `delete`\n")},
+		"notes.md":    {Data: []byte("Nothing but prose.\n")},
+		"image.png":   {Data: []byte{0x89, 'P', 'N', 'G'}},
+		"sub/more.md": {Data: []byte("## Blocked actions\n\n- `never_read`\n")},
+	}
+	p, notes, err := ParseAgentsDir(dir, "agents-dir", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(p.BlockedActions, []string{"delete", "shell_exec"}) || !slices.Equal(p.BlockedPatterns, []string{`(?i)\bpassword\b`}) || p.Name != "agents-dir" {
+		t.Fatalf("merged policy %+v", p)
+	}
+	var said []string
+	for _, n := range notes {
+		said = append(said, n.String())
+	}
+	joined := strings.Join(said, "\n")
+	for _, want := range []string{"agents.md: line 8: section \"Style\"", "notes.md: states no rules"} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("notes lack %q:\n%s", want, joined)
+		}
+	}
+	if strings.Contains(joined, "more.md") || slices.Contains(p.BlockedActions, "never_read") {
+		t.Error("a file in a subdirectory was read")
+	}
+	for name, bad := range map[string]fstest.MapFS{
+		"no markdown": {"a.txt": {Data: []byte("## Blocked actions\n- x\n")}},
+		"no rules":    {"a.md": {Data: []byte("# Hello\n")}},
+		"bad pattern": {"a.md": {Data: []byte("## Blocked patterns\n- `(`\n")}},
+		"too large":   {"a.md": {Data: []byte(strings.Repeat("x", MaxAgentsMD+1))}},
+		"not utf-8":   {"a.md": {Data: []byte{0xff, 0xfe}}},
+	} {
+		if _, _, err := ParseAgentsDir(bad, "p", ""); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+// Two files of any bytes: ParseAgentsDir never panics, and what it accepts
+// is a valid policy holding only rules one of the files states.
+func FuzzParseAgentsDir(f *testing.F) {
+	f.Add([]byte("## Blocked actions\n- `delete`\n"), []byte("## Blocked patterns\n- `x+`\n"))
+	f.Add([]byte("# nothing\n"), []byte("## Allowed tools\n- `mcp/fs/read`\n"))
+	f.Add([]byte{0xff}, []byte("## Blocked actions\n- a\n- a\n"))
+	f.Fuzz(func(t *testing.T, a, b []byte) {
+		p, _, err := ParseAgentsDir(fstest.MapFS{"a.md": {Data: a}, "b.md": {Data: b}}, "fuzz", "srv")
+		if err != nil {
+			return
+		}
+		if err := p.Validate(); err != nil {
+			t.Fatalf("accepted an invalid policy: %v", err)
+		}
+		pa, _, _ := readAgentsMD(a, "fuzz", "srv")
+		pb, _, _ := readAgentsMD(b, "fuzz", "srv")
+		for _, act := range p.BlockedActions {
+			if !slices.Contains(pa.BlockedActions, act) && !slices.Contains(pb.BlockedActions, act) {
+				t.Fatalf("blocked action %q is in neither file", act)
 			}
 		}
 	})
