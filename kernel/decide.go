@@ -264,6 +264,7 @@ func (k *Kernel) checkOptions() ledger.Options {
 	o := ledger.Options{Pending: k.pending, MaxPendingHolds: k.cfg.MaxPendingHolds, Open: k.sealed.OpenPayload}
 	if k.limiter != nil {
 		o.Admit = func(agent string, eff ring.Ring) error { return k.limiter.Allow(agent, eff) }
+		o.AdmitPolicy = k.limiter.AllowPolicy
 	}
 	return o
 }

@@ -3,7 +3,9 @@ package kernel
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/annal-dev/annal/kernel/event"
 	"github.com/annal-dev/annal/kernel/policy"
@@ -106,5 +108,47 @@ func TestAgentOS_PolicyGate(t *testing.T) {
 	}
 	if err := write(b, `{}`); denialOf(t, err).Gate != GateActor {
 		t.Fatalf("agent acted after SIGPOLICY: %v", err)
+	}
+}
+
+// Seed 002, "Custom Policies": "max_calls_per_minute": 10 bounds the calls
+// of an agent the policy is attached to. A call over it is refused with
+// RateLimitExceeded, naming the policy, and not logged; the bucket refills
+// at that many a minute; an agent without the policy is not bound by it.
+func TestSpec002_MaxCallsPerMinute(t *testing.T) {
+	rateClock := &clock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	g := openGov(t, func(c *Config) { c.DisableRateLimit = false; c.RateClock = rateClock.Now })
+	ctx := context.Background()
+	bound, free := g.ringAgent(ptr(0.8), false), g.ringAgent(ptr(0.8), false)
+	if _, err := g.SetPolicy(ctx, g.root, policy.Policy{Name: "banking", BlockedActions: []string{"transfer_funds"}, MaxCallsPerMinute: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.AttachPolicy(ctx, g.root, PolicyAttachment{Policy: "banking", Agent: bound.ID}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if _, err := g.submit(bound, event.Observe, "workspace/x"); err != nil {
+			t.Fatalf("call %d of 3: %v", i+1, err)
+		}
+	}
+	before := g.size()
+	_, err := g.submit(bound, event.Observe, "workspace/x")
+	if !errors.Is(err, ErrRateLimited) || !strings.Contains(err.Error(), "policy banking") || denialOf(t, err).Gate != GateRateLimit {
+		t.Fatalf("4th call in the minute: %v, want RateLimitExceeded naming policy banking", err)
+	}
+	if g.size() != before {
+		t.Fatal("a call over max_calls_per_minute was written to the log")
+	}
+	for i := range 5 {
+		if _, err := g.submit(free, event.Observe, "workspace/x"); err != nil {
+			t.Fatalf("an agent without the policy, call %d: %v", i+1, err)
+		}
+	}
+	rateClock.advance(20 * time.Second) // one call at 3 a minute
+	if _, err := g.submit(bound, event.Observe, "workspace/x"); err != nil {
+		t.Fatalf("20 s later: %v", err)
+	}
+	if _, err := g.submit(bound, event.Observe, "workspace/x"); !errors.Is(err, ErrRateLimited) {
+		t.Fatalf("a second call 20 s later: %v", err)
 	}
 }

@@ -19,6 +19,8 @@ const (
 	MaxPatterns       = 64
 	MaxPatternSize    = 512
 	MaxAllowedTools   = 256
+	// MaxCallsPerMinuteLimit bounds a policy's max_calls_per_minute.
+	MaxCallsPerMinuteLimit = 1_000_000
 )
 
 // ErrInvalidPolicy is wrapped by every error Parse, Validate and Compile
@@ -40,6 +42,13 @@ type Policy struct {
 	// server named, an action on any other mcp/<server>/... target is blocked
 	// (AGENTS.md's "tools to allow"). Servers not named are not affected.
 	AllowedTools []string `json:"allowed_tools,omitempty"`
+	// MaxCallsPerMinute, if not zero, bounds the requests an agent bound by
+	// the policy makes: at most this many in any minute (seed 002's
+	// "max_calls_per_minute"), a token bucket of this burst refilled at
+	// this many a minute. Like the rings' rate limits it is checked live,
+	// when a request is decided, and a request over it is refused with
+	// RateLimitExceeded and not logged.
+	MaxCallsPerMinute int `json:"max_calls_per_minute,omitempty"`
 }
 
 // allowedTool matches an allowed tool: mcp/<server>/<tool>, each a
@@ -117,6 +126,9 @@ func (p Policy) Validate() error {
 			return invalid("policy %s: blocked pattern %d: %q given twice", p.Name, i+1, pat)
 		}
 		seen[pat] = true
+	}
+	if p.MaxCallsPerMinute < 0 || p.MaxCallsPerMinute > MaxCallsPerMinuteLimit {
+		return invalid("policy %s: max_calls_per_minute %d is not 1 to %d (0 or absent: no bound)", p.Name, p.MaxCallsPerMinute, MaxCallsPerMinuteLimit)
 	}
 	if len(p.AllowedTools) > MaxAllowedTools {
 		return invalid("policy %s: %d allowed tools, more than %d", p.Name, len(p.AllowedTools), MaxAllowedTools)

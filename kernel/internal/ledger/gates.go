@@ -230,6 +230,24 @@ func checkRateLimit(c *checker) *Violation {
 	if err := c.opts.Admit(c.actor.ID, eff); err != nil {
 		return refuse(RateLimited, "%v", err)
 	}
+	return c.admitPolicies()
+}
+
+// admitPolicies draws from the agent's bucket under each policy attached
+// to it that bounds its calls a minute (max_calls_per_minute).
+func (c *checker) admitPolicies() *Violation {
+	if c.opts.AdmitPolicy == nil {
+		return nil
+	}
+	for _, name := range c.actor.Policies {
+		p := c.l.Policies[name]
+		if p == nil || p.MaxCallsPerMinute == 0 {
+			continue
+		}
+		if err := c.opts.AdmitPolicy(c.actor.ID, name, p.MaxCallsPerMinute); err != nil {
+			return refuse(RateLimited, "%v", err)
+		}
+	}
 	return nil
 }
 

@@ -126,6 +126,9 @@ type Options struct {
 	// ring (Execution Control §9); nil in replay, where the limit was
 	// enforced when the event was decided.
 	Admit func(agent string, effective ring.Ring) error
+	// AdmitPolicy draws one token from agent's bucket under a policy with
+	// max_calls_per_minute (live only, like Admit).
+	AdmitPolicy func(agent, policy string, perMinute int) error
 	// MaxPendingHolds bounds the pending holds of one envelope (threat T2:
 	// locking energy with holds); 0 in replay.
 	MaxPendingHolds int

@@ -32,13 +32,19 @@ var ErrTooManyBuckets = errors.New("too many rate-limit buckets")
 type ExceededError struct {
 	Agent string
 	Ring  ring.Ring
-	Limit Limit
+	// Policy is the policy whose max_calls_per_minute the agent is over
+	// (AllowPolicy); empty for its ring's limit.
+	Policy string
+	Limit  Limit
 	// RetryAfter is how long until one token is available; negative when
 	// none ever will be (a rate of 0).
 	RetryAfter time.Duration
 }
 
 func (e *ExceededError) Error() string {
+	if e.Policy != "" {
+		return fmt.Sprintf("%v: agent %q is limited by policy %s to %.0f calls a minute", ErrRateLimited, e.Agent, e.Policy, e.Limit.Burst)
+	}
 	return fmt.Sprintf("%v: agent %q at %v is limited to %v", ErrRateLimited, e.Agent, e.Ring, e.Limit)
 }
 
@@ -186,4 +192,39 @@ func (l *Limiter) Peek(agent string, r ring.Ring) (tokens float64, limit Limit) 
 	b := e.bucket // a copy: peeking refills nothing
 	b.refill(now)
 	return min(b.tokens, limit.Burst), limit
+}
+
+// AllowPolicy takes one token from the bucket of agent under policy, which
+// allows perMinute requests a minute (a burst of perMinute, refilled at
+// perMinute a minute), and returns nil; or, when it is empty, an
+// *ExceededError wrapping ErrRateLimited that names the policy. The bucket
+// is the agent's under that policy, apart from its ring's; a change of
+// perMinute (a new version of the policy) starts it afresh.
+func (l *Limiter) AllowPolicy(agent, policy string, perMinute int) error {
+	if err := ring.ValidIdentifier(agent); err != nil {
+		return fmt.Errorf("rate limit: agent: %w", err)
+	}
+	lim := Limit{Rate: float64(perMinute) / 60, Burst: float64(perMinute)}
+	key := agent + "\x00policy:" + policy
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e, ok := l.buckets[key]
+	if !ok || e.bucket.capacity != lim.Burst {
+		if !ok && len(l.buckets) >= l.max {
+			l.sweep(now)
+			if len(l.buckets) >= l.max {
+				return fmt.Errorf("%w: %d buckets, none refilled to full capacity; agent %q refused (§9.6)", ErrTooManyBuckets, l.max, agent)
+			}
+		}
+		e = &entry{bucket: *NewBucket(lim, now)}
+		l.buckets[key] = e
+	}
+	allowed := e.bucket.Consume(1, now)
+	l.noteChange(&e.bucket)
+	if !allowed {
+		e.bucket.refill(now)
+		return &ExceededError{Agent: agent, Policy: policy, Limit: lim, RetryAfter: e.bucket.retryAfter()}
+	}
+	return nil
 }

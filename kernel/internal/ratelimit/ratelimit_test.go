@@ -480,3 +480,37 @@ func (l *Limiter) tokens(agent string) (float64, bool) {
 	}
 	return e.bucket.Tokens(now), true
 }
+
+// AllowPolicy: a policy's max_calls_per_minute is a bucket of its own per
+// agent, a burst of that many refilled at that many a minute, apart from
+// the ring's; a new bound starts the bucket afresh.
+func TestAllowPolicy(t *testing.T) {
+	c := newClock()
+	l := New(nil, 0, c.now)
+	for i := range 2 {
+		if err := l.AllowPolicy("a", "banking", 2); err != nil {
+			t.Fatalf("call %d: %v", i+1, err)
+		}
+	}
+	err := l.AllowPolicy("a", "banking", 2)
+	var ex *ExceededError
+	if !errors.As(err, &ex) || ex.Policy != "banking" || !errors.Is(err, ErrRateLimited) {
+		t.Fatalf("3rd call: %v", err)
+	}
+	if err := l.AllowPolicy("b", "banking", 2); err != nil {
+		t.Fatalf("another agent: %v", err)
+	}
+	if err := l.Allow("a", ring.Sandbox); err != nil {
+		t.Fatalf("the ring's bucket is apart: %v", err)
+	}
+	c.advance(30 * time.Second) // one call at 2 a minute
+	if err := l.AllowPolicy("a", "banking", 2); err != nil {
+		t.Fatalf("30 s later: %v", err)
+	}
+	if err := l.AllowPolicy("a", "banking", 5); err != nil {
+		t.Fatalf("a new version of the policy with a higher bound: %v", err)
+	}
+	if err := l.AllowPolicy("a\n", "banking", 5); err == nil {
+		t.Fatal("an invalid agent id was admitted")
+	}
+}
