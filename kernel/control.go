@@ -57,7 +57,21 @@ func (k *Kernel) AssignRing(ctx context.Context, by *Actor, agentID string, req 
 		return nil, err
 	}
 	k.revokeUntrustedElevations(ctx, agentID, score)
+	k.renewRateBucket(by, agentID)
 	return receiptOf(d, "", ""), nil
+}
+
+// renewRateBucket gives an agent a new token bucket, full, with its new
+// ring's limits (§9.5: "the rate limiter MUST recreate the token bucket
+// with the new ring's limits") after a ring change a human decided. A
+// change the agent brings about itself (its own elevation request, or the
+// end of one) keeps the tokens it had, capped at the new burst: an agent
+// may ask for an elevation of a millisecond, and a full bucket at each
+// change would let it reset its own limit at will.
+func (k *Kernel) renewRateBucket(by *Actor, agent string) {
+	if by.Kind == event.Human {
+		k.forgetAgent(agent)
+	}
 }
 
 // revokeUntrustedElevations ends the agent's elevations that its trust
@@ -186,6 +200,7 @@ func (k *Kernel) RequestElevation(ctx context.Context, by *Actor, req ElevationR
 		v = *folded
 	}
 	k.mu.Unlock()
+	k.renewRateBucket(by, req.Agent)
 	return receiptOf(d, "", ""), &v, nil
 }
 
@@ -193,14 +208,20 @@ func (k *Kernel) RequestElevation(ctx context.Context, by *Actor, req ElevationR
 // human who oversees it may.
 func (k *Kernel) RevokeElevation(ctx context.Context, by *Actor, id, reason string) (*Receipt, error) {
 	const stage = "elevation"
-	return k.decideControl(ctx, stage, func(l *ledger.Ledger, _ event.Instant) (*event.Event, error) {
+	var agent string
+	rc, err := k.decideControl(ctx, stage, func(l *ledger.Ledger, _ event.Instant) (*event.Event, error) {
 		v, ok := l.Elevations[id]
 		if !ok {
 			return nil, denyAt(stage, GateAuthority, ErrNotFound, "elevation %s does not exist", id)
 		}
+		agent = v.Agent
 		return &event.Event{Kind: event.KindElevationEnded, Actor: by.ID, Session: v.Session,
 			ElevationEnd: &event.ElevationEnd{ID: id, Agent: v.Agent, End: event.EndRevoked, Reason: reason}}, nil
 	})
+	if err == nil {
+		k.renewRateBucket(by, agent)
+	}
+	return rc, err
 }
 
 // expireControl records the end of every elevation and quarantine whose

@@ -550,3 +550,35 @@ func TestSpec8_6_NewElevationAfterUnrecordedExpiry(t *testing.T) {
 		t.Fatalf("the second elevation ended with the first")
 	}
 }
+
+// §9.5, "MUST recreate the token bucket with the new ring's limits": a
+// ring change a human decides gives the agent a new bucket of its new
+// ring, full. (An elevation the agent asks for itself keeps the tokens it
+// had: TestSpec22_4_RateLimitExhaustion.)
+func TestSpec9_5_RingChangeByAHumanRecreatesTheBucket(t *testing.T) {
+	rateClock := &clock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	g := openGov(t, func(c *Config) { c.DisableRateLimit = false; c.RateClock = rateClock.Now })
+	a := g.ringAgent(ptr(0.55), false) // Ring 3: 5/s, burst 10
+	drained := 0
+	for ; drained < 100; drained++ {
+		if _, err := g.submit(a, event.Observe, "workspace/x"); errors.Is(err, ErrRateLimited) {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if drained != 10 {
+		t.Fatalf("Ring 3 gave %d requests, want its burst of 10", drained)
+	}
+	if _, err := g.AssignRing(context.Background(), g.root, a.ID, RingAssignment{Trust: 0.8, Reason: "reviewed"}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 40 { // Ring 2: burst 40, at once
+		if _, err := g.submit(a, event.Observe, "workspace/x"); err != nil {
+			t.Fatalf("after the human's ring change, request %d of Ring 2's 40: %v", i+1, err)
+		}
+	}
+	if _, err := g.submit(a, event.Observe, "workspace/x"); !errors.Is(err, ErrRateLimited) {
+		t.Fatalf("request 41 at once: %v", err)
+	}
+}
