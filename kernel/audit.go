@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/annal-dev/annal/kernel/internal/history"
+	"github.com/annal-dev/annal/kernel/internal/logstore"
 )
 
 // Auditing a log from outside the kernel: the replay of a log under the
@@ -43,7 +44,7 @@ func RemoteLog(root string) (LogSource, error) { return history.RemoteLog(root) 
 
 // LocalVerifierKey is the verifier key an annald data folder names for
 // its log.
-func LocalVerifierKey(dataDir string) (string, error) { return history.LocalVerifierKey(dataDir) }
+func LocalVerifierKey(dataDir string) (string, error) { return logstore.ReadVerifierKey(dataDir) }
 
 // WithUnsignedTail has Audit go on past the signed checkpoint with what the
 // data folder at dataDir holds beyond it (its tiles, then its write-ahead

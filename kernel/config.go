@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/annal-dev/annal/kernel/event"
@@ -237,4 +238,26 @@ func (c Config) logOptions() logstore.LogOptions {
 		CheckpointInterval: c.CheckpointInterval, GCInterval: c.GCInterval, MaxOutstanding: c.MaxOutstanding,
 		WitnessPolicy: c.WitnessPolicy, WitnessTimeout: c.WitnessTimeout, Now: c.Now, Logger: c.Logger, WrapAdd: c.wrapAdd,
 	}
+}
+
+// checkPolicyLog refuses a witness policy whose log lines name only other
+// logs' keys: auditors check proofs against the same policy, and would
+// refuse every checkpoint of this log. A policy without log lines (Tessera
+// needs none) is accepted.
+func checkPolicyLog(policy []byte, verifierKey string) error {
+	var named []string
+	for _, line := range strings.Split(string(policy), "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 2 && f[0] == "log" {
+			if f[1] == verifierKey {
+				return nil
+			}
+			named = append(named, f[1])
+		}
+	}
+	if len(named) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: the witness policy names the log key %s, but this log's key is %s: verifiers using the policy would refuse every checkpoint",
+		ErrInvalid, strings.Join(named, ", "), verifierKey)
 }

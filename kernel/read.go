@@ -136,25 +136,3 @@ func (k *Kernel) EntryBundleBytes(ctx context.Context, index uint64, p uint8) ([
 // WitnessProblems lists why witnesses of the kernel's policy refuse its
 // checkpoints now (nil when all cosign, or without witnesses).
 func (k *Kernel) WitnessProblems() []string { return k.witnesses.Problems(0) }
-
-// checkPolicyLog refuses a witness policy whose log lines name only other
-// logs' keys: auditors check proofs against the same policy, and would
-// refuse every checkpoint of this log. A policy without log lines (Tessera
-// needs none) is accepted.
-func checkPolicyLog(policy []byte, verifierKey string) error {
-	var named []string
-	for _, line := range strings.Split(string(policy), "\n") {
-		f := strings.Fields(line)
-		if len(f) >= 2 && f[0] == "log" {
-			if f[1] == verifierKey {
-				return nil
-			}
-			named = append(named, f[1])
-		}
-	}
-	if len(named) == 0 {
-		return nil
-	}
-	return fmt.Errorf("%w: the witness policy names the log key %s, but this log's key is %s: verifiers using the policy would refuse every checkpoint",
-		ErrInvalid, strings.Join(named, ", "), verifierKey)
-}

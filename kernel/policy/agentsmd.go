@@ -96,10 +96,16 @@ func checkImported(p Policy, from string) error {
 	if err := p.Validate(); err != nil {
 		return err
 	}
-	if len(p.BlockedActions)+len(p.BlockedPatterns)+len(p.AllowedTools) == 0 {
+	if !p.statesRules() {
 		return invalid("%s states no rules: no list item under a blocked actions, blocked patterns or allowed tools heading", from)
 	}
 	return nil
+}
+
+// statesRules reports whether p blocks or allows anything by name or
+// pattern (what an import must bring).
+func (p Policy) statesRules() bool {
+	return len(p.BlockedActions)+len(p.BlockedPatterns)+len(p.AllowedTools) > 0
 }
 
 // MaxAgentsDirFiles bounds the Markdown files ParseAgentsDir reads.
@@ -138,7 +144,7 @@ func ParseAgentsDir(dir fs.FS, name, mcpServer string) (Policy, []AgentsMDNote, 
 		if err != nil {
 			return merged, notes, fmt.Errorf("%s: %w", e.Name(), err)
 		}
-		if len(p.BlockedActions)+len(p.BlockedPatterns)+len(p.AllowedTools) == 0 {
+		if !p.statesRules() {
 			notes = append(notes, AgentsMDNote{File: e.Name(), Text: "states no rules"})
 		}
 		merged.BlockedActions = appendNew(merged.BlockedActions, p.BlockedActions)

@@ -56,10 +56,6 @@ func RemoteLog(root string) (LogSource, error) {
 	return client.NewHTTPFetcher(u, &http.Client{Timeout: time.Minute})
 }
 
-// LocalVerifierKey is the verifier key an annald data folder names for
-// its log.
-func LocalVerifierKey(dataDir string) (string, error) { return logstore.ReadVerifierKey(dataDir) }
-
 // AuditReport is what Audit found.
 type AuditReport struct {
 	Origin string `json:"origin"`

@@ -114,11 +114,8 @@ func (l *Limiter) Allow(agent string, r ring.Ring) error {
 	e, ok := l.buckets[agent]
 	switch {
 	case !ok:
-		if len(l.buckets) >= l.max {
-			l.sweep(now)
-			if len(l.buckets) >= l.max {
-				return fmt.Errorf("%w: %d buckets, none refilled to full capacity; agent %q refused (§9.6)", ErrTooManyBuckets, l.max, agent)
-			}
+		if err := l.makeRoom(agent, now); err != nil {
+			return err
 		}
 		e = &entry{bucket: *NewBucket(LimitFor(l.limits, r), now), ring: r}
 		l.buckets[agent] = e
@@ -128,13 +125,35 @@ func (l *Limiter) Allow(agent string, r ring.Ring) error {
 		e.bucket.tokens = min(tokens, e.bucket.capacity)
 		e.ring = r
 	}
+	if !l.take(e, now) {
+		return &ExceededError{Agent: agent, Ring: r, Limit: LimitFor(l.limits, r), RetryAfter: e.bucket.retryAfter()}
+	}
+	return nil
+}
+
+// makeRoom makes room for one more bucket, sweeping out the full ones if
+// the limiter is at its bound, or refuses agent (§9.6). The caller holds
+// l.mu.
+func (l *Limiter) makeRoom(agent string, now time.Time) error {
+	if len(l.buckets) < l.max {
+		return nil
+	}
+	l.sweep(now)
+	if len(l.buckets) >= l.max {
+		return fmt.Errorf("%w: %d buckets, none refilled to full capacity; agent %q refused (§9.6)", ErrTooManyBuckets, l.max, agent)
+	}
+	return nil
+}
+
+// take takes one token from e's bucket and reports whether it had one.
+// The caller holds l.mu.
+func (l *Limiter) take(e *entry, now time.Time) bool {
 	allowed := e.bucket.Consume(1, now)
 	l.noteChange(&e.bucket)
 	if !allowed {
 		e.bucket.refill(now)
-		return &ExceededError{Agent: agent, Ring: r, Limit: LimitFor(l.limits, r), RetryAfter: e.bucket.retryAfter()}
 	}
-	return nil
+	return allowed
 }
 
 // noteChange lowers nextFull to b's full time if that is sooner.
@@ -211,19 +230,15 @@ func (l *Limiter) AllowPolicy(agent, policy string, perMinute int) error {
 	defer l.mu.Unlock()
 	e, ok := l.buckets[key]
 	if !ok || e.bucket.capacity != lim.Burst {
-		if !ok && len(l.buckets) >= l.max {
-			l.sweep(now)
-			if len(l.buckets) >= l.max {
-				return fmt.Errorf("%w: %d buckets, none refilled to full capacity; agent %q refused (§9.6)", ErrTooManyBuckets, l.max, agent)
+		if !ok {
+			if err := l.makeRoom(agent, now); err != nil {
+				return err
 			}
 		}
 		e = &entry{bucket: *NewBucket(lim, now)}
 		l.buckets[key] = e
 	}
-	allowed := e.bucket.Consume(1, now)
-	l.noteChange(&e.bucket)
-	if !allowed {
-		e.bucket.refill(now)
+	if !l.take(e, now) {
 		return &ExceededError{Agent: agent, Policy: policy, Limit: lim, RetryAfter: e.bucket.retryAfter()}
 	}
 	return nil
