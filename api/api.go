@@ -312,6 +312,10 @@ type Error struct {
 	// Reason is the spec's name of a refusal where it has one, such as an
 	// elevation's "insufficient_trust" (Execution Control §8.3).
 	Reason string `json:"reason,omitempty"`
+	// Signal is the signal the kernel sent the agent for this refusal:
+	// "SIGKILL" when the action broke a policy that terminates the agent
+	// that breaks it (seed 002's ExecutionResult.signal).
+	Signal string `json:"signal,omitempty"`
 	// OutcomeUnknown is set when a write failed after the entry reached
 	// the log: it may be logged. Look it up before sending it again.
 	OutcomeUnknown bool `json:"outcome_unknown,omitempty"`

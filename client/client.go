@@ -104,6 +104,9 @@ type Error struct {
 	// Reason is the spec's name of the refusal, where it has one (an
 	// elevation's "insufficient_trust").
 	Reason string
+	// Signal is the signal the kernel sent the agent for this refusal
+	// ("SIGKILL": the action broke a policy that ends the agent).
+	Signal string
 	// OutcomeUnknown: the write failed after the entry reached the log; it
 	// may be logged, so the request is not retried.
 	OutcomeUnknown bool
@@ -133,6 +136,9 @@ func (e *Error) Error() string {
 	}
 	if e.DenialIndex != nil {
 		msg += fmt.Sprintf(" (the denial is recorded in the log at index %d)", *e.DenialIndex)
+	}
+	if e.Signal != "" {
+		msg += fmt.Sprintf("; the kernel sent the agent %s", e.Signal)
 	}
 	return msg
 }
@@ -253,7 +259,7 @@ func errorAnswer(resp *http.Response, raw []byte) *Error {
 	e := &Error{Status: resp.StatusCode, Message: strings.TrimSpace(string(raw))}
 	var body api.Error
 	if json.Unmarshal(raw, &body) == nil && body.Error != "" {
-		e.Message, e.Stage, e.Gate, e.DenialIndex, e.Reason = body.Error, body.Stage, body.Gate, body.DenialIndex, body.Reason
+		e.Message, e.Stage, e.Gate, e.DenialIndex, e.Reason, e.Signal = body.Error, body.Stage, body.Gate, body.DenialIndex, body.Reason, body.Signal
 		e.OutcomeUnknown, e.Retryable, e.Stopped = body.OutcomeUnknown, body.Retryable, body.Stopped
 	}
 	if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && secs >= 0 {

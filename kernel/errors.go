@@ -68,8 +68,11 @@ type Denial struct {
 	Reason   string
 	Recorded bool
 	Index    uint64
-	// Policy names a broken policy that asks for SIGPOLICY.
+	// Policy names a broken policy that asks for the agent's end
+	// (signal_on_violation), and Signal is the signal the kernel then sent
+	// it ("SIGKILL"), empty if it could not.
 	Policy string
+	Signal string
 	// Code is a reason code a specification names (an elevation's §8.3
 	// reason), if any.
 	Code string

@@ -240,8 +240,8 @@ func (k *Kernel) Quarantines(viewer *Actor) []ledger.Quarantine {
 // for its own handler; otherwise SIGSTOP stops it, SIGCONT resumes it,
 // SIGTERM terminates it and SIGINT is queued as a notice. Every delivery
 // is a signal.sent event. Only a human who oversees the agent sends them;
-// the kernel itself sends SIGPOLICY on a policy violation when the policy
-// asks for it.
+// the kernel itself sends SIGKILL on a policy violation when the policy
+// asks for it (signalPolicyViolation).
 func (k *Kernel) Signal(ctx context.Context, by *Actor, agentID, name, reason string) (*Receipt, string, error) {
 	const stage = "signal"
 	sig, err := signal.Parse(name)
@@ -271,15 +271,23 @@ func (k *Kernel) Signal(ctx context.Context, by *Actor, agentID, name, reason st
 
 var kernelActor = &Actor{ActorRecord: event.ActorRecord{ID: event.KernelActor}}
 
-// signalPolicyViolation sends SIGPOLICY from the kernel to an agent whose
-// action broke a policy that asks for it.
-func (k *Kernel) signalPolicyViolation(ctx context.Context, agentID, policyName, reason string) {
+// violationSignal is what the kernel sends an agent that breaks a policy
+// asking for it: SIGKILL, as seed 002's kernel does ("Policy Violation →
+// SIGKILL"; ledger.RulesPolicyKill).
+const violationSignal = "SIGKILL"
+
+// signalPolicyViolation sends violationSignal from the kernel to an agent
+// whose action broke a policy that asks for it, and returns the signal it
+// sent ("" if none was: the agent was already gone, or the write failed).
+func (k *Kernel) signalPolicyViolation(ctx context.Context, agentID, policyName, reason string) string {
 	if len(reason) > 900 {
 		reason = reason[:900]
 	}
-	if _, _, err := k.Signal(ctx, kernelActor, agentID, "SIGPOLICY", strings.ToValidUTF8("policy "+policyName+": "+reason, "")); err != nil {
-		k.logger.Warn("SIGPOLICY", "agent", agentID, "policy", policyName, "err", err)
+	if _, _, err := k.Signal(ctx, kernelActor, agentID, violationSignal, strings.ToValidUTF8("policy "+policyName+": "+reason, "")); err != nil {
+		k.logger.Warn("policy violation signal", "signal", violationSignal, "agent", agentID, "policy", policyName, "err", err)
+		return ""
 	}
+	return violationSignal
 }
 
 // SetSignalMask records the maskable signals an agent handles itself. An

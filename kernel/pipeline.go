@@ -128,7 +128,7 @@ func (k *Kernel) act(ctx context.Context, actor *Actor, req ActionRequest, actio
 		if errors.As(err, &den) && approval == nil && den.Stage != StageAppend && !den.Retryable {
 			k.recordDenial(ctx, actor, req, den)
 			if den.Policy != "" {
-				k.signalPolicyViolation(ctx, actor.ID, den.Policy, den.Reason)
+				den.Signal = k.signalPolicyViolation(ctx, actor.ID, den.Policy, den.Reason)
 			}
 		}
 		return nil, err

@@ -22,16 +22,23 @@ func defaultPolicy(t *testing.T, name string) policy.Policy {
 	return policy.Policy{}
 }
 
+// denyOnly is p with signal_on_violation off: a violation denies and the
+// agent lives on.
+func denyOnly(p policy.Policy) policy.Policy {
+	p.SignalOnViolation = false
+	return p
+}
+
 // Agent OS policies through the kernel: blocked actions and payload
 // patterns deny at the policy gate; policies bind an agent directly or
 // through an envelope (and what is delegated from it); changes are
-// versioned in the log; a policy may ask for SIGPOLICY on violation.
+// versioned in the log; a policy may ask for the agent's end on violation.
 func TestAgentOS_PolicyGate(t *testing.T) {
 	g := openGov(t)
 	ctx := context.Background()
 	a := g.ringAgent(ptr(0.8), false, "workspace/**:mutate,create")
 	b := g.ringAgent(ptr(0.8), false, "workspace/**:mutate,create")
-	if _, err := g.SetPolicy(ctx, g.root, defaultPolicy(t, "no_pii")); err != nil {
+	if _, err := g.SetPolicy(ctx, g.root, denyOnly(defaultPolicy(t, "no_pii"))); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := g.SetPolicy(ctx, a, defaultPolicy(t, "strict")); !errors.Is(err, ErrForbidden) {
@@ -92,10 +99,9 @@ func TestAgentOS_PolicyGate(t *testing.T) {
 	if err := write(b, `{}`); err != nil {
 		t.Fatalf("after detach: %v", err)
 	}
-	// signal_on_violation: the kernel sends SIGPOLICY, which terminates.
-	strict := defaultPolicy(t, "strict")
-	strict.SignalOnViolation = true
-	if _, err := g.SetPolicy(ctx, g.root, strict); err != nil {
+	// signal_on_violation (the seed's strict has it): the kernel sends
+	// SIGKILL, which terminates.
+	if _, err := g.SetPolicy(ctx, g.root, defaultPolicy(t, "strict")); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := g.AttachPolicy(ctx, g.root, PolicyAttachment{Policy: "strict", Agent: b.ID}); err != nil {
@@ -104,10 +110,10 @@ func TestAgentOS_PolicyGate(t *testing.T) {
 	g.wantGate(write(b, `{"sql":"DROP TABLE users"}`), GatePolicy)
 	after, _ := g.Actor(b.ID)
 	if after.Status != event.StatusTerminated {
-		t.Fatalf("SIGPOLICY did not terminate the agent: %s", after.Status)
+		t.Fatalf("SIGKILL did not terminate the agent: %s", after.Status)
 	}
 	if err := write(b, `{}`); denialOf(t, err).Gate != GateActor {
-		t.Fatalf("agent acted after SIGPOLICY: %v", err)
+		t.Fatalf("agent acted after SIGKILL: %v", err)
 	}
 }
 
@@ -150,5 +156,68 @@ func TestSpec002_MaxCallsPerMinute(t *testing.T) {
 	}
 	if _, err := g.submit(bound, event.Observe, "workspace/x"); !errors.Is(err, ErrRateLimited) {
 		t.Fatalf("a second call 20 s later: %v", err)
+	}
+}
+
+// Seed 002, "Policy Violation → SIGKILL" ("If ANY check fails →
+// SIGKILL"): a policy written in the seed's form, which does not mention
+// signal_on_violation, ends the agent that breaks it. The denial is
+// recorded, then the kernel's SIGKILL, and the answer says which signal
+// was sent; a policy that says "signal_on_violation": false only denies.
+func TestSpec002_PolicyViolationSIGKILL(t *testing.T) {
+	g := openGov(t)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		spec       string
+		terminates bool
+	}{
+		{`{"name":"banking","blocked_actions":["transfer_funds"],"blocked_patterns":["\\$\\d{6,}"],"max_calls_per_minute":10}`, true},
+		{`{"name":"lenient","blocked_patterns":["\\$\\d{6,}"],"signal_on_violation":false}`, false},
+	} {
+		p, err := policy.Parse([]byte(tc.spec))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := g.SetPolicy(ctx, g.root, p); err != nil {
+			t.Fatal(err)
+		}
+		a := g.ringAgent(ptr(0.8), false, "payments/**:mutate")
+		if _, err := g.AttachPolicy(ctx, g.root, PolicyAttachment{Policy: p.Name, Agent: a.ID}); err != nil {
+			t.Fatal(err)
+		}
+		_, err = g.Submit(ctx, a, ActionRequest{Type: event.Mutate, Target: "payments/x", Payload: []byte(`{"amount":"$1000000"}`)})
+		d := g.wantGate(err, GatePolicy)
+		if !d.Recorded {
+			t.Fatalf("%s: the violation was not recorded", p.Name)
+		}
+		after, _ := g.Actor(a.ID)
+		if !tc.terminates {
+			if d.Signal != "" || after.Status != event.StatusActive {
+				t.Fatalf("%s (deny only): signal %q, status %s", p.Name, d.Signal, after.Status)
+			}
+			if _, err := g.submit(a, event.Mutate, "payments/y"); err != nil {
+				t.Fatalf("%s (deny only): the agent cannot act after a denial: %v", p.Name, err)
+			}
+			continue
+		}
+		if d.Signal != "SIGKILL" || after.Status != event.StatusTerminated {
+			t.Fatalf("%s: signal %q, status %s; want SIGKILL and terminated", p.Name, d.Signal, after.Status)
+		}
+		// The entry after the denial is the kernel's SIGKILL to the agent.
+		entry, err := g.Entry(ctx, d.Index+1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev, err := event.Parse(entry)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Kind != event.KindSignalSent || ev.Actor != event.KernelActor || ev.Signal.Signal != "SIGKILL" ||
+			ev.Signal.Agent != a.ID || ev.Signal.Effect != event.EffectTerminate || !strings.Contains(ev.Signal.Reason, "policy banking") {
+			t.Fatalf("entry after the denial: %s", entry)
+		}
+		if _, err := g.submit(a, event.Mutate, "payments/y"); denialOf(t, err).Gate != GateActor {
+			t.Fatalf("the agent acted after SIGKILL: %v", err)
+		}
 	}
 }

@@ -108,11 +108,25 @@ func TestControlAPI(t *testing.T) {
 	}
 	_, err = root.SetPolicy(ctx, "mine", json.RawMessage(`{"name":"mine","blocked_actions":["x"],"unknown":1}`))
 	wantStatus(err, http.StatusBadRequest, "")
-	if _, err := root.AttachPolicy(ctx, "no_pii", api.AttachRequest{Agent: na.ID}); err != nil {
+	// The seed's no_pii ends the agent that breaks it (seed 002: a
+	// violation → SIGKILL), so a second agent breaks it.
+	va, err := root.CreateAgent(ctx, api.AgentRequest{Name: "v", Purpose: "breaks no_pii", Energy: 10_000, Grants: grants, Trust: &trust})
+	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = agent.Submit(ctx, api.ActionRequest{Type: "mutate", Target: "workspace/x", Payload: json.RawMessage(`{"ssn":"1"}`)})
-	wantStatus(err, http.StatusForbidden, "policy")
+	if _, err := root.IssueEnvelope(ctx, api.EnvelopeRequest{Holder: va.ID, Budget: 5000, Grants: grants}); err != nil {
+		t.Fatal(err)
+	}
+	violator, _ := client.New(ts.srv.URL, va.Credential)
+	if _, err := root.AttachPolicy(ctx, "no_pii", api.AttachRequest{Agent: va.ID}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = violator.Submit(ctx, api.ActionRequest{Type: "mutate", Target: "workspace/x", Payload: json.RawMessage(`{"ssn":"1"}`)})
+	if ce := wantStatus(err, http.StatusForbidden, "policy"); ce.Signal != "SIGKILL" || ce.DenialIndex == nil {
+		t.Fatalf("a violation of no_pii: signal %q, denial index %v; want SIGKILL and the denial's index", ce.Signal, ce.DenialIndex)
+	}
+	_, err = violator.Submit(ctx, api.ActionRequest{Type: "mutate", Target: "workspace/x"})
+	wantStatus(err, http.StatusForbidden, "actor")
 
 	// Quarantine, signals, sagas, kill.
 	if _, err := root.Quarantine(ctx, na.ID, api.QuarantineRequest{Reason: "manual", DurationSeconds: 60}); err != nil {

@@ -321,7 +321,7 @@ func TestSealRequired(t *testing.T) {
 	// The actor's own flag seals too; a blocked pattern is judged on the
 	// plaintext the log never sees.
 	sealer, sealerID := sealedAgent(t, ts, true, false)
-	if _, err := ts.root.SetPolicy(ctx, "no-ssn", json.RawMessage(`{"name":"no-ssn","blocked_patterns":["\\d{3}-\\d{2}-\\d{4}"]}`)); err != nil {
+	if _, err := ts.root.SetPolicy(ctx, "no-ssn", json.RawMessage(`{"name":"no-ssn","blocked_patterns":["\\d{3}-\\d{2}-\\d{4}"],"signal_on_violation":false}`)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := ts.root.AttachPolicy(ctx, "no-ssn", api.AttachRequest{Agent: sealerID}); err != nil {

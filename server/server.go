@@ -513,7 +513,7 @@ func errorBody(err error, retryAfter bool) api.Error {
 		Retryable: retryAfter && !outcomeUnknown, Stopped: errors.Is(err, kernel.ErrStopped)}
 	var d *kernel.Denial
 	if errors.As(err, &d) {
-		body.Stage, body.Gate = d.Stage, d.Gate
+		body.Stage, body.Gate, body.Signal = d.Stage, d.Gate, d.Signal
 		if d.Recorded {
 			index := d.Index
 			body.DenialIndex = &index

@@ -171,6 +171,14 @@ func sessionsCommand(g *globalFlags) *cobra.Command {
 		func(a []string) api.SessionChangeRequest {
 			return api.SessionChangeRequest{Op: "substitute", Agent: a[1]}
 		})
+	lock := change("lock ID PATH", "Take an intent lock on a path of a SERIALIZABLE session's folder (a file, or a folder and all below it): others' writes there are refused until it is released (§11.1)", 2,
+		func(a []string) api.SessionChangeRequest { return api.SessionChangeRequest{Op: "lock", Path: a[1]} })
+	unlock := change("unlock ID PATH", "Release an intent lock (its holder, or the session's owner)", 2,
+		func(a []string) api.SessionChangeRequest { return api.SessionChangeRequest{Op: "unlock", Path: a[1]} })
+	var head string
+	ack := change("ack ID [--head HASH]", "Acknowledge a STRONG session's files at its chain head: its files change only once every participant has (§10.4)", 1,
+		func(a []string) api.SessionChangeRequest { return api.SessionChangeRequest{Op: "ack", Head: head} })
+	ack.Flags().StringVar(&head, "head", "", "the delta hash acknowledged (default: the session's head when decided)")
 	var turn string
 	var changes []string
 	deltaCmd := leaf(g, "delta ID --turn TURN --change OP:PATH[:sha256:HEX]...", "Record one turn's file changes (create|modify|delete) as a SemanticDelta", cobra.ExactArgs(1),
@@ -198,7 +206,7 @@ func sessionsCommand(g *globalFlags) *cobra.Command {
 		})
 	rollback.Flags().StringVar(&turn, "turn", "", "the turn to roll back to")
 	_ = rollback.MarkFlagRequired("turn")
-	ss.AddCommand(create, state, join, leave, grant, substitute, deltaCmd, rollback,
+	ss.AddCommand(create, state, join, leave, grant, substitute, lock, unlock, ack, deltaCmd, rollback,
 		leaf(g, "list", "List your sessions", cobra.NoArgs, func(ctx context.Context, c *client.Client, _ []string) (any, error) { return c.Sessions(ctx) }),
 		leaf(g, "show ID", "Show a session", cobra.ExactArgs(1), func(ctx context.Context, c *client.Client, a []string) (any, error) { return c.Session(ctx, a[0]) }),
 		leaf(g, "chain ID", "Show a session's delta chain with log indices", cobra.ExactArgs(1), func(ctx context.Context, c *client.Client, a []string) (any, error) { return c.Deltas(ctx, a[0]) }))
@@ -312,9 +320,9 @@ func policiesCommand(g *globalFlags) *cobra.Command {
 	attach.Flags().StringVar(&envelope, "envelope", "", "the envelope")
 	attach.Flags().BoolVar(&detach, "detach", false, "unbind instead")
 	var importName, importServer string
-	var dryRun bool
+	var dryRun, denyOnly bool
 	importCmd := &cobra.Command{
-		Use:   "import FILE|DIR [--name NAME] [--mcp-server NAME] [--dry-run]",
+		Use:   "import FILE|DIR [--name NAME] [--mcp-server NAME] [--deny-only] [--dry-run]",
 		Short: "Turn an AGENTS.md file's (or a directory's such as .agents/) rules (blocked actions, blocked patterns, allowed tools) into a policy version in the log",
 		Long: `annal policies import reads the list items under an AGENTS.md's "Blocked actions", "Blocked patterns"
 and "Allowed tools" (or "Tools to allow") headings — an item's first ` + "`code span`" + `, else its text — and
@@ -326,7 +334,10 @@ policy without defining it. Attach it with annal policies attach NAME --agent AG
 
 Given a directory (seed 002's parse_directory(".agents/")), it reads every *.md file at its top
 level in name order and merges their rules into the one policy; a file that states no rule is
-reported, not an error.`,
+reported, not an error.
+
+As in seed 002 ("If ANY check fails → SIGKILL"), an agent that breaks the policy is denied and
+terminated; with --deny-only a violation only denies (the policy's signal_on_violation is false).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p, notes, err := readAgentsRules(args[0], importName, importServer)
@@ -336,6 +347,7 @@ reported, not an error.`,
 			if err != nil {
 				return err
 			}
+			p.SignalOnViolation = !denyOnly
 			raw, err := json.Marshal(p)
 			if err != nil {
 				return err
@@ -349,6 +361,7 @@ reported, not an error.`,
 	importCmd.Flags().StringVar(&importName, "name", "agents-md", "the policy's name")
 	importCmd.Flags().StringVar(&importServer, "mcp-server", "", "the MCP server (as annal mcp-gate --name) bare tool names belong to")
 	importCmd.Flags().BoolVar(&dryRun, "dry-run", false, "print the policy; define nothing")
+	importCmd.Flags().BoolVar(&denyOnly, "deny-only", false, "a violation only denies; the agent is not terminated")
 	ps.AddCommand(importCmd)
 	ps.AddCommand(set, attach, leaf(g, "list", "List policies", cobra.NoArgs,
 		func(ctx context.Context, c *client.Client, _ []string) (any, error) { return c.Policies(ctx) }))

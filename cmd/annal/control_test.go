@@ -52,7 +52,7 @@ func TestCLI_ExecutionControl(t *testing.T) {
 		t.Fatalf("rollback: %s", out)
 	}
 	policy := filepath.Join(t.TempDir(), "p.json")
-	if err := os.WriteFile(policy, []byte(`{"name":"nodrop","blocked_actions":[],"blocked_patterns":["drop\\s+table"]}`), 0o644); err != nil {
+	if err := os.WriteFile(policy, []byte(`{"name":"nodrop","blocked_actions":[],"blocked_patterns":["drop\\s+table"],"signal_on_violation":false}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	root("policies", "set", "nodrop", "--spec", "@"+policy)

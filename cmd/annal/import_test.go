@@ -36,10 +36,17 @@ func TestPoliciesImportAgentsMD(t *testing.T) {
 	if err != nil || !strings.Contains(out, `"allowed_tools"`) || !strings.Contains(stderr, `section "Setup" is not a rule section`) {
 		t.Fatalf("dry run: %v\n%s\n%s", err, out, stderr)
 	}
+	// Seed 002: a violation ends the agent, unless --deny-only.
+	if !strings.Contains(out, `"signal_on_violation": true`) {
+		t.Fatalf("an imported policy does not end the agent that breaks it: %s", out)
+	}
+	if out, _, _ := run("policies", "import", file, "--mcp-server", "fs", "--dry-run", "--deny-only"); !strings.Contains(out, `"signal_on_violation": false`) {
+		t.Fatalf("--deny-only: %s", out)
+	}
 	if lists, _, _ := run("policies", "list"); strings.Contains(lists, "agents-md") {
 		t.Fatal("--dry-run defined the policy")
 	}
-	if _, _, err := run("policies", "import", file, "--mcp-server", "fs", "--name", "repo"); err != nil {
+	if _, _, err := run("policies", "import", file, "--mcp-server", "fs", "--name", "repo", "--deny-only"); err != nil {
 		t.Fatal(err)
 	}
 	out, _, err = run("agents", "create", "--name", "a", "--purpose", "p", "--trust", "0.8", "--grant", "mcp/fs/**:execute", "--energy", "1000")

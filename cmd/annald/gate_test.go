@@ -127,7 +127,7 @@ func TestGate_FilesystemServer(t *testing.T) {
 	holdOn := []api.Grant{{Pattern: "mcp/fs/create_directory", Actions: []string{"execute"}}}
 	agentID, cred := gateAgent(t, d, grants, holdOn)
 	root := d.client(t, d.rootCredential(t))
-	if _, err := root.SetPolicy(ctx, "no-passwords", json.RawMessage(`{"name":"no-passwords","blocked_actions":[],"blocked_patterns":["password"]}`)); err != nil {
+	if _, err := root.SetPolicy(ctx, "no-passwords", json.RawMessage(`{"name":"no-passwords","blocked_actions":[],"blocked_patterns":["password"],"signal_on_violation":false}`)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := root.AttachPolicy(ctx, "no-passwords", api.AttachRequest{Agent: agentID}); err != nil {

@@ -76,7 +76,7 @@ func ParseAgentsMD(data []byte, name, mcpServer string) (Policy, []AgentsMDNote,
 
 // readAgentsMD reads the rules of one file, unchecked.
 func readAgentsMD(data []byte, name, mcpServer string) (Policy, []AgentsMDNote, error) {
-	r := agentsMDReader{policy: Policy{Name: name}, mcpServer: mcpServer}
+	r := agentsMDReader{policy: Policy{Name: name, SignalOnViolation: true}, mcpServer: mcpServer}
 	if len(data) > MaxAgentsMD {
 		return r.policy, nil, invalid("AGENTS.md: %d bytes, more than %d", len(data), MaxAgentsMD)
 	}
@@ -118,7 +118,7 @@ const MaxAgentsDirFiles = 64
 // the order first met). A file that states no rule is noted, not an
 // error; the directory as a whole must state one. Notes name their file.
 func ParseAgentsDir(dir fs.FS, name, mcpServer string) (Policy, []AgentsMDNote, error) {
-	merged := Policy{Name: name}
+	merged := Policy{Name: name, SignalOnViolation: true}
 	entries, err := fs.ReadDir(dir, ".")
 	if err != nil {
 		return merged, nil, err

@@ -6,14 +6,16 @@
 // A policy is one JSON object:
 //
 //	{"name":"strict","blocked_actions":["shell_exec"],"blocked_patterns":["\\bdrop\\s+table\\b"],
-//	 "audit_all":false,"signal_on_violation":false,"allowed_tools":["mcp/fs/read_text_file"]}
+//	 "audit_all":false,"signal_on_violation":false,"allowed_tools":["mcp/fs/read_text_file"],
+//	 "max_calls_per_minute":10}
 //
 // Parse is strict. It MUST refuse: more than MaxPolicySize bytes; anything
-// but one JSON object (trailing data included); a key other than the six
+// but one JSON object (trailing data included); a key other than the seven
 // above, a key spelt in another case ("Name"), a key given twice; a value
-// of the wrong type. Every key may be left out (a missing list is empty, a
-// missing flag is false), but the name must then still be valid, so "name"
-// is in effect required. Parse then calls Validate.
+// of the wrong type. Every key may be left out (a missing list is empty,
+// audit_all is false, signal_on_violation is true as the seed has it), but
+// the name must then still be valid, so "name" is in effect required.
+// Parse then calls Validate.
 //
 // Validate MUST refuse a policy whose
 //   - name does not match ^[a-z][a-z0-9_-]{0,63}$;
@@ -80,8 +82,11 @@
 //
 // AuditAll and SignalOnViolation do not change what Check returns. They
 // travel in the logged policy: the kernel reads SignalOnViolation from its
-// record of the policy to decide whether a violation also sends SIGPOLICY
-// (default: deny only). The kernel does not read AuditAll.
+// record of the policy to decide whether a violation also ends the agent
+// with SIGKILL. Seed 002's kernel does ("If ANY check fails → SIGKILL"),
+// so Parse, ParseAgentsMD, ParseAgentsDir and Defaults set it unless the
+// policy says "signal_on_violation": false (deny only). The kernel does
+// not read AuditAll.
 //
 // Everything here is pure and deterministic (no clock, randomness or I/O),
 // so the kernel may call it both live and when replaying its log. A

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -35,8 +36,11 @@ type Policy struct {
 	// AuditAll asks the kernel to record every action the policy sees,
 	// blocked or not.
 	AuditAll bool `json:"audit_all"`
-	// SignalOnViolation asks the kernel to send SIGPOLICY to an agent whose
-	// action this policy blocks. When false a violation only denies.
+	// SignalOnViolation asks the kernel to terminate an agent whose action
+	// this policy blocks (seed 002: "If ANY check fails → SIGKILL"). When
+	// false a violation only denies. Parse, ParseAgentsMD and Defaults set
+	// it unless the policy says "signal_on_violation": false; the zero
+	// Policy built in Go leaves it off.
 	SignalOnViolation bool `json:"signal_on_violation"`
 	// AllowedTools lists MCP tools as targets mcp/<server>/<tool>: for each
 	// server named, an action on any other mcp/<server>/... target is blocked
@@ -81,6 +85,14 @@ func Parse(data []byte) (Policy, error) {
 	if err := strictjson.Decode(data, &p); err != nil {
 		return Policy{}, invalid("%v", err)
 	}
+	// The seed's default where the policy does not say: a violation ends
+	// the agent. strictjson has refused the key in any other spelling.
+	var said struct {
+		SignalOnViolation *bool `json:"signal_on_violation"`
+	}
+	if err := json.Unmarshal(data, &said); err == nil && said.SignalOnViolation == nil {
+		p.SignalOnViolation = true
+	}
 	if err := p.Validate(); err != nil {
 		return Policy{}, err
 	}
@@ -101,50 +113,61 @@ func (p Policy) Validate() error {
 	if err := ValidName(p.Name); err != nil {
 		return err
 	}
-	if len(p.BlockedActions) > MaxBlockedActions {
-		return invalid("policy %s: %d blocked actions, more than %d", p.Name, len(p.BlockedActions), MaxBlockedActions)
-	}
-	seen := make(map[string]bool, len(p.BlockedActions))
-	for i, a := range p.BlockedActions {
-		if err := checkAction(a); err != nil {
-			return invalid("policy %s: blocked action %d: %v", p.Name, i+1, err)
+	lists := p.lists()
+	for _, l := range lists[:2] {
+		if err := l.validate(p.Name); err != nil {
+			return err
 		}
-		if seen[a] {
-			return invalid("policy %s: blocked action %d: %q given twice", p.Name, i+1, a)
-		}
-		seen[a] = true
-	}
-	if len(p.BlockedPatterns) > MaxPatterns {
-		return invalid("policy %s: %d blocked patterns, more than %d", p.Name, len(p.BlockedPatterns), MaxPatterns)
-	}
-	seen = make(map[string]bool, len(p.BlockedPatterns))
-	for i, pat := range p.BlockedPatterns {
-		if _, _, err := compilePattern(pat); err != nil {
-			return invalid("policy %s: blocked pattern %d: %v", p.Name, i+1, err)
-		}
-		if seen[pat] {
-			return invalid("policy %s: blocked pattern %d: %q given twice", p.Name, i+1, pat)
-		}
-		seen[pat] = true
 	}
 	if p.MaxCallsPerMinute < 0 || p.MaxCallsPerMinute > MaxCallsPerMinuteLimit {
 		return invalid("policy %s: max_calls_per_minute %d is not 1 to %d (0 or absent: no bound)", p.Name, p.MaxCallsPerMinute, MaxCallsPerMinuteLimit)
 	}
-	if len(p.AllowedTools) > MaxAllowedTools {
-		return invalid("policy %s: %d allowed tools, more than %d", p.Name, len(p.AllowedTools), MaxAllowedTools)
+	return lists[2].validate(p.Name)
+}
+
+// list is one list of a policy as Validate checks it: at most max items,
+// each passing check, none twice.
+type list struct {
+	item  string // "blocked action": what one item is called in errors
+	items []string
+	max   int
+	check func(string) error
+}
+
+// lists are the policy's lists in the order Validate checks them.
+func (p Policy) lists() []list {
+	return []list{
+		{"blocked action", p.BlockedActions, MaxBlockedActions, checkAction},
+		{"blocked pattern", p.BlockedPatterns, MaxPatterns, func(pat string) error { _, _, err := compilePattern(pat); return err }},
+		{"allowed tool", p.AllowedTools, MaxAllowedTools, checkAllowedTool},
 	}
-	seen = make(map[string]bool, len(p.AllowedTools))
-	for i, t := range p.AllowedTools {
-		if err := checkAction(t); err != nil {
-			return invalid("policy %s: allowed tool %d: %v", p.Name, i+1, err)
+}
+
+func (l list) validate(policy string) error {
+	if len(l.items) > l.max {
+		return invalid("policy %s: %d %ss, more than %d", policy, len(l.items), l.item, l.max)
+	}
+	seen := make(map[string]bool, len(l.items))
+	for i, v := range l.items {
+		if err := l.check(v); err != nil {
+			return invalid("policy %s: %s %d: %v", policy, l.item, i+1, err)
 		}
-		if !allowedTool.MatchString(t) {
-			return invalid("policy %s: allowed tool %d: %q is not mcp/<server>/<tool>", p.Name, i+1, t)
+		if seen[v] {
+			return invalid("policy %s: %s %d: %q given twice", policy, l.item, i+1, v)
 		}
-		if seen[t] {
-			return invalid("policy %s: allowed tool %d: %q given twice", p.Name, i+1, t)
-		}
-		seen[t] = true
+		seen[v] = true
+	}
+	return nil
+}
+
+// checkAllowedTool: an allowed tool is an action name of the form
+// mcp/<server>/<tool>.
+func checkAllowedTool(t string) error {
+	if err := checkAction(t); err != nil {
+		return err
+	}
+	if !allowedTool.MatchString(t) {
+		return fmt.Errorf("%q is not mcp/<server>/<tool>", t)
 	}
 	return nil
 }
@@ -227,16 +250,19 @@ func canBeEmpty(re *syntax.Regexp) bool {
 }
 
 // Defaults returns the seed's DEFAULT_POLICIES (read_only, no_pii, strict,
-// audit), in that order, as fresh copies.
+// audit), in that order, as fresh copies. Each terminates the agent that
+// breaks it, as the seed's kernel does ("Policy Violation → SIGKILL").
 func Defaults() []Policy {
 	return []Policy{
 		{
-			Name:           "read_only",
-			BlockedActions: []string{"file_write", "database_write", "send_email", "api_call_write", "delete"},
+			Name:              "read_only",
+			BlockedActions:    []string{"file_write", "database_write", "send_email", "api_call_write", "delete"},
+			SignalOnViolation: true,
 		},
 		{
-			Name:            "no_pii",
-			BlockedPatterns: []string{`\bssn\b`, `\bsocial.security\b`, `\bcredit.card\b`, `\bpassword\b`},
+			Name:              "no_pii",
+			BlockedPatterns:   []string{`\bssn\b`, `\bsocial.security\b`, `\bcredit.card\b`, `\bpassword\b`},
+			SignalOnViolation: true,
 		},
 		{
 			Name:           "strict",
@@ -245,10 +271,12 @@ func Defaults() []Policy {
 				`\bdrop\s+table\b`, `\bdelete\s+from\b`,
 				`;\s*--`, `'\s*or\s*'1'\s*=\s*'1`,
 			},
+			SignalOnViolation: true,
 		},
 		{
-			Name:     "audit",
-			AuditAll: true,
+			Name:              "audit",
+			AuditAll:          true,
+			SignalOnViolation: true, // blocks nothing, so it never fires; kept for one rule across the seed's policies
 		},
 	}
 }

@@ -14,12 +14,14 @@ func TestAgentOS_PolicyParse(t *testing.T) {
 	}{
 		{"full", `{"name":"bank","blocked_actions":["transfer_funds"],"blocked_patterns":["\\$\\d{6,}"],"audit_all":true,"signal_on_violation":true}`,
 			&Policy{Name: "bank", BlockedActions: []string{"transfer_funds"}, BlockedPatterns: []string{`\$\d{6,}`}, AuditAll: true, SignalOnViolation: true}},
-		{"name only", `{"name":"x"}`, &Policy{Name: "x"}},
-		{"whitespace", " {\"name\" : \"x\"}\n", &Policy{Name: "x"}},
+		// Seed 002: "If ANY check fails → SIGKILL": left out, the flag is on.
+		{"name only", `{"name":"x"}`, &Policy{Name: "x", SignalOnViolation: true}},
+		{"deny only, said so", `{"name":"x","signal_on_violation":false}`, &Policy{Name: "x"}},
+		{"whitespace", " {\"name\" : \"x\"}\n", &Policy{Name: "x", SignalOnViolation: true}},
 		{"no name", `{}`, nil},
 		{"unknown key", `{"name":"x","max_calls_per_hour":10}`, nil},
 		{"002's max_calls_per_minute", `{"name":"banking","blocked_actions":["transfer_funds"],"blocked_patterns":["\\$\\d{6,}"],"max_calls_per_minute":10}`,
-			&Policy{Name: "banking", BlockedActions: []string{"transfer_funds"}, BlockedPatterns: []string{`\$\d{6,}`}, MaxCallsPerMinute: 10}},
+			&Policy{Name: "banking", BlockedActions: []string{"transfer_funds"}, BlockedPatterns: []string{`\$\d{6,}`}, MaxCallsPerMinute: 10, SignalOnViolation: true}},
 		{"max_calls_per_minute negative", `{"name":"x","max_calls_per_minute":-1}`, nil},
 		{"max_calls_per_minute too large", `{"name":"x","max_calls_per_minute":1000001}`, nil},
 		{"max_calls_per_minute not a whole number", `{"name":"x","max_calls_per_minute":1.5}`, nil},
@@ -151,12 +153,13 @@ func TestAgentOS_PolicyDefaults(t *testing.T) {
 	if want := []string{"read_only", "no_pii", "strict", "audit"}; !reflect.DeepEqual(names, want) {
 		t.Fatalf("Defaults names = %v, want %v", names, want)
 	}
+	// Each ends the agent that breaks it: "Policy Violation → SIGKILL".
 	want := map[string]Policy{
-		"read_only": {Name: "read_only", BlockedActions: []string{"file_write", "database_write", "send_email", "api_call_write", "delete"}},
-		"no_pii":    {Name: "no_pii", BlockedPatterns: []string{`\bssn\b`, `\bsocial.security\b`, `\bcredit.card\b`, `\bpassword\b`}},
+		"read_only": {Name: "read_only", BlockedActions: []string{"file_write", "database_write", "send_email", "api_call_write", "delete"}, SignalOnViolation: true},
+		"no_pii":    {Name: "no_pii", BlockedPatterns: []string{`\bssn\b`, `\bsocial.security\b`, `\bcredit.card\b`, `\bpassword\b`}, SignalOnViolation: true},
 		"strict": {Name: "strict", BlockedActions: []string{"shell_exec", "eval", "raw_sql"},
-			BlockedPatterns: []string{`\bdrop\s+table\b`, `\bdelete\s+from\b`, `;\s*--`, `'\s*or\s*'1'\s*=\s*'1`}},
-		"audit": {Name: "audit", AuditAll: true},
+			BlockedPatterns: []string{`\bdrop\s+table\b`, `\bdelete\s+from\b`, `;\s*--`, `'\s*or\s*'1'\s*=\s*'1`}, SignalOnViolation: true},
+		"audit": {Name: "audit", AuditAll: true, SignalOnViolation: true},
 	}
 	for _, p := range got {
 		if !reflect.DeepEqual(p, want[p.Name]) {

@@ -289,9 +289,28 @@ func (l *Ledger) Deliver(a *Actor, sig signal.Signal) (effect string, revoked []
 	return string(e), revoked, nil
 }
 
+// RulesPolicyKill lets the kernel send SIGKILL, not only SIGPOLICY, to an
+// agent that breaks a policy asking for it: seed 002's kernel answers a
+// policy violation with SIGKILL.
+const RulesPolicyKill = 6
+
+// kernelMaySend says whether the kernel may send sig on its own: on a
+// policy violation, SIGKILL (from RulesPolicyKill) or SIGPOLICY (before).
+func (l *Ledger) kernelMaySend(sig string) *Violation {
+	switch {
+	case sig == signal.SIGKILL.String() && l.Rules >= RulesPolicyKill:
+		return nil
+	case sig == signal.SIGPOLICY.String():
+		return nil
+	case l.Rules >= RulesPolicyKill:
+		return refuse(Forbidden, "the kernel sends SIGKILL or SIGPOLICY only, not %s", sig)
+	}
+	return refuse(Forbidden, "the kernel sends SIGPOLICY only, not %s", sig)
+}
+
 // signal.sent: a human who oversees an agent sends it a signal, or the
-// kernel sends SIGPOLICY on a policy violation; the recorded effect is the
-// one Deliver gives. SIGKILL, SIGPOLICY, SIGTRUST and an unmasked SIGTERM
+// kernel sends SIGKILL (SIGPOLICY before RulesPolicyKill) on a policy
+// violation; the recorded effect is the one Deliver gives. SIGKILL, SIGPOLICY, SIGTRUST and an unmasked SIGTERM
 // terminate the agent for good.
 var signalSentRule = &rule{
 	claims: func(c *claimSet, ev *event.Event) {
@@ -309,8 +328,8 @@ var signalSentRule = &rule{
 			return v
 		}
 		if c.ev.Actor == event.KernelActor {
-			if s.Signal != signal.SIGPOLICY.String() {
-				return refuse(Forbidden, "the kernel sends SIGPOLICY only, not %s", s.Signal)
+			if v := c.l.kernelMaySend(s.Signal); v != nil {
+				return v
 			}
 		} else if _, v := c.l.oversee(c.ev.Actor, a.ID); v != nil {
 			return v
