@@ -54,12 +54,17 @@ type SessionRequest struct {
 }
 
 // SessionChangeRequest is the body of POST /v1/sessions/{id}/changes: op
-// is state, join, leave, grant or substitute.
+// is state, join, leave, grant, substitute, lock, unlock or ack. Path is
+// the path of the session's folder an intent lock is on (lock, unlock:
+// SERIALIZABLE); Head the chain head an ack acknowledges (STRONG; empty:
+// the head when the ack is decided).
 type SessionChangeRequest struct {
 	Op      string `json:"op"`
 	State   string `json:"state,omitempty"`
 	Agent   string `json:"agent,omitempty"`
 	Granted string `json:"granted,omitempty"`
+	Path    string `json:"path,omitempty"`
+	Head    string `json:"head,omitempty"`
 	Reason  string `json:"reason,omitempty"`
 }
 

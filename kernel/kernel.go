@@ -24,6 +24,11 @@ import (
 // Software names this kernel in the genesis event.
 const Software = "annal/0.1"
 
+// RulesVersion is the version of the rules this kernel writes a log under
+// (its genesis, or the log.rules entry by which it adopts them for a log
+// written under older ones).
+const RulesVersion = ledger.Rules
+
 // RootID is the id of the root human, created by the genesis event.
 const RootID = ledger.RootID
 

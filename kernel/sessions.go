@@ -48,14 +48,19 @@ func (k *Kernel) CreateSession(ctx context.Context, by *Actor, id string, cfg se
 }
 
 // SessionChange is one change to a session: a state, a participant
-// joining or leaving, a cross-session read grant, or a substitute.
+// joining or leaving, a cross-session read grant, a substitute, an intent
+// lock taken or released, or an acknowledgement.
 type SessionChange = event.SessionChange
 
 // ChangeSession applies one change. The creator or root changes state,
 // grants reads of sessions they also own, and names substitutes; an agent
 // joins and leaves itself (or its creator's session admits it). A join
 // records the agent's effective ring and trust score at that moment; the
-// session's min_eff_score applies (§10.2).
+// session's min_eff_score applies (§10.2). A participant of a
+// SERIALIZABLE session takes and releases intent locks on its paths (the
+// owner may release any); a participant of a STRONG session acknowledges
+// its files at a chain head (Head; empty: the head when decided). See
+// kernel/session/coordination.go.
 func (k *Kernel) ChangeSession(ctx context.Context, by *Actor, id string, c SessionChange) (*Receipt, error) {
 	const stage = "session"
 	change := event.SessionChange{Op: c.Op, Reason: c.Reason}
@@ -71,15 +76,24 @@ func (k *Kernel) ChangeSession(ctx context.Context, by *Actor, id string, c Sess
 		change.Granted = c.Granted
 	case event.SessionOpSubstitute:
 		change.Agent = c.Agent
+	case event.SessionOpLock, event.SessionOpUnlock:
+		change.Path = c.Path
+	case event.SessionOpAck:
+		change.Head = c.Head
 	default:
-		return nil, formError(stage, "op %q is not state, join, leave, grant or substitute", c.Op)
+		return nil, formError(stage, "op %q is not state, join, leave, grant, substitute, lock, unlock or ack", c.Op)
 	}
 	return k.decideControl(ctx, stage, func(l *ledger.Ledger, now event.Instant) (*event.Event, error) {
 		ch := change
-		if ch.Op == event.SessionOpJoin {
+		switch ch.Op {
+		case event.SessionOpJoin:
 			if a, ok := l.Actors[ch.Agent]; ok && !a.IsHuman() {
 				eff, _ := l.EffectiveRing(a, id, now)
 				ch.Ring, ch.EffScoreBP = int(eff), a.TrustBP
+			}
+		case event.SessionOpAck:
+			if s, ok := l.Sessions[id]; ok && ch.Head == "" {
+				ch.Head = s.DeltaHead
 			}
 		}
 		return &event.Event{Kind: event.KindSessionChanged, Actor: by.ID, Session: id, SessionChange: &ch}, nil

@@ -194,7 +194,7 @@ func (s *Server) viewSession(r *http.Request, by *kernel.Actor, _ *none) (any, e
 }
 
 func (s *Server) changeSession(r *http.Request, by *kernel.Actor, req *api.SessionChangeRequest) (any, error) {
-	rc, err := s.k.ChangeSession(r.Context(), by, r.PathValue("id"), kernel.SessionChange{Op: req.Op, State: req.State, Agent: req.Agent, Granted: req.Granted, Reason: req.Reason})
+	rc, err := s.k.ChangeSession(r.Context(), by, r.PathValue("id"), kernel.SessionChange{Op: req.Op, State: req.State, Agent: req.Agent, Granted: req.Granted, Path: req.Path, Head: req.Head, Reason: req.Reason})
 	if err != nil {
 		return nil, err
 	}

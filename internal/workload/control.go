@@ -126,8 +126,9 @@ func (wk *worker) createSession() {
 // openSession creates a session of by.
 func (wk *worker) openSession(by *actor) *session {
 	id := wk.w.name("s")
-	cfg := fmt.Sprintf(`{"isolation":%q,"min_eff_score":%v,"max_duration_seconds":%d}`,
-		oneOf(wk, "SNAPSHOT", "READ_COMMITTED"), oneOf(wk, 0.5, 0.6), oneOf(wk, 3600, 3600, 20))
+	isolation, mode := oneOf(wk, "SNAPSHOT", "READ_COMMITTED", "SERIALIZABLE"), oneOf(wk, "EVENTUAL", "EVENTUAL", "STRONG")
+	cfg := fmt.Sprintf(`{"isolation":%q,"consistency_mode":%q,"min_eff_score":%v,"max_duration_seconds":%d}`,
+		isolation, mode, oneOf(wk, 0.5, 0.6), oneOf(wk, 3600, 3600, 20))
 	_, out := wk.ctlC("session.create", "session "+id, by, "session.created",
 		func(ctx context.Context, c *client.Client) (*api.Controlled, error) {
 			return c.CreateSession(ctx, api.SessionRequest{ID: id, Config: json.RawMessage(cfg)})
@@ -135,7 +136,7 @@ func (wk *worker) openSession(by *actor) *session {
 	if out != "ok" {
 		return nil
 	}
-	s := &session{id: id, creator: by.id, state: "CREATED"}
+	s := &session{id: id, creator: by.id, state: "CREATED", serializable: isolation == "SERIALIZABLE", strong: mode == "STRONG"}
 	wk.w.addSession(s)
 	return s
 }
@@ -236,6 +237,40 @@ func (wk *worker) grantSession(owner *actor, s *session) {
 	wk.sessionChange(owner, s, api.SessionChangeRequest{Op: "grant", Granted: other.id})
 }
 
+// coordinate sends, most often in an active session, an intent lock, a
+// release or an acknowledgement (of the head now) by a participant, now
+// and then the owner's release of someone's lock; the paths overlap the
+// deltas' files and the session actions' targets, so locks race the
+// writes they keep out.
+func (wk *worker) coordinate() {
+	s := wk.w.activeSession(wk.rng)
+	if s == nil {
+		return
+	}
+	by := wk.w.actorByID(wk.w.participant(wk.rng, s))
+	if by == nil || wk.chance(6) {
+		if by = wk.w.actorByID(s.creator); by == nil || wk.chance(10) {
+			by = wk.w.root
+		}
+	}
+	// Mostly what the session takes, now and then what it refuses.
+	lock, ack := s.serializable, s.strong
+	if lock && ack {
+		lock = wk.chance(2)
+	}
+	switch {
+	case !lock && !ack && !wk.chance(10):
+		return
+	case wk.chance(10):
+		lock = !lock
+	}
+	req := api.SessionChangeRequest{Op: "ack"}
+	if lock {
+		req = api.SessionChangeRequest{Op: oneOf(wk, "lock", "lock", "unlock"), Path: oneOf(wk, "a.txt", "b.txt", "a", "b.txt/x")}
+	}
+	wk.sessionChange(by, s, req)
+}
+
 // substitute names a participant of a session as the substitute.
 func (wk *worker) substitute(owner *actor, s *session) {
 	p := wk.w.participant(wk.rng, s)
@@ -247,7 +282,7 @@ func (wk *worker) substitute(owner *actor, s *session) {
 
 // sessionChange sends one session change and keeps what it changed.
 func (wk *worker) sessionChange(by *actor, s *session, req api.SessionChangeRequest) string {
-	_, out := wk.ctlC("session."+req.Op, fmt.Sprintf("%s %s %s%s", req.Op, s.id, req.State, req.Agent+req.Granted), by, "session.changed",
+	_, out := wk.ctlC("session."+req.Op, fmt.Sprintf("%s %s %s%s", req.Op, s.id, req.State, req.Agent+req.Granted+req.Path), by, "session.changed",
 		func(ctx context.Context, c *client.Client) (*api.Controlled, error) {
 			return c.ChangeSession(ctx, s.id, req)
 		})
@@ -268,7 +303,7 @@ func (wk *worker) sessionChange(by *actor, s *session, req api.SessionChangeRequ
 
 // appendDelta records a turn of a session's participant.
 func (wk *worker) appendDelta() {
-	s := wk.w.session(wk.rng)
+	s := wk.w.activeSession(wk.rng)
 	if s == nil {
 		return
 	}

@@ -41,6 +41,7 @@ var ops = []op{
 	{"session.create", 4, (*worker).createSession},
 	{"session.change", 45, (*worker).changeSession},
 	{"session.delta", 20, (*worker).appendDelta},
+	{"session.coordinate", 15, (*worker).coordinate},
 	{"quarantine", 7, (*worker).quarantine},
 	{"release", 12, (*worker).release},
 	{"signal", 14, (*worker).signal},

@@ -128,6 +128,9 @@ type session struct {
 	id, creator  string
 	participants []string
 	state        string
+	// serializable and strong: the session takes intent locks, and
+	// acknowledgements (set at creation, never changed).
+	serializable, strong bool
 }
 
 type saga struct {

@@ -78,6 +78,9 @@ var (
 // "abc\n" is refused.
 func ValidIdentifier(s string) bool { return ring.IsIdentifier(s) }
 
+// ValidHash reports whether s is a delta hash: 64 lower-case hex digits.
+func ValidHash(s string) bool { return hashPattern.MatchString(s) }
+
 // Hash computes the delta's hash from its other fields.
 func (d *Delta) Hash() (string, error) {
 	parent, err := hex.DecodeString(d.ParentHash)

@@ -42,6 +42,12 @@ const (
 	SessionOpLeave      = "leave"
 	SessionOpGrant      = "grant"
 	SessionOpSubstitute = "substitute"
+	// SessionOpLock and SessionOpUnlock take and release an intent lock on
+	// Path (SERIALIZABLE, §11.1); SessionOpAck acknowledges the session's
+	// files at Head (STRONG, §10.4). Rules version 6.
+	SessionOpLock   = "lock"
+	SessionOpUnlock = "unlock"
+	SessionOpAck    = "ack"
 )
 
 // SessionChange is carried by session.changed.
@@ -56,7 +62,12 @@ type SessionChange struct {
 	EffScoreBP uint64 `json:"eff_score_bp,omitempty"`
 	// Granted is the session this one may read (op "grant", §11.5).
 	Granted string `json:"granted,omitempty"`
-	Reason  string `json:"reason,omitempty"`
+	// Path is the path of the session's folder an intent lock is on (ops
+	// "lock", "unlock"): a file, or a folder and everything below it.
+	Path string `json:"path,omitempty"`
+	// Head is the delta_hash of the chain head acknowledged (op "ack").
+	Head   string `json:"head,omitempty"`
+	Reason string `json:"reason,omitempty"`
 }
 
 func (c *SessionChange) check(*Event) error {
@@ -78,8 +89,16 @@ func (c *SessionChange) check(*Event) error {
 		if !delta.ValidIdentifier(c.Granted) {
 			return fmt.Errorf("granted session %q does not match the identifier pattern (§17.1)", c.Granted)
 		}
+	case SessionOpLock, SessionOpUnlock:
+		if _, err := session.CleanPath(c.Path); err != nil {
+			return fmt.Errorf("intent lock: %w", err)
+		}
+	case SessionOpAck:
+		if !delta.ValidHash(c.Head) {
+			return fmt.Errorf("acknowledged head %q is not 64 lowercase hex digits", c.Head)
+		}
 	default:
-		return fmt.Errorf("session change op %q is not state, join, leave, grant or substitute", c.Op)
+		return fmt.Errorf("session change op %q is not state, join, leave, grant, substitute, lock, unlock or ack", c.Op)
 	}
 	return validateText("session change reason", c.Reason, 1024)
 }

@@ -3,6 +3,7 @@ package session
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"sort"
 	"time"
 )
@@ -36,6 +37,13 @@ type Session struct {
 	Grants       []string                `json:"grants"`
 	Substitute   string                  `json:"substitute,omitempty"`
 	CreatedAt    string                  `json:"created_at"`
+	// Locks are the intent locks held now, by path (SERIALIZABLE), Clock
+	// the vector clock of the participants' writes (SERIALIZABLE), Acks the
+	// chain head each participant last acknowledged (STRONG); see
+	// coordination.go.
+	Locks map[string]*Lock  `json:"locks,omitempty"`
+	Clock map[string]uint64 `json:"clock,omitempty"`
+	Acks  map[string]string `json:"acks,omitempty"`
 }
 
 // New returns a session in state CREATED, after checking the identifiers
@@ -70,6 +78,14 @@ func (s *Session) Clone() *Session {
 		c.Participants[k] = &pc
 	}
 	c.Grants = append([]string{}, s.Grants...)
+	if s.Locks != nil {
+		c.Locks = make(map[string]*Lock, len(s.Locks))
+		for p, l := range s.Locks {
+			lc := *l
+			c.Locks[p] = &lc
+		}
+	}
+	c.Clock, c.Acks = maps.Clone(s.Clock), maps.Clone(s.Acks)
 	return &c
 }
 
@@ -135,6 +151,7 @@ func (s *Session) Leave(agent string) error {
 	if s.Substitute == agent {
 		s.Substitute = ""
 	}
+	s.dropLocksOf(agent)
 	return nil
 }
 
@@ -144,6 +161,9 @@ func (s *Session) Transition(to State) error {
 		return fmt.Errorf("%w: session %s cannot go from %s to %q (§10.1)", ErrTransition, s.ID, s.State, to)
 	}
 	s.State = to
+	if to == Terminating {
+		s.Locks = nil // no write is accepted any more: nothing to keep out
+	}
 	return nil
 }
 

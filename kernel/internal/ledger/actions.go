@@ -240,6 +240,9 @@ func (c *checker) sessionPath(p string, write bool) *Violation {
 	if err := session.IsPathAllowed(scope, p, write); err != nil {
 		return refuse(Forbidden, "%v", err)
 	}
+	if write {
+		return c.sessionWrite(p)
+	}
 	return nil
 }
 

@@ -105,6 +105,8 @@ var sessionChangedRule = &rule{
 				if !owner || by == event.KernelActor {
 					return inconsistent(Forbidden, "only session %s's creator or root registers a substitute", s.ID)
 				}
+			case event.SessionOpLock, event.SessionOpUnlock, event.SessionOpAck:
+				return c.l.mayCoordinate(by)
 			}
 			return nil
 		}),
@@ -126,23 +128,43 @@ var sessionChangedRule = &rule{
 					return refuse(Invalid, "%s joins session %s at ring %d with %d bp; its effective ring is %d and its score %d bp", a.ID, s.ID, ch.Ring, ch.EffScoreBP, eff, a.TrustBP)
 				}
 			}
-			if err := changeSession(s.Session.Clone(), ch, c.at); err != nil {
+			change := sessionChange{by: c.ev.Actor, owner: owns(c.ev.Actor, s), head: s.DeltaHead, at: c.at} // the index is not known yet, nor needed to judge
+			if err := change.apply(s.Session.Clone(), ch); err != nil {
 				return inconsistent(sessionClass(err), "session %s: %v", s.ID, err)
 			}
 			return nil
 		}),
 	),
-	apply: func(l *Ledger, _ uint64, ev *event.Event) {
+	apply: func(l *Ledger, index uint64, ev *event.Event) {
 		s := l.Sessions[ev.Session]
-		_ = changeSession(&s.Session, ev.SessionChange, ev.Time)
+		change := sessionChange{by: ev.Actor, owner: owns(ev.Actor, s), head: s.DeltaHead, index: index, at: ev.Time}
+		_ = change.apply(&s.Session, ev.SessionChange)
 		l.touch("session/" + s.ID)
 	},
 }
 
-// changeSession is one change under kernel/session's rules; on error s is
+// sessionChange is what one session.changed applies with beyond the
+// change: who makes it, whether they own the session, the chain head, and
+// where and when it is logged.
+type sessionChange struct {
+	by    string
+	owner bool
+	head  string
+	index uint64
+	at    event.Instant
+}
+
+// apply is one change under kernel/session's rules; on error s is
 // unchanged.
-func changeSession(s *session.Session, c *event.SessionChange, at event.Instant) error {
+func (sc sessionChange) apply(s *session.Session, c *event.SessionChange) error {
+	at := sc.at
 	switch c.Op {
+	case event.SessionOpLock:
+		return s.TakeLock(sc.by, c.Path, sc.index)
+	case event.SessionOpUnlock:
+		return s.ReleaseLock(sc.by, c.Path, sc.owner)
+	case event.SessionOpAck:
+		return s.Acknowledge(sc.by, c.Head, sc.head)
 	case event.SessionOpState:
 		return s.Transition(session.State(c.State))
 	case event.SessionOpJoin:
@@ -201,8 +223,11 @@ var sessionDeltaRule = &rule{
 				if err := session.IsPathAllowed(scope, session.WorkDir(s.ID)+"/"+ch.Path, true); err != nil {
 					return refuse(Forbidden, "%v", err)
 				}
+				if v := c.l.lockedAgainst(s, c.ev.Actor, ch.Path); v != nil {
+					return v
+				}
 			}
-			return nil
+			return c.l.unacknowledged(s)
 		}),
 		newGate(GateResources, func(c *checker) *Violation {
 			if c.actor.IsHuman() {
@@ -228,6 +253,9 @@ var sessionDeltaRule = &rule{
 		s.Turns[ev.Delta.TurnID] = index
 		s.DeltaHead = ev.Delta.DeltaHash
 		s.DeltaIndices = append(s.DeltaIndices, index)
+		if l.Rules >= RulesIntentLocks {
+			s.Changed(ev.Actor, s.DeltaHead)
+		}
 		l.touch("session/" + s.ID)
 	},
 }
