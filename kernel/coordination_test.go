@@ -245,14 +245,7 @@ func TestCoordinationRaces(t *testing.T) {
 	}
 	var writes, locked int
 	for i := start; i < g.size(); i++ {
-		entry, err := g.Entry(ctx, i)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ev, err := event.Parse(entry)
-		if err != nil {
-			t.Fatal(err)
-		}
+		ev := g.eventAt(i)
 		switch {
 		case ev.Kind == event.KindSessionChanged && ev.SessionChange.Op == event.SessionOpLock:
 			if held := lockedAgainst(ev.Actor, ev.SessionChange.Path); held != "" {

@@ -204,17 +204,9 @@ func TestSpec002_PolicyViolationSIGKILL(t *testing.T) {
 			t.Fatalf("%s: signal %q, status %s; want SIGKILL and terminated", p.Name, d.Signal, after.Status)
 		}
 		// The entry after the denial is the kernel's SIGKILL to the agent.
-		entry, err := g.Entry(ctx, d.Index+1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ev, err := event.Parse(entry)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ev.Kind != event.KindSignalSent || ev.Actor != event.KernelActor || ev.Signal.Signal != "SIGKILL" ||
+		if ev := g.eventAt(d.Index + 1); ev.Kind != event.KindSignalSent || ev.Actor != event.KernelActor || ev.Signal.Signal != "SIGKILL" ||
 			ev.Signal.Agent != a.ID || ev.Signal.Effect != event.EffectTerminate || !strings.Contains(ev.Signal.Reason, "policy banking") {
-			t.Fatalf("entry after the denial: %s", entry)
+			t.Fatalf("entry after the denial: %+v", ev)
 		}
 		if _, err := g.submit(a, event.Mutate, "payments/y"); denialOf(t, err).Gate != GateActor {
 			t.Fatalf("the agent acted after SIGKILL: %v", err)

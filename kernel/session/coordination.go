@@ -132,11 +132,19 @@ func (s *Session) ReleaseLock(by, p string, owner bool) error {
 }
 
 func (s *Session) lockable(agent string) error {
+	return s.coordinating(agent, s.Config.Isolation == Serializable,
+		fmt.Sprintf("has isolation %s; intent locks are taken under SERIALIZABLE (§11.1)", s.Config.Isolation), "locks are taken")
+}
+
+// coordinating checks that agent may take part now in a coordination the
+// session's configuration uses (when it does not, notUsed says why): the
+// session is ACTIVE and agent an active participant.
+func (s *Session) coordinating(agent string, used bool, notUsed, what string) error {
 	switch {
-	case s.Config.Isolation != Serializable:
-		return fmt.Errorf("%w: session %s has isolation %s; intent locks are taken under SERIALIZABLE (§11.1)", ErrCoordinate, s.ID, s.Config.Isolation)
+	case !used:
+		return fmt.Errorf("%w: session %s %s", ErrCoordinate, s.ID, notUsed)
 	case !s.State.AcceptsActions():
-		return fmt.Errorf("%w: session %s is %s; locks are taken while it is ACTIVE", ErrState, s.ID, s.State)
+		return fmt.Errorf("%w: session %s is %s; %s while it is ACTIVE", ErrState, s.ID, s.State, what)
 	case !s.IsActiveParticipant(agent):
 		return fmt.Errorf("%w: %q in session %s", ErrNotParticipant, clipString(agent), s.ID)
 	}
@@ -168,14 +176,11 @@ func (s *Session) tick(agent string) {
 // not STRONG or not ACTIVE, an agent that is not an active participant,
 // and a head that is not now.
 func (s *Session) Acknowledge(agent, head, now string) error {
-	switch {
-	case s.Config.ConsistencyMode != Strong:
-		return fmt.Errorf("%w: session %s is %s; acknowledgements are given under STRONG (§10.4)", ErrCoordinate, s.ID, s.Config.ConsistencyMode)
-	case !s.State.AcceptsActions():
-		return fmt.Errorf("%w: session %s is %s; acknowledgements are given while it is ACTIVE", ErrState, s.ID, s.State)
-	case !s.IsActiveParticipant(agent):
-		return fmt.Errorf("%w: %q in session %s", ErrNotParticipant, clipString(agent), s.ID)
-	case head != now:
+	if err := s.coordinating(agent, s.Config.ConsistencyMode == Strong,
+		fmt.Sprintf("is %s; acknowledgements are given under STRONG (§10.4)", s.Config.ConsistencyMode), "acknowledgements are given"); err != nil {
+		return err
+	}
+	if head != now {
 		return fmt.Errorf("%w: %s acknowledges %s in session %s, whose head is %s", ErrStaleAck, agent, clipString(head), s.ID, now)
 	}
 	if s.Acks == nil {
