@@ -192,7 +192,7 @@ func (c *Client) doOnce(ctx context.Context, method, path string, body []byte) (
 	}
 	defer resp.Body.Close()
 	limit := int64(MaxResponseBody)
-	if strings.HasPrefix(path, "v1/blobs/") && method == http.MethodGet {
+	if (strings.HasPrefix(path, "v1/blobs/") || strings.HasPrefix(path, "v1/vfs/")) && method == http.MethodGet {
 		limit = MaxBlobBody
 	}
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
