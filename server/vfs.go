@@ -69,18 +69,8 @@ func (s *Server) handleVFSPut(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	limit := min(int64(api.MaxVFSContent), s.blobs.MaxBlob())
-	r.Body = http.MaxBytesReader(w, r.Body, limit)
-	id, size, err := s.blobs.Put(r.Body)
-	var tooBig *http.MaxBytesError
-	switch {
-	case errors.As(err, &tooBig), errors.Is(err, blobstore.ErrTooLarge):
-		s.fail(w, r, fmt.Errorf("%w: a file of the agent file system is at most %d bytes", kernel.ErrTooLarge, limit))
-		return
-	case errors.Is(err, blobstore.ErrQuota):
-		writeJSON(w, http.StatusInsufficientStorage, api.Error{Error: err.Error()})
-		return
-	case err != nil:
-		s.fail(w, r, err)
+	id, size, ok := s.takeBlob(w, r, limit, fmt.Sprintf("a file of the agent file system is at most %d bytes", limit))
+	if !ok {
 		return
 	}
 	rc, err := s.k.VFSWrite(r.Context(), actor, p, id, r.URL.Query().Get("envelope"))

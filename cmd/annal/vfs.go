@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
-	"os"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -70,12 +68,7 @@ func vfsCommand(g *globalFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var data []byte
-			if args[1] == "-" {
-				data, err = io.ReadAll(cmd.InOrStdin())
-			} else {
-				data, err = os.ReadFile(args[1])
-			}
+			data, err := readFileArg(cmd, args[1])
 			if err != nil {
 				return err
 			}

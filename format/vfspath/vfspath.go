@@ -164,19 +164,28 @@ func checkName(dir, name string) error {
 	if len(segs) > MaxDepth {
 		return fmt.Errorf("%w: %s/%s has %d segments under %s/, more than %d", ErrInvalid, dir, clip(name), len(segs), dir, MaxDepth)
 	}
-	for _, s := range segs {
-		switch {
-		case s == "":
-			return fmt.Errorf("%w: %s/%s has an empty segment", ErrInvalid, dir, clip(name))
-		case s == "." || s == "..":
-			return fmt.Errorf("%w: %s/%s has a %q segment", ErrInvalid, dir, clip(name), s)
-		case len(s) > MaxName:
-			return fmt.Errorf("%w: a segment of %s/ is %d bytes, more than %d", ErrInvalid, dir, len(s), MaxName)
+	for _, seg := range segs {
+		if err := checkSegment(dir, name, seg); err != nil {
+			return err
 		}
-		for i := 0; i < len(s); i++ {
-			if c := s[i]; !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
-				return fmt.Errorf("%w: %s/%s holds %q; a name is made of A-Z a-z 0-9 . _ -", ErrInvalid, dir, clip(name), rune(c))
-			}
+	}
+	return nil
+}
+
+// checkSegment checks one segment of name: not empty, "." or "..", at
+// most MaxName bytes of [A-Za-z0-9._-].
+func checkSegment(dir, name, s string) error {
+	switch {
+	case s == "":
+		return fmt.Errorf("%w: %s/%s has an empty segment", ErrInvalid, dir, clip(name))
+	case s == "." || s == "..":
+		return fmt.Errorf("%w: %s/%s has a %q segment", ErrInvalid, dir, clip(name), s)
+	case len(s) > MaxName:
+		return fmt.Errorf("%w: a segment of %s/ is %d bytes, more than %d", ErrInvalid, dir, len(s), MaxName)
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return fmt.Errorf("%w: %s/%s holds %q; a name is made of A-Z a-z 0-9 . _ -", ErrInvalid, dir, clip(name), rune(c))
 		}
 	}
 	return nil
