@@ -82,11 +82,7 @@ func (k *Kernel) VFSWrite(ctx context.Context, actor *Actor, p vfspath.Path, oid
 	if err := p.Writable(); err != nil {
 		return nil, denyAt(StageValidate, ledger.GateBoundary, ErrForbidden, "%v", err)
 	}
-	t := event.Mutate
-	if p.Dir() == vfspath.Inbox {
-		t = event.Create
-	}
-	return k.Submit(ctx, actor, ActionRequest{Type: t, Target: p.Target(), PayloadHash: oid, Envelope: envelope})
+	return k.Submit(ctx, actor, ActionRequest{Type: event.ActionType(p.WriteType()), Target: p.Target(), PayloadHash: oid, Envelope: envelope})
 }
 
 // mayReadTree: viewer is the agent, root, or the agent's creator.

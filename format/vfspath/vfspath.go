@@ -236,6 +236,15 @@ func (p Path) Writable() error {
 	return nil
 }
 
+// WriteType is the action type of a write to p: "create" for a message
+// to an inbox, "mutate" for any other file.
+func (p Path) WriteType() string {
+	if p.Dir() == Inbox {
+		return "create"
+	}
+	return "mutate"
+}
+
 // URI is p as an MCP resource: "vfs://{agent}/{path}".
 func (p Path) URI() string {
 	if p.Rel == "" {
