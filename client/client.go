@@ -242,9 +242,12 @@ func (c *Client) newRequest(ctx context.Context, method, path string, body []byt
 
 // signs reports whether a request is signed: by a signing client, one
 // that may change something. Blobs lead to no event: their uploads are
-// not signed.
+// not signed. Nor are writes to the agent file system, whose body is the
+// file's bytes, not the JSON a signed request carries (an actor that must
+// sign its actions cannot write files yet).
 func (c *Client) signs(method, path string) bool {
-	return c.signer != nil && method != http.MethodGet && method != http.MethodHead && !strings.HasPrefix(path, "v1/blobs")
+	return c.signer != nil && method != http.MethodGet && method != http.MethodHead && !strings.HasPrefix(path, "v1/blobs") &&
+		!strings.HasPrefix(path, "v1/vfs/")
 }
 
 // errorAnswer is the Error of an answer of status 300 or more whose body
