@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -51,14 +52,17 @@ type VFSFile struct {
 	Time   event.Instant `json:"time"`
 }
 
-// VFSPolicyChange is one attachment of a policy to the agent, or its
-// detachment, as policy/history.json lists it.
+// VFSPolicyChange is one change of the policies attached to an agent, as
+// policy/history.json lists it: a policy attached to it or detached, or a
+// new version of one (policy.set) while it is attached.
 type VFSPolicyChange struct {
 	Index  uint64        `json:"index"`
 	Time   event.Instant `json:"time"`
 	By     string        `json:"by"`
 	Policy string        `json:"policy"`
-	Change string        `json:"change"` // attached or detached
+	// Change is attached, detached or set (Version then is the new one).
+	Change  string `json:"change"`
+	Version uint64 `json:"version,omitempty"`
 }
 
 // VFSTree is an agent's tree folded from the log.
@@ -191,15 +195,56 @@ func (k *Kernel) VFSView(ctx context.Context, viewer *Actor, p vfspath.Path) ([]
 	case vfspath.PolicyActive:
 		return json.MarshalIndent(k.attachedPolicies(p.Agent), "", "  ")
 	case vfspath.PolicyHistory:
-		t := &VFSTree{Agent: p.Agent, Files: map[string]VFSFile{}}
-		if err := k.everyEvent(ctx, history.Query{Tree: p.Agent, Kind: string(event.KindPolicyAttached)}, t.fold); err != nil {
+		changes, err := k.policyHistory(ctx, p.Agent)
+		if err != nil {
 			return nil, err
 		}
-		return json.MarshalIndent(append([]VFSPolicyChange{}, t.Policies...), "", "  ")
+		return json.MarshalIndent(changes, "", "  ")
 	case vfspath.AuditEvents:
 		return k.auditLines(ctx, p.Agent)
 	}
 	return nil, fmt.Errorf("%w: %s is not a view of the log", ErrNotFound, p.URI())
+}
+
+// policyHistory is policy/history.json: every attachment of a policy to
+// agent and every detachment, and every definition (policy.set) of a
+// policy while it is attached to agent, in log order.
+func (k *Kernel) policyHistory(ctx context.Context, agent string) ([]VFSPolicyChange, error) {
+	t := &VFSTree{Agent: agent, Files: map[string]VFSFile{}}
+	if err := k.everyEvent(ctx, history.Query{Tree: agent, Kind: string(event.KindPolicyAttached)}, t.fold); err != nil {
+		return nil, err
+	}
+	all := slices.Clone(t.Policies)
+	var names []string
+	for _, c := range t.Policies {
+		if !slices.Contains(names, c.Policy) {
+			names = append(names, c.Policy)
+		}
+	}
+	for _, name := range names {
+		err := k.everyEvent(ctx, history.Query{Policy: name, Kind: string(event.KindPolicySet)}, func(it history.Item) {
+			all = append(all, VFSPolicyChange{Index: it.Index, Time: it.Event.Time, By: it.Event.Actor, Policy: name, Change: "set", Version: it.Event.Policy.Version})
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	slices.SortFunc(all, func(a, b VFSPolicyChange) int { return cmp.Compare(a.Index, b.Index) })
+	out, attached := []VFSPolicyChange{}, map[string]bool{}
+	for _, c := range all {
+		switch c.Change {
+		case "attached":
+			attached[c.Policy] = true
+		case "detached":
+			delete(attached, c.Policy)
+		case "set":
+			if !attached[c.Policy] {
+				continue
+			}
+		}
+		out = append(out, c)
+	}
+	return out, nil
 }
 
 // VFSActivePolicy is a policy attached to the agent now, as

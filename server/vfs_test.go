@@ -206,14 +206,31 @@ func TestSpec002_VFS_PolicyAndAuditAreReadOnlyViewsOfTheLog(t *testing.T) {
 	if len(active) != 1 || active[0].Name != "quiet" || !active[0].Defined || active[0].Version != 1 {
 		t.Errorf("active.json: %+v", active)
 	}
+	set2, err := w.root.SetPolicy(ctx, "quiet", json.RawMessage(`{"name":"quiet","blocked_patterns":["secret","token"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
 	det, err := w.root.AttachPolicy(ctx, "quiet", api.AttachRequest{Agent: alice, Detach: true})
 	if err != nil {
 		t.Fatal(err)
 	}
+	if _, err := w.root.SetPolicy(ctx, "quiet", json.RawMessage(`{"name":"quiet","blocked_patterns":["x"]}`)); err != nil {
+		t.Fatal(err) // a change while detached is not alice's
+	}
 	var hist []kernel.VFSPolicyChange
 	readJSONView(t, ac, "vfs://"+alice+"/policy/history.json", &hist)
-	if len(hist) != 2 || hist[0].Index != at.Receipt.Index || hist[0].Change != "attached" || hist[1].Index != det.Receipt.Index || hist[1].Change != "detached" || hist[0].By != "root" {
-		t.Errorf("history.json: %+v (attached at %d, detached at %d)", hist, at.Receipt.Index, det.Receipt.Index)
+	want := []struct {
+		index   uint64
+		change  string
+		version uint64
+	}{{at.Receipt.Index, "attached", 0}, {set2.Receipt.Index, "set", 2}, {det.Receipt.Index, "detached", 0}}
+	if len(hist) != len(want) {
+		t.Fatalf("history.json: %+v", hist)
+	}
+	for i, c := range want {
+		if h := hist[i]; h.Index != c.index || h.Change != c.change || h.Version != c.version || h.By != "root" || h.Policy != "quiet" {
+			t.Errorf("history.json[%d] = %+v, want %+v", i, h, c)
+		}
 	}
 	readJSONView(t, ac, "vfs://"+alice+"/policy/active.json", &active)
 	if len(active) != 0 {

@@ -44,6 +44,8 @@ const (
 	termOutcome  byte = 'o'
 	// termTree: the events an agent's file tree is folded from (treeOf).
 	termTree byte = 'v'
+	// termPolicy: the definitions of a policy (policy.set), by name.
+	termPolicy byte = 'p'
 )
 
 // Outcomes an action can have in the history.
@@ -73,6 +75,9 @@ func IndexTerms(ev *event.Event) [][]byte {
 	}
 	if t := treeOf(ev); t != "" {
 		terms = append(terms, term(termTree, t))
+	}
+	if ev.Policy != nil {
+		terms = append(terms, term(termPolicy, ev.Policy.Policy.Name))
 	}
 	return terms
 }
@@ -155,6 +160,8 @@ type Query struct {
 	// Tree selects the events the agent Tree's file tree is folded from
 	// (treeOf).
 	Tree string
+	// Policy selects the definitions (policy.set) of the policy so named.
+	Policy string
 	// Since and Until bound the event's time (inclusive).
 	Since, Until event.Instant
 	// Oldest pages from the oldest event on; by default newest first.
@@ -221,6 +228,7 @@ func (q Query) Matches(ev *event.Event, visible map[string]bool) bool {
 // which session.
 func (q Query) matchesWho(ev *event.Event) bool {
 	return (q.Actor == "" || ev.Actor == q.Actor) && (q.Tree == "" || treeOf(ev) == q.Tree) &&
+		(q.Policy == "" || ev.Policy != nil && ev.Policy.Policy.Name == q.Policy) &&
 		(q.Envelope == "" || envelopeOf(ev) == q.Envelope) &&
 		(q.Session == "" || ev.Session == q.Session)
 }
@@ -480,6 +488,8 @@ func (q Query) sources(visible map[string]bool) [][]byte {
 	switch {
 	case q.Tree != "":
 		return [][]byte{term(termTree, q.Tree)}
+	case q.Policy != "":
+		return [][]byte{term(termPolicy, q.Policy)}
 	case q.Envelope != "":
 		return [][]byte{term(termEnvelope, q.Envelope)}
 	case q.Session != "":
