@@ -4,10 +4,10 @@
 // NewServer is the kernel as an MCP server. Its tools submit actions (and
 // wait for a hold's answer or a proof), report the caller's budget and
 // record session turns; its resources are the latest checkpoint, events by
-// index, the caller's history, a session's files at its latest turn, and
-// the policies that bind the caller. It is a client of annald's HTTP API
-// acting with one credential, so it can do exactly what that credential
-// may: `annal mcp` runs it over stdio for agent hosts that spawn servers,
+// index, the caller's history, a session's files at its latest turn, the
+// policies that bind the caller, and agents' file trees (vfs.go, with the
+// vfs_write tool). It is a client of annald's HTTP API acting with one
+// credential, so it can do exactly what that credential may: `annal mcp` runs it over stdio for agent hosts that spawn servers,
 // annald serves it at /mcp over streamable HTTP for the bearer of each
 // request. A refusal is a tool error (isError) naming the stage, gate and
 // reason, and where the denial was logged, so that a model can adapt.
@@ -106,6 +106,7 @@ func NewServer(c *client.Client, version string) *mcp.Server {
 		Title:       "A session's files at its latest turn",
 		Description: "vfs://sessions/<id>/ lists the session's files (path and content hash) after its latest recorded turn, from the delta chain; vfs://sessions/<id>/<path> is one file's content hash. Read-only.",
 		MIMEType:    "application/json"}, k.readSessionFiles)
+	addVFS(s, k)
 	return s
 }
 

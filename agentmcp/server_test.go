@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/annal-dev/annal/api"
+	"github.com/annal-dev/annal/blobstore"
 	"github.com/annal-dev/annal/client"
 	"github.com/annal-dev/annal/internal/klogtest"
 	"github.com/annal-dev/annal/kernel"
@@ -43,7 +44,13 @@ func newWorld(t *testing.T) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(server.New(k, cfg.Logger))
+	blobs, err := blobstore.Open(t.TempDir(), 1<<20, 64<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := server.New(k, cfg.Logger)
+	h.KeepBlobs(blobs)
+	srv := httptest.NewServer(h)
 	t.Cleanup(func() { srv.Close(); k.Close() })
 	raw, err := os.ReadFile(k.RootCredentialPath())
 	if err != nil {
@@ -140,7 +147,7 @@ func TestToolsDescribeThemselves(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string][]string{"submit": {"type", "target"}, "wait_hold": {"hold_id"}, "proof": {"index"}, "budget": nil, "record_turn": {"session", "turn_id", "changes"}}
+	want := map[string][]string{"submit": {"type", "target"}, "wait_hold": {"hold_id"}, "proof": {"index"}, "budget": nil, "record_turn": {"session", "turn_id", "changes"}, "vfs_write": {"uri", "content"}}
 	for _, tool := range list.Tools {
 		required, ok := want[tool.Name]
 		if !ok {
@@ -373,7 +380,7 @@ func TestResources(t *testing.T) {
 		t.Errorf("resources: %+v %v", resources, err)
 	}
 	templates, err := cs.ListResourceTemplates(ctx, nil)
-	if err != nil || len(templates.ResourceTemplates) != 2 {
+	if err != nil || len(templates.ResourceTemplates) != 3 {
 		t.Errorf("templates: %+v %v", templates, err)
 	}
 }

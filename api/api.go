@@ -413,3 +413,36 @@ type Blob struct {
 	OID  string `json:"oid"`
 	Size int64  `json:"size"`
 }
+
+// MaxVFSContent bounds the body of PUT /v1/vfs/{agent}/{path}: what one
+// write to an agent's file tree stores.
+const MaxVFSContent = 1 << 20
+
+// VFSFile is one file of an agent's tree (seed 002, Virtual File System):
+// its path relative to the tree, the OID of its content, and the write
+// that made it.
+type VFSFile struct {
+	Path   string `json:"path"`
+	OID    string `json:"oid"`
+	Index  uint64 `json:"index"`
+	Writer string `json:"writer"`
+	Time   string `json:"time"`
+}
+
+// VFSListing answers GET /v1/vfs/{agent}/{dir}: the files at or under a
+// directory of the tree, by path, folded from the log. Resumed is the
+// index of the resume that last emptied mem/working (0: none).
+type VFSListing struct {
+	URI     string    `json:"uri"`
+	Files   []VFSFile `json:"files"`
+	Resumed uint64    `json:"resumed,omitempty"`
+}
+
+// VFSWritten answers PUT /v1/vfs/{agent}/{path}: the file written, its
+// content's OID and size, and the receipt of the write's action.
+type VFSWritten struct {
+	URI     string  `json:"uri"`
+	OID     string  `json:"oid"`
+	Size    int64   `json:"size"`
+	Receipt Receipt `json:"receipt"`
+}

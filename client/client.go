@@ -198,7 +198,7 @@ func (c *Client) doOnce(ctx context.Context, method, path string, body []byte) (
 	}
 	defer resp.Body.Close()
 	limit := int64(MaxResponseBody)
-	if strings.HasPrefix(path, "v1/blobs/") && method == http.MethodGet {
+	if (strings.HasPrefix(path, "v1/blobs/") || strings.HasPrefix(path, "v1/vfs/")) && method == http.MethodGet {
 		limit = MaxBlobBody
 	}
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
@@ -248,9 +248,12 @@ func (c *Client) newRequest(ctx context.Context, method, path string, body []byt
 
 // signs reports whether a request is signed: by a signing client, one
 // that may change something. Blobs lead to no event: their uploads are
-// not signed.
+// not signed. Nor are writes to the agent file system, whose body is the
+// file's bytes, not the JSON a signed request carries (an actor that must
+// sign its actions cannot write files yet).
 func (c *Client) signs(method, path string) bool {
-	return c.signer != nil && method != http.MethodGet && method != http.MethodHead && !strings.HasPrefix(path, "v1/blobs")
+	return c.signer != nil && method != http.MethodGet && method != http.MethodHead && !strings.HasPrefix(path, "v1/blobs") &&
+		!strings.HasPrefix(path, "v1/vfs/")
 }
 
 // errorAnswer is the Error of an answer of status 300 or more whose body

@@ -65,6 +65,12 @@ func (k *Kernel) History(ctx context.Context, viewer *Actor, q HistoryQuery) (*H
 	if err != nil {
 		return nil, err
 	}
+	return k.findPage(ctx, q, visible)
+}
+
+// findPage is one page of q among the events of the actors visible (nil:
+// every actor's), as of the log the ledger has folded.
+func (k *Kernel) findPage(ctx context.Context, q HistoryQuery, visible map[string]bool) (*HistoryPage, error) {
 	k.mu.Lock()
 	size := k.ledger.Size
 	k.mu.Unlock()

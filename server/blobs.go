@@ -29,21 +29,31 @@ func (s *Server) handlePutBlob(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, errNoBlobs)
 		return
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, s.blobs.MaxBlob()+1)
+	oid, size, ok := s.takeBlob(w, r, s.blobs.MaxBlob()+1, fmt.Sprintf("a blob is at most %d bytes", s.blobs.MaxBlob()))
+	if ok {
+		writeJSON(w, http.StatusCreated, api.Blob{OID: oid, Size: size})
+	}
+}
+
+// takeBlob stores the request's body, of at most limit bytes, in the blob
+// store and answers its OID and size; or answers the error itself (tooBig
+// says what the limit is) and false.
+func (s *Server) takeBlob(w http.ResponseWriter, r *http.Request, limit int64, tooBig string) (oid string, size int64, ok bool) {
+	r.Body = http.MaxBytesReader(w, r.Body, limit)
 	oid, size, err := s.blobs.Put(r.Body)
-	var tooBig *http.MaxBytesError
+	var overLimit *http.MaxBytesError
 	switch {
-	case errors.As(err, &tooBig), errors.Is(err, blobstore.ErrTooLarge):
-		s.fail(w, r, fmt.Errorf("%w: a blob is at most %d bytes", kernel.ErrTooLarge, s.blobs.MaxBlob()))
-		return
+	case errors.As(err, &overLimit), errors.Is(err, blobstore.ErrTooLarge):
+		s.fail(w, r, fmt.Errorf("%w: %s", kernel.ErrTooLarge, tooBig))
+		return "", 0, false
 	case errors.Is(err, blobstore.ErrQuota):
 		writeJSON(w, http.StatusInsufficientStorage, api.Error{Error: err.Error()})
-		return
+		return "", 0, false
 	case err != nil:
 		s.fail(w, r, err)
-		return
+		return "", 0, false
 	}
-	writeJSON(w, http.StatusCreated, api.Blob{OID: oid, Size: size})
+	return oid, size, true
 }
 
 // handleGetBlob serves a blob to a human, after checking its bytes still

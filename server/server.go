@@ -62,6 +62,7 @@ func New(k *kernel.Kernel, logger *slog.Logger) *Server {
 	s.mux.HandleFunc("GET /v1/health", s.handleLogHealth)
 	s.mux.HandleFunc("POST /v1/blobs", s.handlePutBlob)
 	s.mux.HandleFunc("GET /v1/blobs/{oid}", s.handleGetBlob)
+	s.routeVFS()
 	s.routeConsole()
 	return s
 }

@@ -18,12 +18,7 @@ func blobsCommand(g *globalFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var data []byte
-			if args[0] == "-" {
-				data, err = io.ReadAll(cmd.InOrStdin())
-			} else {
-				data, err = os.ReadFile(args[0])
-			}
+			data, err := readFileArg(cmd, args[0])
 			if err != nil {
 				return err
 			}
@@ -59,4 +54,12 @@ func blobsCommand(g *globalFlags) *cobra.Command {
 	get.Flags().StringVarP(&out, "output", "o", "", "write the blob to this file")
 	cmd.AddCommand(put, get)
 	return cmd
+}
+
+// readFileArg reads the file a command's argument names, or stdin for "-".
+func readFileArg(cmd *cobra.Command, name string) ([]byte, error) {
+	if name == "-" {
+		return io.ReadAll(cmd.InOrStdin())
+	}
+	return os.ReadFile(name)
 }

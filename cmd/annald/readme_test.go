@@ -111,6 +111,7 @@ var readmeSections = []readmeSection{
 	{"Even the kernel cannot forge", "signed.txtar", ""},
 	{"Erasable payloads", "erase.txtar", ""},
 	{"Reading the history", "history.txtar", ""},
+	{"The agent file system", "vfs.txtar", ""},
 	{"Past one machine", "", "it needs MariaDB and an S3 store (.ci/services)"},
 }
 

@@ -109,8 +109,18 @@ var actionShapes = []actionShape{
 		return action{op: "act.sealed", by: a, req: api.ActionRequest{Type: oneOf(wk, "create", "mutate"), Target: "crm/" + file + ".json",
 			Payload: json.RawMessage(fmt.Sprintf(`{"email":"%s@example.org"}`, file)), Subject: wk.w.subject(wk.rng)}}, true
 	}},
-	{96, func(wk *worker, a *actor, file string) (action, bool) {
+	{95, func(wk *worker, a *actor, file string) (action, bool) {
 		return action{op: "act.payload-hash", by: a, req: api.ActionRequest{Type: "mutate", Target: "workspace/" + file + ".bin", PayloadHash: oid(file)}}, true
+	}},
+	{96, func(wk *worker, a *actor, file string) (action, bool) {
+		// A write to the agent file system (its own tree, needing no
+		// grant, or a view the rule refuses), or a resume-sensitive
+		// working file.
+		rel := oneOf(wk, "mem/working/", "mem/semantic/", "ipc/inbox/", "state/checkpoints/") + file
+		if wk.chance(8) {
+			rel = oneOf(wk, "policy/active.json", "audit/events.jsonl", "ipc/outbox/x/"+file)
+		}
+		return action{op: "act.vfs", by: a, req: api.ActionRequest{Type: oneOf(wk, "create", "mutate"), Target: "vfs/" + a.id + "/" + rel, PayloadHash: oid(file)}}, true
 	}},
 	{98, func(wk *worker, a *actor, file string) (action, bool) {
 		return action{op: "act.resources", by: a, req: api.ActionRequest{Type: "mutate", Target: "workspace/" + file + ".md",

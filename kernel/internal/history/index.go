@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/annal-dev/annal/format/vfspath"
 	"github.com/annal-dev/annal/kernel/event"
 	"github.com/annal-dev/annal/kernel/internal/logstore"
 	"github.com/transparency-dev/tessera/api"
@@ -41,6 +42,10 @@ const (
 	termEnvelope byte = 'e'
 	termSession  byte = 's'
 	termOutcome  byte = 'o'
+	// termTree: the events an agent's file tree is folded from (treeOf).
+	termTree byte = 'v'
+	// termPolicy: the definitions of a policy (policy.set), by name.
+	termPolicy byte = 'p'
 )
 
 // Outcomes an action can have in the history.
@@ -68,7 +73,31 @@ func IndexTerms(ev *event.Event) [][]byte {
 	if o := outcomeOf(ev); o == OutcomeDenied || o == OutcomeHeld {
 		terms = append(terms, term(termOutcome, o))
 	}
+	if t := treeOf(ev); t != "" {
+		terms = append(terms, term(termTree, t))
+	}
+	if ev.Policy != nil {
+		terms = append(terms, term(termPolicy, ev.Policy.Policy.Name))
+	}
 	return terms
+}
+
+// treeOf is the agent whose file tree (seed 002, Virtual File System) ev
+// takes part in: an action on a file of its tree, a signal to it (a
+// resume empties its mem/working), a policy attached to or detached from
+// it (its policy/history.json). "" for any other event.
+func treeOf(ev *event.Event) string {
+	switch {
+	case ev.Action != nil:
+		if p, ok, err := vfspath.ParseTarget(ev.Action.Target); ok && err == nil {
+			return p.Agent
+		}
+	case ev.Signal != nil:
+		return ev.Signal.Agent
+	case ev.PolicyAttachment != nil:
+		return ev.PolicyAttachment.Agent
+	}
+	return ""
 }
 
 func term(dim byte, value string) []byte { return append([]byte{dim}, value...) }
@@ -128,6 +157,11 @@ type Query struct {
 	Actor, Envelope, Session, Kind, Type, Outcome string
 	// TargetPrefix selects actions whose target starts with it.
 	TargetPrefix string
+	// Tree selects the events the agent Tree's file tree is folded from
+	// (treeOf).
+	Tree string
+	// Policy selects the definitions (policy.set) of the policy so named.
+	Policy string
 	// Since and Until bound the event's time (inclusive).
 	Since, Until event.Instant
 	// Oldest pages from the oldest event on; by default newest first.
@@ -193,7 +227,8 @@ func (q Query) Matches(ev *event.Event, visible map[string]bool) bool {
 // matchesWho checks the filters on who acted, under which envelope and in
 // which session.
 func (q Query) matchesWho(ev *event.Event) bool {
-	return (q.Actor == "" || ev.Actor == q.Actor) &&
+	return (q.Actor == "" || ev.Actor == q.Actor) && (q.Tree == "" || treeOf(ev) == q.Tree) &&
+		(q.Policy == "" || ev.Policy != nil && ev.Policy.Policy.Name == q.Policy) &&
 		(q.Envelope == "" || envelopeOf(ev) == q.Envelope) &&
 		(q.Session == "" || ev.Session == q.Session)
 }
@@ -451,6 +486,10 @@ func Find(ctx context.Context, st *Store, tl *logstore.Log, q Query, visible map
 // index).
 func (q Query) sources(visible map[string]bool) [][]byte {
 	switch {
+	case q.Tree != "":
+		return [][]byte{term(termTree, q.Tree)}
+	case q.Policy != "":
+		return [][]byte{term(termPolicy, q.Policy)}
 	case q.Envelope != "":
 		return [][]byte{term(termEnvelope, q.Envelope)}
 	case q.Session != "":

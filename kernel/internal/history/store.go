@@ -34,7 +34,7 @@ var (
 	// keyFormat names how values are stored; a state file without it (or
 	// with another) is from an older release, and is folded again.
 	keyFormat   = []byte("format")
-	storeFormat = []byte("crc32c+events/2")
+	storeFormat = []byte("crc32c+events/3")
 	// keyFolded records, with every write, how many log entries the
 	// stored ledger has folded, the leaf hash of the last one, and how
 	// many keys the ledger bucket holds: the start-up check compares the

@@ -63,8 +63,10 @@ const (
 	// RulesIntents adds execute intents and their results (intents.go):
 	// an execute decided, and held, before it runs.
 	RulesIntents = 3
-	// Rules is the version of this release: RulesPolicyKill (control.go).
-	Rules = RulesPolicyKill
+	// Rules is the version of this release, which adds at once what the
+	// seeds' last rows need: RulesPolicyKill (control.go), RulesIntentLocks
+	// (coordination.go) and RulesVFS (vfs.go), each version 6.
+	Rules = RulesVFS
 )
 
 // Ledger is the folded state. Its maps are exported for reading and for
@@ -156,7 +158,7 @@ func (l *Ledger) check(ev *event.Event, opts Options, inForce int) (v *Violation
 	if r == nil {
 		return malformed("kind %s has no rule", ev.Kind), nil
 	}
-	for _, pre := range []func(*event.Event) *Violation{l.checkSigned, l.checkSealed} {
+	for _, pre := range []func(*event.Event) *Violation{l.checkSigned, l.checkSealed, l.checkVFS} {
 		if v := pre(ev); v != nil {
 			if v.since <= inForce {
 				return v, tolerated
