@@ -13,10 +13,21 @@ import (
 
 // KeepBlobs makes the server take blobs (POST /v1/blobs) into store and
 // serve them to humans (GET /v1/blobs/<oid>). Without it both answer 404.
-func (s *Server) KeepBlobs(store *blobstore.Store) { s.blobs = store }
+// The agent file system keeps its files there too.
+func (s *Server) KeepBlobs(store *blobstore.Store) { s.blobs, s.files = store, store }
+
+// KeepFiles makes the server keep the agent file system's files in store
+// (PUT /v1/vfs/...) without taking other blobs: an agent's memory and
+// messages are kept whenever the server runs, arbitrary uploads only when
+// asked for (KeepBlobs).
+func (s *Server) KeepFiles(store *blobstore.Store) { s.files = store }
 
 // errNoBlobs is the answer of a server that keeps no blobs.
 var errNoBlobs = fmt.Errorf("%w: annald keeps no blobs (start it with --keep-blobs)", kernel.ErrNotFound)
+
+// errNoFiles is the answer of a server that keeps no files of the agent
+// file system (one built without KeepFiles: annald always keeps them).
+var errNoFiles = fmt.Errorf("%w: this server keeps no files of the agent file system", kernel.ErrNotFound)
 
 // handlePutBlob stores the body as a blob for any authenticated actor and
 // answers its OID: what an execute record or a tool call names.
@@ -29,18 +40,18 @@ func (s *Server) handlePutBlob(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, errNoBlobs)
 		return
 	}
-	oid, size, ok := s.takeBlob(w, r, s.blobs.MaxBlob()+1, fmt.Sprintf("a blob is at most %d bytes", s.blobs.MaxBlob()))
+	oid, size, ok := s.takeBlob(w, r, s.blobs, s.blobs.MaxBlob()+1, fmt.Sprintf("a blob is at most %d bytes", s.blobs.MaxBlob()))
 	if ok {
 		writeJSON(w, http.StatusCreated, api.Blob{OID: oid, Size: size})
 	}
 }
 
-// takeBlob stores the request's body, of at most limit bytes, in the blob
-// store and answers its OID and size; or answers the error itself (tooBig
-// says what the limit is) and false.
-func (s *Server) takeBlob(w http.ResponseWriter, r *http.Request, limit int64, tooBig string) (oid string, size int64, ok bool) {
+// takeBlob stores the request's body, of at most limit bytes, in store
+// and answers its OID and size; or answers the error itself (tooBig says
+// what the limit is) and false.
+func (s *Server) takeBlob(w http.ResponseWriter, r *http.Request, store *blobstore.Store, limit int64, tooBig string) (oid string, size int64, ok bool) {
 	r.Body = http.MaxBytesReader(w, r.Body, limit)
-	oid, size, err := s.blobs.Put(r.Body)
+	oid, size, err := store.Put(r.Body)
 	var overLimit *http.MaxBytesError
 	switch {
 	case errors.As(err, &overLimit), errors.Is(err, blobstore.ErrTooLarge):

@@ -34,8 +34,9 @@ type Server struct {
 	console     *consoleSessions
 	// secureCookies: see SecureCookies.
 	secureCookies bool
-	// blobs: see KeepBlobs (nil: none kept).
-	blobs  *blobstore.Store
+	// blobs: see KeepBlobs (nil: none kept); files: the agent file
+	// system's (KeepFiles; nil: none kept).
+	blobs, files *blobstore.Store
 	health *healthWatch
 }
 

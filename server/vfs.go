@@ -25,8 +25,9 @@ import (
 //	GET /v1/vfs/{agent}         the whole tree's listing
 //
 // Both need a credential: a tree is read by its agent and the humans who
-// oversee it. Writes need a server that keeps blobs (--keep-blobs): the
-// content must be there for whoever reads it later.
+// oversee it. Writes need a server that keeps files (KeepFiles, which
+// annald always does): the content must be there for whoever reads it
+// later.
 func (s *Server) routeVFS() {
 	s.mux.HandleFunc("PUT /v1/vfs/{agent}/{path...}", s.handleVFSPut)
 	s.mux.HandleFunc("GET /v1/vfs/{agent}/{path...}", s.handleVFSGet)
@@ -61,15 +62,15 @@ func (s *Server) handleVFSPut(w http.ResponseWriter, r *http.Request) {
 			err = fmt.Errorf("%w: %v", kernel.ErrForbidden, werr)
 		}
 	}
-	if err == nil && s.blobs == nil {
-		err = errNoBlobs
+	if err == nil && s.files == nil {
+		err = errNoFiles
 	}
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	limit := min(int64(api.MaxVFSContent), s.blobs.MaxBlob())
-	id, size, ok := s.takeBlob(w, r, limit, fmt.Sprintf("a file of the agent file system is at most %d bytes", limit))
+	limit := min(int64(api.MaxVFSContent), s.files.MaxBlob())
+	id, size, ok := s.takeBlob(w, r, s.files, limit, fmt.Sprintf("a file of the agent file system is at most %d bytes", limit))
 	if !ok {
 		return
 	}
@@ -138,11 +139,11 @@ func (s *Server) serveVFSFile(w http.ResponseWriter, r *http.Request, p vfspath.
 		s.fail(w, r, fmt.Errorf("%w: %s: no such file", kernel.ErrNotFound, p.URI()))
 		return
 	}
-	if s.blobs == nil {
-		s.fail(w, r, errNoBlobs)
+	if s.files == nil {
+		s.fail(w, r, errNoFiles)
 		return
 	}
-	data, err := s.blobs.Get(f.OID)
+	data, err := s.files.Get(f.OID)
 	switch {
 	case errors.Is(err, blobstore.ErrNotFound):
 		s.fail(w, r, fmt.Errorf("%w: %s was written at index %d as %s, but the blob store does not hold those bytes", kernel.ErrNotFound, p.URI(), f.Index, f.OID))

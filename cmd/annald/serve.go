@@ -132,8 +132,8 @@ func newServeCommand() *cobra.Command {
 	fl.DurationVar(&f.idleTimeout, "idle-timeout", 120*time.Second, "how long an idle keep-alive connection stays open")
 	fl.BoolVar(&f.fastPost, "fast-post", true, "serve plainly framed POST /v1/actions requests without net/http's work for each request (internal/fastpost), on plain HTTP; false: net/http serves every request")
 	fl.BoolVar(&f.keepBlobs, "keep-blobs", false, "keep the bytes behind OIDs that clients send (POST /v1/blobs) in DATA/blobs, served to humans at GET /v1/blobs/<oid>")
-	fl.Int64Var(&f.maxBlob, "max-blob", 16<<20, "with --keep-blobs: the largest blob, in bytes")
-	fl.Int64Var(&f.blobQuota, "blob-quota", 10<<30, "with --keep-blobs: the most bytes all blobs may take")
+	fl.Int64Var(&f.maxBlob, "max-blob", 16<<20, "the largest blob (and agent file), in bytes")
+	fl.Int64Var(&f.blobQuota, "blob-quota", 10<<30, "the most bytes all blobs and agent files may take")
 	fl.StringVar(&f.tlsCert, "tls-cert", "", "PEM certificate file: serve HTTPS (with --tls-key)")
 	fl.StringVar(&f.tlsKey, "tls-key", "", "PEM private key file of --tls-cert")
 	fl.BoolVar(&f.secureCookies, "secure-cookies", false, "mark the console's session cookie Secure even on plain HTTP (behind a TLS-terminating proxy); always on with --tls-cert")
@@ -395,12 +395,17 @@ func apiHandler(k *kernel.Kernel, f serveFlags, logger *slog.Logger) (http.Handl
 	if f.secureCookies {
 		handler.SecureCookies()
 	}
+	// The agent file system's files are always kept (an agent's memory is
+	// no use unread); other blobs only with --keep-blobs. Both share one
+	// store, its limits and quota.
+	store, err := blobstore.Open(filepath.Join(f.data, "blobs"), f.maxBlob, f.blobQuota)
+	if err != nil {
+		return nil, fmt.Errorf("blob store: %w", err)
+	}
 	if f.keepBlobs {
-		store, err := blobstore.Open(filepath.Join(f.data, "blobs"), f.maxBlob, f.blobQuota)
-		if err != nil {
-			return nil, fmt.Errorf("--keep-blobs: %w", err)
-		}
 		handler.KeepBlobs(store)
+	} else {
+		handler.KeepFiles(store)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", agentmcp.HTTPHandler(handler, cli.Version()))
