@@ -55,6 +55,7 @@ func newRootCommand() *cobra.Command {
 		ringsCommand(&g), descriptorsCommand(&g), elevateCommand(&g), sessionsCommand(&g), killCommand(&g), quarantineCommand(&g),
 		signalCommand(&g), sagasCommand(&g), policiesCommand(&g), keysCommand(&g), eraseCommand(&g))
 	root.AddCommand(exportCommand(&g), whoamiCommand(&g), historyCommand(&g), tailCommand(&g), mcpCommand(&g), blobsCommand(&g), execCommand(&g), gateCommand(&g))
+	root.AddCommand(matrixCommand(&g))
 	cli.Setup(root)
 	return root
 }
@@ -74,7 +75,7 @@ func (g *globalFlags) client(needCredential bool) (*client.Client, error) {
 	if needCredential && cred == "" {
 		return nil, errors.New("no credential: pass --credential or --credential-file, or set ANNAL_CREDENTIAL or ANNAL_CREDENTIAL_FILE")
 	}
-	c, err := client.New(g.server, cred)
+	c, err := g.clientWith(cred)
 	if err != nil {
 		return nil, err
 	}
@@ -88,12 +89,7 @@ func (g *globalFlags) client(needCredential bool) (*client.Client, error) {
 			return nil, fmt.Errorf("signing key %s: %w", file, err)
 		}
 	}
-	retry := client.DefaultRetry
-	retry.Attempts = g.retries + 1
-	retry.Notify = func(e *client.Error, attempt int, wait time.Duration) {
-		g.notef("annal: %d %s; sending again in %v (%d of %d)", e.Status, e.Message, wait.Round(time.Millisecond), attempt, g.retries)
-	}
-	return c.WithRetry(retry), nil
+	return c, nil
 }
 
 // notef tells the person at the terminal what the command is doing, on

@@ -1,0 +1,131 @@
+package matrixbridge
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/mod/sumdb/note"
+
+	"maunium.net/go/mautrix/id"
+
+	"github.com/annal-dev/annal/api"
+	"github.com/annal-dev/annal/checkpoints"
+	"github.com/annal-dev/annal/kernel"
+	"github.com/annal-dev/annal/witness"
+	"github.com/annal-dev/annal/witness/witnesstest"
+)
+
+// witnessedAnnald is annald whose witness policy names one real
+// (in-process) witness; knowsLog says whether the witness was told of the
+// log (else it refuses every checkpoint).
+func witnessedAnnald(t *testing.T, knowsLog bool) (*annald, *witnesstest.Witness, string) {
+	t.Helper()
+	dir := t.TempDir()
+	// Open once to make the log's keys, which the witness must know.
+	first := startAnnaldIn(t, dir, nil)
+	origin, logKey := first.k.Origin(), first.k.VerifierKey()
+	first.stop()
+	w := witnesstest.Start(t, "witness.test/w1", nil)
+	if knowsLog {
+		if err := w.Store.AddLog(witness.LogConfig{Origin: origin, Keys: []string{logKey}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	policy := fmt.Sprintf("log %s\nwitness w1 %s %s\nquorum w1\n", logKey, w.VerifierKey, w.Server.URL)
+	a := startAnnaldIn(t, dir, func(c *kernel.Config) {
+		c.WitnessPolicy = []byte(policy)
+		c.WitnessTimeout = 5 * time.Second
+	})
+	return a, w, dir
+}
+
+// TestSpec000_5_1_WitnessAlertsInTheRoom: the room is told, as alerts, when
+// a witness of the log's policy refuses its checkpoints (and so no proof
+// can be published), and when a witness holds evidence that the log showed
+// two different trees of the same size.
+func TestSpec000_5_1_WitnessAlertsInTheRoom(t *testing.T) {
+	hs := needHomeserver(t)
+	t.Run("a witness refuses the log", func(t *testing.T) {
+		a, w, _ := witnessedAnnald(t, false)
+		o := a.overseen(t)
+		if _, err := o.agentC.Submit(context.Background(), api.ActionRequest{Type: "mutate", Target: "workspace/a.md", Payload: []byte(`{}`)}); err != nil {
+			t.Fatal(err)
+		}
+		bot, aliceMx := hs.register(t, "annal-bot"), hs.register(t, "alice")
+		r := newRoom(t, aliceMx, bot.UserID)
+		startBridge(t, hs, bot, r, a.url, a.cred, map[id.UserID]string{aliceMx.UserID: o.human.Credential})
+		r.waitPost(t, "ALERT: a witness refuses this log's checkpoints", w.Server.URL)
+	})
+	t.Run("a witness holds equivocation evidence", func(t *testing.T) {
+		a, w, dir := witnessedAnnald(t, true)
+		o := a.overseen(t)
+		rc, err := o.agentC.Submit(context.Background(), api.ActionRequest{Type: "mutate", Target: "workspace/a.md", Payload: []byte(`{}`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitCosigned(t, a, rc.Index)
+		forkAtWitness(t, a, dir, w.Server.URL)
+		bot, aliceMx := hs.register(t, "annal-bot"), hs.register(t, "alice")
+		r := newRoom(t, aliceMx, bot.UserID)
+		startBridge(t, hs, bot, r, a.url, a.cred, map[id.UserID]string{aliceMx.UserID: o.human.Credential})
+		r.waitPost(t, "ALERT: EQUIVOCATION: witness w1", a.k.Origin(), w.Server.URL+"/evidence/")
+	})
+}
+
+// waitCosigned waits until a checkpoint the witness cosigned covers index.
+func waitCosigned(t *testing.T, a *annald, index uint64) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		cp, err := a.k.LatestCheckpoint(context.Background())
+		if err == nil && cp.Size > index {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no cosigned checkpoint covers %d", index)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// forkAtWitness signs, with the log's own key, a checkpoint of the size
+// the witness last cosigned but another root, and offers it to the
+// witness, as a kernel showing two histories would: the witness refuses it
+// and keeps the two as evidence.
+func forkAtWitness(t *testing.T, a *annald, dataDir, witnessURL string) {
+	t.Helper()
+	cp, err := a.k.LatestCheckpoint(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	skey, err := os.ReadFile(filepath.Join(dataDir, "log.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := note.NewSigner(strings.TrimSpace(string(skey)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := sha256.Sum256([]byte("another history"))
+	body := checkpoints.Checkpoint{Origin: a.k.Origin(), Size: cp.Size, Hash: other}.Marshal()
+	forged, err := note.Sign(&note.Note{Text: string(body)}, signer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Post(witnessURL+"/add-checkpoint", "text/plain", bytes.NewBufferString(fmt.Sprintf("old %d\n\n%s", cp.Size, forged)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode == http.StatusOK {
+		t.Fatal("the witness cosigned a second tree of the same size")
+	}
+}
