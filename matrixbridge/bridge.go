@@ -74,7 +74,7 @@ func New(ctx context.Context, cfg *Config, opts Options) (*Bridge, error) {
 		return nil, fmt.Errorf("the bridge's own credential: %w", err)
 	}
 	if me.Kind != "human" {
-		return nil, fmt.Errorf("the bridge's own credential is %s's, a %s: it must be a human's, who may see the holds", me.ID, me.Kind)
+		return nil, fmt.Errorf("the bridge's own credential is %s's, of kind %s: it must be a human's, who may see the holds", me.ID, me.Kind)
 	}
 	for _, u := range cfg.sortedUsers() {
 		h, err := mapHuman(ctx, cfg, u, opts.NewClient)
@@ -115,7 +115,7 @@ func mapHuman(ctx context.Context, cfg *Config, user string, newClient func(stri
 		return nil, fmt.Errorf("users: %s: its credential: %w", user, err)
 	}
 	if a.Kind != "human" {
-		return nil, fmt.Errorf("users: %s is mapped to %s, a %s: only humans answer holds and control agents", user, a.ID, a.Kind)
+		return nil, fmt.Errorf("users: %s is mapped to %s, of kind %s: only humans answer holds and control agents", user, a.ID, a.Kind)
 	}
 	return &human{actor: *a, client: c}, nil
 }

@@ -7,12 +7,14 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"maunium.net/go/mautrix/event"
 	"maunium.net/go/mautrix/id"
 
 	"github.com/annal-dev/annal/api"
@@ -186,10 +188,32 @@ func TestSpec000_5_1_RemoteControlOverMatrix(t *testing.T) {
 		r.waitPost(t, "Refused", string(bobMx.UserID))
 	})
 
+	t.Run("freeze and stop wait for a confirmation", func(t *testing.T) {
+		r.say(t, aliceMx, "!stop "+o.agent.ID, "")
+		code := confirmCode(t, r.waitPost(t, "To stop "+o.agent.ID, "!confirm"))
+		if n := len(entriesOfKind(t, a, "signal.sent")); n != 0 {
+			t.Fatalf("before the confirmation the log has %d signal(s)", n)
+		}
+		r.say(t, aliceMx, "!confirm "+code, "")
+		r.waitPost(t, o.agent.ID+" stopped by alice", "asked in Matrix by alice")
+		if sent := entriesOfKind(t, a, "signal.sent"); len(sent) != 1 || !strings.Contains(sent[0], `"actor":"`+o.human.ID+`"`) || !strings.Contains(sent[0], "SIGSTOP") {
+			t.Fatalf("the stop is not logged as alice's SIGSTOP: %q", sent)
+		}
+		r.say(t, aliceMx, "!freeze "+o.agent.ID+" look first", "")
+		code = confirmCode(t, r.waitPost(t, "To freeze "+o.agent.ID))
+		r.say(t, aliceMx, "!confirm "+code, "")
+		r.waitPost(t, o.agent.ID+" frozen by alice", "look first")
+		if s := agentStatus(t, a, o.agent.ID); s != "frozen" {
+			t.Fatalf("after the confirmed freeze the agent is %s", s)
+		}
+		if _, err := o.humanC.SetStatus(ctx, o.agent.ID, "active", "thawed for the kill test"); err != nil {
+			t.Fatal(err)
+		}
+	})
+
 	t.Run("kill waits for the same person's confirmation", func(t *testing.T) {
 		r.say(t, aliceMx, "!kill "+o.agent.ID+" runaway loop", "")
-		ask := r.waitPost(t, "To kill "+o.agent.ID, "!confirm")
-		code := regexp.MustCompile(`!confirm (\d{6})`).FindStringSubmatch(ask.Content.AsMessage().Body)[1]
+		code := confirmCode(t, r.waitPost(t, "To kill "+o.agent.ID, "!confirm"))
 		if s := agentStatus(t, a, o.agent.ID); s != "active" {
 			t.Fatalf("before the confirmation the agent is %s", s)
 		}
@@ -205,8 +229,8 @@ func TestSpec000_5_1_RemoteControlOverMatrix(t *testing.T) {
 		if s := agentStatus(t, a, o.agent.ID); s != "terminated" {
 			t.Fatalf("after alice's confirmation the agent is %s, want terminated", s)
 		}
-		killed := lastEntryOfKind(t, a, "agent.killed")
-		if !strings.Contains(killed, `"actor":"`+o.human.ID+`"`) {
+		killed := entriesOfKind(t, a, "agent.killed")
+		if len(killed) != 1 || !strings.Contains(killed[0], `"actor":"`+o.human.ID+`"`) {
 			t.Fatalf("the kill is not logged as alice's: %s", killed)
 		}
 		r.say(t, aliceMx, "!confirm "+code, "")
@@ -240,14 +264,52 @@ func holdAnswerEntry(t *testing.T, a *annald, hold string) string {
 	return ""
 }
 
-func lastEntryOfKind(t *testing.T, a *annald, kind string) string {
+// entriesOfKind are the log's entries of one kind, newest first.
+func entriesOfKind(t *testing.T, a *annald, kind string) []string {
 	t.Helper()
-	page, err := a.root.History(context.Background(), url.Values{"order": {"newest"}, "limit": {"1"}, "kind": {kind}})
+	page, err := a.root.History(context.Background(), url.Values{"order": {"newest"}, "limit": {"50"}, "kind": {kind}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(page.Events) == 0 {
-		t.Fatalf("no %s entry", kind)
+	var out []string
+	for _, e := range page.Events {
+		out = append(out, string(e.Event))
 	}
-	return string(page.Events[0].Event)
+	return out
+}
+
+// confirmCode is the code a confirmation request asks for.
+func confirmCode(t *testing.T, ask *event.Event) string {
+	t.Helper()
+	m := regexp.MustCompile(`!confirm (\d{6})`).FindStringSubmatch(ask.Content.AsMessage().Body)
+	if m == nil {
+		t.Fatalf("no code in %q", ask.Content.AsMessage().Body)
+	}
+	return m[1]
+}
+
+// TestSpec000_5_1_OnlyHumansAreMapped: the bridge does not start when a
+// Matrix user is mapped to an agent's credential, or when its own
+// credential is an agent's: only humans answer holds and control agents.
+func TestSpec000_5_1_OnlyHumansAreMapped(t *testing.T) {
+	a := startAnnald(t, nil)
+	o := a.overseen(t)
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "agent.cred"), o.agent.Credential)
+	writeFile(t, filepath.Join(dir, "bot.token"), "unused")
+	cfg, err := ParseConfig([]byte(`{"homeserver": "http://127.0.0.1:1", "user_id": "@annal:localhost", "access_token_file": "bot.token",
+		"room": "!r:localhost", "users": {"@mallory:localhost": {"credential_file": "agent.cred"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.dir = dir
+	newClient := func(cred string) (*client.Client, error) { return client.New(a.url, cred) }
+	_, err = New(context.Background(), cfg, Options{Watch: a.root, NewClient: newClient})
+	if err == nil || !strings.Contains(err.Error(), "@mallory:localhost is mapped to "+o.agent.ID+", of kind agent") {
+		t.Errorf("a Matrix user mapped to an agent: %v", err)
+	}
+	_, err = New(context.Background(), cfg, Options{Watch: o.agentC, NewClient: newClient})
+	if err == nil || !strings.Contains(err.Error(), "the bridge's own credential is "+o.agent.ID) {
+		t.Errorf("the bridge's own credential an agent's: %v", err)
+	}
 }
