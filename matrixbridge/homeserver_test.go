@@ -55,6 +55,13 @@ func needHomeserver(t *testing.T) homeserver {
 // admin API that Dendrite serves, and returns a client logged in as it.
 func (hs homeserver) register(t *testing.T, name string) *mautrix.Client {
 	t.Helper()
+	c, _ := hs.registerWithPassword(t, name)
+	return c
+}
+
+// registerWithPassword is register, and the user's password.
+func (hs homeserver) registerWithPassword(t *testing.T, name string) (*mautrix.Client, string) {
+	t.Helper()
 	var suffix [4]byte
 	rand.Read(suffix[:])
 	user := fmt.Sprintf("%s-%s", name, hex.EncodeToString(suffix[:]))
@@ -77,7 +84,7 @@ func (hs homeserver) register(t *testing.T, name string) *mautrix.Client {
 		t.Fatal(err)
 	}
 	c.Log = zerolog.Nop()
-	return c
+	return c, password
 }
 
 func getJSON(t *testing.T, method, url string, body, out any) {
@@ -238,5 +245,25 @@ func writeFile(t *testing.T, path, text string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(text+"\n"), 0o600); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestLoginGivesTheBotAToken: annal matrix login's token is the account's.
+func TestLoginGivesTheBotAToken(t *testing.T) {
+	hs := needHomeserver(t)
+	bot, password := hs.registerWithPassword(t, "annal-bot")
+	token, err := Login(context.Background(), hs.url, string(bot.UserID), password)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := mautrix.NewClient(hs.url, bot.UserID, token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if who, err := c.Whoami(context.Background()); err != nil || who.UserID != bot.UserID {
+		t.Fatalf("the token is %+v's (%v), want %s's", who, err, bot.UserID)
+	}
+	if _, err := Login(context.Background(), hs.url, string(bot.UserID), "wrong"); err == nil {
+		t.Fatal("a wrong password logged in")
 	}
 }

@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -65,6 +67,43 @@ token, and exits.`,
 	cmd.Flags().StringVar(&configPath, "config", "", "the bridge's configuration file (JSON; see the README)")
 	cmd.Flags().BoolVar(&check, "check", false, "check the configuration, credentials and access token, then exit")
 	_ = cmd.MarkFlagRequired("config")
+	cmd.AddCommand(matrixLoginCommand(g))
+	return cmd
+}
+
+// matrixLoginCommand logs the bot's Matrix account in and writes its access
+// token to a file (mode 0600) for the configuration's access_token_file.
+func matrixLoginCommand(g *globalFlags) *cobra.Command {
+	var homeserver, user, passwordFile, out string
+	cmd := &cobra.Command{
+		Use:   "login --homeserver URL --user @NAME:SERVER --password-file FILE -o FILE",
+		Short: "Log the bridge's Matrix account in; write its access token to a file",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			raw, err := os.ReadFile(passwordFile)
+			if err != nil {
+				return fmt.Errorf("password file: %w", err)
+			}
+			ctx, cancel := g.context(cmd)
+			defer cancel()
+			token, err := matrixbridge.Login(ctx, homeserver, user, strings.TrimRight(string(raw), "\r\n"))
+			if err != nil {
+				return err
+			}
+			if err := os.WriteFile(out, []byte(token+"\n"), 0o600); err != nil {
+				return err
+			}
+			g.notef("annal: %s logged in; its access token is in %s", user, out)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&homeserver, "homeserver", "", "the homeserver's client API URL")
+	cmd.Flags().StringVar(&user, "user", "", "the bot's Matrix user id")
+	cmd.Flags().StringVar(&passwordFile, "password-file", "", "a file holding the bot's password")
+	cmd.Flags().StringVarP(&out, "output", "o", "", "where to write the access token")
+	for _, f := range []string{"homeserver", "user", "password-file", "output"} {
+		_ = cmd.MarkFlagRequired(f)
+	}
 	return cmd
 }
 
