@@ -151,7 +151,7 @@ func (b *Bridge) Run(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	b.say(ctx, "", fmt.Sprintf("Annal bridge started: %d people mapped to Annal humans. !help lists the commands.", len(b.humans)))
+	b.say(ctx, "", fmt.Sprintf("Annal bridge started (Matrix users mapped to Annal humans: %d). !help lists the commands.", len(b.humans)))
 	b.logger.Info("matrix bridge started", "room", b.room, "mapped", len(b.humans))
 	return b.watchLoop(ctx, syncErr)
 }
