@@ -1,23 +1,16 @@
 package matrixbridge
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
-
-	"golang.org/x/mod/sumdb/note"
 
 	"maunium.net/go/mautrix/id"
 
 	"github.com/annal-dev/annal/api"
-	"github.com/annal-dev/annal/checkpoints"
 	"github.com/annal-dev/annal/kernel"
 	"github.com/annal-dev/annal/witness"
 	"github.com/annal-dev/annal/witness/witnesstest"
@@ -72,7 +65,7 @@ func TestSpec000_5_1_WitnessAlertsInTheRoom(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitCosigned(t, a, rc.Index)
-		forkAtWitness(t, a, dir, w.Server.URL)
+		forkAtWitness(t, a, dir, w)
 		bot, aliceMx := hs.register(t, "annal-bot"), hs.register(t, "alice")
 		r := newRoom(t, aliceMx, bot.UserID)
 		startBridge(t, hs, bot, r, a.url, a.cred, map[id.UserID]string{aliceMx.UserID: o.human.Credential})
@@ -96,11 +89,9 @@ func waitCosigned(t *testing.T, a *annald, index uint64) {
 	}
 }
 
-// forkAtWitness signs, with the log's own key, a checkpoint of the size
-// the witness last cosigned but another root, and offers it to the
-// witness, as a kernel showing two histories would: the witness refuses it
-// and keeps the two as evidence.
-func forkAtWitness(t *testing.T, a *annald, dataDir, witnessURL string) {
+// forkAtWitness has the log show the witness a second tree of the size
+// it last cosigned (witnesstest.OfferFork, with the log's own key).
+func forkAtWitness(t *testing.T, a *annald, dataDir string, w *witnesstest.Witness) {
 	t.Helper()
 	cp, err := a.k.LatestCheckpoint(context.Background())
 	if err != nil {
@@ -110,22 +101,5 @@ func forkAtWitness(t *testing.T, a *annald, dataDir, witnessURL string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	signer, err := note.NewSigner(strings.TrimSpace(string(skey)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	other := sha256.Sum256([]byte("another history"))
-	body := checkpoints.Checkpoint{Origin: a.k.Origin(), Size: cp.Size, Hash: other}.Marshal()
-	forged, err := note.Sign(&note.Note{Text: string(body)}, signer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.Post(witnessURL+"/add-checkpoint", "text/plain", bytes.NewBufferString(fmt.Sprintf("old %d\n\n%s", cp.Size, forged)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode == http.StatusOK {
-		t.Fatal("the witness cosigned a second tree of the same size")
-	}
+	w.OfferFork(t, string(skey), a.k.Origin(), cp.Size)
 }

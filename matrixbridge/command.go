@@ -34,9 +34,6 @@ type Command struct {
 	Code   string // confirm
 }
 
-// controlVerbs are the commands that wait for a confirmation.
-var controlVerbs = map[string]bool{"freeze": true, "stop": true, "kill": true}
-
 // ParseCommand reads a message body. It returns (nil, nil) for a message
 // that is no command (it does not start with "!"), and an error saying what
 // is wrong with a command it cannot read. inReplyToHold is the hold whose
@@ -58,34 +55,52 @@ func ParseCommand(body, inReplyToHold string) (*Command, error) {
 		return nil, nil
 	}
 	c := &Command{Verb: strings.ToLower(fields[0])}
-	args := fields[1:]
-	switch {
-	case c.Verb == "help" || c.Verb == "holds":
-		return c, noArgs(c.Verb, args)
-	case c.Verb == "approve" || c.Verb == "reject":
-		return c, c.parseAnswer(args, inReplyToHold)
-	case c.Verb == "history":
-		return c, c.parseHistory(args)
-	case c.Verb == "status":
-		if len(args) != 1 {
-			return nil, fmt.Errorf("!status AGENT: name one agent")
-		}
-		c.Agent = args[0]
-		return c, checkID("agent", c.Agent)
-	case controlVerbs[c.Verb]:
-		if len(args) == 0 {
-			return nil, fmt.Errorf("!%s AGENT [REASON]: name the agent", c.Verb)
-		}
-		c.Agent, c.Reason = args[0], strings.Join(args[1:], " ")
-		return c, checkID("agent", c.Agent)
-	case c.Verb == "confirm":
-		if len(args) != 1 {
-			return nil, fmt.Errorf("!confirm CODE: give the code the bridge answered")
-		}
-		c.Code = args[0]
-		return c, nil
+	parse, ok := parsers[c.Verb]
+	if !ok {
+		return nil, fmt.Errorf("unknown command !%s: !help lists them", c.Verb)
 	}
-	return nil, fmt.Errorf("unknown command !%s: !help lists them", c.Verb)
+	if err := parse(c, fields[1:], inReplyToHold); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// parsers read each verb's arguments into the command.
+var parsers = map[string]func(c *Command, args []string, inReplyToHold string) error{
+	"help":    func(c *Command, args []string, _ string) error { return noArgs(c.Verb, args) },
+	"holds":   func(c *Command, args []string, _ string) error { return noArgs(c.Verb, args) },
+	"approve": (*Command).parseAnswer,
+	"reject":  (*Command).parseAnswer,
+	"history": func(c *Command, args []string, _ string) error { return c.parseHistory(args) },
+	"status":  func(c *Command, args []string, _ string) error { return c.parseStatus(args) },
+	"freeze":  func(c *Command, args []string, _ string) error { return c.parseControl(args) },
+	"stop":    func(c *Command, args []string, _ string) error { return c.parseControl(args) },
+	"kill":    func(c *Command, args []string, _ string) error { return c.parseControl(args) },
+	"confirm": func(c *Command, args []string, _ string) error { return c.parseConfirm(args) },
+}
+
+func (c *Command) parseStatus(args []string) error {
+	if len(args) != 1 {
+		return fmt.Errorf("!status AGENT: name one agent")
+	}
+	c.Agent = args[0]
+	return checkID("agent", c.Agent)
+}
+
+func (c *Command) parseControl(args []string) error {
+	if len(args) == 0 {
+		return fmt.Errorf("!%s AGENT [REASON]: name the agent", c.Verb)
+	}
+	c.Agent, c.Reason = args[0], strings.Join(args[1:], " ")
+	return checkID("agent", c.Agent)
+}
+
+func (c *Command) parseConfirm(args []string) error {
+	if len(args) != 1 {
+		return fmt.Errorf("!confirm CODE: give the code the bridge answered")
+	}
+	c.Code = args[0]
+	return nil
 }
 
 func noArgs(verb string, args []string) error {

@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/annal-dev/annal/api"
 )
 
 // history lists the newest entries the human may read, of one agent if
@@ -30,30 +32,16 @@ func (b *Bridge) history(ctx context.Context, h *human, cmd *Command) string {
 	}
 	s.WriteString(":")
 	for _, e := range page.Events {
-		fmt.Fprintf(&s, "\n%d %s", e.Index, entryLine(e.Event))
+		fmt.Fprintf(&s, "\n%d %s", e.Index, entryLine(e))
 	}
 	return s.String()
 }
 
 // entryLine is one entry as the room reads it: time, actor, kind, and the
 // action or the hold answer it carries.
-func entryLine(raw json.RawMessage) string {
-	var ev struct {
-		Time   string `json:"time"`
-		Actor  string `json:"actor"`
-		Kind   string `json:"kind"`
-		Action *struct {
-			Type   string `json:"type"`
-			Target string `json:"target"`
-		} `json:"action"`
-		Hold *struct {
-			ID         string `json:"id"`
-			Decision   string `json:"decision"`
-			AnsweredBy string `json:"answered_by"`
-			Reason     string `json:"reason"`
-		} `json:"hold"`
-	}
-	if err := json.Unmarshal(raw, &ev); err != nil {
+func entryLine(item api.HistoryItem) string {
+	ev, err := item.Summary()
+	if err != nil {
 		return "(an entry this bridge cannot read)"
 	}
 	line := fmt.Sprintf("%s %s %s", ev.Time, ev.Actor, ev.Kind)
