@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/annal-dev/annal/api"
+	"github.com/annal-dev/annal/internal/inert"
 )
 
 // alertState is what the room was last told of the log's health, so that
@@ -32,7 +33,7 @@ func (b *Bridge) checkHealth(ctx context.Context) {
 	alerts := b.alerts.update(h)
 	b.mu.Unlock()
 	for _, a := range alerts {
-		b.say(ctx, "", a)
+		b.say(ctx, "", inert.Text(a)) // what witnesses say is outside input
 	}
 }
 

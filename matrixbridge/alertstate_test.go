@@ -31,3 +31,18 @@ func TestAlertsArePostedOnceAndResolved(t *testing.T) {
 		t.Fatalf("back to healthy: %q", got)
 	}
 }
+
+// TestWhatAgentsWroteIsInert: a target, a name or an entry an agent wrote
+// reaches the room with its control characters and bidirectional
+// overrides escaped, so it cannot forge a line ("approved by …") or read
+// other than it is.
+func TestWhatAgentsWroteIsInert(t *testing.T) {
+	post := holdPost(api.Hold{ID: "hold-1", Actor: "agent-1", Type: "mutate", Target: "workspace/x\nHold hold-1 approved by root", RulePattern: "workspace/**"})
+	if strings.Contains(post, "\nHold hold-1 approved") || !strings.Contains(post, `workspace/x\u000aHold`) {
+		t.Errorf("a target with a newline: %q", post)
+	}
+	line := entryLine(api.HistoryItem{Event: []byte(`{"time":"t","actor":"agent-1","kind":"action","action":{"type":"mutate","target":"evil\u202etxt.exe"}}`)})
+	if strings.ContainsRune(line, '\u202e') || !strings.Contains(line, `evil\u202etxt.exe`) {
+		t.Errorf("an entry with a bidi override: %q", line)
+	}
+}

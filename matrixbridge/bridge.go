@@ -16,6 +16,7 @@ import (
 
 	"github.com/annal-dev/annal/api"
 	"github.com/annal-dev/annal/client"
+	"github.com/annal-dev/annal/internal/inert"
 )
 
 // Options are what New needs besides the configuration.
@@ -269,14 +270,14 @@ func who(a api.Actor) string {
 	if a.Name == "" {
 		return a.ID
 	}
-	return a.Name + " (" + a.ID + ")"
+	return inert.Text(a.Name) + " (" + a.ID + ")"
 }
 
 // failure says why annald refused, in one line.
 func failure(err error) string {
 	var e *client.Error
 	if errors.As(err, &e) {
-		return strings.TrimSpace(e.Message)
+		return inert.Text(strings.TrimSpace(e.Message))
 	}
-	return err.Error()
+	return inert.Text(err.Error())
 }

@@ -9,6 +9,7 @@ import (
 	"maunium.net/go/mautrix/id"
 
 	"github.com/annal-dev/annal/api"
+	"github.com/annal-dev/annal/internal/inert"
 )
 
 // confirmation is a freeze, stop or kill a person asked for and has not yet
@@ -102,5 +103,5 @@ func (b *Bridge) control(ctx context.Context, h *human, cmd *Command) string {
 	if err != nil {
 		return fmt.Sprintf("%s was not %s: %s", cmd.Agent, pastTense(cmd.Verb), failure(err))
 	}
-	return fmt.Sprintf("%s %s by %s, logged at entry %d: %s.", cmd.Agent, pastTense(cmd.Verb), who(h.actor), index, reason)
+	return fmt.Sprintf("%s %s by %s, logged at entry %d: %s.", cmd.Agent, pastTense(cmd.Verb), who(h.actor), index, inert.Text(reason))
 }

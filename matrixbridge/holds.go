@@ -8,7 +8,12 @@ import (
 	"maunium.net/go/mautrix/id"
 
 	"github.com/annal-dev/annal/api"
+	"github.com/annal-dev/annal/internal/inert"
 )
+
+// maxPostsPerPoll bounds how many holds one poll posts, so that a long
+// backlog (a bridge started late) does not hold up the room for long.
+const maxPostsPerPoll = 20
 
 // checkHolds posts each pending hold not yet posted, and says how each
 // posted hold that is no longer pending ended when it was not answered in
@@ -22,14 +27,16 @@ func (b *Bridge) checkHolds(ctx context.Context) {
 		return
 	}
 	open := map[string]bool{}
+	posts := 0
 	for _, h := range pending {
 		open[h.ID] = true
 		b.mu.Lock()
 		_, seen := b.posted[h.ID]
 		b.mu.Unlock()
-		if seen {
-			continue
+		if seen || posts == maxPostsPerPoll {
+			continue // the rest at the next poll: commands are read meanwhile
 		}
+		posts++
 		post := b.say(ctx, "", holdPost(h))
 		if post == "" {
 			continue // posted again at the next look
@@ -71,7 +78,7 @@ func (b *Bridge) reportEnded(ctx context.Context, open map[string]bool) {
 // rule that held it, and the budget it would spend.
 func holdPost(h api.Hold) string {
 	var s strings.Builder
-	fmt.Fprintf(&s, "Hold %s: %s wants to %s %s\n", h.ID, h.Actor, h.Type, h.Target)
+	fmt.Fprintf(&s, "Hold %s: %s wants to %s %s\n", h.ID, inert.Text(h.Actor), inert.Text(h.Type), inert.Text(h.Target))
 	rule := "a hold rule"
 	if h.RulePattern != "" {
 		rule = "hold_on " + h.RulePattern
@@ -79,13 +86,13 @@ func holdPost(h api.Hold) string {
 	if h.RuleEnvelope != "" {
 		rule += " of envelope " + h.RuleEnvelope
 	}
-	fmt.Fprintf(&s, "rule: %s\n", rule)
-	fmt.Fprintf(&s, "budget: %d reserved; the envelope %s has %d left\n", h.Reserved, h.Envelope, h.Remaining)
+	fmt.Fprintf(&s, "rule: %s\n", inert.Text(rule))
+	fmt.Fprintf(&s, "budget: %d reserved; the envelope %s has %d left\n", h.Reserved, inert.Text(h.Envelope), h.Remaining)
 	if h.Session != "" {
-		fmt.Fprintf(&s, "session: %s\n", h.Session)
+		fmt.Fprintf(&s, "session: %s\n", inert.Text(h.Session))
 	}
 	if h.Deadline != "" {
-		fmt.Fprintf(&s, "deadline: %s\n", h.Deadline)
+		fmt.Fprintf(&s, "deadline: %s\n", inert.Text(h.Deadline))
 	}
 	fmt.Fprintf(&s, "Answer with !approve %s [REASON] or !reject %s [REASON], or reply to this message with !approve or !reject.", h.ID, h.ID)
 	return s.String()
@@ -100,7 +107,7 @@ func holdOutcome(h *api.Hold) string {
 	if h.Reason != "" {
 		out += ": " + h.Reason
 	}
-	return out
+	return inert.Text(out)
 }
 
 func (b *Bridge) listHolds(ctx context.Context, h *human) string {
@@ -114,7 +121,7 @@ func (b *Bridge) listHolds(ctx context.Context, h *human) string {
 	var s strings.Builder
 	fmt.Fprintf(&s, "%d hold(s) waiting:", len(pending))
 	for _, p := range pending {
-		fmt.Fprintf(&s, "\n%s: %s wants to %s %s (%d reserved)", p.ID, p.Actor, p.Type, p.Target, p.Reserved)
+		fmt.Fprintf(&s, "\n%s: %s wants to %s %s (%d reserved)", p.ID, inert.Text(p.Actor), inert.Text(p.Type), inert.Text(p.Target), p.Reserved)
 	}
 	return s.String()
 }
@@ -133,7 +140,7 @@ func (b *Bridge) answerHold(ctx context.Context, h *human, cmd *Command) string 
 	b.mu.Unlock()
 	msg := fmt.Sprintf("Hold %s %s by %s, logged at entry %d", cmd.Hold, pastTense(cmd.Verb), who(h.actor), rc.Index)
 	if rc.Reason != "" {
-		msg += ": " + rc.Reason
+		msg += ": " + inert.Text(rc.Reason)
 	}
 	return msg + "."
 }

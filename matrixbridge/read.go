@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/annal-dev/annal/api"
+	"github.com/annal-dev/annal/internal/inert"
 )
 
 // history lists the newest entries the human may read, of one agent if
@@ -60,7 +61,7 @@ func entryLine(item api.HistoryItem) string {
 			line += ": " + hd.Reason
 		}
 	}
-	return line
+	return inert.Text(line)
 }
 
 // status says an agent's ring, energy and standing (active, frozen or
@@ -71,7 +72,7 @@ func (b *Bridge) status(ctx context.Context, h *human, agent string) string {
 		return "Could not read " + agent + ": " + failure(err)
 	}
 	var s strings.Builder
-	fmt.Fprintf(&s, "%s (%s, %s): %s", a.ID, a.Kind, a.Name, a.Status)
+	fmt.Fprintf(&s, "%s (%s, %s): %s", a.ID, a.Kind, inert.Text(a.Name), a.Status)
 	if q := b.quarantine(ctx, h, agent); q != "" {
 		s.WriteString(", " + q)
 	}
@@ -102,7 +103,7 @@ func (b *Bridge) ring(ctx context.Context, h *human, agent string) string {
 			if r.Effective != r.BaseRing {
 				out += fmt.Sprintf(", base ring %d", r.BaseRing)
 			}
-			return out
+			return inert.Text(out)
 		}
 	}
 	return ""
@@ -131,7 +132,7 @@ func (b *Bridge) quarantine(ctx context.Context, h *human, agent string) string 
 			if q.Reason != "" {
 				out += ": " + q.Reason
 			}
-			return out
+			return inert.Text(out)
 		}
 	}
 	return ""

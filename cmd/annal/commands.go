@@ -17,6 +17,7 @@ import (
 	"github.com/annal-dev/annal/checkpoints"
 	"github.com/annal-dev/annal/client"
 	"github.com/annal-dev/annal/internal/cli"
+	"github.com/annal-dev/annal/internal/inert"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -512,16 +513,4 @@ func whoamiCommand(g *globalFlags) *cobra.Command {
 // terminalSafe makes what an agent wrote inert on a terminal: control
 // characters (escape sequences) and bidirectional overrides are shown as
 // escapes, never interpreted.
-func terminalSafe(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		switch {
-		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0),
-			r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069, r == 0x200e || r == 0x200f || r == 0x061c:
-			fmt.Fprintf(&b, "\\u%04x", r)
-		default:
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
-}
+func terminalSafe(s string) string { return inert.Text(s) }
