@@ -177,6 +177,15 @@ func TestSpec000_5_1_RemoteControlOverMatrix(t *testing.T) {
 	})
 	_ = post
 
+	t.Run("a hold answered elsewhere is told", func(t *testing.T) {
+		third := o.held(t, "workspace/release/v3.md")
+		r.waitPost(t, "Hold "+third)
+		if _, err := a.root.AnswerHold(ctx, third, "reject", "answered in the console"); err != nil {
+			t.Fatal(err)
+		}
+		r.waitPost(t, "Hold "+third+" ended outside this room: rejected by root", "answered in the console")
+	})
+
 	t.Run("history and status answer", func(t *testing.T) {
 		r.say(t, aliceMx, "!history "+o.agent.ID+" 5", "")
 		r.waitPost(t, "Newest entries of "+o.agent.ID, "hold.requested mutate workspace/release/notes.md")
