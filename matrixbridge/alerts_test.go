@@ -12,6 +12,7 @@ import (
 
 	"github.com/annal-dev/annal/api"
 	"github.com/annal-dev/annal/kernel"
+	"github.com/annal-dev/annal/matrixbridge/matrixtest"
 	"github.com/annal-dev/annal/witness"
 	"github.com/annal-dev/annal/witness/witnesstest"
 )
@@ -45,17 +46,17 @@ func witnessedAnnald(t *testing.T, knowsLog bool) (*annald, *witnesstest.Witness
 // can be published), and when a witness holds evidence that the log showed
 // two different trees of the same size.
 func TestSpec000_5_1_WitnessAlertsInTheRoom(t *testing.T) {
-	hs := needHomeserver(t)
+	hs := matrixtest.Need(t)
 	t.Run("a witness refuses the log", func(t *testing.T) {
 		a, w, _ := witnessedAnnald(t, false)
 		o := a.overseen(t)
 		if _, err := o.agentC.Submit(context.Background(), api.ActionRequest{Type: "mutate", Target: "workspace/a.md", Payload: []byte(`{}`)}); err != nil {
 			t.Fatal(err)
 		}
-		bot, aliceMx := hs.register(t, "annal-bot"), hs.register(t, "alice")
-		r := newRoom(t, aliceMx, bot.UserID)
+		bot, aliceMx := register(t, hs, "annal-bot"), register(t, hs, "alice")
+		r := matrixtest.NewRoom(t, aliceMx, bot.UserID)
 		startBridge(t, hs, bot, r, a.url, a.cred, map[id.UserID]string{aliceMx.UserID: o.human.Credential})
-		r.waitPost(t, "ALERT: a witness refuses this log's checkpoints", w.Server.URL)
+		r.WaitPost(t, "ALERT: a witness refuses this log's checkpoints", w.Server.URL)
 	})
 	t.Run("a witness holds equivocation evidence", func(t *testing.T) {
 		a, w, dir := witnessedAnnald(t, true)
@@ -66,10 +67,10 @@ func TestSpec000_5_1_WitnessAlertsInTheRoom(t *testing.T) {
 		}
 		waitCosigned(t, a, rc.Index)
 		forkAtWitness(t, a, dir, w)
-		bot, aliceMx := hs.register(t, "annal-bot"), hs.register(t, "alice")
-		r := newRoom(t, aliceMx, bot.UserID)
+		bot, aliceMx := register(t, hs, "annal-bot"), register(t, hs, "alice")
+		r := matrixtest.NewRoom(t, aliceMx, bot.UserID)
 		startBridge(t, hs, bot, r, a.url, a.cred, map[id.UserID]string{aliceMx.UserID: o.human.Credential})
-		r.waitPost(t, "ALERT: EQUIVOCATION: witness w1", a.k.Origin(), w.Server.URL+"/evidence/")
+		r.WaitPost(t, "ALERT: EQUIVOCATION: witness w1", a.k.Origin(), w.Server.URL+"/evidence/")
 	})
 }
 

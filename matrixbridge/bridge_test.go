@@ -20,6 +20,7 @@ import (
 	"github.com/annal-dev/annal/api"
 	"github.com/annal-dev/annal/client"
 	"github.com/annal-dev/annal/kernel"
+	"github.com/annal-dev/annal/matrixbridge/matrixtest"
 	"github.com/annal-dev/annal/server"
 )
 
@@ -131,28 +132,28 @@ func (o *overseen) held(t *testing.T, target string) string {
 // not the bridge's; history and status answer; kill waits for the same
 // person's confirmation.
 func TestSpec000_5_1_RemoteControlOverMatrix(t *testing.T) {
-	hs := needHomeserver(t)
+	hs := matrixtest.Need(t)
 	a := startAnnald(t, nil)
 	o := a.overseen(t)
-	bot, aliceMx, bobMx := hs.register(t, "annal-bot"), hs.register(t, "alice"), hs.register(t, "bob")
-	r := newRoom(t, aliceMx, bot.UserID, bobMx)
+	bot, aliceMx, bobMx := register(t, hs, "annal-bot"), register(t, hs, "alice"), register(t, hs, "bob")
+	r := matrixtest.NewRoom(t, aliceMx, bot.UserID, bobMx)
 	startBridge(t, hs, bot, r, a.url, a.cred, map[id.UserID]string{aliceMx.UserID: o.human.Credential})
 	ctx := context.Background()
 
 	hold := o.held(t, "workspace/release/notes.md")
-	post := r.waitPost(t, "Hold "+hold, o.agent.ID, "mutate workspace/release/notes.md", "hold_on workspace/release/*", "budget:", "reserved")
+	post := r.WaitPost(t, "Hold "+hold, o.agent.ID, "mutate workspace/release/notes.md", "hold_on workspace/release/*", "budget:", "reserved")
 
 	t.Run("an unmapped user's answer is refused", func(t *testing.T) {
-		r.say(t, bobMx, "!approve "+hold+" sure", "")
-		r.waitPost(t, "Refused", string(bobMx.UserID), "not mapped", "Nothing was done")
+		r.Say(t, bobMx, "!approve "+hold+" sure", "")
+		r.WaitPost(t, "Refused", string(bobMx.UserID), "not mapped", "Nothing was done")
 		if h, err := a.root.Hold(ctx, hold); err != nil || h.Status != "pending" {
 			t.Fatalf("after bob's refused approval the hold is %+v (%v), want pending", h, err)
 		}
 	})
 
 	t.Run("the mapped human approves with a reason", func(t *testing.T) {
-		r.say(t, aliceMx, "!approve "+hold+" notes checked", "")
-		r.waitPost(t, "Hold "+hold+" approved by alice ("+o.human.ID+")", "notes checked")
+		r.Say(t, aliceMx, "!approve "+hold+" notes checked", "")
+		r.WaitPost(t, "Hold "+hold+" approved by alice ("+o.human.ID+")", "notes checked")
 		h, err := a.root.Hold(ctx, hold)
 		if err != nil {
 			t.Fatal(err)
@@ -168,9 +169,9 @@ func TestSpec000_5_1_RemoteControlOverMatrix(t *testing.T) {
 
 	t.Run("a reply to a hold's post rejects it", func(t *testing.T) {
 		second := o.held(t, "workspace/release/v2.md")
-		p := r.waitPost(t, "Hold "+second)
-		r.say(t, aliceMx, "!reject too early", p.ID)
-		r.waitPost(t, "Hold "+second+" rejected by alice", "too early")
+		p := r.WaitPost(t, "Hold "+second)
+		r.Say(t, aliceMx, "!reject too early", p.ID)
+		r.WaitPost(t, "Hold "+second+" rejected by alice", "too early")
 		if h, _ := a.root.Hold(ctx, second); h.Status != "rejected" || h.AnsweredBy != o.human.ID || h.Reason != "too early" {
 			t.Fatalf("the hold after alice's rejection: %+v", h)
 		}
@@ -179,39 +180,39 @@ func TestSpec000_5_1_RemoteControlOverMatrix(t *testing.T) {
 
 	t.Run("a hold answered elsewhere is told", func(t *testing.T) {
 		third := o.held(t, "workspace/release/v3.md")
-		r.waitPost(t, "Hold "+third)
+		r.WaitPost(t, "Hold "+third)
 		if _, err := a.root.AnswerHold(ctx, third, "reject", "answered in the console"); err != nil {
 			t.Fatal(err)
 		}
-		r.waitPost(t, "Hold "+third+" ended outside this room: rejected by root", "answered in the console")
+		r.WaitPost(t, "Hold "+third+" ended outside this room: rejected by root", "answered in the console")
 	})
 
 	t.Run("history and status answer", func(t *testing.T) {
-		r.say(t, aliceMx, "!history "+o.agent.ID+" 5", "")
-		r.waitPost(t, "Newest entries of "+o.agent.ID, "hold.requested mutate workspace/release/notes.md")
-		r.say(t, aliceMx, "!history", "")
-		r.waitPost(t, "Newest entries:", "approve by "+o.human.ID+": notes checked")
-		r.say(t, aliceMx, "!status "+o.agent.ID, "")
-		r.waitPost(t, o.agent.ID+" (agent, scribe): active", "ring: 2", "energy:", "balance")
-		r.say(t, bobMx, "!status "+o.agent.ID, "")
-		r.waitPost(t, "Refused", string(bobMx.UserID))
+		r.Say(t, aliceMx, "!history "+o.agent.ID+" 5", "")
+		r.WaitPost(t, "Newest entries of "+o.agent.ID, "hold.requested mutate workspace/release/notes.md")
+		r.Say(t, aliceMx, "!history", "")
+		r.WaitPost(t, "Newest entries:", "approve by "+o.human.ID+": notes checked")
+		r.Say(t, aliceMx, "!status "+o.agent.ID, "")
+		r.WaitPost(t, o.agent.ID+" (agent, scribe): active", "ring: 2", "energy:", "balance")
+		r.Say(t, bobMx, "!status "+o.agent.ID, "")
+		r.WaitPost(t, "Refused", string(bobMx.UserID))
 	})
 
 	t.Run("freeze and stop wait for a confirmation", func(t *testing.T) {
-		r.say(t, aliceMx, "!stop "+o.agent.ID, "")
-		code := confirmCode(t, r.waitPost(t, "To stop "+o.agent.ID, "!confirm"))
+		r.Say(t, aliceMx, "!stop "+o.agent.ID, "")
+		code := confirmCode(t, r.WaitPost(t, "To stop "+o.agent.ID, "!confirm"))
 		if n := len(entriesOfKind(t, a, "signal.sent")); n != 0 {
 			t.Fatalf("before the confirmation the log has %d signal(s)", n)
 		}
-		r.say(t, aliceMx, "!confirm "+code, "")
-		r.waitPost(t, o.agent.ID+" stopped by alice", "asked in Matrix by alice")
+		r.Say(t, aliceMx, "!confirm "+code, "")
+		r.WaitPost(t, o.agent.ID+" stopped by alice", "asked in Matrix by alice")
 		if sent := entriesOfKind(t, a, "signal.sent"); len(sent) != 1 || !strings.Contains(sent[0], `"actor":"`+o.human.ID+`"`) || !strings.Contains(sent[0], "SIGSTOP") {
 			t.Fatalf("the stop is not logged as alice's SIGSTOP: %q", sent)
 		}
-		r.say(t, aliceMx, "!freeze "+o.agent.ID+" look first", "")
-		code = confirmCode(t, r.waitPost(t, "To freeze "+o.agent.ID))
-		r.say(t, aliceMx, "!confirm "+code, "")
-		r.waitPost(t, o.agent.ID+" frozen by alice", "look first")
+		r.Say(t, aliceMx, "!freeze "+o.agent.ID+" look first", "")
+		code = confirmCode(t, r.WaitPost(t, "To freeze "+o.agent.ID))
+		r.Say(t, aliceMx, "!confirm "+code, "")
+		r.WaitPost(t, o.agent.ID+" frozen by alice", "look first")
 		if s := agentStatus(t, a, o.agent.ID); s != "frozen" {
 			t.Fatalf("after the confirmed freeze the agent is %s", s)
 		}
@@ -221,20 +222,20 @@ func TestSpec000_5_1_RemoteControlOverMatrix(t *testing.T) {
 	})
 
 	t.Run("kill waits for the same person's confirmation", func(t *testing.T) {
-		r.say(t, aliceMx, "!kill "+o.agent.ID+" runaway loop", "")
-		code := confirmCode(t, r.waitPost(t, "To kill "+o.agent.ID, "!confirm"))
+		r.Say(t, aliceMx, "!kill "+o.agent.ID+" runaway loop", "")
+		code := confirmCode(t, r.WaitPost(t, "To kill "+o.agent.ID, "!confirm"))
 		if s := agentStatus(t, a, o.agent.ID); s != "active" {
 			t.Fatalf("before the confirmation the agent is %s", s)
 		}
-		r.say(t, bobMx, "!confirm "+code, "")
-		r.waitPost(t, "Refused", string(bobMx.UserID))
+		r.Say(t, bobMx, "!confirm "+code, "")
+		r.WaitPost(t, "Refused", string(bobMx.UserID))
 		if s := agentStatus(t, a, o.agent.ID); s != "active" {
 			t.Fatalf("after bob's refused confirmation the agent is %s", s)
 		}
-		r.say(t, aliceMx, "!confirm 000000x", "")
-		r.waitPost(t, "No command waits for confirmation")
-		r.say(t, aliceMx, "!confirm "+code, "")
-		r.waitPost(t, o.agent.ID+" killed by alice ("+o.human.ID+")", "runaway loop")
+		r.Say(t, aliceMx, "!confirm 000000x", "")
+		r.WaitPost(t, "No command waits for confirmation")
+		r.Say(t, aliceMx, "!confirm "+code, "")
+		r.WaitPost(t, o.agent.ID+" killed by alice ("+o.human.ID+")", "runaway loop")
 		if s := agentStatus(t, a, o.agent.ID); s != "terminated" {
 			t.Fatalf("after alice's confirmation the agent is %s, want terminated", s)
 		}
@@ -242,8 +243,8 @@ func TestSpec000_5_1_RemoteControlOverMatrix(t *testing.T) {
 		if len(killed) != 1 || !strings.Contains(killed[0], `"actor":"`+o.human.ID+`"`) {
 			t.Fatalf("the kill is not logged as alice's: %s", killed)
 		}
-		r.say(t, aliceMx, "!confirm "+code, "")
-		r.waitPost(t, "No command waits for confirmation")
+		r.Say(t, aliceMx, "!confirm "+code, "")
+		r.WaitPost(t, "No command waits for confirmation")
 	})
 }
 
