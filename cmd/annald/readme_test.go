@@ -112,7 +112,7 @@ var readmeSections = []readmeSection{
 	{"Erasable payloads", "erase.txtar", ""},
 	{"Reading the history", "history.txtar", ""},
 	{"Past one machine", "", "it needs MariaDB and an S3 store (.ci/services)"},
-	{"Holds in a Matrix room", "", "it needs a Matrix homeserver with a room and a bot account; matrixbridge's TestSpec000_5_1_* run the bridge against Dendrite (.ci/services)"},
+	{"Holds in a Matrix room", "", "it needs a Matrix homeserver with a bot account and a room: TestREADMEMatrixSection runs its sh block as pasted, with bash, against Dendrite (.ci/services)"},
 }
 
 // notScripted holds the command lines of scripted sections that no script
