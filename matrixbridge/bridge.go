@@ -234,6 +234,8 @@ func (b *Bridge) execute(ctx context.Context, sender id.UserID, cmd *Command) st
 		return fmt.Sprintf("Refused: %s is not mapped to an Annal human in this bridge's configuration, so it may not !%s. Nothing was done.", sender, cmd.Verb)
 	}
 	switch cmd.Verb {
+	case "dashboard":
+		return b.dashboard(ctx, h)
 	case "holds":
 		return b.listHolds(ctx, h)
 	case "approve", "reject":

@@ -187,11 +187,13 @@ func TestSpec000_5_1_RemoteControlOverMatrix(t *testing.T) {
 		r.WaitPost(t, "Hold "+third+" ended outside this room: rejected by root", "answered in the console")
 	})
 
-	t.Run("history and status answer", func(t *testing.T) {
+	t.Run("dashboard, history and status answer", func(t *testing.T) {
 		r.Say(t, aliceMx, "!history "+o.agent.ID+" 5", "")
 		r.WaitPost(t, "Newest entries of "+o.agent.ID, "hold.requested mutate workspace/release/notes.md")
 		r.Say(t, aliceMx, "!history", "")
 		r.WaitPost(t, "Newest entries:", "approve by "+o.human.ID+": notes checked")
+		r.Say(t, aliceMx, "!dashboard", "")
+		r.WaitPost(t, "Log "+a.k.Origin()+":", "entries", "holds waiting for alice ("+o.human.ID+"): 0", o.agent.ID+" (scribe): active")
 		r.Say(t, aliceMx, "!status "+o.agent.ID, "")
 		r.WaitPost(t, o.agent.ID+" (agent, scribe): active", "ring: 2", "energy:", "balance")
 		r.Say(t, bobMx, "!status "+o.agent.ID, "")

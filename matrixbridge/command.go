@@ -18,6 +18,7 @@ const maxHistory = 50
 // Command is one room message read as a command. Verbs and what they take:
 //
 //	!help
+//	!dashboard                      the log, its witnesses, the holds waiting, the agents
 //	!holds                          the pending holds
 //	!approve HOLD [REASON...]       (HOLD may be left out in a reply to the hold's post)
 //	!reject HOLD [REASON...]
@@ -67,16 +68,17 @@ func ParseCommand(body, inReplyToHold string) (*Command, error) {
 
 // parsers read each verb's arguments into the command.
 var parsers = map[string]func(c *Command, args []string, inReplyToHold string) error{
-	"help":    func(c *Command, args []string, _ string) error { return noArgs(c.Verb, args) },
-	"holds":   func(c *Command, args []string, _ string) error { return noArgs(c.Verb, args) },
-	"approve": (*Command).parseAnswer,
-	"reject":  (*Command).parseAnswer,
-	"history": func(c *Command, args []string, _ string) error { return c.parseHistory(args) },
-	"status":  func(c *Command, args []string, _ string) error { return c.parseStatus(args) },
-	"freeze":  func(c *Command, args []string, _ string) error { return c.parseControl(args) },
-	"stop":    func(c *Command, args []string, _ string) error { return c.parseControl(args) },
-	"kill":    func(c *Command, args []string, _ string) error { return c.parseControl(args) },
-	"confirm": func(c *Command, args []string, _ string) error { return c.parseConfirm(args) },
+	"help":      func(c *Command, args []string, _ string) error { return noArgs(c.Verb, args) },
+	"holds":     func(c *Command, args []string, _ string) error { return noArgs(c.Verb, args) },
+	"dashboard": func(c *Command, args []string, _ string) error { return noArgs(c.Verb, args) },
+	"approve":   (*Command).parseAnswer,
+	"reject":    (*Command).parseAnswer,
+	"history":   func(c *Command, args []string, _ string) error { return c.parseHistory(args) },
+	"status":    func(c *Command, args []string, _ string) error { return c.parseStatus(args) },
+	"freeze":    func(c *Command, args []string, _ string) error { return c.parseControl(args) },
+	"stop":      func(c *Command, args []string, _ string) error { return c.parseControl(args) },
+	"kill":      func(c *Command, args []string, _ string) error { return c.parseControl(args) },
+	"confirm":   func(c *Command, args []string, _ string) error { return c.parseConfirm(args) },
 }
 
 func (c *Command) parseStatus(args []string) error {
@@ -181,6 +183,7 @@ func stripReplyFallback(body string) string {
 }
 
 const helpText = `Commands (your Matrix account must be mapped to an Annal human):
+!dashboard — the log, its witnesses, the holds waiting for you, the agents you oversee
 !holds — the pending holds
 !approve HOLD [REASON] / !reject HOLD [REASON] — answer a hold (or reply to its post with !approve / !reject)
 !history [AGENT] [N] — the newest N entries (default 10), of AGENT if given

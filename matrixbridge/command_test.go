@@ -19,6 +19,7 @@ func TestSpec000_5_1_CommandsReadExactly(t *testing.T) {
 		{body: "!", want: nil},
 		{body: "!help", want: &Command{Verb: "help"}},
 		{body: "!HOLDS", want: &Command{Verb: "holds"}},
+		{body: "!dashboard", want: &Command{Verb: "dashboard"}},
 		{body: "!holds now", err: "takes nothing"},
 		{body: "!approve hold-ab12 notes checked", want: &Command{Verb: "approve", Hold: "hold-ab12", Reason: "notes checked"}},
 		{body: "!reject hold-ab12", want: &Command{Verb: "reject", Hold: "hold-ab12"}},
