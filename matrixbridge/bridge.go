@@ -122,7 +122,8 @@ func mapHuman(ctx context.Context, cfg *Config, user string, newClient func(stri
 }
 
 // Run joins the room, reads its messages and posts holds and alerts until
-// ctx ends. It returns ctx's error, or the error that stopped the sync.
+// ctx ends. It returns ctx's error, or the error that stopped the sync,
+// once no command is being carried out any more. Run is called once.
 func (b *Bridge) Run(ctx context.Context) error {
 	if _, err := b.mx.JoinRoomByID(ctx, b.room); err != nil {
 		return fmt.Errorf("joining %s (invite %s to it first): %w", b.room, b.cfg.UserID, err)
@@ -142,9 +143,15 @@ func (b *Bridge) Run(ctx context.Context) error {
 	b.mx.Store = mautrix.NewMemorySyncStore()
 
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	syncErr := make(chan error, 1)
-	go func() { syncErr <- b.mx.SyncWithContext(ctx) }()
+	syncErr, syncDone := make(chan error, 1), make(chan struct{})
+	go func() {
+		defer close(syncDone)
+		syncErr <- b.mx.SyncWithContext(ctx)
+	}()
+	defer func() {
+		cancel()
+		<-syncDone // the command it was carrying out, if any, is done
+	}()
 	select {
 	case <-b.ready:
 	case err := <-syncErr:

@@ -1,8 +1,8 @@
 // Package matrixbridge is the overseer's remote control over a messaging
 // protocol (seed 000 §5.1): a Matrix bot that posts every pending hold to a
-// room and lets the room's humans answer it, read the history and an
-// agent's status, and freeze, stop or kill an agent; it also posts witness
-// problems and equivocation evidence as alerts.
+// room and lets the room's humans answer it, see a dashboard, read the
+// history and an agent's status, and freeze, stop or kill an agent; it also
+// posts witness problems and equivocation evidence as alerts.
 //
 // The bridge is a client of annald's HTTP API (package client) and nothing
 // more: it holds no kernel state and writes nothing but what a person asks
