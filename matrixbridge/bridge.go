@@ -19,6 +19,10 @@ import (
 	"github.com/annal-dev/annal/internal/inert"
 )
 
+// maxMatrixResponse bounds an answer of the homeserver (mautrix's default
+// is 512 MiB); a sync of one room with at most 50 new events is far less.
+const maxMatrixResponse = 16 << 20
+
 // Options are what New needs besides the configuration.
 type Options struct {
 	// Watch is the bridge's own client: a human's credential, used only to
@@ -92,6 +96,7 @@ func New(ctx context.Context, cfg *Config, opts Options) (*Bridge, error) {
 		return nil, fmt.Errorf("homeserver: %w", err)
 	}
 	b.mx.Log = zerolog.Nop()
+	b.mx.ResponseSizeLimit = maxMatrixResponse
 	who, err := b.mx.Whoami(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("homeserver %s: the bot's access token: %w", cfg.Homeserver, err)
@@ -138,6 +143,9 @@ func (b *Bridge) Run(ctx context.Context) error {
 		}
 		return b.mx.DontProcessOldEvents(ctx, resp, since)
 	})
+	// Only the configured room is synced: the bot may sit in others, and a
+	// sync answer stays small. Its answers are bounded (maxMatrixResponse).
+	syncer.FilterJSON = &mautrix.Filter{Room: &mautrix.RoomFilter{Rooms: []id.RoomID{b.room}, Timeline: &mautrix.FilterPart{Limit: 50}}}
 	syncer.OnEventType(event.EventMessage, b.onMessage)
 	b.mx.Syncer = syncer
 	b.mx.Store = mautrix.NewMemorySyncStore()
