@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -17,7 +16,6 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/annal-dev/annal/api"
-	"github.com/annal-dev/annal/checkpoints"
 	"github.com/annal-dev/annal/kernel"
 	"github.com/annal-dev/annal/witness"
 	"github.com/annal-dev/annal/witness/witnesstest"
@@ -31,6 +29,7 @@ type witnessedLog struct {
 	witnessURL string
 	witnessKey string // cosignature/v1 verifier key
 	policy     string
+	witness    *witnesstest.Witness
 }
 
 // witnessKnows says what the witness is told of the log.
@@ -74,13 +73,11 @@ func newWitnessedLog(t *testing.T, knows witnessKnows) *witnessedLog {
 		c.WitnessPolicy = []byte(policy)
 		c.WitnessTimeout = 5 * time.Second
 	})
-	return &witnessedLog{testServer: ts, dataDir: dir, witnessURL: w.Server.URL, witnessKey: w.VerifierKey, policy: policy}
+	return &witnessedLog{testServer: ts, dataDir: dir, witnessURL: w.Server.URL, witnessKey: w.VerifierKey, policy: policy, witness: w}
 }
 
-// forkAtWitness signs, with the log's own key, a checkpoint of the size
-// the witness last cosigned but another root, and offers it to the
-// witness: what a kernel showing two histories does. The witness refuses
-// it and keeps the two as evidence.
+// forkAtWitness has the log show the witness a second tree of the size
+// it last cosigned (witnesstest.OfferFork, with the log's own key).
 func (wl *witnessedLog) forkAtWitness(t *testing.T) {
 	t.Helper()
 	cp, err := wl.k.LatestCheckpoint(context.Background())
@@ -91,25 +88,7 @@ func (wl *witnessedLog) forkAtWitness(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	signer, err := note.NewSigner(strings.TrimSpace(string(skey)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	other := sha256.Sum256([]byte("another history"))
-	body := checkpoints.Checkpoint{Origin: wl.k.Origin(), Size: cp.Size, Hash: other}.Marshal()
-	forged, err := note.Sign(&note.Note{Text: string(body)}, signer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req := fmt.Sprintf("old %d\n\n%s", cp.Size, forged)
-	resp, err := http.Post(wl.witnessURL+"/add-checkpoint", "text/plain", bytes.NewBufferString(req))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode == http.StatusOK {
-		t.Fatal("the witness cosigned a second tree of the same size")
-	}
+	wl.witness.OfferFork(t, string(skey), wl.k.Origin(), cp.Size)
 }
 
 // TestConsoleVerifiesWitnessQuorumAndShowsEquivocation: the page checks the

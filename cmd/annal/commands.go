@@ -17,6 +17,7 @@ import (
 	"github.com/annal-dev/annal/checkpoints"
 	"github.com/annal-dev/annal/client"
 	"github.com/annal-dev/annal/internal/cli"
+	"github.com/annal-dev/annal/internal/inert"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -55,6 +56,7 @@ func newRootCommand() *cobra.Command {
 		ringsCommand(&g), descriptorsCommand(&g), elevateCommand(&g), sessionsCommand(&g), killCommand(&g), quarantineCommand(&g),
 		signalCommand(&g), sagasCommand(&g), policiesCommand(&g), keysCommand(&g), eraseCommand(&g))
 	root.AddCommand(exportCommand(&g), whoamiCommand(&g), historyCommand(&g), tailCommand(&g), mcpCommand(&g), blobsCommand(&g), execCommand(&g), gateCommand(&g), vfsCommand(&g))
+	root.AddCommand(matrixCommand(&g))
 	cli.Setup(root)
 	return root
 }
@@ -74,7 +76,7 @@ func (g *globalFlags) client(needCredential bool) (*client.Client, error) {
 	if needCredential && cred == "" {
 		return nil, errors.New("no credential: pass --credential or --credential-file, or set ANNAL_CREDENTIAL or ANNAL_CREDENTIAL_FILE")
 	}
-	c, err := client.New(g.server, cred)
+	c, err := g.clientWith(cred)
 	if err != nil {
 		return nil, err
 	}
@@ -88,12 +90,7 @@ func (g *globalFlags) client(needCredential bool) (*client.Client, error) {
 			return nil, fmt.Errorf("signing key %s: %w", file, err)
 		}
 	}
-	retry := client.DefaultRetry
-	retry.Attempts = g.retries + 1
-	retry.Notify = func(e *client.Error, attempt int, wait time.Duration) {
-		g.notef("annal: %d %s; sending again in %v (%d of %d)", e.Status, e.Message, wait.Round(time.Millisecond), attempt, g.retries)
-	}
-	return c.WithRetry(retry), nil
+	return c, nil
 }
 
 // notef tells the person at the terminal what the command is doing, on
@@ -516,16 +513,4 @@ func whoamiCommand(g *globalFlags) *cobra.Command {
 // terminalSafe makes what an agent wrote inert on a terminal: control
 // characters (escape sequences) and bidirectional overrides are shown as
 // escapes, never interpreted.
-func terminalSafe(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		switch {
-		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0),
-			r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069, r == 0x200e || r == 0x200f || r == 0x061c:
-			fmt.Fprintf(&b, "\\u%04x", r)
-		default:
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
-}
+func terminalSafe(s string) string { return inert.Text(s) }

@@ -153,22 +153,7 @@ func tailCommand(g *globalFlags) *cobra.Command {
 // NOTE says how a hold was answered, and why, where the event answers one.
 func printHistory(w io.Writer, events []api.HistoryItem) {
 	for _, e := range events {
-		var ev struct {
-			Time   string `json:"time"`
-			Actor  string `json:"actor"`
-			Kind   string `json:"kind"`
-			Action *struct {
-				Type   string `json:"type"`
-				Target string `json:"target"`
-			} `json:"action"`
-			Hold *struct {
-				ID         string `json:"id"`
-				Decision   string `json:"decision"`
-				AnsweredBy string `json:"answered_by"`
-				Reason     string `json:"reason"`
-			} `json:"hold"`
-		}
-		_ = json.Unmarshal(e.Event, &ev)
+		ev, _ := e.Summary()
 		typ, target := "", ""
 		if ev.Action != nil {
 			typ, target = ev.Action.Type, ev.Action.Target

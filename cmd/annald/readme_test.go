@@ -113,6 +113,7 @@ var readmeSections = []readmeSection{
 	{"Reading the history", "history.txtar", ""},
 	{"The agent file system", "vfs.txtar", ""},
 	{"Past one machine", "", "it needs MariaDB and an S3 store (.ci/services)"},
+	{"Holds in a Matrix room", "", "it needs a Matrix homeserver with a bot account and a room: TestREADMEMatrixSection runs its sh block as pasted, with bash, against Dendrite (.ci/services)"},
 }
 
 // notScripted holds the command lines of scripted sections that no script
