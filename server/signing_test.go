@@ -301,7 +301,7 @@ func TestSignedRequests_RotationAndRevocation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if report.Broken != nil || report.Folded != report.Size || report.Rules != 5 {
+	if report.Broken != nil || report.Folded != report.Size || report.Rules < 5 {
 		t.Fatalf("audit: %+v", report)
 	}
 }

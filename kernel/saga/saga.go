@@ -81,13 +81,16 @@ var (
 )
 
 // StepSpec describes one step. Action and Compensation are opaque names the
-// executor and compensator interpret; Compensation may be empty.
+// executor and compensator interpret; Compensation may be empty. Compensate,
+// if set, is a compensation Annal runs itself (compensate.go); a step
+// without one is compensated by its agent.
 type StepSpec struct {
-	ID             string `json:"id"`
-	Action         string `json:"action"`
-	Compensation   string `json:"compensation"`
-	MaxRetries     int    `json:"max_retries"`
-	TimeoutSeconds int    `json:"timeout_seconds"`
+	ID             string      `json:"id"`
+	Action         string      `json:"action"`
+	Compensation   string      `json:"compensation"`
+	Compensate     *Compensate `json:"compensate,omitempty"`
+	MaxRetries     int         `json:"max_retries"`
+	TimeoutSeconds int         `json:"timeout_seconds"`
 }
 
 // NewStepSpec returns a step with the §15.2 defaults: 2 retries, 300 s.
@@ -97,7 +100,7 @@ func NewStepSpec(id, action, compensation string) StepSpec {
 
 // Validate checks a step: an identifier per §17.1, a non-empty Action,
 // names at most MaxNameLength bytes, MaxRetries in [0, 10] and
-// TimeoutSeconds in [1, 86400]. There is no implicit default: a zero
+// TimeoutSeconds in [1, 86400], and Compensate valid if set. There is no implicit default: a zero
 // TimeoutSeconds is refused (use NewStepSpec).
 func (s StepSpec) Validate() error {
 	if !validID(s.ID) {
@@ -111,6 +114,11 @@ func (s StepSpec) Validate() error {
 	}
 	if s.TimeoutSeconds < 1 || s.TimeoutSeconds > MaxTimeoutSeconds {
 		return fmt.Errorf("%w: step %s: timeout_seconds %d must be in [1, %d]", ErrInvalid, s.ID, s.TimeoutSeconds, MaxTimeoutSeconds)
+	}
+	if s.Compensate != nil {
+		if err := s.Compensate.Validate(); err != nil {
+			return fmt.Errorf("step %s: %w", s.ID, err)
+		}
 	}
 	return nil
 }
