@@ -453,6 +453,7 @@ func (k *Kernel) holdLoop(stop <-chan struct{}) {
 		case <-t.C:
 			k.timeOutHolds(context.Background())
 			k.expireControl(context.Background())
+			k.expireRetention(context.Background())
 		}
 	}
 }

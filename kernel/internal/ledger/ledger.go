@@ -63,8 +63,8 @@ const (
 	// RulesIntents adds execute intents and their results (intents.go):
 	// an execute decided, and held, before it runs.
 	RulesIntents = 3
-	// Rules is the version of this release: RulesSagaBackoff (sagas.go).
-	Rules = RulesSagaBackoff
+	// Rules is the version of this release: RulesRetention (retention.go).
+	Rules = RulesRetention
 )
 
 // Ledger is the folded state. Its maps are exported for reading and for
