@@ -20,7 +20,9 @@ func TestSpec004_14_7_DeltaRetentionFlag(t *testing.T) {
 		t.Fatal(err)
 	}
 	steps := []struct {
-		c   interface{ ChangeSession(context.Context, string, api.SessionChangeRequest) (*api.Controlled, error) }
+		c interface {
+			ChangeSession(context.Context, string, api.SessionChangeRequest) (*api.Controlled, error)
+		}
 		req api.SessionChangeRequest
 	}{{root, api.SessionChangeRequest{Op: "state", State: "HANDSHAKING"}}, {agent, api.SessionChangeRequest{Op: "join"}}, {root, api.SessionChangeRequest{Op: "state", State: "ACTIVE"}}}
 	for _, s := range steps {
