@@ -74,6 +74,16 @@ func (e *sagaEnv) failInto(t *testing.T, id string, steps []api.Step) {
 // code.
 func (e *sagaEnv) run(t *testing.T, args ...string) (string, int) {
 	t.Helper()
+	out, code, err := e.runErr(args...)
+	if err != nil {
+		t.Fatalf("annal sagas run: %v", err)
+	}
+	return out, code
+}
+
+// runErr is run, with the error annal ends with when it is not an exit
+// code of its own.
+func (e *sagaEnv) runErr(args ...string) (string, int, error) {
 	cmd := newRootCommand()
 	var out, errOut bytes.Buffer
 	cmd.SetOut(&out)
@@ -81,13 +91,10 @@ func (e *sagaEnv) run(t *testing.T, args ...string) (string, int) {
 	cmd.SetArgs(append([]string{"--server", e.url, "--credential", e.cred, "sagas", "run"}, args...))
 	err := cmd.Execute()
 	var exit *exitError
-	switch {
-	case errors.As(err, &exit):
-		return out.String(), exit.code
-	case err != nil:
-		t.Fatalf("annal sagas run: %v\n%s", err, errOut.String())
+	if errors.As(err, &exit) {
+		return out.String(), exit.code, nil
 	}
-	return out.String(), 0
+	return out.String(), 0, err
 }
 
 // logged is one entry of the log.
@@ -239,5 +246,44 @@ func TestSpec004_15_2_CompensationRetriesWaitLinearBackoff(t *testing.T) {
 	last := log[len(log)-1].ev.SagaStep
 	if !strings.Contains(last.Reason, "not run") || !strings.Contains(last.Reason, "exec/true") {
 		t.Errorf("the denied compensation's reason: %q", last.Reason)
+	}
+}
+
+// §15.3, driven by the log: a run picks up where the log says the saga
+// is (a step already reported compensating is compensated, not reported
+// again), and stops at a step whose compensation is its agent's; once the
+// agent has reported it, a second run finds the saga compensated.
+func TestSpec004_15_3_RunResumesFromTheLog(t *testing.T) {
+	e := newSagaEnv(t, "exec/**:execute")
+	steps := []api.Step{
+		{ID: "manual", Action: "a", Compensation: "undone by hand"},
+		{ID: "auto", Action: "a", Compensation: "b", Compensate: &api.Compensate{Argv: []string{"true"}}},
+		{ID: "last", Action: "a", Compensation: "b", MaxRetries: new(int)},
+	}
+	e.failInto(t, "release-3", steps)
+	ctx := context.Background()
+	// A run that stopped after reporting auto compensating.
+	if _, err := e.agent.ReportStep(ctx, "release-3", "auto", api.StepReport{Transition: "compensating"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := e.runErr("release-3"); err == nil || !strings.Contains(err.Error(), "step manual") || !strings.Contains(err.Error(), "agent") {
+		t.Fatalf("a run reaching a step its agent compensates: %v", err)
+	}
+	for _, tr := range []string{"compensating", "compensated"} {
+		if _, err := e.agent.ReportStep(ctx, "release-3", "manual", api.StepReport{Transition: tr}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out, code := e.run(t, "release-3"); code != 0 || !strings.Contains(out, `"state": "compensated"`) {
+		t.Fatalf("exit %d, saga %s", code, out)
+	}
+	var got []string
+	for _, l := range e.sagaLog(t, "release-3") {
+		got = append(got, describe(t, l))
+	}
+	want := []string{"manual started", "manual succeeded", "auto started", "auto succeeded", "last started", "last failed",
+		"auto compensating", "exec/true intent", "exec/true result 0", "auto compensated", "manual compensating", "manual compensated"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("the log:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
