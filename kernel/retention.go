@@ -57,7 +57,13 @@ func (k *Kernel) sealDelta(d *delta.Delta) (done func(error), _ error) {
 	d.Sealed = &delta.Sealed{Subject: sp.Subject, Commitment: sp.Commitment}
 	return func(err error) {
 		var den *Denial
-		k.sealed.Release(sp, fresh, !(errors.As(err, &den) && !den.OutcomeUnknown))
+		refused := errors.As(err, &den) && !den.OutcomeUnknown
+		k.sealed.Release(sp, fresh, !refused)
+		if refused { // nothing names the subject: its key goes too
+			if err := k.sealed.Destroy(sp.Subject); err != nil {
+				k.logger.Warn("remove the key of a refused delta", "subject", sp.Subject, "err", err)
+			}
+		}
 	}, nil
 }
 

@@ -54,6 +54,14 @@ func TestSpec004_14_7_DeltaChangesErasedWhenRetentionEnds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A delta the kernel refuses (turn t1 again) leaves nothing sealed.
+	keys := filepath.Join(g.cfg.DataDir, "sealed", "keys")
+	if _, _, err := g.AppendDelta(ctx, a, "kept", DeltaRequest{TurnID: "t1", Changes: second}); !errors.Is(err, ErrConflict) {
+		t.Fatalf("turn t1 again: %v", err)
+	}
+	if n := countFiles(t, keys); n != 1 {
+		t.Fatalf("%d keys after one delta and one refused", n)
+	}
 	g.clock.advance(time.Hour)
 	rc2, d2, err := g.AppendDelta(ctx, a, "kept", DeltaRequest{TurnID: "t2", Changes: second})
 	if err != nil {

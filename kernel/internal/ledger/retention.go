@@ -106,7 +106,7 @@ func retentionEnded(c *checker) *Violation {
 func (l *Ledger) forgetRetained(sessionID, subject string) {
 	if s, ok := l.Sessions[sessionID]; ok {
 		s.Retained = slices.DeleteFunc(s.Retained, func(r RetainedDelta) bool { return r.Subject == subject })
-		l.touch("session/" + s.ID)
+		l.touch(sessionKey(s.ID))
 	}
 }
 
