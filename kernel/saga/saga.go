@@ -5,10 +5,13 @@
 // A Saga is a deterministic state machine with no clock and no I/O; the
 // kernel logs every transition and replays it through the same methods. A
 // method that refuses a move MUST leave the Saga unchanged. The kernel does
-// not run steps: the agent that started a saga runs each step and its
-// compensation and reports every start and result, the kernel logs each
-// transition (and times steps out), and RetryDelay is the backoff it
-// advises before a failed step is started again.
+// not run steps: the agent that started a saga runs each step and reports
+// every start and result, the kernel logs each transition (and times steps
+// out), and RetryDelay is the backoff a failed step waits before it starts
+// again (the kernel's rules refuse an earlier start, rules 6). A step's
+// compensation is run by its agent, or, when its spec names one Annal can
+// run (Compensate), by the orchestrator outside the kernel
+// (internal/sagarun, annal sagas run), as an execute the kernel decides.
 //
 // # Machine
 //
