@@ -152,6 +152,11 @@ func TestSpec004_14_7_DeltaChangesErasedWhenRetentionEnds(t *testing.T) {
 	if len(vr.Sessions) != 1 || !vr.Sessions[0].Complete || vr.Sessions[0].Head != d2.DeltaHash {
 		t.Fatalf("bundle chains %+v", vr.Sessions)
 	}
+	// The bundle opens the kept changes (checked against their commitment)
+	// and carries only the commitment of the erased ones.
+	if vr.Sealed.Opened != 1 || vr.Sealed.Closed != 1 {
+		t.Fatalf("bundle's sealed payloads %+v: want the kept changes opened, the erased closed", vr.Sealed)
+	}
 	// The state is what replaying the log gives.
 	if rep, err := Audit(ctx, LocalLog(g.cfg.DataDir), g.VerifierKey()); err != nil || rep.Broken != nil {
 		t.Fatalf("audit after erasure: %+v %v", rep, err)
