@@ -150,3 +150,26 @@ func (k *Kernel) expireRetention(ctx context.Context) {
 		}
 	}
 }
+
+// rememberFiles keeps the files a session's chain gives after d, which
+// the kernel just logged after fit, so that the session's next delta is
+// checked against them without reading the chain again; only once the
+// ledger no longer keeps them (d is sealed, or checked was set).
+func (k *Kernel) rememberFiles(sessionID string, fit *chainFiles, checked bool, d *delta.Delta) {
+	if fit == nil || (d.Sealed == nil && !checked) {
+		return
+	}
+	if d.ParentHash != fit.head {
+		k.chainFiles.Delete(sessionID) // another delta came between: read the chain next time
+		return
+	}
+	next := &chainFiles{head: d.DeltaHash}
+	if fit.files != nil {
+		next.files = maps.Clone(fit.files)
+		if delta.ApplyChanges(next.files, d.Changes) != nil {
+			k.chainFiles.Delete(sessionID)
+			return
+		}
+	}
+	k.chainFiles.Store(sessionID, next)
+}

@@ -67,6 +67,16 @@ func TestSpec004_14_7_DeltaChangesErasedWhenRetentionEnds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The kernel still checks that changes fit the session's files, though
+	// the ledger no longer keeps them: a create of an existing file is
+	// refused.
+	if _, _, err := g.AppendDelta(ctx, a, "kept", DeltaRequest{TurnID: "t3", Changes: first}); !errors.Is(err, ErrConflict) {
+		t.Fatalf("a create of an existing file: %v", err)
+	}
+	g.chainFiles.Delete("kept") // and so it does reading the chain, as after a restart
+	if _, _, err := g.AppendDelta(ctx, a, "kept", DeltaRequest{TurnID: "t3", Changes: first}); !errors.Is(err, ErrConflict) {
+		t.Fatalf("a create of an existing file, the chain read: %v", err)
+	}
 	// The log holds the commitment, not the changes.
 	ev1, entry1 := g.loggedDelta(rc1.Index)
 	until, _ := ev1.Delta.Sealed.RetainUntilTime()

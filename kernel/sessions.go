@@ -106,7 +106,7 @@ func (k *Kernel) AppendDelta(ctx context.Context, by *Actor, sessionID string, r
 	if err != nil {
 		return nil, nil, err
 	}
-	fit, err := k.filesToFit(ctx, sessionID)
+	fit, check, err := k.filesToFit(ctx, sessionID)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -120,7 +120,7 @@ func (k *Kernel) AppendDelta(ctx context.Context, by *Actor, sessionID string, r
 		return nil, nil, err
 	}
 	rc, err := k.decide(ctx, stage, func(l *ledger.Ledger, now event.Instant) (*event.Event, error) {
-		if fit != nil {
+		if check {
 			if err := checkFilesFit(l, sessionID, fit.head, fit.files, d.Changes); err != nil {
 				return nil, err
 			}
@@ -139,6 +139,7 @@ func (k *Kernel) AppendDelta(ctx context.Context, by *Actor, sessionID string, r
 	if err != nil {
 		return nil, nil, err
 	}
+	k.rememberFiles(sessionID, fit, check, &d)
 	return receiptOf(rc, "", ""), &d, nil
 }
 
@@ -148,25 +149,42 @@ type chainFiles struct {
 	files map[string]string // nil: unknown, a delta's changes were erased
 }
 
-// filesToFit is, for a session whose files the ledger no longer keeps
-// (it has sealed deltas, retention.go), the files its chain gives, which
-// the next delta's changes must fit; nil when the ledger keeps them.
-func (k *Kernel) filesToFit(ctx context.Context, sessionID string) (*chainFiles, error) {
+// filesToFit is what a session's files are at its head, which the next
+// delta's changes must fit: from the ledger while it keeps them (then the
+// fold checks the changes), else (the session has sealed deltas,
+// retention.go) from its chain, and then check says the kernel checks the
+// changes itself when it decides. nil for a session that does not exist.
+func (k *Kernel) filesToFit(ctx context.Context, sessionID string) (fit *chainFiles, check bool, _ error) {
 	k.mu.Lock()
 	se, ok := k.ledger.Sessions[sessionID]
-	unknown := ok && se.FilesUnknown
+	if ok && !se.FilesUnknown {
+		fit = &chainFiles{head: se.DeltaHead, files: maps.Clone(se.Files)}
+		if fit.files == nil {
+			fit.files = map[string]string{}
+		}
+	}
+	var head string
+	if ok {
+		head = se.DeltaHead
+	}
 	k.mu.Unlock()
-	if !unknown {
-		return nil, nil
+	switch {
+	case !ok:
+		return nil, false, nil // the fold refuses the delta
+	case fit != nil:
+		return fit, false, nil
+	}
+	if c, ok := k.chainFiles.Load(sessionID); ok && c.(*chainFiles).head == head {
+		return c.(*chainFiles), true, nil
 	}
 	files, head, known, err := k.filesOfChain(ctx, sessionID)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if !known {
 		files = nil
 	}
-	return &chainFiles{head: head, files: files}, nil
+	return &chainFiles{head: head, files: files}, true, nil
 }
 
 // zeroHashIfNone is the head of a session's chain, which the next delta
