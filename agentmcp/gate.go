@@ -351,23 +351,33 @@ func (s *gatedServer) callHandler(tool, typ string) mcp.ToolHandler {
 // recorded, then made; any other is decided as an intent (a held one
 // waits for a human), made, and its result recorded.
 func (s *gatedServer) call(ctx context.Context, tool, typ string, arguments json.RawMessage) *mcp.CallToolResult {
-	g := s.g
-	input, err := execute.CanonicalToolCall(g.cfg.Name, tool, arguments)
-	if err != nil {
-		return gateError("the arguments are not JSON: %v", err)
-	}
-	about, refused := g.about(tool, arguments, len(input))
+	about, inputOID, refused := s.prepare(ctx, tool, arguments)
 	if refused != nil {
 		return refused
-	}
-	inputOID := oid.Of(input)
-	if g.cfg.KeepBlobs {
-		s.keep(ctx, input)
 	}
 	if typ == "observe" {
 		return s.observe(ctx, tool, arguments, about, inputOID)
 	}
 	return s.execute(ctx, tool, arguments, about, inputOID)
+}
+
+// prepare is what the log will say of a call of tool and its input's OID
+// (the canonical call kept on annald with KeepBlobs), or the tool error of
+// a call that cannot be logged.
+func (s *gatedServer) prepare(ctx context.Context, tool string, arguments json.RawMessage) (map[string]any, string, *mcp.CallToolResult) {
+	g := s.g
+	input, err := execute.CanonicalToolCall(g.cfg.Name, tool, arguments)
+	if err != nil {
+		return nil, "", gateError("the arguments are not JSON: %v", err)
+	}
+	about, refused := g.about(tool, arguments, len(input))
+	if refused != nil {
+		return nil, "", refused
+	}
+	if g.cfg.KeepBlobs {
+		s.keep(ctx, input)
+	}
+	return about, oid.Of(input), nil
 }
 
 // about is what the log says of a call of tool: the server and the tool,
@@ -414,12 +424,57 @@ func (s *gatedServer) observe(ctx context.Context, tool string, arguments json.R
 // execute decides the call of tool as an intent (waiting up to HoldWait
 // for a human if it is held), makes it, and records its result.
 func (s *gatedServer) execute(ctx context.Context, tool string, arguments json.RawMessage, about map[string]any, inputOID string) *mcp.CallToolResult {
+	res, ex, err := s.executeCall(ctx, tool, arguments, about, inputOID)
+	var nm *notMadeError
+	switch {
+	case errors.As(err, &nm):
+		return notMade(nm.err)
+	case err != nil:
+		return gateError("%v", err)
+	case ex.CallErr != nil:
+		return gateError("the server failed the call: %v", ex.CallErr)
+	}
+	receipt := map[string]any{"intent": ex.Intent}
+	if ex.HoldID != "" {
+		receipt["hold_id"] = ex.HoldID
+	}
+	receipt["result"] = ex.Result
+	return withReceipt(res, receipt)
+}
+
+// Executed is what the log holds of a call made as an execute: its intent
+// (the approval's index when a human approved it), the result's receipt,
+// and the exit code recorded (0, 1 for a tool error, -1 when the server
+// answered no result; CallErr then says why).
+type Executed struct {
+	Intent   uint64
+	HoldID   string
+	Result   *api.Receipt
+	ExitCode int32
+	CallErr  error
+}
+
+// ErrNotMade is wrapped by the error of a call the server never saw: the
+// kernel denied it, a human rejected it, or the kernel could not be asked.
+var ErrNotMade = errors.New("the call was not made")
+
+type notMadeError struct{ err error }
+
+func (e *notMadeError) Error() string { return ErrNotMade.Error() + ": " + e.err.Error() }
+func (e *notMadeError) Unwrap() []error {
+	return []error{ErrNotMade, e.err}
+}
+
+// executeCall decides, makes and records one execute call. Its error wraps
+// ErrNotMade when the call was not made; any other error means it was made
+// but its result could not be recorded (its intent stays open).
+func (s *gatedServer) executeCall(ctx context.Context, tool string, arguments json.RawMessage, about map[string]any, inputOID string) (*mcp.CallToolResult, *Executed, error) {
 	g := s.g
 	hctx, cancel := context.WithTimeout(ctx, g.cfg.HoldWait)
 	defer cancel()
 	intent, err := s.kernel.DecideIntent(hctx, g.Target(tool), g.cfg.Envelope, g.cfg.Session, inputOID, about, nil, 250*time.Millisecond)
 	if err != nil {
-		return notMade(err)
+		return nil, nil, &notMadeError{err}
 	}
 	res, callErr := s.forward(ctx, tool, arguments)
 	output, exitCode := toolOutput(res, callErr)
@@ -431,17 +486,26 @@ func (s *gatedServer) execute(ctx context.Context, tool string, arguments json.R
 	defer rcancel()
 	rc, err := s.kernel.RecordResult(rctx, intent, execute.Result{OutputOID: outputOID, ArtifactHash: outputOID, ExitCode: exitCode, OutputBytes: uint64(len(output))})
 	if err != nil {
-		return gateError("the tool ran, but its result could not be recorded (intent %d stays open in the log), so the call is reported as failed: %v", intent.Index, err)
+		return nil, nil, fmt.Errorf("the tool ran, but its result could not be recorded (intent %d stays open in the log), so the call is reported as failed: %v", intent.Index, err)
 	}
-	if callErr != nil {
-		return gateError("the server failed the call: %v", callErr)
+	return res, &Executed{Intent: intent.Index, HoldID: intent.HoldID, Result: rc, ExitCode: exitCode, CallErr: callErr}, nil
+}
+
+// Execute makes one call of tool as an execute on behalf of the agent whose
+// credential kernel holds, whatever the tool's type: decided (and held for
+// a human) before the server sees it, its result recorded after, exactly as
+// an agent's call through the gate. annal sagas run makes a step's
+// compensation this way. The error wraps ErrNotMade when the call was not
+// made.
+func (g *Gate) Execute(ctx context.Context, kernel *client.Client, tool string, arguments json.RawMessage) (*Executed, error) {
+	s := &gatedServer{g: g, kernel: kernel}
+	about, inputOID, refused := s.prepare(ctx, tool, arguments)
+	if refused != nil {
+		r, _ := refused.StructuredContent.(Refusal)
+		return nil, &notMadeError{errors.New(r.Error)}
 	}
-	receipt := map[string]any{"intent": intent.Index}
-	if intent.HoldID != "" {
-		receipt["hold_id"] = intent.HoldID
-	}
-	receipt["result"] = rc
-	return withReceipt(res, receipt)
+	_, ex, err := s.executeCall(ctx, tool, arguments, about, inputOID)
+	return ex, err
 }
 
 // toolOutput is the output and exit code the log records of a call: the

@@ -115,11 +115,23 @@ type MaskRequest struct {
 // Step is one step of a saga; absent retries and timeout take §15.2's
 // defaults (2 retries, 300 s).
 type Step struct {
-	ID             string `json:"id"`
-	Action         string `json:"action"`
-	Compensation   string `json:"compensation"`
-	MaxRetries     *int   `json:"max_retries,omitempty"`
-	TimeoutSeconds *int   `json:"timeout_seconds,omitempty"`
+	ID             string      `json:"id"`
+	Action         string      `json:"action"`
+	Compensation   string      `json:"compensation"`
+	Compensate     *Compensate `json:"compensate,omitempty"`
+	MaxRetries     *int        `json:"max_retries,omitempty"`
+	TimeoutSeconds *int        `json:"timeout_seconds,omitempty"`
+}
+
+// Compensate is a step's compensation that Annal runs itself (annal sagas
+// run): a command line (Argv), run as annal exec runs it, or a call of Tool
+// of the MCP server the gate names Server, with Arguments a JSON object as
+// text. Exactly one of the two.
+type Compensate struct {
+	Argv      []string `json:"argv,omitempty"`
+	Server    string   `json:"server,omitempty"`
+	Tool      string   `json:"tool,omitempty"`
+	Arguments string   `json:"arguments,omitempty"`
 }
 
 // SagaRequest is the body of POST /v1/sagas.

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/annal-dev/annal/kernel/delta"
 	"github.com/annal-dev/annal/kernel/event"
 	"github.com/annal-dev/annal/kernel/internal/killswitch"
 	"github.com/annal-dev/annal/kernel/internal/logstore"
@@ -99,6 +100,11 @@ type Config struct {
 	// MaxPendingHolds bounds the pending holds of one envelope (threat T2:
 	// locking energy with holds).
 	MaxPendingHolds int
+	// DeltaRetention is how long a session delta's changes are kept
+	// (§14.7, default 180 days): sealed beside the log, and erased by the
+	// kernel when it ends, their hashes staying in the log for good.
+	// 0 logs the changes themselves, kept for good.
+	DeltaRetention time.Duration
 	// WitnessPolicy, if set, is a c2sp.org/tlog-policy naming witnesses
 	// (with URLs) and a quorum: every checkpoint is cosigned by a quorum
 	// before it is published (Tessera's WithWitnesses), and published
@@ -168,6 +174,7 @@ func DefaultConfig(dataDir string) Config {
 		FoldInterval:       DefaultFoldInterval,
 		Energy:             event.DefaultEnergy,
 		MaxPendingHolds:    DefaultMaxPendingHolds,
+		DeltaRetention:     delta.DefaultRetention,
 		Now:                time.Now,
 		Logger:             slog.Default(),
 	}
@@ -198,6 +205,8 @@ func (c Config) validate() error {
 		return errors.New("config: clock and logger must be set")
 	case c.KillCallbackTimeout < 0:
 		return errors.New("config: kill callback timeout must not be negative")
+	case c.DeltaRetention != 0 && c.DeltaRetention < MinDeltaRetention:
+		return fmt.Errorf("config: delta retention %v: 0 (kept for good) or at least %v", c.DeltaRetention, MinDeltaRetention)
 	}
 	if err := c.Energy.Validate(); err != nil {
 		return fmt.Errorf("config: %w", err)

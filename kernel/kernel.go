@@ -43,6 +43,9 @@ type Kernel struct {
 	logger    *slog.Logger
 	// sealed keeps sealed payloads and their subjects' keys (sealed.go).
 	sealed *sealstore.Store
+	// chainFiles caches, by session, the files a session's chain gives
+	// when the ledger no longer keeps them (retention.go).
+	chainFiles sync.Map
 
 	// mu guards the ledger, the claims and the pending energy. Decisions
 	// are taken under it against the durable ledger less what decided
@@ -458,6 +461,7 @@ func (k *Kernel) holdLoop(stop <-chan struct{}) {
 		case <-t.C:
 			k.timeOutHolds(context.Background())
 			k.expireControl(context.Background())
+			k.expireRetention(context.Background())
 		}
 	}
 }

@@ -146,6 +146,7 @@ func TestSpec15_3_SagaThroughTheKernel(t *testing.T) {
 	if st := v.Step("ship"); st.State != saga.StepFailed || v.State != saga.Running || v.RetryAfterSeconds != 1 {
 		t.Fatalf("after a timeout: step %s, saga %s, retry after %v", st.State, v.State, v.RetryAfterSeconds)
 	}
+	g.clock.advance(time.Second) // the retry's backoff (§15.2)
 	if err := report(a, "ship", "started"); err != nil {
 		t.Fatal(err)
 	}

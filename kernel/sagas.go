@@ -68,8 +68,10 @@ func (k *Kernel) ReportSagaStep(ctx context.Context, by *Actor, sagaID string, r
 type SagaView struct {
 	Saga
 	// RetryAfterSeconds is the linear backoff (§15.2) before the current
-	// step, which failed with attempts left, starts again.
-	RetryAfterSeconds float64 `json:"retry_after_seconds,omitempty"`
+	// step, which failed with attempts left, starts again; RetryAt is when
+	// its wait ends (the kernel refuses a start before, rules 6).
+	RetryAfterSeconds float64        `json:"retry_after_seconds,omitempty"`
+	RetryAt           *event.Instant `json:"retry_at,omitempty"`
 	// NextCompensation is the step to undo next while compensating
 	// (reverse order, §15.3).
 	NextCompensation string `json:"next_compensation,omitempty"`
@@ -85,9 +87,12 @@ func (k *Kernel) SagaStatus(id string) (*SagaView, error) {
 	}
 	v := &SagaView{Saga: *s}
 	v.Saga.Saga = *s.Saga.Clone()
-	v.StepStarted = maps.Clone(s.StepStarted)
-	if cur := v.Current(); cur != nil && cur.State == saga.StepFailed && v.State == saga.Running {
-		v.RetryAfterSeconds = saga.RetryDelay(cur.Attempts).Seconds()
+	v.StepStarted, v.StepFailed = maps.Clone(s.StepStarted), maps.Clone(s.StepFailed)
+	if cur := v.Current(); cur != nil {
+		if at, ok := s.RetryAt(cur.Spec.ID); ok {
+			v.RetryAfterSeconds = saga.RetryDelay(cur.Attempts).Seconds()
+			v.RetryAt = &at
+		}
 	}
 	v.NextCompensation, _ = v.Saga.Saga.NextCompensation()
 	return v, nil

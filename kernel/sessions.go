@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -119,19 +120,85 @@ func (k *Kernel) AppendDelta(ctx context.Context, by *Actor, sessionID string, r
 	if err != nil {
 		return nil, nil, err
 	}
-	var d delta.Delta
-	rc, err := k.decide(ctx, stage, func(l *ledger.Ledger, now event.Instant) (*event.Event, error) {
-		d = delta.Delta{DeltaID: id, TurnID: req.TurnID, SessionID: sessionID, AgentDID: by.ID, Timestamp: now.String(),
-			Changes: slices.Clone(req.Changes), ParentHash: zeroHashIfNone(l, sessionID)}
-		if err := d.Seal(); err != nil {
-			return nil, formError(stage, "%v", err)
-		}
-		return &event.Event{Kind: event.KindSessionDelta, Actor: by.ID, Session: sessionID, Delta: &d}, nil
-	})
+	fit, check, err := k.filesToFit(ctx, sessionID)
 	if err != nil {
 		return nil, nil, err
 	}
+	d := delta.Delta{DeltaID: id, TurnID: req.TurnID, SessionID: sessionID, AgentDID: by.ID, Changes: slices.Clone(req.Changes),
+		Timestamp: event.At(k.cfg.Now()).String(), ParentHash: delta.ZeroHash} // set again when decided
+	if err := d.Seal(); err != nil { // the changes' form, before they are sealed
+		return nil, nil, formError(stage, "%v", err)
+	}
+	done, err := k.sealDelta(&d)
+	if err != nil {
+		return nil, nil, err
+	}
+	rc, err := k.decide(ctx, stage, func(l *ledger.Ledger, now event.Instant) (*event.Event, error) {
+		if check {
+			if err := checkFilesFit(l, sessionID, fit.head, fit.files, d.Changes); err != nil {
+				return nil, err
+			}
+		}
+		d.Timestamp, d.ParentHash = now.String(), zeroHashIfNone(l, sessionID)
+		if d.Sealed != nil {
+			d.Sealed.RetainUntil = k.retainUntil(now)
+		}
+		if err := d.Seal(); err != nil {
+			return nil, formError(stage, "%v", err)
+		}
+		logged := d.Logged()
+		return &event.Event{Kind: event.KindSessionDelta, Actor: by.ID, Session: sessionID, Delta: &logged}, nil
+	})
+	done(err)
+	if err != nil {
+		return nil, nil, err
+	}
+	k.rememberFiles(sessionID, fit, check, &d)
 	return receiptOf(rc, "", ""), &d, nil
+}
+
+// chainFiles is what a session's files are after its chain's head.
+type chainFiles struct {
+	head  string
+	files map[string]string // nil: unknown, a delta's changes were erased
+}
+
+// filesToFit is what a session's files are at its head, which the next
+// delta's changes must fit: from the ledger while it keeps them (then the
+// fold checks the changes), else (the session has sealed deltas,
+// retention.go) from its chain, and then check says the kernel checks the
+// changes itself when it decides. nil for a session that does not exist.
+func (k *Kernel) filesToFit(ctx context.Context, sessionID string) (fit *chainFiles, check bool, _ error) {
+	k.mu.Lock()
+	se, ok := k.ledger.Sessions[sessionID]
+	if ok && !se.FilesUnknown {
+		fit = &chainFiles{head: se.DeltaHead, files: maps.Clone(se.Files)}
+		if fit.files == nil {
+			fit.files = map[string]string{}
+		}
+	}
+	var head string
+	if ok {
+		head = se.DeltaHead
+	}
+	k.mu.Unlock()
+	switch {
+	case !ok:
+		return nil, false, nil // the fold refuses the delta
+	case fit != nil:
+		return fit, false, nil
+	}
+	if c, ok := k.chainFiles.Load(sessionID); ok && c.(*chainFiles).head == head {
+		return c.(*chainFiles), true, nil
+	}
+	files, head, known, err := k.filesOfChain(ctx, sessionID)
+	if err != nil {
+		return nil, false, err
+	}
+	if !known {
+		files = nil
+	}
+	return &chainFiles{head: head, files: files}, true, nil
 }
 
 // zeroHashIfNone is the head of a session's chain, which the next delta
@@ -143,7 +210,9 @@ func zeroHashIfNone(l *ledger.Ledger, sessionID string) string {
 	return strings.Repeat("0", 64)
 }
 
-// SessionChain returns a session's deltas in order with their log indices.
+// SessionChain returns a session's deltas in order with their log indices,
+// a sealed delta opened (its changes beside their commitment) while the
+// kernel keeps its changes (retention.go).
 func (k *Kernel) SessionChain(ctx context.Context, sessionID string) ([]delta.Delta, []uint64, error) {
 	k.mu.Lock()
 	se, ok := k.ledger.Sessions[sessionID]
@@ -165,7 +234,7 @@ func (k *Kernel) SessionChain(ctx context.Context, sessionID string) ([]delta.De
 		if err != nil || ev.Delta == nil {
 			return nil, nil, fmt.Errorf("entry %d is not a delta: %v", i, err)
 		}
-		out = append(out, *ev.Delta)
+		out = append(out, k.openDelta(*ev.Delta))
 	}
 	return out, indices, nil
 }
@@ -187,7 +256,9 @@ func (k *Kernel) Rollback(ctx context.Context, sessionID, turn string) (*Rollbac
 		return nil, err
 	}
 	files, err := delta.StateAt(deltas, turn)
-	if err != nil {
+	if errors.Is(err, delta.ErrErased) {
+		return nil, denyAt("delta", "", ErrErased, "session %s cannot be rolled back: %v", sessionID, err)
+	} else if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNotFound, err)
 	}
 	undo, err := delta.Rollback(deltas, turn)

@@ -290,6 +290,9 @@ func (s *Server) startSaga(r *http.Request, by *kernel.Actor, req *api.SagaReque
 	steps := make([]saga.StepSpec, len(req.Steps))
 	for i, st := range req.Steps {
 		steps[i] = saga.NewStepSpec(st.ID, st.Action, st.Compensation)
+		if c := st.Compensate; c != nil {
+			steps[i].Compensate = &saga.Compensate{Argv: c.Argv, Server: c.Server, Tool: c.Tool, Arguments: c.Arguments}
+		}
 		if st.MaxRetries != nil {
 			steps[i].MaxRetries = *st.MaxRetries
 		}

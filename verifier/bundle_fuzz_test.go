@@ -2,7 +2,9 @@ package verifier
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
+	"os"
 	"testing"
 
 	"github.com/annal-dev/annal/format/bundle"
@@ -96,6 +98,20 @@ func FuzzCheckDeltaEvent(f *testing.F) {
 	e1, _ := deltaEntry(f, 1, "s-1", h0)
 	f.Add(e0, e1)
 	f.Add(e1, e0)
+	// A plain delta, then one whose changes are sealed (retention).
+	if raw, err := os.ReadFile("../testvectors/deltas.json"); err == nil {
+		var v struct {
+			Chain []struct {
+				Entry string `json:"entry"`
+			} `json:"chain"`
+		}
+		if err := json.Unmarshal(raw, &v); err != nil {
+			f.Fatal(err)
+		}
+		for i := 1; i < len(v.Chain); i++ {
+			f.Add([]byte(v.Chain[i-1].Entry), []byte(v.Chain[i].Entry))
+		}
+	}
 	f.Fuzz(func(t *testing.T, a, b []byte) {
 		c, err := VerifyDeltaChain([][]byte{a, b}, false)
 		if err != nil {

@@ -21,11 +21,19 @@ const DeltaKind = "session.delta"
 var ZeroDeltaHash = strings.Repeat("0", 64)
 
 // deltaMembers are the members of a delta, each with whether it is a string
-// (changes is an array). delta_hash covers all but itself.
+// (changes is an array, sealed an object). delta_hash covers all but
+// itself. A delta whose changes are kept for a time only (§14.7) carries
+// sealed, the commitment to them, in place of changes: exactly one of the
+// two.
 var deltaMembers = map[string]bool{
 	"agent_did": true, "changes": false, "delta_hash": true, "delta_id": true,
 	"parent_hash": true, "session_id": true, "timestamp": true, "turn_id": true,
+	"sealed": false,
 }
+
+// deltaContent are the members of which a delta has exactly one, with the
+// first byte of their JSON.
+var deltaContent = map[string]byte{"changes": '[', "sealed": '{'}
 
 // DeltaLink is one verified delta: its own hash recomputes from its members,
 // and its session, agent and time are the event's.
@@ -132,16 +140,49 @@ func deltaStrings(eventID string, members map[string]json.RawMessage) (map[strin
 				return nil, fmt.Errorf("event %s: delta %s is not a string", eventID, name)
 			}
 			str[name] = s
-		} else if len(members[name]) == 0 || members[name][0] != '[' {
-			return nil, fmt.Errorf("event %s: delta %s is not an array", eventID, name)
+		} else if len(members[name]) == 0 || members[name][0] != deltaContent[name] {
+			return nil, fmt.Errorf("event %s: delta %s is not an %s", eventID, name, map[byte]string{'[': "array", '{': "object"}[deltaContent[name]])
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(deltaMembers)) { // the same member named every time
-		if _, ok := members[name]; !ok {
+		if _, ok := members[name]; !ok && deltaContent[name] == 0 {
 			return nil, fmt.Errorf("event %s: delta lacks %q", eventID, name)
 		}
 	}
+	_, changes := members["changes"]
+	sealed, isSealed := members["sealed"]
+	if changes == isSealed {
+		return nil, fmt.Errorf("event %s: delta has changes or sealed (a commitment to them), exactly one", eventID)
+	}
+	if isSealed {
+		if err := checkSealedDelta(sealed, str["delta_id"]); err != nil {
+			return nil, fmt.Errorf("event %s: delta sealed: %v", eventID, err)
+		}
+	}
 	return str, nil
+}
+
+// checkSealedDelta checks a delta's sealed member: exactly "subject"
+// ("delta:" and the delta's id), "commitment" ("sha256:" and 64 lower-case
+// hex digits) and "retain_until", all strings.
+func checkSealedDelta(raw json.RawMessage, deltaID string) error {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil || len(m) != 3 {
+		return fmt.Errorf("not an object of subject, commitment and retain_until")
+	}
+	var subject, commitment, until string
+	for name, dst := range map[string]*string{"subject": &subject, "commitment": &commitment, "retain_until": &until} {
+		if err := json.Unmarshal(m[name], dst); err != nil {
+			return fmt.Errorf("%s is not a string", name)
+		}
+	}
+	if subject != "delta:"+deltaID {
+		return fmt.Errorf("subject %q is not \"delta:\" and the delta's id", abbreviate(subject))
+	}
+	if hex, ok := strings.CutPrefix(commitment, "sha256:"); !ok || !isLowerHex64(hex) {
+		return fmt.Errorf("commitment %q is not sha256:<64 lower-case hex>", abbreviate(commitment))
+	}
+	return nil
 }
 
 // agrees checks the link's hashes, and that the delta's session, agent and

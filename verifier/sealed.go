@@ -56,33 +56,45 @@ type opening struct {
 	payload, salt []byte
 }
 
-// readSealed returns the sealed payload an action entry carries, or nil.
+// readSealed returns the sealed payload an action entry, or a delta entry
+// for its changes, carries, or nil.
 func readSealed(kind string, entry []byte) (*sealedFacts, error) {
 	if !bytes.Contains(entry, []byte(`"sealed":{`)) {
 		return nil, nil
+	}
+	type commitment struct {
+		Subject    string `json:"subject"`
+		Commitment string `json:"commitment"`
 	}
 	var e struct {
 		Action *struct {
 			Payload     json.RawMessage `json:"payload"`
 			PayloadHash *string         `json:"payload_hash"`
-			Sealed      *struct {
-				Subject    string `json:"subject"`
-				Commitment string `json:"commitment"`
-			} `json:"sealed"`
+			Sealed      *commitment     `json:"sealed"`
 		} `json:"action"`
+		// A delta's changes kept for a time only (§14.7) are sealed too
+		// (deltachain.go checks the member's form).
+		Delta *struct {
+			Sealed *commitment `json:"sealed"`
+		} `json:"delta"`
 	}
 	if err := json.Unmarshal(entry, &e); err != nil {
 		return nil, err
 	}
-	if e.Action == nil || e.Action.Sealed == nil {
-		return nil, nil
-	}
-	s := e.Action.Sealed
+	var s *commitment
 	switch {
+	case e.Delta != nil && e.Delta.Sealed != nil && kind == DeltaKind:
+		s = e.Delta.Sealed
+	case e.Action == nil || e.Action.Sealed == nil:
+		return nil, nil
 	case !isActionKind(kind):
 		return nil, fmt.Errorf("a %s event carries a sealed payload", kind)
 	case e.Action.Payload != nil || e.Action.PayloadHash != nil:
 		return nil, errors.New("the action carries a sealed payload and a payload or payload_hash")
+	default:
+		s = e.Action.Sealed
+	}
+	switch {
 	case !sealSubjectPattern.MatchString(s.Subject):
 		return nil, fmt.Errorf("sealed payload subject %q is malformed", s.Subject)
 	case !sealCommitmentPattern.MatchString(s.Commitment):

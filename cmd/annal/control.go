@@ -267,7 +267,7 @@ func signalCommand(g *globalFlags) *cobra.Command {
 func sagasCommand(g *globalFlags) *cobra.Command {
 	ss := &cobra.Command{Use: "sagas", Short: "Sagas: multi-step work with retries and reverse-order compensation (§15)"}
 	var spec string
-	start := leaf(g, "start --spec JSON|@FILE", "Start a saga (an agent): {\"id\":..., \"session\":..., \"steps\":[{\"id\",\"action\",\"compensation\"}]}", cobra.NoArgs,
+	start := leaf(g, "start --spec JSON|@FILE", "Start a saga (an agent): {\"id\":..., \"session\":..., \"steps\":[{\"id\",\"action\",\"compensation\",\"compensate\"?}]}", cobra.NoArgs,
 		func(ctx context.Context, c *client.Client, _ []string) (any, error) {
 			raw, err := readJSONArg(spec)
 			if err != nil {
@@ -287,7 +287,7 @@ func sagasCommand(g *globalFlags) *cobra.Command {
 			return c.ReportStep(ctx, args[0], args[1], api.StepReport{Transition: args[2], Reason: reason})
 		})
 	report.Flags().StringVar(&reason, "reason", "", "why a step failed")
-	ss.AddCommand(start, report,
+	ss.AddCommand(start, report, sagaRunCommand(g),
 		leaf(g, "list", "List sagas", cobra.NoArgs, func(ctx context.Context, c *client.Client, _ []string) (any, error) { return c.Sagas(ctx) }),
 		leaf(g, "show ID", "Show a saga and its next move", cobra.ExactArgs(1), func(ctx context.Context, c *client.Client, a []string) (any, error) { return c.Saga(ctx, a[0]) }))
 	return ss

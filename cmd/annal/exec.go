@@ -120,39 +120,12 @@ func runExec(cmd *cobra.Command, g *globalFlags, f *execFlags, argv []string) er
 		return err
 	}
 	defer cleanup()
-	input, err := execute.CanonicalCommand(argv, stdinOID)
+	e := &execution{argv: argv, target: f.target, envelope: f.envelope, session: f.session, private: f.private, keepBlobs: f.keepBlobs,
+		holdWait: f.holdWait, stdin: stdin, stdinOID: stdinOID, stdout: cmd.OutOrStdout(), stderr: cmd.ErrOrStderr(),
+		artifactHash: func(outputOID string) string { return f.artifactHash(cmd.Context(), g, c, outputOID) }}
+	ran, err := e.run(cmd.Context(), g, c)
 	if err != nil {
 		return err
-	}
-	about := map[string]any{"stdin_oid": stdinOID}
-	if !f.private {
-		about["argv"] = argv
-	}
-	ctx, cancel := context.WithTimeout(cmd.Context(), f.holdWait+g.timeout)
-	defer cancel()
-	intent, err := c.DecideIntent(ctx, f.target, f.envelope, f.session, oid.Of(input), about, func(hold string) {
-		g.notef("annal: %s on %s is held for a human (hold %s); waiting up to %v", "execute", f.target, hold, f.holdWait)
-	}, 250*time.Millisecond)
-	if err != nil {
-		return notAllowed(err)
-	}
-	if f.keepBlobs {
-		keepBlobs(cmd.Context(), g, c, input, readBack(g, stdin))
-	}
-
-	stdout, stderr := newTee(cmd.OutOrStdout(), f.keepBlobs), newTee(cmd.ErrOrStderr(), f.keepBlobs)
-	code := runCommand(argv, stdin, stdout, stderr, func(err error) { g.notef("annal: %v", err) })
-	result := execute.Result{OutputOID: stdout.oid(), ExitCode: int32(code), OutputBytes: stdout.n + stderr.n,
-		About: map[string]any{"stderr_oid": stderr.oid()}}
-	result.ArtifactHash = f.artifactHash(cmd.Context(), g, c, result.OutputOID)
-	if f.keepBlobs {
-		keepBlobs(cmd.Context(), g, c, stdout.blob(g, "stdout"), stderr.blob(g, "stderr"))
-	}
-	rctx, rcancel := context.WithTimeout(context.WithoutCancel(cmd.Context()), g.timeout)
-	defer rcancel()
-	rc, err := c.RecordResult(rctx, intent, result)
-	if err != nil {
-		return &exitError{code: exitNotRecorded, msg: fmt.Sprintf("annal: the command exited %d but its result could not be recorded (intent %d stays open in the log): %v", code, intent.Index, err)}
 	}
 	if f.receipt != "" {
 		var out struct {
@@ -160,15 +133,82 @@ func runExec(cmd *cobra.Command, g *globalFlags, f *execFlags, argv []string) er
 			Hold   string       `json:"hold_id,omitempty"`
 			Result *api.Receipt `json:"result"`
 		}
-		out.Intent, out.Hold, out.Result = intent.Index, intent.HoldID, rc
+		out.Intent, out.Hold, out.Result = ran.intent.Index, ran.intent.HoldID, ran.result
 		if err := writeReceipts(f.receipt, out); err != nil {
 			g.notef("annal: --receipt: %v", err)
 		}
 	}
-	if code != 0 {
-		return &exitError{code: code}
+	if ran.code != 0 {
+		return &exitError{code: ran.code}
 	}
 	return nil
+}
+
+// execution is one command run as an execute: decided (and held for a
+// human) before it starts, its result recorded after. annal exec runs one,
+// and so does annal sagas run for a compensation that is a command.
+type execution struct {
+	argv                      []string
+	target, envelope, session string
+	private, keepBlobs        bool
+	holdWait                  time.Duration
+	stdin                     *os.File // nil: an empty stdin
+	stdinOID                  string
+	stdout, stderr            io.Writer
+	// artifactHash is the result's artifact_hash given stdout's OID; nil:
+	// stdout's OID.
+	artifactHash func(outputOID string) string
+}
+
+// executed is what the log holds of an execution: its intent, its
+// result's receipt and the exit code recorded.
+type executed struct {
+	intent *client.Intent
+	result *api.Receipt
+	code   int
+}
+
+// run decides, runs and records e. Its error is an *exitError:
+// exitNotAllowed when the command never started, exitNotRecorded when it
+// ran but its result could not be committed.
+func (e *execution) run(ctx context.Context, g *globalFlags, c *client.Client) (*executed, error) {
+	input, err := execute.CanonicalCommand(e.argv, e.stdinOID)
+	if err != nil {
+		return nil, err
+	}
+	about := map[string]any{"stdin_oid": e.stdinOID}
+	if !e.private {
+		about["argv"] = e.argv
+	}
+	hctx, cancel := context.WithTimeout(ctx, e.holdWait+g.timeout)
+	defer cancel()
+	intent, err := c.DecideIntent(hctx, e.target, e.envelope, e.session, oid.Of(input), about, func(hold string) {
+		g.notef("annal: %s on %s is held for a human (hold %s); waiting up to %v", "execute", e.target, hold, e.holdWait)
+	}, 250*time.Millisecond)
+	if err != nil {
+		return nil, notAllowed(err)
+	}
+	if e.keepBlobs {
+		keepBlobs(ctx, g, c, input, readBack(g, e.stdin))
+	}
+	stdout, stderr := newTee(e.stdout, e.keepBlobs), newTee(e.stderr, e.keepBlobs)
+	code := runCommand(e.argv, e.stdin, stdout, stderr, func(err error) { g.notef("annal: %v", err) })
+	result := execute.Result{OutputOID: stdout.oid(), ExitCode: int32(code), OutputBytes: stdout.n + stderr.n,
+		About: map[string]any{"stderr_oid": stderr.oid()}}
+	result.ArtifactHash = result.OutputOID
+	if e.artifactHash != nil {
+		result.ArtifactHash = e.artifactHash(result.OutputOID)
+	}
+	if e.keepBlobs {
+		keepBlobs(ctx, g, c, stdout.blob(g, "stdout"), stderr.blob(g, "stderr"))
+	}
+	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), g.timeout)
+	defer rcancel()
+	rc, err := c.RecordResult(rctx, intent, result)
+	if err != nil {
+		return nil, &exitError{code: exitNotRecorded, msg: fmt.Sprintf("annal: the command exited %d but its result could not be recorded (intent %d stays open in the log): %v", code, intent.Index, err)}
+	}
+	return &executed{intent: intent, result: rc, code: code}, nil
 }
 
 // notAllowed is annal exec's exit when the kernel did not allow the

@@ -6,13 +6,13 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/annal-dev/annal/api"
+	"github.com/annal-dev/annal/internal/servicestest"
 )
 
 type bearerRoundTripper struct{ cred string }
@@ -103,25 +103,8 @@ func TestMCPOverHTTPAndStdio(t *testing.T) {
 }
 
 // npmBin is the path of a program from the npm packages .ci/test installs
-// (.ci/npm, named by ANNAL_NPM_BIN): MCP clients and servers no one here
-// wrote. Without them the test skips, unless ANNAL_REQUIRE_BROWSER says
-// this is the full test run.
-func npmBin(t *testing.T, name string) string {
-	t.Helper()
-	dir := os.Getenv("ANNAL_NPM_BIN")
-	if dir == "" {
-		dir, _ = filepath.Abs("../../.ci/npm/node_modules/.bin")
-	}
-	p := filepath.Join(dir, name)
-	if _, err := os.Stat(p); err == nil {
-		return p
-	}
-	if os.Getenv("ANNAL_REQUIRE_BROWSER") != "" {
-		t.Fatalf("%s (npm) is not installed: bash .ci/test installs it", name)
-	}
-	t.Skipf("%s (npm) is not installed: bash .ci/test installs it", name)
-	return ""
-}
+// (servicestest.NPMBin).
+func npmBin(t *testing.T, name string) string { return servicestest.NPMBin(t, name) }
 
 // TestMCPWithTheOfficialInspector: a client no one here wrote, the MCP
 // inspector's CLI, lists the tools and submits an action over annald's

@@ -25,6 +25,7 @@ import (
 	"github.com/annal-dev/annal/internal/fastpost"
 	"github.com/annal-dev/annal/internal/gcgoal"
 	"github.com/annal-dev/annal/kernel"
+	"github.com/annal-dev/annal/kernel/delta"
 	"github.com/annal-dev/annal/kernel/event"
 	"github.com/annal-dev/annal/server"
 	"github.com/spf13/cobra"
@@ -71,6 +72,7 @@ type serveFlags struct {
 	noRateLimit           bool
 	killWebhook           string
 	killTimeout           time.Duration
+	deltaRetention        time.Duration
 	maxConnections        int
 	idleTimeout           time.Duration
 	fastPost              bool
@@ -128,6 +130,7 @@ func newServeCommand() *cobra.Command {
 	fl.BoolVar(&f.noRateLimit, "no-rate-limit", false, "turn the rate limit gate off")
 	fl.StringVar(&f.killWebhook, "kill-webhook", "", "URL to POST {agent, session, reason} to when an agent is killed; a 2xx answer confirms termination")
 	fl.DurationVar(&f.killTimeout, "kill-timeout", 5*time.Second, "how long the kill webhook may take (§12.5)")
+	fl.DurationVar(&f.deltaRetention, "delta-retention", delta.DefaultRetention, "how long a session delta's changes are kept (sealed beside the log, then erased by the kernel; their hashes stay in the log for good); 0: the changes are logged themselves, kept for good (§14.7)")
 	fl.IntVar(&f.maxConnections, "max-connections", 1024, "most client connections served at once; more wait to be accepted")
 	fl.DurationVar(&f.idleTimeout, "idle-timeout", 120*time.Second, "how long an idle keep-alive connection stays open")
 	fl.BoolVar(&f.fastPost, "fast-post", true, "serve plainly framed POST /v1/actions requests without net/http's work for each request (internal/fastpost), on plain HTTP; false: net/http serves every request")
@@ -254,6 +257,7 @@ func (f serveFlags) kernelConfig(logger *slog.Logger) (kernel.Config, error) {
 	cfg.Energy.PerTick = f.energyPerTick
 	cfg.Energy.TickMillis = uint64(f.tick / time.Millisecond)
 	cfg.DisableRateLimit = f.noRateLimit
+	cfg.DeltaRetention = f.deltaRetention
 	if len(f.rateLimits) > 0 {
 		limits, err := parseRateLimits(f.rateLimits)
 		if err != nil {

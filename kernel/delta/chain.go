@@ -95,6 +95,9 @@ func (c *Chain) Append(d Delta) error {
 	if c.turns[d.TurnID] {
 		return fail("turn_id %q appears twice in the chain", d.TurnID)
 	}
+	if d.Sealed != nil && d.Changes == nil {
+		return fmt.Errorf("%w: position %d (delta %s): its changes were erased when its retention ended (%s)", ErrErased, pos, d.DeltaID, d.Sealed.RetainUntil)
+	}
 	if err := ApplyChanges(c.files, d.Changes); err != nil {
 		return fail("%v", err)
 	}

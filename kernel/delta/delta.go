@@ -53,14 +53,16 @@ type Change struct {
 	ContentHash string `json:"content_hash,omitempty"`
 }
 
-// Delta is one agent turn's changes in a session.
+// Delta is one agent turn's changes in a session: the changes themselves,
+// or (retention.go) Sealed, a commitment to them kept in their place.
 type Delta struct {
 	DeltaID   string   `json:"delta_id"`
 	TurnID    string   `json:"turn_id"`
 	SessionID string   `json:"session_id"`
 	AgentDID  string   `json:"agent_did"`
 	Timestamp string   `json:"timestamp"`
-	Changes   []Change `json:"changes"`
+	Changes   []Change `json:"changes,omitempty"`
+	Sealed    *Sealed  `json:"sealed,omitempty"`
 	// ParentHash is the previous delta's DeltaHash, or ZeroHash.
 	ParentHash string `json:"parent_hash"`
 	DeltaHash  string `json:"delta_hash"`
@@ -89,15 +91,19 @@ func (d *Delta) Hash() (string, error) {
 	}
 	c := *d
 	c.DeltaHash = ""
+	if c.Sealed != nil {
+		c.Changes = nil // an opened delta: the hash covers the commitment
+	}
 	raw, err := json.Marshal(struct {
 		DeltaID    string   `json:"delta_id"`
 		TurnID     string   `json:"turn_id"`
 		SessionID  string   `json:"session_id"`
 		AgentDID   string   `json:"agent_did"`
 		Timestamp  string   `json:"timestamp"`
-		Changes    []Change `json:"changes"`
+		Changes    []Change `json:"changes,omitempty"`
+		Sealed     *Sealed  `json:"sealed,omitempty"`
 		ParentHash string   `json:"parent_hash"`
-	}{c.DeltaID, c.TurnID, c.SessionID, c.AgentDID, c.Timestamp, c.Changes, c.ParentHash})
+	}{c.DeltaID, c.TurnID, c.SessionID, c.AgentDID, c.Timestamp, c.Changes, c.Sealed, c.ParentHash})
 	if err != nil {
 		return "", err
 	}
@@ -158,7 +164,16 @@ func (d *Delta) validateFields() error {
 	if err != nil || t.UTC().Format(time.RFC3339Nano) != d.Timestamp {
 		return fmt.Errorf("delta %s: timestamp %q is not RFC 3339 UTC in canonical form", d.DeltaID, d.Timestamp)
 	}
-	return d.validateChanges()
+	if d.Sealed == nil {
+		return d.validateChanges()
+	}
+	if err := d.validateSealed(); err != nil {
+		return err
+	}
+	if d.Changes != nil {
+		return d.validateChanges() // opened
+	}
+	return nil
 }
 
 // validateChanges checks the list of changes: 1 to MaxChanges, each path

@@ -171,5 +171,5 @@ func sealedMember(m map[string]json.RawMessage) (json.RawMessage, error) {
 
 // The parts of its kinds (parts.go).
 func init() {
-	kinds[KindSubjectErased] = carries(must("erasure"))
+	kinds[KindSubjectErased] = carries(must("erasure"), may("session")) // a delta's changes: its session (retention)
 }

@@ -107,6 +107,9 @@ func (c *SessionChange) check(*Event) error {
 // that it names the event's session, actor and time.
 func checkDelta(e *Event) error {
 	d := e.Delta
+	if d.Sealed != nil && d.Changes != nil {
+		return fmt.Errorf("delta %s: a sealed delta is logged without its changes", d.DeltaID)
+	}
 	if err := d.Validate(); err != nil {
 		return err
 	}

@@ -5,10 +5,13 @@
 // A Saga is a deterministic state machine with no clock and no I/O; the
 // kernel logs every transition and replays it through the same methods. A
 // method that refuses a move MUST leave the Saga unchanged. The kernel does
-// not run steps: the agent that started a saga runs each step and its
-// compensation and reports every start and result, the kernel logs each
-// transition (and times steps out), and RetryDelay is the backoff it
-// advises before a failed step is started again.
+// not run steps: the agent that started a saga runs each step and reports
+// every start and result, the kernel logs each transition (and times steps
+// out), and RetryDelay is the backoff a failed step waits before it starts
+// again (the kernel's rules refuse an earlier start, rules 6). A step's
+// compensation is run by its agent, or, when its spec names one Annal can
+// run (Compensate), by the orchestrator outside the kernel
+// (internal/sagarun, annal sagas run), as an execute the kernel decides.
 //
 // # Machine
 //
@@ -81,13 +84,16 @@ var (
 )
 
 // StepSpec describes one step. Action and Compensation are opaque names the
-// executor and compensator interpret; Compensation may be empty.
+// executor and compensator interpret; Compensation may be empty. Compensate,
+// if set, is a compensation Annal runs itself (compensate.go); a step
+// without one is compensated by its agent.
 type StepSpec struct {
-	ID             string `json:"id"`
-	Action         string `json:"action"`
-	Compensation   string `json:"compensation"`
-	MaxRetries     int    `json:"max_retries"`
-	TimeoutSeconds int    `json:"timeout_seconds"`
+	ID             string      `json:"id"`
+	Action         string      `json:"action"`
+	Compensation   string      `json:"compensation"`
+	Compensate     *Compensate `json:"compensate,omitempty"`
+	MaxRetries     int         `json:"max_retries"`
+	TimeoutSeconds int         `json:"timeout_seconds"`
 }
 
 // NewStepSpec returns a step with the §15.2 defaults: 2 retries, 300 s.
@@ -97,7 +103,7 @@ func NewStepSpec(id, action, compensation string) StepSpec {
 
 // Validate checks a step: an identifier per §17.1, a non-empty Action,
 // names at most MaxNameLength bytes, MaxRetries in [0, 10] and
-// TimeoutSeconds in [1, 86400]. There is no implicit default: a zero
+// TimeoutSeconds in [1, 86400], and Compensate valid if set. There is no implicit default: a zero
 // TimeoutSeconds is refused (use NewStepSpec).
 func (s StepSpec) Validate() error {
 	if !validID(s.ID) {
@@ -111,6 +117,11 @@ func (s StepSpec) Validate() error {
 	}
 	if s.TimeoutSeconds < 1 || s.TimeoutSeconds > MaxTimeoutSeconds {
 		return fmt.Errorf("%w: step %s: timeout_seconds %d must be in [1, %d]", ErrInvalid, s.ID, s.TimeoutSeconds, MaxTimeoutSeconds)
+	}
+	if s.Compensate != nil {
+		if err := s.Compensate.Validate(); err != nil {
+			return fmt.Errorf("step %s: %w", s.ID, err)
+		}
 	}
 	return nil
 }

@@ -30,7 +30,8 @@ func TestKernelSignalsByRulesVersion(t *testing.T) {
 // A release adds its rules as one version: what this one adds is all
 // version Rules, so a log folds each of them from the same entry on.
 func TestThisReleasesRulesAreOneVersion(t *testing.T) {
-	for name, v := range map[string]int{"RulesPolicyKill": RulesPolicyKill, "RulesIntentLocks": RulesIntentLocks, "RulesVFS": RulesVFS} {
+	for name, v := range map[string]int{"RulesPolicyKill": RulesPolicyKill, "RulesIntentLocks": RulesIntentLocks, "RulesVFS": RulesVFS,
+		"RulesSagaBackoff": RulesSagaBackoff, "RulesRetention": RulesRetention} {
 		if v != Rules {
 			t.Errorf("%s = %d, this release's rules are %d", name, v, Rules)
 		}

@@ -65,7 +65,8 @@ const (
 	RulesIntents = 3
 	// Rules is the version of this release, which adds at once what the
 	// seeds' last rows need: RulesPolicyKill (control.go), RulesIntentLocks
-	// (coordination.go) and RulesVFS (vfs.go), each version 6.
+	// (coordination.go), RulesVFS (vfs.go), RulesSagaBackoff (sagas.go) and
+	// RulesRetention (retention.go), each version 6.
 	Rules = RulesVFS
 )
 

@@ -10,6 +10,12 @@ import (
 	"github.com/annal-dev/annal/kernel/saga"
 )
 
+// RulesSagaBackoff makes a step's retry wait its linear backoff (§15.2):
+// a failed step starts again no sooner than RetryDelay(attempts) after the
+// event that failed it, by the events' times. Under earlier rules the
+// backoff was advice the kernel gave in a saga's view.
+const RulesSagaBackoff = 6
+
 // Saga is a saga and when its steps started.
 type Saga struct {
 	saga.Saga
@@ -17,6 +23,38 @@ type Saga struct {
 	// StepStarted is the event time each step (or its compensation) last
 	// started, for the step timeout (§15.2).
 	StepStarted map[string]event.Instant `json:"step_started,omitempty"`
+	// StepFailed is the event time each step last failed or timed out, for
+	// the retry backoff (§15.2).
+	StepFailed map[string]event.Instant `json:"step_failed,omitempty"`
+}
+
+// RetryAt is when the failed step id may start again: RetryDelay(attempts)
+// after its failure; ok is false unless id failed with attempts left while
+// the saga runs.
+func (s *Saga) RetryAt(id string) (at event.Instant, ok bool) {
+	st := s.Step(id)
+	if s.State != saga.Running || st == nil || st.State != saga.StepFailed || st.Attempts > st.Spec.MaxRetries {
+		return event.Instant{}, false
+	}
+	failed, ok := s.StepFailed[id]
+	if !ok {
+		return event.Instant{}, false
+	}
+	return failed.Add(saga.RetryDelay(st.Attempts)), true
+}
+
+// backoffViolation refuses a retry started before its backoff ends.
+func backoffViolation(s *Saga, st *event.SagaStep, now event.Instant) *Violation {
+	if st.Transition != event.SagaStart {
+		return nil
+	}
+	at, ok := s.RetryAt(st.Step)
+	if !ok || at.ReachedBy(now) {
+		return nil
+	}
+	return &Violation{Class: Conflict, since: RulesSagaBackoff, Reason: fmt.Sprintf(
+		"saga %s step %s failed %d time(s) and may start again at %s, not %s (linear backoff, §15.2: retry n waits n × %v)",
+		s.ID, st.Step, s.Step(st.Step).Attempts, at, now, saga.DefaultRetryDelay)}
 }
 
 // StepDeadline is when the step now running in s times out, and its id;
@@ -90,7 +128,7 @@ var sagaStepRule = &rule{
 		if err := SagaTransition(s.Saga.Clone(), st); err != nil {
 			return inconsistent(Conflict, "%v", err)
 		}
-		return nil
+		return backoffViolation(s, st, c.at)
 	})),
 	apply: func(l *Ledger, _ uint64, ev *event.Event) {
 		st := ev.SagaStep
@@ -101,6 +139,12 @@ var sagaStepRule = &rule{
 				s.StepStarted = map[string]event.Instant{}
 			}
 			s.StepStarted[st.Step] = ev.Time
+		}
+		if st.Transition == event.SagaFailed || st.Transition == event.SagaTimedOut {
+			if s.StepFailed == nil {
+				s.StepFailed = map[string]event.Instant{}
+			}
+			s.StepFailed[st.Step] = ev.Time
 		}
 		l.touch("saga/" + s.ID)
 	},

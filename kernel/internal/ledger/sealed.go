@@ -134,13 +134,22 @@ func (c *checker) payload() (json.RawMessage, bool) {
 	return nil, false
 }
 
-// subject.erased: a human erases a subject's sealed payloads, once.
+// subject.erased: a human erases a subject's sealed payloads, once; the
+// kernel erases a delta's changes when their retention ends.
 var subjectErasedRule = &rule{
 	claims: func(c *claimSet, ev *event.Event) {
 		c.write(subjectKey(ev.Erasure.Subject))
+		if ev.Session != "" {
+			c.write(sessionKey(ev.Session)) // a delta's retention (retention.go)
+		}
 	},
+	byKernel: true, // when a delta's retention ends (retention.go)
 	gates: byActor(newGate(GateSeal, func(c *checker) *Violation {
-		if v := c.human(); v != nil {
+		if c.ev.Actor == event.KernelActor {
+			if v := retentionEnded(c); v != nil {
+				return v
+			}
+		} else if v := c.human(); v != nil {
 			return v
 		}
 		if e, ok := c.l.Erased[c.ev.Erasure.Subject]; ok {
@@ -151,6 +160,9 @@ var subjectErasedRule = &rule{
 	apply: func(l *Ledger, index uint64, ev *event.Event) {
 		l.Erased[ev.Erasure.Subject] = &Erased{Index: index, At: ev.Time}
 		l.touch(subjectKey(ev.Erasure.Subject))
+		if ev.Session != "" {
+			l.forgetRetained(ev.Session, ev.Erasure.Subject)
+		}
 	},
 }
 

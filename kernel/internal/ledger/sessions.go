@@ -23,6 +23,10 @@ type Session struct {
 	Files map[string]string `json:"files,omitempty"`
 	// Turns maps each turn id of the chain to its delta's log index.
 	Turns map[string]uint64 `json:"turns,omitempty"`
+	// FilesUnknown: the session has a sealed delta, so Files is not kept
+	// (retention.go). Retained are its sealed deltas not yet erased.
+	FilesUnknown bool            `json:"files_unknown,omitempty"`
+	Retained     []RetainedDelta `json:"retained,omitempty"`
 }
 
 var zeroHash = strings.Repeat("0", 64)
@@ -210,6 +214,10 @@ var sessionDeltaRule = &rule{
 				return refuse(Forbidden, "session %s is %s; deltas are recorded only while it is ACTIVE", s.ID, s.State)
 			case !s.IsActiveParticipant(c.ev.Actor):
 				return notParticipant(c.ev.Actor, s.ID)
+			case d.Sealed != nil:
+				return checkSealedDelta(c, s)
+			case s.FilesUnknown:
+				return c.changesAllowed(s, d.Changes)
 			}
 			files := maps.Clone(s.Files)
 			if files == nil {
@@ -218,16 +226,7 @@ var sessionDeltaRule = &rule{
 			if err := delta.ApplyChanges(files, d.Changes); err != nil {
 				return inconsistent(Conflict, "delta of turn %s: %v", d.TurnID, err)
 			}
-			scope := s.Scope()
-			for _, ch := range d.Changes {
-				if err := session.IsPathAllowed(scope, session.WorkDir(s.ID)+"/"+ch.Path, true); err != nil {
-					return refuse(Forbidden, "%v", err)
-				}
-				if v := c.l.lockedAgainst(s, c.ev.Actor, ch.Path); v != nil {
-					return v
-				}
-			}
-			return c.l.unacknowledged(s)
+			return c.changesAllowed(s, d.Changes)
 		}),
 		newGate(GateResources, func(c *checker) *Violation {
 			if c.actor.IsHuman() {
@@ -241,12 +240,16 @@ var sessionDeltaRule = &rule{
 	),
 	apply: func(l *Ledger, index uint64, ev *event.Event) {
 		s := l.Sessions[ev.Session]
-		files := maps.Clone(s.Files)
-		if files == nil {
-			files = map[string]string{}
+		if ev.Delta.Sealed != nil {
+			applySealedDelta(s, ev.Delta)
+		} else if !s.FilesUnknown {
+			files := maps.Clone(s.Files)
+			if files == nil {
+				files = map[string]string{}
+			}
+			_ = delta.ApplyChanges(files, ev.Delta.Changes)
+			s.Files = files
 		}
-		_ = delta.ApplyChanges(files, ev.Delta.Changes)
-		s.Files = files
 		if s.Turns == nil {
 			s.Turns = map[string]uint64{}
 		}

@@ -281,7 +281,8 @@ func NewSalt() ([]byte, error) {
 	return salt, err
 }
 
-// SealedOf returns the sealed payload an entry's action commits to, or nil.
+// SealedOf returns the sealed payload an entry's action commits to, or a
+// delta's sealed changes (kernel/delta/retention.go), or nil.
 func SealedOf(entry []byte) *event.SealedPayload {
 	if !bytes.Contains(entry, []byte(`"sealed":{`)) {
 		return nil
@@ -290,9 +291,17 @@ func SealedOf(entry []byte) *event.SealedPayload {
 		Action *struct {
 			Sealed *event.SealedPayload `json:"sealed"`
 		} `json:"action"`
+		Delta *struct {
+			Sealed *event.SealedPayload `json:"sealed"`
+		} `json:"delta"`
 	}
-	if json.Unmarshal(entry, &e) != nil || e.Action == nil {
+	switch {
+	case json.Unmarshal(entry, &e) != nil:
 		return nil
+	case e.Action != nil:
+		return e.Action.Sealed
+	case e.Delta != nil:
+		return e.Delta.Sealed
 	}
-	return e.Action.Sealed
+	return nil
 }
