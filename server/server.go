@@ -37,7 +37,7 @@ type Server struct {
 	// blobs: see KeepBlobs (nil: none kept); files: the agent file
 	// system's (KeepFiles; nil: none kept).
 	blobs, files *blobstore.Store
-	health *healthWatch
+	health       *healthWatch
 }
 
 // New returns a server for k.
