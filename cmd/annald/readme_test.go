@@ -111,6 +111,7 @@ var readmeSections = []readmeSection{
 	{"Even the kernel cannot forge", "signed.txtar", ""},
 	{"Erasable payloads", "erase.txtar", ""},
 	{"Reading the history", "history.txtar", ""},
+	{"Traces", "", "it needs an OTLP receiver: TestSpec002_Observability_TracesReachJaeger runs annald --otlp-endpoint against Jaeger (.ci/services) and annal history --trace-id"},
 	{"Past one machine", "", "it needs MariaDB and an S3 store (.ci/services)"},
 }
 
