@@ -15,6 +15,7 @@ import (
 	"github.com/annal-dev/annal/api"
 	"github.com/annal-dev/annal/client"
 	"github.com/annal-dev/annal/kernel"
+	"github.com/annal-dev/annal/kernel/event"
 	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -25,13 +26,14 @@ import (
 // a span recorder (nil rec: neither traces), its root client, and an
 // agent's client that may mutate workspace/**.
 type tracedServer struct {
-	srv   *httptest.Server
-	root  *client.Client
-	agent *client.Client
-	rec   *tracetest.SpanRecorder
+	srv            *httptest.Server
+	root           *client.Client
+	rootCredential string
+	agent          *client.Client
+	rec            *tracetest.SpanRecorder
 }
 
-func newTracedServer(t *testing.T, traced bool) *tracedServer {
+func newTracedServer(t testing.TB, traced bool) *tracedServer {
 	t.Helper()
 	cfg := kernel.DefaultConfig(t.TempDir())
 	cfg.Logger = discardLogger()
@@ -65,7 +67,8 @@ func newTracedServer(t *testing.T, traced bool) *tracedServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ts.root, err = client.New(ts.srv.URL, strings.TrimSpace(string(raw))); err != nil {
+	ts.rootCredential = strings.TrimSpace(string(raw))
+	if ts.root, err = client.New(ts.srv.URL, ts.rootCredential); err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
@@ -272,4 +275,44 @@ func agentCredential(t *testing.T, ts *tracedServer) string {
 		t.Fatal(err)
 	}
 	return a.Credential
+}
+
+// FuzzTraceparent: whatever a traceparent header holds, the action is
+// taken (a malformed one is no trace, as W3C Trace Context says), and the
+// receipt's trace id is either none or a valid trace id the header holds.
+func FuzzTraceparent(f *testing.F) {
+	for _, s := range []string{
+		"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+		"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00",
+		"00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+		"00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
+		"ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+		"01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-extra",
+		"00-4BF92F3577B34DA6A3CE929D0E0E4736-00F067AA0BA902B7-01",
+		"",
+		"garbage",
+	} {
+		f.Add(s)
+	}
+	ts := newTracedServer(f, false)
+	f.Fuzz(func(t *testing.T, traceparent string) {
+		req, err := http.NewRequest(http.MethodPost, ts.srv.URL+"/v1/actions", strings.NewReader(`{"type":"observe","target":"workspace/fuzz"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header["Traceparent"] = []string{traceparent}
+		req.Header.Set("Authorization", "Bearer "+ts.rootCredential)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return // a header value net/http will not send
+		}
+		defer resp.Body.Close()
+		var out api.Receipt
+		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("traceparent %q: status %d, %v", traceparent, resp.StatusCode, err)
+		}
+		if out.TraceID != "" && (!event.ValidTraceID(out.TraceID) || !strings.Contains(traceparent, out.TraceID)) {
+			t.Fatalf("traceparent %q gave trace id %q", traceparent, out.TraceID)
+		}
+	})
 }
