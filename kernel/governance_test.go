@@ -126,7 +126,11 @@ func (g *govKernel) balance(id string) (balance, reserved uint64) {
 	return a.Balance, a.Reserved
 }
 
-func (g *govKernel) kindAt(index uint64) event.Kind {
+func (g *govKernel) kindAt(index uint64) event.Kind { return g.eventAt(index).Kind }
+
+// eventAt is the event logged at index.
+func (g *govKernel) eventAt(index uint64) *event.Event {
+	g.t.Helper()
 	entry, err := g.Entry(context.Background(), index)
 	if err != nil {
 		g.t.Fatal(err)
@@ -135,7 +139,7 @@ func (g *govKernel) kindAt(index uint64) event.Kind {
 	if err != nil {
 		g.t.Fatal(err)
 	}
-	return ev.Kind
+	return ev
 }
 
 func denialOf(t testing.TB, err error) *Denial {

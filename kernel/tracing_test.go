@@ -52,9 +52,7 @@ func attrOf(s sdktrace.ReadOnlySpan, key attribute.Key) (attribute.Value, bool) 
 func TestSpec002_Observability_StagesTracedUnderTheRequest(t *testing.T) {
 	g, rec, tracer := tracedKernel(t)
 	agent := g.enveloped()
-	ctx, request := tracer.Start(context.Background(), "POST /v1/actions")
-	rc, err := g.Submit(ctx, agent, ActionRequest{Type: event.Mutate, Target: "workspace/notes.md"})
-	request.End()
+	rc, request, err := g.submitTraced(tracer, agent, "workspace/notes.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,9 +101,7 @@ func TestSpec002_Observability_StagesTracedUnderTheRequest(t *testing.T) {
 func TestSpec002_Observability_DenialNamesTheGate(t *testing.T) {
 	g, rec, tracer := tracedKernel(t)
 	agent := g.enveloped()
-	ctx, request := tracer.Start(context.Background(), "POST /v1/actions")
-	_, err := g.Submit(ctx, agent, ActionRequest{Type: event.Mutate, Target: "mail/inbox/1"})
-	request.End()
+	_, request, err := g.submitTraced(tracer, agent, "mail/inbox/1")
 	var d *Denial
 	if !errors.As(err, &d) || !d.Recorded {
 		t.Fatalf("want a recorded denial, got %v", err)
@@ -160,23 +156,19 @@ func TestSpec002_Observability_CallersTraceRecordedWithoutTracing(t *testing.T) 
 	}
 }
 
+// submitTraced submits a mutate of target by agent in a request span of
+// tracer's, ended when the answer comes.
+func (g *govKernel) submitTraced(tracer trace.Tracer, agent *Actor, target string) (*Receipt, trace.Span, error) {
+	ctx, request := tracer.Start(context.Background(), "POST /v1/actions")
+	defer request.End()
+	rc, err := g.Submit(ctx, agent, ActionRequest{Type: event.Mutate, Target: target})
+	return rc, request, err
+}
+
 // enveloped is an agent that may mutate workspace/** under an envelope.
 func (g *govKernel) enveloped() *Actor {
 	g.t.Helper()
 	a, _ := g.agent(1000, "workspace/**:mutate")
 	g.envelope(g.root, EnvelopeRequest{Holder: a.ID, Budget: 500, Grants: grants("workspace/**:mutate")})
 	return a
-}
-
-func (g *govKernel) eventAt(index uint64) *event.Event {
-	g.t.Helper()
-	entry, err := g.Entry(context.Background(), index)
-	if err != nil {
-		g.t.Fatal(err)
-	}
-	ev, err := event.Parse(entry)
-	if err != nil {
-		g.t.Fatal(err)
-	}
-	return ev
 }

@@ -71,17 +71,7 @@ func newTracedServer(t testing.TB, traced bool) *tracedServer {
 	if ts.root, err = client.New(ts.srv.URL, ts.rootCredential); err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
-	grants := []api.Grant{{Pattern: "workspace/**", Actions: []string{"mutate"}}}
-	trust := 0.8
-	a, err := ts.root.CreateAgent(ctx, api.AgentRequest{Name: "traced", Purpose: "test", Energy: 1000, Grants: grants, Trust: &trust})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ts.root.IssueEnvelope(ctx, api.EnvelopeRequest{Holder: a.ID, Budget: 500, Grants: grants}); err != nil {
-		t.Fatal(err)
-	}
-	if ts.agent, err = client.New(ts.srv.URL, a.Credential); err != nil {
+	if ts.agent, err = client.New(ts.srv.URL, agentCredential(t, ts)); err != nil {
 		t.Fatal(err)
 	}
 	return ts
@@ -262,12 +252,13 @@ func TestSpec002_Observability_StreamWhileTraced(t *testing.T) {
 	}
 }
 
-// agentCredential is a fresh agent's credential, for raw requests.
-func agentCredential(t *testing.T, ts *tracedServer) string {
+// agentCredential is the credential of a fresh agent that may mutate
+// workspace/** under an envelope.
+func agentCredential(t testing.TB, ts *tracedServer) string {
 	t.Helper()
 	trust := 0.8
 	grants := []api.Grant{{Pattern: "workspace/**", Actions: []string{"mutate"}}}
-	a, err := ts.root.CreateAgent(context.Background(), api.AgentRequest{Name: "raw", Purpose: "test", Energy: 1000, Grants: grants, Trust: &trust})
+	a, err := ts.root.CreateAgent(context.Background(), api.AgentRequest{Name: "traced", Purpose: "test", Energy: 1000, Grants: grants, Trust: &trust})
 	if err != nil {
 		t.Fatal(err)
 	}
