@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -32,6 +34,16 @@ func agentTrace(t *testing.T, traceID, spanID string) context.Context {
 	}
 	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: trace.FlagsSampled})
 	return trace.ContextWithSpanContext(context.Background(), sc)
+}
+
+// randomHex is n random bytes in hex.
+func randomHex(t *testing.T, n int) string {
+	t.Helper()
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(b)
 }
 
 // spansByName indexes a trace's spans by operation name (the last of each).
@@ -87,7 +99,9 @@ func TestSpec002_Observability_TracesReachJaeger(t *testing.T) {
 	}
 	agent := d.client(t, a.Credential)
 
-	const traceID, agentSpan = "5b8efff798038103d269b633813fc60c", "eee19b7ec3c1b174"
+	// Fresh trace ids: the Jaeger of .ci/services keeps every run's spans.
+	traceID, deniedTrace := randomHex(t, 16), randomHex(t, 16)
+	const agentSpan = "eee19b7ec3c1b174"
 	rc, err := agent.Submit(agentTrace(t, traceID, agentSpan), api.ActionRequest{Type: "mutate", Target: "workspace/report.md"})
 	if err != nil {
 		t.Fatal(err)
@@ -150,7 +164,6 @@ func TestSpec002_Observability_TracesReachJaeger(t *testing.T) {
 	}
 
 	// A denial: the decide span is an error naming the gate.
-	const deniedTrace = "8e9c8e2b4d4f4a8f9b1c2d3e4f5a6b7c"
 	_, err = agent.Submit(agentTrace(t, deniedTrace, agentSpan), api.ActionRequest{Type: "mutate", Target: "mail/inbox/1"})
 	var denied *client.Error
 	if !errors.As(err, &denied) || denied.Gate == "" {
