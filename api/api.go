@@ -85,6 +85,10 @@ type Receipt struct {
 	// ProofError says why a requested proof is missing; the action is
 	// committed all the same.
 	ProofError string `json:"proof_error,omitempty"`
+	// TraceID is the W3C trace id the event records: the caller's, from
+	// its traceparent header, or the trace annald began for the request
+	// when it traces requests (annald serve --otlp-endpoint).
+	TraceID string `json:"trace_id,omitempty"`
 }
 
 // Grant is one capability: a target pattern ("*" within one segment, "**"

@@ -24,6 +24,7 @@ import (
 	"github.com/annal-dev/annal/api"
 	"github.com/annal-dev/annal/checkpoints"
 	"github.com/annal-dev/annal/format/oid"
+	"go.opentelemetry.io/otel/propagation"
 )
 
 // MaxResponseBody bounds what the client reads from any answer but a
@@ -236,6 +237,10 @@ func (c *Client) newRequest(ctx context.Context, method, path string, body []byt
 	if c.credential != "" {
 		req.Header.Set("Authorization", "Bearer "+c.credential)
 	}
+	// An OpenTelemetry span in ctx goes along as a W3C traceparent: the
+	// kernel's spans join the caller's trace, and the event records its
+	// trace id (Receipt.TraceID; History's trace_id filter finds it).
+	propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(req.Header))
 	if c.signs(method, path) {
 		h, err := c.signatureHeader(ctx, method, u.Path, body)
 		if err != nil {
@@ -316,7 +321,8 @@ func (c *Client) CreateAgent(ctx context.Context, req api.AgentRequest) (*api.Ag
 }
 
 // History reads a page of GET /v1/events; query holds its filters
-// (actor, envelope, session, kind, type, outcome, target, since, until),
+// (actor, envelope, session, kind, type, outcome, target, since, until,
+// trace_id),
 // order (newest or oldest), cursor and limit.
 func (c *Client) History(ctx context.Context, query url.Values) (*api.HistoryPage, error) {
 	var out api.HistoryPage

@@ -14,6 +14,7 @@ import (
 	"github.com/annal-dev/annal/kernel/internal/ratelimit"
 	"github.com/annal-dev/annal/kernel/ring"
 	"github.com/transparency-dev/tessera"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Defaults for Config. The batching defaults trade a little throughput for
@@ -129,6 +130,10 @@ type Config struct {
 	// envelopes, and records terminated=false.
 	KillCallback        KillCallback
 	KillCallbackTimeout time.Duration
+	// Tracer, if set, traces the stages of every decision (decide, append,
+	// fold) as spans under the span in the request's context (tracing.go);
+	// nil traces nothing and costs nothing.
+	Tracer trace.Tracer
 	// wrapAdd, if set, wraps Tessera's Add: tests use it to make appends
 	// fail the way a full disk does.
 	wrapAdd func(tessera.AddFn) tessera.AddFn

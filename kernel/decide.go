@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/annal-dev/annal/kernel/event"
 	"github.com/annal-dev/annal/kernel/internal/ledger"
@@ -52,20 +53,36 @@ func (k *Kernel) decide(ctx context.Context, stage string, build builder) (*deci
 	if err != nil {
 		return nil, err
 	}
-	d := &decision{k: k, ctx: ctx, stage: stage, id: id}
+	d := &decision{k: k, ctx: ctx, stage: stage, id: id, traceID: traceIDOf(ctx)}
 	for {
-		ev, held, err := d.check(build)
+		ev, held, err := d.checkOnce(build)
 		if err != nil {
 			return nil, err
-		}
-		if ev == nil {
-			continue // its claims were busy and are free now: build again
 		}
 		out, err := d.commit(ev, held)
 		if errors.Is(err, errDecideAgain) {
 			continue
 		}
 		return out, err
+	}
+}
+
+// checkOnce runs check until the event's claims are free, as one decide
+// stage (tracing.go): the checked event, or the refusal.
+func (d *decision) checkOnce(build builder) (*event.Event, *checked, error) {
+	span := d.k.startStage(d.ctx, SpanDecide, time.Time{})
+	waits := 0
+	for {
+		ev, held, err := d.check(build)
+		if ev == nil && err == nil {
+			waits++ // its claims were busy and are free now: build again
+			continue
+		}
+		if waits > 0 {
+			span.waited(waits)
+		}
+		span.decided(d.built, err)
+		return ev, held, err
 	}
 }
 
@@ -80,6 +97,10 @@ type decision struct {
 	waiting []ledger.Claim
 	// redecided counts the attempts the sequencer kept out of the log.
 	redecided int
+	// traceID is the trace id of the request (traceIDOf), which the event
+	// records; built is the event check last built, for its trace.
+	traceID string
+	built   *event.Event
 }
 
 // checked is what a checked event holds until it is folded: its claims,
@@ -128,6 +149,10 @@ func (d *decision) check(build builder) (*event.Event, *checked, error) {
 	if ev.ID == "" {
 		ev.ID = d.id
 	}
+	if ev.TraceID == "" {
+		ev.TraceID = d.traceID
+	}
+	d.built = ev
 	signature := attachSignature(d.ctx, ev)
 	want := k.ledger.Claims(ev)
 	if k.cfg.claimsOff {
@@ -183,7 +208,12 @@ func (d *decision) commit(ev *event.Event, held *checked) (*decided, error) {
 			k.claims.release(held.claims)
 		}
 	}
-	index, entry, err := k.appendDecided(d.ctx, d.stage, ev, release)
+	span := k.startStage(d.ctx, SpanAppend, time.Time{})
+	index, entry, written, err := k.appendDecided(d.ctx, d.stage, ev, release)
+	span.appended(index, entry, written, err)
+	if err == nil {
+		k.startStage(d.ctx, SpanFold, written).folded(index)
+	}
 	// The fold released what the decision held, in its critical section,
 	// unless the entry never reached it: the lock is taken again only then
 	// (a second lock per action made requests queue on it).
@@ -231,31 +261,34 @@ func (k *Kernel) stoppedDenial(stage string) error {
 	return denyAt(stage, "", ErrUnavailable, "the kernel has stopped taking work: %v", k.failed)
 }
 
-func (k *Kernel) appendDecided(ctx context.Context, stage string, ev *event.Event, folded func()) (uint64, []byte, error) {
+// appendDecided encodes a checked event and appends it; written is when
+// its group was written (zero if it was not).
+func (k *Kernel) appendDecided(ctx context.Context, stage string, ev *event.Event, folded func()) (index uint64, entry []byte, written time.Time, err error) {
 	if ev.Kind == event.KindAction || ev.Kind == event.KindHoldRequested {
 		stage = StageAppend
 	}
 	// The event's own form (kernel/event) is the form gate of what the
 	// request built: checked once, here, where it is encoded.
-	entry, err := event.Encode(ev)
+	entry, err = event.Encode(ev)
 	var tooLarge *event.TooLargeError
 	if errors.As(err, &tooLarge) {
-		return 0, nil, denyAt(stage, GateForm, ErrTooLarge, "%v", err)
+		return 0, nil, time.Time{}, denyAt(stage, GateForm, ErrTooLarge, "%v", err)
 	} else if err != nil {
-		return 0, nil, denyAt(stage, GateForm, ErrInvalid, "%s", strings.TrimPrefix(err.Error(), "event "+ev.ID+": "))
+		return 0, nil, time.Time{}, denyAt(stage, GateForm, ErrInvalid, "%s", strings.TrimPrefix(err.Error(), "event "+ev.ID+": "))
 	}
-	index, err := k.log.Append(ctx, entry, ev, folded)
+	res := k.log.Append(ctx, entry, ev, folded)
+	err = res.Err
 	var refusal *sequenceRefusal
 	if errors.As(err, &refusal) {
-		return 0, nil, err
+		return 0, nil, res.Written, err
 	} else if errors.Is(err, tessera.ErrPushback) {
-		return 0, nil, denyAt(StageAppend, "", ErrUnavailable, "the log is busy, retry: %v", err)
+		return 0, nil, res.Written, denyAt(StageAppend, "", ErrUnavailable, "the log is busy, retry: %v", err)
 	} else if err != nil {
 		d := denyAt(StageAppend, "", ErrUnavailable, "log append failed, and the entry may be in the log (look it up before sending it again): %v", err)
 		d.OutcomeUnknown = true
-		return 0, nil, d
+		return 0, nil, res.Written, d
 	}
-	return index, entry, nil
+	return res.Index, entry, res.Written, nil
 }
 
 // checkOptions are what the kernel alone knows, for ledger.Check. The
@@ -309,7 +342,7 @@ func classOf(c ledger.Class) error {
 func receiptOf(d *decided, t event.ActionType, target string) *Receipt {
 	leaf := event.LeafHash(d.entry)
 	return &Receipt{Status: StatusCommitted, EventID: d.ev.ID, Index: d.index, LeafHash: hex.EncodeToString(leaf[:]),
-		Time: d.ev.Time.String(), Actor: d.ev.Actor, Type: t, Target: target}
+		Time: d.ev.Time.String(), Actor: d.ev.Actor, Type: t, Target: target, TraceID: d.ev.TraceID}
 }
 
 // formError is a refusal of what only the kernel judges: a request's form.

@@ -130,6 +130,7 @@ func (g *govKernel) kindAt(index uint64) event.Kind { return g.eventAt(index).Ki
 
 // eventAt is the event logged at index.
 func (g *govKernel) eventAt(index uint64) *event.Event {
+	g.t.Helper()
 	entry, err := g.Entry(context.Background(), index)
 	if err != nil {
 		g.t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/annal-dev/annal/kernel/event"
 	"github.com/annal-dev/annal/kernel/internal/history"
 )
 
@@ -110,6 +111,9 @@ func (k *Kernel) historyScope(viewer *Actor, q HistoryQuery) (map[string]bool, e
 		if strings.IndexByte(v, 0) >= 0 {
 			return nil, fmt.Errorf("%w: a filter holds a NUL byte", ErrInvalid)
 		}
+	}
+	if q.TraceID != "" && !event.ValidTraceID(q.TraceID) {
+		return nil, fmt.Errorf("%w: trace_id %q is not a W3C trace id: 32 lower-case hex digits, not all zeros", ErrInvalid, q.TraceID)
 	}
 	if viewer.ID == RootID {
 		return nil, nil

@@ -72,6 +72,9 @@ type Receipt struct {
 	// event: the signed checkpoint note and the c2sp.org/tlog-proof text.
 	Checkpoint string `json:"checkpoint,omitempty"`
 	Proof      string `json:"proof,omitempty"`
+	// TraceID is the trace id the event records (event.Event.TraceID):
+	// the request's trace, if it had one.
+	TraceID string `json:"trace_id,omitempty"`
 }
 
 // The pipeline stages of the paper, §5.2, in order. validate, reserve and

@@ -19,7 +19,7 @@ import (
 // is refused, so a misspelt filter never silently selects everything.
 var historyParams = map[string]bool{
 	"actor": true, "envelope": true, "session": true, "kind": true, "type": true, "outcome": true,
-	"target": true, "since": true, "until": true, "order": true, "cursor": true, "limit": true,
+	"target": true, "since": true, "until": true, "order": true, "cursor": true, "limit": true, "trace_id": true,
 }
 
 // parseHistoryQuery reads GET /v1/events's query string exactly: each
@@ -32,6 +32,7 @@ func parseHistoryQuery(values url.Values) (kernel.HistoryQuery, error) {
 	}
 	get := values.Get
 	q.Actor, q.Envelope, q.Session, q.Kind, q.Type, q.Outcome, q.TargetPrefix = get("actor"), get("envelope"), get("session"), get("kind"), get("type"), get("outcome"), get("target")
+	q.TraceID = get("trace_id")
 	for name, into := range map[string]*event.Instant{"since": &q.Since, "until": &q.Until} {
 		if v := get(name); v != "" {
 			t, err := event.ParseInstant(v)

@@ -32,6 +32,7 @@ func TestWriteReceipt_SameAsWriteJSON(t *testing.T) {
 		"held":            {func() api.Receipt { r := committed; r.Status, r.HoldID = "held", "hold-1"; return r }(), true},
 		"zero figures":    {func() api.Receipt { r := committed; r.Index, r.Cost = 0, 0; return r }(), true},
 		"proof error":     {func() api.Receipt { r := committed; r.ProofError = "no checkpoint yet"; return r }(), true},
+		"trace id":        {func() api.Receipt { r := committed; r.TraceID = "4bf92f3577b34da6a3ce929d0e0e4736"; return r }(), true},
 		"unicode target":  {func() api.Receipt { r := committed; r.Target = "docs/日本/\u2028"; return r }(), false},
 		"quote in target": {func() api.Receipt { r := committed; r.Target = `a/"b"`; return r }(), false},
 		"html in target":  {func() api.Receipt { r := committed; r.Target = "a/<b>&c"; return r }(), false},
@@ -67,7 +68,7 @@ func FuzzAppendReceipt(f *testing.F) {
 	f.Add("committed", "", "docs/日本\u2028\"\\", "e\n", uint64(1<<63))
 	f.Fuzz(func(t *testing.T, status, holdID, target, envelope string, cost uint64) {
 		r := api.Receipt{Status: status, HoldID: holdID, EventID: "id", Index: cost / 3, LeafHash: "00", Time: "t", Actor: "a", Type: "mutate", Target: target, Envelope: envelope, Cost: cost,
-			Reason: envelope + holdID}
+			Reason: envelope + holdID, TraceID: holdID}
 		fast, general := answerBoth(http.StatusOK, r)
 		if !bytes.Equal(fast.Body.Bytes(), general.Body.Bytes()) {
 			t.Fatalf("writeReceipt %q, writeJSON %q", fast.Body, general.Body)

@@ -19,6 +19,7 @@ import (
 	"github.com/annal-dev/annal/internal/strictjson"
 	"github.com/annal-dev/annal/kernel"
 	"github.com/annal-dev/annal/kernel/event"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // DefaultPublishWait bounds how long ?wait=published waits for a checkpoint.
@@ -38,6 +39,8 @@ type Server struct {
 	// system's (KeepFiles; nil: none kept).
 	blobs, files *blobstore.Store
 	health       *healthWatch
+	// tracer: see Trace (nil: requests are not traced).
+	tracer trace.Tracer
 }
 
 // New returns a server for k.
@@ -71,14 +74,25 @@ func New(k *kernel.Kernel, logger *slog.Logger) *Server {
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
+	if s.tracer != nil || r.Header[traceparentHeader] != nil {
+		s.serveTraced(w, r) // tracing.go
+		return
+	}
+	s.serve(w, r)
+}
+
+// serve routes a request, signed or not. It returns the request the mux
+// routed (its Pattern says which route took it), or nil.
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) *http.Request {
 	if r.Header.Get(api.SignatureHeader) != "" {
 		var err error
 		if r, err = s.signedRequest(w, r); err != nil {
 			s.fail(w, r, err)
-			return
+			return nil
 		}
 	}
 	s.mux.ServeHTTP(w, r)
+	return r
 }
 
 // authenticate returns the actor of a request's bearer credential or, for
@@ -95,9 +109,21 @@ func (s *Server) identify(r *http.Request) (*kernel.Actor, error) {
 
 // authenticateBy finds the actor of a request's credential with lookup.
 func (s *Server) authenticateBy(r *http.Request, lookup func(credential string) (*kernel.Actor, error)) (*kernel.Actor, error) {
-	if a, ok := r.Context().Value(authenticatedKey{}).(*kernel.Actor); ok {
-		return a, nil // a signed request's, authenticated once (signing.go)
+	// A signed request's actor was authenticated once (signing.go).
+	a, signed := r.Context().Value(authenticatedKey{}).(*kernel.Actor)
+	var err error
+	if !signed {
+		a, err = s.lookupCredential(r, lookup)
 	}
+	if err == nil {
+		s.annotate(r, kernel.AttrActor.String(a.ID))
+	}
+	return a, err
+}
+
+// lookupCredential finds the actor of a request's bearer credential or
+// console session cookie with lookup.
+func (s *Server) lookupCredential(r *http.Request, lookup func(credential string) (*kernel.Actor, error)) (*kernel.Actor, error) {
 	h := r.Header.Get("Authorization")
 	if h == "" {
 		sess, _, err := s.cookieSession(r)
@@ -204,6 +230,7 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		Envelope: req.Envelope, Session: req.Session, ActionID: req.ActionID, Resources: resourcesIn(req.Resources),
 		Seal: req.Seal, Subject: req.Subject, Salt: req.Salt,
 	})
+	s.annotateSubmit(r, rc, err)
 	if err != nil {
 		var d *kernel.Denial
 		stage := "submit"
@@ -298,6 +325,7 @@ func appendReceipt(dst []byte, r *api.Receipt) ([]byte, bool) {
 	field("checkpoint", r.Checkpoint, true)
 	field("proof", r.Proof, true)
 	field("proof_error", r.ProofError, true)
+	field("trace_id", r.TraceID, true)
 	dst = append(dst, '}', '\n')
 	return dst, ok
 }
@@ -306,6 +334,7 @@ func receiptOf(rc *kernel.Receipt) api.Receipt {
 	return api.Receipt{
 		Status: rc.Status, HoldID: rc.HoldID, EventID: rc.EventID, Index: rc.Index, LeafHash: rc.LeafHash,
 		Time: rc.Time, Actor: rc.Actor, Type: string(rc.Type), Target: rc.Target, Envelope: rc.Envelope, Cost: rc.Cost, Reason: rc.Reason,
+		TraceID: rc.TraceID,
 	}
 }
 

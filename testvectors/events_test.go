@@ -132,7 +132,7 @@ func checkEntry(t *testing.T, name string, in *event.Event, entry []byte) {
 		t.Errorf("vector %q: verifier.ParseEvent refuses the entry: %v", name, err)
 		return
 	}
-	if ev.ID != in.ID || ev.Kind != string(in.Kind) || ev.Actor != in.Actor || !ev.Time.Equal(in.Time.Time) {
+	if ev.ID != in.ID || ev.Kind != string(in.Kind) || ev.Actor != in.Actor || !ev.Time.Equal(in.Time.Time) || ev.TraceID != in.TraceID {
 		t.Errorf("vector %q: verifier reads %+v", name, ev)
 	}
 	if in.Action != nil && (ev.Type != string(in.Action.Type) || ev.Target != in.Action.Target) {

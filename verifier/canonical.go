@@ -27,7 +27,10 @@ func fastEvent(entry []byte) (ev *Event, ok bool) {
 	if !ok {
 		return nil, false
 	}
-	ev = &Event{ID: f.id, Time: t, Kind: f.kind, Actor: f.actor, Session: f.session, hasSession: f.hasSession, delta: f.delta}
+	if f.hasTraceID && !isTraceID(f.traceID) {
+		return nil, false
+	}
+	ev = &Event{ID: f.id, Time: t, Kind: f.kind, Actor: f.actor, Session: f.session, hasSession: f.hasSession, delta: f.delta, TraceID: f.traceID}
 	if isActionKind(ev.Kind) {
 		if !isActionType(f.actionType) || !f.hasTarget {
 			return nil, false
@@ -48,6 +51,8 @@ type eventFields struct {
 	v                                bool
 	id, time, kind, actor, session   string
 	hasSession                       bool
+	traceID                          string
+	hasTraceID                       bool
 	actionType, target               string
 	hasTarget                        bool
 	delta                            []byte
@@ -298,6 +303,9 @@ func (s *scanner) member(depth int, key string, f *eventFields) bool {
 	case "session":
 		f.hasSession = true
 		return s.plain(&f.session)
+	case "trace_id":
+		f.hasTraceID = true
+		return s.plain(&f.traceID)
 	case "action":
 		f.inAction = true
 		ok := s.object(depth+1, f)

@@ -28,6 +28,10 @@ var fastSeeds = []string{
 	`{"actor":"root","id":"019a5c3e-0000-7000-8000-000000000001","kind":"x","time":"2026-11-22T10:00:01Z","v":1,"x":"é\u007f"}`,
 	`{"actor":"root","b":1,"a":2,"id":"019a5c3e-0000-7000-8000-000000000001","kind":"x","time":"2026-11-22T10:00:01Z","v":1}`,
 	`{"actor":"root","id":"019a5c3e-0000-7000-8000-000000000001","kind":"x","time":"2026-11-22T10:00:01Z","v":1} `,
+	`{"actor":"root","id":"019a5c3e-0000-7000-8000-000000000001","kind":"x","time":"2026-11-22T10:00:01Z","trace_id":"4bf92f3577b34da6a3ce929d0e0e4736","v":1}`,
+	`{"actor":"root","id":"019a5c3e-0000-7000-8000-000000000001","kind":"x","time":"2026-11-22T10:00:01Z","trace_id":"00000000000000000000000000000000","v":1}`,
+	`{"actor":"root","id":"019a5c3e-0000-7000-8000-000000000001","kind":"x","time":"2026-11-22T10:00:01Z","trace_id":"4BF92F3577B34DA6A3CE929D0E0E4736","v":1}`,
+	`{"actor":"root","id":"019a5c3e-0000-7000-8000-000000000001","kind":"x","time":"2026-11-22T10:00:01Z","trace_id":7,"v":1}`,
 }
 
 // TestFastEvent_AgreesWithFullParser: on the seeds, the fast path accepts

@@ -30,6 +30,9 @@ type Event struct {
 	Target string // action target, for those kinds
 	// Session is the event's "session" member, for session-scoped events.
 	Session string
+	// TraceID is the event's "trace_id" member, if it has one: the W3C
+	// trace id of the request it records.
+	TraceID string
 
 	hasSession bool
 	delta      []byte // the "delta" member's JSON, for session.delta events
@@ -39,6 +42,7 @@ var (
 	uuidPattern    = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
 	actorIDPattern = regexp.MustCompile(`^[a-z][a-z0-9-]{0,63}$`)
 	kindPattern    = regexp.MustCompile(`^[a-z][a-z_]*(\.[a-z][a-z_]*)*$`)
+	traceIDPattern = regexp.MustCompile(`^[0-9a-f]{32}$`)
 )
 
 // ParseEvent checks that entry is a well-formed Annal event (version 1) and
@@ -108,6 +112,7 @@ type eventMembers = struct {
 	Kind    *string          `json:"kind"`
 	Actor   *string          `json:"actor"`
 	Session *string          `json:"session"`
+	TraceID *string          `json:"trace_id"`
 	Delta   *json.RawMessage `json:"delta"`
 	Action  *eventAction     `json:"action"`
 }
@@ -147,6 +152,12 @@ func commonFields(f *eventMembers) (*Event, error) {
 	if f.Delta != nil {
 		ev.delta = *f.Delta
 	}
+	if f.TraceID != nil {
+		if !isTraceID(*f.TraceID) {
+			return nil, fmt.Errorf("event %s: trace_id %q is not 32 lower-case hex digits other than all zeros", ev.ID, *f.TraceID)
+		}
+		ev.TraceID = *f.TraceID
+	}
 	if !kindPattern.MatchString(ev.Kind) {
 		return nil, fmt.Errorf("event %s: kind %q is malformed", ev.ID, ev.Kind)
 	}
@@ -184,6 +195,12 @@ func isActionType(t string) bool {
 		return true
 	}
 	return false
+}
+
+// isTraceID says whether s is a W3C trace id as an event carries it: 32
+// lower-case hex digits, not all zeros.
+func isTraceID(s string) bool {
+	return traceIDPattern.MatchString(s) && s != "00000000000000000000000000000000"
 }
 
 // canonicalTime parses s, which must be RFC 3339 in UTC, in the one form

@@ -311,6 +311,10 @@ func TestParseEvent_Rejects(t *testing.T) {
 		{"bad action type", strings.Replace(good, `"type":"create"`, `"type":"delete"`, 1), "unknown action type"},
 		{"action without action", `{"actor":"root","id":"019a5c3e-0000-7000-8000-000000000001","kind":"action","time":"2026-11-22T10:00:01.5Z","v":1}`, "lacks action.type"},
 		{"too large", `{"a":"` + strings.Repeat("x", MaxEntrySize) + `"}`, "more than 65535"},
+		{"trace id all zeros", strings.Replace(good, `,"v":1}`, `,"trace_id":"00000000000000000000000000000000","v":1}`, 1), "trace_id"},
+		{"trace id upper case", strings.Replace(good, `,"v":1}`, `,"trace_id":"4BF92F3577B34DA6A3CE929D0E0E4736","v":1}`, 1), "trace_id"},
+		{"trace id of 31 digits", strings.Replace(good, `,"v":1}`, `,"trace_id":"4bf92f3577b34da6a3ce929d0e0e473","v":1}`, 1), "trace_id"},
+		{"trace id not a string", strings.Replace(good, `,"v":1}`, `,"trace_id":1,"v":1}`, 1), "trace_id"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ParseEvent([]byte(tc.entry))
@@ -318,6 +322,11 @@ func TestParseEvent_Rejects(t *testing.T) {
 				t.Fatalf("error %v, want one mentioning %q", err, tc.want)
 			}
 		})
+	}
+	// A trace id is read back.
+	traced := strings.Replace(good, `,"v":1}`, `,"trace_id":"4bf92f3577b34da6a3ce929d0e0e4736","v":1}`, 1)
+	if ev, err := ParseEvent([]byte(traced)); err != nil || ev.TraceID != "4bf92f3577b34da6a3ce929d0e0e4736" {
+		t.Fatalf("trace id: %+v, %v", ev, err)
 	}
 	// Kinds a later version adds are read, not refused.
 	later := `{"actor":"root","id":"019a5c3e-0000-7000-8000-000000000001","kind":"energy.produced","time":"2026-11-22T10:00:01Z","v":1}`

@@ -16,7 +16,7 @@ import (
 
 // historyFilters are the filters annal history and annal tail share.
 type historyFilters struct {
-	actor, envelope, session, kind, typ, outcome, target, since, until string
+	actor, envelope, session, kind, typ, outcome, target, since, until, traceID string
 }
 
 func (f *historyFilters) register(cmd *cobra.Command) {
@@ -30,12 +30,13 @@ func (f *historyFilters) register(cmd *cobra.Command) {
 	fl.StringVar(&f.target, "target", "", "actions whose target starts with this")
 	fl.StringVar(&f.since, "since", "", "events at or after this RFC 3339 time")
 	fl.StringVar(&f.until, "until", "", "events at or before this RFC 3339 time")
+	fl.StringVar(&f.traceID, "trace-id", "", "events of the request whose W3C trace id this is (32 lower-case hex digits, a receipt's trace_id)")
 }
 
 func (f *historyFilters) values() url.Values {
 	v := url.Values{}
 	for name, value := range map[string]string{"actor": f.actor, "envelope": f.envelope, "session": f.session, "kind": f.kind,
-		"type": f.typ, "outcome": f.outcome, "target": f.target, "since": f.since, "until": f.until} {
+		"type": f.typ, "outcome": f.outcome, "target": f.target, "since": f.since, "until": f.until, "trace_id": f.traceID} {
 		if value != "" {
 			v.Set(name, value)
 		}

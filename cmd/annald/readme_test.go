@@ -112,6 +112,7 @@ var readmeSections = []readmeSection{
 	{"Erasable payloads", "erase.txtar", ""},
 	{"Reading the history", "history.txtar", ""},
 	{"The agent file system", "vfs.txtar", ""},
+	{"Traces", "", "it needs an OTLP receiver: TestSpec002_Observability_TracesReachJaeger runs annald --otlp-endpoint against Jaeger (.ci/services) and annal history --trace-id"},
 	{"Past one machine", "", "it needs MariaDB and an S3 store (.ci/services)"},
 	{"Holds in a Matrix room", "", "it needs a Matrix homeserver with a bot account and a room: TestREADMEMatrixSection runs its sh block as pasted, with bash, against Dendrite (.ci/services)"},
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/annal-dev/annal/kernel/event"
 	"github.com/annal-dev/annal/server"
 	"github.com/spf13/cobra"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/net/netutil"
 	"k8s.io/klog/v2"
 )
@@ -81,6 +82,8 @@ type serveFlags struct {
 	leaseTTL              time.Duration
 	gcHeadroom            int64
 	cpuProfile            string
+	otlpEndpoint          string
+	traceSample           float64
 }
 
 func newServeCommand() *cobra.Command {
@@ -140,6 +143,8 @@ func newServeCommand() *cobra.Command {
 	fl.StringVar(&f.tlsCert, "tls-cert", "", "PEM certificate file: serve HTTPS (with --tls-key)")
 	fl.StringVar(&f.tlsKey, "tls-key", "", "PEM private key file of --tls-cert")
 	fl.BoolVar(&f.secureCookies, "secure-cookies", false, "mark the console's session cookie Secure even on plain HTTP (behind a TLS-terminating proxy); always on with --tls-cert")
+	fl.StringVar(&f.otlpEndpoint, "otlp-endpoint", "", "trace every request and the kernel's stages (decide, append, fold) and export the spans by OTLP/HTTP to this base URL, e.g. http://127.0.0.1:4318 (sent to its /v1/traces); off when empty. The SDK reads OTEL_EXPORTER_OTLP_HEADERS, _TIMEOUT, _COMPRESSION, _CERTIFICATE, OTEL_BSP_*, OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES")
+	fl.Float64Var(&f.traceSample, "trace-sample", 1, "with --otlp-endpoint: the share of new traces kept, 0 to 1; a request that continues a caller's trace (traceparent) follows the caller's sampled flag")
 	f.storage.register(fl)
 	fl.StringVar(&f.leaseHolder, "lease-holder", "", "with --storage aws: this kernel's name in the write lease (default: host name and a random suffix)")
 	fl.DurationVar(&f.leaseTTL, "lease-ttl", 10*time.Second, "with --storage aws: how long the write lease lasts unrenewed; a standby takes over this long after the active kernel stops")
@@ -172,6 +177,12 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 	if err := f.checkListen(); err != nil {
 		return err
 	}
+	tracer, stopTracing, err := f.tracing(ctx, logger)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
+	cfg.Tracer = tracer
 	// The port first: a taken port must not leave a new data folder behind.
 	ln, err := net.Listen("tcp", f.listen)
 	if err != nil {
@@ -196,7 +207,7 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer closeKernel(k, logger)
-	handler, err := apiHandler(k, f, logger)
+	handler, err := apiHandler(k, f, tracer, logger)
 	if err != nil {
 		return err
 	}
@@ -394,8 +405,11 @@ func closeKernel(k *kernel.Kernel, logger *slog.Logger) {
 // apiHandler is what the kernel serves: its API and console, and at /mcp
 // the kernel as an MCP server (streamable HTTP), acting with each
 // request's bearer credential through the same API.
-func apiHandler(k *kernel.Kernel, f serveFlags, logger *slog.Logger) (http.Handler, error) {
+func apiHandler(k *kernel.Kernel, f serveFlags, tracer trace.Tracer, logger *slog.Logger) (http.Handler, error) {
 	handler := server.New(k, logger)
+	if tracer != nil {
+		handler.Trace(tracer)
+	}
 	if f.secureCookies {
 		handler.SecureCookies()
 	}

@@ -1,6 +1,7 @@
 // Package servicestest gives tests a database and a bucket of their own on
 // the real servers .ci/services starts (MariaDB and versitygw on
-// 127.0.0.1), named by the ANNAL_TEST_* variables it writes. Without them
+// 127.0.0.1), and the Jaeger it starts as an OTLP receiver (jaeger.go),
+// named by the ANNAL_TEST_* variables it writes. Without them
 // a test skips, unless ANNAL_REQUIRE_SERVICES says this is the full test
 // run (.ci/test sets it), where a missing server is a failure.
 package servicestest

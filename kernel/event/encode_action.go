@@ -39,7 +39,11 @@ func appendAction(dst []byte, e *Event) ([]byte, bool) {
 	if e.Session != "" {
 		w = w.raw(`,"session":`).str(e.Session)
 	}
-	w = w.raw(`,"time":`).time(e.Time).raw(`,"v":`)
+	w = w.raw(`,"time":`).time(e.Time)
+	if e.TraceID != "" {
+		w = w.raw(`,"trace_id":`).str(e.TraceID)
+	}
+	w = w.raw(`,"v":`)
 	w.dst = strconv.AppendInt(w.dst, int64(e.V), 10)
 	return append(w.dst, '}'), w.ok
 }

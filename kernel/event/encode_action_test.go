@@ -41,6 +41,11 @@ func TestAppendAction_SameAsGeneralPath(t *testing.T) {
 			return e
 		}(),
 		"envelope, session": func() *Event { e := actionEvent(Mutate); e.Action.Envelope = "env-1"; e.Session = "sess-1"; return e }(),
+		"trace id": func() *Event {
+			e := actionEvent(Mutate)
+			e.Session, e.TraceID = "sess-1", "4bf92f3577b34da6a3ce929d0e0e4736"
+			return e
+		}(),
 		"figures up to 2^53": func() *Event {
 			e := actionEvent(Mutate)
 			e.Decision.Cost, e.Decision.Reserved, e.Decision.Settled = 1<<53, 1<<53, 0
@@ -145,6 +150,9 @@ func FuzzAppendAction(f *testing.F) {
 		e := actionEvent(Execute)
 		e.Action.Target, e.Action.Envelope, e.Session, e.Action.Payload = target, envelope, session, payload
 		e.Decision.Cost, e.Decision.Reserved = cost, cost
+		if tools%2 == 1 { // and a trace id: the member between time and v
+			e.TraceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+		}
 		if resource != "" || tools != 0 || subprocess {
 			e.Action.Resources = &Resources{Network: []string{resource}, FilesystemWrite: []string{resource, "w"}, Tools: tools, Subprocess: subprocess}
 		}

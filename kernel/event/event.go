@@ -90,7 +90,10 @@ type Event struct {
 	Time    Instant       `json:"time"`
 	// Toleration is carried by log.tolerated (tolerated.go).
 	Toleration *Toleration `json:"toleration,omitempty"`
-	V          int         `json:"v"`
+	// TraceID is the W3C trace id of the request the event records, on
+	// any kind (trace.go).
+	TraceID string `json:"trace_id,omitempty"`
+	V       int    `json:"v"`
 }
 
 // parts are every part an event may carry, in the order a part that is

@@ -120,6 +120,9 @@ func (e *Event) validate() error {
 			return fmt.Errorf("event %s: %w", e.ID, err)
 		}
 	}
+	if e.TraceID != "" && !ValidTraceID(e.TraceID) {
+		return fmt.Errorf("event %s: trace_id %q is not 32 lower-case hex digits other than all zeros (a W3C trace id)", e.ID, e.TraceID)
+	}
 	for _, i := range kind.checks {
 		if carried&(1<<i) == 0 {
 			continue

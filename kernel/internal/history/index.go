@@ -34,7 +34,7 @@ import (
 
 // Index dimensions: the first byte of an index key. Only selective terms
 // are indexed (each costs disk per event): who acted, under which
-// envelope, in which session, and the rare outcomes. Kind, type, target,
+// envelope, in which session, in which trace, and the rare outcomes. Kind, type, target,
 // time and the common outcome (committed) filter what an index or a
 // plain scan of the log yields.
 const (
@@ -46,6 +46,9 @@ const (
 	termTree byte = 'v'
 	// termPolicy: the definitions of a policy (policy.set), by name.
 	termPolicy byte = 'p'
+	// termTrace: the W3C trace id an event records (event.Event.TraceID),
+	// so that an agent finds the events of its own trace.
+	termTrace byte = 't'
 )
 
 // Outcomes an action can have in the history.
@@ -66,6 +69,9 @@ func IndexTerms(ev *event.Event) [][]byte {
 	terms := [][]byte{term(termActor, ev.Actor)}
 	if ev.Session != "" {
 		terms = append(terms, term(termSession, ev.Session))
+	}
+	if ev.TraceID != "" {
+		terms = append(terms, term(termTrace, ev.TraceID))
 	}
 	if e := envelopeOf(ev); e != "" {
 		terms = append(terms, term(termEnvelope, e))
@@ -155,6 +161,8 @@ func indexKeys(index []IndexedEvent) [][]byte {
 // Query selects events. Empty fields select everything.
 type Query struct {
 	Actor, Envelope, Session, Kind, Type, Outcome string
+	// TraceID selects the events that record this W3C trace id.
+	TraceID string
 	// TargetPrefix selects actions whose target starts with it.
 	TargetPrefix string
 	// Tree selects the events the agent Tree's file tree is folded from
@@ -224,13 +232,14 @@ func (q Query) Matches(ev *event.Event, visible map[string]bool) bool {
 	return (visible == nil || visible[ev.Actor]) && q.matchesWho(ev) && q.matchesWhat(ev) && q.matchesWhen(ev)
 }
 
-// matchesWho checks the filters on who acted, under which envelope and in
-// which session.
+// matchesWho checks the filters on who acted, under which envelope, in
+// which session and in which trace.
 func (q Query) matchesWho(ev *event.Event) bool {
 	return (q.Actor == "" || ev.Actor == q.Actor) && (q.Tree == "" || treeOf(ev) == q.Tree) &&
 		(q.Policy == "" || ev.Policy != nil && ev.Policy.Policy.Name == q.Policy) &&
 		(q.Envelope == "" || envelopeOf(ev) == q.Envelope) &&
-		(q.Session == "" || ev.Session == q.Session)
+		(q.Session == "" || ev.Session == q.Session) &&
+		(q.TraceID == "" || ev.TraceID == q.TraceID)
 }
 
 // matchesWhat checks the filters on what the event records.
@@ -490,6 +499,8 @@ func (q Query) sources(visible map[string]bool) [][]byte {
 		return [][]byte{term(termTree, q.Tree)}
 	case q.Policy != "":
 		return [][]byte{term(termPolicy, q.Policy)}
+	case q.TraceID != "":
+		return [][]byte{term(termTrace, q.TraceID)}
 	case q.Envelope != "":
 		return [][]byte{term(termEnvelope, q.Envelope)}
 	case q.Session != "":

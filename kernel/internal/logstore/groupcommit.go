@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/annal-dev/annal/kernel/event"
 	"github.com/transparency-dev/tessera"
@@ -96,6 +97,10 @@ func (r *CommitRequest) Answer(res CommitResult) {
 type CommitResult struct {
 	Index uint64
 	Err   error
+	// Written is when the write of the entry's group ended (zero for an
+	// entry never written): the kernel's traces end the append stage and
+	// start the fold there.
+	Written time.Time
 }
 
 func newGroupCommitter(write func([]*CommitRequest) []CommitResult, maxGroup, maxPending int) *groupCommitter {
@@ -110,12 +115,12 @@ func newGroupCommitter(write func([]*CommitRequest) []CommitResult, maxGroup, ma
 }
 
 // append queues entry and waits until it is durably sequenced.
-func (g *groupCommitter) append(ctx context.Context, entry []byte, ev *event.Event, folded func()) (uint64, error) {
+func (g *groupCommitter) append(ctx context.Context, entry []byte, ev *event.Event, folded func()) CommitResult {
 	r := &CommitRequest{entry: entry, Event: ev, Folded: folded, result: make(chan CommitResult, 1)}
 	g.mu.Lock()
 	if len(g.pending) >= g.maxPending {
 		g.mu.Unlock()
-		return 0, fmt.Errorf("%w: %d entries are waiting to be written", tessera.ErrPushback, len(g.pending))
+		return CommitResult{Err: fmt.Errorf("%w: %d entries are waiting to be written", tessera.ErrPushback, len(g.pending))}
 	}
 	g.pending = append(g.pending, r)
 	g.mu.Unlock()
@@ -126,8 +131,7 @@ func (g *groupCommitter) append(ctx context.Context, entry []byte, ev *event.Eve
 	// Once queued, the entry will be written whatever the caller does, so
 	// the caller waits for the outcome rather than for its own context:
 	// answering "failed" for an entry that then lands would be a lie.
-	res := <-r.result
-	return res.Index, res.Err
+	return <-r.result
 }
 
 func (g *groupCommitter) run() {
@@ -168,6 +172,10 @@ func (g *groupCommitter) drain() {
 			}
 		}
 		results := g.write(group)
+		written := time.Now()
+		for i := range results {
+			results[i].Written = written
+		}
 		if g.Seq != nil {
 			g.Seq.Written(group, results)
 		}

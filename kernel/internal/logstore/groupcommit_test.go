@@ -34,7 +34,8 @@ func TestGroupCommitter_OnDurableAnswersEarly(t *testing.T) {
 	ctx := context.Background()
 	first := make(chan uint64, 1)
 	go func() {
-		index, err := g.append(ctx, []byte("first"), nil, nil)
+		res := g.append(ctx, []byte("first"), nil, nil)
+		index, err := res.Index, res.Err
 		if err != nil {
 			t.Error(err)
 		}
@@ -50,9 +51,10 @@ func TestGroupCommitter_OnDurableAnswersEarly(t *testing.T) {
 	}
 	close(release)
 	for i := range 5 {
-		index, err := g.append(ctx, []byte("more"), nil, nil)
-		if err != nil || index != uint64(i+1) {
-			t.Fatalf("entry %d: index %d, %v", i+1, index, err)
+		res := g.append(ctx, []byte("more"), nil, nil)
+		index, err := res.Index, res.Err
+		if err != nil || index != uint64(i+1) || res.Written.IsZero() {
+			t.Fatalf("entry %d: index %d, written at %v, %v", i+1, index, res.Written, err)
 		}
 	}
 	g.close(ctx)

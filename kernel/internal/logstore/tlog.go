@@ -301,8 +301,9 @@ func removePartial(root, p string) error {
 // Append adds an entry and returns its index once it is durable: in the
 // write-ahead log (the tiles take it behind), or without one once
 // Tessera's POSIX future has resolved (sequenced and integrated).
-// folded, if set, is called once the kernel has folded the entry.
-func (l *Log) Append(ctx context.Context, entry []byte, ev *event.Event, folded func()) (uint64, error) {
+// folded, if set, is called once the kernel has folded the entry. The
+// result's Index is the entry's, Written when its group was written.
+func (l *Log) Append(ctx context.Context, entry []byte, ev *event.Event, folded func()) CommitResult {
 	return l.group.append(ctx, entry, ev, folded)
 }
 
