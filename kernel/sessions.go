@@ -296,6 +296,26 @@ func (k *Kernel) ViewSession(viewer *Actor, id string) (*Session, error) {
 	return se, nil
 }
 
+// ViewSessionFiles is ViewSession with the session's files filled in
+// from its chain when the ledger does not keep them (its deltas' changes
+// are sealed, retention.go): what the files are after the head, while
+// every delta's changes are kept. Once one is erased the files stay
+// unknown (FilesUnknown, Files empty).
+func (k *Kernel) ViewSessionFiles(ctx context.Context, viewer *Actor, id string) (*Session, error) {
+	se, err := k.ViewSession(viewer, id)
+	if err != nil || !se.FilesUnknown {
+		return se, err
+	}
+	files, head, known, err := k.filesOfChain(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if known && head == se.DeltaHead { // a delta that came since is shown next time
+		se.Files, se.FilesUnknown = files, false
+	}
+	return se, nil
+}
+
 // SessionByID returns one session.
 func (k *Kernel) SessionByID(id string) (*Session, error) {
 	k.mu.Lock()

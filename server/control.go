@@ -190,7 +190,7 @@ func (s *Server) listSessions(r *http.Request, by *kernel.Actor, _ *none) (any, 
 }
 
 func (s *Server) viewSession(r *http.Request, by *kernel.Actor, _ *none) (any, error) {
-	return s.k.ViewSession(by, r.PathValue("id"))
+	return s.k.ViewSessionFiles(r.Context(), by, r.PathValue("id"))
 }
 
 func (s *Server) changeSession(r *http.Request, by *kernel.Actor, req *api.SessionChangeRequest) (any, error) {
