@@ -110,16 +110,26 @@ func (k *Kernel) filesOfChain(ctx context.Context, sessionID string) (files map[
 }
 
 // checkFilesFit checks, for a session whose files the ledger no longer
-// keeps, that changes fit the files its chain gives at head: the check the
-// fold makes on the files it keeps. The chain must not have moved on since.
-func checkFilesFit(l *ledger.Ledger, sessionID, head string, files map[string]string, changes []delta.Change) error {
-	if got := zeroHashIfNone(l, sessionID); got != head {
-		return denyAt("delta", GateSession, ErrConflict, "session %s's chain moved on while the delta was decided; send it again", sessionID)
-	}
-	if files == nil {
+// keeps (check), that changes fit the files its chain gives at fit.head:
+// the check the fold makes on the files it keeps. A session whose chain
+// moved on since fit was read, or whose files the ledger stopped keeping
+// (its first sealed delta came in between: then nobody would check the
+// fit), is a retryable refusal: AppendDelta reads the files again.
+func checkFilesFit(l *ledger.Ledger, sessionID string, fit *chainFiles, check bool, changes []delta.Change) error {
+	se, ok := l.Sessions[sessionID]
+	switch {
+	case !ok || fit == nil:
+		return nil // the fold refuses the delta
+	case !check && !se.FilesUnknown:
+		return nil // the fold checks the changes against the files it keeps
+	case !check || se.DeltaHead != fit.head:
+		d := denyAt("delta", GateSession, ErrConflict, "session %s's chain moved on while the delta was decided; send it again", sessionID)
+		d.Retryable = true
+		return d
+	case fit.files == nil:
 		return nil // a delta's changes were erased: nothing to check against
 	}
-	if err := delta.ApplyChanges(maps.Clone(files), changes); err != nil {
+	if err := delta.ApplyChanges(maps.Clone(fit.files), changes); err != nil {
 		return denyAt("delta", GateSession, ErrConflict, "delta: %v", err)
 	}
 	return nil

@@ -120,10 +120,6 @@ func (k *Kernel) AppendDelta(ctx context.Context, by *Actor, sessionID string, r
 	if err != nil {
 		return nil, nil, err
 	}
-	fit, check, err := k.filesToFit(ctx, sessionID)
-	if err != nil {
-		return nil, nil, err
-	}
 	d := delta.Delta{DeltaID: id, TurnID: req.TurnID, SessionID: sessionID, AgentDID: by.ID, Changes: slices.Clone(req.Changes),
 		Timestamp: event.At(k.cfg.Now()).String(), ParentHash: delta.ZeroHash} // set again when decided
 	if err := d.Seal(); err != nil { // the changes' form, before they are sealed
@@ -133,22 +129,34 @@ func (k *Kernel) AppendDelta(ctx context.Context, by *Actor, sessionID string, r
 	if err != nil {
 		return nil, nil, err
 	}
-	rc, err := k.decide(ctx, stage, func(l *ledger.Ledger, now event.Instant) (*event.Event, error) {
-		if check {
-			if err := checkFilesFit(l, sessionID, fit.head, fit.files, d.Changes); err != nil {
+	// The files the changes must fit are read before the decision (from
+	// the log, when the ledger no longer keeps them); a decision that
+	// finds the chain moved on since reads them again.
+	var rc *decided
+	var fit *chainFiles
+	var check bool
+	for attempt := 1; ; attempt++ {
+		if fit, check, err = k.filesToFit(ctx, sessionID); err != nil {
+			break
+		}
+		rc, err = k.decide(ctx, stage, func(l *ledger.Ledger, now event.Instant) (*event.Event, error) {
+			if err := checkFilesFit(l, sessionID, fit, check, d.Changes); err != nil {
 				return nil, err
 			}
+			d.Timestamp, d.ParentHash = now.String(), zeroHashIfNone(l, sessionID)
+			if d.Sealed != nil {
+				d.Sealed.RetainUntil = k.retainUntil(now)
+			}
+			if err := d.Seal(); err != nil {
+				return nil, formError(stage, "%v", err)
+			}
+			logged := d.Logged()
+			return &event.Event{Kind: event.KindSessionDelta, Actor: by.ID, Session: sessionID, Delta: &logged}, nil
+		})
+		if !errors.Is(err, ErrRetryable) || attempt == maxDeltaAttempts {
+			break
 		}
-		d.Timestamp, d.ParentHash = now.String(), zeroHashIfNone(l, sessionID)
-		if d.Sealed != nil {
-			d.Sealed.RetainUntil = k.retainUntil(now)
-		}
-		if err := d.Seal(); err != nil {
-			return nil, formError(stage, "%v", err)
-		}
-		logged := d.Logged()
-		return &event.Event{Kind: event.KindSessionDelta, Actor: by.ID, Session: sessionID, Delta: &logged}, nil
-	})
+	}
 	done(err)
 	if err != nil {
 		return nil, nil, err
@@ -156,6 +164,10 @@ func (k *Kernel) AppendDelta(ctx context.Context, by *Actor, sessionID string, r
 	k.rememberFiles(sessionID, fit, check, &d)
 	return receiptOf(rc, "", ""), &d, nil
 }
+
+// maxDeltaAttempts bounds the decisions of one delta whose session's chain
+// keeps moving on under it.
+const maxDeltaAttempts = 8
 
 // chainFiles is what a session's files are after its chain's head.
 type chainFiles struct {

@@ -243,7 +243,7 @@ func (wk *worker) grantSession(owner *actor, s *session) {
 // deltas' files and the session actions' targets, so locks race the
 // writes they keep out.
 func (wk *worker) coordinate() {
-	s := wk.w.activeSession(wk.rng)
+	s := wk.w.coordinatedSession(wk.rng)
 	if s == nil {
 		return
 	}

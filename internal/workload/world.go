@@ -436,10 +436,22 @@ func (w *world) session(rng *mrand.Rand) *session {
 // activeSession picks a session believed ACTIVE with participants, most
 // often, else any.
 func (w *world) activeSession(rng *mrand.Rand) *session {
+	return w.activeSessionWhere(rng, func(*session) bool { return true })
+}
+
+// coordinatedSession picks, most often, a session believed ACTIVE with
+// participants that takes intent locks or acknowledgements, else any.
+func (w *world) coordinatedSession(rng *mrand.Rand) *session {
+	return w.activeSessionWhere(rng, func(s *session) bool { return s.serializable || s.strong })
+}
+
+// activeSessionWhere picks, most often, a session believed ACTIVE with
+// participants for which keep says yes, else any.
+func (w *world) activeSessionWhere(rng *mrand.Rand, keep func(*session) bool) *session {
 	w.mu.Lock()
 	var active []*session
 	for _, s := range w.sessions {
-		if s.state == "ACTIVE" && len(s.participants) > 0 {
+		if s.state == "ACTIVE" && len(s.participants) > 0 && keep(s) {
 			active = append(active, s)
 		}
 	}
