@@ -247,11 +247,18 @@ func (wk *worker) coordinate() {
 	if s == nil {
 		return
 	}
-	by := wk.w.actorByID(wk.w.participant(wk.rng, s))
-	if by == nil || wk.chance(6) {
-		if by = wk.w.actorByID(s.creator); by == nil || wk.chance(10) {
-			by = wk.w.root
+	paths := []string{"a.txt", "b.txt", "a", "b.txt/x"}
+	if wk.chance(8) { // the owner releases someone's lock
+		owner := wk.w.actorByID(s.creator)
+		if owner == nil || wk.chance(4) {
+			owner = wk.w.root
 		}
+		wk.sessionChange(owner, s, api.SessionChangeRequest{Op: "unlock", Path: oneOf(wk, paths...)})
+		return
+	}
+	by := wk.w.actorByID(wk.w.participant(wk.rng, s))
+	if by == nil {
+		return
 	}
 	// Mostly what the session takes, now and then what it refuses.
 	lock, ack := s.serializable, s.strong
@@ -266,7 +273,7 @@ func (wk *worker) coordinate() {
 	}
 	req := api.SessionChangeRequest{Op: "ack"}
 	if lock {
-		req = api.SessionChangeRequest{Op: oneOf(wk, "lock", "lock", "unlock"), Path: oneOf(wk, "a.txt", "b.txt", "a", "b.txt/x")}
+		req = api.SessionChangeRequest{Op: oneOf(wk, "lock", "lock", "unlock"), Path: oneOf(wk, paths...)}
 	}
 	wk.sessionChange(by, s, req)
 }
