@@ -311,3 +311,58 @@ func TestAgentOS_SignalsThroughTheKernel(t *testing.T) {
 		t.Fatalf("unknown signal: %v", err)
 	}
 }
+
+// §12.3 and §15.3 together: a kill without a substitute leaves the
+// killed agent's saga compensating, and the agent, terminated, can report
+// nothing. The human who oversees it (root or its creator) then reports
+// the compensations, in reverse order, so that the orchestrator (annal
+// sagas run with that human's credential) can run them; nobody else may,
+// nor may the overseer while the agent lives, nor anything but a
+// compensation.
+func TestSpec004_15_3_OverseerCompensatesAKilledAgentsSaga(t *testing.T) {
+	g := openGov(t)
+	ctx := context.Background()
+	a := g.ringAgent(ptr(0.8), false)
+	steps := []saga.StepSpec{saga.NewStepSpec("one", "a", "undo-a"), saga.NewStepSpec("two", "b", "undo-b"), saga.NewStepSpec("three", "c", "undo-c")}
+	if _, _, err := g.StartSaga(ctx, a, "job", "", steps); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []SagaReport{{"one", event.SagaStart, ""}, {"one", event.SagaSucceeded, ""}, {"two", event.SagaStart, ""}, {"two", event.SagaSucceeded, ""}, {"three", event.SagaStart, ""}} {
+		if _, err := g.ReportSagaStep(ctx, a, "job", r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	made, err := g.CreateAgent(ctx, g.root, ActorRequest{Kind: event.Human, Name: "stranger", Purpose: "oversees others"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stranger := made.Actor
+	report := func(by *Actor, step, tr string) error {
+		_, err := g.ReportSagaStep(ctx, by, "job", SagaReport{Step: step, Transition: tr, Reason: "after the kill"})
+		return err
+	}
+	if err := report(g.root, "two", event.SagaCompensating); !errors.Is(err, ErrForbidden) {
+		t.Fatalf("root compensated a living agent's step: %v", err)
+	}
+	if _, _, err := g.Kill(ctx, g.root, a.ID, KillRequest{Reason: "ring_breach"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := report(stranger, "two", event.SagaCompensating); !errors.Is(err, ErrForbidden) {
+		t.Fatalf("a human who does not oversee the agent compensated its step: %v", err)
+	}
+	if err := report(g.root, "one", event.SagaCompensating); err == nil {
+		t.Fatal("compensation out of reverse order")
+	}
+	for _, r := range [][2]string{{"two", event.SagaCompensating}, {"two", event.SagaCompensated}, {"one", event.SagaCompensating}, {"one", event.SagaCompensated}} {
+		if err := report(g.root, r[0], r[1]); err != nil {
+			t.Fatalf("root's %s of %s: %v", r[1], r[0], err)
+		}
+	}
+	v, err := g.SagaStatus("job")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.State != saga.Compensated {
+		t.Fatalf("saga %s after its compensations, want %s", v.State, saga.Compensated)
+	}
+}

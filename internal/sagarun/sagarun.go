@@ -4,7 +4,10 @@
 // execute the kernel decides before it runs and records after.
 //
 // The orchestrator runs outside the kernel (annal sagas run), as an agent's
-// client, acting with the credential of the saga's agent: the kernel
+// client, acting with the credential of the saga's agent — or, once a kill
+// has terminated that agent and left its saga compensating (§12.3), of a
+// human who oversees it (root or its creator), whom the kernel then lets
+// report the compensations: the kernel
 // decides and records, it never runs a tool. It is driven by the log: each
 // move is read from the saga's state (the fold of the log, GET
 // /v1/sagas/{id}) and written back as a saga.step report, so a run that

@@ -95,14 +95,41 @@ var sagaStartedRule = &rule{
 	},
 }
 
+// compensatesFor says whether by, who does not run step st of saga s,
+// may still report its compensation: from RulesSagaBackoff, a human who
+// oversees the step's agent once that agent is terminated (a kill without
+// a substitute leaves its saga compensating, §12.3, and nobody else could
+// run the compensations §15.3 requires, annal sagas run).
+func (l *Ledger) compensatesFor(by, owner string, s *Saga, st *event.SagaStep) *Violation {
+	notYours := inconsistent(Forbidden, "%s reported step %s of saga %s, which is %s's", by, st.Step, s.ID, owner)
+	switch st.Transition {
+	case event.SagaCompensating, event.SagaCompensated, event.SagaCompensationFailed:
+	default:
+		return notYours
+	}
+	a, v := l.oversee(by, owner)
+	switch {
+	case l.Rules < RulesSagaBackoff || v != nil:
+		return notYours
+	case a.Status != event.StatusTerminated:
+		return refuse(Forbidden, "%s runs step %s of saga %s and is %s: it compensates the step itself; its overseer does once it is terminated", owner, st.Step, s.ID, a.Status)
+	}
+	return nil
+}
+
 // saga.step: the agent that runs a step reports one transition, under the
-// saga's rules (steps in order, compensation in reverse, §15.3); the kernel
+// saga's rules (steps in order, compensation in reverse, §15.3), or a human
+// who oversees it its compensation once it is terminated; the kernel
 // reports a step that ran past its timeout.
 var sagaStepRule = &rule{
 	claims: func(c *claimSet, ev *event.Event) {
 		c.write("saga/" + ev.SagaStep.Saga)
-		if s, ok := c.l.Sagas[ev.SagaStep.Saga]; ok && s.Session != "" {
+		s, ok := c.l.Sagas[ev.SagaStep.Saga]
+		if ok && s.Session != "" {
 			c.read(sessionKey(s.Session)) // the reporter's standing in it; a saga never changes session
+		}
+		if ok && s.OwnerOf(ev.SagaStep.Step) != ev.Actor {
+			c.read(actorKey(s.OwnerOf(ev.SagaStep.Step))) // its end, for an overseer's compensation
 		}
 	},
 	byKernel: true,
@@ -117,13 +144,12 @@ var sagaStepRule = &rule{
 			if st.Transition != event.SagaTimedOut || !running || step != st.Step || !deadline.ReachedBy(c.at) {
 				return refuse(Forbidden, "the kernel reports only a step that ran past its timeout")
 			}
-		} else {
-			if owner := s.OwnerOf(st.Step); owner != c.ev.Actor {
-				return inconsistent(Forbidden, "%s reported step %s of saga %s, which is %s's", c.ev.Actor, st.Step, s.ID, owner)
-			}
-			if v := sessionStanding(c.ev.Actor, s.Session, c.l.Sessions[s.Session], sagaWork); v != nil {
+		} else if owner := s.OwnerOf(st.Step); owner != c.ev.Actor {
+			if v := c.l.compensatesFor(c.ev.Actor, owner, s, st); v != nil {
 				return v
 			}
+		} else if v := sessionStanding(c.ev.Actor, s.Session, c.l.Sessions[s.Session], sagaWork); v != nil {
+			return v
 		}
 		if err := SagaTransition(s.Saga.Clone(), st); err != nil {
 			return inconsistent(Conflict, "%v", err)
