@@ -320,6 +320,10 @@ type Error struct {
 	// "SIGKILL" when the action broke a policy that terminates the agent
 	// that breaks it (seed 002's ExecutionResult.signal).
 	Signal string `json:"signal,omitempty"`
+	// TraceID is the W3C trace id of the request (its traceparent, or the
+	// trace annald began for it): the denial recorded, if any, carries it
+	// too (GET /v1/events?trace_id=).
+	TraceID string `json:"trace_id,omitempty"`
 	// OutcomeUnknown is set when a write failed after the entry reached
 	// the log: it may be logged. Look it up before sending it again.
 	OutcomeUnknown bool `json:"outcome_unknown,omitempty"`

@@ -108,6 +108,8 @@ type Error struct {
 	// Signal is the signal the kernel sent the agent for this refusal
 	// ("SIGKILL": the action broke a policy that ends the agent).
 	Signal string
+	// TraceID is the request's W3C trace id, when it had one.
+	TraceID string
 	// OutcomeUnknown: the write failed after the entry reached the log; it
 	// may be logged, so the request is not retried.
 	OutcomeUnknown bool
@@ -268,6 +270,7 @@ func errorAnswer(resp *http.Response, raw []byte) *Error {
 	var body api.Error
 	if json.Unmarshal(raw, &body) == nil && body.Error != "" {
 		e.Message, e.Stage, e.Gate, e.DenialIndex, e.Reason, e.Signal = body.Error, body.Stage, body.Gate, body.DenialIndex, body.Reason, body.Signal
+		e.TraceID = body.TraceID
 		e.OutcomeUnknown, e.Retryable, e.Stopped = body.OutcomeUnknown, body.Retryable, body.Stopped
 	}
 	if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && secs >= 0 {

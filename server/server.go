@@ -480,6 +480,9 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		}
 	}
 	body := errorBody(err, w.Header().Get("Retry-After") != "")
+	if sc := trace.SpanContextFromContext(r.Context()); sc.TraceID().IsValid() {
+		body.TraceID = sc.TraceID().String()
+	}
 	if status >= 500 {
 		s.logger.Error("request failed", "method", r.Method, "path", r.URL.Path, "status", status, "err", err)
 	}

@@ -307,3 +307,20 @@ func FuzzTraceparent(f *testing.F) {
 		}
 	})
 }
+
+// A refusal answers the request's trace id too, and the denial it records
+// carries it: an agent whose call was refused finds the refusal in the log
+// by its own trace.
+func TestSpec002_Observability_RefusalAnswersItsTraceID(t *testing.T) {
+	ts := newTracedServer(t, false)
+	const traceID = "0af7651916cd43dd8448eb211c80319c"
+	_, err := ts.agent.Submit(callerContext(traceID, "b7ad6b7169203331"), api.ActionRequest{Type: "mutate", Target: "elsewhere/x"})
+	var e *client.Error
+	if !errors.As(err, &e) || e.Status != http.StatusForbidden || e.TraceID != traceID || e.DenialIndex == nil {
+		t.Fatalf("a refused request with a traceparent: %v", err)
+	}
+	events := findByTrace(t, ts.agent, traceID)
+	if len(events) != 1 || events[0].Index != *e.DenialIndex {
+		t.Fatalf("history by the refusal's trace id: %+v, denial at %d", events, *e.DenialIndex)
+	}
+}
