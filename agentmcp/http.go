@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/annal-dev/annal/client"
 )
@@ -45,6 +46,10 @@ func HTTPHandler(kernelAPI http.Handler, version string) http.Handler {
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, MaxRequestBody)
+		// The caller's W3C traceparent goes on with each call the tools
+		// make (the Go client sends the span in its context), so the
+		// events an MCP call leads to record the caller's trace id.
+		r = r.WithContext(propagation.TraceContext{}.Extract(r.Context(), propagation.HeaderCarrier(r.Header)))
 		mcpHandler.ServeHTTP(w, r)
 	})
 }

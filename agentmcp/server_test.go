@@ -401,7 +401,7 @@ func TestHTTPHandler(t *testing.T) {
 	}
 	ctx := context.Background()
 	connect := func(cred string) (*mcp.ClientSession, error) {
-		hc := &http.Client{Transport: bearerTransport{cred}}
+		hc := &http.Client{Transport: bearerTransport{cred: cred}}
 		return mcp.NewClient(&mcp.Implementation{Name: "http-agent", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: mcpSrv.URL, HTTPClient: hc}, nil)
 	}
 	if _, err := connect("annal-not-a-credential"); err == nil {
@@ -414,16 +414,31 @@ func TestHTTPHandler(t *testing.T) {
 	defer cs.Close()
 	var rc api.Receipt
 	res := call(t, cs, "submit", map[string]any{"type": "mutate", "target": "workspace/over-http"}, &rc)
-	if res.IsError || rc.Status != "committed" || rc.Actor != w.agentID {
+	if res.IsError || rc.Status != "committed" || rc.Actor != w.agentID || rc.TraceID != "" {
 		t.Fatalf("submit over HTTP: %q %+v", text(res), rc)
+	}
+	// The caller's traceparent reaches the event an MCP call leads to.
+	const traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+	hc := &http.Client{Transport: bearerTransport{w.agentCred, "00-" + traceID + "-00f067aa0ba902b7-01"}}
+	traced, err := mcp.NewClient(&mcp.Implementation{Name: "traced-agent", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: mcpSrv.URL, HTTPClient: hc}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer traced.Close()
+	res = call(t, traced, "submit", map[string]any{"type": "mutate", "target": "workspace/traced"}, &rc)
+	if res.IsError || rc.TraceID != traceID {
+		t.Fatalf("an MCP call with a traceparent: %q, trace_id %q", text(res), rc.TraceID)
 	}
 }
 
-type bearerTransport struct{ cred string }
+type bearerTransport struct{ cred, traceparent string }
 
 func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+b.cred)
+	if b.traceparent != "" {
+		r.Header.Set("Traceparent", b.traceparent)
+	}
 	return http.DefaultTransport.RoundTrip(r)
 }
 
