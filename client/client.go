@@ -24,6 +24,7 @@ import (
 	"github.com/annal-dev/annal/api"
 	"github.com/annal-dev/annal/checkpoints"
 	"github.com/annal-dev/annal/format/oid"
+	"github.com/annal-dev/annal/format/vfspath"
 	"go.opentelemetry.io/otel/propagation"
 )
 
@@ -244,7 +245,11 @@ func (c *Client) newRequest(ctx context.Context, method, path string, body []byt
 	// trace id (Receipt.TraceID; History's trace_id filter finds it).
 	propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(req.Header))
 	if c.signs(method, path) {
-		h, err := c.signatureHeader(ctx, method, u.Path, body)
+		sm, sp, sb, err := signedForm(method, u, body)
+		if err != nil {
+			return nil, err
+		}
+		h, err := c.signatureHeader(ctx, sm, sp, sb)
 		if err != nil {
 			return nil, err
 		}
@@ -255,12 +260,27 @@ func (c *Client) newRequest(ctx context.Context, method, path string, body []byt
 
 // signs reports whether a request is signed: by a signing client, one
 // that may change something. Blobs lead to no event: their uploads are
-// not signed. Nor are writes to the agent file system, whose body is the
-// file's bytes, not the JSON a signed request carries (an actor that must
-// sign its actions cannot write files yet).
+// not signed.
 func (c *Client) signs(method, path string) bool {
-	return c.signer != nil && method != http.MethodGet && method != http.MethodHead && !strings.HasPrefix(path, "v1/blobs") &&
-		!strings.HasPrefix(path, "v1/vfs/")
+	return c.signer != nil && method != http.MethodGet && method != http.MethodHead && !strings.HasPrefix(path, "v1/blobs")
+}
+
+// signedForm is the request a signature states for a request to u: the
+// request itself, but for a write to the agent file system, whose body is
+// the file's bytes, the action it is (vfspath.Path.WriteRequest: POST
+// /v1/actions naming the content's OID), which annald states the same way.
+func signedForm(method string, u *url.URL, body []byte) (string, string, []byte, error) {
+	rest, ok := strings.CutPrefix(u.Path, "/v1/vfs/")
+	if method != http.MethodPut || !ok {
+		return method, u.Path, body, nil
+	}
+	agent, rel, _ := strings.Cut(rest, "/")
+	p, err := vfspath.Parse(agent, rel)
+	if err != nil {
+		return "", "", nil, err
+	}
+	action, err := p.WriteRequest(oid.Of(body), u.Query().Get("envelope"))
+	return http.MethodPost, "/v1/actions", action, err
 }
 
 // errorAnswer is the Error of an answer of status 300 or more whose body

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/annal-dev/annal/api"
+	"github.com/annal-dev/annal/format/oid"
+	"github.com/annal-dev/annal/format/vfspath"
 	"github.com/annal-dev/annal/kernel"
 	"github.com/annal-dev/annal/kernel/event"
 )
@@ -35,16 +37,19 @@ func (s *Server) signedRequest(w http.ResponseWriter, r *http.Request) (*http.Re
 	if err != nil {
 		return r, err
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxSignedBody))
+	limit := int64(maxSignedBody)
+	if isVFSWrite(r) {
+		limit = api.MaxVFSContent
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	var tooBig *http.MaxBytesError
 	if errors.As(err, &tooBig) {
-		return r, fmt.Errorf("%w: request body is larger than %d bytes", kernel.ErrTooLarge, maxSignedBody)
+		return r, fmt.Errorf("%w: request body is larger than %d bytes", kernel.ErrTooLarge, limit)
 	} else if err != nil {
 		return r, fmt.Errorf("%w: read body: %v", kernel.ErrInvalid, err)
 	}
-	sig.Request, err = event.CanonicalRequest(r.Method, r.URL.Path, body)
-	if err != nil {
-		return r, fmt.Errorf("%w: a signed request's body is JSON: %v", kernel.ErrInvalid, err)
+	if sig.Request, err = signedForm(r, body); err != nil {
+		return r, err
 	}
 	if len(sig.Request) > event.MaxSignedRequest && r.URL.Path != event.ActionsPath {
 		return r, fmt.Errorf("%w: a signed request other than an action is at most %d bytes", kernel.ErrTooLarge, event.MaxSignedRequest)
@@ -54,6 +59,37 @@ func (s *Server) signedRequest(w http.ResponseWriter, r *http.Request) (*http.Re
 	r2 := r.WithContext(ctx)
 	r2.Body = io.NopCloser(bytes.NewReader(body))
 	return r2, nil
+}
+
+// isVFSWrite: a write to the agent file system, whose body is the file.
+func isVFSWrite(r *http.Request) bool {
+	return r.Method == http.MethodPut && strings.HasPrefix(r.URL.Path, "/v1/vfs/")
+}
+
+// signedForm is the request a signature of r states (canonical {method,
+// path, body}): r itself, its body JSON; for a write to the agent file
+// system, whose body is the file's bytes, the action the write is (POST
+// /v1/actions naming the content's OID, vfspath.Path.WriteRequest), so
+// the event gives it back like any signed action's and the fold checks
+// it against the event member by member.
+func signedForm(r *http.Request, body []byte) ([]byte, error) {
+	if !isVFSWrite(r) {
+		req, err := event.CanonicalRequest(r.Method, r.URL.Path, body)
+		if err != nil {
+			return nil, fmt.Errorf("%w: a signed request's body is JSON: %v", kernel.ErrInvalid, err)
+		}
+		return req, nil
+	}
+	agent, rel, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/v1/vfs/"), "/")
+	p, err := vfspath.Parse(agent, rel)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", kernel.ErrInvalid, err)
+	}
+	action, err := p.WriteRequest(oid.Of(body), r.URL.Query().Get("envelope"))
+	if err != nil {
+		return nil, err
+	}
+	return event.CanonicalRequest(http.MethodPost, event.ActionsPath, action)
 }
 
 // authenticatedKey carries the actor signedRequest authenticated to the

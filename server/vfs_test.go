@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -403,4 +404,71 @@ func TestSpec002_VFS_TreeIdenticalAfterRebuild(t *testing.T) {
 	if after := trees(ts.root); after != before {
 		t.Errorf("after a rebuild:\n%s\nbefore:\n%s", after, before)
 	}
+}
+
+// An actor that must sign its requests writes its files too: the
+// signature states the action the write is (POST /v1/actions naming the
+// content's OID, since the write's body is the file's bytes), annald
+// states it the same way, and the event gives it back like any signed
+// action's. An unsigned write, and a body other than the one signed, are
+// refused and write nothing; the log audits clean.
+func TestSpec002_VFS_SignedWrites(t *testing.T) {
+	w := newVFSWorld(t)
+	ctx := context.Background()
+	signed, unsigned, agent, skey, cred := signedAgentCred(t, w.testServer, true)
+	uri := "vfs://" + agent + "/mem/episodic/day-1.md"
+	data := []byte("signed, as everything this agent does\n")
+	before := w.size(t)
+	if _, err := unsigned.VFSPut(ctx, uri, data, ""); err == nil {
+		t.Fatal("an unsigned write by an agent that must sign was taken")
+	}
+	// The same signed request with other bytes: the signature names the
+	// OID of the bytes it was made for.
+	swapper, err := client.New(w.srv.URL, cred)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := swapper.WithSigningKey(skey); err != nil {
+		t.Fatal(err)
+	}
+	swapper = swapper.WithHTTPClient(&http.Client{Transport: swapBody{[]byte("other bytes\n")}})
+	if _, err := swapper.VFSPut(ctx, uri, data, ""); err == nil {
+		t.Fatal("a write whose bytes are not those signed was taken")
+	}
+	if w.size(t) != before {
+		t.Fatal("a refused write grew the log")
+	}
+	out, err := signed.VFSPut(ctx, uri, data, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev := eventAt(t, w.root, out.Receipt.Index); ev.Signed == nil || ev.Signed.By != agent || ev.Action == nil || ev.Action.PayloadHash != oid.Of(data) {
+		t.Fatalf("the signed write's event: %+v", ev)
+	}
+	last, err := signed.VFSPut(ctx, uri, []byte("and again\n"), "")
+	if err != nil {
+		t.Fatalf("a second signed write: %v", err)
+	}
+	if _, err := w.root.WaitProof(ctx, last.Receipt.Index); err != nil {
+		t.Fatal(err)
+	}
+	src, err := kernel.RemoteLog(w.srv.URL + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if report, err := kernel.Audit(ctx, src, w.k.VerifierKey()); err != nil || report.Broken != nil {
+		t.Fatalf("audit: %+v %v", report, err)
+	}
+}
+
+// swapBody sends every PUT with body in place of the one it was given
+// (and signed).
+type swapBody struct{ body []byte }
+
+func (s swapBody) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method == http.MethodPut {
+		r = r.Clone(r.Context())
+		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(s.body)), int64(len(s.body))
+	}
+	return http.DefaultTransport.RoundTrip(r)
 }

@@ -35,6 +35,10 @@ type vfsWriteVector struct {
 	OID      string `json:"oid"`
 	Entry    string `json:"entry"`
 	LeafHash string `json:"leaf_hash"`
+	// SignedRequest is the request a signature of the write states
+	// (FORMATS.md, "Signed requests"): the action it is, which the
+	// event gives back.
+	SignedRequest string `json:"signed_request"`
 }
 
 type vfsRefusal struct {
@@ -73,6 +77,19 @@ func TestVFSVectors(t *testing.T) {
 		}
 		expect(t, vfsFile, v.Name, "entry", &v.Entry, string(entry))
 		expect(t, vfsFile, v.Name, "leaf_hash", &v.LeafHash, hex.EncodeToString(leafHash(t, v.Name, entry)))
+		body, err := p.WriteRequest(oid.Of([]byte(v.Content)), v.Envelope)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stated, err := event.CanonicalRequest("POST", event.ActionsPath, body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev.Signed = &event.Signed{By: v.Actor}
+		if given, err := event.RequestOf(ev); err != nil || string(given) != string(stated) {
+			t.Errorf("vector %q: the event gives back %s, the write states %s (%v)", v.Name, given, stated, err)
+		}
+		expect(t, vfsFile, v.Name, "signed_request", &v.SignedRequest, string(stated))
 	}
 	for i := range f.Refused {
 		r := &f.Refused[i]

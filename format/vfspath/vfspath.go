@@ -27,6 +27,7 @@
 package vfspath
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -243,6 +244,21 @@ func (p Path) WriteType() string {
 		return "create"
 	}
 	return "mutate"
+}
+
+// WriteRequest is the body of the action request a write of the content
+// oid to p is, under envelope (empty: none named): what a signed write
+// states, since the write's own body is the file's bytes, not JSON. Its
+// members are those of an action request (POST /v1/actions), so the
+// event the write leads to gives the signed request back like any
+// action's.
+func (p Path) WriteRequest(oid, envelope string) ([]byte, error) {
+	return json.Marshal(struct {
+		Type        string `json:"type"`
+		Target      string `json:"target"`
+		PayloadHash string `json:"payload_hash"`
+		Envelope    string `json:"envelope,omitempty"`
+	}{p.WriteType(), p.Target(), oid, envelope})
 }
 
 // URI is p as an MCP resource: "vfs://{agent}/{path}".
