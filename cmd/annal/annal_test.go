@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/hex"
 	"encoding/json"
 	"io"
@@ -208,4 +209,45 @@ func TestCLI_SubmitUnderANamedEnvelope(t *testing.T) {
 	if _, err := submit("--target", "workspace/a/x", "--envelope", second.ID); err == nil || !strings.Contains(err.Error(), "envelope") {
 		t.Fatalf("an envelope that does not grant the action: %v", err)
 	}
+}
+
+// Seed 002's trace_id from the command line: annal continues the trace a
+// --traceparent (or the environment's TRACEPARENT, OpenTelemetry's carrier
+// for a process) names, so the event records its trace id and annal
+// history --trace-id finds it; a traceparent that is not one is refused
+// before anything is sent.
+func TestCLI_TraceparentReachesTheEvent(t *testing.T) {
+	url, credFile, k := startServer(t)
+	const traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+	before := logSizeOf(t, k)
+	for _, bad := range []string{"00-" + traceID, "00-00000000000000000000000000000000-00f067aa0ba902b7-01", "nonsense"} {
+		if _, err := runCLI(t, "--server", url, "--credential-file", credFile, "--traceparent", bad, "submit", "--type", "observe", "--target", "workspace/t"); err == nil || !strings.Contains(err.Error(), "traceparent") {
+			t.Errorf("--traceparent %q: %v", bad, err)
+		}
+	}
+	if logSizeOf(t, k) != before {
+		t.Fatal("a refused traceparent sent a request")
+	}
+	out, err := runCLI(t, "--server", url, "--credential-file", credFile, "--traceparent", "00-"+traceID+"-00f067aa0ba902b7-01",
+		"submit", "--type", "observe", "--target", "workspace/traced")
+	if err != nil || !strings.Contains(out, `"trace_id": "`+traceID+`"`) {
+		t.Fatalf("submit with --traceparent: %v\n%s", err, out)
+	}
+	t.Setenv("TRACEPARENT", "00-"+traceID+"-b7ad6b7169203331-01")
+	if _, err := runCLI(t, "--server", url, "--credential-file", credFile, "submit", "--type", "observe", "--target", "workspace/traced-env"); err != nil {
+		t.Fatal(err)
+	}
+	hist, err := runCLI(t, "--server", url, "--credential-file", credFile, "history", "--trace-id", traceID, "--json")
+	if err != nil || !strings.Contains(hist, "workspace/traced\"") || !strings.Contains(hist, "workspace/traced-env") {
+		t.Fatalf("history --trace-id: %v\n%s", err, hist)
+	}
+}
+
+func logSizeOf(t *testing.T, k *kernel.Kernel) uint64 {
+	t.Helper()
+	info, err := k.Info(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.Size
 }

@@ -20,6 +20,8 @@ import (
 	"github.com/annal-dev/annal/internal/inert"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 )
 
 const defaultServer = "http://127.0.0.1:7420"
@@ -27,10 +29,14 @@ const defaultServer = "http://127.0.0.1:7420"
 type globalFlags struct {
 	server, credential, credentialFile string
 	signingKey                         string
-	timeout                            time.Duration
-	retries                            int
-	flags                              *pflag.FlagSet
-	stderr                             io.Writer
+	// traceparent: the W3C trace context the requests go on (--traceparent,
+	// else env TRACEPARENT), and trace its span context once read.
+	traceparent string
+	trace       trace.SpanContext
+	timeout     time.Duration
+	retries     int
+	flags       *pflag.FlagSet
+	stderr      io.Writer
 }
 
 func newRootCommand() *cobra.Command {
@@ -51,7 +57,11 @@ func newRootCommand() *cobra.Command {
 	g.flags = pf
 	pf.DurationVar(&g.timeout, "timeout", time.Minute, "give up after this long")
 	pf.IntVar(&g.retries, "retries", client.DefaultRetry.Attempts-1, "how often to send again a request the kernel refused with 429 or 503 without doing it (backing off)")
-	root.PersistentPreRun = func(cmd *cobra.Command, _ []string) { g.stderr = cmd.ErrOrStderr() }
+	pf.StringVar(&g.traceparent, "traceparent", "", "W3C traceparent the requests continue: the events they lead to record its trace id (else env TRACEPARENT)")
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		g.stderr = cmd.ErrOrStderr()
+		return g.readTraceparent()
+	}
 	root.AddCommand(submitCommand(&g), proofCommand(&g), eventCommand(&g), checkpointCommand(&g), consistencyCommand(&g), infoCommand(&g), agentsCommand(&g), envelopesCommand(&g), holdsCommand(&g),
 		ringsCommand(&g), descriptorsCommand(&g), elevateCommand(&g), sessionsCommand(&g), killCommand(&g), quarantineCommand(&g),
 		signalCommand(&g), sagasCommand(&g), policiesCommand(&g), keysCommand(&g), eraseCommand(&g))
@@ -143,7 +153,29 @@ func readCredentialFile(path string) (string, error) {
 }
 
 func (g *globalFlags) context(cmd *cobra.Command) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(cmd.Context(), g.timeout)
+	ctx := cmd.Context()
+	if g.trace.IsValid() {
+		ctx = trace.ContextWithRemoteSpanContext(ctx, g.trace) // the client sends it as traceparent
+	}
+	return context.WithTimeout(ctx, g.timeout)
+}
+
+// readTraceparent reads --traceparent, else the environment's TRACEPARENT
+// (OpenTelemetry's carrier for a process), refusing one that is not a W3C
+// traceparent rather than sending the requests untraced.
+func (g *globalFlags) readTraceparent() error {
+	tp := g.traceparent
+	if tp == "" {
+		tp = os.Getenv("TRACEPARENT")
+	}
+	if tp == "" {
+		return nil
+	}
+	ctx := propagation.TraceContext{}.Extract(context.Background(), propagation.MapCarrier{"traceparent": tp})
+	if g.trace = trace.SpanContextFromContext(ctx); !g.trace.IsValid() {
+		return fmt.Errorf("traceparent %q is not a W3C traceparent (00-<32 hex trace id>-<16 hex span id>-<2 hex flags>)", tp)
+	}
+	return nil
 }
 
 func printJSON(w io.Writer, v any) error {
