@@ -41,17 +41,19 @@ type Command struct {
 // post the message replies to ("" if none): approve and reject may then
 // leave the hold out.
 func ParseCommand(body, inReplyToHold string) (*Command, error) {
-	body = stripReplyFallback(body)
-	if !strings.HasPrefix(body, "!") {
+	command := stripReplyFallback(body)
+	if !strings.HasPrefix(command, "!") {
 		return nil, nil
 	}
+	// The whole message is judged, its quoted reply fallback too: a
+	// command is not taken from a message that is not text.
 	if len(body) > MaxMessageBytes {
 		return nil, fmt.Errorf("a command is at most %d bytes", MaxMessageBytes)
 	}
 	if !utf8.ValidString(body) {
 		return nil, fmt.Errorf("a command must be valid UTF-8")
 	}
-	fields := strings.Fields(body[1:])
+	fields := strings.Fields(command[1:])
 	if len(fields) == 0 {
 		return nil, nil
 	}
