@@ -66,7 +66,7 @@ func newRootCommand() *cobra.Command {
 		ringsCommand(&g), descriptorsCommand(&g), elevateCommand(&g), sessionsCommand(&g), killCommand(&g), quarantineCommand(&g),
 		signalCommand(&g), sagasCommand(&g), policiesCommand(&g), keysCommand(&g), eraseCommand(&g))
 	root.AddCommand(exportCommand(&g), whoamiCommand(&g), historyCommand(&g), tailCommand(&g), mcpCommand(&g), blobsCommand(&g), execCommand(&g), gateCommand(&g), vfsCommand(&g))
-	root.AddCommand(matrixCommand(&g))
+	root.AddCommand(matrixCommand(&g), hookCommand(&g))
 	cli.Setup(root)
 	return root
 }
