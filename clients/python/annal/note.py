@@ -262,7 +262,9 @@ def cosignature_message(checkpoint_text: bytes, t: int) -> bytes:
 @dataclass(frozen=True)
 class Policy:
     """A c2sp.org/tlog-policy: the log's key, named witnesses (cosignature/v1
-    keys) and groups, and the quorum (a witness or group name, or "none")."""
+    keys) and groups, and the quorum (a witness or group name, or "none").
+    URLs after keys are allowed and ignored. Only Ed25519 cosignature/v1
+    witness keys are read: a witness named by an ML-DSA-44 key is refused."""
 
     log: VerifierKey
     witnesses: Dict[str, VerifierKey]
@@ -282,7 +284,7 @@ class Policy:
             kw, args = words[0], words[1:]
             if kw == "log" and len(args) >= 1 and log is None:
                 log = _log_key(args[0])
-            elif kw == "witness" and len(args) == 2 and args[0] not in witnesses and args[0] not in groups:
+            elif kw == "witness" and len(args) in (2, 3) and args[0] not in witnesses and args[0] not in groups:
                 k = VerifierKey.parse(args[1])
                 if k.alg != ALG_COSIGNATURE_V1:
                     raise VerificationError(f"witness {args[0]}: not a cosignature/v1 key")

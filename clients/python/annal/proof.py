@@ -8,7 +8,7 @@ from typing import List, Optional, Tuple
 
 from .errors import VerificationError
 from .merkle import leaf_hash, verify_consistency as _verify_consistency, verify_inclusion
-from .note import Checkpoint, VerifierKey, b64decode_strict, open_checkpoint, parse_decimal, parse_hash
+from .note import Checkpoint, Policy, VerifierKey, b64decode_strict, open_checkpoint, parse_decimal, parse_hash
 
 HEADER = "c2sp.org/tlog-proof@v1"
 MAX_PROOF_BYTES = 131072
@@ -68,12 +68,16 @@ def _key(k: "VerifierKey | str") -> VerifierKey:
     return VerifierKey.parse(k) if isinstance(k, str) else k
 
 
-def verify_proof(entry: bytes, proof: "bytes | str", log_key: "VerifierKey | str") -> ProofResult:
+def verify_proof(entry: bytes, proof: "bytes | str", log_key: "VerifierKey | str | Policy") -> ProofResult:
     """Checks that entry is in the log at the proof's index, under a
-    checkpoint the log's key signed."""
+    checkpoint the log's key signed (and, given a Policy, that a quorum of
+    its witnesses cosigned)."""
     p = parse_tlog_proof(proof)
     try:
-        cp, _ = open_checkpoint(p.checkpoint, _key(log_key))
+        if isinstance(log_key, Policy):
+            cp, _ = log_key.open_checkpoint(p.checkpoint)
+        else:
+            cp, _ = open_checkpoint(p.checkpoint, _key(log_key))
     except VerificationError as e:
         raise VerificationError(f"checkpoint signature: {e}") from None
     if p.index >= cp.size:

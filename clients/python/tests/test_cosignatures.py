@@ -8,6 +8,7 @@ import unittest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from annal.errors import VerificationError
+from annal.proof import verify_proof
 from annal.note import ALG_COSIGNATURE_V1, Policy, VerifierKey, cosignature_message, key_id, open_checkpoint
 
 from ._vectors import keys, load
@@ -80,6 +81,21 @@ class CosignatureVectors(unittest.TestCase):
         both = Policy.parse(f"log {self.log}\nwitness a {w1}\nwitness b {w2}\ngroup g all a b\nquorum g\n")
         with self.assertRaises(VerificationError):
             both.open_checkpoint(self.f["vectors"][0]["cosigned_checkpoint"])
+
+    def test_policy_with_urls_and_proof(self) -> None:
+        # A policy as annald's README writes it, URLs after the keys, checks a
+        # tlog-proof whose checkpoint carries the cosignature.
+        v = self.f["vectors"][0]
+        p = Policy.parse(f"log {self.log} http://127.0.0.1:7420/\nwitness w1 {self.witnesses[v['witness']]} "
+                         f"http://127.0.0.1:7430\nquorum w1\n")
+        proof = f"c2sp.org/tlog-proof@v1\nindex 7\n\n{v['cosigned_checkpoint']}"
+        with self.assertRaises(VerificationError) as cm:
+            verify_proof(b"{}", proof, p)
+        self.assertIn("index 7 is not inside", str(cm.exception))
+        unsigned = v["cosigned_checkpoint"][: v["cosigned_checkpoint"].index(v["signature_line"])]
+        with self.assertRaises(VerificationError) as cm:
+            verify_proof(b"{}", f"c2sp.org/tlog-proof@v1\nindex 0\n\n{unsigned}", p)
+        self.assertIn("quorum", str(cm.exception))
 
 
 if __name__ == "__main__":
