@@ -6,7 +6,6 @@ fields of annald's JSON error body (api.Error)."""
 
 from __future__ import annotations
 
-from typing import Optional
 
 
 class VerificationError(Exception):

@@ -12,10 +12,9 @@ import base64
 import binascii
 import hashlib
 import re
-import struct
 import unicodedata
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
@@ -123,7 +122,7 @@ class VerifierKey:
                 return None
             if len(sig) != 72:
                 raise InvalidSignature()
-            (t,) = struct.unpack(">Q", sig[:8])
+            t = int.from_bytes(sig[:8], "big")
             msg = b"cosignature/v1\ntime " + str(t).encode("ascii") + b"\n" + text
             self._ed25519().verify(sig[8:], msg)
             return t
@@ -308,7 +307,7 @@ class Policy:
             raise VerificationError(f"policy: quorum {quorum} is not a witness or group")
         return cls(log, witnesses, groups, quorum)
 
-    def _met(self, name: str, signed: set) -> bool:
+    def _met(self, name: str, signed: Set[str]) -> bool:
         if name in self.witnesses:
             return name in signed
         n, members = self.groups[name]
