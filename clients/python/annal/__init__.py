@@ -6,7 +6,9 @@ witnesses, a c2sp.org/tlog-policy), of what an Annal log hands out:
 - annal.note: signed notes, checkpoints, cosignature/v1 and policies;
 - annal.proof: c2sp.org/tlog-proof@v1 proofs and consistency proofs;
 - annal.merkle: RFC 6962 hashes and proof checks;
-- annal.jcs: RFC 8785 canonical JSON and the strict entry reader.
+- annal.jcs: RFC 8785 canonical JSON and the strict entry reader;
+- annal.client: a urllib client of annald (submit, holds, proofs), whose
+  error answers raise annal.errors.APIError and its subclasses.
 
 Byte formats: testvectors/FORMATS.md in the Annal repository. Every refusal
 raises annal.errors.VerificationError."""

@@ -36,7 +36,7 @@ class Package(unittest.TestCase):
 
     def test_readme_example_runs_as_pasted(self) -> None:
         with open(os.path.join(HERE, "README.md"), encoding="utf-8") as f:
-            code = re.search(r"```python\n(.*?)```", f.read(), re.S).group(1)
+            code = re.findall(r"```python\n(.*?)```", f.read(), re.S)[0]
         v = load("tlogproofs.json")
         inc = v["inclusion"][1]
         log_pub = next(k["verifier_key"] for k in v["keys"] if k["label"] == "log")

@@ -1,0 +1,142 @@
+"""The HTTP client against a real annald: the binary named by
+ANNAL_ANNALD (.ci/test builds it), started on 127.0.0.1 on a fresh data
+folder. Skipped when ANNAL_ANNALD is unset, unless ANNAL_REQUIRE_SERVICES=1."""
+
+import contextlib
+import io
+import os
+import re
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+import unittest
+import urllib.request
+
+from annal.client import Client
+from annal.errors import APIError, DeniedError, NotFoundError, VerificationError
+from annal.merkle import leaf_hash
+from annal.proof import verify_proof
+
+ANNALD = os.environ.get("ANNAL_ANNALD", "")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+@unittest.skipUnless(ANNALD or os.environ.get("ANNAL_REQUIRE_SERVICES") == "1", "ANNAL_ANNALD is not set")
+class ClientAgainstAnnald(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls) -> None:
+        if not ANNALD:
+            raise AssertionError("ANNAL_REQUIRE_SERVICES=1 but ANNAL_ANNALD names no annald binary")
+        cls.dir = tempfile.mkdtemp()
+        cls.data = os.path.join(cls.dir, "data")
+        cls.url = f"http://127.0.0.1:{free_port()}/"
+        cls.log = open(os.path.join(cls.dir, "annald.log"), "wb")
+        cls.proc = subprocess.Popen([ANNALD, "serve", "--data", cls.data, "--listen", cls.url[7:-1],
+                                     "--checkpoint-interval", "100ms"], stdout=cls.log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                urllib.request.urlopen(cls.url + "v1/healthz", timeout=1).read()
+                break
+            except OSError:
+                if time.monotonic() > deadline or cls.proc.poll() is not None:
+                    cls.tearDownClass()
+                    raise AssertionError("annald did not start")
+                time.sleep(0.1)
+        with open(os.path.join(cls.data, "root.credential"), encoding="utf-8") as f:
+            cls.root = Client(cls.url, f.read().strip())
+        with open(os.path.join(cls.data, "log.pub"), encoding="utf-8") as f:
+            cls.log_key = f.read().strip()
+        agent = cls.root.create_agent("scribe", "keeps meeting notes", energy=1000, trust=0.8,
+                                      grants=[{"pattern": "workspace/**", "actions": ["create", "mutate"]}])
+        cls.agent_id = agent["id"]
+        cls.root.issue_envelope(agent["id"], 500, [{"pattern": "workspace/**", "actions": ["mutate"]}],
+                                hold_on=[{"pattern": "workspace/release/*", "actions": ["mutate"]}])
+        cls.agent = Client(cls.url, agent["credential"])
+
+    @classmethod
+    def tearDownClass(cls) -> None:
+        cls.proc.terminate()
+        cls.proc.wait(10)
+        cls.log.close()
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def test_submit_receipt_and_offline_proof(self) -> None:
+        r = self.agent.submit("mutate", "workspace/notes.md", {"text": "hello"})
+        self.assertEqual(r["status"], "committed")
+        res = self.agent.verify_receipt(r, self.log_key)
+        self.assertEqual(res.index, r["index"])
+        self.assertGreater(res.size, r["index"])
+        # The proof checks offline, and not for other bytes.
+        entry, proof = self.agent.event(r["index"]), self.agent.wait_proof(r["index"])
+        self.assertEqual(leaf_hash(entry).hex(), r["leaf_hash"])
+        verify_proof(entry, proof, self.log_key)
+        with self.assertRaises(VerificationError):
+            verify_proof(entry.replace(b"hello", b"hellp"), proof, self.log_key)
+        # A key the caller does not trust is not taken from the server.
+        other = "log.example/other+0124a124+AQOhB7/zzhC+HXDdGOdLwJln5NYwm6UNXx3chmQSVTG4"
+        with self.assertRaises(VerificationError):
+            self.agent.verify_receipt(r, other)
+
+    def test_submit_wait_published_carries_the_proof(self) -> None:
+        r = self.agent.submit("mutate", "workspace/notes.md", {"text": "again"}, wait_published=True)
+        self.assertTrue(r["proof"].startswith("c2sp.org/tlog-proof@v1\n"))
+        res = verify_proof(self.agent.event(r["index"]), r["proof"], self.log_key)
+        self.assertEqual(res.index, r["index"])
+
+    def test_denial_is_a_typed_error(self) -> None:
+        with self.assertRaises(DeniedError) as cm:
+            self.agent.submit("execute", "elsewhere/run", {"argv": ["rm"]})
+        e = cm.exception
+        self.assertEqual(e.status, 403)
+        self.assertTrue(e.stage and e.gate, vars(e))
+        self.assertIsNotNone(e.denial_index)
+        assert e.denial_index is not None
+        denied = self.root.event(e.denial_index)
+        self.assertIn(b'"kind":"action.denied"', denied)
+        self.assertIn(f'"stage":"{e.stage}/{e.gate}"'.encode(), denied)
+
+    def test_hold_approved_by_a_human(self) -> None:
+        r = self.agent.submit("mutate", "workspace/release/v1")
+        self.assertEqual(r["status"], "held")
+        self.assertEqual(self.agent.hold(r["hold_id"])["status"], "pending")
+        self.root.answer_hold(r["hold_id"], "approve", "release checked")
+        h = self.agent.wait_hold(r["hold_id"], timeout=10)
+        self.assertEqual(h["status"], "approved")
+
+    def test_readme_example_runs_as_pasted(self) -> None:
+        readme = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "README.md")
+        with open(readme, encoding="utf-8") as f:
+            code = re.findall(r"```python\n(.*?)```", f.read(), re.S)[1]
+        self.assertIn('"http://127.0.0.1:7420"', code)
+        code = code.replace('"http://127.0.0.1:7420"', repr(self.url))  # this test's annald
+        cwd = os.getcwd()
+        os.environ["ANNAL_CREDENTIAL"] = self.agent.credential
+        out = io.StringIO()
+        try:
+            os.chdir(self.dir)
+            os.symlink(self.data, "annal-data")
+            with contextlib.redirect_stdout(out):
+                exec(compile(code, "README.md", "exec"), {})
+        finally:
+            os.chdir(cwd)
+            del os.environ["ANNAL_CREDENTIAL"]
+        self.assertEqual(out.getvalue(), "True\n")
+
+    def test_not_found(self) -> None:
+        with self.assertRaises(NotFoundError):
+            self.agent.hold("hold-0000000000000000")
+        with self.assertRaises(APIError):
+            self.root.event(10 ** 9)
+
+
+if __name__ == "__main__":
+    unittest.main()
