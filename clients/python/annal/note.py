@@ -23,6 +23,9 @@ from .errors import VerificationError
 
 ALG_ED25519 = 0x01
 ALG_COSIGNATURE_V1 = 0x04
+ALG_MLDSA44 = 0x06  # c2sp.org/tlog-cosignature subtree/v1 signatures with ML-DSA-44
+MLDSA44_PUBLIC_KEY_BYTES = 1312
+MLDSA44_SIGNATURE_BYTES = 2420
 MAX_CHECKPOINT_BYTES = 16384
 _SIG_PREFIX = "\u2014 "
 _DECIMAL = re.compile(r"^(0|[1-9][0-9]*)$")
@@ -96,8 +99,9 @@ class VerifierKey:
         if not re.fullmatch(r"[0-9a-f]{8}", hid):
             raise VerificationError(f"verifier key {text!r}: key id is not 8 lower-case hex digits")
         raw = b64decode_strict(b64, "verifier key")
-        if len(raw) != 33 or raw[0] not in (ALG_ED25519, ALG_COSIGNATURE_V1):
-            raise VerificationError(f"verifier key {text!r}: not an Ed25519 or cosignature/v1 key")
+        ed = len(raw) == 33 and raw[0] in (ALG_ED25519, ALG_COSIGNATURE_V1)
+        if not ed and not (len(raw) == 1 + MLDSA44_PUBLIC_KEY_BYTES and raw[0] == ALG_MLDSA44):
+            raise VerificationError(f"verifier key {text!r}: not an Ed25519, cosignature/v1 or ML-DSA-44 key")
         k = cls(name, int(hid, 16), raw[0], raw[1:])
         if key_id(name, k.alg, k.public_key) != k.key_id:
             raise VerificationError(f"verifier key {text!r}: key id does not match the key")
@@ -120,6 +124,8 @@ class VerifierKey:
                     raise InvalidSignature()
                 self._ed25519().verify(sig, text)
                 return None
+            if self.alg == ALG_MLDSA44:
+                return self._verify_mldsa44(text, sig)
             if len(sig) != 72:
                 raise InvalidSignature()
             t = int.from_bytes(sig[:8], "big")
@@ -128,6 +134,29 @@ class VerifierKey:
             return t
         except InvalidSignature:
             raise VerificationError(f'checkpoint signature by "{self.name}" does not verify') from None
+
+
+    def _verify_mldsa44(self, text: bytes, sig: bytes) -> int:
+        # Imported here: cryptography has ML-DSA from version 47, with an
+        # OpenSSL that has it; Ed25519 checks need neither.
+        from cryptography.hazmat.primitives.asymmetric.mldsa import MLDSA44PublicKey
+
+        if len(sig) != 8 + MLDSA44_SIGNATURE_BYTES:
+            raise InvalidSignature()
+        t = int.from_bytes(sig[:8], "big")
+        cp = parse_checkpoint_text(text)
+        MLDSA44PublicKey.from_public_bytes(self.public_key).verify(sig[8:], subtree_message(self.name, t, cp))
+        return t
+
+
+def subtree_message(cosigner: str, t: int, cp: "Checkpoint") -> bytes:
+    """The message of a c2sp.org/tlog-cosignature subtree/v1 signature over
+    the whole tree [0, size) of a checkpoint, at time t (TLS presentation)."""
+    name, origin = cosigner.encode("utf-8"), cp.origin.encode("utf-8")
+    if not 0 < len(name) < 256 or not 0 < len(origin) < 256:
+        raise VerificationError("cosigner name and log origin are 1 to 255 bytes")
+    return (b"subtree/v1\n\x00" + bytes([len(name)]) + name + t.to_bytes(8, "big") + bytes([len(origin)]) + origin
+            + (0).to_bytes(8, "big") + cp.size.to_bytes(8, "big") + cp.root_hash)
 
 
 @dataclass(frozen=True)
@@ -262,8 +291,8 @@ def cosignature_message(checkpoint_text: bytes, t: int) -> bytes:
 class Policy:
     """A c2sp.org/tlog-policy: the log's key, named witnesses (cosignature/v1
     keys) and groups, and the quorum (a witness or group name, or "none").
-    URLs after keys are allowed and ignored. Only Ed25519 cosignature/v1
-    witness keys are read: a witness named by an ML-DSA-44 key is refused."""
+    URLs after keys are allowed and ignored. A witness is named by its
+    cosignature/v1 (Ed25519) or its ML-DSA-44 key."""
 
     log: VerifierKey
     witnesses: Dict[str, VerifierKey]
@@ -285,8 +314,8 @@ class Policy:
                 log = _log_key(args[0])
             elif kw == "witness" and len(args) in (2, 3) and args[0] not in witnesses and args[0] not in groups:
                 k = VerifierKey.parse(args[1])
-                if k.alg != ALG_COSIGNATURE_V1:
-                    raise VerificationError(f"witness {args[0]}: not a cosignature/v1 key")
+                if k.alg not in (ALG_COSIGNATURE_V1, ALG_MLDSA44):
+                    raise VerificationError(f"witness {args[0]}: not a cosignature/v1 or ML-DSA-44 key")
                 witnesses[args[0]] = k
             elif kw == "group" and len(args) >= 3 and args[0] not in witnesses and args[0] not in groups:
                 members = tuple(args[2:])

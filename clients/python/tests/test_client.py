@@ -7,50 +7,26 @@ import io
 import os
 import re
 import shutil
-import socket
-import subprocess
 import tempfile
-import time
 import unittest
-import urllib.request
 
 from annal.client import Client
 from annal.errors import APIError, DeniedError, NotFoundError, VerificationError
 from annal.merkle import leaf_hash
 from annal.proof import verify_proof
 
-ANNALD = os.environ.get("ANNAL_ANNALD", "")
+from ._services import annald, binary
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-@unittest.skipUnless(ANNALD or os.environ.get("ANNAL_REQUIRE_SERVICES") == "1", "ANNAL_ANNALD is not set")
 class ClientAgainstAnnald(unittest.TestCase):
     @classmethod
     def setUpClass(cls) -> None:
-        if not ANNALD:
-            raise AssertionError("ANNAL_REQUIRE_SERVICES=1 but ANNAL_ANNALD names no annald binary")
+        binary("ANNAL_ANNALD")
         cls.dir = tempfile.mkdtemp()
+        cls.addClassCleanup(shutil.rmtree, cls.dir, ignore_errors=True)
         cls.data = os.path.join(cls.dir, "data")
-        cls.url = f"http://127.0.0.1:{free_port()}/"
-        cls.log = open(os.path.join(cls.dir, "annald.log"), "wb")
-        cls.proc = subprocess.Popen([ANNALD, "serve", "--data", cls.data, "--listen", cls.url[7:-1],
-                                     "--checkpoint-interval", "100ms"], stdout=cls.log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                urllib.request.urlopen(cls.url + "v1/healthz", timeout=1).read()
-                break
-            except OSError:
-                if time.monotonic() > deadline or cls.proc.poll() is not None:
-                    cls.tearDownClass()
-                    raise AssertionError("annald did not start")
-                time.sleep(0.1)
+        cls.server, cls.url = annald(cls.data)
+        cls.addClassCleanup(cls.server.stop)
         with open(os.path.join(cls.data, "root.credential"), encoding="utf-8") as f:
             cls.root = Client(cls.url, f.read().strip())
         with open(os.path.join(cls.data, "log.pub"), encoding="utf-8") as f:
@@ -61,13 +37,6 @@ class ClientAgainstAnnald(unittest.TestCase):
         cls.root.issue_envelope(agent["id"], 500, [{"pattern": "workspace/**", "actions": ["mutate"]}],
                                 hold_on=[{"pattern": "workspace/release/*", "actions": ["mutate"]}])
         cls.agent = Client(cls.url, agent["credential"])
-
-    @classmethod
-    def tearDownClass(cls) -> None:
-        cls.proc.terminate()
-        cls.proc.wait(10)
-        cls.log.close()
-        shutil.rmtree(cls.dir, ignore_errors=True)
 
     def test_submit_receipt_and_offline_proof(self) -> None:
         r = self.agent.submit("mutate", "workspace/notes.md", {"text": "hello"})
