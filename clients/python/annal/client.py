@@ -38,8 +38,9 @@ def _error(status: int, raw: bytes, retry_after: Optional[str]) -> APIError:
         for k in ("stage", "gate", "reason", "signal", "trace_id"):
             if isinstance(body.get(k), str):
                 fields[k] = body[k]
-        if isinstance(body.get("denial_index"), int):
-            fields["denial_index"] = body["denial_index"]
+        di = body.get("denial_index")
+        if isinstance(di, int) and not isinstance(di, bool) and di >= 0:
+            fields["denial_index"] = di
         for k in ("outcome_unknown", "retryable", "stopped"):
             fields[k] = body.get(k) is True
     if retry_after is not None and retry_after.isdigit():

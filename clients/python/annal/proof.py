@@ -88,7 +88,10 @@ def verify_proof(entry: bytes, proof: "bytes | str", log_key: "VerifierKey | str
 
 def parse_hash_lines(data: "bytes | str") -> List[bytes]:
     """A consistency proof: one base64 hash per line, each ending in LF."""
-    text = data.decode("utf-8") if isinstance(data, bytes) else data
+    try:
+        text = data.decode("utf-8") if isinstance(data, bytes) else data
+    except UnicodeDecodeError:
+        raise VerificationError("consistency proof is not UTF-8") from None
     if text == "":
         return []
     if not text.endswith("\n"):
