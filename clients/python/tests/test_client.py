@@ -107,5 +107,39 @@ class ClientAgainstAnnald(unittest.TestCase):
             self.root.event(10 ** 9)
 
 
+class RetriesAgainstAnnald(unittest.TestCase):
+    """A rate-limited agent (annald --rate-limit 2=1/1: one request a
+    second for Ring 2): the 429 is a typed, retryable error, and a client
+    with retries sends again after Retry-After and gets its receipt."""
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        binary("ANNAL_ANNALD")
+        cls.dir = tempfile.mkdtemp()
+        cls.addClassCleanup(shutil.rmtree, cls.dir, ignore_errors=True)
+        data = os.path.join(cls.dir, "data")
+        server, cls.url = annald(data, "--rate-limit", "2=1/1")
+        cls.addClassCleanup(server.stop)
+        with open(os.path.join(data, "root.credential"), encoding="utf-8") as f:
+            root = Client(cls.url, f.read().strip())
+        agent = root.create_agent("hasty", "sends too fast", energy=1000, trust=0.8,
+                                  grants=[{"pattern": "workspace/**", "actions": ["create", "mutate"]}])
+        root.issue_envelope(agent["id"], 500, [{"pattern": "workspace/**", "actions": ["mutate"]}])
+        cls.credential = agent["credential"]
+
+    def test_rate_limited_then_retried(self) -> None:
+        once = Client(self.url, self.credential)
+        with self.assertRaises(APIError) as cm:
+            for _ in range(5):
+                once.submit("mutate", "workspace/a.md", {"n": 1})
+        e = cm.exception
+        self.assertEqual(e.status, 429, vars(e))
+        self.assertFalse(e.outcome_unknown)
+        self.assertTrue(e.retry_after is not None or e.retryable, vars(e))
+        patient = Client(self.url, self.credential, attempts=6, max_wait=2.0)
+        for _ in range(3):
+            self.assertEqual(patient.submit("mutate", "workspace/a.md", {"n": 2})["status"], "committed")
+
+
 if __name__ == "__main__":
     unittest.main()
