@@ -15,12 +15,13 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from typing import Any, Dict, List, Mapping, Optional, Union
+from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
 from .errors import APIError, ConflictError, DeniedError, NotFoundError, VerificationError
 from .merkle import leaf_hash
 from .note import Policy, VerifierKey
 from .proof import ProofResult, verify_proof
+from .signing import SigningKey, new_nonce, now_rfc3339, signature_header, signed_statement
 
 MAX_RESPONSE_BODY = 1 << 20
 JSON = Dict[str, Any]
@@ -59,20 +60,37 @@ class Client:
     """One actor's client of one annald."""
 
     def __init__(self, base_url: str, credential: str = "", *, attempts: int = 1, first_wait: float = 0.25,
-                 max_wait: float = 5.0, timeout: float = 60.0) -> None:
+                 max_wait: float = 5.0, timeout: float = 60.0, signing_key: Optional[SigningKey] = None) -> None:
+        """signing_key, if given, signs every request that may change
+        something (not GET, not blobs) as annal/signed-request/v1, for the
+        log's origin and the client's actor, read once from annald."""
         self.base_url = base_url.rstrip("/") + "/"
         self.credential = credential
+        self.signing_key = signing_key
+        self._identity: Optional[Tuple[str, str]] = None
         self.attempts = attempts
         self.first_wait = first_wait
         self.max_wait = max_wait
         self.timeout = timeout
 
-    def _once(self, method: str, path: str, body: Optional[bytes]) -> bytes:
-        req = urllib.request.Request(self.base_url + path.lstrip("/"), data=body, method=method)
+    def _signature(self, method: str, url: str, body: Optional[Any]) -> str:
+        assert self.signing_key is not None
+        if self._identity is None:
+            self._identity = (self.info()["origin"], self._json("GET", "v1/whoami")["id"])
+        origin, by = self._identity
+        nonce, at = new_nonce(), now_rfc3339()
+        stmt = signed_statement(origin, by, nonce, at, method, urllib.parse.urlsplit(url).path, body)
+        return signature_header(self.signing_key, nonce, at, self.signing_key.sign(stmt))
+
+    def _once(self, method: str, path: str, body: Optional[bytes], doc: Optional[Any] = None) -> bytes:
+        url = self.base_url + path.lstrip("/")
+        req = urllib.request.Request(url, data=body, method=method)
         if body is not None:
             req.add_header("Content-Type", "application/json")
         if self.credential:
             req.add_header("Authorization", "Bearer " + self.credential)
+        if self.signing_key is not None and method not in ("GET", "HEAD") and not path.startswith("v1/blobs"):
+            req.add_header("Annal-Signature", self._signature(method, url, doc))
         try:
             with urllib.request.urlopen(req, timeout=self.timeout) as resp:
                 raw: bytes = resp.read(MAX_RESPONSE_BODY + 1)
@@ -89,7 +107,7 @@ class Client:
         attempt = 1
         while True:
             try:
-                return self._once(method, path, data)
+                return self._once(method, path, data, body)
             except APIError as e:
                 again = (e.status in (429, 503) or e.retryable) and not e.outcome_unknown and not e.stopped
                 if not again or attempt >= self.attempts:

@@ -2,8 +2,10 @@
 ANNAL_ANNALD (.ci/test builds it), started on 127.0.0.1 on a fresh data
 folder. Skipped when ANNAL_ANNALD is unset, unless ANNAL_REQUIRE_SERVICES=1."""
 
+import base64
 import contextlib
 import io
+import json
 import os
 import re
 import shutil
@@ -14,6 +16,7 @@ from annal.client import Client
 from annal.errors import APIError, DeniedError, NotFoundError, VerificationError
 from annal.merkle import leaf_hash
 from annal.proof import verify_proof
+from annal.signing import SigningKey, signed_statement
 
 from ._services import annald, binary
 
@@ -105,6 +108,32 @@ class ClientAgainstAnnald(unittest.TestCase):
             self.agent.hold("hold-0000000000000000")
         with self.assertRaises(APIError):
             self.root.event(10 ** 9)
+
+    def test_signed_requests(self) -> None:
+        key = SigningKey.generate("signer-key")
+        a = self.root.create_agent("signer", "signs what it does", energy=1000, trust=0.8,
+                                   grants=[{"pattern": "workspace/**", "actions": ["create", "mutate"]}],
+                                   signing_key=str(key.verifier), require_signed=True)
+        self.root.issue_envelope(a["id"], 500, [{"pattern": "workspace/**", "actions": ["mutate"]}])
+        with self.assertRaises(APIError) as cm:
+            Client(self.url, a["credential"]).submit("mutate", "workspace/signed.md", {"n": 1})
+        self.assertIn(cm.exception.status, (401, 403), vars(cm.exception))
+        wrong = Client(self.url, a["credential"], signing_key=SigningKey.generate("signer-key"))
+        with self.assertRaises(APIError):
+            wrong.submit("mutate", "workspace/signed.md", {"n": 2})
+        signed = Client(self.url, a["credential"], signing_key=key)
+        r = signed.submit("mutate", "workspace/signed.md", {"n": 3, "x": [1.5, "\u00e9"]}, wait_published=True)
+        self.assertEqual(r["status"], "committed")
+        entry = signed.event(r["index"])
+        self.assertIn(b'"signed":{', entry)
+        s = json.loads(entry)["signed"]
+        self.assertEqual((s["by"], s["key"]), (a["id"], f"{key.verifier.key_id:08x}"))
+        # The event's signature verifies over the statement rebuilt from the event.
+        rq = s["request"]
+        stmt = signed_statement(self.root.info()["origin"], s["by"], s["nonce"], s["time"], rq["method"], rq["path"],
+                                rq.get("body"))
+        key.verifier.verify(stmt, base64.b64decode(s["sig"]))
+        verify_proof(entry, r["proof"], self.log_key)
 
 
 class RetriesAgainstAnnald(unittest.TestCase):
