@@ -19,8 +19,8 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
 from .errors import APIError, ConflictError, DeniedError, NotFoundError, VerificationError
 from .merkle import leaf_hash
-from .note import Policy, VerifierKey
-from .proof import ProofResult, verify_proof
+from .note import Policy, VerifierKey, open_checkpoint
+from .proof import ProofResult, verify_consistency, verify_proof
 from .signing import SigningKey, new_nonce, now_rfc3339, signature_header, signed_statement
 
 MAX_RESPONSE_BODY = 1 << 20
@@ -191,6 +191,20 @@ class Client:
 
     def consistency(self, old: int, new: int) -> bytes:
         return self.request("GET", f"v1/proof/consistency?old={int(old)}&new={int(new)}")
+
+    def verify_grew(self, old_checkpoint: "bytes | str", trusted: Union[VerifierKey, str, Policy]) -> bytes:
+        """Fetches the latest checkpoint and the consistency proof from
+        old_checkpoint to it, and checks offline that the log only grew.
+        Returns the new checkpoint, to keep for the next check."""
+        key = trusted.log if isinstance(trusted, Policy) else trusted
+        old, _ = open_checkpoint(old_checkpoint, key)
+        new_raw = self.checkpoint()
+        if isinstance(trusted, Policy):
+            trusted.open_checkpoint(new_raw)
+        new, _ = open_checkpoint(new_raw, key)
+        proof = self.consistency(old.size, new.size) if 0 < old.size < new.size else b""
+        verify_consistency(old_checkpoint, new_raw, proof, key)
+        return new_raw
 
     def verify_receipt(self, receipt: Mapping[str, Any], trusted: Union[VerifierKey, str, Policy],
                        timeout: float = 60.0) -> ProofResult:

@@ -15,6 +15,7 @@ import unittest
 from annal.client import Client
 from annal.errors import APIError, DeniedError, NotFoundError, VerificationError
 from annal.merkle import leaf_hash
+from annal.note import open_checkpoint
 from annal.proof import verify_proof
 from annal.signing import SigningKey, signed_statement
 
@@ -63,6 +64,25 @@ class ClientAgainstAnnald(unittest.TestCase):
         self.assertTrue(r["proof"].startswith("c2sp.org/tlog-proof@v1\n"))
         res = verify_proof(self.agent.event(r["index"]), r["proof"], self.log_key)
         self.assertEqual(res.index, r["index"])
+
+    def test_log_only_grew(self) -> None:
+        self.agent.submit("mutate", "workspace/notes.md", {"text": "before"}, wait_published=True)
+        old = self.agent.checkpoint()
+        self.agent.submit("mutate", "workspace/notes.md", {"text": "after"}, wait_published=True)
+        new = self.agent.verify_grew(old, self.log_key)
+        self.assertGreater(int(new.split(b"\n")[1]), int(old.split(b"\n")[1]))
+        # A checkpoint of another history, signed with the log's own key (an
+        # equivocating log), is refused: no consistency proof leads to it.
+        with open(os.path.join(self.data, "log.key"), encoding="utf-8") as f:
+            log_signer = SigningKey.parse(f.read())
+        lines = old.split(b"\n\n")[0].split(b"\n")
+        forged_text = b"\n".join([lines[0], lines[1], base64.b64encode(bytes(32))] + lines[3:]) + b"\n"
+        sig = log_signer.verifier.key_id.to_bytes(4, "big") + log_signer.sign(forged_text)
+        forged = forged_text + f"\n\u2014 {log_signer.name} {base64.b64encode(sig).decode()}\n".encode()
+        open_checkpoint(forged, self.log_key)  # the signature is good
+        with self.assertRaises(VerificationError) as cm:
+            self.agent.verify_grew(forged, self.log_key)
+        self.assertIn("consistency", str(cm.exception))
 
     def test_denial_is_a_typed_error(self) -> None:
         with self.assertRaises(DeniedError) as cm:
