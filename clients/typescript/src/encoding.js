@@ -1,0 +1,137 @@
+// Byte encodings of FORMATS.md ("Conventions"): strict base64, lower-case
+// hex, canonical decimals. Every value has exactly one spelling, so each
+// decoder refuses every other one, with the messages Annal's Go reader gives.
+
+const B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+const B64_INDEX = new Map([...B64].map((c, i) => [c, i]));
+const MAX_UINT64 = (1n << 64n) - 1n;
+
+/** @param {Uint8Array} bytes */
+export function encodeBase64(bytes) {
+  let out = "";
+  for (let i = 0; i < bytes.length; i += 3) {
+    const n = (bytes[i] << 16) | ((bytes[i + 1] ?? 0) << 8) | (bytes[i + 2] ?? 0);
+    out += B64[(n >> 18) & 63] + B64[(n >> 12) & 63];
+    out += i + 1 < bytes.length ? B64[(n >> 6) & 63] : "=";
+    out += i + 2 < bytes.length ? B64[n & 63] : "=";
+  }
+  return out;
+}
+
+/**
+ * Decodes standard base64 with padding. Lenient mode (what a signed note's
+ * parser accepts) lets non-zero padding bits through; strict mode refuses
+ * them too, as Go's base64.StdEncoding.Strict() does. The error names the
+ * first offending byte as Go's does.
+ * @param {string} s
+ * @param {boolean} [strict]
+ * @returns {Uint8Array}
+ */
+export function decodeBase64(s, strict = true) {
+  const out = [];
+  let i = 0;
+  for (; i + 4 <= s.length || i < s.length; i += 4) {
+    const quad = s.slice(i, i + 4);
+    const vals = [];
+    let pad = 0;
+    for (let j = 0; j < quad.length; j++) {
+      const c = quad[j];
+      if (c === "=" && j >= 2) {
+        pad = quad.length - j;
+        if (quad.slice(j) !== "=".repeat(pad) || i + 4 !== s.length || quad.length !== 4) {
+          throw new Error(`illegal base64 data at input byte ${i + j + (quad.slice(j) === "=".repeat(pad) ? pad : 1)}`);
+        }
+        break;
+      }
+      const v = B64_INDEX.get(c);
+      if (v === undefined) throw new Error(`illegal base64 data at input byte ${i + j}`);
+      vals.push(v);
+    }
+    if (vals.length + pad < 4) throw new Error(`illegal base64 data at input byte ${s.length}`);
+    const n = (vals[0] << 18) | (vals[1] << 12) | ((vals[2] ?? 0) << 6) | (vals[3] ?? 0);
+    out.push((n >> 16) & 255);
+    if (vals.length > 2) out.push((n >> 8) & 255);
+    if (vals.length > 3) out.push(n & 255);
+    if (strict && ((vals.length === 2 && (n & 0xffff) !== 0) || (vals.length === 3 && (n & 0xff) !== 0))) {
+      throw new Error(`illegal base64 data at input byte ${i + vals.length - 1}`);
+    }
+  }
+  return Uint8Array.from(out);
+}
+
+/** @param {Uint8Array} bytes */
+export function toHex(bytes) {
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/** @param {string} s */
+export function fromHex(s) {
+  if (!/^(?:[0-9a-f]{2})*$/.test(s)) throw new Error(`${goQuote(s)} is not lower-case hex`);
+  const out = new Uint8Array(s.length / 2);
+  for (let i = 0; i < out.length; i++) out[i] = parseInt(s.slice(2 * i, 2 * i + 2), 16);
+  return out;
+}
+
+/**
+ * Parses a FORMATS.md decimal: an unsigned 64-bit integer, no sign, no
+ * leading zero. Sizes and indexes are bigint because they may exceed 2^53.
+ * @param {string} s
+ * @returns {bigint}
+ */
+export function parseDecimal(s) {
+  if (s === "") throw new Error("empty number");
+  if (s.length > 1 && s[0] === "0") throw new Error(`number ${goQuote(abbreviate(s))} has a leading zero`);
+  if (!/^[0-9]+$/.test(s)) throw new Error(`number ${goQuote(abbreviate(s))} is not plain decimal`);
+  const n = BigInt(s);
+  if (n > MAX_UINT64) throw new Error(`number ${goQuote(abbreviate(s))} does not fit in 64 bits`);
+  return n;
+}
+
+/** Shortens s for an error message, as the Go reader does (64 bytes). */
+export function abbreviate(s, max = 64) {
+  return s.length > max ? s.slice(0, max - 3) + "..." : s;
+}
+
+/** Quotes s as Go's %q does for printable text. */
+export function goQuote(s) {
+  return JSON.stringify(s);
+}
+
+export const utf8 = new TextEncoder();
+const strictDecoder = new TextDecoder("utf-8", { fatal: true });
+
+/**
+ * @param {string | Uint8Array} input
+ * @returns {Uint8Array}
+ */
+export function bytesOf(input) {
+  return typeof input === "string" ? utf8.encode(input) : input;
+}
+
+/**
+ * Decodes UTF-8, or returns undefined when the bytes are not valid UTF-8.
+ * @param {Uint8Array} bytes
+ */
+export function decodeUTF8(bytes) {
+  try {
+    return strictDecoder.decode(bytes);
+  } catch {
+    return undefined;
+  }
+}
+
+/** @param {Uint8Array} a @param {Uint8Array} b */
+export function equalBytes(a, b) {
+  return a.length === b.length && a.every((x, i) => x === b[i]);
+}
+
+/** @param {Uint8Array[]} parts */
+export function concat(...parts) {
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let off = 0;
+  for (const p of parts) {
+    out.set(p, off);
+    off += p.length;
+  }
+  return out;
+}

@@ -1,0 +1,20 @@
+// @annal/client: offline verification of Annal's logs (checkpoints,
+// tlog-proofs, consistency proofs, witness cosignature policies, leaf
+// hashes), with WebCrypto only, for Node 20+ and browsers.
+
+export { VerificationError } from "./errors.js";
+export { decodeBase64, encodeBase64, fromHex, parseDecimal, toHex } from "./encoding.js";
+export { InvalidSignatureError, MalformedNoteError, UnverifiedNoteError, keyHash, newVerifier, openNote } from "./note.js";
+export { MAX_CHECKPOINT_SIZE, marshalCheckpoint, openCheckpoint, parseCheckpointBody, parseHash } from "./checkpoint.js";
+export { RootMismatchError, leafHash, nodeHash, verifyConsistency, verifyInclusion } from "./merkle.js";
+export {
+  TLOG_PROOF_HEADER,
+  logVerifier,
+  marshalTLogProof,
+  parseHashes,
+  parseTLogProof,
+  verifyConsistencyProof,
+  verifyProof,
+} from "./proof.js";
+export { Policy, parsePolicy, witnessVerifier } from "./policy.js";
+export { canonicalJSON } from "./canonical.js";
