@@ -9,7 +9,7 @@ const dir = new URL("../../../testvectors/", import.meta.url);
 /** @param {string} name */
 export function vectors(name) {
   // Integers past 2^53 (sizes up to 2^64-1) are read as strings, for BigInt.
-  return JSON.parse(readFileSync(new URL(name, dir), "utf8").replace(/(:\s*)(\d{16,})/g, '$1"$2"'));
+  return JSON.parse(readFileSync(new URL(name, dir), "utf8").replace(/(?<!\\)("[a-z0-9_]+": )(\d{16,})/g, '$1"$2"'));
 }
 
 // PKCS #8 wrapping of an Ed25519 seed (RFC 8410).
