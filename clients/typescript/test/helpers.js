@@ -8,8 +8,8 @@ const dir = new URL("../../../testvectors/", import.meta.url);
 
 /** @param {string} name */
 export function vectors(name) {
-  // Integers past 2^53 (sizes up to 2^64-1) are read as strings, for BigInt.
-  return JSON.parse(readFileSync(new URL(name, dir), "utf8").replace(/(?<!\\)("[a-z0-9_]+": )(\d{16,})/g, '$1"$2"'));
+  // Sizes and indexes past 2^53 (up to 2^64-1) are read as strings, for BigInt.
+  return JSON.parse(readFileSync(new URL(name, dir), "utf8").replace(/(?<!\\)("(?:size|size1|size2|index|time)": )(\d{16,})/g, '$1"$2"'));
 }
 
 // PKCS #8 wrapping of an Ed25519 seed (RFC 8410).
@@ -53,4 +53,4 @@ export async function signNote(/** @type {string} */ text, /** @type {Awaited<Re
   return out;
 }
 
-export { decodeBase64, encodeBase64, fromHex, toHex, utf8 };
+export { concat, decodeBase64, encodeBase64, fromHex, toHex, utf8 };

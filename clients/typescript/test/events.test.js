@@ -1,0 +1,28 @@
+// testvectors/events.json: every vector's leaf hash, SHA-256(0x00 || entry),
+// and its entry as RFC 8785 canonical JSON, as testvectors/events_test.go
+// asserts them. (The rejects need Annal's event parser, which this package
+// does not have yet.)
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { canonicalJSON, leafHash } from "../src/index.js";
+import { concat, toHex, utf8, vectors } from "./helpers.js";
+
+const f = vectors("events.json");
+
+test("events.json: every vector's leaf hash is SHA-256(0x00 || entry)", async () => {
+  assert.ok(f.vectors.length >= 55);
+  for (const v of f.vectors) {
+    const entry = utf8.encode(v.entry);
+    assert.ok(entry.length <= 65535, v.name);
+    const byHand = new Uint8Array(await crypto.subtle.digest("SHA-256", concat(Uint8Array.of(0), entry)));
+    assert.equal(toHex(byHand), v.leaf_hash, v.name);
+    assert.equal(toHex(await leafHash(entry)), v.leaf_hash, v.name);
+  }
+});
+
+test("events.json: every vector's entry is the RFC 8785 encoding of its event", () => {
+  for (const v of f.vectors) {
+    assert.equal(canonicalJSON(JSON.parse(v.entry)), v.entry, v.name);
+    assert.equal(canonicalJSON(v.event), v.entry, v.name);
+  }
+});
