@@ -87,13 +87,16 @@ export function parseDecimal(s) {
   return n;
 }
 
-/** Shortens s for an error message, as the Go reader does (64 bytes). */
+/**
+ * Shortens s for an error message, as the Go reader does (64 bytes).
+ * @param {string} s
+ */
 export function abbreviate(s, max = 64) {
   return s.length > max ? s.slice(0, max - 3) + "..." : s;
 }
 
 /** Quotes s as Go's %q does for printable text. */
-export function goQuote(s) {
+export function goQuote(/** @type {string} */ s) {
   return JSON.stringify(s);
 }
 

@@ -39,7 +39,7 @@ export class InvalidSignatureError extends Error {
 }
 
 export async function sha256(/** @type {Uint8Array} */ data) {
-  return new Uint8Array(await crypto.subtle.digest("SHA-256", data));
+  return new Uint8Array(await crypto.subtle.digest("SHA-256", /** @type {BufferSource} */ (data)));
 }
 
 /** The 32-bit key id: the first 4 bytes of SHA-256(name || "\n" || type || key). */
@@ -92,7 +92,7 @@ export async function newVerifier(vkey) {
   if (id !== Number.parseInt(idHex, 16)) throw new Error(`verifier key ${goQuote(vkey)}: invalid verifier hash`);
   const key = await crypto.subtle.importKey("raw", typed.slice(1), { name: "Ed25519" }, false, ["verify"]);
   const ed25519 = (/** @type {Uint8Array} */ msg, /** @type {Uint8Array} */ sig) =>
-    sig.length === 64 ? crypto.subtle.verify({ name: "Ed25519" }, key, sig, msg) : Promise.resolve(false);
+    sig.length === 64 ? crypto.subtle.verify({ name: "Ed25519" }, key, /** @type {BufferSource} */ (sig), /** @type {BufferSource} */ (msg)) : Promise.resolve(false);
   /** @type {NoteVerifier} */
   const v = { name, keyHash: id, type, verify: ed25519 };
   if (type === KEY_COSIGNATURE_V1) {

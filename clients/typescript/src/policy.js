@@ -11,6 +11,7 @@ import { logVerifier } from "./proof.js";
 
 export const MAX_POLICY_SIZE = 64 << 10;
 const MAX_ENTRIES = 64;
+/** @type {Record<string, [number, number, string]>} */
 const USAGE = {
   log: [2, 3, "log <vkey> [<url>]"],
   witness: [3, 4, "witness <name> <vkey> [<url>]"],
@@ -181,6 +182,7 @@ async function policyLine(p, keys, fields) {
 export async function witnessVerifier(vkey) {
   const [name, id] = vkey.split("+");
   const key64 = vkey.split("+").slice(2).join("+");
+  /** @type {Uint8Array} */
   let key = new Uint8Array();
   try {
     key = decodeBase64(key64 ?? "");

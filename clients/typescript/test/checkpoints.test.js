@@ -2,7 +2,7 @@
 // testvectors/checkpoints_test.go asserts them.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { marshalCheckpoint, newVerifier, openCheckpoint } from "../src/index.js";
+import { marshalCheckpoint, newVerifier, openCheckpoint } from "@annal/client";
 import { deriveKey, fromHex, signNote, toHex, vectors } from "./helpers.js";
 
 const f = vectors("checkpoints.json");

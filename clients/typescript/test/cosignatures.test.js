@@ -3,7 +3,7 @@
 // testvectors/cosignatures_test.go asserts them.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { parsePolicy, witnessVerifier } from "../src/index.js";
+import { parsePolicy, witnessVerifier } from "@annal/client";
 import { deriveKey, vectors } from "./helpers.js";
 
 const f = vectors("cosignatures.json");

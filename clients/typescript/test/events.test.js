@@ -4,7 +4,7 @@
 // does not have yet.)
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { canonicalJSON, leafHash } from "../src/index.js";
+import { canonicalJSON, leafHash } from "@annal/client";
 import { concat, toHex, utf8, vectors } from "./helpers.js";
 
 const f = vectors("events.json");

@@ -10,7 +10,7 @@ import {
   parseTLogProof,
   verifyConsistencyProof,
   verifyProof,
-} from "../src/index.js";
+} from "@annal/client";
 import { deriveKey, encodeBase64, signNote, toHex, utf8, vectors } from "./helpers.js";
 
 const f = vectors("tlogproofs.json");

@@ -1,0 +1,151 @@
+// Types of @annal/client (src/index.js).
+
+/** An offline check failed: check names which, reason says why, in the words of Annal's Go verifier. */
+export class VerificationError extends Error {
+  constructor(check: string, reason: string);
+  /** "verifier key", "proof format", "checkpoint signature", "index", "entry", "inclusion", "consistency" or "policy". */
+  readonly check: string;
+  readonly reason: string;
+}
+
+export function encodeBase64(bytes: Uint8Array): string;
+/** Standard base64 with padding; strict (the default) also refuses non-zero padding bits. */
+export function decodeBase64(s: string, strict?: boolean): Uint8Array;
+export function toHex(bytes: Uint8Array): string;
+export function fromHex(s: string): Uint8Array;
+/** An unsigned 64-bit canonical decimal (no sign, no leading zero). */
+export function parseDecimal(s: string): bigint;
+
+/** The RFC 8785 canonical JSON encoding of a value. */
+export function canonicalJSON(value: unknown): string;
+
+export class MalformedNoteError extends Error {}
+export class UnverifiedNoteError extends Error {}
+export class InvalidSignatureError extends Error {
+  readonly keyName: string;
+  readonly keyHash: number;
+}
+
+export interface NoteVerifier {
+  readonly name: string;
+  readonly keyHash: number;
+  /** The key type byte: 0x01 Ed25519, 0x04 cosignature/v1. */
+  readonly type: number;
+  verify(text: Uint8Array, sig: Uint8Array): Promise<boolean>;
+}
+export interface NoteSignature {
+  name: string;
+  keyHash: number;
+  base64: string;
+}
+export interface Note {
+  /** The signed text, ending in a newline. */
+  text: string;
+  /** Signatures by known keys, all verified. */
+  sigs: NoteSignature[];
+  /** Signatures by keys the reader does not know. */
+  unverifiedSigs: NoteSignature[];
+}
+/** The 32-bit key id: SHA-256(name || "\n" || type || key)[:4], big-endian. */
+export function keyHash(name: string, typedKey: Uint8Array): Promise<number>;
+/** A verifier key <name>+<8 hex id>+<base64 type||key>, Ed25519 (0x01) or cosignature/v1 (0x04). */
+export function newVerifier(vkey: string): Promise<NoteVerifier>;
+/** Opens a C2SP signed note, verifying every signature by a known key; as x/mod's note.Open. */
+export function openNote(msg: string | Uint8Array, known: NoteVerifier[]): Promise<Note>;
+
+export interface Checkpoint {
+  origin: string;
+  size: bigint;
+  /** 32 bytes. */
+  rootHash: Uint8Array;
+  extensions: string[];
+}
+export interface SignedCheckpoint extends Checkpoint {
+  note: Note;
+  raw: Uint8Array;
+}
+export const MAX_CHECKPOINT_SIZE: number;
+export function marshalCheckpoint(c: Checkpoint): string;
+export function parseCheckpointBody(text: string): Checkpoint;
+/** A SHA-256 hash in strict base64. */
+export function parseHash(s: string): Uint8Array;
+/** Opens a checkpoint signed by logKey (others' signatures, e.g. witnesses', are verified too). */
+export function openCheckpoint(
+  signed: string | Uint8Array,
+  logKey: NoteVerifier,
+  others?: NoteVerifier[],
+): Promise<SignedCheckpoint>;
+
+export class RootMismatchError extends Error {
+  readonly calculated: Uint8Array;
+  readonly expected: Uint8Array;
+}
+/** SHA-256(0x00 || entry). */
+export function leafHash(entry: Uint8Array): Promise<Uint8Array>;
+/** SHA-256(0x01 || left || right). */
+export function nodeHash(left: Uint8Array, right: Uint8Array): Promise<Uint8Array>;
+export function verifyInclusion(
+  index: bigint,
+  size: bigint,
+  leaf: Uint8Array,
+  proof: Uint8Array[],
+  root: Uint8Array,
+): Promise<void>;
+export function verifyConsistency(
+  size1: bigint,
+  size2: bigint,
+  proof: Uint8Array[],
+  root1: Uint8Array,
+  root2: Uint8Array,
+): Promise<void>;
+
+export const TLOG_PROOF_HEADER: "c2sp.org/tlog-proof@v1";
+export interface TLogProof {
+  extra?: Uint8Array;
+  index: bigint;
+  hashes: Uint8Array[];
+  checkpoint: Uint8Array;
+}
+export function parseTLogProof(data: string | Uint8Array): TLogProof;
+export function marshalTLogProof(p: TLogProof): string;
+/** A consistency proof: one base64 hash per line. */
+export function parseHashes(data: string | Uint8Array): Uint8Array[];
+/** A log's verifier key; a VerificationError of check "verifier key" when it is not one. */
+export function logVerifier(vkey: string): Promise<NoteVerifier>;
+
+export interface ProofResult {
+  origin: string;
+  size: bigint;
+  rootHash: Uint8Array;
+  index: bigint;
+  leafHash: Uint8Array;
+  checkpoint: SignedCheckpoint;
+}
+/** Verifies offline that entry is in the log of vkey, as its c2sp.org/tlog-proof says. */
+export function verifyProof(entry: string | Uint8Array, tlogProof: string | Uint8Array, vkey: string): Promise<ProofResult>;
+/** Verifies offline that the newer checkpoint's tree extends the older one's. */
+export function verifyConsistencyProof(
+  oldCheckpoint: string | Uint8Array,
+  newCheckpoint: string | Uint8Array,
+  proof: string | Uint8Array,
+  vkey: string,
+): Promise<{ origin: string; old: SignedCheckpoint; new: SignedCheckpoint }>;
+
+export interface PolicyResult {
+  checkpoint: SignedCheckpoint;
+  logKey: string;
+  /** Witness names with a valid cosignature, sorted. */
+  cosigners: string[];
+}
+/** A witness policy: log, witness, group and quorum lines. */
+export class Policy {
+  readonly logs: NoteVerifier[];
+  readonly logKeys: string[];
+  readonly witnesses: Map<string, NoteVerifier>;
+  readonly groups: Map<string, { k: number; members: string[] }>;
+  readonly quorum: string;
+  openCheckpoint(signed: string | Uint8Array): Promise<PolicyResult>;
+}
+export function parsePolicy(text: string): Promise<Policy>;
+/** A witness's cosignature/v1 key (type 0x04). ML-DSA-44 keys (0x06) are refused. */
+export function witnessVerifier(vkey: string): Promise<NoteVerifier>;
