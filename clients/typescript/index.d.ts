@@ -149,3 +149,136 @@ export class Policy {
 export function parsePolicy(text: string): Promise<Policy>;
 /** A witness's cosignature/v1 key (type 0x04). ML-DSA-44 keys (0x06) are refused. */
 export function witnessVerifier(vkey: string): Promise<NoteVerifier>;
+/** verifyProof with the log key from the policy, the proof's checkpoint meeting its quorum. */
+export function verifyProofWithPolicy(
+  entry: string | Uint8Array,
+  tlogProof: string | Uint8Array,
+  policy: Policy,
+): Promise<{ proof: ProofResult; policy: PolicyResult }>;
+
+/** What the client reads from any answer. */
+export const MAX_RESPONSE_BODY: number;
+export interface RetryPolicy {
+  /** Sends in all (0 or 1: no retry). */
+  attempts: number;
+  /** The first wait, doubled each time (the answer's Retry-After when longer). */
+  firstMs: number;
+  /** The longest wait (0: no bound). */
+  maxMs: number;
+}
+/** The annal CLI's retry policy: 6 sends, from 250 ms, at most 5 s. */
+export const DEFAULT_RETRY: Readonly<RetryPolicy>;
+
+/** An error answer from the kernel (api.Error in api/api.go). */
+export class AnnalError extends Error {
+  /** The HTTP status. */
+  readonly status: number;
+  /** The kernel's explanation. */
+  readonly kernelMessage: string;
+  /** The pipeline stage that denied the action, if one did. */
+  readonly stage?: string;
+  /** The check within the stage. */
+  readonly gate?: string;
+  /** The spec's name of the refusal, where it has one (e.g. "insufficient_trust"). */
+  readonly reason?: string;
+  /** Where the refusal was recorded in the log, if it was. */
+  readonly denialIndex?: number;
+  /** The signal the kernel sent the agent for this refusal ("SIGKILL"). */
+  readonly signal?: string;
+  readonly traceId?: string;
+  /** The write failed after the entry reached the log: it may be logged; never sent again. */
+  readonly outcomeUnknown: boolean;
+  readonly retryable: boolean;
+  /** The kernel takes no writes until an operator acts. */
+  readonly stopped: boolean;
+  readonly retryAfterMs?: number;
+  /** Whether the kernel did nothing and asks to be asked again (429, 503, retryable; never outcome_unknown). */
+  readonly shouldRetry: boolean;
+}
+
+export interface Grant {
+  pattern: string;
+  actions: string[];
+}
+export interface ActionRequest {
+  type: "observe" | "create" | "mutate" | "execute";
+  target: string;
+  payload?: unknown;
+  payload_hash?: string;
+  envelope?: string;
+  session?: string;
+  action_id?: string;
+}
+export interface Receipt {
+  status: "committed" | "held";
+  hold_id?: string;
+  event_id: string;
+  index: number;
+  leaf_hash: string;
+  time: string;
+  actor: string;
+  type: string;
+  target: string;
+  envelope?: string;
+  cost: number;
+  reason?: string;
+  checkpoint?: string;
+  proof?: string;
+  proof_error?: string;
+  trace_id?: string;
+}
+export interface Hold {
+  id: string;
+  status: "pending" | "approved" | "rejected" | "timed_out" | "failed" | string;
+  actor: string;
+  target: string;
+  type: string;
+  [field: string]: unknown;
+}
+
+/** A client of annald's HTTP API, acting as one actor. */
+export class AnnalClient {
+  constructor(
+    baseURL: string,
+    options?: { credential?: string; retry?: RetryPolicy; fetch?: typeof fetch },
+  );
+  /** Sends one request under the retry policy and returns the answer's bytes; AnnalError on an error answer. */
+  request(method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<Uint8Array>;
+  /** Submits an action: its receipt once logged ("held" with hold_id when a human must answer first). */
+  submit(action: ActionRequest, options?: { waitPublished?: boolean; signal?: AbortSignal }): Promise<Receipt>;
+  createAgent(req: {
+    name: string;
+    purpose: string;
+    kind?: string;
+    grants?: Grant[];
+    energy?: number;
+    trust?: number;
+    consensus?: boolean;
+    expires?: string;
+  }): Promise<{ id: string; credential: string; index: number; energy: number }>;
+  issueEnvelope(req: {
+    holder: string;
+    budget: number;
+    grants: Grant[];
+    hold_on?: Grant[];
+    hold_timeout_secs?: number;
+    expires?: string;
+  }): Promise<{ id: string; holder: string; budget: number }>;
+  hold(id: string, signal?: AbortSignal): Promise<Hold>;
+  /** Polls a hold until it is no longer pending. */
+  waitHold(id: string, options?: { signal?: AbortSignal; pollMs?: number }): Promise<Hold>;
+  answerHold(id: string, decision: "approve" | "reject", reason?: string): Promise<Receipt>;
+  info(signal?: AbortSignal): Promise<{ origin: string; verifier_key: string; size: number; checkpoint_size: number }>;
+  /** The raw log entry at index (canonical JSON). */
+  event(index: number | bigint, signal?: AbortSignal): Promise<Uint8Array>;
+  checkpoint(signal?: AbortSignal): Promise<string>;
+  /** The tlog-proof of index against the latest checkpoint (AnnalError 409 while none covers it). */
+  proof(index: number | bigint, signal?: AbortSignal): Promise<string>;
+  waitProof(index: number | bigint, options?: { signal?: AbortSignal; pollMs?: number }): Promise<string>;
+  /** Fetches the entry and its proof and verifies them offline against vkey, the log key the caller trusts. */
+  fetchAndVerify(
+    index: number | bigint,
+    vkey: string,
+    options?: { signal?: AbortSignal },
+  ): Promise<{ entry: Uint8Array; proof: string; result: ProofResult }>;
+}

@@ -16,5 +16,6 @@ export {
   verifyConsistencyProof,
   verifyProof,
 } from "./proof.js";
-export { Policy, parsePolicy, witnessVerifier } from "./policy.js";
+export { Policy, parsePolicy, verifyProofWithPolicy, witnessVerifier } from "./policy.js";
 export { canonicalJSON } from "./canonical.js";
+export { AnnalClient, AnnalError, DEFAULT_RETRY, MAX_RESPONSE_BODY } from "./client.js";

@@ -7,7 +7,7 @@ import { VerificationError, within } from "./errors.js";
 import { abbreviate, decodeBase64, goQuote, parseDecimal } from "./encoding.js";
 import { openCheckpoint } from "./checkpoint.js";
 import { KEY_COSIGNATURE_V1, KEY_ED25519, KEY_MLDSA44, newVerifier } from "./note.js";
-import { logVerifier } from "./proof.js";
+import { logVerifier, parseTLogProof, verifyProof } from "./proof.js";
 
 export const MAX_POLICY_SIZE = 64 << 10;
 const MAX_ENTRIES = 64;
@@ -202,4 +202,18 @@ export async function witnessVerifier(vkey) {
     throw new Error(`${goQuote(abbreviate(vkey, 80))} has key type 0x${key[0].toString(16).padStart(2, "0")}; a witness key is cosignature/v1 (0x04) or ML-DSA-44 (0x06)`);
   }
   return newVerifier(vkey);
+}
+
+/**
+ * verifyProof with the log key taken from a policy, and the proof's
+ * checkpoint required to meet the policy's quorum.
+ * @param {string | Uint8Array} entry
+ * @param {string | Uint8Array} tlogProof
+ * @param {Policy} policy
+ */
+export async function verifyProofWithPolicy(entry, tlogProof, policy) {
+  const p = await within("proof format", () => parseTLogProof(tlogProof));
+  const pr = await policy.openCheckpoint(p.checkpoint);
+  const res = await verifyProof(entry, tlogProof, pr.logKey);
+  return { proof: res, policy: pr };
 }

@@ -3,7 +3,7 @@
 // testvectors/cosignatures_test.go asserts them.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { parsePolicy, witnessVerifier } from "@annal/client";
+import { parsePolicy, verifyProofWithPolicy, witnessVerifier } from "@annal/client";
 import { deriveKey, vectors } from "./helpers.js";
 
 const f = vectors("cosignatures.json");
@@ -84,4 +84,18 @@ test("cosignatures.json: a group quorum counts each witness's valid cosignature"
     message: `policy: the checkpoint's cosignatures (${wa.label}) do not meet the quorum "g"`,
   });
   await assert.rejects(policy("3"), { check: "policy", message: /threshold "3" is not a number from 1 to 2/ });
+});
+
+test("cosignatures.json: a tlog-proof whose checkpoint carries the cosignature verifies under the policy", async () => {
+  const keys = await keysOf();
+  const log = keys[f.keys[0].label];
+  const v = f.vectors[0];
+  const w = f.witnesses.find((/** @type {any} */ x) => x.label === v.witness);
+  // A one-entry tree: its root is the leaf hash, so a made-up entry whose
+  // leaf hash is not the vector's root must be refused, after the quorum.
+  const proof = `c2sp.org/tlog-proof@v1\nindex 0\n\n${v.cosigned_checkpoint}`;
+  const policy = await policyFor(log, v.witness, w.verifier_key);
+  await assert.rejects(verifyProofWithPolicy('{"v":1}', proof, policy), { check: "inclusion" });
+  const noWitness = proof.replace(v.signature_line, "");
+  await assert.rejects(verifyProofWithPolicy('{"v":1}', noWitness, policy), { check: "policy" });
 });

@@ -1,0 +1,117 @@
+// The HTTP client against a real annald: a receipt, its proof verified
+// offline, a denial as a typed error naming stage, gate and the denial's
+// index, a hold answered by a human, and an answer of the wrong credential.
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import { AnnalClient, AnnalError, leafHash, toHex, verifyProof } from "@annal/client";
+import { startAnnald } from "./annald.js";
+
+/** @type {Awaited<ReturnType<typeof startAnnald>>} */
+let annald;
+/** @type {AnnalClient} */
+let root;
+/** @type {AnnalClient} */
+let agent;
+
+before(async () => {
+  annald = await startAnnald();
+  if (!annald) return;
+  root = new AnnalClient(annald.url, { credential: annald.rootCredential });
+  const a = await root.createAgent({
+    name: "scribe",
+    purpose: "keeps meeting notes",
+    energy: 1000,
+    trust: 0.8, // ring 2 (standard), which create and mutate need
+    grants: [{ pattern: "workspace/**", actions: ["create", "mutate"] }],
+  });
+  await root.issueEnvelope({
+    holder: a.id,
+    budget: 500,
+    grants: [{ pattern: "workspace/**", actions: ["create", "mutate"] }],
+    hold_on: [{ pattern: "workspace/release/*", actions: ["mutate"] }],
+  });
+  agent = new AnnalClient(annald.url, { credential: a.credential });
+});
+
+after(async () => {
+  await annald?.stop();
+});
+
+const decode = (/** @type {Uint8Array} */ b) => JSON.parse(new TextDecoder().decode(b));
+
+test("client: a committed action's receipt, and its entry and proof verified offline", async (t) => {
+  if (!annald) return t.skip("go is not installed (set ANNALD or install go)");
+  const r = await agent.submit({ type: "create", target: "workspace/notes.md", payload: { text: "hello" } });
+  assert.equal(r.status, "committed");
+  const { entry, result } = await agent.fetchAndVerify(r.index, annald.verifierKey);
+  assert.equal(toHex(result.leafHash), r.leaf_hash);
+  assert.equal(toHex(await leafHash(entry)), r.leaf_hash);
+  const ev = decode(entry);
+  assert.equal(ev.id, r.event_id);
+  assert.deepEqual(ev.action.payload, { text: "hello" });
+  assert.equal(result.index, BigInt(r.index));
+  // The same proof under another log's key is refused.
+  const other = "log.annal.example/vectors+0124a124+AQOhB7/zzhC+HXDdGOdLwJln5NYwm6UNXx3chmQSVTG4";
+  const proof = await agent.proof(r.index);
+  await assert.rejects(verifyProof(entry, proof, other), { check: "checkpoint signature" });
+});
+
+test("client: wait=published gives a receipt with a tlog-proof that verifies offline", async (t) => {
+  if (!annald) return t.skip("go is not installed (set ANNALD or install go)");
+  const r = await agent.submit({ type: "mutate", target: "workspace/notes.md", payload: { text: "again" } }, { waitPublished: true });
+  assert.ok(r.proof, r.proof_error);
+  const entry = await agent.event(r.index);
+  const res = await verifyProof(entry, /** @type {string} */ (r.proof), annald.verifierKey);
+  assert.equal(toHex(res.leafHash), r.leaf_hash);
+});
+
+test("client: a denial is an AnnalError with stage, gate and the denial's index in the log", async (t) => {
+  if (!annald) return t.skip("go is not installed (set ANNALD or install go)");
+  const err = await agent.submit({ type: "create", target: "mail/outbox/1", payload: {} }).then(
+    () => assert.fail("the kernel allowed an action outside the agent's grants"),
+    (/** @type {any} */ e) => e,
+  );
+  assert.ok(err instanceof AnnalError, String(err));
+  assert.equal(err.status, 403);
+  assert.ok(err.stage && err.gate, `stage ${err.stage}, gate ${err.gate}`);
+  assert.equal(typeof err.denialIndex, "number");
+  assert.match(err.message, new RegExp(`^annal: 403 Forbidden \\(stage ${err.stage}\\): .* \\(the denial is recorded in the log at index ${err.denialIndex}\\)$`));
+  assert.equal(err.shouldRetry, false);
+  // The denial is in the log, and provably so.
+  const { entry } = await agent.fetchAndVerify(/** @type {number} */ (err.denialIndex), annald.verifierKey);
+  const ev = decode(entry);
+  assert.equal(ev.kind, "action.denied");
+  assert.equal(ev.denial.stage, `${err.stage}/${err.gate}`);
+  assert.equal(ev.action.target, "mail/outbox/1");
+});
+
+test("client: a held action waits for a human, and runs once approved", async (t) => {
+  if (!annald) return t.skip("go is not installed (set ANNALD or install go)");
+  const r = await agent.submit({ type: "mutate", target: "workspace/release/v1", payload: { go: true } });
+  assert.equal(r.status, "held");
+  assert.ok(r.hold_id);
+  assert.equal((await agent.hold(/** @type {string} */ (r.hold_id))).status, "pending");
+  const approved = await root.answerHold(/** @type {string} */ (r.hold_id), "approve", "looks right");
+  assert.equal(approved.status, "committed");
+  const h = await agent.waitHold(/** @type {string} */ (r.hold_id));
+  assert.equal(h.status, "approved");
+  const { entry } = await agent.fetchAndVerify(approved.index, annald.verifierKey);
+  assert.equal(decode(entry).hold.id, r.hold_id);
+});
+
+test("client: a wrong credential is a 401 AnnalError, not retried", async (t) => {
+  if (!annald) return t.skip("go is not installed (set ANNALD or install go)");
+  let calls = 0;
+  const counting = /** @type {typeof fetch} */ ((input, init) => {
+    calls++;
+    return fetch(input, init);
+  });
+  const c = new AnnalClient(annald.url, { credential: "not-a-credential", retry: { attempts: 3, firstMs: 1, maxMs: 1 }, fetch: counting });
+  await assert.rejects(c.submit({ type: "create", target: "workspace/x", payload: 1 }), (/** @type {any} */ e) => {
+    assert.ok(e instanceof AnnalError);
+    assert.equal(e.status, 401);
+    assert.equal(e.stage, undefined);
+    return true;
+  });
+  assert.equal(calls, 1);
+});
