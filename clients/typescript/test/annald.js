@@ -2,16 +2,20 @@
 // with go (or ANNALD names a binary), on a fresh data folder, listening on
 // 127.0.0.1 at a port the system picks.
 import { spawn, execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, renameSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const repo = fileURLToPath(new URL("../../../", import.meta.url));
 
+/** @type {string | undefined} */
+let built;
+
 /** The annald binary, or undefined when go is not installed. */
 function binary(/** @type {string} */ dir) {
   if (process.env.ANNALD) return process.env.ANNALD;
+  if (built) return built;
   const out = join(dir, "annald");
   try {
     execFileSync("go", ["build", "-o", out, "./cmd/annald"], { cwd: repo, stdio: ["ignore", "ignore", "pipe"] });
@@ -19,7 +23,9 @@ function binary(/** @type {string} */ dir) {
     if (/** @type {any} */ (e).code === "ENOENT") return undefined;
     throw e;
   }
-  return out;
+  built = join(mkdtempSync(join(tmpdir(), "annald-bin-")), "annald");
+  renameSync(out, built); // kept for the next annald of this test run; out's folder goes with its data
+  return built;
 }
 
 /**

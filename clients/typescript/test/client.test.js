@@ -3,7 +3,7 @@
 // index, a hold answered by a human, and an answer of the wrong credential.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { AnnalClient, AnnalError, leafHash, toHex, verifyProof } from "@annal/client";
+import { AnnalClient, AnnalError, DEFAULT_RETRY, leafHash, toHex, verifyProof } from "@annal/client";
 import { startAnnald } from "./annald.js";
 
 /** @type {Awaited<ReturnType<typeof startAnnald>>} */
@@ -114,4 +114,34 @@ test("client: a wrong credential is a 401 AnnalError, not retried", async (t) =>
     return true;
   });
   assert.equal(calls, 1);
+});
+
+test("client: a 429 of the rate limit is retried as the annal CLI does, and refused without a retry policy", async (t) => {
+  const limited = await startAnnald(["--rate-limit", "2=1/1"]);
+  if (!limited) return t.skip("go is not installed (set ANNALD or install go)");
+  try {
+    const admin = new AnnalClient(limited.url, { credential: limited.rootCredential });
+    const a = await admin.createAgent({
+      name: "hasty",
+      purpose: "sends faster than its ring allows",
+      energy: 1000,
+      trust: 0.8,
+      grants: [{ pattern: "workspace/**", actions: ["create"] }],
+    });
+    await admin.issueEnvelope({ holder: a.id, budget: 500, grants: [{ pattern: "workspace/**", actions: ["create"] }] });
+    const once = new AnnalClient(limited.url, { credential: a.credential });
+    const results = await Promise.allSettled([1, 2, 3].map((i) => once.submit({ type: "create", target: `workspace/a${i}`, payload: i })));
+    const refused = results.filter((r) => r.status === "rejected").map((r) => /** @type {PromiseRejectedResult} */ (r).reason);
+    assert.ok(refused.length >= 1, "three requests at once within a burst of 1 all passed");
+    for (const e of refused) {
+      assert.ok(e instanceof AnnalError, String(e));
+      assert.equal(e.status, 429);
+      assert.equal(e.shouldRetry, true);
+    }
+    const patient = new AnnalClient(limited.url, { credential: a.credential, retry: DEFAULT_RETRY });
+    const receipts = await Promise.all([4, 5, 6].map((i) => patient.submit({ type: "create", target: `workspace/b${i}`, payload: i })));
+    assert.deepEqual(receipts.map((r) => r.status), ["committed", "committed", "committed"]);
+  } finally {
+    await limited.stop();
+  }
 });
