@@ -23,7 +23,9 @@ function binary(/** @type {string} */ dir) {
     if (/** @type {any} */ (e).code === "ENOENT") return undefined;
     throw e;
   }
-  built = join(mkdtempSync(join(tmpdir(), "annald-bin-")), "annald");
+  const binDir = mkdtempSync(join(tmpdir(), "annald-bin-"));
+  process.once("exit", () => rmSync(binDir, { recursive: true, force: true }));
+  built = join(binDir, "annald");
   renameSync(out, built); // kept for the next annald of this test run; out's folder goes with its data
   return built;
 }
