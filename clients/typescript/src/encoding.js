@@ -22,39 +22,49 @@ export function encodeBase64(bytes) {
  * Decodes standard base64 with padding. Lenient mode (what a signed note's
  * parser accepts) lets non-zero padding bits through; strict mode refuses
  * them too, as Go's base64.StdEncoding.Strict() does. The error names the
- * first offending byte as Go's does.
+ * offending byte as Go's decoder does (its decodeQuantum, ported).
  * @param {string} s
  * @param {boolean} [strict]
  * @returns {Uint8Array}
  */
 export function decodeBase64(s, strict = true) {
+  const src = utf8.encode(s);
+  const corrupt = (/** @type {number} */ at) => new Error(`illegal base64 data at input byte ${at}`);
+  /** @type {number[]} */
   const out = [];
-  let i = 0;
-  for (; i + 4 <= s.length || i < s.length; i += 4) {
-    const quad = s.slice(i, i + 4);
-    const vals = [];
-    let pad = 0;
-    for (let j = 0; j < quad.length; j++) {
-      const c = quad[j];
-      if (c === "=" && j >= 2) {
-        pad = quad.length - j;
-        if (quad.slice(j) !== "=".repeat(pad) || i + 4 !== s.length || quad.length !== 4) {
-          throw new Error(`illegal base64 data at input byte ${i + j + (quad.slice(j) === "=".repeat(pad) ? pad : 1)}`);
-        }
-        break;
+  let si = 0;
+  while (si < src.length) {
+    const dbuf = [0, 0, 0, 0];
+    let dlen = 4;
+    let trailing = -1;
+    for (let j = 0; j < 4; j++) {
+      if (si === src.length) {
+        if (j === 0) return Uint8Array.from(out);
+        throw corrupt(si - j);
       }
-      const v = B64_INDEX.get(c);
-      if (v === undefined) throw new Error(`illegal base64 data at input byte ${i + j}`);
-      vals.push(v);
+      const c = src[si++];
+      const v = c < 128 ? B64_INDEX.get(String.fromCharCode(c)) : undefined;
+      if (v !== undefined) {
+        dbuf[j] = v;
+        continue;
+      }
+      if (c !== 0x3d) throw corrupt(si - 1);
+      if (j < 2) throw corrupt(si - 1);
+      if (j === 2) {
+        if (si === src.length) throw corrupt(src.length);
+        if (src[si] !== 0x3d) throw corrupt(si - 1);
+        si++;
+      }
+      if (si < src.length) trailing = si;
+      dlen = j;
+      break;
     }
-    if (vals.length + pad < 4) throw new Error(`illegal base64 data at input byte ${s.length}`);
-    const n = (vals[0] << 18) | (vals[1] << 12) | ((vals[2] ?? 0) << 6) | (vals[3] ?? 0);
-    out.push((n >> 16) & 255);
-    if (vals.length > 2) out.push((n >> 8) & 255);
-    if (vals.length > 3) out.push(n & 255);
-    if (strict && ((vals.length === 2 && (n & 0xffff) !== 0) || (vals.length === 3 && (n & 0xff) !== 0))) {
-      throw new Error(`illegal base64 data at input byte ${i + vals.length - 1}`);
-    }
+    const val = (dbuf[0] << 18) | (dbuf[1] << 12) | (dbuf[2] << 6) | dbuf[3];
+    const b = [(val >> 16) & 255, (val >> 8) & 255, val & 255];
+    if (dlen === 3 && strict && b[2] !== 0) throw corrupt(si - 1);
+    if (dlen === 2 && strict && (b[1] !== 0 || b[2] !== 0)) throw corrupt(si - 2);
+    out.push(...b.slice(0, dlen - 1));
+    if (trailing >= 0) throw corrupt(trailing);
   }
   return Uint8Array.from(out);
 }
@@ -95,9 +105,21 @@ export function abbreviate(s, max = 64) {
   return s.length > max ? s.slice(0, max - 3) + "..." : s;
 }
 
-/** Quotes s as Go's %q does for printable text. */
+const GO_ESCAPES = /** @type {Record<string, string>} */ ({
+  "\u0007": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v", '"': '\\"', "\\": "\\\\",
+});
+
+/** Quotes s as Go's %q does (control characters as \\a, \\x00, \\u0085, …). */
 export function goQuote(/** @type {string} */ s) {
-  return JSON.stringify(s);
+  let out = '"';
+  for (const c of s) {
+    const n = /** @type {number} */ (c.codePointAt(0));
+    if (GO_ESCAPES[c]) out += GO_ESCAPES[c];
+    else if (n < 0x20 || n === 0x7f) out += "\\x" + n.toString(16).padStart(2, "0");
+    else if (n >= 0x80 && n < 0xa0) out += "\\u" + n.toString(16).padStart(4, "0");
+    else out += c;
+  }
+  return out + '"';
 }
 
 export const utf8 = new TextEncoder();
