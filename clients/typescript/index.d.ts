@@ -29,7 +29,7 @@ export class InvalidSignatureError extends Error {
 export interface NoteVerifier {
   readonly name: string;
   readonly keyHash: number;
-  /** The key type byte: 0x01 Ed25519, 0x04 cosignature/v1. */
+  /** The key type byte: 0x01 Ed25519, 0x04 cosignature/v1 (Ed25519), 0x06 ML-DSA-44 (cosignature). */
   readonly type: number;
   verify(text: Uint8Array, sig: Uint8Array): Promise<boolean>;
 }
@@ -48,7 +48,7 @@ export interface Note {
 }
 /** The 32-bit key id: SHA-256(name || "\n" || type || key)[:4], big-endian. */
 export function keyHash(name: string, typedKey: Uint8Array): Promise<number>;
-/** A verifier key <name>+<8 hex id>+<base64 type||key>, Ed25519 (0x01) or cosignature/v1 (0x04). */
+/** A verifier key <name>+<8 hex id>+<base64 type||key>: Ed25519 (0x01), cosignature/v1 (0x04) or ML-DSA-44 (0x06). */
 export function newVerifier(vkey: string): Promise<NoteVerifier>;
 /** Opens a C2SP signed note, verifying every signature by a known key; as x/mod's note.Open. */
 export function openNote(msg: string | Uint8Array, known: NoteVerifier[]): Promise<Note>;
@@ -147,7 +147,7 @@ export class Policy {
   openCheckpoint(signed: string | Uint8Array): Promise<PolicyResult>;
 }
 export function parsePolicy(text: string): Promise<Policy>;
-/** A witness's cosignature/v1 key (type 0x04). ML-DSA-44 keys (0x06) are refused. */
+/** A witness's key: cosignature/v1 (type 0x04, Ed25519) or ML-DSA-44 (0x06). */
 export function witnessVerifier(vkey: string): Promise<NoteVerifier>;
 /** verifyProof with the log key from the policy, the proof's checkpoint meeting its quorum. */
 export function verifyProofWithPolicy(

@@ -1,6 +1,7 @@
 // @annal/client: offline verification of Annal's logs (checkpoints,
 // tlog-proofs, consistency proofs, witness cosignature policies, leaf
-// hashes), with WebCrypto only, for Node 20+ and browsers.
+// hashes), with WebCrypto (and @noble/post-quantum for ML-DSA-44), for
+// Node 20+ and browsers; and a small HTTP client of annald.
 
 export { VerificationError } from "./errors.js";
 export { decodeBase64, encodeBase64, fromHex, parseDecimal, toHex } from "./encoding.js";

@@ -2,8 +2,10 @@
 // golang.org/x/mod/sumdb/note reads them, so that a note Annal's Go reader
 // refuses is refused here for the same reason. Ed25519 (type 0x01, a log's
 // key) and cosignature/v1 (type 0x04, a witness's) are verified with
-// WebCrypto, which Node 20+ and current browsers provide.
+// WebCrypto, which Node 20+ and current browsers provide; ML-DSA-44
+// (type 0x06, a witness's post-quantum key) with @noble/post-quantum.
 
+import { ml_dsa44 } from "@noble/post-quantum/ml-dsa.js";
 import { bytesOf, concat, decodeBase64, decodeUTF8, fromHex, goQuote, toHex, utf8 } from "./encoding.js";
 
 export const KEY_ED25519 = 0x01;
@@ -85,11 +87,13 @@ export async function newVerifier(vkey) {
     throw new Error(`malformed verifier key ${goQuote(vkey)}`);
   }
   const type = typed[0];
-  if ((type !== KEY_ED25519 && type !== KEY_COSIGNATURE_V1) || typed.length !== 33) {
+  const size = type === KEY_MLDSA44 ? 1 + MLDSA44_PUBLIC_KEY_SIZE : 33;
+  if ((type !== KEY_ED25519 && type !== KEY_COSIGNATURE_V1 && type !== KEY_MLDSA44) || typed.length !== size) {
     throw new Error(`verifier key ${goQuote(vkey)}: unknown or malformed key type`);
   }
   const id = await keyHash(name, typed);
   if (id !== Number.parseInt(idHex, 16)) throw new Error(`verifier key ${goQuote(vkey)}: invalid verifier hash`);
+  if (type === KEY_MLDSA44) return { name, keyHash: id, type, verify: mldsa44CosignatureVerifier(name, typed.slice(1)) };
   const key = await crypto.subtle.importKey("raw", typed.slice(1), { name: "Ed25519" }, false, ["verify"]);
   const ed25519 = (/** @type {Uint8Array} */ msg, /** @type {Uint8Array} */ sig) =>
     sig.length === 64 ? crypto.subtle.verify({ name: "Ed25519" }, key, /** @type {BufferSource} */ (sig), /** @type {BufferSource} */ (msg)) : Promise.resolve(false);
@@ -105,6 +109,58 @@ export async function newVerifier(vkey) {
     };
   }
   return v;
+}
+
+const MLDSA44_PUBLIC_KEY_SIZE = 1312;
+const MLDSA44_SIGNATURE_SIZE = 2420;
+
+/**
+ * An ML-DSA-44 cosignature/v1 verifier (c2sp.org/tlog-cosignature, as
+ * transparency-dev/formats verifies it): the signature is 8 bytes of time
+ * then ML-DSA-44 over the subtree/v1 message for the range [0, size) of the
+ * checkpoint, which names the cosigner, the time, the origin, the range and
+ * the root hash (not the checkpoint's extension lines).
+ * @param {string} name @param {Uint8Array} publicKey
+ */
+function mldsa44CosignatureVerifier(name, publicKey) {
+  return async (/** @type {Uint8Array} */ text, /** @type {Uint8Array} */ sig) => {
+    if (sig.length !== 8 + MLDSA44_SIGNATURE_SIZE) return false;
+    const lines = new TextDecoder().decode(text).split("\n");
+    if (lines.length < 4 || !/^(0|[1-9][0-9]*)$/.test(lines[1])) return false;
+    const [origin, size, rootB64] = lines;
+    let root;
+    try {
+      root = decodeBase64(rootB64);
+    } catch {
+      return false;
+    }
+    const nameBytes = utf8.encode(name);
+    const originBytes = utf8.encode(origin);
+    if (root.length !== 32 || nameBytes.length > 255 || originBytes.length > 255 || originBytes.length === 0 || BigInt(size) >= 1n << 64n) {
+      return false;
+    }
+    const u64 = (/** @type {bigint} */ n) => {
+      const b = new Uint8Array(8);
+      new DataView(b.buffer).setBigUint64(0, n);
+      return b;
+    };
+    const message = concat(
+      utf8.encode("subtree/v1\n\0"),
+      Uint8Array.of(nameBytes.length),
+      nameBytes,
+      sig.slice(0, 8),
+      Uint8Array.of(originBytes.length),
+      originBytes,
+      u64(0n),
+      u64(BigInt(size)),
+      root,
+    );
+    try {
+      return ml_dsa44.verify(sig.slice(8), message, publicKey);
+    } catch {
+      return false;
+    }
+  };
 }
 
 /**

@@ -79,8 +79,8 @@ export class Policy {
 }
 
 /**
- * Parses a witness policy. Witness keys are cosignature/v1 (type 0x04);
- * ML-DSA-44 keys (0x06) are refused: this package cannot verify them yet.
+ * Parses a witness policy. Witness keys are cosignature/v1 (type 0x04,
+ * Ed25519) or ML-DSA-44 (0x06).
  * @param {string} text
  * @returns {Promise<Policy>}
  */
@@ -178,7 +178,7 @@ async function policyLine(p, keys, fields) {
   }
 }
 
-/** A witness's key: cosignature/v1 (0x04). @param {string} vkey */
+/** A witness's key: cosignature/v1 (0x04, Ed25519) or ML-DSA-44 (0x06). @param {string} vkey */
 export async function witnessVerifier(vkey) {
   const [name, id] = vkey.split("+");
   const key64 = vkey.split("+").slice(2).join("+");
@@ -195,10 +195,7 @@ export async function witnessVerifier(vkey) {
   if (key[0] === KEY_ED25519) {
     throw new Error(`${goQuote(abbreviate(vkey, 80))} is a plain Ed25519 key (type 0x01), a log's: a witness key is cosignature/v1 (0x04) or ML-DSA-44 (0x06)`);
   }
-  if (key[0] === KEY_MLDSA44) {
-    throw new Error(`${goQuote(abbreviate(vkey, 80))} is an ML-DSA-44 key (type 0x06), which this client cannot verify yet`);
-  }
-  if (key[0] !== KEY_COSIGNATURE_V1) {
+  if (key[0] !== KEY_COSIGNATURE_V1 && key[0] !== KEY_MLDSA44) {
     throw new Error(`${goQuote(abbreviate(vkey, 80))} has key type 0x${key[0].toString(16).padStart(2, "0")}; a witness key is cosignature/v1 (0x04) or ML-DSA-44 (0x06)`);
   }
   return newVerifier(vkey);

@@ -6,7 +6,7 @@ import { VerificationError, within } from "./errors.js";
 import { abbreviate, bytesOf, decodeBase64, encodeBase64, goQuote, parseDecimal, toHex } from "./encoding.js";
 import { openCheckpoint, parseHash, validateOrigin as validateOriginName } from "./checkpoint.js";
 import { leafHash, verifyConsistency as merkleConsistency, verifyInclusion } from "./merkle.js";
-import { newVerifier } from "./note.js";
+import { KEY_ED25519, newVerifier } from "./note.js";
 
 export const TLOG_PROOF_HEADER = "c2sp.org/tlog-proof@v1";
 export const MAX_PROOF_HASHES = 64;
@@ -111,6 +111,8 @@ export async function logVerifier(vkey) {
   }
   return within("verifier key", async () => {
     const v = await newVerifier(vkey);
+    // A log signs with a plain Ed25519 note key; x/mod's note knows no other.
+    if (v.type !== KEY_ED25519) throw new Error(`log verifier key ${goQuote(abbreviate(vkey))}: unknown verifier algorithm`);
     try {
       validateOriginName(v.name);
     } catch (e) {
