@@ -19,6 +19,15 @@ export function parseDecimal(s: string): bigint;
 /** The RFC 8785 canonical JSON encoding of a value. */
 export function canonicalJSON(value: unknown): string;
 
+/** The largest log entry, in bytes. */
+export const MAX_ENTRY_SIZE: 65535;
+/**
+ * Reads an entry's JSON as Annal's reader does at the JSON level (FORMATS.md, "What Annal accepts
+ * in JSON"): UTF-8, no duplicate member, no lone surrogate, no number canonical JSON would write as
+ * another value, at most 34 levels deep, in RFC 8785 canonical form. Not an event parser.
+ */
+export function readEntryJSON(input: string | Uint8Array): unknown;
+
 export class MalformedNoteError extends Error {}
 export class UnverifiedNoteError extends Error {}
 export class InvalidSignatureError extends Error {

@@ -102,7 +102,7 @@ export async function openCheckpoint(signed, logKey, others = []) {
     if (e instanceof MalformedNoteError) throw new Error(`checkpoint is not a well-formed signed note: ${e.message}`);
     throw e;
   }
-  checkCanonicalSignatures(new TextDecoder().decode(raw));
+  checkCanonicalSignatures(new TextDecoder("utf-8", { ignoreBOM: true }).decode(raw));
   if (!note.sigs.some((s) => s.name === logKey.name && s.keyHash === logKey.keyHash)) {
     throw new Error(`checkpoint has no signature by log key ${goQuote(logKey.name)}`);
   }

@@ -160,7 +160,7 @@ export class AnnalClient {
     });
     const raw = await readLimited(resp, MAX_RESPONSE_BODY, `${method} ${path}`);
     if (resp.status >= 300) {
-      const text = new TextDecoder().decode(raw);
+      const text = new TextDecoder("utf-8", { ignoreBOM: true }).decode(raw);
       let parsed = {};
       try {
         const j = JSON.parse(text);
@@ -178,7 +178,7 @@ export class AnnalClient {
   async #json(method, path, body, signal) {
     const raw = await this.request(method, path, body, signal);
     try {
-      return JSON.parse(new TextDecoder().decode(raw));
+      return JSON.parse(new TextDecoder("utf-8", { ignoreBOM: true }).decode(raw));
     } catch (e) {
       throw new Error(`annal: ${method} ${path}: answer is not the expected JSON: ${/** @type {Error} */ (e).message}`);
     }
@@ -259,12 +259,12 @@ export class AnnalClient {
 
   /** The latest signed checkpoint. */
   async checkpoint(/** @type {AbortSignal | undefined} */ signal) {
-    return new TextDecoder().decode(await this.request("GET", "checkpoint", undefined, signal));
+    return new TextDecoder("utf-8", { ignoreBOM: true }).decode(await this.request("GET", "checkpoint", undefined, signal));
   }
 
   /** The tlog-proof of index against the latest checkpoint; 409 while none covers it. */
   async proof(/** @type {number | bigint} */ index, /** @type {AbortSignal | undefined} */ signal) {
-    return new TextDecoder().decode(await this.request("GET", `v1/proof/${index}`, undefined, signal));
+    return new TextDecoder("utf-8", { ignoreBOM: true }).decode(await this.request("GET", `v1/proof/${index}`, undefined, signal));
   }
 
   /**

@@ -123,7 +123,8 @@ export function goQuote(/** @type {string} */ s) {
 }
 
 export const utf8 = new TextEncoder();
-const strictDecoder = new TextDecoder("utf-8", { fatal: true });
+// ignoreBOM keeps a leading U+FEFF in the text: Go reads it as a character, not a mark to drop.
+const strictDecoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
 /**
  * @param {string | Uint8Array} input

@@ -19,4 +19,5 @@ export {
 } from "./proof.js";
 export { Policy, parsePolicy, verifyProofWithPolicy, witnessVerifier } from "./policy.js";
 export { canonicalJSON } from "./canonical.js";
+export { MAX_ENTRY_SIZE, readEntryJSON } from "./entry.js";
 export { AnnalClient, AnnalError, DEFAULT_RETRY, MAX_RESPONSE_BODY } from "./client.js";

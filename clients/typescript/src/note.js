@@ -125,7 +125,7 @@ const MLDSA44_SIGNATURE_SIZE = 2420;
 function mldsa44CosignatureVerifier(name, publicKey) {
   return async (/** @type {Uint8Array} */ text, /** @type {Uint8Array} */ sig) => {
     if (sig.length !== 8 + MLDSA44_SIGNATURE_SIZE) return false;
-    const lines = new TextDecoder().decode(text).split("\n");
+    const lines = new TextDecoder("utf-8", { ignoreBOM: true }).decode(text).split("\n");
     if (lines.length < 4 || !/^(0|[1-9][0-9]*)$/.test(lines[1])) return false;
     const [origin, size, rootB64] = lines;
     let root;

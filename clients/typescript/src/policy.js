@@ -41,7 +41,7 @@ export class Policy {
    * @returns {Promise<PolicyResult>}
    */
   async openCheckpoint(signed) {
-    const text = typeof signed === "string" ? signed : new TextDecoder().decode(signed);
+    const text = typeof signed === "string" ? signed : new TextDecoder("utf-8", { ignoreBOM: true }).decode(signed);
     const split = text.indexOf("\n\n");
     if (split < 0) throw new VerificationError("checkpoint signature", "checkpoint is not a signed note");
     const origin = text.slice(0, split).split("\n")[0];

@@ -7,6 +7,7 @@ import { abbreviate, bytesOf, decodeBase64, encodeBase64, goQuote, parseDecimal,
 import { openCheckpoint, parseHash, validateOrigin as validateOriginName } from "./checkpoint.js";
 import { leafHash, verifyConsistency as merkleConsistency, verifyInclusion } from "./merkle.js";
 import { KEY_ED25519, newVerifier } from "./note.js";
+import { readEntryJSON } from "./entry.js";
 
 export const TLOG_PROOF_HEADER = "c2sp.org/tlog-proof@v1";
 export const MAX_PROOF_HASHES = 64;
@@ -34,7 +35,7 @@ export function parseTLogProof(data) {
   const next = () => {
     const i = raw.indexOf(0x0a, off);
     if (i < 0) return undefined;
-    const l = new TextDecoder().decode(raw.subarray(off, i));
+    const l = new TextDecoder("utf-8", { ignoreBOM: true }).decode(raw.subarray(off, i));
     off = i + 1;
     return l;
   };
@@ -78,7 +79,7 @@ export function marshalTLogProof(p) {
   let s = TLOG_PROOF_HEADER + "\n";
   if (p.extra) s += `extra ${encodeBase64(p.extra)}\n`;
   s += `index ${p.index}\n` + p.hashes.map((h) => encodeBase64(h) + "\n").join("") + "\n";
-  return s + new TextDecoder().decode(p.checkpoint);
+  return s + new TextDecoder("utf-8", { ignoreBOM: true }).decode(p.checkpoint);
 }
 
 /**
@@ -86,7 +87,7 @@ export function marshalTLogProof(p) {
  * @param {string | Uint8Array} data
  */
 export function parseHashes(data) {
-  const text = typeof data === "string" ? data : new TextDecoder().decode(data);
+  const text = typeof data === "string" ? data : new TextDecoder("utf-8", { ignoreBOM: true }).decode(data);
   if (text === "") return [];
   if (!text.endsWith("\n")) throw new Error("proof does not end with a newline");
   const lines = text.slice(0, -1).split("\n");
@@ -135,8 +136,9 @@ export async function logVerifier(vkey) {
 /**
  * Verifies offline that entry is in the log whose verifier key is vkey, at
  * the index its tlog-proof names, under the proof's signed checkpoint.
- * The entry must be JSON; its event fields are not checked here (Annal's
- * Go verifier also parses it as an event).
+ * The entry must pass readEntryJSON (UTF-8, strict JSON in RFC 8785
+ * canonical form); its event fields are not checked here (Annal's Go
+ * verifier also parses it as an event).
  * @param {string | Uint8Array} entry
  * @param {string | Uint8Array} tlogProof
  * @param {string} vkey
@@ -150,7 +152,7 @@ export async function verifyProof(entry, tlogProof, vkey) {
     throw new VerificationError("index", `index ${p.index} is not inside the checkpoint's ${cp.size} entries`);
   }
   const entryBytes = bytesOf(entry);
-  await within("entry", () => JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(entryBytes)));
+  await within("entry", () => readEntryJSON(entryBytes));
   const leaf = await leafHash(entryBytes);
   await within("inclusion", async () => {
     try {

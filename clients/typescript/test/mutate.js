@@ -10,7 +10,7 @@ export function rng(/** @type {number} */ seed) {
   };
 }
 
-const ALPHABET = "\n \u2014+/=0123456789abcdefABCDEF.\r\t\u0000\u00e9";
+const ALPHABET = "\n \u2014+/=0123456789abcdefABCDEF.\r\t\u0000\u00e9\ufeff";
 
 /** Replaces, inserts or deletes one to three characters of s. */
 export function mutate(/** @type {string} */ s, /** @type {() => number} */ r) {
