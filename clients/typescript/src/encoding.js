@@ -109,6 +109,10 @@ const GO_ESCAPES = /** @type {Record<string, string>} */ ({
   "\u0007": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v", '"': '\\"', "\\": "\\\\",
 });
 
+// What Go's strconv.IsPrint calls not printable: other (control, format,
+// private use, unassigned) and separators but the ASCII space.
+const NOT_PRINTABLE = /^[\p{C}\p{Z}]$/u;
+
 /** Quotes s as Go's %q does (control characters as \\a, \\x00, \\u0085, …). */
 export function goQuote(/** @type {string} */ s) {
   let out = '"';
@@ -116,7 +120,7 @@ export function goQuote(/** @type {string} */ s) {
     const n = /** @type {number} */ (c.codePointAt(0));
     if (GO_ESCAPES[c]) out += GO_ESCAPES[c];
     else if (n < 0x20 || n === 0x7f) out += "\\x" + n.toString(16).padStart(2, "0");
-    else if (n >= 0x80 && n < 0xa0) out += "\\u" + n.toString(16).padStart(4, "0");
+    else if (n > 0x7f && NOT_PRINTABLE.test(c)) out += n < 0x10000 ? "\\u" + n.toString(16).padStart(4, "0") : "\\U" + n.toString(16).padStart(8, "0");
     else out += c;
   }
   return out + '"';
