@@ -291,3 +291,39 @@ export class AnnalClient {
     options?: { signal?: AbortSignal },
   ): Promise<{ entry: Uint8Array; proof: string; result: ProofResult }>;
 }
+
+export const SIGNED_STATEMENT_CONTEXT: "annal/signed-request/v1\n";
+export const SEAL_CONTEXT: "annal/sealed-payload/v1\n";
+export const SIGNATURE_HEADER: "Annal-Signature";
+/** An action body as a signature covers it: a sealing body's payload, salt, seal and subject become "sealed": {commitment, subject}. */
+export function sealedBody(body: unknown): Promise<unknown>;
+/** The bytes a request signature covers; body is the request's JSON text as sent. */
+export function signedStatement(r: {
+  origin: string;
+  by: string;
+  nonce: string;
+  time: string;
+  method: string;
+  path: string;
+  body?: string;
+}): Promise<Uint8Array>;
+/** An Ed25519 request-signing key. */
+export class SigningKey {
+  readonly name: string;
+  readonly keyHash: number;
+  /** "<name>+<id>+<base64 0x01||public key>": what the actor registers (signing_key). */
+  readonly verifierKey: string;
+  /** The key id, 8 hex digits. */
+  readonly keyId: string;
+  /** Signs bytes; the signature in base64. */
+  sign(msg: Uint8Array): Promise<string>;
+  /** The Annal-Signature header of a request (a new nonce and the time now unless given). */
+  header(r: { origin: string; by: string; method: string; path: string; body?: string; nonce?: string; time?: string }): Promise<string>;
+}
+/** Loads "PRIVATE+KEY+<name>+<id>+<base64 0x01||seed>" (x/mod note form, as `annal keys generate` writes it). */
+export function loadSigningKey(skey: string): Promise<SigningKey>;
+/** Generates a signing key (from seed when given, 32 bytes). */
+export function generateSigningKey(
+  name: string,
+  seed?: Uint8Array,
+): Promise<{ privateKey: string; verifierKey: string; key: SigningKey }>;

@@ -21,3 +21,13 @@ export { Policy, parsePolicy, verifyProofWithPolicy, witnessVerifier } from "./p
 export { canonicalJSON } from "./canonical.js";
 export { MAX_ENTRY_SIZE, readEntryJSON } from "./entry.js";
 export { AnnalClient, AnnalError, DEFAULT_RETRY, MAX_RESPONSE_BODY } from "./client.js";
+export {
+  SEAL_CONTEXT,
+  SIGNATURE_HEADER,
+  SIGNED_STATEMENT_CONTEXT,
+  SigningKey,
+  generateSigningKey,
+  loadSigningKey,
+  sealedBody,
+  signedStatement,
+} from "./signing.js";
