@@ -217,6 +217,11 @@ export interface ActionRequest {
   envelope?: string;
   session?: string;
   action_id?: string;
+  /** Keep the payload out of the log, sealed under subject's key (the actor's when absent). */
+  seal?: boolean;
+  subject?: string;
+  /** Standard base64 of 32 bytes; a signing client draws it. */
+  salt?: string;
 }
 export interface Receipt {
   status: "committed" | "held";
@@ -249,8 +254,10 @@ export interface Hold {
 export class AnnalClient {
   constructor(
     baseURL: string,
-    options?: { credential?: string; retry?: RetryPolicy; fetch?: typeof fetch },
+    options?: { credential?: string; retry?: RetryPolicy; fetch?: typeof fetch; signingKey?: SigningKey },
   );
+  /** The log's origin and the client's actor, which every signature names (fetched once). */
+  signingIdentity(): Promise<{ origin: string; by: string }>;
   /** Sends one request under the retry policy and returns the answer's bytes; AnnalError on an error answer. */
   request(method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<Uint8Array>;
   /** Submits an action: its receipt once logged ("held" with hold_id when a human must answer first). */
@@ -264,6 +271,10 @@ export class AnnalClient {
     trust?: number;
     consensus?: boolean;
     expires?: string;
+    /** The actor's signing key (a SigningKey's verifierKey). */
+    signing_key?: string;
+    /** Every request of the actor must be signed by it. */
+    require_signed?: boolean;
   }): Promise<{ id: string; credential: string; index: number; energy: number }>;
   issueEnvelope(req: {
     holder: string;

@@ -4,7 +4,9 @@
 // are AnnalError, carrying the kernel's stage, gate, reason and the log
 // index of the recorded denial. Retries follow the annal CLI's rules.
 
+import { encodeBase64 } from "./encoding.js";
 import { verifyProof } from "./proof.js";
+import { SIGNATURE_HEADER } from "./signing.js";
 
 /** What the client reads from any answer (client.MaxResponseBody). */
 export const MAX_RESPONSE_BODY = 1 << 20;
@@ -89,6 +91,9 @@ export class AnnalError extends Error {
  * @property {string} [envelope]
  * @property {string} [session]
  * @property {string} [action_id]
+ * @property {boolean} [seal] keep the payload out of the log, sealed under subject's key
+ * @property {string} [subject]
+ * @property {string} [salt] standard base64 of 32 bytes; a signing client draws it
  */
 
 /**
@@ -117,12 +122,28 @@ export class AnnalClient {
    * @param {string} [options.credential] the actor's credential ("" or absent: read-only)
    * @param {RetryPolicy} [options.retry] the default never retries; DEFAULT_RETRY is the CLI's
    * @param {typeof fetch} [options.fetch]
+   * @param {import("./signing.js").SigningKey} [options.signingKey] signs every POST, PUT and
+   *   DELETE (but blob uploads) with the actor's registered key: its events then carry the signature
    */
   constructor(baseURL, options = {}) {
     this.base = new URL(baseURL.endsWith("/") ? baseURL : baseURL + "/");
     this.credential = options.credential ?? "";
     this.retry = options.retry ?? { attempts: 1, firstMs: 0, maxMs: 0 };
     this.fetch = options.fetch ?? globalThis.fetch.bind(globalThis);
+    this.signingKey = options.signingKey;
+    /** @type {Promise<{origin: string, by: string}> | undefined} */
+    this.identity = undefined;
+  }
+
+  /** The log's origin and the client's actor, which every signature names; fetched once. */
+  signingIdentity() {
+    this.identity ??= (async () => {
+      const info = await this.info(undefined);
+      const me = await this.#json("GET", "v1/whoami");
+      return { origin: info.origin, by: me.id };
+    })();
+    this.identity.catch(() => (this.identity = undefined));
+    return this.identity;
   }
 
   /**
@@ -152,12 +173,13 @@ export class AnnalClient {
     const headers = {};
     if (body !== undefined) headers["Content-Type"] = "application/json";
     if (this.credential) headers.Authorization = `Bearer ${this.credential}`;
-    const resp = await this.fetch(new URL(path.replace(/^\//, ""), this.base), {
-      method,
-      headers,
-      body: body === undefined ? undefined : JSON.stringify(body),
-      signal,
-    });
+    const url = new URL(path.replace(/^\//, ""), this.base);
+    const text = body === undefined ? undefined : JSON.stringify(body);
+    if (this.signingKey && !["GET", "HEAD"].includes(method) && !path.replace(/^\//, "").startsWith("v1/blobs")) {
+      const { origin, by } = await this.signingIdentity();
+      headers[SIGNATURE_HEADER] = await this.signingKey.header({ origin, by, method, path: url.pathname, body: text });
+    }
+    const resp = await this.fetch(url, { method, headers, body: text, signal });
     const raw = await readLimited(resp, MAX_RESPONSE_BODY, `${method} ${path}`);
     if (resp.status >= 300) {
       const text = new TextDecoder("utf-8", { ignoreBOM: true }).decode(raw);
@@ -192,14 +214,23 @@ export class AnnalClient {
    * @param {{waitPublished?: boolean, signal?: AbortSignal}} [options]
    * @returns {Promise<Receipt>}
    */
-  submit(action, options = {}) {
+  async submit(action, options = {}) {
+    // A signing client that seals a payload draws the commitment's salt and
+    // names the subject (its own actor by default), so that it signs the
+    // commitment the event will carry.
+    if (this.signingKey && (action.seal || action.subject || action.salt)) {
+      action = { ...action };
+      action.subject ||= (await this.signingIdentity()).by;
+      action.salt ||= encodeBase64(crypto.getRandomValues(new Uint8Array(32)));
+    }
     return this.#json("POST", options.waitPublished ? "v1/actions?wait=published" : "v1/actions", action, options.signal);
   }
 
   /**
    * Creates an agent (or, by root, a human); the client's actor must be a human.
    * @param {{name: string, purpose: string, kind?: string, grants?: {pattern: string, actions: string[]}[],
-   *   energy?: number, trust?: number, consensus?: boolean, expires?: string}} req
+   *   energy?: number, trust?: number, consensus?: boolean, expires?: string, signing_key?: string,
+   *   require_signed?: boolean}} req
    * @returns {Promise<{id: string, credential: string, index: number, energy: number}>}
    */
   createAgent(req) {

@@ -3,7 +3,7 @@
 // index, a hold answered by a human, and an answer of the wrong credential.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { AnnalClient, AnnalError, DEFAULT_RETRY, leafHash, toHex, verifyProof } from "@annal/client";
+import { AnnalClient, AnnalError, DEFAULT_RETRY, generateSigningKey, leafHash, toHex, verifyProof } from "@annal/client";
 import { startAnnald } from "./annald.js";
 
 /** @type {Awaited<ReturnType<typeof startAnnald>>} */
@@ -144,4 +144,40 @@ test("client: a 429 of the rate limit is retried as the annal CLI does, and refu
   } finally {
     await limited.stop();
   }
+});
+
+test("client: a signing client's actions carry its signature, and an actor that requires one refuses an unsigned request", async (t) => {
+  if (!annald) return t.skip("go is not installed (set ANNALD or install go)");
+  const { verifierKey, key } = await generateSigningKey("signer-key");
+  const grants = [{ pattern: "workspace/**", actions: ["create"] }];
+  const a = await root.createAgent({
+    name: "signer",
+    purpose: "signs what it asks",
+    energy: 1000,
+    trust: 0.8,
+    grants,
+    signing_key: verifierKey,
+    require_signed: true,
+  });
+  await root.issueEnvelope({ holder: a.id, budget: 500, grants });
+  const signed = new AnnalClient(annald.url, { credential: a.credential, signingKey: key });
+  const r = await signed.submit({ type: "create", target: "workspace/signed.md", payload: { n: 1 } });
+  assert.equal(r.status, "committed");
+  const { entry } = await signed.fetchAndVerify(r.index, annald.verifierKey);
+  const ev = decode(entry);
+  assert.equal(ev.signed.by, a.id);
+  assert.equal(ev.signed.key, key.keyId);
+  // The same request unsigned is refused.
+  const unsigned = new AnnalClient(annald.url, { credential: a.credential });
+  await assert.rejects(unsigned.submit({ type: "create", target: "workspace/unsigned.md", payload: { n: 2 } }), (/** @type {any} */ e) => {
+    assert.ok(e instanceof AnnalError);
+    assert.ok(e.status >= 400 && e.status < 500, String(e.status));
+    return true;
+  });
+  // A sealed payload: the client draws the salt and signs the commitment the event carries.
+  const sealed = await signed.submit({ type: "create", target: "workspace/sealed.md", payload: { secret: "x" }, seal: true });
+  const sev = decode((await signed.fetchAndVerify(sealed.index, annald.verifierKey)).entry);
+  assert.equal(sev.action.payload, undefined);
+  assert.match(sev.action.sealed.commitment, /^sha256:[0-9a-f]{64}$/);
+  assert.equal(sev.action.sealed.subject, a.id);
 });
