@@ -306,6 +306,8 @@ export class AnnalClient {
 export const SIGNED_STATEMENT_CONTEXT: "annal/signed-request/v1\n";
 export const SEAL_CONTEXT: "annal/sealed-payload/v1\n";
 export const SIGNATURE_HEADER: "Annal-Signature";
+/** A sealed payload's commitment: "sha256:" || hex(SHA-256("annal/sealed-payload/v1\n" || salt || JCS(payload))). */
+export function sealCommitment(salt: Uint8Array, payload: unknown): Promise<string>;
 /** An action body as a signature covers it: a sealing body's payload, salt, seal and subject become "sealed": {commitment, subject}. */
 export function sealedBody(body: unknown): Promise<unknown>;
 /** The bytes a request signature covers; body is the request's JSON text as sent. */

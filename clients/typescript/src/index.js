@@ -28,6 +28,7 @@ export {
   SigningKey,
   generateSigningKey,
   loadSigningKey,
+  sealCommitment,
   sealedBody,
   signedStatement,
 } from "./signing.js";

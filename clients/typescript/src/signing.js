@@ -15,6 +15,17 @@ export const SIGNATURE_HEADER = "Annal-Signature";
 const PKCS8_ED25519 = fromHex("302e020100300506032b657004220420");
 
 /**
+ * A sealed payload's commitment (FORMATS.md, "Sealed payloads"):
+ * "sha256:" || hex(SHA-256("annal/sealed-payload/v1\n" || salt || JCS(payload))).
+ * @param {Uint8Array} salt 32 bytes
+ * @param {unknown} payload
+ */
+export async function sealCommitment(salt, payload) {
+  if (salt.length !== 32) throw new Error(`salt is ${salt.length} bytes, want 32`);
+  return "sha256:" + toHex(await sha256(concat(utf8.encode(SEAL_CONTEXT), salt, utf8.encode(canonicalJSON(payload)))));
+}
+
+/**
  * An action body as a signature covers it: a body that seals its payload
  * with its own salt has payload, salt, seal and subject replaced by
  * "sealed": {"commitment", "subject"}, the commitment being "sha256:" ||
@@ -34,10 +45,10 @@ export async function sealedBody(body) {
   if (!salt || salt.length !== 32 || typeof m.subject !== "string" || m.payload === undefined || m.payload === null) {
     throw new Error("annal: a signed request that seals its payload carries the payload, its subject and its salt");
   }
-  const commitment = await sha256(concat(utf8.encode(SEAL_CONTEXT), salt, utf8.encode(canonicalJSON(m.payload))));
+  const commitment = await sealCommitment(salt, m.payload);
   const subject = m.subject;
   for (const k of ["payload", "salt", "seal", "subject"]) delete m[k];
-  m.sealed = { commitment: "sha256:" + toHex(commitment), subject };
+  m.sealed = { commitment, subject };
   return m;
 }
 
