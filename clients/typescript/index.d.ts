@@ -1,0 +1,342 @@
+// Types of @annal/client (src/index.js).
+
+/** An offline check failed: check names which, reason says why, in the words of Annal's Go verifier. */
+export class VerificationError extends Error {
+  constructor(check: string, reason: string);
+  /** "verifier key", "proof format", "checkpoint signature", "index", "entry", "inclusion", "consistency" or "policy". */
+  readonly check: string;
+  readonly reason: string;
+}
+
+export function encodeBase64(bytes: Uint8Array): string;
+/** Standard base64 with padding; strict (the default) also refuses non-zero padding bits. */
+export function decodeBase64(s: string, strict?: boolean): Uint8Array;
+export function toHex(bytes: Uint8Array): string;
+export function fromHex(s: string): Uint8Array;
+/** An unsigned 64-bit canonical decimal (no sign, no leading zero). */
+export function parseDecimal(s: string): bigint;
+
+/** The RFC 8785 canonical JSON encoding of a value. */
+export function canonicalJSON(value: unknown): string;
+
+/** The largest log entry, in bytes. */
+export const MAX_ENTRY_SIZE: 65535;
+/**
+ * Reads an entry's JSON as Annal's reader does at the JSON level (FORMATS.md, "What Annal accepts
+ * in JSON"): UTF-8, no duplicate member, no lone surrogate, no number canonical JSON would write as
+ * another value, at most 34 levels deep, in RFC 8785 canonical form. Not an event parser.
+ */
+export function readEntryJSON(input: string | Uint8Array): unknown;
+
+export class MalformedNoteError extends Error {}
+export class UnverifiedNoteError extends Error {}
+export class InvalidSignatureError extends Error {
+  readonly keyName: string;
+  readonly keyHash: number;
+}
+
+export interface NoteVerifier {
+  readonly name: string;
+  readonly keyHash: number;
+  /** The key type byte: 0x01 Ed25519, 0x04 cosignature/v1 (Ed25519), 0x06 ML-DSA-44 (cosignature). */
+  readonly type: number;
+  verify(text: Uint8Array, sig: Uint8Array): Promise<boolean>;
+}
+export interface NoteSignature {
+  name: string;
+  keyHash: number;
+  base64: string;
+}
+export interface Note {
+  /** The signed text, ending in a newline. */
+  text: string;
+  /** Signatures by known keys, all verified. */
+  sigs: NoteSignature[];
+  /** Signatures by keys the reader does not know. */
+  unverifiedSigs: NoteSignature[];
+}
+/** The 32-bit key id: SHA-256(name || "\n" || type || key)[:4], big-endian. */
+export function keyHash(name: string, typedKey: Uint8Array): Promise<number>;
+/** A verifier key <name>+<8 hex id>+<base64 type||key>: Ed25519 (0x01), cosignature/v1 (0x04) or ML-DSA-44 (0x06). */
+export function newVerifier(vkey: string): Promise<NoteVerifier>;
+/** Opens a C2SP signed note, verifying every signature by a known key; as x/mod's note.Open. */
+export function openNote(msg: string | Uint8Array, known: NoteVerifier[]): Promise<Note>;
+
+export interface Checkpoint {
+  origin: string;
+  size: bigint;
+  /** 32 bytes. */
+  rootHash: Uint8Array;
+  extensions: string[];
+}
+export interface SignedCheckpoint extends Checkpoint {
+  note: Note;
+  raw: Uint8Array;
+}
+export const MAX_CHECKPOINT_SIZE: number;
+export function marshalCheckpoint(c: Checkpoint): string;
+export function parseCheckpointBody(text: string): Checkpoint;
+/** A SHA-256 hash in strict base64. */
+export function parseHash(s: string): Uint8Array;
+/** Opens a checkpoint signed by logKey (others' signatures, e.g. witnesses', are verified too). */
+export function openCheckpoint(
+  signed: string | Uint8Array,
+  logKey: NoteVerifier,
+  others?: NoteVerifier[],
+): Promise<SignedCheckpoint>;
+
+export class RootMismatchError extends Error {
+  readonly calculated: Uint8Array;
+  readonly expected: Uint8Array;
+}
+/** SHA-256(0x00 || entry). */
+export function leafHash(entry: Uint8Array): Promise<Uint8Array>;
+/** SHA-256(0x01 || left || right). */
+export function nodeHash(left: Uint8Array, right: Uint8Array): Promise<Uint8Array>;
+export function verifyInclusion(
+  index: bigint,
+  size: bigint,
+  leaf: Uint8Array,
+  proof: Uint8Array[],
+  root: Uint8Array,
+): Promise<void>;
+export function verifyConsistency(
+  size1: bigint,
+  size2: bigint,
+  proof: Uint8Array[],
+  root1: Uint8Array,
+  root2: Uint8Array,
+): Promise<void>;
+
+export const TLOG_PROOF_HEADER: "c2sp.org/tlog-proof@v1";
+export interface TLogProof {
+  extra?: Uint8Array;
+  index: bigint;
+  hashes: Uint8Array[];
+  checkpoint: Uint8Array;
+}
+export function parseTLogProof(data: string | Uint8Array): TLogProof;
+export function marshalTLogProof(p: TLogProof): string;
+/** A consistency proof: one base64 hash per line. */
+export function parseHashes(data: string | Uint8Array): Uint8Array[];
+/** A log's verifier key; a VerificationError of check "verifier key" when it is not one. */
+export function logVerifier(vkey: string): Promise<NoteVerifier>;
+
+export interface ProofResult {
+  origin: string;
+  size: bigint;
+  rootHash: Uint8Array;
+  index: bigint;
+  leafHash: Uint8Array;
+  checkpoint: SignedCheckpoint;
+}
+/** Verifies offline that entry is in the log of vkey, as its c2sp.org/tlog-proof says. */
+export function verifyProof(entry: string | Uint8Array, tlogProof: string | Uint8Array, vkey: string): Promise<ProofResult>;
+/** Verifies offline that the newer checkpoint's tree extends the older one's. */
+export function verifyConsistencyProof(
+  oldCheckpoint: string | Uint8Array,
+  newCheckpoint: string | Uint8Array,
+  proof: string | Uint8Array,
+  vkey: string,
+): Promise<{ origin: string; old: SignedCheckpoint; new: SignedCheckpoint }>;
+
+export interface PolicyResult {
+  checkpoint: SignedCheckpoint;
+  logKey: string;
+  /** Witness names with a valid cosignature, sorted. */
+  cosigners: string[];
+}
+/** A witness policy: log, witness, group and quorum lines. */
+export class Policy {
+  readonly logs: NoteVerifier[];
+  readonly logKeys: string[];
+  readonly witnesses: Map<string, NoteVerifier>;
+  readonly groups: Map<string, { k: number; members: string[] }>;
+  readonly quorum: string;
+  openCheckpoint(signed: string | Uint8Array): Promise<PolicyResult>;
+}
+export function parsePolicy(text: string): Promise<Policy>;
+/** A witness's key: cosignature/v1 (type 0x04, Ed25519) or ML-DSA-44 (0x06). */
+export function witnessVerifier(vkey: string): Promise<NoteVerifier>;
+/** verifyProof with the log key from the policy, the proof's checkpoint meeting its quorum. */
+export function verifyProofWithPolicy(
+  entry: string | Uint8Array,
+  tlogProof: string | Uint8Array,
+  policy: Policy,
+): Promise<{ proof: ProofResult; policy: PolicyResult }>;
+
+/** What the client reads from any answer. */
+export const MAX_RESPONSE_BODY: number;
+export interface RetryPolicy {
+  /** Sends in all (0 or 1: no retry). */
+  attempts: number;
+  /** The first wait, doubled each time (the answer's Retry-After when longer). */
+  firstMs: number;
+  /** The longest wait (0: no bound). */
+  maxMs: number;
+}
+/** The annal CLI's retry policy: 6 sends, from 250 ms, at most 5 s. */
+export const DEFAULT_RETRY: Readonly<RetryPolicy>;
+
+/** An error answer from the kernel (api.Error in api/api.go). */
+export class AnnalError extends Error {
+  /** The HTTP status. */
+  readonly status: number;
+  /** The kernel's explanation. */
+  readonly kernelMessage: string;
+  /** The pipeline stage that denied the action, if one did. */
+  readonly stage?: string;
+  /** The check within the stage. */
+  readonly gate?: string;
+  /** The spec's name of the refusal, where it has one (e.g. "insufficient_trust"). */
+  readonly reason?: string;
+  /** Where the refusal was recorded in the log, if it was. */
+  readonly denialIndex?: number;
+  /** The signal the kernel sent the agent for this refusal ("SIGKILL"). */
+  readonly signal?: string;
+  readonly traceId?: string;
+  /** The write failed after the entry reached the log: it may be logged; never sent again. */
+  readonly outcomeUnknown: boolean;
+  readonly retryable: boolean;
+  /** The kernel takes no writes until an operator acts. */
+  readonly stopped: boolean;
+  readonly retryAfterMs?: number;
+  /** Whether the kernel did nothing and asks to be asked again (429, 503, retryable; never outcome_unknown). */
+  readonly shouldRetry: boolean;
+}
+
+export interface Grant {
+  pattern: string;
+  actions: string[];
+}
+export interface ActionRequest {
+  type: "observe" | "create" | "mutate" | "execute";
+  target: string;
+  payload?: unknown;
+  payload_hash?: string;
+  envelope?: string;
+  session?: string;
+  action_id?: string;
+  /** Keep the payload out of the log, sealed under subject's key (the actor's when absent). */
+  seal?: boolean;
+  subject?: string;
+  /** Standard base64 of 32 bytes; a signing client draws it. */
+  salt?: string;
+}
+export interface Receipt {
+  status: "committed" | "held";
+  hold_id?: string;
+  event_id: string;
+  index: number;
+  leaf_hash: string;
+  time: string;
+  actor: string;
+  type: string;
+  target: string;
+  envelope?: string;
+  cost: number;
+  reason?: string;
+  checkpoint?: string;
+  proof?: string;
+  proof_error?: string;
+  trace_id?: string;
+}
+export interface Hold {
+  id: string;
+  status: "pending" | "approved" | "rejected" | "timed_out" | "failed" | string;
+  actor: string;
+  target: string;
+  type: string;
+  [field: string]: unknown;
+}
+
+/** A client of annald's HTTP API, acting as one actor. */
+export class AnnalClient {
+  constructor(
+    baseURL: string,
+    options?: { credential?: string; retry?: RetryPolicy; fetch?: typeof fetch; signingKey?: SigningKey },
+  );
+  /** The log's origin and the client's actor, which every signature names (fetched once). */
+  signingIdentity(): Promise<{ origin: string; by: string }>;
+  /** Sends one request under the retry policy and returns the answer's bytes; AnnalError on an error answer. */
+  request(method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<Uint8Array>;
+  /** Submits an action: its receipt once logged ("held" with hold_id when a human must answer first). */
+  submit(action: ActionRequest, options?: { waitPublished?: boolean; signal?: AbortSignal }): Promise<Receipt>;
+  createAgent(req: {
+    name: string;
+    purpose: string;
+    kind?: string;
+    grants?: Grant[];
+    energy?: number;
+    trust?: number;
+    consensus?: boolean;
+    expires?: string;
+    /** The actor's signing key (a SigningKey's verifierKey). */
+    signing_key?: string;
+    /** Every request of the actor must be signed by it. */
+    require_signed?: boolean;
+  }): Promise<{ id: string; credential: string; index: number; energy: number }>;
+  issueEnvelope(req: {
+    holder: string;
+    budget: number;
+    grants: Grant[];
+    hold_on?: Grant[];
+    hold_timeout_secs?: number;
+    expires?: string;
+  }): Promise<{ id: string; holder: string; budget: number }>;
+  hold(id: string, signal?: AbortSignal): Promise<Hold>;
+  /** Polls a hold until it is no longer pending. */
+  waitHold(id: string, options?: { signal?: AbortSignal; pollMs?: number }): Promise<Hold>;
+  answerHold(id: string, decision: "approve" | "reject", reason?: string): Promise<Receipt>;
+  info(signal?: AbortSignal): Promise<{ origin: string; verifier_key: string; size: number; checkpoint_size: number }>;
+  /** The raw log entry at index (canonical JSON). */
+  event(index: number | bigint, signal?: AbortSignal): Promise<Uint8Array>;
+  checkpoint(signal?: AbortSignal): Promise<string>;
+  /** The tlog-proof of index against the latest checkpoint (AnnalError 409 while none covers it). */
+  proof(index: number | bigint, signal?: AbortSignal): Promise<string>;
+  waitProof(index: number | bigint, options?: { signal?: AbortSignal; pollMs?: number }): Promise<string>;
+  /** Fetches the entry and its proof and verifies them offline against vkey, the log key the caller trusts. */
+  fetchAndVerify(
+    index: number | bigint,
+    vkey: string,
+    options?: { signal?: AbortSignal },
+  ): Promise<{ entry: Uint8Array; proof: string; result: ProofResult }>;
+}
+
+export const SIGNED_STATEMENT_CONTEXT: "annal/signed-request/v1\n";
+export const SEAL_CONTEXT: "annal/sealed-payload/v1\n";
+export const SIGNATURE_HEADER: "Annal-Signature";
+/** A sealed payload's commitment: "sha256:" || hex(SHA-256("annal/sealed-payload/v1\n" || salt || JCS(payload))). */
+export function sealCommitment(salt: Uint8Array, payload: unknown): Promise<string>;
+/** An action body as a signature covers it: a sealing body's payload, salt, seal and subject become "sealed": {commitment, subject}. */
+export function sealedBody(body: unknown): Promise<unknown>;
+/** The bytes a request signature covers; body is the request's JSON text as sent. */
+export function signedStatement(r: {
+  origin: string;
+  by: string;
+  nonce: string;
+  time: string;
+  method: string;
+  path: string;
+  body?: string;
+}): Promise<Uint8Array>;
+/** An Ed25519 request-signing key. */
+export class SigningKey {
+  readonly name: string;
+  readonly keyHash: number;
+  /** "<name>+<id>+<base64 0x01||public key>": what the actor registers (signing_key). */
+  readonly verifierKey: string;
+  /** The key id, 8 hex digits. */
+  readonly keyId: string;
+  /** Signs bytes; the signature in base64. */
+  sign(msg: Uint8Array): Promise<string>;
+  /** The Annal-Signature header of a request (a new nonce and the time now unless given). */
+  header(r: { origin: string; by: string; method: string; path: string; body?: string; nonce?: string; time?: string }): Promise<string>;
+}
+/** Loads "PRIVATE+KEY+<name>+<id>+<base64 0x01||seed>" (x/mod note form, as `annal keys generate` writes it). */
+export function loadSigningKey(skey: string): Promise<SigningKey>;
+/** Generates a signing key (from seed when given, 32 bytes). */
+export function generateSigningKey(
+  name: string,
+  seed?: Uint8Array,
+): Promise<{ privateKey: string; verifierKey: string; key: SigningKey }>;

@@ -1,0 +1,369 @@
+// A small HTTP client of annald's API (api/api.go) over fetch: submit an
+// action and get its receipt, read entries, checkpoints and proofs, and
+// verify a proof offline against a verifier key the caller trusts. Errors
+// are AnnalError, carrying the kernel's stage, gate, reason and the log
+// index of the recorded denial. Retries follow the annal CLI's rules.
+
+import { encodeBase64 } from "./encoding.js";
+import { verifyProof } from "./proof.js";
+import { SIGNATURE_HEADER } from "./signing.js";
+
+/** What the client reads from any answer (client.MaxResponseBody). */
+export const MAX_RESPONSE_BODY = 1 << 20;
+
+/**
+ * @typedef {object} RetryPolicy
+ * @property {number} attempts sends in all (0 or 1: no retry)
+ * @property {number} firstMs the first wait, doubled each time
+ * @property {number} maxMs the longest wait (0: no bound)
+ */
+
+/** The annal CLI's retry policy (client.DefaultRetry). */
+export const DEFAULT_RETRY = Object.freeze({ attempts: 6, firstMs: 250, maxMs: 5000 });
+
+const STATUS_TEXT = /** @type {Record<number, string>} */ ({
+  400: "Bad Request",
+  401: "Unauthorized",
+  402: "Payment Required",
+  403: "Forbidden",
+  404: "Not Found",
+  409: "Conflict",
+  413: "Request Entity Too Large",
+  422: "Unprocessable Entity",
+  429: "Too Many Requests",
+  500: "Internal Server Error",
+  502: "Bad Gateway",
+  503: "Service Unavailable",
+});
+
+/** An error answer from the kernel (api.Error), as the Go client's client.Error. */
+export class AnnalError extends Error {
+  /**
+   * @param {number} status
+   * @param {{error?: string, stage?: string, gate?: string, denial_index?: number, reason?: string,
+   *   signal?: string, trace_id?: string, outcome_unknown?: boolean, retryable?: boolean, stopped?: boolean}} body
+   * @param {string} text the raw answer, when it is not the kernel's JSON
+   * @param {number | undefined} retryAfterMs
+   */
+  constructor(status, body, text, retryAfterMs) {
+    const message = body.error || text.trim();
+    const statusText = `${status} ${STATUS_TEXT[status] ?? ""}`.trimEnd();
+    let full = body.stage ? `annal: ${statusText} (stage ${body.stage}): ${message}` : `annal: ${statusText}: ${message}`;
+    if (body.denial_index !== undefined) full += ` (the denial is recorded in the log at index ${body.denial_index})`;
+    if (body.signal) full += `; the kernel sent the agent ${body.signal}`;
+    super(full);
+    this.name = "AnnalError";
+    /** The HTTP status. */
+    this.status = status;
+    /** The kernel's explanation. */
+    this.kernelMessage = message;
+    /** The pipeline stage that denied the action, if one did. */
+    this.stage = body.stage;
+    /** The check within the stage. */
+    this.gate = body.gate;
+    /** The spec's name of the refusal, where it has one. */
+    this.reason = body.reason;
+    /** Where the refusal was recorded in the log, if it was. */
+    this.denialIndex = body.denial_index;
+    this.signal = body.signal;
+    this.traceId = body.trace_id;
+    /** The write failed after the entry reached the log: it may be logged; never sent again. */
+    this.outcomeUnknown = body.outcome_unknown === true;
+    this.retryable = body.retryable === true;
+    /** The kernel takes no writes until an operator acts. */
+    this.stopped = body.stopped === true;
+    this.retryAfterMs = retryAfterMs;
+  }
+
+  /** Whether the kernel did nothing and asks to be asked again. */
+  get shouldRetry() {
+    if (this.outcomeUnknown || this.stopped) return false;
+    return this.retryable || this.status === 429 || this.status === 503;
+  }
+}
+
+/**
+ * @typedef {object} ActionRequest
+ * @property {"observe" | "create" | "mutate" | "execute"} type
+ * @property {string} target
+ * @property {unknown} [payload]
+ * @property {string} [payload_hash]
+ * @property {string} [envelope]
+ * @property {string} [session]
+ * @property {string} [action_id]
+ * @property {boolean} [seal] keep the payload out of the log, sealed under subject's key
+ * @property {string} [subject]
+ * @property {string} [salt] standard base64 of 32 bytes; a signing client draws it
+ */
+
+/**
+ * @typedef {object} Receipt
+ * @property {"committed" | "held"} status
+ * @property {string} [hold_id]
+ * @property {string} event_id
+ * @property {number} index
+ * @property {string} leaf_hash
+ * @property {string} time
+ * @property {string} actor
+ * @property {string} type
+ * @property {string} target
+ * @property {string} [envelope]
+ * @property {number} cost
+ * @property {string} [checkpoint]
+ * @property {string} [proof]
+ * @property {string} [proof_error]
+ * @property {string} [trace_id]
+ */
+
+export class AnnalClient {
+  /**
+   * @param {string} baseURL the kernel's URL, e.g. "http://127.0.0.1:7420"
+   * @param {object} [options]
+   * @param {string} [options.credential] the actor's credential ("" or absent: read-only)
+   * @param {RetryPolicy} [options.retry] the default never retries; DEFAULT_RETRY is the CLI's
+   * @param {typeof fetch} [options.fetch]
+   * @param {import("./signing.js").SigningKey} [options.signingKey] signs every POST, PUT and
+   *   DELETE (but blob uploads) with the actor's registered key: its events then carry the signature
+   */
+  constructor(baseURL, options = {}) {
+    this.base = new URL(baseURL.endsWith("/") ? baseURL : baseURL + "/");
+    this.credential = options.credential ?? "";
+    this.retry = options.retry ?? { attempts: 1, firstMs: 0, maxMs: 0 };
+    this.fetch = options.fetch ?? globalThis.fetch.bind(globalThis);
+    this.signingKey = options.signingKey;
+    /** @type {Promise<{origin: string, by: string}> | undefined} */
+    this.identity = undefined;
+  }
+
+  /** The log's origin and the client's actor, which every signature names; fetched once. */
+  signingIdentity() {
+    this.identity ??= (async () => {
+      const info = await this.info(undefined);
+      const me = await this.#json("GET", "v1/whoami");
+      return { origin: info.origin, by: me.id };
+    })();
+    this.identity.catch(() => (this.identity = undefined));
+    return this.identity;
+  }
+
+  /**
+   * Sends one request under the retry policy; returns the answer's bytes.
+   * @param {string} method @param {string} path @param {unknown} [body]
+   * @param {AbortSignal} [signal]
+   * @returns {Promise<Uint8Array>}
+   */
+  async request(method, path, body, signal) {
+    let wait = this.retry.firstMs;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.#once(method, path, body, signal);
+      } catch (e) {
+        if (!(e instanceof AnnalError) || !e.shouldRetry || attempt >= this.retry.attempts) throw e;
+        let d = Math.max(wait, e.retryAfterMs ?? 0);
+        if (this.retry.maxMs > 0) d = Math.min(d, this.retry.maxMs);
+        await sleep(d, signal);
+        wait *= 2;
+      }
+    }
+  }
+
+  /** @param {string} method @param {string} path @param {unknown} body @param {AbortSignal} [signal] */
+  async #once(method, path, body, signal) {
+    /** @type {Record<string, string>} */
+    const headers = {};
+    if (body !== undefined) headers["Content-Type"] = "application/json";
+    if (this.credential) headers.Authorization = `Bearer ${this.credential}`;
+    const url = new URL(path.replace(/^\//, ""), this.base);
+    const text = body === undefined ? undefined : JSON.stringify(body);
+    if (this.signingKey && !["GET", "HEAD"].includes(method) && !path.replace(/^\//, "").startsWith("v1/blobs")) {
+      const { origin, by } = await this.signingIdentity();
+      headers[SIGNATURE_HEADER] = await this.signingKey.header({ origin, by, method, path: url.pathname, body: text });
+    }
+    const resp = await this.fetch(url, { method, headers, body: text, signal });
+    const raw = await readLimited(resp, MAX_RESPONSE_BODY, `${method} ${path}`);
+    if (resp.status >= 300) {
+      const text = new TextDecoder("utf-8", { ignoreBOM: true }).decode(raw);
+      let parsed = {};
+      try {
+        const j = JSON.parse(text);
+        if (j && typeof j.error === "string" && j.error !== "") parsed = j;
+      } catch {
+        /* not the kernel's JSON: the text is the message */
+      }
+      const ra = Number.parseInt(resp.headers.get("Retry-After") ?? "", 10);
+      throw new AnnalError(resp.status, parsed, text, Number.isFinite(ra) && ra >= 0 ? ra * 1000 : undefined);
+    }
+    return raw;
+  }
+
+  /** @param {string} method @param {string} path @param {unknown} [body] @param {AbortSignal} [signal] */
+  async #json(method, path, body, signal) {
+    const raw = await this.request(method, path, body, signal);
+    try {
+      return JSON.parse(new TextDecoder("utf-8", { ignoreBOM: true }).decode(raw));
+    } catch (e) {
+      throw new Error(`annal: ${method} ${path}: answer is not the expected JSON: ${/** @type {Error} */ (e).message}`);
+    }
+  }
+
+  /**
+   * Submits an action; the receipt comes once the kernel has durably
+   * logged it ("held" with hold_id when a human must answer first). With
+   * waitPublished the receipt also carries the checkpoint and tlog-proof.
+   * @param {ActionRequest} action
+   * @param {{waitPublished?: boolean, signal?: AbortSignal}} [options]
+   * @returns {Promise<Receipt>}
+   */
+  async submit(action, options = {}) {
+    // A signing client that seals a payload draws the commitment's salt and
+    // names the subject (its own actor by default), so that it signs the
+    // commitment the event will carry.
+    if (this.signingKey && (action.seal || action.subject || action.salt)) {
+      action = { ...action };
+      action.subject ||= (await this.signingIdentity()).by;
+      action.salt ||= encodeBase64(crypto.getRandomValues(new Uint8Array(32)));
+    }
+    return this.#json("POST", options.waitPublished ? "v1/actions?wait=published" : "v1/actions", action, options.signal);
+  }
+
+  /**
+   * Creates an agent (or, by root, a human); the client's actor must be a human.
+   * @param {{name: string, purpose: string, kind?: string, grants?: {pattern: string, actions: string[]}[],
+   *   energy?: number, trust?: number, consensus?: boolean, expires?: string, signing_key?: string,
+   *   require_signed?: boolean}} req
+   * @returns {Promise<{id: string, credential: string, index: number, energy: number}>}
+   */
+  createAgent(req) {
+    return this.#json("POST", "v1/agents", req);
+  }
+
+  /**
+   * Issues an envelope: budget and grants an agent acts under, and what needs a human.
+   * @param {{holder: string, budget: number, grants: {pattern: string, actions: string[]}[],
+   *   hold_on?: {pattern: string, actions: string[]}[], hold_timeout_secs?: number, expires?: string}} req
+   * @returns {Promise<{id: string, holder: string, budget: number}>}
+   */
+  issueEnvelope(req) {
+    return this.#json("POST", "v1/envelopes", req);
+  }
+
+  /**
+   * A hold and its status ("pending", "approved", "rejected", "timed_out", "failed").
+   * @param {string} id
+   * @returns {Promise<{id: string, status: string, actor: string, target: string, type: string}>}
+   */
+  hold(id, /** @type {AbortSignal | undefined} */ signal) {
+    return this.#json("GET", `v1/holds/${encodeURIComponent(id)}`, undefined, signal);
+  }
+
+  /**
+   * Polls a hold until a human (or its timeout) answers it.
+   * @param {string} id
+   * @param {{signal?: AbortSignal, pollMs?: number}} [options]
+   */
+  async waitHold(id, options = {}) {
+    for (;;) {
+      const h = await this.hold(id, options.signal);
+      if (h.status !== "pending") return h;
+      await sleep(options.pollMs ?? 100, options.signal);
+    }
+  }
+
+  /**
+   * Approves or rejects a hold; the client's actor must be a human allowed to.
+   * @param {string} id @param {"approve" | "reject"} decision @param {string} [reason]
+   * @returns {Promise<Receipt>}
+   */
+  answerHold(id, decision, reason) {
+    return this.#json("POST", `v1/holds/${encodeURIComponent(id)}/${decision}`, reason ? { reason } : {});
+  }
+
+  /** The log's origin, verifier key and size (GET /v1/info). */
+  info(/** @type {AbortSignal | undefined} */ signal) {
+    return this.#json("GET", "v1/info", undefined, signal);
+  }
+
+  /** The raw log entry at index (canonical JSON). */
+  event(/** @type {number | bigint} */ index, /** @type {AbortSignal | undefined} */ signal) {
+    return this.request("GET", `v1/events/${index}`, undefined, signal);
+  }
+
+  /** The latest signed checkpoint. */
+  async checkpoint(/** @type {AbortSignal | undefined} */ signal) {
+    return new TextDecoder("utf-8", { ignoreBOM: true }).decode(await this.request("GET", "checkpoint", undefined, signal));
+  }
+
+  /** The tlog-proof of index against the latest checkpoint; 409 while none covers it. */
+  async proof(/** @type {number | bigint} */ index, /** @type {AbortSignal | undefined} */ signal) {
+    return new TextDecoder("utf-8", { ignoreBOM: true }).decode(await this.request("GET", `v1/proof/${index}`, undefined, signal));
+  }
+
+  /**
+   * Polls proof until a checkpoint covers index (or signal aborts).
+   * @param {number | bigint} index
+   * @param {{signal?: AbortSignal, pollMs?: number}} [options]
+   */
+  async waitProof(index, options = {}) {
+    for (;;) {
+      try {
+        return await this.proof(index, options.signal);
+      } catch (e) {
+        if (!(e instanceof AnnalError) || e.status !== 409) throw e;
+      }
+      await sleep(options.pollMs ?? 50, options.signal);
+    }
+  }
+
+  /**
+   * Fetches the entry at index and its proof (waiting for a checkpoint
+   * that covers it), and verifies them offline against vkey, the log's
+   * verifier key as the caller knows it, never as the server says it.
+   * @param {number | bigint} index
+   * @param {string} vkey
+   * @param {{signal?: AbortSignal}} [options]
+   */
+  async fetchAndVerify(index, vkey, options = {}) {
+    const entry = await this.event(index, options.signal);
+    const proof = await this.waitProof(index, options);
+    const result = await verifyProof(entry, proof, vkey);
+    return { entry, proof, result };
+  }
+}
+
+/** @param {number} ms @param {AbortSignal} [signal] */
+function sleep(ms, signal) {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const t = setTimeout(resolve, ms);
+    signal?.addEventListener("abort", () => {
+      clearTimeout(t);
+      reject(signal.reason);
+    });
+  });
+}
+
+/** @param {Response} resp @param {number} limit @param {string} what */
+async function readLimited(resp, limit, what) {
+  if (!resp.body) return new Uint8Array();
+  const reader = resp.body.getReader();
+  /** @type {Uint8Array[]} */
+  const chunks = [];
+  let n = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    n += value.length;
+    if (n > limit) {
+      await reader.cancel();
+      throw new Error(`annal: ${what}: answer is larger than ${limit} bytes`);
+    }
+    chunks.push(value);
+  }
+  const out = new Uint8Array(n);
+  let off = 0;
+  for (const c of chunks) {
+    out.set(c, off);
+    off += c.length;
+  }
+  return out;
+}
