@@ -318,12 +318,12 @@ func (k *Kernel) ViewSessionFiles(ctx context.Context, viewer *Actor, id string)
 	if err != nil || !se.FilesUnknown {
 		return se, err
 	}
-	files, head, known, err := k.filesOfChain(ctx, id)
+	fit, _, err := k.filesToFit(ctx, id) // the chain's files the next delta is checked against, kept between deltas
 	if err != nil {
 		return nil, err
 	}
-	if known && head == se.DeltaHead { // a delta that came since is shown next time
-		se.Files, se.FilesUnknown = files, false
+	if fit != nil && fit.files != nil && fit.head == se.DeltaHead { // a delta that came since is shown next time
+		se.Files, se.FilesUnknown = maps.Clone(fit.files), false
 	}
 	return se, nil
 }
