@@ -270,16 +270,13 @@ func (c *Client) signs(method, path string) bool {
 // the file's bytes, the action it is (vfspath.Path.WriteRequest: POST
 // /v1/actions naming the content's OID), which annald states the same way.
 func signedForm(method string, u *url.URL, body []byte) (string, string, []byte, error) {
-	rest, ok := strings.CutPrefix(u.Path, "/v1/vfs/")
-	if method != http.MethodPut || !ok {
+	if method != http.MethodPut {
 		return method, u.Path, body, nil
 	}
-	agent, rel, _ := strings.Cut(rest, "/")
-	p, err := vfspath.Parse(agent, rel)
-	if err != nil {
-		return "", "", nil, err
+	action, write, err := vfspath.SignedWrite(u.Path, u.Query().Get("envelope"), body)
+	if !write {
+		return method, u.Path, body, nil
 	}
-	action, err := p.WriteRequest(oid.Of(body), u.Query().Get("envelope"))
 	return http.MethodPost, "/v1/actions", action, err
 }
 

@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/annal-dev/annal/api"
-	"github.com/annal-dev/annal/format/oid"
 	"github.com/annal-dev/annal/format/vfspath"
 	"github.com/annal-dev/annal/kernel"
 	"github.com/annal-dev/annal/kernel/event"
@@ -63,15 +62,15 @@ func (s *Server) signedRequest(w http.ResponseWriter, r *http.Request) (*http.Re
 
 // isVFSWrite: a write to the agent file system, whose body is the file.
 func isVFSWrite(r *http.Request) bool {
-	return r.Method == http.MethodPut && strings.HasPrefix(r.URL.Path, "/v1/vfs/")
+	return r.Method == http.MethodPut && strings.HasPrefix(r.URL.Path, vfspath.APIPrefix)
 }
 
 // signedForm is the request a signature of r states (canonical {method,
 // path, body}): r itself, its body JSON; for a write to the agent file
 // system, whose body is the file's bytes, the action the write is (POST
-// /v1/actions naming the content's OID, vfspath.Path.WriteRequest), so
-// the event gives it back like any signed action's and the fold checks
-// it against the event member by member.
+// /v1/actions naming the content's OID, vfspath.SignedWrite), so the event
+// gives it back like any signed action's and the fold checks it against
+// the event member by member.
 func signedForm(r *http.Request, body []byte) ([]byte, error) {
 	if !isVFSWrite(r) {
 		req, err := event.CanonicalRequest(r.Method, r.URL.Path, body)
@@ -80,14 +79,9 @@ func signedForm(r *http.Request, body []byte) ([]byte, error) {
 		}
 		return req, nil
 	}
-	agent, rel, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/v1/vfs/"), "/")
-	p, err := vfspath.Parse(agent, rel)
+	action, _, err := vfspath.SignedWrite(r.URL.Path, r.URL.Query().Get("envelope"), body)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", kernel.ErrInvalid, err)
-	}
-	action, err := p.WriteRequest(oid.Of(body), r.URL.Query().Get("envelope"))
-	if err != nil {
-		return nil, err
 	}
 	return event.CanonicalRequest(http.MethodPost, event.ActionsPath, action)
 }

@@ -31,6 +31,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/annal-dev/annal/format/oid"
 )
 
 // Scheme starts a VFS resource URI; TargetRoot starts the target of an
@@ -259,6 +261,28 @@ func (p Path) WriteRequest(oid, envelope string) ([]byte, error) {
 		PayloadHash string `json:"payload_hash"`
 		Envelope    string `json:"envelope,omitempty"`
 	}{p.WriteType(), p.Target(), oid, envelope})
+}
+
+// APIPrefix is the path under which annald serves the trees:
+// /v1/vfs/{agent}/{path}.
+const APIPrefix = "/v1/vfs/"
+
+// SignedWrite is the body of the action request a signed write of content
+// to urlPath, a path under APIPrefix, states (WriteRequest), under
+// envelope: what the client signs and annald checks, one computation for
+// both. ok is false for a path outside APIPrefix.
+func SignedWrite(urlPath, envelope string, content []byte) (body []byte, ok bool, err error) {
+	rest, ok := strings.CutPrefix(urlPath, APIPrefix)
+	if !ok {
+		return nil, false, nil
+	}
+	agent, rel, _ := strings.Cut(rest, "/")
+	p, err := Parse(agent, rel)
+	if err != nil {
+		return nil, true, err
+	}
+	body, err = p.WriteRequest(oid.Of(content), envelope)
+	return body, true, err
 }
 
 // URI is p as an MCP resource: "vfs://{agent}/{path}".
