@@ -14,6 +14,16 @@ import (
 	"github.com/annal-dev/annal/kernel/session"
 )
 
+// twoWriters opens the ACTIVE session id with cfg and two agents that may
+// write files in it.
+func (g *govKernel) twoWriters(id string, cfg session.Config) (a, b *Actor) {
+	g.t.Helper()
+	a = g.ringAgent(ptr(0.8), false, "sessions/**:mutate,create")
+	b = g.ringAgent(ptr(0.8), false, "sessions/**:mutate,create")
+	g.activeSession(id, cfg, a, b)
+	return a, b
+}
+
 // turn records one create of path in session id by a.
 func (g *govKernel) turn(a *Actor, id, turn, path string) (*Receipt, error) {
 	rc, _, err := g.AppendDelta(context.Background(), a, id, DeltaRequest{TurnID: turn,
@@ -31,11 +41,9 @@ func (g *govKernel) turn(a *Actor, id, turn, path string) (*Receipt, error) {
 func TestSpec004_11_1_SerializableIntentLocks(t *testing.T) {
 	g := openGov(t)
 	ctx := context.Background()
-	a := g.ringAgent(ptr(0.8), false, "sessions/**:mutate,create")
-	b := g.ringAgent(ptr(0.8), false, "sessions/**:mutate,create")
 	cfg := session.DefaultConfig()
 	cfg.Isolation = session.Serializable
-	g.activeSession("ser", cfg, a, b)
+	a, b := g.twoWriters("ser", cfg)
 
 	lock := func(by *Actor, op, path string) error {
 		_, err := g.ChangeSession(ctx, by, "ser", SessionChange{Op: op, Path: path})
@@ -122,11 +130,9 @@ func TestSpec004_11_1_SerializableIntentLocks(t *testing.T) {
 func TestSpec004_10_4_StrongNeedsEveryAcknowledgement(t *testing.T) {
 	g := openGov(t)
 	ctx := context.Background()
-	a := g.ringAgent(ptr(0.8), false, "sessions/**:mutate,create")
-	b := g.ringAgent(ptr(0.8), false, "sessions/**:mutate,create")
 	cfg := session.DefaultConfig()
 	cfg.ConsistencyMode = session.Strong
-	g.activeSession("strong", cfg, a, b)
+	a, b := g.twoWriters("strong", cfg)
 	ack := func(by *Actor, head string) error {
 		_, err := g.ChangeSession(ctx, by, "strong", SessionChange{Op: event.SessionOpAck, Head: head})
 		return err

@@ -75,21 +75,31 @@ func TestSpec12_KillSwitch(t *testing.T) {
 	}
 }
 
+// jobAtItsThirdStep starts the saga "job" (steps one, two, three) of a new
+// agent, which completes one and two and starts three; it returns the
+// agent.
+func (g *govKernel) jobAtItsThirdStep() *Actor {
+	g.t.Helper()
+	ctx := context.Background()
+	a := g.ringAgent(ptr(0.8), false)
+	steps := []saga.StepSpec{saga.NewStepSpec("one", "a", "undo-a"), saga.NewStepSpec("two", "b", "undo-b"), saga.NewStepSpec("three", "c", "undo-c")}
+	if _, _, err := g.StartSaga(ctx, a, "job", "", steps); err != nil {
+		g.t.Fatal(err)
+	}
+	for _, r := range []SagaReport{{"one", event.SagaStart, ""}, {"one", event.SagaSucceeded, ""}, {"two", event.SagaStart, ""}, {"two", event.SagaSucceeded, ""}, {"three", event.SagaStart, ""}} {
+		if _, err := g.ReportSagaStep(ctx, a, "job", r); err != nil {
+			g.t.Fatal(err)
+		}
+	}
+	return a
+}
+
 // §12.3: without a substitute, the killed agent's running steps are
 // marked for compensation, and the saga compensates in reverse order.
 func TestSpec12_3_KillWithoutSubstituteCompensates(t *testing.T) {
 	g := openGov(t)
 	ctx := context.Background()
-	a := g.ringAgent(ptr(0.8), false)
-	steps := []saga.StepSpec{saga.NewStepSpec("one", "a", "undo-a"), saga.NewStepSpec("two", "b", "undo-b"), saga.NewStepSpec("three", "c", "undo-c")}
-	if _, _, err := g.StartSaga(ctx, a, "job", "", steps); err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range []SagaReport{{"one", event.SagaStart, ""}, {"one", event.SagaSucceeded, ""}, {"two", event.SagaStart, ""}, {"two", event.SagaSucceeded, ""}, {"three", event.SagaStart, ""}} {
-		if _, err := g.ReportSagaStep(ctx, a, "job", r); err != nil {
-			t.Fatal(err)
-		}
-	}
+	a := g.jobAtItsThirdStep()
 	var calls atomic.Int32
 	g.cfg.KillCallback = func(context.Context, string, string, killswitch.Reason) error { calls.Add(1); return nil }
 	_, kill, err := g.Kill(ctx, g.root, a.ID, KillRequest{Reason: "ring_breach"})
@@ -322,16 +332,7 @@ func TestAgentOS_SignalsThroughTheKernel(t *testing.T) {
 func TestSpec004_15_3_OverseerCompensatesAKilledAgentsSaga(t *testing.T) {
 	g := openGov(t)
 	ctx := context.Background()
-	a := g.ringAgent(ptr(0.8), false)
-	steps := []saga.StepSpec{saga.NewStepSpec("one", "a", "undo-a"), saga.NewStepSpec("two", "b", "undo-b"), saga.NewStepSpec("three", "c", "undo-c")}
-	if _, _, err := g.StartSaga(ctx, a, "job", "", steps); err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range []SagaReport{{"one", event.SagaStart, ""}, {"one", event.SagaSucceeded, ""}, {"two", event.SagaStart, ""}, {"two", event.SagaSucceeded, ""}, {"three", event.SagaStart, ""}} {
-		if _, err := g.ReportSagaStep(ctx, a, "job", r); err != nil {
-			t.Fatal(err)
-		}
-	}
+	a := g.jobAtItsThirdStep()
 	made, err := g.CreateAgent(ctx, g.root, ActorRequest{Kind: event.Human, Name: "stranger", Purpose: "oversees others"})
 	if err != nil {
 		t.Fatal(err)
