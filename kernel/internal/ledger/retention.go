@@ -2,7 +2,6 @@ package ledger
 
 import (
 	"encoding/json"
-	"maps"
 	"slices"
 
 	"github.com/annal-dev/annal/kernel/delta"
@@ -59,12 +58,8 @@ func checkSealedDelta(c *checker, s *Session) *Violation {
 		return retentionRefuse(Invalid, "delta %s: its sealed changes are not a list of changes: %v", d.DeltaID, err)
 	}
 	if !s.FilesUnknown { // the session's first sealed delta: the ledger still keeps its files
-		files := maps.Clone(s.Files)
-		if files == nil {
-			files = map[string]string{}
-		}
-		if err := delta.ApplyChanges(files, changes); err != nil {
-			return inconsistent(Conflict, "delta of turn %s: %v", d.TurnID, err)
+		if v := s.fits(d, changes); v != nil {
+			return v
 		}
 	}
 	return c.changesAllowed(s, changes)

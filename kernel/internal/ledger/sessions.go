@@ -219,12 +219,8 @@ var sessionDeltaRule = &rule{
 			case s.FilesUnknown:
 				return c.changesAllowed(s, d.Changes)
 			}
-			files := maps.Clone(s.Files)
-			if files == nil {
-				files = map[string]string{}
-			}
-			if err := delta.ApplyChanges(files, d.Changes); err != nil {
-				return inconsistent(Conflict, "delta of turn %s: %v", d.TurnID, err)
+			if v := s.fits(d, d.Changes); v != nil {
+				return v
 			}
 			return c.changesAllowed(s, d.Changes)
 		}),
@@ -243,12 +239,7 @@ var sessionDeltaRule = &rule{
 		if ev.Delta.Sealed != nil {
 			applySealedDelta(s, ev.Delta)
 		} else if !s.FilesUnknown {
-			files := maps.Clone(s.Files)
-			if files == nil {
-				files = map[string]string{}
-			}
-			_ = delta.ApplyChanges(files, ev.Delta.Changes)
-			s.Files = files
+			s.Files, _ = s.filesAfter(ev.Delta.Changes)
 		}
 		if s.Turns == nil {
 			s.Turns = map[string]uint64{}
@@ -261,6 +252,26 @@ var sessionDeltaRule = &rule{
 		}
 		l.touch("session/" + s.ID)
 	},
+}
+
+// filesAfter is the session's files with changes applied (as far as they
+// fit: the error says where they stopped); s is unchanged.
+func (s *Session) filesAfter(changes []delta.Change) (map[string]string, error) {
+	files := maps.Clone(s.Files)
+	if files == nil {
+		files = map[string]string{}
+	}
+	return files, delta.ApplyChanges(files, changes)
+}
+
+// fits refuses d, whose changes are changes, when they do not fit the
+// files the session has (a modify or delete of a missing path, a create
+// of one that exists).
+func (s *Session) fits(d *delta.Delta, changes []delta.Change) *Violation {
+	if _, err := s.filesAfter(changes); err != nil {
+		return inconsistent(Conflict, "delta of turn %s: %v", d.TurnID, err)
+	}
+	return nil
 }
 
 func hasTurn(s *Session, turn string) bool {
