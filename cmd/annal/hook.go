@@ -109,6 +109,9 @@ func runClaudeCodeHook(cmd *cobra.Command, g *globalFlags, f hookFlags) error {
 	if err != nil {
 		return &exitError{code: 2, msg: "annal hook: " + err.Error()} // 2: Claude Code blocks the call
 	}
+	if in.Event != "PreToolUse" && in.Event != "PostToolUse" {
+		return nil // another event: nothing to decide, no kernel to ask
+	}
 	if f.stateDir == "" {
 		if f.stateDir, err = defaultHookStateDir(); err != nil {
 			return &exitError{code: 2, msg: "annal hook: " + err.Error()}
@@ -120,13 +123,10 @@ func runClaudeCodeHook(cmd *cobra.Command, g *globalFlags, f hookFlags) error {
 	if err != nil {
 		return &exitError{code: 2, msg: "annal hook: " + err.Error()}
 	}
-	switch in.Event {
-	case "PreToolUse":
+	if in.Event == "PreToolUse" {
 		return preToolUse(ctx, cmd.OutOrStdout(), c, f, in)
-	case "PostToolUse":
-		return postToolUse(ctx, c, f, in)
 	}
-	return nil // another event: nothing to decide
+	return postToolUse(ctx, c, f, in)
 }
 
 func readHookInput(r io.Reader) (*hookInput, error) {
