@@ -3,15 +3,17 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gowebpki/jcs"
 	"github.com/spf13/cobra"
@@ -22,49 +24,36 @@ import (
 	"github.com/annal-dev/annal/internal/execute"
 )
 
-// annal hook claude-code: Claude Code's PreToolUse and PostToolUse hooks
-// (JSON on stdin, as Claude Code documents its hooks) put every tool call
-// of a coding agent through the kernel, as annal exec does a command:
+// annal hook claude-code | codex | cursor: the hooks of coding agents put
+// every tool call through the kernel, as annal exec does a command:
 //
-//   - PreToolUse decides the call before it runs: an execute intent on
-//     the call's target (a read-only tool is an observe), its input the
-//     content id of the tool's input. Denied, the tool is blocked with the
-//     kernel's reason (permissionDecision "deny", which Claude sees); held,
-//     the hook waits for a human's answer in annal (--on-hold wait) or
-//     blocks at once (--on-hold deny). Allowed, the hook says nothing, so
-//     Claude Code's own permission rules still apply.
-//   - PostToolUse records what the tool gave back as the intent's result.
+//   - Before a call runs it is decided: an execute intent on the call's
+//     target (<agent>/<Tool>; an MCP tool mcp__S__T on mcp/S/T, as annal
+//     mcp-gate names it), its input the content id of the tool's input; a
+//     read-only tool is an observe. Denied, the tool is blocked and the
+//     model is told the kernel's reason; held, the hook waits for a human's
+//     answer in annal (--on-hold wait) or blocks at once (--on-hold deny).
+//   - After it ran, what the tool gave back is recorded as the intent's
+//     result.
 //
-// Claude Code's "ask" is not offered for a held call: it lets the tool
-// run on the local user's yes, which the kernel never sees, so the log
-// would show a held intent and a tool that ran anyway.
+// A held call is never answered "ask": that lets the tool run on the local
+// user's yes, which the kernel never sees, so the log would show a held
+// intent and a tool that ran anyway. The human answers the hold in annal
+// (console, annal holds approve, the Matrix room), where the log records
+// who did.
 //
 // A kernel that cannot be reached, or a hook input that cannot be read,
 // blocks the call (fail closed).
 
-// hookInput is what Claude Code sends a tool hook on stdin.
-type hookInput struct {
-	SessionID    string          `json:"session_id"`
-	Event        string          `json:"hook_event_name"`
-	ToolName     string          `json:"tool_name"`
-	ToolInput    json.RawMessage `json:"tool_input"`
-	ToolUseID    string          `json:"tool_use_id"`
-	ToolResponse json.RawMessage `json:"tool_response"`
-}
-
-// maxHookInput bounds what the hook reads from stdin (a Write's content
-// is in it).
+// maxHookInput bounds what a hook reads from stdin (a Write's content is
+// in it).
 const maxHookInput = 8 << 20
 
-// readOnlyTools are Claude Code's tools that change nothing: an observe.
-var readOnlyTools = map[string]bool{"Read": true, "Grep": true, "Glob": true, "LS": true, "NotebookRead": true,
-	"WebSearch": true, "WebFetch": true, "TodoRead": true}
-
-// toolUseID is the form of Claude Code's tool call ids, which name the
-// hook's state files.
+// toolUseID is the form of a tool call's id, which names the hook's state
+// file between the call and its result.
 var toolUseID = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
 
-// mcpTool is Claude Code's name of an MCP tool: mcp__<server>__<tool>.
+// mcpTool is Claude Code's and Codex's name of an MCP tool: mcp__<server>__<tool>.
 var mcpTool = regexp.MustCompile(`^mcp__([^_][^/]*?)__([^/]+)$`)
 
 type hookFlags struct {
@@ -75,89 +64,110 @@ type hookFlags struct {
 }
 
 func hookCommand(g *globalFlags) *cobra.Command {
-	hook := &cobra.Command{Use: "hook", Short: "Hooks of coding agents that put their tool calls through the kernel"}
-	var f hookFlags
-	cc := &cobra.Command{
-		Use:   "claude-code [--envelope ID] [--on-hold wait|deny] [--hold-wait D] [--state-dir DIR]",
-		Short: "Claude Code's PreToolUse and PostToolUse hook: each tool call an execute intent before it runs, its result after",
-		Long: `annal hook claude-code reads a Claude Code hook input (JSON) on stdin. For PreToolUse it decides
-the tool call as an execute intent on claude-code/<Tool> (an MCP tool mcp__S__T on mcp/S/T, as
-annal mcp-gate names it; a read-only tool is an observe): denied, the call is blocked with the
-kernel's reason; held, the hook waits for a human's answer (--on-hold wait, up to --hold-wait:
-give the hook a timeout in settings.json above it) or blocks at once (--on-hold deny). For
-PostToolUse it records what the tool gave back as the intent's result. The agent's credential
-comes from the usual flags or environment (ANNAL_CREDENTIAL_FILE).`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if f.onHold != "wait" && f.onHold != "deny" {
-				return fmt.Errorf("--on-hold %q: wait or deny", f.onHold)
-			}
-			return runClaudeCodeHook(cmd, g, f)
-		},
-	}
-	cc.Flags().StringVar(&f.envelope, "envelope", "", "the envelope the calls run under (default: the kernel picks)")
-	cc.Flags().StringVar(&f.onHold, "on-hold", "wait", "a held call: wait for a human's answer in annal, or deny it at once")
-	cc.Flags().DurationVar(&f.holdWait, "hold-wait", 50*time.Second, "with --on-hold wait: how long to wait for the answer")
-	cc.Flags().StringVar(&f.stateDir, "state-dir", "", "where an intent waits for its result (default: the user's state folder, annal/claude-code)")
-	hook.AddCommand(cc)
+	hook := &cobra.Command{Use: "hook", Short: "Hooks of coding agents (Claude Code, Codex, Cursor) that put their tool calls through the kernel"}
+	hook.AddCommand(claudeStyleCommand(g, claudeCode), claudeStyleCommand(g, codex), cursorCommand(g))
 	return hook
 }
 
-// runClaudeCodeHook answers one hook input.
-func runClaudeCodeHook(cmd *cobra.Command, g *globalFlags, f hookFlags) error {
-	in, err := readHookInput(cmd.InOrStdin())
+// register adds the flags every agent's hook has; agent names its state
+// folder.
+func (f *hookFlags) register(cmd *cobra.Command, agent string) {
+	cmd.Flags().StringVar(&f.envelope, "envelope", "", "the envelope the calls run under (default: the kernel picks)")
+	cmd.Flags().StringVar(&f.onHold, "on-hold", "wait", "a held call: wait for a human's answer in annal, or deny it at once")
+	cmd.Flags().DurationVar(&f.holdWait, "hold-wait", 50*time.Second, "with --on-hold wait: how long to wait for the answer")
+	cmd.Flags().StringVar(&f.stateDir, "state-dir", "", "where an intent waits for its result (default: the user's state folder, annal/"+agent+")")
+}
+
+// ready checks the flags and fills in the state folder.
+func (f *hookFlags) ready(agent string) error {
+	if f.onHold != "wait" && f.onHold != "deny" {
+		return fmt.Errorf("--on-hold %q: wait or deny (a held call is never answered \"ask\": the human answers it in annal)", f.onHold)
+	}
+	if f.stateDir != "" {
+		return nil
+	}
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
+		f.stateDir = filepath.Join(d, "annal", agent)
+		return nil
+	}
+	home, err := os.UserHomeDir()
 	if err != nil {
-		return &exitError{code: 2, msg: "annal hook: " + err.Error()} // 2: Claude Code blocks the call
+		return fmt.Errorf("no state folder: give --state-dir (%v)", err)
 	}
-	if in.Event != "PreToolUse" && in.Event != "PostToolUse" {
-		return nil // another event: nothing to decide, no kernel to ask
+	f.stateDir = filepath.Join(home, ".local", "state", "annal", agent)
+	return nil
+}
+
+// toolCall is one call of a coding agent's tool, as its hook decides it.
+type toolCall struct {
+	key      string          // names the call's state from before it runs to after: a file name
+	target   string          // what the call acts on
+	readOnly bool            // an observe, with no result to record
+	input    json.RawMessage // the tool's input: its content id is the intent's input
+	about    map[string]any  // what the log says of the call
+}
+
+// decideCall decides a call before it runs: "" when it may run, else why
+// not (what the agent and its model are told).
+func decideCall(ctx context.Context, c *client.Client, f hookFlags, call toolCall) string {
+	input, _, err := contentID(call.input)
+	if err != nil {
+		return "annal: the tool's input is not JSON: " + err.Error()
 	}
-	if f.stateDir == "" {
-		if f.stateDir, err = defaultHookStateDir(); err != nil {
-			return &exitError{code: 2, msg: "annal hook: " + err.Error()}
+	if call.readOnly {
+		if _, err := c.Submit(ctx, api.ActionRequest{Type: "observe", Target: call.target, Envelope: f.envelope}); err != nil {
+			return "annal: " + err.Error()
 		}
+		return ""
 	}
-	ctx, cancel := g.context(cmd)
+	// A held call waits for its answer up to --hold-wait, or (deny) not at
+	// all: the wait ends when the hold is known.
+	decideCtx, cancel := context.WithTimeout(ctx, f.holdWait)
 	defer cancel()
-	c, err := g.client(true)
-	if err != nil {
-		return &exitError{code: 2, msg: "annal hook: " + err.Error()}
-	}
-	if in.Event == "PreToolUse" {
-		return preToolUse(ctx, cmd.OutOrStdout(), c, f, in)
-	}
-	return postToolUse(ctx, c, f, in)
-}
-
-func readHookInput(r io.Reader) (*hookInput, error) {
-	raw, err := io.ReadAll(io.LimitReader(r, maxHookInput+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(raw) > maxHookInput {
-		return nil, fmt.Errorf("the hook input is larger than %d bytes", maxHookInput)
-	}
-	var in hookInput
-	if err := json.Unmarshal(raw, &in); err != nil {
-		return nil, fmt.Errorf("the hook input is not Claude Code's JSON: %v", err)
-	}
+	var heldID string
+	intent, err := c.DecideIntent(decideCtx, call.target, f.envelope, "", input, call.about, func(id string) {
+		heldID = id
+		if f.onHold == "deny" {
+			cancel()
+		}
+	}, 500*time.Millisecond)
 	switch {
-	case in.Event != "PreToolUse" && in.Event != "PostToolUse":
-		return &in, nil
-	case in.ToolName == "" || len(in.ToolName) > 256 || strings.ContainsAny(in.ToolName, "\x00\n"):
-		return nil, fmt.Errorf("tool_name %q is not a tool's name", in.ToolName)
-	case !toolUseID.MatchString(in.ToolUseID):
-		return nil, fmt.Errorf("tool_use_id %q is not a tool call's id", in.ToolUseID)
+	case heldID != "" && decideCtx.Err() != nil:
+		return fmt.Sprintf("annal holds this call (hold %s) until a human approves it: annal holds approve %s, then try again", heldID, heldID)
+	case err != nil:
+		return "annal: " + err.Error()
 	}
-	return &in, nil
+	// Without its state the result could not be recorded: the call does not
+	// run, and the log shows an intent that never had one.
+	if err := saveIntent(f.stateDir, call.key, intent); err != nil {
+		return "annal: the call was allowed, but its intent could not be kept for its result: " + err.Error()
+	}
+	return ""
 }
 
-// toolTarget is the target a tool call acts on.
-func toolTarget(tool string) string {
-	if m := mcpTool.FindStringSubmatch(tool); m != nil {
-		return "mcp/" + m[1] + "/" + m[2]
+// recordCall records what a call the hook decided gave back as its
+// intent's result; failed says the tool reported a failure. A call the hook
+// did not decide (a read-only one, one decided by another hook, or one
+// whose result is recorded) has nothing to record.
+func recordCall(ctx context.Context, c *client.Client, f hookFlags, key string, response json.RawMessage, failed bool) error {
+	intent, err := loadIntent(f.stateDir, key)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	} else if err != nil {
+		return err
 	}
-	return "claude-code/" + tool
+	output, size, err := contentID(response)
+	if err != nil {
+		return fmt.Errorf("the tool's response is not JSON: %v", err)
+	}
+	r := execute.Result{OutputOID: output, ArtifactHash: output, OutputBytes: uint64(size)}
+	if failed {
+		r.ExitCode = 1
+	}
+	if _, err := c.RecordResult(ctx, intent, r); err != nil {
+		return fmt.Errorf("the result of %s could not be recorded (its intent stays open): %v", intent.Target, err)
+	}
+	return os.Remove(intentFile(f.stateDir, key))
 }
 
 // contentID is the content id of a JSON value (RFC 8785 first, so the
@@ -173,102 +183,25 @@ func contentID(raw json.RawMessage) (string, int, error) {
 	return oid.Of(canon), len(canon), nil
 }
 
-// hookDecision is what a PreToolUse hook prints to block a call.
-func hookDecision(w io.Writer, decision, reason string) error {
-	return json.NewEncoder(w).Encode(map[string]any{"hookSpecificOutput": map[string]string{
-		"hookEventName": "PreToolUse", "permissionDecision": decision, "permissionDecisionReason": reason}})
+// pairKey names a call that has no id of its own by what it is: the same
+// fields before it runs and after.
+func pairKey(kind string, fields ...string) string {
+	sum := sha256.Sum256([]byte(strings.Join(fields, "\x00")))
+	return kind + "-" + hex.EncodeToString(sum[:16])
 }
 
-func preToolUse(ctx context.Context, out io.Writer, c *client.Client, f hookFlags, in *hookInput) error {
-	target := toolTarget(in.ToolName)
-	input, _, err := contentID(in.ToolInput)
-	if err != nil {
-		return hookDecision(out, "deny", "annal: the tool's input is not JSON: "+err.Error())
+// validToolName is a tool's name fit to be a target's segment.
+func validToolName(name string) bool {
+	if name == "" || name == "." || name == ".." || len(name) > 256 || !utf8.ValidString(name) {
+		return false
 	}
-	if readOnlyTools[in.ToolName] {
-		if _, err := c.Submit(ctx, api.ActionRequest{Type: "observe", Target: target, Envelope: f.envelope}); err != nil {
-			return hookDecision(out, "deny", "annal: "+err.Error())
-		}
-		return nil
-	}
-	about := map[string]any{"tool": in.ToolName, "tool_use_id": in.ToolUseID, "by": "claude-code"}
-	if in.ToolName == "Bash" { // what policies' patterns judge: the command itself
-		var bash struct {
-			Command string `json:"command"`
-		}
-		if json.Unmarshal(in.ToolInput, &bash) == nil && bash.Command != "" {
-			about["command"] = bash.Command
-		}
-	}
-	// A held call waits for its answer up to --hold-wait, or (deny) not at
-	// all: the wait ends when the hold is known.
-	decideCtx, cancel := context.WithTimeout(ctx, f.holdWait)
-	defer cancel()
-	var heldID string
-	intent, err := c.DecideIntent(decideCtx, target, f.envelope, "", input, about, func(id string) {
-		heldID = id
-		if f.onHold == "deny" {
-			cancel()
-		}
-	}, 500*time.Millisecond)
-	switch {
-	case heldID != "" && decideCtx.Err() != nil:
-		return hookDecision(out, "deny", fmt.Sprintf("annal holds this call (hold %s) until a human approves it: annal holds approve %s, then try again", heldID, heldID))
-	case err != nil:
-		return hookDecision(out, "deny", "annal: "+err.Error())
-	}
-	return saveIntent(f.stateDir, in.ToolUseID, intent)
+	return !strings.ContainsFunc(name, func(r rune) bool { return r < 0x20 || r == 0x7f || r == '/' || r == '\\' })
 }
 
-func postToolUse(ctx context.Context, c *client.Client, f hookFlags, in *hookInput) error {
-	if readOnlyTools[in.ToolName] {
-		return nil
-	}
-	intent, err := loadIntent(f.stateDir, in.ToolUseID)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil // not a call this hook decided (or its result was recorded)
-	} else if err != nil {
-		return &exitError{code: 1, msg: "annal hook: " + err.Error()}
-	}
-	output, size, err := contentID(in.ToolResponse)
-	if err != nil {
-		return &exitError{code: 1, msg: "annal hook: the tool's response is not JSON: " + err.Error()}
-	}
-	r := execute.Result{OutputOID: output, ArtifactHash: output, OutputBytes: uint64(size), ExitCode: toolExitCode(in.ToolResponse)}
-	if _, err := c.RecordResult(ctx, intent, r); err != nil {
-		return &exitError{code: 1, msg: "annal hook: the result of " + in.ToolName + " could not be recorded (its intent stays open): " + err.Error()}
-	}
-	return os.Remove(intentFile(f.stateDir, in.ToolUseID))
-}
+func intentFile(dir, key string) string { return filepath.Join(dir, key+".json") }
 
-// toolExitCode is 1 for a response that says the tool failed, else 0.
-func toolExitCode(resp json.RawMessage) int32 {
-	var r struct {
-		IsError     bool   `json:"is_error"`
-		Error       string `json:"error"`
-		Interrupted bool   `json:"interrupted"`
-	}
-	if json.Unmarshal(resp, &r) == nil && (r.IsError || r.Error != "" || r.Interrupted) {
-		return 1
-	}
-	return 0
-}
-
-func defaultHookStateDir() (string, error) {
-	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
-		return filepath.Join(d, "annal", "claude-code"), nil
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return "", fmt.Errorf("no state folder: give --state-dir (%v)", err)
-	}
-	return filepath.Join(home, ".local", "state", "annal", "claude-code"), nil
-}
-
-func intentFile(dir, toolUseID string) string { return filepath.Join(dir, toolUseID+".json") }
-
-// saveIntent keeps a decided intent until PostToolUse records its result.
-func saveIntent(dir, toolUseID string, in *client.Intent) error {
+// saveIntent keeps a decided intent until its result is recorded.
+func saveIntent(dir, key string, in *client.Intent) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
@@ -276,21 +209,33 @@ func saveIntent(dir, toolUseID string, in *client.Intent) error {
 	if err != nil {
 		return err
 	}
-	tmp := intentFile(dir, toolUseID) + ".tmp"
+	tmp := intentFile(dir, key) + ".tmp"
 	if err := os.WriteFile(tmp, raw, 0o600); err != nil {
 		return err
 	}
-	return os.Rename(tmp, intentFile(dir, toolUseID))
+	return os.Rename(tmp, intentFile(dir, key))
 }
 
-func loadIntent(dir, toolUseID string) (*client.Intent, error) {
-	raw, err := os.ReadFile(intentFile(dir, toolUseID))
+func loadIntent(dir, key string) (*client.Intent, error) {
+	raw, err := os.ReadFile(intentFile(dir, key))
 	if err != nil {
 		return nil, err
 	}
 	var in client.Intent
 	if err := json.Unmarshal(raw, &in); err != nil {
-		return nil, fmt.Errorf("state of tool call %s: %v", toolUseID, err)
+		return nil, fmt.Errorf("state of tool call %s: %v", key, err)
 	}
 	return &in, nil
+}
+
+// failedResponse says whether a tool's response reports a failure: an
+// error, an interruption, or a non-zero exit code.
+func failedResponse(resp json.RawMessage) bool {
+	var r struct {
+		IsError     bool   `json:"is_error"`
+		Error       string `json:"error"`
+		Interrupted bool   `json:"interrupted"`
+		ExitCode    int    `json:"exit_code"`
+	}
+	return json.Unmarshal(resp, &r) == nil && (r.IsError || r.Error != "" || r.Interrupted || r.ExitCode != 0)
 }

@@ -13,10 +13,10 @@ import (
 	"github.com/annal-dev/annal/kernel/event"
 )
 
-// hookEnv is a kernel with an agent a coding agent's hooks act as: Bash,
-// Write and the MCP server fs's tools allowed, Bash commands naming
-// "deploy" held for a human (a hold rule on claude-code/Deploy* and a
-// policy), and nothing else.
+// hookEnv is a kernel with an agent the coding agents' hooks act as:
+// Claude Code's, Codex's and Cursor's tools and the MCP server fs's
+// allowed, fs's move_file and Cursor's MCP tool deploy held for a human,
+// force pushes forbidden by a policy, and nothing else.
 type hookEnv struct {
 	*execEnv
 	state string
@@ -34,13 +34,15 @@ func newHookEnv(t *testing.T) *hookEnv {
 		return out
 	}
 	out := root("agents", "create", "--name", "coder", "--purpose", "a coding agent", "--trust", "0.8", "--energy", "10000",
-		"--grant", "claude-code/**:execute,observe", "--grant", "mcp/fs/**:execute")
+		"--grant", "claude-code/**:execute,observe", "--grant", "codex/**:execute", "--grant", "cursor/**:execute,observe,mutate",
+		"--grant", "mcp/fs/**:execute")
 	var agent api.Agent
 	if err := json.Unmarshal([]byte(out), &agent); err != nil {
 		t.Fatal(err)
 	}
 	root("envelopes", "issue", "--holder", agent.ID, "--budget", "5000", "--grant", "claude-code/**:execute,observe",
-		"--grant", "mcp/fs/**:execute", "--hold-on", "mcp/fs/move_file:execute")
+		"--grant", "codex/**:execute", "--grant", "cursor/**:execute,observe,mutate", "--grant", "mcp/fs/**:execute",
+		"--hold-on", "mcp/fs/move_file:execute", "--hold-on", "cursor/mcp/deploy:execute")
 	spec := filepath.Join(t.TempDir(), "p.json")
 	os.WriteFile(spec, []byte(`{"name":"no-force-push","blocked_patterns":["push\\s+--force"],"signal_on_violation":false}`), 0o600)
 	root("policies", "set", "no-force-push", "--spec", "@"+spec)
@@ -220,7 +222,7 @@ func FuzzHookInput(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		in, err := readHookInput(bytes.NewReader(raw))
+		in, err := readHookInput(bytes.NewReader(raw), "Claude Code")
 		if err != nil || (in.Event != "PreToolUse" && in.Event != "PostToolUse") {
 			return
 		}
