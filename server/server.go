@@ -41,6 +41,8 @@ type Server struct {
 	health       *healthWatch
 	// tracer: see Trace (nil: requests are not traced).
 	tracer trace.Tracer
+	// origins: see AllowOrigins (none: no cross-origin answers).
+	origins map[string]bool
 }
 
 // New returns a server for k.
@@ -74,6 +76,9 @@ func New(k *kernel.Kernel, logger *slog.Logger) *Server {
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
+	if s.cors(w, r) {
+		return // a preflight, answered
+	}
 	if s.tracer != nil || r.Header[traceparentHeader] != nil {
 		s.serveTraced(w, r) // tracing.go
 		return

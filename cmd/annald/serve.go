@@ -84,6 +84,7 @@ type serveFlags struct {
 	cpuProfile            string
 	otlpEndpoint          string
 	traceSample           float64
+	corsOrigins           []string
 }
 
 func newServeCommand() *cobra.Command {
@@ -144,6 +145,7 @@ func newServeCommand() *cobra.Command {
 	fl.StringVar(&f.tlsKey, "tls-key", "", "PEM private key file of --tls-cert")
 	fl.BoolVar(&f.secureCookies, "secure-cookies", false, "mark the console's session cookie Secure even on plain HTTP (behind a TLS-terminating proxy); always on with --tls-cert")
 	fl.StringVar(&f.otlpEndpoint, "otlp-endpoint", "", "trace every request and the kernel's stages (decide, append, fold) and export the spans by OTLP/HTTP to this base URL, e.g. http://127.0.0.1:4318 (sent to its /v1/traces); off when empty. The SDK reads OTEL_EXPORTER_OTLP_HEADERS, _TIMEOUT, _COMPRESSION, _CERTIFICATE, OTEL_BSP_*, OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES")
+	fl.StringArrayVar(&f.corsOrigins, "cors-origin", nil, "answer cross-origin requests (CORS) from this origin, e.g. https://app.example.com, so that a web page there can call the API with a bearer credential (never with the console's cookie); repeat for more; none by default")
 	fl.Float64Var(&f.traceSample, "trace-sample", 1, "with --otlp-endpoint: the share of new traces kept, 0 to 1; a request that continues a caller's trace (traceparent) follows the caller's sampled flag")
 	f.storage.register(fl)
 	fl.StringVar(&f.leaseHolder, "lease-holder", "", "with --storage aws: this kernel's name in the write lease (default: host name and a random suffix)")
@@ -412,6 +414,9 @@ func apiHandler(k *kernel.Kernel, f serveFlags, tracer trace.Tracer, logger *slo
 	}
 	if f.secureCookies {
 		handler.SecureCookies()
+	}
+	if err := handler.AllowOrigins(f.corsOrigins...); err != nil {
+		return nil, fmt.Errorf("--cors-origin: %w", err)
 	}
 	// The agent file system's files are always kept (an agent's memory is
 	// no use unread); other blobs only with --keep-blobs. Both share one
