@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -168,6 +169,22 @@ func recordCall(ctx context.Context, c *client.Client, f hookFlags, key string, 
 		return fmt.Errorf("the result of %s could not be recorded (its intent stays open): %v", intent.Target, err)
 	}
 	return os.Remove(intentFile(f.stateDir, key))
+}
+
+// readHookJSON reads an agent's hook input from stdin into v, up to
+// maxHookInput bytes.
+func readHookJSON(r io.Reader, agent string, v any) error {
+	raw, err := io.ReadAll(io.LimitReader(r, maxHookInput+1))
+	if err != nil {
+		return err
+	}
+	if len(raw) > maxHookInput {
+		return fmt.Errorf("the hook input is larger than %d bytes", maxHookInput)
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return fmt.Errorf("the hook input is not %s's JSON: %v", agent, err)
+	}
+	return nil
 }
 
 // contentID is the content id of a JSON value (RFC 8785 first, so the

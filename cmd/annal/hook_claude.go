@@ -94,16 +94,9 @@ func (a claudeStyle) run(cmd *cobra.Command, g *globalFlags, f hookFlags) error 
 }
 
 func readHookInput(r io.Reader, agent string) (*hookInput, error) {
-	raw, err := io.ReadAll(io.LimitReader(r, maxHookInput+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(raw) > maxHookInput {
-		return nil, fmt.Errorf("the hook input is larger than %d bytes", maxHookInput)
-	}
 	var in hookInput
-	if err := json.Unmarshal(raw, &in); err != nil {
-		return nil, fmt.Errorf("the hook input is not %s's JSON: %v", agent, err)
+	if err := readHookJSON(r, agent, &in); err != nil {
+		return nil, err
 	}
 	switch {
 	case in.Event != "PreToolUse" && in.Event != "PostToolUse":

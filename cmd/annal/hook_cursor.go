@@ -130,16 +130,9 @@ func runCursorHook(cmd *cobra.Command, g *globalFlags, f hookFlags) error {
 }
 
 func readCursorInput(r io.Reader) (*cursorInput, error) {
-	raw, err := io.ReadAll(io.LimitReader(r, maxHookInput+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(raw) > maxHookInput {
-		return nil, fmt.Errorf("the hook input is larger than %d bytes", maxHookInput)
-	}
 	var in cursorInput
-	if err := json.Unmarshal(raw, &in); err != nil {
-		return nil, fmt.Errorf("the hook input is not Cursor's JSON: %v", err)
+	if err := readHookJSON(r, "Cursor", &in); err != nil {
+		return nil, err
 	}
 	in.ToolInput = unquoteJSON(in.ToolInput)
 	in.ResultJSON = unquoteJSON(in.ResultJSON)
