@@ -505,3 +505,29 @@ export function vfsWriteRequest(
   content: Uint8Array,
   envelope?: string,
 ): Promise<{ method: string; path: string; body: string }>;
+
+/** The parent_hash of a session's first delta. */
+export const ZERO_DELTA_HASH: string;
+/** A delta's delta_hash: hex(SHA-256(raw(parent_hash) || JCS(the delta without delta_hash))). */
+export function deltaHash(delta: Record<string, unknown> | string): Promise<string>;
+/** The delta of a parsed session.delta event, checked on its own (members, hashes, session, actor, time). */
+export function checkDeltaEvent(ev: unknown): Promise<{ id: string; session: string; parentHash: string; deltaHash: string }>;
+/**
+ * Verifies session.delta entries, in log order, as one session's chain (from the zero hash unless
+ * complete is false); a VerificationError of check "entry" or "delta chain" with the Go verifier's message.
+ */
+export function verifyDeltaChain(
+  entries: (string | Uint8Array)[],
+  complete?: boolean,
+): Promise<{ session: string; deltas: number; complete: boolean; firstParent: string; head: string }>;
+
+export const EVIDENCE_FORMAT: "annal.dev/equivocation-evidence/v1";
+export const MAX_EVIDENCE_SIZE: number;
+/**
+ * Verifies an equivocation evidence file (two checkpoints of one log that cannot both be true);
+ * logKey, if given, must be the file's. A VerificationError with the Go verifier's message otherwise.
+ */
+export function verifyEvidence(
+  data: string | Uint8Array,
+  logKey?: string,
+): Promise<{ origin: string; logKey: string; sizes: bigint[]; roots: Uint8Array[]; prefixRoot?: Uint8Array }>;
