@@ -347,6 +347,24 @@ export class AnnalClient {
   vfsRead(uri: string, signal?: AbortSignal): Promise<{ data: Uint8Array; file?: VFSFile }>;
   /** Erases a data subject's sealed payloads (a human). */
   eraseSubject(subject: string, reason?: string): Promise<Receipt>;
+  /** Opens a session (the kernel draws its id when absent). */
+  createSession(req?: { id?: string; config?: unknown }): Promise<{ receipt: Receipt; record?: any }>;
+  /** Changes a session: op state (with state), join, leave, grant, substitute, lock, unlock or ack. */
+  changeSession(
+    id: string,
+    req: { op: string; state?: string; agent?: string; granted?: string; path?: string; head?: string },
+  ): Promise<{ receipt: Receipt; record?: any }>;
+  /** Records one turn's file changes in a session's delta chain. */
+  appendDelta(session: string, turnId: string, changes: DeltaChange[]): Promise<{ receipt: Receipt; record?: any }>;
+  /** A session's delta chain with log indices, verified (hashes and links from the zero hash) before it is returned. */
+  deltas(session: string, signal?: AbortSignal): Promise<{ index: number; delta: Record<string, any> }[]>;
+  /** Which actions the actor could ever be allowed, in order. */
+  mayEver(
+    actions: { type: string; target: string }[],
+    observeNeedsGrant?: boolean,
+  ): Promise<{ allowed: boolean; gate?: string; reason?: string }[]>;
+  /** Registers, rotates (key set) or revokes (no key) an actor's signing key. */
+  setSigningKey(id: string, req: { key?: string; require_signed?: boolean; reason?: string }): Promise<Receipt>;
 }
 
 export const SIGNED_STATEMENT_CONTEXT: "annal/signed-request/v1\n";
@@ -506,6 +524,14 @@ export function vfsWriteRequest(
   envelope?: string,
 ): Promise<{ method: string; path: string; body: string }>;
 
+export interface DeltaChange {
+  path: string;
+  operation: "create" | "modify" | "delete";
+  /** sha256:<64 hex> of the new content (not for a delete). */
+  content_hash?: string;
+}
+/** Verifies a delta chain as GET /v1/sessions/{id}/deltas answers it; returns its head. */
+export function verifyDeltaList(chain: { index: number; delta: Record<string, any> }[]): Promise<string>;
 /** The parent_hash of a session's first delta. */
 export const ZERO_DELTA_HASH: string;
 /** A delta's delta_hash: hex(SHA-256(raw(parent_hash) || JCS(the delta without delta_hash))). */

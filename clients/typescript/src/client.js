@@ -7,6 +7,7 @@
 import { encodeBase64 } from "./encoding.js";
 import { verifyProof } from "./proof.js";
 import { SIGNATURE_HEADER } from "./signing.js";
+import { verifyDeltaList } from "./deltas.js";
 import { streamItems } from "./stream.js";
 import { MAX_VFS_CONTENT, VFSPath, VFSPathError, oidOf, parseVFS, parseVFSURI, vfsWriteRequest } from "./vfspath.js";
 
@@ -624,6 +625,73 @@ export class AnnalClient {
    */
   eraseSubject(subject, reason) {
     return this.#json("POST", `v1/subjects/${encodeURIComponent(subject)}/erase`, reason ? { reason } : {});
+  }
+
+  /**
+   * Opens a session (id: the kernel draws one when absent); config is the
+   * session's configuration (isolation, consistency, …) as annald takes it.
+   * @param {{id?: string, config?: unknown}} [req]
+   * @returns {Promise<{receipt: Receipt, record?: any}>}
+   */
+  createSession(req = {}) {
+    return this.#json("POST", "v1/sessions", req);
+  }
+
+  /**
+   * Changes a session: op is state (with state), join, leave, grant,
+   * substitute, lock, unlock or ack, as annald's API takes them.
+   * @param {string} id @param {{op: string, state?: string, agent?: string, granted?: string, path?: string, head?: string}} req
+   * @returns {Promise<{receipt: Receipt, record?: any}>}
+   */
+  changeSession(id, req) {
+    return this.#json("POST", `v1/sessions/${encodeURIComponent(id)}/changes`, req);
+  }
+
+  /**
+   * Records one turn's file changes in a session: a delta of the session's
+   * hash chain (create, modify or delete a path, with the new content's
+   * sha256), from which a human can roll the session back to any turn.
+   * @param {string} session @param {string} turnId
+   * @param {{path: string, operation: "create" | "modify" | "delete", content_hash?: string}[]} changes
+   * @returns {Promise<{receipt: Receipt, record?: any}>}
+   */
+  appendDelta(session, turnId, changes) {
+    return this.#json("POST", `v1/sessions/${encodeURIComponent(session)}/deltas`, { turn_id: turnId, changes });
+  }
+
+  /**
+   * A session's delta chain with the log index of each delta, verified
+   * before it is returned: every hash recomputes and every link holds from
+   * the zero hash (verifyDeltaList).
+   * @param {string} session @param {AbortSignal} [signal]
+   * @returns {Promise<{index: number, delta: Record<string, any>}[]>}
+   */
+  async deltas(session, signal) {
+    const chain = await this.#json("GET", `v1/sessions/${encodeURIComponent(session)}/deltas`, undefined, signal);
+    await verifyDeltaList(chain);
+    return chain;
+  }
+
+  /**
+   * Which of actions the client's actor could ever be allowed (its
+   * writable targets and its own policies), in order; with
+   * observeNeedsGrant, observes need a grant too.
+   * @param {{type: string, target: string}[]} actions @param {boolean} [observeNeedsGrant]
+   * @returns {Promise<{allowed: boolean, gate?: string, reason?: string}[]>}
+   */
+  mayEver(actions, observeNeedsGrant = false) {
+    return this.#json("POST", "v1/actions/may-ever", observeNeedsGrant ? { actions, observe_needs_grant: true } : { actions });
+  }
+
+  /**
+   * Registers, rotates (key set) or revokes (key empty) actor id's signing
+   * key: the actor itself, signed by its current key if it has one, or
+   * root or its creator.
+   * @param {string} id @param {{key?: string, require_signed?: boolean, reason?: string}} req
+   * @returns {Promise<Receipt>}
+   */
+  setSigningKey(id, req) {
+    return this.#json("POST", `v1/actors/${encodeURIComponent(id)}/key`, req);
   }
 }
 

@@ -146,3 +146,33 @@ export async function verifyDeltaChain(entries, complete = true) {
   }
   return { session: chain.session, deltas: chain.deltas, complete: chain.complete, firstParent: chain.firstParent, head: chain.head };
 }
+
+/**
+ * Verifies a session's delta chain as annald's API answers it (GET
+ * /v1/sessions/{id}/deltas: [{index, delta}] in log order): each delta's
+ * hash recomputes (a delta whose changes are kept for a time carries them
+ * beside their commitment while the kernel keeps them: they are dropped
+ * before hashing, FORMATS.md), the first parent is the zero hash, and each
+ * parent_hash is the previous delta_hash. Returns the head.
+ * @param {{index: number, delta: Record<string, any>}[]} chain
+ */
+export async function verifyDeltaList(chain) {
+  let head = ZERO_DELTA_HASH;
+  let prev = -1;
+  for (const { index, delta } of chain) {
+    const hashed = { ...delta };
+    if ("sealed" in delta) delete hashed.changes;
+    const h = await deltaHash(hashed);
+    if (h !== delta.delta_hash) {
+      throw new VerificationError("delta chain", `delta ${delta.delta_id}: delta_hash ${delta.delta_hash} is not the hash of its members, ${h}`);
+    }
+    if (delta.parent_hash !== head) {
+      throw new VerificationError("delta chain", prev < 0
+        ? `session ${ab(delta.session_id)}: the first delta's parent_hash is ${delta.parent_hash}, not the zero hash: the chain does not start at its beginning`
+        : `session ${ab(delta.session_id)}: delta ${delta.delta_id} at index ${index}: parent_hash ${delta.parent_hash} is not the hash ${head} of the session's previous delta (index ${prev})`);
+    }
+    head = h;
+    prev = index;
+  }
+  return head;
+}

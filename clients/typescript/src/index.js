@@ -33,5 +33,5 @@ export {
   sealedBody,
   signedStatement,
 } from "./signing.js";
-export { ZERO_DELTA_HASH, checkDeltaEvent, deltaHash, verifyDeltaChain } from "./deltas.js";
+export { ZERO_DELTA_HASH, checkDeltaEvent, deltaHash, verifyDeltaChain, verifyDeltaList } from "./deltas.js";
 export { EVIDENCE_FORMAT, MAX_EVIDENCE_SIZE, verifyEvidence } from "./evidence.js";
