@@ -120,18 +120,39 @@ test("retry: the wait is the answer's Retry-After when longer; attempts bound th
   assert.equal(seen.length, 1);
 });
 
-test("retry: a denial's stage, gate, reason and index reach the caller of each call", async () => {
+test("errors: a denial's stage, gate, reason and index reach the caller of every call", async () => {
   const denial = { status: 403, body: { error: "outside its grants", stage: "validate", gate: "boundary", reason: "default_deny", denial_index: 42 } };
   const calls = /** @type {((c: AnnalClient) => Promise<unknown>)[]} */ ([
     (c) => c.submit(action),
-    (c) => c.vfsPut("vfs://agent-a/mem/working/x", "x"),
-    (c) => c.revokeEnvelope("env-1"),
-    (c) => c.history({ actor: "a" }),
+    (c) => c.whoAmI(),
+    (c) => c.actor("agent-a"),
+    (c) => c.actors(),
     (c) => c.budget(),
+    (c) => c.envelopes(),
+    (c) => c.envelope("env-1"),
+    (c) => c.revokeEnvelope("env-1"),
+    (c) => c.holds("pending"),
+    (c) => c.history({ actor: "a" }),
+    async (c) => {
+      for await (const _ of c.stream({ actor: "a" })) break;
+    },
+    (c) => c.consistency(1, 2),
+    (c) => c.putBlob("x"),
+    (c) => c.blob("sha256:" + "00".repeat(32)),
+    (c) => c.vfsPut("vfs://agent-a/mem/working/x", "x"),
+    (c) => c.vfsList("vfs://agent-a/mem/"),
+    (c) => c.vfsRead("vfs://agent-a/audit/events.jsonl"),
+    (c) => c.eraseSubject("s-1"),
+    (c) => c.createSession({ id: "s-1" }),
+    (c) => c.changeSession("s-1", { op: "join" }),
+    (c) => c.appendDelta("s-1", "t1", []),
+    (c) => c.deltas("s-1"),
+    (c) => c.mayEver([{ type: "create", target: "x" }]),
+    (c) => c.setSigningKey("agent-a", {}),
   ]);
   for (const call of calls) {
     const r = await run([denial], call);
-    assert.ok(r.error instanceof AnnalError);
+    assert.ok(r.error instanceof AnnalError, `${call}: ${r.error}`);
     assert.equal(r.error.stage, "validate");
     assert.equal(r.error.gate, "boundary");
     assert.equal(r.error.reason, "default_deny");
