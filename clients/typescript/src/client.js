@@ -120,26 +120,6 @@ export class AnnalError extends Error {
  * @property {string} [trace_id]
  */
 
-/**
- * The filters of GET /v1/events (each at most once), its order and paging.
- * @typedef {object} HistoryQuery
- * @property {string} [actor] @property {string} [envelope] @property {string} [session]
- * @property {string} [kind] @property {string} [type] @property {string} [outcome]
- * @property {string} [target] a target prefix
- * @property {string} [since] @property {string} [until] RFC 3339 instants
- * @property {string} [trace_id]
- * @property {"newest" | "oldest"} [order]
- * @property {number | bigint} [cursor] @property {number} [limit]
- */
-
-/**
- * One event of the history: its index, leaf hash and the event as logged
- * (parsed); a sealed payload the kernel still holds, opened, or erased.
- * @typedef {{index: number, leaf_hash: string, event: any, sealed_payload?: unknown, erased?: boolean}} HistoryItem
- */
-
-/** @typedef {{path: string, oid: string, index: number, writer: string, time: string}} VFSFile */
-
 export class AnnalClient {
   /**
    * @param {string} baseURL the kernel's URL, e.g. "http://127.0.0.1:7420"
@@ -695,31 +675,6 @@ export class AnnalClient {
   }
 }
 
-/**
- * The request a signature states (client.signedForm): the request itself,
- * but for a write to the agent file system, whose body is the file's
- * bytes, the action it is (POST /v1/actions naming the content's OID),
- * which annald states the same way.
- * @param {string} method @param {URL} url @param {unknown} body @param {string | undefined} text
- */
-async function signedForm(method, url, body, text) {
-  const prefix = "/v1/vfs/";
-  if (method !== "PUT" || !(body instanceof Uint8Array) || !url.pathname.startsWith(prefix)) return { method, path: url.pathname, body: text };
-  const rest = url.pathname.slice(prefix.length);
-  const slash = rest.indexOf("/");
-  const p = slash < 0 ? parseVFS(rest, "") : parseVFS(rest.slice(0, slash), rest.slice(slash + 1));
-  return vfsWriteRequest(p, body, url.searchParams.get("envelope") ?? undefined);
-}
-
-/** A query string of the parameters set in query (a value of undefined or "" is left out). */
-function queryString(/** @type {Record<string, unknown>} */ query) {
-  const q = new URLSearchParams();
-  for (const [k, v] of Object.entries(query)) {
-    if (v !== undefined && v !== null && v !== "") q.set(k, String(v));
-  }
-  return q.toString();
-}
-
 /** @param {number} ms @param {AbortSignal} [signal] */
 function sleep(ms, signal) {
   return new Promise((resolve, reject) => {
@@ -757,3 +712,48 @@ async function readLimited(resp, limit, what) {
   }
   return out;
 }
+
+/**
+ * The request a signature states (client.signedForm): the request itself,
+ * but for a write to the agent file system, whose body is the file's
+ * bytes, the action it is (POST /v1/actions naming the content's OID),
+ * which annald states the same way.
+ * @param {string} method @param {URL} url @param {unknown} body @param {string | undefined} text
+ */
+async function signedForm(method, url, body, text) {
+  const prefix = "/v1/vfs/";
+  if (method !== "PUT" || !(body instanceof Uint8Array) || !url.pathname.startsWith(prefix)) return { method, path: url.pathname, body: text };
+  const rest = url.pathname.slice(prefix.length);
+  const slash = rest.indexOf("/");
+  const p = slash < 0 ? parseVFS(rest, "") : parseVFS(rest.slice(0, slash), rest.slice(slash + 1));
+  return vfsWriteRequest(p, body, url.searchParams.get("envelope") ?? undefined);
+}
+
+/** A query string of the parameters set in query (a value of undefined or "" is left out). */
+function queryString(/** @type {Record<string, unknown>} */ query) {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(query)) {
+    if (v !== undefined && v !== null && v !== "") q.set(k, String(v));
+  }
+  return q.toString();
+}
+
+/**
+ * The filters of GET /v1/events (each at most once), its order and paging.
+ * @typedef {object} HistoryQuery
+ * @property {string} [actor] @property {string} [envelope] @property {string} [session]
+ * @property {string} [kind] @property {string} [type] @property {string} [outcome]
+ * @property {string} [target] a target prefix
+ * @property {string} [since] @property {string} [until] RFC 3339 instants
+ * @property {string} [trace_id]
+ * @property {"newest" | "oldest"} [order]
+ * @property {number | bigint} [cursor] @property {number} [limit]
+ */
+
+/**
+ * One event of the history: its index, leaf hash and the event as logged
+ * (parsed); a sealed payload the kernel still holds, opened, or erased.
+ * @typedef {{index: number, leaf_hash: string, event: any, sealed_payload?: unknown, erased?: boolean}} HistoryItem
+ */
+
+/** @typedef {{path: string, oid: string, index: number, writer: string, time: string}} VFSFile */
