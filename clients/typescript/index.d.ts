@@ -165,8 +165,10 @@ export function verifyProofWithPolicy(
   policy: Policy,
 ): Promise<{ proof: ProofResult; policy: PolicyResult }>;
 
-/** What the client reads from any answer. */
+/** What the client reads from any answer but a blob's or a file's. */
 export const MAX_RESPONSE_BODY: number;
+/** What the client reads of a blob or a file of the agent file system. */
+export const MAX_BLOB_BODY: number;
 export interface RetryPolicy {
   /** Sends in all (0 or 1: no retry). */
   attempts: number;
@@ -301,6 +303,68 @@ export class AnnalClient {
     vkey: string,
     options?: { signal?: AbortSignal },
   ): Promise<{ entry: Uint8Array; proof: string; result: ProofResult }>;
+  /** The actor whose credential the client presents. */
+  whoAmI(signal?: AbortSignal): Promise<Actor>;
+  /** An actor's record and energy (its own, its creator's or root's view). */
+  actor(id: string, signal?: AbortSignal): Promise<Actor>;
+  /** The actors the caller may see: itself, those it created, and for root everyone. */
+  actors(signal?: AbortSignal): Promise<Actor[]>;
+  /** The envelopes the client's actor holds or issued. */
+  envelopes(signal?: AbortSignal): Promise<Envelope[]>;
+  envelope(id: string, signal?: AbortSignal): Promise<Envelope>;
+  /** Revokes an envelope and its sub-envelopes (its issuer, or root). */
+  revokeEnvelope(id: string, reason?: string): Promise<Receipt>;
+  /** The holds the client's actor may see; status filters ("pending"). */
+  holds(status?: string, signal?: AbortSignal): Promise<Hold[]>;
+  /** What the actor may still spend: balance, each envelope it holds with what is left, its ring. */
+  budget(signal?: AbortSignal): Promise<Budget>;
+  /** A page of GET /v1/events (newest first unless order is "oldest"). */
+  history(query?: HistoryQuery, signal?: AbortSignal): Promise<{ events: HistoryItem[]; next_cursor?: number }>;
+  /**
+   * The live history, in log order, until signal aborts or the loop stops; after resumes after an
+   * index. A dropped connection reopens after reconnectMs (1 s) from the last item yielded; an
+   * answer other than 200 or an "event: error" throws its AnnalError.
+   */
+  stream(
+    query?: Omit<HistoryQuery, "order" | "limit">,
+    options?: { after?: number | bigint; signal?: AbortSignal; reconnectMs?: number },
+  ): AsyncGenerator<HistoryItem, void, undefined>;
+  /** The consistency proof between two tree sizes (for verifyConsistencyProof). */
+  consistency(old: number | bigint, size: number | bigint, signal?: AbortSignal): Promise<string>;
+  /** Stores a blob (annald --keep-blobs); its OID, checked against the bytes sent. */
+  putBlob(data: Uint8Array | string, signal?: AbortSignal): Promise<string>;
+  /** A blob's bytes (a human's credential), checked to hash to id. */
+  blob(id: string, signal?: AbortSignal): Promise<Uint8Array>;
+  /** Writes a file of the agent file system (vfs://AGENT/PATH); signed as the action it is by a signing client. */
+  vfsPut(
+    uri: string,
+    data: Uint8Array | string,
+    options?: { envelope?: string; signal?: AbortSignal },
+  ): Promise<{ uri: string; oid: string; size: number; receipt: Receipt }>;
+  /** The files at or under a directory of the tree. */
+  vfsList(uri: string, signal?: AbortSignal): Promise<{ uri: string; files: VFSFile[]; resumed?: number }>;
+  /** A file's bytes, checked against the OID the log recorded (file), or a view of the log (no file). */
+  vfsRead(uri: string, signal?: AbortSignal): Promise<{ data: Uint8Array; file?: VFSFile }>;
+  /** Erases a data subject's sealed payloads (a human). */
+  eraseSubject(subject: string, reason?: string): Promise<Receipt>;
+  /** Opens a session (the kernel draws its id when absent). */
+  createSession(req?: { id?: string; config?: unknown }): Promise<{ receipt: Receipt; record?: any }>;
+  /** Changes a session: op state (with state), join, leave, grant, substitute, lock, unlock or ack. */
+  changeSession(
+    id: string,
+    req: { op: string; state?: string; agent?: string; granted?: string; path?: string; head?: string },
+  ): Promise<{ receipt: Receipt; record?: any }>;
+  /** Records one turn's file changes in a session's delta chain. */
+  appendDelta(session: string, turnId: string, changes: DeltaChange[]): Promise<{ receipt: Receipt; record?: any }>;
+  /** A session's delta chain with log indices, verified (hashes and links from the zero hash) before it is returned. */
+  deltas(session: string, signal?: AbortSignal): Promise<{ index: number; delta: Record<string, any> }[]>;
+  /** Which actions the actor could ever be allowed, in order. */
+  mayEver(
+    actions: { type: string; target: string }[],
+    observeNeedsGrant?: boolean,
+  ): Promise<{ allowed: boolean; gate?: string; reason?: string }[]>;
+  /** Registers, rotates (key set) or revokes (no key) an actor's signing key. */
+  setSigningKey(id: string, req: { key?: string; require_signed?: boolean; reason?: string }): Promise<Receipt>;
 }
 
 export const SIGNED_STATEMENT_CONTEXT: "annal/signed-request/v1\n";
@@ -340,3 +404,156 @@ export function generateSigningKey(
   name: string,
   seed?: Uint8Array,
 ): Promise<{ privateKey: string; verifierKey: string; key: SigningKey }>;
+
+export interface Actor {
+  id: string;
+  kind: "agent" | "human" | string;
+  name: string;
+  purpose?: string;
+  creator?: string;
+  expires?: string;
+  status: string;
+  grants?: Grant[];
+  share: number;
+  balance: number;
+  reserved: number;
+  consumed: number;
+  signing_key?: string;
+  require_signed?: boolean;
+  seal_payloads?: boolean;
+}
+export interface Envelope {
+  id: string;
+  holder: string;
+  issuer: string;
+  parent?: string;
+  budget: number;
+  consumed: number;
+  reserved: number;
+  grants: Grant[];
+  hold_on?: Grant[];
+  hold_timeout_secs?: number;
+  expires?: string;
+  revoked: boolean;
+  index: number;
+}
+export interface Budget {
+  actor: string;
+  balance: number;
+  reserved: number;
+  envelopes: {
+    id: string;
+    budget: number;
+    /** budget - consumed - reserved */
+    remaining: number;
+    grants: Grant[];
+    hold_on?: Grant[];
+    expires?: string;
+    revoked: boolean;
+    parent?: string;
+  }[];
+  /** The actor's ring view, when the kernel shows it one. */
+  ring?: unknown;
+}
+/** GET /v1/events's filters (each at most once), order and paging. */
+export interface HistoryQuery {
+  actor?: string;
+  envelope?: string;
+  session?: string;
+  kind?: string;
+  type?: string;
+  outcome?: string;
+  /** A target prefix. */
+  target?: string;
+  /** RFC 3339 instants. */
+  since?: string;
+  until?: string;
+  trace_id?: string;
+  order?: "newest" | "oldest";
+  cursor?: number | bigint;
+  limit?: number;
+}
+/** One event of the history: the event as logged (parsed; canonicalJSON gives its bytes back). */
+export interface HistoryItem {
+  index: number;
+  leaf_hash: string;
+  event: any;
+  /** A sealed payload the kernel still holds, opened for the viewer. */
+  sealed_payload?: unknown;
+  /** The sealed payload's subject was erased: it is gone. */
+  erased?: boolean;
+}
+export interface VFSFile {
+  path: string;
+  oid: string;
+  index: number;
+  writer: string;
+  time: string;
+}
+
+/** The largest file one write to the agent file system stores. */
+export const MAX_VFS_CONTENT: number;
+/** A URI that names no path of an agent's tree, or a write to a read-only one (format/vfspath's errors). */
+export class VFSPathError extends Error {}
+/** A path of an agent's tree. */
+export class VFSPath {
+  constructor(agent: string, rel: string);
+  readonly agent: string;
+  /** Relative to the tree; "" for its root. */
+  readonly rel: string;
+  /** A file's directory ("" for a directory or a view). */
+  readonly dir: string;
+  readonly isDir: boolean;
+  readonly isView: boolean;
+  readonly uri: string;
+  /** vfs/AGENT/PATH, the target the log records. */
+  readonly target: string;
+  readonly writeType: "create" | "mutate";
+  readonly apiPath: string;
+  checkWritable(): void;
+}
+/** Parses vfs://AGENT/PATH as format/vfspath does (VFSPathError with its message when refused). */
+export function parseVFSURI(uri: string): VFSPath;
+export function parseVFS(agent: string, rel: string): VFSPath;
+/** "sha256:" and the lower-case hex SHA-256 of data. */
+export function oidOf(data: Uint8Array): Promise<string>;
+/** The request a signed write of content to p states: POST /v1/actions with the action it is. */
+export function vfsWriteRequest(
+  p: VFSPath,
+  content: Uint8Array,
+  envelope?: string,
+): Promise<{ method: string; path: string; body: string }>;
+
+export interface DeltaChange {
+  path: string;
+  operation: "create" | "modify" | "delete";
+  /** sha256:<64 hex> of the new content (not for a delete). */
+  content_hash?: string;
+}
+/** Verifies a delta chain as GET /v1/sessions/{id}/deltas answers it; returns its head. */
+export function verifyDeltaList(chain: { index: number; delta: Record<string, any> }[]): Promise<string>;
+/** The parent_hash of a session's first delta. */
+export const ZERO_DELTA_HASH: string;
+/** A delta's delta_hash: hex(SHA-256(raw(parent_hash) || JCS(the delta without delta_hash))). */
+export function deltaHash(delta: Record<string, unknown> | string): Promise<string>;
+/** The delta of a parsed session.delta event, checked on its own (members, hashes, session, actor, time). */
+export function checkDeltaEvent(ev: unknown): Promise<{ id: string; session: string; parentHash: string; deltaHash: string }>;
+/**
+ * Verifies session.delta entries, in log order, as one session's chain (from the zero hash unless
+ * complete is false); a VerificationError of check "entry" or "delta chain" with the Go verifier's message.
+ */
+export function verifyDeltaChain(
+  entries: (string | Uint8Array)[],
+  complete?: boolean,
+): Promise<{ session: string; deltas: number; complete: boolean; firstParent: string; head: string }>;
+
+export const EVIDENCE_FORMAT: "annal.dev/equivocation-evidence/v1";
+export const MAX_EVIDENCE_SIZE: number;
+/**
+ * Verifies an equivocation evidence file (two checkpoints of one log that cannot both be true);
+ * logKey, if given, must be the file's. A VerificationError with the Go verifier's message otherwise.
+ */
+export function verifyEvidence(
+  data: string | Uint8Array,
+  logKey?: string,
+): Promise<{ origin: string; logKey: string; sizes: bigint[]; roots: Uint8Array[]; prefixRoot?: Uint8Array }>;

@@ -7,9 +7,14 @@
 import { encodeBase64 } from "./encoding.js";
 import { verifyProof } from "./proof.js";
 import { SIGNATURE_HEADER } from "./signing.js";
+import { verifyDeltaList } from "./deltas.js";
+import { streamItems } from "./stream.js";
+import { MAX_VFS_CONTENT, VFSPath, VFSPathError, oidOf, parseVFS, parseVFSURI, vfsWriteRequest } from "./vfspath.js";
 
-/** What the client reads from any answer (client.MaxResponseBody). */
+/** What the client reads from any answer but a blob's or a file's (client.MaxResponseBody). */
 export const MAX_RESPONSE_BODY = 1 << 20;
+/** What the client reads of a blob or a file of the agent file system (client.MaxBlobBody). */
+export const MAX_BLOB_BODY = 64 << 20;
 
 /**
  * @typedef {object} RetryPolicy
@@ -167,20 +172,29 @@ export class AnnalClient {
     }
   }
 
-  /** @param {string} method @param {string} path @param {unknown} body @param {AbortSignal} [signal] */
+  /**
+   * Sends one request; body is JSON to encode, or bytes sent as they are
+   * (a blob, a file of the agent file system).
+   * @param {string} method @param {string} path @param {unknown} body @param {AbortSignal} [signal]
+   */
   async #once(method, path, body, signal) {
     /** @type {Record<string, string>} */
     const headers = {};
-    if (body !== undefined) headers["Content-Type"] = "application/json";
+    const bytes = body instanceof Uint8Array;
+    if (body !== undefined) headers["Content-Type"] = bytes ? "application/octet-stream" : "application/json";
     if (this.credential) headers.Authorization = `Bearer ${this.credential}`;
-    const url = new URL(path.replace(/^\//, ""), this.base);
-    const text = body === undefined ? undefined : JSON.stringify(body);
-    if (this.signingKey && !["GET", "HEAD"].includes(method) && !path.replace(/^\//, "").startsWith("v1/blobs")) {
+    const rel = path.replace(/^\//, "");
+    const url = new URL(rel, this.base);
+    const text = body === undefined || bytes ? undefined : JSON.stringify(body);
+    if (this.signingKey && !["GET", "HEAD"].includes(method) && !rel.startsWith("v1/blobs")) {
       const { origin, by } = await this.signingIdentity();
-      headers[SIGNATURE_HEADER] = await this.signingKey.header({ origin, by, method, path: url.pathname, body: text });
+      const stated = await signedForm(method, url, body, text);
+      headers[SIGNATURE_HEADER] = await this.signingKey.header({ origin, by, ...stated });
     }
-    const resp = await this.fetch(url, { method, headers, body: text, signal });
-    const raw = await readLimited(resp, MAX_RESPONSE_BODY, `${method} ${path}`);
+    const sent = bytes ? /** @type {BodyInit} */ (/** @type {unknown} */ (body)) : text;
+    const resp = await this.fetch(url, { method, headers, body: sent, signal });
+    const limit = method === "GET" && (rel.startsWith("v1/blobs/") || rel.startsWith("v1/vfs/")) ? MAX_BLOB_BODY : MAX_RESPONSE_BODY;
+    const raw = await readLimited(resp, limit, `${method} ${path}`);
     if (resp.status >= 300) {
       const text = new TextDecoder("utf-8", { ignoreBOM: true }).decode(raw);
       let parsed = {};
@@ -328,6 +342,337 @@ export class AnnalClient {
     const result = await verifyProof(entry, proof, vkey);
     return { entry, proof, result };
   }
+
+  /**
+   * The actor whose credential the client presents (GET /v1/whoami).
+   * @param {AbortSignal} [signal]
+   */
+  whoAmI(signal) {
+    return this.#json("GET", "v1/whoami", undefined, signal);
+  }
+
+  /**
+   * An actor's record and energy: its own, its creator's or root's view.
+   * @param {string} id @param {AbortSignal} [signal]
+   */
+  actor(id, signal) {
+    return this.#json("GET", `v1/actors/${encodeURIComponent(id)}`, undefined, signal);
+  }
+
+  /**
+   * The actors the caller may see: itself, those it created, and for root everyone.
+   * @param {AbortSignal} [signal]
+   */
+  actors(signal) {
+    return this.#json("GET", "v1/actors", undefined, signal);
+  }
+
+  /**
+   * The envelopes the client's actor holds or issued.
+   * @param {AbortSignal} [signal]
+   */
+  envelopes(signal) {
+    return this.#json("GET", "v1/envelopes", undefined, signal);
+  }
+
+  /**
+   * One envelope the client's actor holds or issued.
+   * @param {string} id @param {AbortSignal} [signal]
+   */
+  envelope(id, signal) {
+    return this.#json("GET", `v1/envelopes/${encodeURIComponent(id)}`, undefined, signal);
+  }
+
+  /**
+   * Revokes an envelope and, with it, its sub-envelopes.
+   * @param {string} id @param {string} [reason]
+   * @returns {Promise<Receipt>}
+   */
+  revokeEnvelope(id, reason) {
+    return this.#json("POST", `v1/envelopes/${encodeURIComponent(id)}/revoke`, reason ? { reason } : {});
+  }
+
+  /**
+   * The holds the client's actor may see; status filters ("pending").
+   * @param {string} [status] @param {AbortSignal} [signal]
+   */
+  holds(status, signal) {
+    return this.#json("GET", status ? `v1/holds?status=${encodeURIComponent(status)}` : "v1/holds", undefined, signal);
+  }
+
+  /**
+   * What the client's actor may still spend, as the budget tool of `annal
+   * mcp` shows it: its energy balance, each envelope it holds with what is
+   * left of it, and its ring (when the kernel shows it one).
+   * @param {AbortSignal} [signal]
+   */
+  async budget(signal) {
+    const me = await this.whoAmI(signal);
+    const envs = /** @type {any[]} */ (await this.envelopes(signal));
+    const envelopes = envs
+      .filter((v) => v.holder === me.id)
+      .map((v) => ({ id: v.id, budget: v.budget, remaining: v.budget - v.consumed - v.reserved, grants: v.grants,
+        hold_on: v.hold_on, expires: v.expires, revoked: v.revoked === true, parent: v.parent }));
+    /** @type {unknown} */
+    let ring;
+    try {
+      const rings = await this.#json("GET", "v1/rings", undefined, signal);
+      if (Array.isArray(rings)) ring = rings.find((r) => r && r.agent === me.id);
+    } catch (e) {
+      if (!(e instanceof AnnalError)) throw e; // an actor may not be shown rings: the rest stands
+    }
+    return { actor: me.id, balance: me.balance, reserved: me.reserved, envelopes, ring };
+  }
+
+  /**
+   * A page of the history (GET /v1/events), newest first unless order is
+   * "oldest"; query holds its filters (actor, envelope, session, kind,
+   * type, outcome, target, since, until, trace_id), order, cursor and limit,
+   * as the Go client's History. next_cursor, when set, is the next page's cursor.
+   * @param {HistoryQuery} [query] @param {AbortSignal} [signal]
+   * @returns {Promise<{events: HistoryItem[], next_cursor?: number}>}
+   */
+  history(query = {}, signal) {
+    const qs = queryString(query);
+    return this.#json("GET", qs ? `v1/events?${qs}` : "v1/events", undefined, signal);
+  }
+
+  /**
+   * Follows the live history (GET /v1/events/stream) with query's filters
+   * (those of history but order and limit): yields each history item in
+   * log order, for ever, until signal aborts (the iteration then ends) or
+   * the loop stops. after starts it after that index (resume: the last
+   * index seen); else cursor, else the next event logged. A dropped
+   * connection is reopened after 1 s from the last item yielded, so none is
+   * missed or repeated; an answer other than 200, or an "event: error",
+   * throws its AnnalError (client.Stream's rules).
+   * @param {Omit<HistoryQuery, "order" | "limit">} [query]
+   * @param {{after?: number | bigint, signal?: AbortSignal, reconnectMs?: number}} [options]
+   * @returns {AsyncGenerator<HistoryItem>}
+   */
+  async *stream(query = {}, options = {}) {
+    const { signal } = options;
+    let after = options.after;
+    for (;;) {
+      if (signal?.aborted) return;
+      try {
+        const resp = await this.#openStream(query, after, signal);
+        for await (const item of streamItems(/** @type {ReadableStream<Uint8Array>} */ (resp.body))) {
+          yield item;
+          after = item.index;
+        }
+      } catch (e) {
+        if (signal?.aborted) return;
+        if (e instanceof AnnalError) throw e;
+        // The connection dropped (or never opened): open it again from after.
+      }
+      try {
+        await sleep(options.reconnectMs ?? 1000, signal);
+      } catch {
+        return;
+      }
+    }
+  }
+
+  /**
+   * @param {Record<string, unknown>} query @param {number | bigint | undefined} after
+   * @param {AbortSignal | undefined} signal
+   */
+  async #openStream(query, after, signal) {
+    const qs = queryString(query);
+    /** @type {Record<string, string>} */
+    const headers = { Accept: "text/event-stream" };
+    if (this.credential) headers.Authorization = `Bearer ${this.credential}`;
+    if (after !== undefined) headers["Last-Event-ID"] = String(after);
+    const resp = await this.fetch(new URL(qs ? `v1/events/stream?${qs}` : "v1/events/stream", this.base), { headers, signal });
+    if (resp.status !== 200 || !resp.body) {
+      const text = new TextDecoder().decode(await readLimited(resp, 1 << 16, "GET v1/events/stream"));
+      let parsed = {};
+      try {
+        const j = JSON.parse(text);
+        if (j && typeof j.error === "string" && j.error !== "") parsed = j;
+      } catch {
+        /* not the kernel's JSON */
+      }
+      throw new AnnalError(resp.status, parsed, text, undefined);
+    }
+    return resp;
+  }
+
+  /**
+   * The consistency proof between two tree sizes (one base64 hash a line),
+   * for verifyConsistencyProof.
+   * @param {number | bigint} old @param {number | bigint} size @param {AbortSignal} [signal]
+   */
+  async consistency(old, size, signal) {
+    return new TextDecoder().decode(await this.request("GET", `v1/proof/consistency?old=${old}&new=${size}`, undefined, signal));
+  }
+
+  /**
+   * Stores data in annald's blob store (annald --keep-blobs) and returns its
+   * OID, checked to be the hash of what was sent.
+   * @param {Uint8Array | string} data @param {AbortSignal} [signal]
+   * @returns {Promise<string>}
+   */
+  async putBlob(data, signal) {
+    const bytes = typeof data === "string" ? new TextEncoder().encode(data) : data;
+    const raw = await this.request("POST", "v1/blobs", bytes, signal);
+    const b = JSON.parse(new TextDecoder().decode(raw));
+    const want = await oidOf(bytes);
+    if (b.oid !== want || b.size !== bytes.length) {
+      throw new Error(`annal: the blob store answered ${b.oid} (${b.size} bytes) for ${want} (${bytes.length} bytes)`);
+    }
+    return want;
+  }
+
+  /**
+   * The bytes of a blob (a human's credential), after checking that they
+   * hash to id: the client trusts the store no more than the store its disk.
+   * @param {string} id @param {AbortSignal} [signal]
+   */
+  async blob(id, signal) {
+    const data = await this.request("GET", `v1/blobs/${encodeURIComponent(id)}`, undefined, signal);
+    const got = await oidOf(data);
+    if (got !== id) throw new Error(`annal: blob ${id}: the bytes served hash to ${got}`);
+    return data;
+  }
+
+  /**
+   * Writes data to the file uri names (vfs://AGENT/PATH), under envelope
+   * (absent: the oldest of the agent's envelopes that allows it). The log
+   * records the write as an action naming the content's OID, which the
+   * answer must match. A signing client signs the action the write is.
+   * @param {string} uri @param {Uint8Array | string} data
+   * @param {{envelope?: string, signal?: AbortSignal}} [options]
+   */
+  async vfsPut(uri, data, options = {}) {
+    const p = parseVFSURI(uri);
+    p.checkWritable();
+    const bytes = typeof data === "string" ? new TextEncoder().encode(data) : data;
+    if (bytes.length > MAX_VFS_CONTENT) {
+      throw new VFSPathError(`${uri}: ${bytes.length} bytes, more than a file of the agent file system holds (${MAX_VFS_CONTENT})`);
+    }
+    const path = options.envelope ? `${p.apiPath}?envelope=${encodeURIComponent(options.envelope)}` : p.apiPath;
+    const out = JSON.parse(new TextDecoder().decode(await this.request("PUT", path, bytes, options.signal)));
+    const want = await oidOf(bytes);
+    if (out.oid !== want || out.size !== bytes.length) {
+      throw new Error(`annal: ${uri}: the kernel answered ${out.oid} (${out.size} bytes) for ${want} (${bytes.length} bytes)`);
+    }
+    return /** @type {{uri: string, oid: string, size: number, receipt: Receipt}} */ (out);
+  }
+
+  /**
+   * Lists the files at or under the directory uri names (the agent's
+   * whole tree for vfs://AGENT/).
+   * @param {string} uri @param {AbortSignal} [signal]
+   * @returns {Promise<{uri: string, files: VFSFile[], resumed?: number}>}
+   */
+  vfsList(uri, signal) {
+    const p = parseVFSURI(uri);
+    if (!p.isDir) throw new VFSPathError(`${uri} is not a directory of the tree`);
+    return this.#json("GET", p.apiPath, undefined, signal);
+  }
+
+  /**
+   * The content of the file uri names, after checking that it hashes to
+   * the OID the log recorded for it (file), or a view of the log
+   * (policy/active.json, policy/history.json, audit/events.jsonl; file is
+   * then undefined).
+   * @param {string} uri @param {AbortSignal} [signal]
+   * @returns {Promise<{data: Uint8Array, file?: VFSFile}>}
+   */
+  async vfsRead(uri, signal) {
+    const p = parseVFSURI(uri);
+    if (p.isDir) throw new VFSPathError(`${uri} is a directory: list it`);
+    if (p.isView) return { data: await this.request("GET", p.apiPath, undefined, signal) };
+    const listing = await this.vfsList(new VFSPath(p.agent, p.dir).uri, signal);
+    const file = listing.files.find((f) => f.path === p.rel);
+    if (!file) throw new Error(`annal: ${uri}: no such file`);
+    const data = await this.request("GET", p.apiPath, undefined, signal);
+    const got = await oidOf(data);
+    if (got !== file.oid) {
+      throw new Error(`annal: ${uri}: the bytes served hash to ${got}, not ${file.oid} (written at index ${file.index}; or written again meanwhile)`);
+    }
+    return { data, file };
+  }
+
+  /**
+   * Erases a data subject's sealed payloads (a human): the log records it,
+   * and the kernel destroys the subject's key; history then marks the
+   * subject's sealed payloads erased.
+   * @param {string} subject @param {string} [reason]
+   * @returns {Promise<Receipt>}
+   */
+  eraseSubject(subject, reason) {
+    return this.#json("POST", `v1/subjects/${encodeURIComponent(subject)}/erase`, reason ? { reason } : {});
+  }
+
+  /**
+   * Opens a session (id: the kernel draws one when absent); config is the
+   * session's configuration (isolation, consistency, …) as annald takes it.
+   * @param {{id?: string, config?: unknown}} [req]
+   * @returns {Promise<{receipt: Receipt, record?: any}>}
+   */
+  createSession(req = {}) {
+    return this.#json("POST", "v1/sessions", req);
+  }
+
+  /**
+   * Changes a session: op is state (with state), join, leave, grant,
+   * substitute, lock, unlock or ack, as annald's API takes them.
+   * @param {string} id @param {{op: string, state?: string, agent?: string, granted?: string, path?: string, head?: string}} req
+   * @returns {Promise<{receipt: Receipt, record?: any}>}
+   */
+  changeSession(id, req) {
+    return this.#json("POST", `v1/sessions/${encodeURIComponent(id)}/changes`, req);
+  }
+
+  /**
+   * Records one turn's file changes in a session: a delta of the session's
+   * hash chain (create, modify or delete a path, with the new content's
+   * sha256), from which a human can roll the session back to any turn.
+   * @param {string} session @param {string} turnId
+   * @param {{path: string, operation: "create" | "modify" | "delete", content_hash?: string}[]} changes
+   * @returns {Promise<{receipt: Receipt, record?: any}>}
+   */
+  appendDelta(session, turnId, changes) {
+    return this.#json("POST", `v1/sessions/${encodeURIComponent(session)}/deltas`, { turn_id: turnId, changes });
+  }
+
+  /**
+   * A session's delta chain with the log index of each delta, verified
+   * before it is returned: every hash recomputes and every link holds from
+   * the zero hash (verifyDeltaList).
+   * @param {string} session @param {AbortSignal} [signal]
+   * @returns {Promise<{index: number, delta: Record<string, any>}[]>}
+   */
+  async deltas(session, signal) {
+    const chain = await this.#json("GET", `v1/sessions/${encodeURIComponent(session)}/deltas`, undefined, signal);
+    await verifyDeltaList(chain);
+    return chain;
+  }
+
+  /**
+   * Which of actions the client's actor could ever be allowed (its
+   * writable targets and its own policies), in order; with
+   * observeNeedsGrant, observes need a grant too.
+   * @param {{type: string, target: string}[]} actions @param {boolean} [observeNeedsGrant]
+   * @returns {Promise<{allowed: boolean, gate?: string, reason?: string}[]>}
+   */
+  mayEver(actions, observeNeedsGrant = false) {
+    return this.#json("POST", "v1/actions/may-ever", observeNeedsGrant ? { actions, observe_needs_grant: true } : { actions });
+  }
+
+  /**
+   * Registers, rotates (key set) or revokes (key empty) actor id's signing
+   * key: the actor itself, signed by its current key if it has one, or
+   * root or its creator.
+   * @param {string} id @param {{key?: string, require_signed?: boolean, reason?: string}} req
+   * @returns {Promise<Receipt>}
+   */
+  setSigningKey(id, req) {
+    return this.#json("POST", `v1/actors/${encodeURIComponent(id)}/key`, req);
+  }
 }
 
 /** @param {number} ms @param {AbortSignal} [signal] */
@@ -367,3 +712,48 @@ async function readLimited(resp, limit, what) {
   }
   return out;
 }
+
+/**
+ * The request a signature states (client.signedForm): the request itself,
+ * but for a write to the agent file system, whose body is the file's
+ * bytes, the action it is (POST /v1/actions naming the content's OID),
+ * which annald states the same way.
+ * @param {string} method @param {URL} url @param {unknown} body @param {string | undefined} text
+ */
+async function signedForm(method, url, body, text) {
+  const prefix = "/v1/vfs/";
+  if (method !== "PUT" || !(body instanceof Uint8Array) || !url.pathname.startsWith(prefix)) return { method, path: url.pathname, body: text };
+  const rest = url.pathname.slice(prefix.length);
+  const slash = rest.indexOf("/");
+  const p = slash < 0 ? parseVFS(rest, "") : parseVFS(rest.slice(0, slash), rest.slice(slash + 1));
+  return vfsWriteRequest(p, body, url.searchParams.get("envelope") ?? undefined);
+}
+
+/** A query string of the parameters set in query (a value of undefined or "" is left out). */
+function queryString(/** @type {Record<string, unknown>} */ query) {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(query)) {
+    if (v !== undefined && v !== null && v !== "") q.set(k, String(v));
+  }
+  return q.toString();
+}
+
+/**
+ * The filters of GET /v1/events (each at most once), its order and paging.
+ * @typedef {object} HistoryQuery
+ * @property {string} [actor] @property {string} [envelope] @property {string} [session]
+ * @property {string} [kind] @property {string} [type] @property {string} [outcome]
+ * @property {string} [target] a target prefix
+ * @property {string} [since] @property {string} [until] RFC 3339 instants
+ * @property {string} [trace_id]
+ * @property {"newest" | "oldest"} [order]
+ * @property {number | bigint} [cursor] @property {number} [limit]
+ */
+
+/**
+ * One event of the history: its index, leaf hash and the event as logged
+ * (parsed); a sealed payload the kernel still holds, opened, or erased.
+ * @typedef {{index: number, leaf_hash: string, event: any, sealed_payload?: unknown, erased?: boolean}} HistoryItem
+ */
+
+/** @typedef {{path: string, oid: string, index: number, writer: string, time: string}} VFSFile */

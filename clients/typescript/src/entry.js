@@ -26,12 +26,31 @@ export function readEntryJSON(input) {
   return value;
 }
 
+/**
+ * Reads JSON as strictly as an entry (UTF-8, no duplicate member, no lone
+ * surrogate, no number canonical JSON would rewrite, at most 34 deep), in
+ * any form: what another of Annal's JSON formats (an evidence file) is
+ * read with. what names the input in errors.
+ * @param {string | Uint8Array} input @param {string} what
+ */
+export function readStrictJSON(input, what) {
+  const text = decodeUTF8(bytesOf(input));
+  if (text === undefined) throw new Error(`${what}: JSON is not valid UTF-8`);
+  const p = new StrictJSON(text, bytesOf(input), what);
+  p.space();
+  const value = p.value(0);
+  p.space();
+  if (p.i < text.length) p.malformed("after the value");
+  return value;
+}
+
 class StrictJSON {
-  /** @param {string} s @param {Uint8Array} raw */
-  constructor(s, raw) {
+  /** @param {string} s @param {Uint8Array} raw @param {string} [what] */
+  constructor(s, raw, what = "entry") {
     this.s = s;
     this.raw = raw;
     this.i = 0;
+    this.what = what;
   }
 
   /** The byte offset of character index i. */
@@ -41,10 +60,10 @@ class StrictJSON {
 
   /** @param {string} where @returns {never} */
   malformed(where) {
-    if (this.i >= this.s.length) throw new Error(`entry: JSON is malformed: end of input at byte ${this.byteAt(this.i)} ${where}`);
+    if (this.i >= this.s.length) throw new Error(`${this.what}: JSON is malformed: end of input at byte ${this.byteAt(this.i)} ${where}`);
     const c = /** @type {number} */ (this.s.codePointAt(this.i));
     const shown = c < 0x20 || c > 0x7e ? `'\\u${c.toString(16).padStart(4, "0")}'` : `'${String.fromCodePoint(c)}'`;
-    throw new Error(`entry: JSON is malformed: ${shown} at byte ${this.byteAt(this.i)} ${where}`);
+    throw new Error(`${this.what}: JSON is malformed: ${shown} at byte ${this.byteAt(this.i)} ${where}`);
   }
 
   space() {
@@ -55,7 +74,7 @@ class StrictJSON {
   value(depth) {
     const c = this.s[this.i];
     if (c === "{" || c === "[") {
-      if (depth + 1 > MAX_DEPTH) throw new Error(`entry: JSON nests deeper than ${MAX_DEPTH} levels`);
+      if (depth + 1 > MAX_DEPTH) throw new Error(`${this.what}: JSON nests deeper than ${MAX_DEPTH} levels`);
       return c === "{" ? this.object(depth + 1) : this.array(depth + 1);
     }
     if (c === '"') return this.string();
@@ -84,7 +103,7 @@ class StrictJSON {
       this.space();
       if (this.s[this.i] !== '"') this.malformed("where a member name should start");
       const name = this.string();
-      if (seen.has(name)) throw new Error(`entry: JSON object has the member ${JSON.stringify(name)} twice`);
+      if (seen.has(name)) throw new Error(`${this.what}: JSON object has the member ${JSON.stringify(name)} twice`);
       seen.add(name);
       this.space();
       if (this.s[this.i] !== ":") this.malformed("where ':' should be");
@@ -156,7 +175,7 @@ class StrictJSON {
     const value = JSON.parse(literal);
     // A \u escape may denote half of a surrogate pair alone.
     const lone = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/.exec(value);
-    if (lone) throw new Error(`entry: JSON string has a lone UTF-16 surrogate \\u${lone[0].charCodeAt(0).toString(16)}`);
+    if (lone) throw new Error(`${this.what}: JSON string has a lone UTF-16 surrogate \\u${lone[0].charCodeAt(0).toString(16)}`);
     return value;
   }
 
@@ -165,12 +184,12 @@ class StrictJSON {
     if (!m) return this.malformed("in a number");
     const literal = m[0];
     this.i += literal.length;
-    if (literal.length > 128) throw new Error(`entry: JSON number ${literal.slice(0, 32)}... is longer than 128 characters`);
-    if (m[3] && Math.abs(Number(m[3].slice(1))) > 400) throw new Error(`entry: JSON number ${literal} has an exponent beyond ±400`);
+    if (literal.length > 128) throw new Error(`${this.what}: JSON number ${literal.slice(0, 32)}... is longer than 128 characters`);
+    if (m[3] && Math.abs(Number(m[3].slice(1))) > 400) throw new Error(`${this.what}: JSON number ${literal} has an exponent beyond ±400`);
     const n = Number(literal);
     const canonical = canonicalJSON(n);
     if (decimal(literal) !== decimal(canonical)) {
-      throw new Error(`entry: JSON number ${literal} would be written ${canonical} in canonical JSON (RFC 8785), another value; send it as a string`);
+      throw new Error(`${this.what}: JSON number ${literal} would be written ${canonical} in canonical JSON (RFC 8785), another value; send it as a string`);
     }
     return n;
   }

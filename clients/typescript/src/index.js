@@ -20,7 +20,8 @@ export {
 export { Policy, parsePolicy, verifyProofWithPolicy, witnessVerifier } from "./policy.js";
 export { canonicalJSON } from "./canonical.js";
 export { MAX_ENTRY_SIZE, readEntryJSON } from "./entry.js";
-export { AnnalClient, AnnalError, DEFAULT_RETRY, MAX_RESPONSE_BODY } from "./client.js";
+export { AnnalClient, AnnalError, DEFAULT_RETRY, MAX_BLOB_BODY, MAX_RESPONSE_BODY } from "./client.js";
+export { MAX_VFS_CONTENT, VFSPath, VFSPathError, oidOf, parseVFS, parseVFSURI, vfsWriteRequest } from "./vfspath.js";
 export {
   SEAL_CONTEXT,
   SIGNATURE_HEADER,
@@ -32,3 +33,5 @@ export {
   sealedBody,
   signedStatement,
 } from "./signing.js";
+export { ZERO_DELTA_HASH, checkDeltaEvent, deltaHash, verifyDeltaChain, verifyDeltaList } from "./deltas.js";
+export { EVIDENCE_FORMAT, MAX_EVIDENCE_SIZE, verifyEvidence } from "./evidence.js";
