@@ -56,9 +56,10 @@ class Server:
         self.log.close()
 
 
-def annald(data: str, *flags: str) -> "tuple[Server, str]":
-    """Starts annald on data (created on first start); returns it and its URL."""
-    url = f"http://127.0.0.1:{free_port()}/"
+def annald(data: str, *flags: str, url: str = "") -> "tuple[Server, str]":
+    """Starts annald on data (created on first start), at url if given (to
+    start it again where it was); returns it and its URL."""
+    url = url or f"http://127.0.0.1:{free_port()}/"
     argv = [binary("ANNAL_ANNALD"), "serve", "--data", data, "--listen", url[len("http://"):-1],
             "--checkpoint-interval", "100ms", *flags]
     return Server(argv, data + ".log", url + "v1/healthz"), url
