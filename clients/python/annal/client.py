@@ -21,7 +21,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Generator, Iterator, List, Mapping, Optional, Tuple, Union
 
 from .errors import (APIError, ConflictError, DeniedError, HoldPendingError, HoldRefusedError, NotFoundError,
                      VerificationError)
@@ -242,7 +242,7 @@ class Client:
         return self.submit("observe", target, envelope=envelope, session=session)
 
     def decide_intent(self, target: str, input: str, *, envelope: str = "", session: str = "",
-                      about: Optional[Mapping[str, Any]] = None, on_held: Optional[Callable[[str], None]] = None,
+                      about: Optional[Mapping[str, Any]] = None, on_held: Optional[Callable[[str], object]] = None,
                       timeout: float = 300.0, poll: float = 0.5) -> Intent:
         """Submits an execute intent (rules version 3) for what is about to
         run on target — input its content id (annal.execute), about what the
@@ -456,7 +456,7 @@ class Client:
             query["cursor"] = int(page["next_cursor"])
 
     def stream(self, *, after: Optional[int] = None, idle_timeout: float = 60.0, reconnect_wait: float = 1.0,
-               **filters: Union[str, int]) -> Iterator[JSON]:
+               **filters: Union[str, int]) -> Generator[JSON, None, None]:
         """Follows GET /v1/events/stream with the history's filters (and
         cursor), yielding each history item in log order, for as long as
         the caller iterates. after, if set, starts after that index; else
@@ -559,7 +559,8 @@ class Client:
 
 
 def _seg(s: str) -> str:
-    return urllib.parse.quote(s, safe="")
+    """One path segment, escaped as Go's url.PathEscape does."""
+    return urllib.parse.quote(s, safe="!$&'()*+,;=:@")
 
 
 def _query(params: Mapping[str, Union[str, int]], allowed: Tuple[str, ...]) -> str:
