@@ -377,6 +377,17 @@ class Client:
         out: JSON = self._json("POST", f"v1/actors/{_seg(actor_id)}/status", body)
         return out
 
+    def set_signing_key(self, actor_id: str, key: str = "", *, require_signed: bool = False, reason: str = "") -> JSON:
+        """Registers, rotates (key: a verifier key, str(SigningKey.verifier))
+        or revokes (key empty) an actor's signing key: the actor itself
+        (signed by its current key if it has one), its creator or root."""
+        body: JSON = {}
+        for k, v in (("key", key), ("require_signed", require_signed), ("reason", reason)):
+            if v:
+                body[k] = v
+        out: JSON = self._json("POST", f"v1/actors/{_seg(actor_id)}/key", body)
+        return out
+
     def envelopes(self) -> List[JSON]:
         """The envelopes the client's actor holds or issued."""
         out: List[JSON] = self._json("GET", "v1/envelopes")

@@ -6,8 +6,11 @@ blobs, the agent file system (plain and signed writes) and sealed payloads.
 Skipped when ANNAL_ANNALD is unset, unless ANNAL_REQUIRE_SERVICES=1."""
 
 import base64
+import contextlib
+import io
 import json
 import os
+import re
 import shutil
 import tempfile
 import unittest
@@ -247,6 +250,39 @@ class AgentAgainstAnnald(unittest.TestCase):
         plain = self.agent("crm-plain")
         rc = plain.submit("create", "crm/customers/43.json", "call back at 5", seal=True)
         self.assertEqual(self.entry(rc["index"])["action"]["sealed"]["subject"], plain.who_am_i()["id"])
+
+    def test_readme_blocks_run_in_order_as_pasted(self) -> None:
+        """Every client block of the README after the offline one, run in
+        one namespace as a reader pasting them in turn would, against this
+        annald, as an agent with the grants they use."""
+        readme = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "README.md")
+        with open(readme, encoding="utf-8") as f:
+            blocks = re.findall(r"```python\n(.*?)```", f.read(), re.S)[1:]
+        self.assertGreaterEqual(len(blocks), 8)
+        c = self.agent("readme")
+        cwd = os.getcwd()
+        out = io.StringIO()
+        ns: Dict[str, Any] = {}
+        with tempfile.TemporaryDirectory() as d:
+            os.environ["ANNAL_CREDENTIAL"] = c.credential
+            try:
+                os.chdir(d)
+                os.symlink(self.data, "annal-data")
+                with contextlib.redirect_stdout(out):
+                    for i, code in enumerate(blocks):
+                        if "Client(" in code:
+                            self.assertIn('"http://127.0.0.1:7420"', code)
+                        code = code.replace('"http://127.0.0.1:7420"', repr(self.url))
+                        exec(compile(code, f"README.md block {i + 2}", "exec"), ns)
+                self.assertTrue(os.path.exists("agent.pub"))
+            finally:
+                os.chdir(cwd)
+                del os.environ["ANNAL_CREDENTIAL"]
+        lines = out.getvalue().splitlines()
+        self.assertEqual(lines[0], "True")
+        self.assertRegex(lines[1], r"^denied: \S+ \S+ True$")
+        self.assertRegex(lines[2], r"^left: \[\d+\]$")
+        self.assertEqual(lines[3:], ["live: True", "True ['mem/semantic/facts.md']", "sealed: True"])
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ import contextlib
 import io
 import os
 import re
+import subprocess
 import sys
 import tempfile
 import unittest
@@ -33,6 +34,28 @@ class Package(unittest.TestCase):
         self.assertTrue(modules <= names, modules - names)
         for n in names - {"annal-0.1.0.dist-info/RECORD"}:
             self.assertIn(n + ",sha256=", record)
+
+    def test_pip_installs_the_package_with_no_index(self) -> None:
+        """pip install ./clients/python in a new virtual environment (with
+        the system's packages, for cryptography), with no package index:
+        the installed package, not this folder, is the one imported."""
+        with tempfile.TemporaryDirectory() as d:
+            venv = os.path.join(d, "venv")
+            made = subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", venv], capture_output=True)
+            if made.returncode != 0:
+                self.skipTest("python3 -m venv is not available: " + made.stderr.decode(errors="replace")[-200:])
+            py = os.path.join(venv, "bin", "python")
+            pip = subprocess.run([py, "-m", "pip", "install", "--no-index", HERE], capture_output=True, cwd=d)
+            self.assertEqual(pip.returncode, 0, pip.stdout.decode() + pip.stderr.decode())
+            code = ("import annal, annal.client, annal.execute, annal.vfspath, os; "
+                    "print(os.path.dirname(annal.__file__)); print(annal.Client.__name__, annal.__version__)")
+            out = subprocess.run([py, "-c", code], capture_output=True, cwd=d, text=True)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            where, what = out.stdout.splitlines()
+            self.assertTrue(where.startswith(venv), where)
+            self.assertEqual(what, "Client 0.1.0")
+            typed = os.path.join(where, "py.typed")
+            self.assertTrue(os.path.exists(typed))
 
     def test_readme_example_runs_as_pasted(self) -> None:
         with open(os.path.join(HERE, "README.md"), encoding="utf-8") as f:
