@@ -19,10 +19,19 @@ from annal.note import open_checkpoint
 from annal.proof import verify_proof
 from annal.signing import SigningKey, signed_statement
 
-from ._services import annald, binary
+from ._services import Server, annald, binary
 
 
 class ClientAgainstAnnald(unittest.TestCase):
+    dir: str
+    data: str
+    server: Server
+    url: str
+    root: Client
+    log_key: str
+    agent_id: str
+    agent: Client
+
     @classmethod
     def setUpClass(cls) -> None:
         binary("ANNAL_ANNALD")
@@ -157,6 +166,10 @@ class ClientAgainstAnnald(unittest.TestCase):
 
 
 class RetriesAgainstAnnald(unittest.TestCase):
+    dir: str
+    url: str
+    credential: str
+
     """A rate-limited agent (annald --rate-limit 2=1/1: one request a
     second for Ring 2): the 429 is a typed, retryable error, and a client
     with retries sends again after Retry-After and gets its receipt."""

@@ -1,6 +1,7 @@
 """The package as pip installs it, and the README's example as pasted."""
 
 import contextlib
+import importlib
 import io
 import os
 import re
@@ -19,7 +20,7 @@ class Package(unittest.TestCase):
     def test_wheel_holds_every_module_and_the_typed_marker(self) -> None:
         sys.path.insert(0, os.path.join(HERE, "_build"))
         try:
-            import annal_build
+            annal_build = importlib.import_module("annal_build")  # the in-tree backend, off the import path
         finally:
             sys.path.pop(0)
         self.assertEqual(annal_build.get_requires_for_build_wheel(), [])
