@@ -156,6 +156,18 @@ class AgentAgainstAnnald(unittest.TestCase):
         with self.assertRaises(DeniedError):
             c.submit("mutate", "workspace/a.md", {"n": 2})
 
+    def test_may_ever_and_status(self) -> None:
+        c = self.agent("frozen")
+        me = c.who_am_i()["id"]
+        may = c.may_ever([{"type": "mutate", "target": "workspace/x.md"}, {"type": "mutate", "target": "elsewhere/x"}])
+        self.assertEqual([m["allowed"] for m in may], [True, False])
+        self.root.set_status(me, "frozen", "paused for review")
+        self.assertEqual(c.who_am_i()["status"], "frozen")
+        with self.assertRaises(APIError):
+            c.submit("mutate", "workspace/x.md", {"n": 1})
+        self.root.set_status(me, "active")
+        self.assertEqual(c.submit("mutate", "workspace/x.md", {"n": 2})["status"], "committed")
+
     def test_history_pages(self) -> None:
         c = self.agent("historian")
         indices = [c.submit("mutate", f"workspace/h{i}.md", {"i": i})["index"] for i in range(5)]
