@@ -11,7 +11,6 @@ import io
 import json
 import os
 import re
-import shutil
 import tempfile
 import unittest
 from typing import Any, Dict, List
@@ -22,7 +21,7 @@ from annal.execute import Result, command_oid, oid_of, tool_call_oid, tool_resul
 from annal.signing import SigningKey, seal_commitment, signed_statement
 from annal.vfspath import ReadOnlyPathError
 
-from ._services import Server, annald, binary
+from ._services import Server, annald, annald_folder, root_credential
 
 TOOLS = [{"pattern": "tools/**", "actions": ["execute", "observe"]},
          {"pattern": "workspace/**", "actions": ["create", "mutate"]},
@@ -38,14 +37,10 @@ class AgentAgainstAnnald(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls) -> None:
-        binary("ANNAL_ANNALD")
-        cls.dir = tempfile.mkdtemp()
-        cls.addClassCleanup(shutil.rmtree, cls.dir, ignore_errors=True)
-        cls.data = os.path.join(cls.dir, "data")
+        cls.dir, cls.data = annald_folder(cls)
         cls.server, cls.url = annald(cls.data, "--keep-blobs")
         cls.addClassCleanup(cls.server.stop)
-        with open(os.path.join(cls.data, "root.credential"), encoding="utf-8") as f:
-            cls.root = Client(cls.url, f.read().strip())
+        cls.root = Client(cls.url, root_credential(cls.data))
 
     def agent(self, name: str, **fields: Any) -> Client:
         """A new agent with the TOOLS grants and an envelope of them that

@@ -8,8 +8,6 @@ import io
 import json
 import os
 import re
-import shutil
-import tempfile
 import unittest
 
 from annal.client import Client
@@ -19,7 +17,7 @@ from annal.note import open_checkpoint
 from annal.proof import verify_proof
 from annal.signing import SigningKey, signed_statement
 
-from ._services import Server, annald, binary
+from ._services import Server, annald, annald_folder, root_credential
 
 
 class ClientAgainstAnnald(unittest.TestCase):
@@ -34,14 +32,10 @@ class ClientAgainstAnnald(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls) -> None:
-        binary("ANNAL_ANNALD")
-        cls.dir = tempfile.mkdtemp()
-        cls.addClassCleanup(shutil.rmtree, cls.dir, ignore_errors=True)
-        cls.data = os.path.join(cls.dir, "data")
+        cls.dir, cls.data = annald_folder(cls)
         cls.server, cls.url = annald(cls.data)
         cls.addClassCleanup(cls.server.stop)
-        with open(os.path.join(cls.data, "root.credential"), encoding="utf-8") as f:
-            cls.root = Client(cls.url, f.read().strip())
+        cls.root = Client(cls.url, root_credential(cls.data))
         with open(os.path.join(cls.data, "log.pub"), encoding="utf-8") as f:
             cls.log_key = f.read().strip()
         agent = cls.root.create_agent("scribe", "keeps meeting notes", energy=1000, trust=0.8,
@@ -166,24 +160,20 @@ class ClientAgainstAnnald(unittest.TestCase):
 
 
 class RetriesAgainstAnnald(unittest.TestCase):
-    dir: str
-    url: str
-    credential: str
-
     """A rate-limited agent (annald --rate-limit 2=1/1: one request a
     second for Ring 2): the 429 is a typed, retryable error, and a client
     with retries sends again after Retry-After and gets its receipt."""
 
+    dir: str
+    url: str
+    credential: str
+
     @classmethod
     def setUpClass(cls) -> None:
-        binary("ANNAL_ANNALD")
-        cls.dir = tempfile.mkdtemp()
-        cls.addClassCleanup(shutil.rmtree, cls.dir, ignore_errors=True)
-        data = os.path.join(cls.dir, "data")
+        cls.dir, data = annald_folder(cls)
         server, cls.url = annald(data, "--rate-limit", "2=1/1")
         cls.addClassCleanup(server.stop)
-        with open(os.path.join(data, "root.credential"), encoding="utf-8") as f:
-            root = Client(cls.url, f.read().strip())
+        root = Client(cls.url, root_credential(data))
         agent = root.create_agent("hasty", "sends too fast", energy=1000, trust=0.8,
                                   grants=[{"pattern": "workspace/**", "actions": ["create", "mutate"]}])
         root.issue_envelope(agent["id"], 500, [{"pattern": "workspace/**", "actions": ["mutate"]}])

@@ -4,15 +4,13 @@ was killed and started again on the same data, and by a new stream after
 a given index — with no event missed or repeated."""
 
 import os
-import shutil
-import tempfile
 import unittest
 from typing import List
 
 from annal.client import Client
 from annal.errors import APIError
 
-from ._services import annald, binary
+from ._services import annald, annald_folder, root_credential
 
 
 class StreamAgainstAnnald(unittest.TestCase):
@@ -21,16 +19,12 @@ class StreamAgainstAnnald(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls) -> None:
-        binary("ANNAL_ANNALD")
-        cls.dir = tempfile.mkdtemp()
-        cls.addClassCleanup(shutil.rmtree, cls.dir, ignore_errors=True)
-        cls.data = os.path.join(cls.dir, "data")
+        cls.dir, cls.data = annald_folder(cls)
 
     def test_stream_resumes_without_gaps_or_duplicates(self) -> None:
         server, url = annald(self.data)
         try:
-            with open(os.path.join(self.data, "root.credential"), encoding="utf-8") as f:
-                root = Client(url, f.read().strip())
+            root = Client(url, root_credential(self.data))
             grants = [{"pattern": "workspace/**", "actions": ["mutate"]}]
             a = root.create_agent("streamer", "writes notes", energy=10_000, trust=0.8, grants=grants)
             root.issue_envelope(a["id"], 5_000, grants)
