@@ -90,21 +90,22 @@ class Client:
     """One actor's client of one annald."""
 
     def __init__(self, base_url: str, credential: str = "", *, attempts: int = 1, first_wait: float = 0.25,
-                 max_wait: float = 5.0, timeout: float = 60.0, signing_key: Optional[SigningKey] = None,
+                 max_wait: float = 5.0, timeout: float = 60.0, signing_key: Union[SigningKey, str, None] = None,
                  on_retry: Optional[Callable[[APIError, int, float], None]] = None) -> None:
         """attempts is how many sends in all (1: no retry; CLI_RETRY is the
         annal CLI's policy); the wait doubles from first_wait, or is the
         answer's Retry-After if longer, at most max_wait; on_retry is told
         of each retry (error, attempt, wait) before its wait.
 
-        signing_key, if given, signs every request that may change
-        something (not GET, not blobs) as annal/signed-request/v1, for the
-        log's origin and the client's actor, read once from annald."""
+        signing_key, if given (a SigningKey, or its PRIVATE+KEY+... text as
+        `annal keys generate` writes it), signs every request that may
+        change something (not GET, not blobs) as annal/signed-request/v1,
+        for the log's origin and the client's actor, read once from annald."""
         self.base_url = base_url.rstrip("/") + "/"
         if urllib.parse.urlsplit(self.base_url).scheme not in ("http", "https"):
             raise ValueError(f"server URL {base_url!r} is not an http(s) URL")
         self.credential = credential
-        self.signing_key = signing_key
+        self.signing_key = SigningKey.parse(signing_key) if isinstance(signing_key, str) else signing_key
         self._identity: Optional[Tuple[str, str]] = None
         self.attempts = attempts
         self.first_wait = first_wait

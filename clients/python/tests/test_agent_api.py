@@ -12,12 +12,16 @@ import json
 import os
 import re
 import tempfile
+import threading
+import time
 import unittest
 from typing import Any, Dict, List
 
 from annal.client import Client
 from annal.errors import APIError, DeniedError, HoldPendingError, HoldRefusedError, NotFoundError
 from annal.execute import Result, command_oid, oid_of, tool_call_oid, tool_result_oid
+from annal.jcs import canonicalize
+from annal.merkle import leaf_hash
 from annal.signing import SigningKey, seal_commitment, signed_statement
 from annal.vfspath import ReadOnlyPathError
 
@@ -99,14 +103,16 @@ class AgentAgainstAnnald(unittest.TestCase):
         c = self.agent("careful")
         seen: List[str] = []
 
-        def human_approves(hold_id: str) -> None:
+        def human_approves_later(hold_id: str) -> None:
             seen.append(hold_id)
             self.assertEqual(c.hold(hold_id)["status"], "pending")
             self.assertIn(hold_id, [h["id"] for h in c.holds("pending")])
-            self.root.answer_hold(hold_id, "approve", "looks fine")
+            threading.Timer(0.3, self.root.answer_hold, (hold_id, "approve", "looks fine")).start()
 
         oid = tool_call_oid("deploy", "release", {"v": 2})
-        intent = c.decide_intent("tools/held/release", oid, on_held=human_approves, poll=0.05)
+        started = time.monotonic()
+        intent = c.decide_intent("tools/held/release", oid, on_held=human_approves_later, poll=0.05)
+        self.assertGreaterEqual(time.monotonic() - started, 0.3)  # it waited for the human
         self.assertEqual([intent.hold_id], seen)
         approval = self.entry(intent.index)  # the result names the approving entry
         self.assertEqual(approval["hold"]["id"], intent.hold_id)
@@ -170,6 +176,9 @@ class AgentAgainstAnnald(unittest.TestCase):
         page = c.history(actor=me, type="mutate", order="oldest", limit=2)
         self.assertEqual([it["index"] for it in page["events"]], indices[:2])
         self.assertEqual(page["events"][0]["event"]["action"]["payload"], {"i": 0})
+        for it in page["events"]:  # an event is its entry, parsed: its canonical form is the logged bytes
+            self.assertEqual(leaf_hash(canonicalize(it["event"])).hex(), it["leaf_hash"])
+            self.assertEqual(canonicalize(it["event"]), self.root.event(it["index"]))
         self.assertIsNotNone(page.get("next_cursor"))
         self.assertEqual([it["index"] for it in c.history_all(actor=me, type="mutate", order="oldest", limit=2)],
                          indices)

@@ -112,6 +112,7 @@ class ClientAgainstAnnald(unittest.TestCase):
         with open(readme, encoding="utf-8") as f:
             code = re.findall(r"```python\n(.*?)```", f.read(), re.S)[1]
         self.assertIn('"http://127.0.0.1:7420"', code)
+        self.assertEqual(len(code.strip().splitlines()), 5)
         code = code.replace('"http://127.0.0.1:7420"', repr(self.url))  # this test's annald
         cwd = os.getcwd()
         os.environ["ANNAL_CREDENTIAL"] = self.agent.credential
@@ -144,7 +145,7 @@ class ClientAgainstAnnald(unittest.TestCase):
         wrong = Client(self.url, a["credential"], signing_key=SigningKey.generate("signer-key"))
         with self.assertRaises(APIError):
             wrong.submit("mutate", "workspace/signed.md", {"n": 2})
-        signed = Client(self.url, a["credential"], signing_key=key)
+        signed = Client(self.url, a["credential"], signing_key=key.private_key())  # the key file's text
         r = signed.submit("mutate", "workspace/signed.md", {"n": 3, "x": [1.5, "\u00e9"]}, wait_published=True)
         self.assertEqual(r["status"], "committed")
         entry = signed.event(r["index"])
