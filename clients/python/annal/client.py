@@ -17,6 +17,7 @@ import base64
 import http.client
 import json
 import os
+import re
 import time
 import urllib.error
 import urllib.parse
@@ -55,7 +56,7 @@ def _error(status: int, raw: bytes, retry_after: Optional[str]) -> APIError:
     fields: Dict[str, Any] = {}
     try:
         body = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):
         body = None
     if isinstance(body, dict) and isinstance(body.get("error"), str) and body["error"]:
         message = body["error"]
@@ -67,7 +68,7 @@ def _error(status: int, raw: bytes, retry_after: Optional[str]) -> APIError:
             fields["denial_index"] = di
         for k in ("outcome_unknown", "retryable", "stopped"):
             fields[k] = body.get(k) is True
-    if retry_after is not None and retry_after.isdigit():
+    if retry_after is not None and re.fullmatch(r"[0-9]{1,9}", retry_after.strip()):
         fields["retry_after"] = float(retry_after)
     cls = APIError
     if fields.get("stage") or fields.get("gate"):
@@ -189,11 +190,7 @@ class Client:
         return self.request_raw(method, path, json.dumps(body).encode("utf-8"), (method, url_path, body))
 
     def _json(self, method: str, path: str, body: Optional[Any] = None) -> Any:
-        raw = self.request(method, path, body)
-        try:
-            return json.loads(raw)
-        except ValueError:
-            raise APIError(0, f"{method} {path}: answer is not JSON") from None
+        return _decode(self.request(method, path, body), f"{method} {path}")
 
     def info(self) -> JSON:
         """The log's origin, verifier key and size (GET /v1/info)."""
@@ -505,7 +502,7 @@ class Client:
     def put_blob(self, data: bytes) -> str:
         """Stores data in annald's blob store (annald --keep-blobs) and
         returns its OID, checked to be the hash of what was sent."""
-        b = json.loads(self.request_raw("POST", "v1/blobs", bytes(data)))
+        b = _object(self.request_raw("POST", "v1/blobs", bytes(data)), "POST v1/blobs")
         want = oid_of(data)
         if b.get("oid") != want or b.get("size") != len(data):
             raise VerificationError(f"the blob store answered {b.get('oid')} ({b.get('size')} bytes) "
@@ -530,11 +527,12 @@ class Client:
         p = parse_uri(uri)
         p.check_writable()
         if len(data) > MAX_CONTENT:
-            raise ValueError(f"{uri}: {len(data)} bytes, more than a file of the agent file system holds ({MAX_CONTENT})")
+            raise ValueError(f"{uri}: {len(data)} bytes, more than a file of the agent file system holds "
+                             f"({MAX_CONTENT})")
         path = p.api_path + ("?envelope=" + urllib.parse.quote(envelope, safe="") if envelope else "")
         want = oid_of(data)
-        out: JSON = json.loads(self.request_raw("PUT", path, bytes(data),
-                                                ("POST", "/v1/actions", p.write_request(want, envelope))))
+        signed_as = ("POST", "/v1/actions", p.write_request(want, envelope))  # the action the write is
+        out = _object(self.request_raw("PUT", path, bytes(data), signed_as), "PUT " + path)
         if out.get("oid") != want or out.get("size") != len(data):
             raise VerificationError(f"{uri}: the kernel answered {out.get('oid')} ({out.get('size')} bytes) "
                                     f"for {want} ({len(data)} bytes)")
@@ -570,6 +568,20 @@ class Client:
         return data, f
 
 
+def _decode(raw: bytes, what: str) -> Any:
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError):
+        raise APIError(0, f"{what}: answer is not JSON") from None
+
+
+def _object(raw: bytes, what: str) -> JSON:
+    out = _decode(raw, what)
+    if not isinstance(out, dict):
+        raise APIError(0, f"{what}: answer is not a JSON object")
+    return out
+
+
 def _seg(s: str) -> str:
     """One path segment, escaped as Go's url.PathEscape does."""
     return urllib.parse.quote(s, safe="!$&'()*+,;=:@")
@@ -595,7 +607,10 @@ def _read_events(resp: Any) -> Iterator[JSON]:
             raise APIError(502, f"a stream line is longer than {MAX_RESPONSE_BODY} bytes")
         if not raw.endswith(b"\n"):
             raise ConnectionError("the stream was cut short")
-        line = raw.decode("utf-8").rstrip("\r\n")
+        try:
+            line = raw.decode("utf-8").rstrip("\r\n")
+        except UnicodeDecodeError:
+            raise APIError(502, "a stream line is not UTF-8") from None
         if line.startswith("data: "):
             data = line[len("data: "):]
         elif line.startswith("event: "):
@@ -604,14 +619,15 @@ def _read_events(resp: Any) -> Iterator[JSON]:
             if kind == "error":
                 try:
                     msg = json.loads(data)
-                except ValueError:
+                except (ValueError, RecursionError):
                     msg = data
                 raise APIError(500, str(msg))
             try:
                 item = json.loads(data)
-            except ValueError:
+            except (ValueError, RecursionError):
                 raise APIError(502, "a stream event is not a history item") from None
-            if not isinstance(item, dict) or not isinstance(item.get("index"), int):
+            index = item.get("index") if isinstance(item, dict) else None
+            if not isinstance(index, int) or isinstance(index, bool) or index < 0:
                 raise APIError(502, "a stream event is not a history item")
             yield item
             data, kind = "", ""

@@ -186,7 +186,8 @@ def parse(agent: str, rel: str) -> Path:
         raise InvalidPathError(f"path is {len(rel.encode('utf-8'))} bytes, more than {MAX_PATH}")
     d, name = p._split()
     if d == "":
-        raise InvalidPathError(f"{_quote(_clip(rel))} is not in one of the tree's directories ({', '.join(_DIR_NAMES)})")
+        raise InvalidPathError(f"{_quote(_clip(rel))} is not in one of the tree's directories "
+                               f"({', '.join(_DIR_NAMES)})")
     _check_name(d, name)
     return p
 

@@ -208,7 +208,8 @@ class AgentAgainstAnnald(unittest.TestCase):
         peer = other.who_am_i()["id"]
         uri = f"vfs://{me}/mem/semantic/facts.md"
         out = c.vfs_put(uri, b"the build runs on two cores\n")
-        self.assertEqual((out["oid"], out["receipt"]["status"]), (oid_of(b"the build runs on two cores\n"), "committed"))
+        self.assertEqual((out["oid"], out["receipt"]["status"]),
+                         (oid_of(b"the build runs on two cores\n"), "committed"))
         self.assertEqual(self.entry(out["receipt"]["index"])["action"]["payload_hash"], out["oid"])
         data, f = c.vfs_read(uri)
         self.assertEqual(data, b"the build runs on two cores\n")

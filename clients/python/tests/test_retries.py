@@ -23,7 +23,8 @@ Answer = Tuple[int, Dict[str, str], bytes]
 
 class Scripted(http.server.ThreadingHTTPServer):
     """Answers each request with the next scripted answer for its path
-    (the last one again when the script ends), and records what it got."""
+    (the last one again when the script ends), and records what it got
+    (header names in lower case)."""
 
     def __init__(self) -> None:
         super().__init__(("127.0.0.1", 0), Handler)
@@ -43,7 +44,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def handle_one(self) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        self.server.got.append((self.command, self.path, dict(self.headers), body))
+        self.server.got.append((self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, body))
         status, headers, out = self.server.next_answer(self.path)
         self.send_response(status)
         for k, v in headers.items():
@@ -59,7 +60,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
 
 def err(status: int, retry_after: Optional[str] = None, **fields: Any) -> Answer:
-    return status, ({"Retry-After": retry_after} if retry_after else {}), json.dumps({"error": "scripted", **fields}).encode()
+    headers = {"Retry-After": retry_after} if retry_after else {}
+    return status, headers, json.dumps({"error": "scripted", **fields}).encode()
 
 
 RECEIPT: Answer = (200, {}, b'{"status":"committed","index":7}')
@@ -127,7 +129,7 @@ class ClientRules(unittest.TestCase):
         self.srv.answer("/v1/whoami", (200, {}, b'{"id":"agent-1"}'))
         self.srv.answer("/v1/actions", err(503), RECEIPT)
         self.client(signing_key=SigningKey.generate("k")).submit("mutate", "w/x", {"a": 1})
-        sigs = [h["Annal-Signature"] for m, p, h, _ in self.srv.got if p == "/v1/actions"]
+        sigs = [h["annal-signature"] for m, p, h, _ in self.srv.got if p == "/v1/actions"]
         self.assertEqual(len(sigs), 2)
         nonces = {s.split("nonce=")[1].split(",")[0] for s in sigs}
         self.assertEqual(len(nonces), 2)
@@ -152,6 +154,23 @@ class ClientRules(unittest.TestCase):
         self.srv.answer("/v1/vfs/agent-a/mem/working/x", (200, {}, b"not mine"))
         with self.assertRaises(VerificationError):
             self.client().vfs_read("vfs://agent-a/mem/working/x")
+
+    def test_stream_reopened_after_the_last_event_taken_and_ended_by_an_error_event(self) -> None:
+        def sse(*indices: int) -> bytes:
+            return b"".join(f"id: {i}\nevent: event\ndata: {json.dumps({'index': i, 'event': {}})}\n\n".encode()
+                            for i in indices)
+        self.srv.answer("/v1/events/stream", (200, {}, b": keep-alive\n\n" + sse(7, 8)),
+                        (200, {}, sse(9)[:-1]),  # cut short inside an event: it is not taken
+                        (200, {}, b'event: error\ndata: "the viewer may no longer read this"\n\n'))
+        live = self.client().stream(actor="agent-1", reconnect_wait=0.01)
+        self.assertEqual([next(live)["index"] for _ in range(2)], [7, 8])
+        with self.assertRaises(APIError) as cm:
+            next(live)
+        self.assertEqual(cm.exception.message, "the viewer may no longer read this")
+        opened = [(p, h.get("last-event-id"), h.get("accept")) for m, p, h, _ in self.srv.got]
+        self.assertEqual(opened, [("/v1/events/stream?actor=agent-1", None, "text/event-stream"),
+                                  ("/v1/events/stream?actor=agent-1", "8", "text/event-stream"),
+                                  ("/v1/events/stream?actor=agent-1", "8", "text/event-stream")])
 
 
 if __name__ == "__main__":

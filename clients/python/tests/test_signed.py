@@ -51,7 +51,8 @@ class KeyFiles(unittest.TestCase):
             self.assertEqual(stat.S_IMODE(os.stat(path).st_mode), 0o600)
             with open(path, encoding="utf-8") as f:
                 text = f.read()
-            self.assertTrue(text.startswith(f"PRIVATE+KEY+my-agent-key+{k.verifier.key_id:08x}+") and text.endswith("\n"))
+            self.assertTrue(text.startswith(f"PRIVATE+KEY+my-agent-key+{k.verifier.key_id:08x}+"))
+            self.assertTrue(text.endswith("\n"))
             with open(os.path.join(d, "agent.pub"), encoding="utf-8") as f:
                 self.assertEqual(f.read(), str(k.verifier) + "\n")
             loaded = SigningKey.load(path)
