@@ -113,6 +113,8 @@ class ClientAgainstAnnald(unittest.TestCase):
             code = re.findall(r"```python\n(.*?)```", f.read(), re.S)[1]
         self.assertIn('"http://127.0.0.1:7420"', code)
         self.assertEqual(len(code.strip().splitlines()), 5)
+        with open(os.path.join(os.path.dirname(readme), "..", "..", "README.md"), encoding="utf-8") as f:
+            self.assertIn("```python\n" + code + "```", f.read())  # the repository's README shows the same
         code = code.replace('"http://127.0.0.1:7420"', repr(self.url))  # this test's annald
         cwd = os.getcwd()
         os.environ["ANNAL_CREDENTIAL"] = self.agent.credential
