@@ -133,9 +133,10 @@ class Client:
         return self.signing_key is not None and method not in ("GET", "HEAD") and not path.startswith("v1/blobs")
 
     def _open(self, method: str, path: str, body: Optional[bytes], signed: Optional[SignedForm],
-              headers: Optional[Mapping[str, str]] = None, timeout: Optional[float] = -1.0) -> Any:
+              headers: Optional[Mapping[str, str]] = None, timeout: Optional[float] = None) -> Any:
         """Sends one request and returns the open answer; an answer of
-        status 300 or more raises its APIError."""
+        status 300 or more raises its APIError. timeout (else the
+        client's) bounds the connection and each read."""
         url = self.base_url + path.lstrip("/")
         req = urllib.request.Request(url, data=body, method=method)
         if body is not None:
@@ -148,7 +149,7 @@ class Client:
             form = signed or (method, urllib.parse.urlsplit(url).path, None)
             req.add_header("Annal-Signature", self._signature(*form))
         try:
-            return urllib.request.urlopen(req, timeout=self.timeout if timeout == -1.0 else timeout)
+            return urllib.request.urlopen(req, timeout=self.timeout if timeout is None else timeout)
         except urllib.error.HTTPError as e:
             raise _error(e.code, e.read(MAX_RESPONSE_BODY), e.headers.get("Retry-After")) from None
 
@@ -187,7 +188,8 @@ class Client:
         if body is None:
             return self.request_raw(method, path)
         url_path = urllib.parse.urlsplit(self.base_url + path.lstrip("/")).path
-        return self.request_raw(method, path, json.dumps(body).encode("utf-8"), (method, url_path, body))
+        data = json.dumps(body, allow_nan=False).encode("utf-8")  # NaN and infinities are not JSON
+        return self.request_raw(method, path, data, (method, url_path, body))
 
     def _json(self, method: str, path: str, body: Optional[Any] = None) -> Any:
         return _decode(self.request(method, path, body), f"{method} {path}")
