@@ -19,7 +19,7 @@ HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 METADATA = f"""Metadata-Version: 2.1
 Name: {NAME}
 Version: {VERSION}
-Summary: Python client for Annal: offline verification of checkpoints, tlog-proofs and cosignatures
+Summary: Python client for Annal: the HTTP client of annald and offline verification of checkpoints, tlog-proofs and cosignatures
 Requires-Python: >=3.9
 Requires-Dist: cryptography>=3.4
 """

@@ -6,7 +6,7 @@ fields of annald's JSON error body (api.Error)."""
 
 from __future__ import annotations
 
-
+from typing import Any, Dict
 
 class VerificationError(Exception):
     """Something presented as proof does not prove what it claims, or is not
@@ -49,3 +49,28 @@ class NotFoundError(APIError):
 
 class ConflictError(APIError):
     """409: for a proof, no signed checkpoint covers the entry yet."""
+
+
+class HoldRefusedError(Exception):
+    """An intent a human rejected, or whose hold timed out or failed: what
+    it was about to run must not run. hold is annald's record of the hold."""
+
+    def __init__(self, hold: Dict[str, Any]) -> None:
+        msg = f"hold {hold.get('id')} of {hold.get('type')} on {hold.get('target')} was {hold.get('status')}"
+        if hold.get("answered_by"):
+            msg += f" by {hold['answered_by']}"
+        if hold.get("reason"):
+            msg += f": {hold['reason']}"
+        super().__init__(msg)
+        self.hold = hold
+        self.hold_id: str = str(hold.get("id", ""))
+        self.status: str = str(hold.get("status", ""))
+
+
+class HoldPendingError(TimeoutError):
+    """A held intent no human answered within the wait the caller gave: it
+    is still held (hold_id), and nothing may run yet."""
+
+    def __init__(self, hold_id: str, waited: float) -> None:
+        super().__init__(f"hold {hold_id} is still waiting for a human after {waited:.1f}s")
+        self.hold_id = hold_id

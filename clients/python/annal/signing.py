@@ -58,6 +58,28 @@ class SigningKey:
             raise ValueError("the private key's id does not match its key")
         return k
 
+    @classmethod
+    def load(cls, path: str) -> "SigningKey":
+        """Reads a private key file as `annal keys generate FILE` writes it
+        (what --signing-key and ANNAL_SIGNING_KEY_FILE name)."""
+        with open(path, encoding="utf-8") as f:
+            return cls.parse(f.read())
+
+    @classmethod
+    def generate_file(cls, path: str, name: str = "annal-signing-key") -> "SigningKey":
+        """Makes a key as `annal keys generate FILE` does: the private key
+        into path (mode 0600, never overwritten), the verifier key into the
+        same name with .pub in place of its extension."""
+        k = cls.generate(name)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(k.private_key() + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        with open(os.path.splitext(path)[0] + ".pub", "w", encoding="utf-8") as f:
+            f.write(str(k.verifier) + "\n")
+        return k
+
     def private_key(self) -> str:
         b64 = base64.b64encode(bytes([ALG_ED25519]) + self._seed).decode("ascii")
         return f"PRIVATE+KEY+{self.name}+{self.verifier.key_id:08x}+{b64}"

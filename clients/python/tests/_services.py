@@ -2,12 +2,14 @@
 (ANNAL_ANNALD, ANNAL_WITNESS) on 127.0.0.1 for the tests that need them."""
 
 import os
+import shutil
 import socket
 import subprocess
+import tempfile
 import time
 import unittest
 import urllib.request
-from typing import IO, List, Optional
+from typing import IO, List, Optional, Tuple, Type
 
 REQUIRED = os.environ.get("ANNAL_REQUIRE_SERVICES") == "1"
 
@@ -21,6 +23,21 @@ def binary(env: str) -> str:
             raise AssertionError(f"ANNAL_REQUIRE_SERVICES=1 but {env} names no binary")
         raise unittest.SkipTest(f"{env} is not set")
     return path
+
+
+def annald_folder(cls: Type[unittest.TestCase]) -> Tuple[str, str]:
+    """For a class of tests against annald (skipped without one): a
+    temporary folder, removed after the class, and the data folder in it."""
+    binary("ANNAL_ANNALD")
+    d = tempfile.mkdtemp()
+    cls.addClassCleanup(shutil.rmtree, d, ignore_errors=True)
+    return d, os.path.join(d, "data")
+
+
+def root_credential(data: str) -> str:
+    """The credential annald wrote for root on its first start on data."""
+    with open(os.path.join(data, "root.credential"), encoding="utf-8") as f:
+        return f.read().strip()
 
 
 def free_port() -> int:
@@ -56,9 +73,10 @@ class Server:
         self.log.close()
 
 
-def annald(data: str, *flags: str) -> "tuple[Server, str]":
-    """Starts annald on data (created on first start); returns it and its URL."""
-    url = f"http://127.0.0.1:{free_port()}/"
+def annald(data: str, *flags: str, url: str = "") -> "tuple[Server, str]":
+    """Starts annald on data (created on first start), at url if given (to
+    start it again where it was); returns it and its URL."""
+    url = url or f"http://127.0.0.1:{free_port()}/"
     argv = [binary("ANNAL_ANNALD"), "serve", "--data", data, "--listen", url[len("http://"):-1],
             "--checkpoint-interval", "100ms", *flags]
     return Server(argv, data + ".log", url + "v1/healthz"), url

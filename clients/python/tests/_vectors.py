@@ -11,7 +11,8 @@ VECTORS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "
 
 def load(name: str) -> Dict[str, Any]:
     with open(os.path.join(VECTORS, name), encoding="utf-8") as f:
-        return json.load(f)
+        out: Dict[str, Any] = json.load(f)
+        return out
 
 
 def keys(f: Dict[str, Any]) -> Dict[str, VerifierKey]:

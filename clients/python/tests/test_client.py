@@ -8,8 +8,6 @@ import io
 import json
 import os
 import re
-import shutil
-import tempfile
 import unittest
 
 from annal.client import Client
@@ -19,20 +17,25 @@ from annal.note import open_checkpoint
 from annal.proof import verify_proof
 from annal.signing import SigningKey, signed_statement
 
-from ._services import annald, binary
+from ._services import Server, annald, annald_folder, root_credential
 
 
 class ClientAgainstAnnald(unittest.TestCase):
+    dir: str
+    data: str
+    server: Server
+    url: str
+    root: Client
+    log_key: str
+    agent_id: str
+    agent: Client
+
     @classmethod
     def setUpClass(cls) -> None:
-        binary("ANNAL_ANNALD")
-        cls.dir = tempfile.mkdtemp()
-        cls.addClassCleanup(shutil.rmtree, cls.dir, ignore_errors=True)
-        cls.data = os.path.join(cls.dir, "data")
+        cls.dir, cls.data = annald_folder(cls)
         cls.server, cls.url = annald(cls.data)
         cls.addClassCleanup(cls.server.stop)
-        with open(os.path.join(cls.data, "root.credential"), encoding="utf-8") as f:
-            cls.root = Client(cls.url, f.read().strip())
+        cls.root = Client(cls.url, root_credential(cls.data))
         with open(os.path.join(cls.data, "log.pub"), encoding="utf-8") as f:
             cls.log_key = f.read().strip()
         agent = cls.root.create_agent("scribe", "keeps meeting notes", energy=1000, trust=0.8,
@@ -109,6 +112,9 @@ class ClientAgainstAnnald(unittest.TestCase):
         with open(readme, encoding="utf-8") as f:
             code = re.findall(r"```python\n(.*?)```", f.read(), re.S)[1]
         self.assertIn('"http://127.0.0.1:7420"', code)
+        self.assertEqual(len(code.strip().splitlines()), 5)
+        with open(os.path.join(os.path.dirname(readme), "..", "..", "README.md"), encoding="utf-8") as f:
+            self.assertIn("```python\n" + code + "```", f.read())  # the repository's README shows the same
         code = code.replace('"http://127.0.0.1:7420"', repr(self.url))  # this test's annald
         cwd = os.getcwd()
         os.environ["ANNAL_CREDENTIAL"] = self.agent.credential
@@ -141,7 +147,7 @@ class ClientAgainstAnnald(unittest.TestCase):
         wrong = Client(self.url, a["credential"], signing_key=SigningKey.generate("signer-key"))
         with self.assertRaises(APIError):
             wrong.submit("mutate", "workspace/signed.md", {"n": 2})
-        signed = Client(self.url, a["credential"], signing_key=key)
+        signed = Client(self.url, a["credential"], signing_key=key.private_key())  # the key file's text
         r = signed.submit("mutate", "workspace/signed.md", {"n": 3, "x": [1.5, "\u00e9"]}, wait_published=True)
         self.assertEqual(r["status"], "committed")
         entry = signed.event(r["index"])
@@ -161,16 +167,16 @@ class RetriesAgainstAnnald(unittest.TestCase):
     second for Ring 2): the 429 is a typed, retryable error, and a client
     with retries sends again after Retry-After and gets its receipt."""
 
+    dir: str
+    url: str
+    credential: str
+
     @classmethod
     def setUpClass(cls) -> None:
-        binary("ANNAL_ANNALD")
-        cls.dir = tempfile.mkdtemp()
-        cls.addClassCleanup(shutil.rmtree, cls.dir, ignore_errors=True)
-        data = os.path.join(cls.dir, "data")
+        cls.dir, data = annald_folder(cls)
         server, cls.url = annald(data, "--rate-limit", "2=1/1")
         cls.addClassCleanup(server.stop)
-        with open(os.path.join(data, "root.credential"), encoding="utf-8") as f:
-            root = Client(cls.url, f.read().strip())
+        root = Client(cls.url, root_credential(data))
         agent = root.create_agent("hasty", "sends too fast", energy=1000, trust=0.8,
                                   grants=[{"pattern": "workspace/**", "actions": ["create", "mutate"]}])
         root.issue_envelope(agent["id"], 500, [{"pattern": "workspace/**", "actions": ["mutate"]}])

@@ -20,6 +20,11 @@ from ._services import Server, annald, binary, free_port
 
 
 class WitnessedProofs(unittest.TestCase):
+    dir: str
+    log_key: str
+    witness_keys: List[VerifierKey]
+    root: Client
+
     @classmethod
     def setUpClass(cls) -> None:
         witness_bin = binary("ANNAL_WITNESS")
@@ -41,7 +46,7 @@ class WitnessedProofs(unittest.TestCase):
         witness = Server([witness_bin, "serve", "--data", wdata, "--listen", wurl[len("http://"):],
                           "--name", "witness.test/w1", "--gossip-interval", "0"], wdata + ".log")
         cls.addClassCleanup(witness.stop)
-        cls.witness_keys: List[VerifierKey] = []
+        cls.witness_keys = []
         for _ in range(300):
             with open(wdata + ".log", encoding="utf-8") as f:
                 found = re.findall(r"verifier key (\S+)", f.read())
