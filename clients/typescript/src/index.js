@@ -22,6 +22,16 @@ export { canonicalJSON } from "./canonical.js";
 export { MAX_ENTRY_SIZE, readEntryJSON } from "./entry.js";
 export { AnnalClient, AnnalError, DEFAULT_RETRY, MAX_RESPONSE_BODY } from "./client.js";
 export {
+  HoldRefusedError,
+  canonicalCommand,
+  canonicalToolCall,
+  canonicalToolResult,
+  contentID,
+  intentPayload,
+  oidOf,
+  resultPayload,
+} from "./execute.js";
+export {
   SEAL_CONTEXT,
   SIGNATURE_HEADER,
   SIGNED_STATEMENT_CONTEXT,
