@@ -81,12 +81,15 @@ export class ToolGate {
   /**
    * Decides a call before it runs. With wait, a held call waits for its
    * human's answer; without, it comes back "held" (the adapter turns it into
-   * its framework's approval). A decision is kept by callId for run().
+   * its framework's approval). A decision is kept by callId for run(), and
+   * a call already decided (a framework may ask twice) is not decided again.
    * @param {ToolCall} call
    * @param {{wait?: boolean, signal?: AbortSignal}} [options]
    * @returns {Promise<Decision>}
    */
   async decide(call, options = {}) {
+    const prior = call.callId === undefined ? undefined : this.decided.get(call.callId);
+    if (prior) return prior;
     const d = await this.#decide(call, options);
     if (call.callId !== undefined) this.decided.set(call.callId, d);
     return d;
