@@ -9,9 +9,8 @@ import assert from "node:assert/strict";
 import { generateText, stepCountIs, tool } from "ai";
 import { MockLanguageModelV3 } from "ai/test";
 import { z } from "zod";
-import { contentID } from "@annal/client";
 import { AnnalAITools } from "@annal/client/ai-sdk";
-import { adapterWorld, entriesSince, logSize } from "./adapters.js";
+import { adapterWorld, assertCallLogged, assertDenialSeen, assertResultNamesApproval, logSize } from "./adapters.js";
 
 /** @type {Awaited<ReturnType<typeof adapterWorld>>} */
 let w;
@@ -80,16 +79,7 @@ test("ai-sdk: an allowed call runs and is in the log, its intent's input the OID
   const result = await generateText({ model, tools, prompt: "add 2 and 40", stopWhen: stepCountIs(5) });
   assert.equal(ran.add, 1);
   assert.match(result.text, /"sum":42/);
-  const log = await entriesSince(w.agent, from);
-  const intent = log.find((e) => e.action?.type === "execute" && e.action.payload?.phase === "intent");
-  assert.ok(intent, "no intent in the log");
-  assert.equal(intent.action.target, "tools/add");
-  assert.equal(intent.action.payload.input_oid, (await contentID({ a: 2, b: 40 })).oid);
-  assert.equal(intent.action.payload.by, "ai-sdk");
-  assert.equal(intent.action.payload.tool_use_id, "call_add_1");
-  const res = log.find((e) => e.action?.payload?.intent === intent.index);
-  assert.ok(res, "no result names the intent");
-  assert.equal(res.action.payload.output_oid, (await contentID({ sum: 42 })).oid);
+  await assertCallLogged(w.agent, from, { tool: "add", args: { a: 2, b: 40 }, output: { sum: 42 }, by: "ai-sdk", callId: "call_add_1" });
 });
 
 test("ai-sdk: a denied call never runs; the model sees the kernel's reason", async (t) => {
@@ -97,12 +87,7 @@ test("ai-sdk: a denied call never runs; the model sees the kernel's reason", asy
   const { ran, tools, model, prompts } = setup("rm", { path: "/etc/passwd" });
   await generateText({ model, tools, prompt: "remove it", stopWhen: stepCountIs(5) });
   assert.equal(ran.rm, 0);
-  const seen = JSON.stringify(prompts[1]);
-  const m = /annal refused this call of rm: annal: 403 Forbidden \(stage \w+\): .+? \(the denial is recorded in the log at index (\d+)\)/.exec(seen);
-  assert.ok(m, `the model did not see the denial: ${seen}`);
-  const denial = JSON.parse(new TextDecoder().decode(await w.agent.event(Number(m[1]))));
-  assert.equal(denial.action.target, "tools/rm");
-  assert.ok(denial.denial);
+  await assertDenialSeen(w.agent, JSON.stringify(prompts[1]), "rm");
 });
 
 test("ai-sdk: a held call is the SDK's tool approval and runs only after a human approves in annald", async (t) => {
@@ -125,10 +110,7 @@ test("ai-sdk: a held call is the SDK's tool approval and runs only after a human
   const second = await generateText({ model, tools, messages: [...messages, ...first.response.messages, reply], stopWhen: stepCountIs(5) });
   assert.equal(ran.deploy, 1);
   assert.match(second.text, /deployed v1/);
-  const h = await world.agent.hold(held[0]);
-  const res = (await entriesSince(world.agent, from)).find((e) => e.action?.payload?.intent !== undefined);
-  assert.ok(res);
-  assert.equal(res.action.payload.intent, h.answered_at, "the result does not name the approval");
+  await assertResultNamesApproval(world.agent, from, held[0]);
 });
 
 test("ai-sdk: a held call a human rejects never runs, and the model sees why", async (t) => {

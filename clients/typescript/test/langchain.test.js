@@ -10,9 +10,8 @@ import { AIMessage, HumanMessage, ToolMessage } from "@langchain/core/messages";
 import { tool } from "@langchain/core/tools";
 import { FakeListChatModel } from "@langchain/core/utils/testing";
 import { z } from "zod";
-import { contentID } from "@annal/client";
 import { AnnalLangChainTools } from "@annal/client/langchain";
-import { adapterWorld, entriesSince, logSize } from "./adapters.js";
+import { adapterWorld, assertCallLogged, assertDenialSeen, assertResultNamesApproval, entriesSince, logSize } from "./adapters.js";
 
 /** @type {Awaited<ReturnType<typeof adapterWorld>>} */
 let w;
@@ -94,16 +93,7 @@ test("langchain: an allowed call runs and is in the log, its intent's input the 
   const reply = /** @type {ToolMessage} */ (messages[2]);
   assert.equal(reply.content, '{"sum":42}');
   assert.equal(reply.status, "success");
-  const log = await entriesSince(w.agent, from);
-  const intent = log.find((e) => e.action?.type === "execute" && e.action.payload?.phase === "intent");
-  assert.ok(intent, "no intent in the log");
-  assert.equal(intent.action.target, "tools/add");
-  assert.equal(intent.action.payload.input_oid, (await contentID({ a: 2, b: 40 })).oid);
-  assert.equal(intent.action.payload.by, "langchain");
-  assert.equal(intent.action.payload.tool_use_id, "call_add");
-  const res = log.find((e) => e.action?.payload?.intent === intent.index);
-  assert.ok(res, "no result names the intent");
-  assert.equal(res.action.payload.output_oid, (await contentID('{"sum":42}')).oid);
+  await assertCallLogged(w.agent, from, { tool: "add", args: { a: 2, b: 40 }, output: '{"sum":42}', by: "langchain", callId: "call_add" });
 });
 
 test("langchain: a denied call never runs; the model sees the kernel's reason", async (t) => {
@@ -114,11 +104,7 @@ test("langchain: a denied call never runs; the model sees the kernel's reason", 
   const last = model.seen.at(-1) ?? [];
   const reply = /** @type {ToolMessage} */ (last.at(-1));
   assert.equal(reply.status, "error");
-  const m = /annal refused this call of rm: annal: 403 Forbidden \(stage \w+\): .+? \(the denial is recorded in the log at index (\d+)\)/.exec(String(reply.content));
-  assert.ok(m, `the model did not see the denial: ${reply.content}`);
-  const denial = JSON.parse(new TextDecoder().decode(await w.agent.event(Number(m[1]))));
-  assert.equal(denial.action.target, "tools/rm");
-  assert.ok(denial.denial);
+  await assertDenialSeen(w.agent, String(reply.content), "rm");
 });
 
 test("langchain: a held call runs only after a human approves in annald", async (t) => {
@@ -136,10 +122,7 @@ test("langchain: a held call runs only after a human approves in annald", async 
   const { messages } = await loop;
   assert.equal(ran.deploy, 1);
   assert.equal(messages[2].content, "deployed v1");
-  const h = await world.agent.hold(held[0]);
-  const res = (await entriesSince(world.agent, from)).find((e) => e.action?.payload?.intent !== undefined);
-  assert.ok(res);
-  assert.equal(res.action.payload.intent, h.answered_at, "the result does not name the approval");
+  await assertResultNamesApproval(world.agent, from, held[0]);
 });
 
 test("langchain: a held call a human rejects never runs, and the model sees why", async (t) => {

@@ -8,9 +8,8 @@ import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { Agent, Runner, Usage, tool } from "@openai/agents";
 import { z } from "zod";
-import { contentID } from "@annal/client";
 import { AnnalAgentTools } from "@annal/client/openai-agents";
-import { adapterWorld, entriesSince, logSize } from "./adapters.js";
+import { adapterWorld, assertCallLogged, assertDenialSeen, assertResultNamesApproval, entriesSince, logSize } from "./adapters.js";
 
 /** @type {Awaited<ReturnType<typeof adapterWorld>>} */
 let w;
@@ -86,18 +85,7 @@ test("openai-agents: an allowed call runs and is in the log, its intent's input 
   const result = await runner.run(agent, "add 2 and 40");
   assert.equal(ran.add, 1);
   assert.equal(result.finalOutput, JSON.stringify({ sum: 42 }));
-  const log = await entriesSince(w.agent, from);
-  const intent = log.find((e) => e.action?.type === "execute" && e.action.payload?.phase === "intent");
-  assert.ok(intent, "no intent in the log");
-  assert.equal(intent.action.target, "tools/add");
-  assert.equal(intent.action.payload.input_oid, (await contentID({ a: 2, b: 40 })).oid);
-  assert.equal(intent.action.payload.tool, "add");
-  assert.equal(intent.action.payload.by, "openai-agents");
-  assert.match(intent.action.payload.tool_use_id, /^call_add_/);
-  const res = log.find((e) => e.action?.payload?.intent === intent.index);
-  assert.ok(res, "no result names the intent");
-  assert.equal(res.action.payload.output_oid, (await contentID({ sum: 42 })).oid);
-  assert.equal(res.action.payload.exit_code, 0);
+  await assertCallLogged(w.agent, from, { tool: "add", args: { a: 2, b: 40 }, output: { sum: 42 }, by: "openai-agents", callId: /^call_add_/ });
 });
 
 test("openai-agents: a denied call never runs; the model sees the kernel's reason", async (t) => {
@@ -105,13 +93,8 @@ test("openai-agents: a denied call never runs; the model sees the kernel's reaso
   const { ran, agent, runner, model } = setup("rm", { path: "/etc/passwd" });
   const result = await runner.run(agent, "remove it");
   assert.equal(ran.rm, 0);
-  const seen = JSON.stringify(model.requests[1].input);
-  const m = /annal refused this call of rm: annal: 403 Forbidden \(stage \w+\): .+? \(the denial is recorded in the log at index (\d+)\)/.exec(seen);
-  assert.ok(m, `the model did not see the denial: ${seen}`);
+  await assertDenialSeen(w.agent, JSON.stringify(model.requests[1].input), "rm");
   assert.match(String(result.finalOutput), /annal refused this call of rm/);
-  const denial = JSON.parse(new TextDecoder().decode(await w.agent.event(Number(m[1]))));
-  assert.equal(denial.action.target, "tools/rm");
-  assert.ok(denial.denial, "the entry is not a denial");
 });
 
 test("openai-agents: a held call is the SDK's interruption and runs only after a human approves in annald", async (t) => {
@@ -134,11 +117,7 @@ test("openai-agents: a held call is the SDK's interruption and runs only after a
   const second = await runner.run(agent, first.state);
   assert.equal(ran.deploy, 1);
   assert.equal(second.finalOutput, "deployed v1");
-  const h = await world.agent.hold(held[0]);
-  const res = (await entriesSince(world.agent, from)).find((e) => e.action?.payload?.intent !== undefined);
-  assert.ok(res);
-  assert.equal(res.action.payload.intent, h.answered_at, "the result does not name the approval");
-  assert.equal(res.action.payload.input_oid, (await contentID({ version: "v1" })).oid);
+  await assertResultNamesApproval(world.agent, from, held[0]);
 });
 
 test("openai-agents: a held call a human rejects never runs, and the model sees why", async (t) => {
