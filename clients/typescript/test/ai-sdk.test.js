@@ -10,7 +10,7 @@ import { generateText, stepCountIs, tool } from "ai";
 import { MockLanguageModelV3 } from "ai/test";
 import { z } from "zod";
 import { AnnalAITools } from "@annal/client/ai-sdk";
-import { adapterWorld, assertCallLogged, assertDenialSeen, assertResultNamesApproval, logSize } from "./adapters.js";
+import { adapterWorld, assertCallLogged, assertDenialSeen, assertResultNamesApproval, entriesSince, logSize } from "./adapters.js";
 
 /** @type {Awaited<ReturnType<typeof adapterWorld>>} */
 let w;
@@ -55,11 +55,12 @@ function scriptedModel(name, args) {
 }
 
 function makeTools() {
-  const ran = { add: 0, rm: 0, deploy: 0 };
+  const ran = { add: 0, rm: 0, deploy: 0, lookup: 0 };
   const tools = {
     add: tool({ description: "adds", inputSchema: z.object({ a: z.number(), b: z.number() }), execute: async ({ a, b }) => (ran.add++, { sum: a + b }) }),
     rm: tool({ description: "removes a file", inputSchema: z.object({ path: z.string() }), execute: async () => (ran.rm++, "removed") }),
     deploy: tool({ description: "deploys", inputSchema: z.object({ version: z.string() }), execute: async ({ version }) => (ran.deploy++, `deployed ${version}`) }),
+    lookup: tool({ description: "reads", inputSchema: z.object({ key: z.string() }), execute: async ({ key }) => (ran.lookup++, `value of ${key}`) }),
   };
   return { ran, tools };
 }
@@ -68,7 +69,7 @@ function makeTools() {
 function setup(name, args, opts = {}) {
   if (!w) throw new Error("no annald");
   const { ran, tools } = makeTools();
-  const annal = new AnnalAITools(w.agent, { pollMs: 20, ...opts });
+  const annal = new AnnalAITools(w.agent, { readOnly: ["lookup"], pollMs: 20, ...opts });
   return { ran, annal, tools: annal.wrap(tools), ...scriptedModel(name, args) };
 }
 
@@ -140,4 +141,16 @@ test("ai-sdk: with onHold wait, a held call waits inside execute for the human",
   const result = await generateText({ model, tools, prompt: "deploy v3", stopWhen: stepCountIs(5) });
   assert.equal(ran.deploy, 1);
   assert.match(result.text, /deployed v3/);
+});
+
+test("ai-sdk: a read-only tool is an observe of its target, with no intent", async (t) => {
+  if (!w) return t.skip("go is not installed (set ANNALD or install go)");
+  const from = await logSize(w.agent);
+  const { ran, tools, model } = setup("lookup", { key: "k" });
+  const result = await generateText({ model, tools, prompt: "look k up", stopWhen: stepCountIs(5) });
+  assert.equal(ran.lookup, 1);
+  assert.match(result.text, /value of k/);
+  const log = await entriesSince(w.agent, from);
+  assert.ok(log.some((e) => e.action?.type === "observe" && e.action.target === "tools/lookup"));
+  assert.ok(!log.some((e) => e.action?.type === "execute"));
 });
