@@ -6,7 +6,7 @@
 // and never after a rejection.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { generateText, stepCountIs, tool } from "ai";
+import { generateText, simulateReadableStream, stepCountIs, streamText, tool } from "ai";
 import { MockLanguageModelV3 } from "ai/test";
 import { z } from "zod";
 import { AnnalAITools } from "@annal/client/ai-sdk";
@@ -153,4 +153,27 @@ test("ai-sdk: a read-only tool is an observe of its target, with no intent", asy
   const log = await entriesSince(w.agent, from);
   assert.ok(log.some((e) => e.action?.type === "observe" && e.action.target === "tools/lookup"));
   assert.ok(!log.some((e) => e.action?.type === "execute"));
+});
+
+test("ai-sdk: streamText puts its tool calls through the kernel the same way", async (t) => {
+  if (!w) return t.skip("go is not installed (set ANNALD or install go)");
+  const from = await logSize(w.agent);
+  const { ran, tools } = setup("add", { a: 2, b: 40 });
+  let turn = 0;
+  const finish = (/** @type {"tool-calls" | "stop"} */ unified) => ({ type: /** @type {const} */ ("finish"), finishReason: { unified, raw: undefined }, usage });
+  const model = new MockLanguageModelV3({
+    doStream: async () => ({
+      stream: simulateReadableStream({
+        /** @type {import("@ai-sdk/provider").LanguageModelV3StreamPart[]} */
+        chunks:
+          turn++ === 0
+            ? [{ type: "tool-call", toolCallId: "call_s1", toolName: "add", input: '{"a":2,"b":40}' }, finish("tool-calls")]
+            : [{ type: "text-start", id: "t" }, { type: "text-delta", id: "t", delta: "done" }, { type: "text-end", id: "t" }, finish("stop")],
+      }),
+    }),
+  });
+  const result = streamText({ model, tools, prompt: "add 2 and 40", stopWhen: stepCountIs(5) });
+  assert.equal(await result.text, "done");
+  assert.equal(ran.add, 1);
+  await assertCallLogged(w.agent, from, { tool: "add", args: { a: 2, b: 40 }, output: { sum: 42 }, by: "ai-sdk", callId: "call_s1" });
 });
