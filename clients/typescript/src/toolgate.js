@@ -14,8 +14,8 @@
 //
 // A denial (or a hold a human rejected) is a ToolCallDenied: the adapter
 // gives its message to the model as the tool's error, and the tool never
-// runs. An answer to ask again (429, 503) after the client's retries, or a
-// lost one, fails the call: the kernel refused nothing. A call whose result
+// runs. An answer to ask again (429, 503) after the client's retries, a
+// kernel's failure (5xx) or a lost answer fails the call: nothing was refused. A call whose result
 // cannot be recorded fails, its intent left open.
 
 import { AnnalError } from "./client.js";
@@ -116,10 +116,10 @@ export class ToolGate {
       if (!wait) return { kind: "held", intent, name: call.name };
       return { kind: "intent", intent: await this.client.settleIntent(intent, { signal, pollMs: this.options.pollMs }) };
     } catch (e) {
-      // A refusal is the model's to see; a kernel that asks to be asked again
-      // (429, 503: the client's retry policy gave up) or whose answer was
-      // lost decided nothing, and fails the call.
-      if (e instanceof HoldRefusedError || (e instanceof AnnalError && !e.outcomeUnknown && !e.shouldRetry)) {
+      // A refusal (4xx) is the model's to see; a kernel that asks to be
+      // asked again (429, 503: the client's retry policy gave up), that
+      // failed (5xx) or whose answer was lost decided nothing: the call fails.
+      if (e instanceof HoldRefusedError || (e instanceof AnnalError && e.status < 500 && !e.outcomeUnknown && !e.shouldRetry)) {
         return { kind: "denied", error: new ToolCallDenied(call.name, e) };
       }
       throw e;
