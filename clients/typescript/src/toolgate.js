@@ -15,8 +15,9 @@
 // A denial (or a hold a human rejected) is a ToolCallDenied: the adapter
 // gives its message to the model as the tool's error, and the tool never
 // runs. An answer to ask again (429, 503) after the client's retries, a
-// kernel's failure (5xx) or a lost answer fails the call: nothing was refused. A call whose result
-// cannot be recorded fails, its intent left open.
+// kernel's failure (5xx) or a lost answer fails the call: nothing was
+// refused. A call whose result cannot be recorded fails, its intent left
+// open.
 
 import { AnnalError } from "./client.js";
 import { HoldRefusedError, contentID } from "./execute.js";
