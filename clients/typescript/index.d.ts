@@ -252,6 +252,57 @@ export interface Hold {
   [field: string]: unknown;
 }
 
+/** An execute intent about to be submitted (client.submitIntent, decideIntent). */
+export interface IntentRequest {
+  target: string;
+  envelope?: string;
+  session?: string;
+  /** The content id of what will run ("sha256:" and 64 hex digits). */
+  input: string;
+  /** What the log says of it (members policies can match); not phase, input_oid nor a result's members. */
+  about?: Record<string, unknown>;
+  signal?: AbortSignal;
+}
+/** An execute intent the kernel allowed (or held: holdId): what its result names. */
+export interface Intent {
+  /** The log index a result names: the intent's entry, or the approving entry of a held one. */
+  index: number;
+  target: string;
+  envelope?: string;
+  session?: string;
+  inputOID: string;
+  holdId?: string;
+}
+/** The known form of an execute's result (testvectors/execute.json). */
+export interface ExecuteResult {
+  intent: number;
+  inputOID: string;
+  outputOID: string;
+  artifactHash: string;
+  exitCode?: number;
+  outputBytes?: number;
+  about?: Record<string, unknown>;
+}
+/** "sha256:" and the lower-case hex SHA-256 of bytes. */
+export function oidOf(bytes: Uint8Array | string): Promise<string>;
+/** The content id of a JSON value's RFC 8785 form and its size, as annal hook names a tool's input and output. */
+export function contentID(value: unknown): Promise<{ oid: string; size: number }>;
+/** RFC 8785 {"argv", "stdin"}: the input of an annal exec command. */
+export function canonicalCommand(argv: string[], stdinOID: string): string;
+/** RFC 8785 {"arguments", "server", "tool"}: the input of an MCP tool call through the gate. */
+export function canonicalToolCall(server: string, tool: string, args?: unknown): string;
+/** RFC 8785 of an MCP tool result's content, structuredContent and isError (true only). */
+export function canonicalToolResult(result: unknown): string;
+/** The payload of an intent: {...about, phase: "intent", input_oid}. */
+export function intentPayload(input: string, about?: Record<string, unknown>): Record<string, unknown>;
+/** The payload of a result: {...about, intent, input_oid, output_oid, artifact_hash, exit_code, output_bytes}. */
+export function resultPayload(r: ExecuteResult): Record<string, unknown>;
+/** An intent a human rejected, or whose hold timed out or failed. */
+export class HoldRefusedError extends Error {
+  constructor(hold: Hold);
+  readonly hold: Hold;
+}
+
 /** A client of annald's HTTP API, acting as one actor. */
 export class AnnalClient {
   constructor(
@@ -290,6 +341,26 @@ export class AnnalClient {
   /** Polls a hold until it is no longer pending. */
   waitHold(id: string, options?: { signal?: AbortSignal; pollMs?: number }): Promise<Hold>;
   answerHold(id: string, decision: "approve" | "reject", reason?: string): Promise<Receipt>;
+  /**
+   * Submits an execute intent (rules version 3) on target, input the content id of what will run:
+   * allowed, or held (holdId set; settleIntent waits for the human). A denial is an AnnalError.
+   */
+  submitIntent(req: IntentRequest): Promise<Intent>;
+  /** Waits for a held intent's answer: the intent a result names, or HoldRefusedError. */
+  settleIntent(intent: Intent, options?: { signal?: AbortSignal; pollMs?: number }): Promise<Intent>;
+  /**
+   * Submits an execute intent and returns once the kernel allowed it (the Go client's DecideIntent):
+   * held, onHeld is called and it waits for a human (rejection: HoldRefusedError); denied, an AnnalError.
+   */
+  decideIntent(
+    req: IntentRequest & { onHeld?: (holdId: string) => void; pollMs?: number },
+  ): Promise<Intent>;
+  /** Commits what ran under intent (artifactHash defaults to outputOID). */
+  recordResult(
+    intent: Intent,
+    result: { outputOID: string; artifactHash?: string; exitCode?: number; outputBytes?: number; about?: Record<string, unknown> },
+    options?: { signal?: AbortSignal },
+  ): Promise<Receipt>;
   info(signal?: AbortSignal): Promise<{ origin: string; verifier_key: string; size: number; checkpoint_size: number }>;
   /** The raw log entry at index (canonical JSON). */
   event(index: number | bigint, signal?: AbortSignal): Promise<Uint8Array>;

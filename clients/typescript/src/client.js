@@ -5,6 +5,7 @@
 // index of the recorded denial. Retries follow the annal CLI's rules.
 
 import { encodeBase64 } from "./encoding.js";
+import { HoldRefusedError, intentPayload, resultPayload } from "./execute.js";
 import { verifyProof } from "./proof.js";
 import { SIGNATURE_HEADER } from "./signing.js";
 import { verifyDeltaList } from "./deltas.js";
@@ -264,7 +265,7 @@ export class AnnalClient {
   /**
    * A hold and its status ("pending", "approved", "rejected", "timed_out", "failed").
    * @param {string} id
-   * @returns {Promise<{id: string, status: string, actor: string, target: string, type: string}>}
+   * @returns {Promise<import("./execute.js").HoldStatus>}
    */
   hold(id, /** @type {AbortSignal | undefined} */ signal) {
     return this.#json("GET", `v1/holds/${encodeURIComponent(id)}`, undefined, signal);
@@ -290,6 +291,83 @@ export class AnnalClient {
    */
   answerHold(id, decision, reason) {
     return this.#json("POST", `v1/holds/${encodeURIComponent(id)}/${decision}`, reason ? { reason } : {});
+  }
+
+  /**
+   * Submits an execute intent (rules version 3) for what is about to run
+   * on target, input its content id and about what the log says of it, and
+   * returns it as the kernel decided it: allowed, or held (holdId set, its
+   * index not yet one a result may name: settleIntent waits for the human).
+   * A denial is the kernel's AnnalError.
+   * @param {{target: string, envelope?: string, session?: string, input: string,
+   *   about?: Record<string, unknown>, signal?: AbortSignal}} req
+   * @returns {Promise<import("./execute.js").Intent>}
+   */
+  async submitIntent(req) {
+    const payload = intentPayload(req.input, req.about);
+    const rc = await this.submit(
+      { type: "execute", target: req.target, payload, envelope: req.envelope, session: req.session },
+      { signal: req.signal },
+    );
+    /** @type {import("./execute.js").Intent} */
+    const intent = { index: rc.index, target: req.target, envelope: rc.envelope, session: req.session, inputOID: req.input };
+    if (rc.status === "held") intent.holdId = rc.hold_id;
+    return intent;
+  }
+
+  /**
+   * Waits for a held intent's answer: the intent a result names (its index
+   * the approving entry), or HoldRefusedError when a human rejected it or
+   * its hold timed out or failed. An intent that was not held is returned as is.
+   * @param {import("./execute.js").Intent} intent
+   * @param {{signal?: AbortSignal, pollMs?: number}} [options]
+   * @returns {Promise<import("./execute.js").Intent>}
+   */
+  async settleIntent(intent, options = {}) {
+    if (!intent.holdId) return intent;
+    const h = await this.waitHold(intent.holdId, { signal: options.signal, pollMs: options.pollMs ?? 250 });
+    if (h.status !== "approved") throw new HoldRefusedError(h);
+    if (typeof h.answered_at !== "number") throw new Error(`annal: hold ${h.id} is approved but names no approving entry`);
+    return { ...intent, index: h.answered_at };
+  }
+
+  /**
+   * Submits an execute intent and returns once the kernel allowed it, as
+   * the Go client's DecideIntent: when a hold rule holds it, onHeld is
+   * called with the hold id and decideIntent waits for a human's answer (a
+   * rejection is a HoldRefusedError); a denial is the kernel's AnnalError.
+   * Nothing may run unless it returns.
+   * @param {{target: string, envelope?: string, session?: string, input: string,
+   *   about?: Record<string, unknown>, onHeld?: (holdId: string) => void, signal?: AbortSignal, pollMs?: number}} req
+   * @returns {Promise<import("./execute.js").Intent>}
+   */
+  async decideIntent(req) {
+    const intent = await this.submitIntent(req);
+    if (intent.holdId) req.onHeld?.(intent.holdId);
+    return this.settleIntent(intent, req);
+  }
+
+  /**
+   * Commits what ran under intent (artifactHash defaults to outputOID). A
+   * result that could not be committed leaves the intent open in the log:
+   * the caller must report the run as failed.
+   * @param {import("./execute.js").Intent} intent
+   * @param {{outputOID: string, artifactHash?: string, exitCode?: number, outputBytes?: number,
+   *   about?: Record<string, unknown>}} result
+   * @param {{signal?: AbortSignal}} [options]
+   * @returns {Promise<Receipt>}
+   */
+  recordResult(intent, result, options = {}) {
+    const payload = resultPayload({
+      ...result,
+      artifactHash: result.artifactHash ?? result.outputOID,
+      intent: intent.index,
+      inputOID: intent.inputOID,
+    });
+    return this.submit(
+      { type: "execute", target: intent.target, payload, envelope: intent.envelope, session: intent.session },
+      { signal: options.signal },
+    );
   }
 
   /** The log's origin, verifier key and size (GET /v1/info). */

@@ -23,6 +23,16 @@ export { MAX_ENTRY_SIZE, readEntryJSON } from "./entry.js";
 export { AnnalClient, AnnalError, DEFAULT_RETRY, MAX_BLOB_BODY, MAX_RESPONSE_BODY } from "./client.js";
 export { MAX_VFS_CONTENT, VFSPath, VFSPathError, oidOf, parseVFS, parseVFSURI, vfsWriteRequest } from "./vfspath.js";
 export {
+  HoldRefusedError,
+  canonicalCommand,
+  canonicalToolCall,
+  canonicalToolResult,
+  contentID,
+  intentPayload,
+  oidOf,
+  resultPayload,
+} from "./execute.js";
+export {
   SEAL_CONTEXT,
   SIGNATURE_HEADER,
   SIGNED_STATEMENT_CONTEXT,
