@@ -586,8 +586,6 @@ export class VFSPath {
 /** Parses vfs://AGENT/PATH as format/vfspath does (VFSPathError with its message when refused). */
 export function parseVFSURI(uri: string): VFSPath;
 export function parseVFS(agent: string, rel: string): VFSPath;
-/** "sha256:" and the lower-case hex SHA-256 of data. */
-export function oidOf(data: Uint8Array): Promise<string>;
 /** The request a signed write of content to p states: POST /v1/actions with the action it is. */
 export function vfsWriteRequest(
   p: VFSPath,

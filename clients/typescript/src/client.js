@@ -10,7 +10,8 @@ import { verifyProof } from "./proof.js";
 import { SIGNATURE_HEADER } from "./signing.js";
 import { verifyDeltaList } from "./deltas.js";
 import { streamItems } from "./stream.js";
-import { MAX_VFS_CONTENT, VFSPath, VFSPathError, oidOf, parseVFS, parseVFSURI, vfsWriteRequest } from "./vfspath.js";
+import { MAX_VFS_CONTENT, VFSPath, VFSPathError, parseVFS, parseVFSURI, vfsWriteRequest } from "./vfspath.js";
+import { oidOf } from "./encoding.js";
 
 /** What the client reads from any answer but a blob's or a file's (client.MaxResponseBody). */
 export const MAX_RESPONSE_BODY = 1 << 20;

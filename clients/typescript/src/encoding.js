@@ -165,3 +165,8 @@ export function concat(...parts) {
   }
   return out;
 }
+
+/** The OID of content: "sha256:" and the lower-case hex SHA-256 of its bytes (a string as UTF-8), as blobstore.OID. @param {Uint8Array | string} bytes */
+export async function oidOf(bytes) {
+  return "sha256:" + toHex(new Uint8Array(await crypto.subtle.digest("SHA-256", /** @type {BufferSource} */ (bytesOf(bytes)))));
+}

@@ -11,18 +11,15 @@
 // the kernel does.
 
 import { canonicalJSON } from "./canonical.js";
-import { bytesOf, toHex, utf8 } from "./encoding.js";
+import { bytesOf, oidOf, toHex, utf8 } from "./encoding.js";
+
+export { oidOf };
 
 /** The members of an intent's payload that its description may not set. */
 const RESERVED = ["phase", "input_oid", "intent", "output_oid", "artifact_hash", "exit_code", "output_bytes"];
 
 /** The largest output_bytes the kernel takes (2^40). */
 const MAX_OUTPUT_BYTES = 2 ** 40;
-
-/** "sha256:" and the lower-case hex SHA-256 of bytes (blobstore.OID). @param {Uint8Array | string} bytes */
-export async function oidOf(bytes) {
-  return "sha256:" + toHex(new Uint8Array(await crypto.subtle.digest("SHA-256", /** @type {BufferSource} */ (bytesOf(bytes)))));
-}
 
 /**
  * The content id of a JSON value and the size of its RFC 8785 form, as

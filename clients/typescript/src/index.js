@@ -21,7 +21,7 @@ export { Policy, parsePolicy, verifyProofWithPolicy, witnessVerifier } from "./p
 export { canonicalJSON } from "./canonical.js";
 export { MAX_ENTRY_SIZE, readEntryJSON } from "./entry.js";
 export { AnnalClient, AnnalError, DEFAULT_RETRY, MAX_BLOB_BODY, MAX_RESPONSE_BODY } from "./client.js";
-export { MAX_VFS_CONTENT, VFSPath, VFSPathError, oidOf, parseVFS, parseVFSURI, vfsWriteRequest } from "./vfspath.js";
+export { MAX_VFS_CONTENT, VFSPath, VFSPathError, parseVFS, parseVFSURI, vfsWriteRequest } from "./vfspath.js";
 export {
   HoldRefusedError,
   canonicalCommand,

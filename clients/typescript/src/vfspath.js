@@ -5,8 +5,7 @@
 // Also the statement of a signed write (vfspath.SignedWrite): the write's
 // body is the file's bytes, so its signature states the action it is.
 
-import { concat, toHex, utf8 } from "./encoding.js";
-import { sha256 } from "./note.js";
+import { concat, oidOf, toHex, utf8 } from "./encoding.js";
 
 export const VFS_SCHEME = "vfs://";
 /** The largest file one write stores (api.MaxVFSContent). */
@@ -149,11 +148,6 @@ function checkName(dir, name) {
     const bad = bytes.find((c) => !/[A-Za-z0-9._-]/.test(String.fromCharCode(c)));
     if (bad !== undefined) throw invalid(`${dir}/${clip(name)} holds ${runeQuote(bad)}; a name is made of A-Z a-z 0-9 . _ -`);
   }
-}
-
-/** The OID of content: "sha256:" and the 64 lower-case hex digits of its SHA-256. */
-export async function oidOf(/** @type {Uint8Array} */ data) {
-  return "sha256:" + toHex(await sha256(data));
 }
 
 /**
