@@ -12,6 +12,8 @@ test("README: the example submits and verifies offline as pasted", async (t) => 
   const m = /```js\n([\s\S]*?)```/.exec(readme);
   assert.ok(m, "README has no js example");
   assert.ok(m[1].trim().split("\n").length <= 5, "the example is longer than five lines");
+  const repoReadme = readFileSync(new URL("../../../README.md", import.meta.url), "utf8");
+  assert.ok(repoReadme.includes("```js\n" + m[1] + "```"), "the repository's README does not show the same example");
   const annald = await startAnnald();
   if (!annald) return t.skip("go is not installed (set ANNALD or install go)");
   // Inside the package, so that "@annal/client" resolves to it.
