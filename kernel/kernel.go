@@ -12,12 +12,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/annal-dev/annal/internal/sharedstore"
 	"github.com/annal-dev/annal/kernel/event"
 	"github.com/annal-dev/annal/kernel/internal/history"
 	"github.com/annal-dev/annal/kernel/internal/ledger"
 	"github.com/annal-dev/annal/kernel/internal/logstore"
 	"github.com/annal-dev/annal/kernel/internal/ratelimit"
-	"github.com/annal-dev/annal/internal/sharedstore"
 	"github.com/annal-dev/annal/kernel/internal/sealstore"
 	"github.com/google/uuid"
 )
