@@ -421,7 +421,7 @@ func apiHandler(k *kernel.Kernel, f serveFlags, tracer trace.Tracer, logger *slo
 	// The agent file system's files are always kept (an agent's memory is
 	// no use unread); other blobs only with --keep-blobs. Both share one
 	// store, its limits and quota.
-	store, err := blobstore.Open(filepath.Join(f.data, "blobs"), f.maxBlob, f.blobQuota)
+	store, err := openBlobs(k, f)
 	if err != nil {
 		return nil, fmt.Errorf("blob store: %w", err)
 	}
@@ -434,6 +434,17 @@ func apiHandler(k *kernel.Kernel, f serveFlags, tracer trace.Tracer, logger *slo
 	mux.Handle("/mcp", agentmcp.HTTPHandler(handler, cli.Version()))
 	mux.Handle("/", handler)
 	return mux, nil
+}
+
+// openBlobs opens the blob store: DATA/blobs, or on shared storage the
+// log's shared store, where every instance serves every blob (what
+// DATA/blobs holds from before is moved there first).
+func openBlobs(k *kernel.Kernel, f serveFlags) (*blobstore.Store, error) {
+	local := filepath.Join(f.data, "blobs")
+	if shared := k.Shared(); shared != nil {
+		return blobstore.OpenShared(shared, local, f.maxBlob, f.blobQuota)
+	}
+	return blobstore.Open(local, f.maxBlob, f.blobQuota)
 }
 
 // silenceTessera sends Tessera's klog lines nowhere: the offline commands
