@@ -142,4 +142,3 @@ func TestSealedPayloadsMovedFromTheDataFolderToSharedStorage(t *testing.T) {
 		t.Fatalf("another instance opens a moved payload: %s %v", payload, err)
 	}
 }
-
