@@ -138,7 +138,7 @@ func newServeCommand() *cobra.Command {
 	fl.IntVar(&f.maxConnections, "max-connections", 1024, "most client connections served at once; more wait to be accepted")
 	fl.DurationVar(&f.idleTimeout, "idle-timeout", 120*time.Second, "how long an idle keep-alive connection stays open")
 	fl.BoolVar(&f.fastPost, "fast-post", true, "serve plainly framed POST /v1/actions requests without net/http's work for each request (internal/fastpost), on plain HTTP; false: net/http serves every request")
-	fl.BoolVar(&f.keepBlobs, "keep-blobs", false, "keep the bytes behind OIDs that clients send (POST /v1/blobs) in DATA/blobs, served to humans at GET /v1/blobs/<oid>")
+	fl.BoolVar(&f.keepBlobs, "keep-blobs", false, "keep the bytes behind OIDs that clients send (POST /v1/blobs) in DATA/blobs (with --storage aws: encrypted in the bucket, for every instance), served to humans at GET /v1/blobs/<oid>")
 	fl.Int64Var(&f.maxBlob, "max-blob", 16<<20, "the largest blob (and agent file), in bytes")
 	fl.Int64Var(&f.blobQuota, "blob-quota", 10<<30, "the most bytes all blobs and agent files may take")
 	fl.StringVar(&f.tlsCert, "tls-cert", "", "PEM certificate file: serve HTTPS (with --tls-key)")
