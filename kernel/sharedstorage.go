@@ -56,3 +56,11 @@ func OpenShared(ctx context.Context, dataDir string, a *AWSStorage) (*sharedstor
 // Shared is the shared store of a log on shared storage, for the blobs and
 // the console's sessions; nil when the log is in the data folder.
 func (k *Kernel) Shared() *sharedstore.Store { return k.shared }
+
+// CheckSharedKey reports whether the data folder at dataDir holds the
+// shared store's key the log's other instances use (or no instance has
+// one yet), without making one: a standby runs it at start, so that a
+// missing shared.key is said at once, not at the takeover.
+func CheckSharedKey(ctx context.Context, dataDir string, a *AWSStorage) error {
+	return sharedstore.Check(ctx, dataDir, a.DSN)
+}

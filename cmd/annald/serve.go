@@ -198,6 +198,11 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 	ctx, lostLease := context.WithCancelCause(ctx)
 	defer lostLease(nil)
 	if cfg.Storage.AWS != nil {
+		// Before waiting as a standby: a folder without the log's
+		// shared.key could not take over.
+		if err := kernel.CheckSharedKey(ctx, f.data, cfg.Storage.AWS); err != nil {
+			return err
+		}
 		release, err := holdLease(ctx, f, cfg, logger, stdout, fr, lostLease)
 		if err != nil {
 			return err

@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +20,7 @@ import (
 	"github.com/annal-dev/annal/api"
 	"github.com/annal-dev/annal/client"
 	"github.com/annal-dev/annal/internal/servicestest"
+	"github.com/annal-dev/annal/kernel"
 )
 
 // console is a browser's session with one annald: its cookie and CSRF
@@ -288,5 +291,26 @@ func checkDatabaseShowsNoCredential(t *testing.T, a servicestest.AWS, cred strin
 	}
 	if n != 1 {
 		t.Errorf("%d console sessions in the database, want 1", n)
+	}
+}
+
+// A standby whose data folder lacks the log's shared.key (the identity
+// copied as before this store was shared) refuses at start, naming the
+// file, rather than wait to fail at its takeover.
+func TestStandbyWithoutSharedKeyRefusesAtStart(t *testing.T) {
+	a := servicestest.NewAWS(t)
+	dirA := t.TempDir()
+	startAWSDaemon(t, dirA, a, "--lease-ttl", "2s", "--checkpoint-interval", "1s", "--lease-holder", "kernel-a")
+	dirB := copyIdentity(t, dirA)
+	if err := os.Remove(filepath.Join(dirB, kernel.SharedKeyFile)); err != nil {
+		t.Fatal(err)
+	}
+	d, err := tryStartDaemon(dirB, "--lease-ttl", "2s", "--lease-holder", "kernel-b")
+	if err == nil {
+		d.stop(t)
+		t.Fatal("a standby without shared.key started")
+	}
+	if !strings.Contains(err.Error(), "shared.key") || !strings.Contains(err.Error(), "copy it") {
+		t.Fatalf("the refusal does not say what to copy: %v", err)
 	}
 }

@@ -126,7 +126,7 @@ func open(ctx context.Context, db *sql.DB, c Config) (*Store, error) {
 			return nil, fmt.Errorf("shared store: create its tables: %w", err)
 		}
 	}
-	kek, err := loadKEK(ctx, db, c.DataDir)
+	kek, err := loadKEK(ctx, db, c.DataDir, true)
 	if err != nil {
 		return nil, err
 	}
@@ -164,10 +164,32 @@ func GCM(key []byte) (cipher.AEAD, error) {
 // instances of the log use.
 var ErrKEKMismatch = errors.New("shared store: the data folder's " + KeyFile + " is not the key the log's other instances use")
 
-// loadKEK reads the data folder's KEK, or makes it when neither the folder
-// nor the database knows one, and checks it against the database's
-// fingerprint (recording it the first time).
-func loadKEK(ctx context.Context, db *sql.DB, dataDir string) ([]byte, error) {
+// Check reports, without making anything, whether the data folder at
+// dataDir could open the shared store of the database at dsn: an error
+// when the log's instances have a KEK and the folder has none, or
+// another. A standby checks it at start, not only at its takeover.
+func Check(ctx context.Context, dataDir, dsn string) error {
+	db, err := sql.Open("mysql", dsn)
+	if err != nil {
+		return fmt.Errorf("shared store: %w", err)
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(ctx, schema[0]); err != nil {
+		return fmt.Errorf("shared store: create its tables: %w", err)
+	}
+	if _, err = loadKEK(ctx, db, dataDir, false); errors.Is(err, errNoKEK) {
+		return nil // the first instance to open the store makes it
+	}
+	return err
+}
+
+// errNoKEK: neither the data folder nor the database knows a KEK yet.
+var errNoKEK = errors.New("no key yet")
+
+// loadKEK reads the data folder's KEK, or when create is set makes it if
+// neither the folder nor the database knows one, and checks it against the
+// database's fingerprint (recording it the first time).
+func loadKEK(ctx context.Context, db *sql.DB, dataDir string, create bool) ([]byte, error) {
 	path := filepath.Join(dataDir, KeyFile)
 	var known []byte
 	err := db.QueryRowContext(ctx, "SELECT fingerprint FROM annal_shared_kek WHERE id = 0").Scan(&known)
@@ -180,6 +202,8 @@ func loadKEK(ctx context.Context, db *sql.DB, dataDir string) ([]byte, error) {
 		// Another instance made the key: a fresh one here would seal
 		// what no other instance can open.
 		return nil, fmt.Errorf("shared store: %s has no %s but the log's other instances have one: copy it from the first instance's data folder (docs/DEPLOYING.md, \"A standby that takes over\")", dataDir, KeyFile)
+	case errors.Is(rerr, os.ErrNotExist) && !create:
+		return nil, errNoKEK
 	case errors.Is(rerr, os.ErrNotExist):
 		kek = make([]byte, 32)
 		if _, err := rand.Read(kek); err != nil {
@@ -194,6 +218,9 @@ func loadKEK(ctx context.Context, db *sql.DB, dataDir string) ([]byte, error) {
 		return nil, fmt.Errorf("shared store: %s is %d bytes, not 32", path, len(kek))
 	}
 	fp := derive(kek, "annal kek fingerprint")
+	if known == nil && !create {
+		return kek, nil // the first instance to open the store records it
+	}
 	if known == nil {
 		// Two first instances racing: one fingerprint wins, the other
 		// instance reads it back and refuses below.

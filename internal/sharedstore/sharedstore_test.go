@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -108,5 +109,29 @@ func TestSharedStore_DeleteAllRemovesEveryVersion(t *testing.T) {
 	}
 	if ok, err := s.Has(ctx, "other"); err != nil || !ok {
 		t.Fatalf("DeleteAll removed an object outside its prefix: %v %v", ok, err)
+	}
+}
+
+// Check, what a standby runs at start, makes nothing: it passes before any
+// instance made the KEK and with the right one, and names the file to copy
+// when the folder lacks it.
+func TestSharedStore_CheckMakesNothing(t *testing.T) {
+	a := servicestest.NewAWS(t)
+	first, second := t.TempDir(), t.TempDir()
+	ctx := context.Background()
+	if err := Check(ctx, second, a.DSN); err != nil {
+		t.Fatalf("before any instance made the key: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(second, KeyFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("Check made a key: %v", err)
+	}
+	if _, err := openOn(t, a, first); err != nil {
+		t.Fatal(err)
+	}
+	if err := Check(ctx, second, a.DSN); err == nil || !strings.Contains(err.Error(), "copy it from") {
+		t.Fatalf("a folder without the key: %v", err)
+	}
+	if err := Check(ctx, first, a.DSN); err != nil {
+		t.Fatalf("the first instance's folder: %v", err)
 	}
 }
