@@ -68,7 +68,7 @@ func TestSharedStore_KEKMadeOnceAndCheckedOnEveryInstance(t *testing.T) {
 // versioning folder (how .ci/services starts it) refuses to turn
 // versioning on and lists each object once, as version "null": the test
 // says which it met and checks that nothing is left either way.
-func TestSharedStore_DeleteAllRemovesEveryVersion(t *testing.T) {
+func TestSharedStore_DeleteAllOnAStoreWithoutVersioning(t *testing.T) {
 	a := servicestest.NewAWS(t)
 	s, err := openOn(t, a, t.TempDir())
 	if err != nil {
@@ -133,5 +133,68 @@ func TestSharedStore_CheckMakesNothing(t *testing.T) {
 	}
 	if err := Check(ctx, first, a.DSN); err != nil {
 		t.Fatalf("the first instance's folder: %v", err)
+	}
+}
+
+// On a store that keeps versions (versitygw with a versioning folder,
+// .ci/services), DeleteAll removes every version of every object under
+// its prefix, and the delete markers: nothing of an erased subject's
+// payloads stays readable by version id.
+func TestSharedStore_DeleteAllRemovesEveryVersion(t *testing.T) {
+	endpoint := os.Getenv("ANNAL_TEST_S3_VERSIONED_ENDPOINT")
+	if endpoint == "" {
+		if os.Getenv("ANNAL_REQUIRE_SERVICES") != "" {
+			t.Fatal("ANNAL_TEST_S3_VERSIONED_ENDPOINT is not set: .ci/services start (or start-versioned-s3 DIR) starts a versitygw with versioning")
+		}
+		t.Skip("no S3 server with versioning: run .ci/services start DIR and source DIR/env")
+	}
+	a := servicestest.NewAWSAt(t, "", endpoint)
+	ctx := context.Background()
+	if _, err := a.S3().PutBucketVersioning(ctx, &s3.PutBucketVersioningInput{Bucket: aws.String(a.Bucket),
+		VersioningConfiguration: &s3types.VersioningConfiguration{Status: s3types.BucketVersioningStatusEnabled}}); err != nil {
+		t.Fatalf("turn versioning on: %v", err)
+	}
+	s, err := openOn(t, a, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{"one", "two", "three"} {
+		if err := s.Put(ctx, "sub/x", []byte(v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Put(ctx, "sub/y", []byte("y")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete(ctx, "sub/y"); err != nil { // a delete marker over y
+		t.Fatal(err)
+	}
+	if err := s.Put(ctx, "other", []byte("kept")); err != nil {
+		t.Fatal(err)
+	}
+	list := func(prefix string) *s3.ListObjectVersionsOutput {
+		out, err := a.S3().ListObjectVersions(ctx, &s3.ListObjectVersionsInput{Bucket: aws.String(a.Bucket), Prefix: aws.String(Prefix + prefix)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	before := list("sub/")
+	if len(before.Versions) != 4 || len(before.DeleteMarkers) != 1 {
+		t.Fatalf("the store keeps %d versions and %d delete markers, want 4 and 1", len(before.Versions), len(before.DeleteMarkers))
+	}
+	if err := s.DeleteAll(ctx, "sub/"); err != nil {
+		t.Fatal(err)
+	}
+	if after := list("sub/"); len(after.Versions)+len(after.DeleteMarkers) != 0 {
+		t.Fatalf("left after DeleteAll: %d versions, %d delete markers", len(after.Versions), len(after.DeleteMarkers))
+	}
+	for _, v := range before.Versions {
+		if _, err := a.S3().GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(a.Bucket), Key: v.Key, VersionId: v.VersionId}); err == nil {
+			t.Errorf("version %s of %s still reads", aws.ToString(v.VersionId), aws.ToString(v.Key))
+		}
+	}
+	if ok, err := s.Has(ctx, "other"); err != nil || !ok {
+		t.Fatalf("DeleteAll removed an object outside its prefix: %v %v", ok, err)
 	}
 }
