@@ -73,7 +73,13 @@ func (d diskBackend) putPayload(id payloadID, sealed []byte) error {
 
 func (d diskBackend) getPayload(id payloadID) ([]byte, error) { return os.ReadFile(d.payloadPath(id)) }
 
-func (d diskBackend) hasPayload(id payloadID) bool { return fileExists(d.payloadPath(id)) }
+func (d diskBackend) hasPayload(id payloadID) (bool, error) {
+	_, err := os.Stat(d.payloadPath(id))
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	return err == nil, err
+}
 
 func (d diskBackend) removePayload(id payloadID) { os.Remove(d.payloadPath(id)) }
 

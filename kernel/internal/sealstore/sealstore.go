@@ -90,7 +90,9 @@ type backend interface {
 	// when there is none.
 	putPayload(id payloadID, sealed []byte) error
 	getPayload(id payloadID) ([]byte, error)
-	hasPayload(id payloadID) bool
+	// hasPayload is an error when it cannot tell: a seal that took a
+	// stored payload for absent would remove it if refused.
+	hasPayload(id payloadID) (bool, error)
 	removePayload(id payloadID)
 	// removePayloads removes every payload of subject, every copy.
 	removePayloads(subject string) error
@@ -144,8 +146,11 @@ func gcm(key []byte) (cipher.AEAD, error) {
 
 // Seal stores payload (canonical) under subject with salt, durably, and
 // returns what the event carries, and whether this request wrote a new
-// payload (then it must call release once decided). The payload is
-// written outside mu: sealed actions store their payloads in parallel.
+// payload (then it must call release once decided). Looking for a stored
+// payload and writing one happen outside mu (counted in writing, which an
+// erasure waits for): sealed actions store their payloads in parallel,
+// and a backend's round trips (the bucket's) do not queue behind each
+// other.
 func (s *Store) Seal(subject string, salt, payload []byte) (_ *event.SealedPayload, fresh bool, _ error) {
 	sp := &event.SealedPayload{Subject: subject, Commitment: event.SealCommitment(salt, payload)}
 	id := idOf(sp)
@@ -155,37 +160,55 @@ func (s *Store) Seal(subject string, salt, payload []byte) (_ *event.SealedPaylo
 		return nil, false, ErrErased
 	}
 	key, err := s.key(subject, true)
-	write := true
-	if err == nil {
-		switch u := s.inflight[id]; {
-		case u != nil:
-			u.shared = true // written again below, so durable before this one's receipt
-		case s.b.hasPayload(id):
-			write = false // the same payload under the same salt, stored already
-		default:
-			fresh = true
-			s.inflight[id] = &sealUse{}
-		}
-	}
-	if err == nil && write {
-		s.writing[subject]++
-	}
-	s.mu.Unlock()
-	if err != nil || !write {
+	if err != nil {
+		s.mu.Unlock()
 		return sp, false, err
 	}
-	err = s.write(id, key, sp.Commitment, salt, payload)
-	s.mu.Lock()
-	if s.writing[subject]--; s.writing[subject] == 0 {
-		delete(s.writing, subject)
-		s.written.Broadcast()
+	u := s.inflight[id]
+	if u != nil {
+		u.shared = true // written again below, so durable before this one's receipt
+	} else {
+		u, fresh = &sealUse{}, true
+		s.inflight[id] = u
 	}
+	s.writing[subject]++
 	s.mu.Unlock()
+	stored := false
+	if fresh {
+		stored, err = s.b.hasPayload(id)
+	}
+	if err != nil || stored {
+		// Stored already by a decided request (the same payload under
+		// the same salt), or perhaps stored: this request neither writes
+		// it nor may remove it.
+		s.mu.Lock()
+		if s.inflight[id] == u {
+			delete(s.inflight, id)
+		}
+		s.mu.Unlock()
+		s.doneWriting(subject)
+		if err != nil {
+			return nil, false, fmt.Errorf("look for a stored sealed payload: %w", err)
+		}
+		return sp, false, nil
+	}
+	err = s.write(id, key, sp.Commitment, salt, payload)
+	s.doneWriting(subject)
 	if err != nil {
 		s.Release(sp, fresh, false)
 		return nil, false, err
 	}
 	return sp, fresh, nil
+}
+
+// doneWriting ends one of subject's writes, waking an erasure that waits.
+func (s *Store) doneWriting(subject string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.writing[subject]--; s.writing[subject] == 0 {
+		delete(s.writing, subject)
+		s.written.Broadcast()
+	}
 }
 
 // encrypt is nonce || AES-256-GCM(salt || payload) under key, with the

@@ -103,13 +103,10 @@ func (b sharedBackend) getPayload(id payloadID) ([]byte, error) {
 	return b.s.Get(c, b.object(id), maxSealedObject)
 }
 
-// hasPayload answers false when the bucket cannot be asked: the payload is
-// then written again, which costs a write and loses nothing.
-func (b sharedBackend) hasPayload(id payloadID) bool {
+func (b sharedBackend) hasPayload(id payloadID) (bool, error) {
 	c, cancel := ctx()
 	defer cancel()
-	ok, err := b.s.Has(c, b.object(id))
-	return err == nil && ok
+	return b.s.Has(c, b.object(id))
 }
 
 func (b sharedBackend) removePayload(id payloadID) {
