@@ -198,11 +198,6 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 	ctx, lostLease := context.WithCancelCause(ctx)
 	defer lostLease(nil)
 	if cfg.Storage.AWS != nil {
-		// Before waiting as a standby: a folder without the log's
-		// shared.key could not take over.
-		if err := kernel.CheckSharedKey(ctx, f.data, cfg.Storage.AWS); err != nil {
-			return err
-		}
 		release, err := holdLease(ctx, f, cfg, logger, stdout, fr, lostLease)
 		if err != nil {
 			return err
@@ -383,6 +378,11 @@ func (fr *front) shutdown() {
 // and keeps it; losing it to another kernel ends ctx through lostLease.
 // It sets cfg's lease and returns how to release it.
 func holdLease(ctx context.Context, f serveFlags, cfg kernel.Config, logger *slog.Logger, stdout io.Writer, fr *front, lostLease context.CancelCauseFunc) (release func(), err error) {
+	// Before waiting as a standby: a folder without the log's shared.key
+	// could not take over.
+	if err := kernel.CheckSharedKey(ctx, f.data, cfg.Storage.AWS); err != nil {
+		return nil, err
+	}
 	follow := func(ctx context.Context) error { return kernel.Follow(ctx, cfg, time.Second) }
 	lease, err := takeLease(ctx, f, cfg.Storage.AWS, logger, stdout, fr, follow)
 	if err != nil {

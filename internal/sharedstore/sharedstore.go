@@ -190,38 +190,21 @@ var errNoKEK = errors.New("no key yet")
 // neither the folder nor the database knows one, and checks it against the
 // database's fingerprint (recording it the first time).
 func loadKEK(ctx context.Context, db *sql.DB, dataDir string, create bool) ([]byte, error) {
-	path := filepath.Join(dataDir, KeyFile)
 	var known []byte
 	err := db.QueryRowContext(ctx, "SELECT fingerprint FROM annal_shared_kek WHERE id = 0").Scan(&known)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("shared store: read the key's fingerprint: %w", err)
 	}
-	kek, rerr := os.ReadFile(path)
-	switch {
-	case errors.Is(rerr, os.ErrNotExist) && known != nil:
-		// Another instance made the key: a fresh one here would seal
-		// what no other instance can open.
-		return nil, fmt.Errorf("shared store: %s has no %s but the log's other instances have one: copy it from the first instance's data folder (docs/DEPLOYING.md, \"A standby that takes over\")", dataDir, KeyFile)
-	case errors.Is(rerr, os.ErrNotExist) && !create:
-		return nil, errNoKEK
-	case errors.Is(rerr, os.ErrNotExist):
-		kek = make([]byte, 32)
-		if _, err := rand.Read(kek); err != nil {
-			return nil, err
-		}
-		if err := atomicfile.Write(path, bytes.NewReader(kek), 0o600); err != nil {
-			return nil, fmt.Errorf("shared store: write %s: %w", KeyFile, err)
-		}
-	case rerr != nil:
-		return nil, rerr
-	case len(kek) != 32:
-		return nil, fmt.Errorf("shared store: %s is %d bytes, not 32", path, len(kek))
+	path := filepath.Join(dataDir, KeyFile)
+	kek, err := readKEK(path, known != nil, create)
+	if err != nil {
+		return nil, err
 	}
 	fp := derive(kek, "annal kek fingerprint")
-	if known == nil && !create {
+	switch {
+	case known == nil && !create:
 		return kek, nil // the first instance to open the store records it
-	}
-	if known == nil {
+	case known == nil:
 		// Two first instances racing: one fingerprint wins, the other
 		// instance reads it back and refuses below.
 		if _, err := db.ExecContext(ctx, "INSERT IGNORE INTO annal_shared_kek (id, fingerprint) VALUES (0, ?)", fp); err != nil {
@@ -233,6 +216,34 @@ func loadKEK(ctx context.Context, db *sql.DB, dataDir string, create bool) ([]by
 	}
 	if !hmac.Equal(known, fp) {
 		return nil, fmt.Errorf("%w (%s): copy shared.key from an instance that runs", ErrKEKMismatch, path)
+	}
+	return kek, nil
+}
+
+// readKEK reads the KEK file at path; when there is none it makes one if
+// create is set and no instance has one yet (known).
+func readKEK(path string, known, create bool) ([]byte, error) {
+	kek, err := os.ReadFile(path)
+	switch {
+	case err == nil && len(kek) != 32:
+		return nil, fmt.Errorf("shared store: %s is %d bytes, not 32", path, len(kek))
+	case err == nil:
+		return kek, nil
+	case !errors.Is(err, os.ErrNotExist):
+		return nil, err
+	case known:
+		// Another instance made the key: a fresh one here would seal
+		// what no other instance can open.
+		return nil, fmt.Errorf("shared store: %s has no %s but the log's other instances have one: copy it from the first instance's data folder (docs/DEPLOYING.md, \"A standby that takes over\")", filepath.Dir(path), KeyFile)
+	case !create:
+		return nil, errNoKEK
+	}
+	kek = make([]byte, 32)
+	if _, err := rand.Read(kek); err != nil {
+		return nil, err
+	}
+	if err := atomicfile.Write(path, bytes.NewReader(kek), 0o600); err != nil {
+		return nil, fmt.Errorf("shared store: write %s: %w", KeyFile, err)
 	}
 	return kek, nil
 }
