@@ -10,6 +10,10 @@
 // once. Every read hashes the bytes again and refuses a blob whose bytes no
 // longer match its name: the store never serves damaged content. The
 // store's total size is bounded by a quota.
+//
+// A log on shared storage keeps its blobs where every kernel instance
+// reaches them (shared.go): encrypted in the bucket, counted in the
+// database.
 package blobstore
 
 import (
@@ -38,11 +42,15 @@ var (
 	ErrInvalidID = errors.New("not a blob OID")
 )
 
-// Store is a content-addressed folder of blobs.
+// Store is a content-addressed folder of blobs, or the blobs of a log's
+// shared storage (OpenShared).
 type Store struct {
 	dir     string
 	maxBlob int64
 	quota   int64
+	// shared, if set, keeps the blobs in the log's shared storage
+	// (shared.go) in place of dir.
+	shared *sharedBlobs
 
 	mu   sync.Mutex
 	used int64
@@ -90,6 +98,9 @@ func (s *Store) path(id string) string {
 // Put stores the bytes r yields (at most MaxBlob) and returns their OID
 // and size. It is durable when it returns.
 func (s *Store) Put(r io.Reader) (id string, size int64, err error) {
+	if s.shared != nil {
+		return s.shared.put(r, s.maxBlob, s.quota)
+	}
 	tmp, err := os.CreateTemp(s.dir, ".tmp-")
 	if err != nil {
 		return "", 0, err
@@ -143,6 +154,21 @@ func (s *Store) Get(id string) ([]byte, error) {
 	if !oid.Valid(id) {
 		return nil, fmt.Errorf("%w: %q (want sha256:<64 lower-case hex>)", ErrInvalidID, id)
 	}
+	data, err := s.read(id)
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > s.maxBlob || oid.Of(data) != id {
+		return nil, fmt.Errorf("%w: %s", ErrDamaged, id)
+	}
+	return data, nil
+}
+
+// read returns at most maxBlob+1 bytes stored under id.
+func (s *Store) read(id string) ([]byte, error) {
+	if s.shared != nil {
+		return s.shared.get(id, s.maxBlob)
+	}
 	f, err := os.Open(s.path(id))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
@@ -153,9 +179,6 @@ func (s *Store) Get(id string) ([]byte, error) {
 	var buf bytes.Buffer
 	if _, err := io.Copy(&buf, io.LimitReader(f, s.maxBlob+1)); err != nil {
 		return nil, err
-	}
-	if int64(buf.Len()) > s.maxBlob || oid.Of(buf.Bytes()) != id {
-		return nil, fmt.Errorf("%w: %s", ErrDamaged, id)
 	}
 	return buf.Bytes(), nil
 }

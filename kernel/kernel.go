@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/annal-dev/annal/internal/sharedstore"
 	"github.com/annal-dev/annal/kernel/event"
 	"github.com/annal-dev/annal/kernel/internal/history"
 	"github.com/annal-dev/annal/kernel/internal/ledger"
@@ -43,6 +44,9 @@ type Kernel struct {
 	logger    *slog.Logger
 	// sealed keeps sealed payloads and their subjects' keys (sealed.go).
 	sealed *sealstore.Store
+	// shared is what every instance of a log on shared storage reaches
+	// (sharedstorage.go); nil on the data folder.
+	shared *sharedstore.Store
 	// chainFiles caches, by session, the files a session's chain gives
 	// when the ledger no longer keeps them (retention.go).
 	chainFiles sync.Map
@@ -128,6 +132,15 @@ func Open(cfg Config) (_ *Kernel, err error) {
 			dir.Close()
 		}
 	}()
+	sealed, shared, err := openSealed(cfg, dir)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil && shared != nil {
+			shared.Close()
+		}
+	}()
 	opened, err := openLog(cfg, dir)
 	if err != nil {
 		return nil, err
@@ -143,7 +156,7 @@ func Open(cfg Config) (_ *Kernel, err error) {
 		cfg: cfg, dir: dir, log: l, witnesses: witnesses, store: st, ledger: led, claims: newClaims(), pending: ledger.NewPending(),
 		ids: map[string]bool{}, logger: cfg.Logger, wakeResume: make(chan struct{}, 1), scrubbed: make(chan struct{}), grown: make(chan struct{}),
 		stopFold: make(chan struct{}), foldDone: make(chan struct{}), stopLoops: make(chan struct{}),
-		sealed: sealstore.Open(dir.Path),
+		sealed: sealed, shared: shared,
 	}
 	if !cfg.DisableRateLimit {
 		k.limiter = ratelimit.New(cfg.RateLimits, cfg.MaxRateBuckets, cfg.RateClock)
@@ -346,6 +359,9 @@ func (k *Kernel) Close() error {
 	}
 	errs := []error{logErr}
 	errs = append(errs, k.persist(), k.store.Close())
+	if k.shared != nil {
+		errs = append(errs, k.shared.Close())
+	}
 	k.dir.Close()
 	return errors.Join(errs...)
 }

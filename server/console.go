@@ -20,10 +20,11 @@ import (
 
 // The overseer console: static files embedded in the binary, served at
 // /ui/, that talk to the same /v1 API as every client. A person signs in
-// with a credential; the server keeps it in memory under a random session
-// id sent back as an httpOnly, SameSite=Strict cookie (Secure over TLS),
-// and from then on authenticate accepts that cookie in place of a bearer
-// credential. So the console is bound to exactly the rules of the API:
+// with a credential; the server keeps it in memory (or, for a log on
+// shared storage, sealed in the database: console_shared.go) under a
+// random session id sent back as an httpOnly, SameSite=Strict cookie
+// (Secure over TLS), and from then on authenticate accepts that cookie in
+// place of a bearer credential. So the console is bound to exactly the rules of the API:
 // what the credential may see and do, nothing more. A request that changes
 // state and authenticates by cookie must also carry the session's CSRF
 // token in X-CSRF-Token (and, where the browser says, come from the same
@@ -68,6 +69,9 @@ type consoleSessions struct {
 	mu   sync.Mutex
 	byID map[[sha256.Size]byte]*consoleSession
 	now  func() time.Time
+	// shared, if set, keeps the sessions in the log's shared storage
+	// (console_shared.go) in place of byID.
+	shared *sharedSessions
 }
 
 func newConsoleSessions() *consoleSessions {
@@ -95,6 +99,9 @@ func (c *consoleSessions) open(actor, credential string) (cookie string, sess *c
 	}
 	now := c.now()
 	sess = &consoleSession{actor: actor, credential: credential, csrf: csrf, expires: now.Add(consoleSessionTTL)}
+	if c.shared != nil {
+		return cookie, sess, c.shared.open(cookie, sess, now)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.evict(now, func(s *consoleSession) bool { return s.actor == actor }, maxSessionsPerActor)
@@ -130,23 +137,32 @@ func (c *consoleSessions) evict(now time.Time, match func(*consoleSession) bool,
 	}
 }
 
-// get returns the live session of a cookie value.
-func (c *consoleSessions) get(cookie string) (*consoleSession, bool) {
+// get returns the live session of a cookie value, nil if it has none, or
+// an error when the shared storage cannot be asked.
+func (c *consoleSessions) get(cookie string) (*consoleSession, error) {
+	if c.shared != nil {
+		return c.shared.get(cookie, c.now())
+	}
 	key := sha256.Sum256([]byte(cookie))
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s, ok := c.byID[key]
 	if ok && c.now().After(s.expires) {
 		delete(c.byID, key)
-		return nil, false
+		return nil, nil
 	}
-	return s, ok
+	return s, nil
 }
 
-func (c *consoleSessions) close(cookie string) {
+// close ends a cookie's session (on every instance, with shared storage).
+func (c *consoleSessions) close(cookie string) error {
+	if c.shared != nil {
+		return c.shared.close(cookie)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.byID, sha256.Sum256([]byte(cookie)))
+	return nil
 }
 
 // safeMethod reports whether an HTTP method changes nothing.
@@ -171,8 +187,11 @@ func (s *Server) cookieSession(r *http.Request) (*consoleSession, string, error)
 	if err != nil || c.Value == "" {
 		return nil, "", nil
 	}
-	sess, ok := s.console.get(c.Value)
-	if !ok {
+	sess, err := s.console.get(c.Value)
+	if err != nil {
+		return nil, "", fmt.Errorf("%w: the console's sessions cannot be read: %v", kernel.ErrUnavailable, err)
+	}
+	if sess == nil {
 		return nil, "", fmt.Errorf("%w: the console session has ended; sign in again", kernel.ErrUnauthenticated)
 	}
 	if !safeMethod(r.Method) {
@@ -307,7 +326,10 @@ func (s *Server) handleSignOut(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if sess != nil {
-		s.console.close(cookie)
+		if err := s.console.close(cookie); err != nil {
+			s.fail(w, r, fmt.Errorf("%w: the session could not be ended: %v", kernel.ErrUnavailable, err))
+			return
+		}
 	}
 	s.setConsoleCookie(w, r, "", -1)
 	w.WriteHeader(http.StatusNoContent)

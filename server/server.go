@@ -49,6 +49,10 @@ type Server struct {
 func New(k *kernel.Kernel, logger *slog.Logger) *Server {
 	s := &Server{k: k, logger: logger, metrics: newMetrics(k), mux: http.NewServeMux(), publishWait: DefaultPublishWait,
 		console: newConsoleSessions(), health: newHealthWatch(k, logger)}
+	if shared := k.Shared(); shared != nil {
+		// Sign-ins hold on every instance of a log on shared storage.
+		s.console.shared = &sharedSessions{s: shared}
+	}
 	s.mux.HandleFunc("GET /checkpoint", s.handleCheckpoint)
 	s.mux.HandleFunc("GET /tile/", s.handleTile)
 	s.mux.HandleFunc("GET /v1/info", s.handleInfo)

@@ -138,7 +138,7 @@ func newServeCommand() *cobra.Command {
 	fl.IntVar(&f.maxConnections, "max-connections", 1024, "most client connections served at once; more wait to be accepted")
 	fl.DurationVar(&f.idleTimeout, "idle-timeout", 120*time.Second, "how long an idle keep-alive connection stays open")
 	fl.BoolVar(&f.fastPost, "fast-post", true, "serve plainly framed POST /v1/actions requests without net/http's work for each request (internal/fastpost), on plain HTTP; false: net/http serves every request")
-	fl.BoolVar(&f.keepBlobs, "keep-blobs", false, "keep the bytes behind OIDs that clients send (POST /v1/blobs) in DATA/blobs, served to humans at GET /v1/blobs/<oid>")
+	fl.BoolVar(&f.keepBlobs, "keep-blobs", false, "keep the bytes behind OIDs that clients send (POST /v1/blobs) in DATA/blobs (with --storage aws: encrypted in the bucket, for every instance), served to humans at GET /v1/blobs/<oid>")
 	fl.Int64Var(&f.maxBlob, "max-blob", 16<<20, "the largest blob (and agent file), in bytes")
 	fl.Int64Var(&f.blobQuota, "blob-quota", 10<<30, "the most bytes all blobs and agent files may take")
 	fl.StringVar(&f.tlsCert, "tls-cert", "", "PEM certificate file: serve HTTPS (with --tls-key)")
@@ -378,6 +378,11 @@ func (fr *front) shutdown() {
 // and keeps it; losing it to another kernel ends ctx through lostLease.
 // It sets cfg's lease and returns how to release it.
 func holdLease(ctx context.Context, f serveFlags, cfg kernel.Config, logger *slog.Logger, stdout io.Writer, fr *front, lostLease context.CancelCauseFunc) (release func(), err error) {
+	// Before waiting as a standby: a folder without the log's shared.key
+	// could not take over.
+	if err := kernel.CheckSharedKey(ctx, f.data, cfg.Storage.AWS); err != nil {
+		return nil, err
+	}
 	follow := func(ctx context.Context) error { return kernel.Follow(ctx, cfg, time.Second) }
 	lease, err := takeLease(ctx, f, cfg.Storage.AWS, logger, stdout, fr, follow)
 	if err != nil {
@@ -421,7 +426,7 @@ func apiHandler(k *kernel.Kernel, f serveFlags, tracer trace.Tracer, logger *slo
 	// The agent file system's files are always kept (an agent's memory is
 	// no use unread); other blobs only with --keep-blobs. Both share one
 	// store, its limits and quota.
-	store, err := blobstore.Open(filepath.Join(f.data, "blobs"), f.maxBlob, f.blobQuota)
+	store, err := openBlobs(k, f)
 	if err != nil {
 		return nil, fmt.Errorf("blob store: %w", err)
 	}
@@ -434,6 +439,17 @@ func apiHandler(k *kernel.Kernel, f serveFlags, tracer trace.Tracer, logger *slo
 	mux.Handle("/mcp", agentmcp.HTTPHandler(handler, cli.Version()))
 	mux.Handle("/", handler)
 	return mux, nil
+}
+
+// openBlobs opens the blob store: DATA/blobs, or on shared storage the
+// log's shared store, where every instance serves every blob (what
+// DATA/blobs holds from before is moved there first).
+func openBlobs(k *kernel.Kernel, f serveFlags) (*blobstore.Store, error) {
+	local := filepath.Join(f.data, "blobs")
+	if shared := k.Shared(); shared != nil {
+		return blobstore.OpenShared(shared, local, f.maxBlob, f.blobQuota)
+	}
+	return blobstore.Open(local, f.maxBlob, f.blobQuota)
 }
 
 // silenceTessera sends Tessera's klog lines nowhere: the offline commands

@@ -14,6 +14,7 @@ import (
 
 	"github.com/annal-dev/annal/checkpoints"
 	"github.com/annal-dev/annal/internal/atomicfile"
+	"github.com/annal-dev/annal/internal/sharedstore"
 	"golang.org/x/mod/sumdb/note"
 )
 
@@ -314,15 +315,19 @@ func WriteFileAtomic(path string, data []byte, mode os.FileMode) error {
 var identityFiles = []string{SigningKeyFileName, VerifierKeyName, OriginFileName, RootCredentialName}
 
 // CopyIdentity copies a log's identity (signing key, verifier key, origin,
-// root credential) from the data folder from into the folder to, created
-// if need be: all that a second machine of a log on shared storage (a
-// standby) needs; its state is folded from the log.
+// root credential, and the shared store's key once the log has one) from
+// the data folder from into the folder to, created if need be: all that a
+// second machine of a log on shared storage (a standby) needs; its state
+// is folded from the log.
 func CopyIdentity(from, to string) error {
 	if err := os.MkdirAll(to, 0o700); err != nil {
 		return err
 	}
-	for _, f := range identityFiles {
+	for _, f := range append(identityFiles, sharedstore.KeyFile) {
 		b, err := os.ReadFile(filepath.Join(from, f))
+		if f == sharedstore.KeyFile && errors.Is(err, os.ErrNotExist) {
+			continue // made by the log's first start on shared storage
+		}
 		if err != nil {
 			return err
 		}

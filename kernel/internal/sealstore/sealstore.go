@@ -1,22 +1,30 @@
 // Package sealstore keeps sealed payloads beside the log
-// (kernel/event/sealed.go), in the data folder:
+// (kernel/event/sealed.go). On the embedded default they live in the data
+// folder (disk.go):
 //
 //	sealed/keys/<subject>                 32 random bytes, 0600: the subject's key
 //	sealed/payloads/<subject>/<hex>       nonce || AES-256-GCM(salt || payload)
 //
 // where <hex> is the commitment's hex and the commitment is the
-// additional data, so a file cannot be passed off as another's. A payload
-// is durable (file and folder synced) before the event that commits to it
-// is decided, so a receipt never names a payload the kernel could lose; a
-// payload whose event was refused or never written is an orphan that
-// nothing names and costs only its bytes.
+// additional data, so a file cannot be passed off as another's. A log on
+// shared storage keeps them where every kernel instance reaches them
+// (shared.go, internal/sharedstore): the subject's key wrapped by the
+// key-encryption key in the database, the same ciphertext in the bucket.
+// A payload is durable (file and folder synced, or stored in the bucket)
+// before the event that commits to it is decided, so a receipt never
+// names a payload the kernel could lose; a payload whose event was refused
+// or never written is an orphan that nothing names and costs only its
+// bytes.
 //
 // Erasure destroys the key: its file is overwritten with zeros, synced and
-// removed, and the subject's payloads are removed. Without the key the
-// ciphertexts, and any copy of them (a backup of the data folder), are
-// noise. What the file system keeps of the old key's blocks (a journal, an
-// SSD's spare blocks, a snapshot) is outside the kernel's reach: on such
-// storage put the data folder on an encrypted volume.
+// removed (or its row's key set to NULL, for every instance), and the
+// subject's payloads are removed. Without the key the ciphertexts, and
+// any copy of them (a backup of the data folder, an object version), are
+// noise. What the storage keeps of the old key's bytes (a file system's
+// journal, an SSD's spare blocks, a snapshot, the database's binary log
+// or backups) is outside the kernel's reach: put the data folder on an
+// encrypted volume, and keep the database's backups as private as
+// shared.key.
 package sealstore
 
 import (
@@ -32,25 +40,26 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/annal-dev/annal/internal/atomicfile"
 	"github.com/annal-dev/annal/kernel/event"
 )
 
-// Store is the sealed store of one data folder. Its methods are safe for
-// concurrent use.
+// Store is the sealed store of one data folder, or of a log's shared
+// storage (OpenShared). Its methods are safe for concurrent use.
 type Store struct {
-	dir string
+	b backend
 	// mu orders key creation against destruction, so that a seal racing
 	// an erasure cannot leave a fresh key behind it, and guards inflight,
 	// writing and erased.
 	mu sync.Mutex
-	// inflight are the payload files written for requests not decided
-	// yet, by path: a refused request removes the file it wrote, unless
-	// another request stored the same commitment meanwhile (shared).
-	inflight map[string]*sealUse
-	// writing counts, by subject, the payload files being written outside
-	// mu; a destruction waits (written) until none is, so that it neither
-	// removes a folder a write is renaming into nor leaves a file behind.
+	// inflight are the payloads written for requests not decided yet, by
+	// subject and name: a refused request removes the payload it wrote,
+	// unless another request stored the same commitment meanwhile
+	// (shared).
+	inflight map[payloadID]*sealUse
+	// writing counts, by subject, the payloads being written outside mu;
+	// a destruction waits (written) until none is, so that it neither
+	// removes a folder a write is renaming into nor leaves a payload
+	// behind.
 	writing map[string]int
 	written *sync.Cond
 	// erased are the subjects destroyed since the store opened: nothing
@@ -61,23 +70,49 @@ type Store struct {
 
 type sealUse struct{ shared bool }
 
+// payloadID names a payload in its backend: its subject and the hex of
+// its commitment.
+type payloadID struct{ subject, name string }
+
+// backend is where the keys and the payloads are kept: the data folder
+// (disk.go) or the log's shared storage (shared.go).
+type backend interface {
+	// readKey is the subject's key; os.ErrNotExist when it has none or
+	// it was erased.
+	readKey(subject string) ([]byte, error)
+	// createKey stores key as the subject's unless it has one, and
+	// returns the key it holds; ErrErased when it was erased.
+	createKey(subject string, key []byte) ([]byte, error)
+	// destroyKey destroys the subject's key (idempotent).
+	destroyKey(subject string) error
+	hasKey(subject string) bool
+	// putPayload stores sealed durably; getPayload is os.ErrNotExist
+	// when there is none.
+	putPayload(id payloadID, sealed []byte) error
+	getPayload(id payloadID) ([]byte, error)
+	// hasPayload is an error when it cannot tell: a seal that took a
+	// stored payload for absent would remove it if refused.
+	hasPayload(id payloadID) (bool, error)
+	removePayload(id payloadID)
+	// removePayloads removes every payload of subject, every copy.
+	removePayloads(subject string) error
+}
+
 // ErrErased is the answer for a sealed payload whose subject was erased.
 var ErrErased = errors.New("the payload's subject was erased: its key is destroyed")
 
 // Open is the sealed store of the data folder at dataDir (its files are
 // made on first use).
-func Open(dataDir string) *Store {
-	s := &Store{dir: filepath.Join(dataDir, "sealed"), inflight: map[string]*sealUse{}, writing: map[string]int{}, erased: map[string]bool{}}
+func Open(dataDir string) *Store { return newStore(diskBackend{dir: filepath.Join(dataDir, "sealed")}) }
+
+func newStore(b backend) *Store {
+	s := &Store{b: b, inflight: map[payloadID]*sealUse{}, writing: map[string]int{}, erased: map[string]bool{}}
 	s.written = sync.NewCond(&s.mu)
 	return s
 }
 
-func (s *Store) keyPath(subject string) string {
-	return filepath.Join(s.dir, "keys", subject)
-}
-
-func (s *Store) payloadPath(sp *event.SealedPayload) string {
-	return filepath.Join(s.dir, "payloads", sp.Subject, strings.TrimPrefix(sp.Commitment, "sha256:"))
+func idOf(sp *event.SealedPayload) payloadID {
+	return payloadID{subject: sp.Subject, name: strings.TrimPrefix(sp.Commitment, "sha256:")}
 }
 
 // key returns the subject's key, creating it when create is set.
@@ -85,29 +120,20 @@ func (s *Store) key(subject string, create bool) ([]byte, error) {
 	if !event.ValidSubject(subject) { // a subject is a file name: never a path
 		return nil, fmt.Errorf("subject %q is not valid", subject)
 	}
-	path := s.keyPath(subject)
-	k, err := os.ReadFile(path)
+	k, err := s.b.readKey(subject)
 	switch {
-	case err == nil && len(k) == 32:
-		return k, nil
 	case err == nil:
-		return nil, fmt.Errorf("sealed key %s: %d bytes, not 32", path, len(k))
+		return k, nil
 	case !errors.Is(err, os.ErrNotExist):
 		return nil, err
 	case !create:
 		return nil, ErrErased
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, err
-	}
 	k = make([]byte, 32)
 	if _, err := rand.Read(k); err != nil {
 		return nil, err
 	}
-	if err := atomicfile.Write(path, bytes.NewReader(k), 0o600); err != nil {
-		return nil, fmt.Errorf("write the key of subject %s: %w", subject, err)
-	}
-	return k, nil
+	return s.b.createKey(subject, k)
 }
 
 func gcm(key []byte) (cipher.AEAD, error) {
@@ -120,43 +146,54 @@ func gcm(key []byte) (cipher.AEAD, error) {
 
 // Seal stores payload (canonical) under subject with salt, durably, and
 // returns what the event carries, and whether this request wrote a new
-// file (then it must call release once decided). The file is written
-// outside mu: sealed actions sync their files in parallel.
+// payload (then it must call release once decided). Looking for a stored
+// payload and writing one happen outside mu (counted in writing, which an
+// erasure waits for): sealed actions store their payloads in parallel,
+// and a backend's round trips (the bucket's) do not queue behind each
+// other.
 func (s *Store) Seal(subject string, salt, payload []byte) (_ *event.SealedPayload, fresh bool, _ error) {
 	sp := &event.SealedPayload{Subject: subject, Commitment: event.SealCommitment(salt, payload)}
-	path := s.payloadPath(sp)
+	id := idOf(sp)
 	s.mu.Lock()
 	if s.erased[subject] {
 		s.mu.Unlock()
 		return nil, false, ErrErased
 	}
 	key, err := s.key(subject, true)
-	write := true
-	if err == nil {
-		switch u := s.inflight[path]; {
-		case u != nil:
-			u.shared = true // written again below, so durable before this one's receipt
-		case fileExists(path):
-			write = false // the same payload under the same salt, stored already
-		default:
-			fresh = true
-			s.inflight[path] = &sealUse{}
-		}
-	}
-	if err == nil && write {
-		s.writing[subject]++
-	}
-	s.mu.Unlock()
-	if err != nil || !write {
+	if err != nil {
+		s.mu.Unlock()
 		return sp, false, err
 	}
-	err = s.write(path, key, sp.Commitment, salt, payload)
-	s.mu.Lock()
-	if s.writing[subject]--; s.writing[subject] == 0 {
-		delete(s.writing, subject)
-		s.written.Broadcast()
+	u := s.inflight[id]
+	if u != nil {
+		u.shared = true // written again below, so durable before this one's receipt
+	} else {
+		u, fresh = &sealUse{}, true
+		s.inflight[id] = u
 	}
+	s.writing[subject]++
 	s.mu.Unlock()
+	stored := false
+	if fresh {
+		stored, err = s.b.hasPayload(id)
+	}
+	if err != nil || stored {
+		// Stored already by a decided request (the same payload under
+		// the same salt), or perhaps stored: this request neither writes
+		// it nor may remove it.
+		s.mu.Lock()
+		if s.inflight[id] == u {
+			delete(s.inflight, id)
+		}
+		s.mu.Unlock()
+		s.doneWriting(subject)
+		if err != nil {
+			return nil, false, fmt.Errorf("look for a stored sealed payload: %w", err)
+		}
+		return sp, false, nil
+	}
+	err = s.write(id, key, sp.Commitment, salt, payload)
+	s.doneWriting(subject)
 	if err != nil {
 		s.Release(sp, fresh, false)
 		return nil, false, err
@@ -164,45 +201,55 @@ func (s *Store) Seal(subject string, salt, payload []byte) (_ *event.SealedPaylo
 	return sp, fresh, nil
 }
 
-func (s *Store) write(path string, key []byte, commitment string, salt, payload []byte) error {
+// doneWriting ends one of subject's writes, waking an erasure that waits.
+func (s *Store) doneWriting(subject string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.writing[subject]--; s.writing[subject] == 0 {
+		delete(s.writing, subject)
+		s.written.Broadcast()
+	}
+}
+
+// encrypt is nonce || AES-256-GCM(salt || payload) under key, with the
+// commitment as additional data.
+func encrypt(key []byte, commitment string, plain []byte) ([]byte, error) {
 	aead, err := gcm(key)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	nonce := make([]byte, aead.NonceSize())
 	if _, err := rand.Read(nonce); err != nil {
+		return nil, err
+	}
+	return aead.Seal(nonce, nonce, plain, []byte(commitment)), nil
+}
+
+func (s *Store) write(id payloadID, key []byte, commitment string, salt, payload []byte) error {
+	sealed, err := encrypt(key, commitment, append(append([]byte{}, salt...), payload...))
+	if err != nil {
 		return err
 	}
-	plain := append(append([]byte{}, salt...), payload...)
-	sealed := aead.Seal(nonce, nonce, plain, []byte(commitment))
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return err
-	}
-	if err := atomicfile.Write(path, bytes.NewReader(sealed), 0o600); err != nil {
+	if err := s.b.putPayload(id, sealed); err != nil {
 		return fmt.Errorf("store a sealed payload: %w", err)
 	}
 	return nil
 }
 
-// Release ends a fresh seal's request: kept, its file stays; refused, its
-// file goes unless another request stored the same commitment meanwhile.
+// Release ends a fresh seal's request: kept, its payload stays; refused,
+// it goes unless another request stored the same commitment meanwhile.
 func (s *Store) Release(sp *event.SealedPayload, fresh, keep bool) {
 	if !fresh {
 		return
 	}
-	path := s.payloadPath(sp)
+	id := idOf(sp)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	u := s.inflight[path]
-	delete(s.inflight, path)
+	u := s.inflight[id]
+	delete(s.inflight, id)
 	if !keep && u != nil && !u.shared {
-		os.Remove(path)
+		s.b.removePayload(id)
 	}
-}
-
-func fileExists(path string) bool {
-	_, err := os.Stat(path)
-	return err == nil
 }
 
 // Open returns the salt and payload a commitment was made to, ErrErased
@@ -212,24 +259,28 @@ func (s *Store) Open(sp *event.SealedPayload) (salt, payload []byte, err error) 
 	if err != nil {
 		return nil, nil, err
 	}
-	sealed, err := os.ReadFile(s.payloadPath(sp))
+	sealed, err := s.b.getPayload(idOf(sp))
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil, fmt.Errorf("sealed payload %s of subject %s is missing from the data folder", sp.Commitment, sp.Subject)
+		return nil, nil, fmt.Errorf("sealed payload %s of subject %s is missing from the sealed store", sp.Commitment, sp.Subject)
 	} else if err != nil {
 		return nil, nil, err
 	}
-	aead, err := gcm(key)
-	if err != nil {
-		return nil, nil, err
-	}
-	if len(sealed) < aead.NonceSize() {
-		return nil, nil, fmt.Errorf("sealed payload %s is damaged", sp.Commitment)
-	}
-	plain, err := aead.Open(nil, sealed[:aead.NonceSize()], sealed[aead.NonceSize():], []byte(sp.Commitment))
+	plain, err := decrypt(key, sp.Commitment, sealed)
 	if err != nil || len(plain) < event.SaltSize || !sp.Opens(plain[:event.SaltSize], plain[event.SaltSize:]) {
 		return nil, nil, fmt.Errorf("sealed payload %s is damaged: it does not open its commitment", sp.Commitment)
 	}
 	return plain[:event.SaltSize], plain[event.SaltSize:], nil
+}
+
+func decrypt(key []byte, commitment string, sealed []byte) ([]byte, error) {
+	aead, err := gcm(key)
+	if err != nil {
+		return nil, err
+	}
+	if len(sealed) < aead.NonceSize() {
+		return nil, errors.New("too short")
+	}
+	return aead.Open(nil, sealed[:aead.NonceSize()], sealed[aead.NonceSize():], []byte(commitment))
 }
 
 // OpenPayload is ledger.Options.Open: the plaintext, or false.
@@ -238,9 +289,9 @@ func (s *Store) OpenPayload(sp *event.SealedPayload) (json.RawMessage, bool) {
 	return payload, err == nil
 }
 
-// Destroy erases subject: its key is overwritten, synced and removed, then
-// its payloads are removed. It is idempotent, so that the start after a
-// crash between an erasure's event and its destruction finishes it.
+// Destroy erases subject: its key is destroyed, then its payloads are
+// removed. It is idempotent, so that the start after a crash between an
+// erasure's event and its destruction finishes it.
 func (s *Store) Destroy(subject string) error {
 	if !event.ValidSubject(subject) {
 		return fmt.Errorf("subject %q is not valid", subject)
@@ -251,28 +302,14 @@ func (s *Store) Destroy(subject string) error {
 	for s.writing[subject] > 0 {
 		s.written.Wait()
 	}
-	path := s.keyPath(subject)
-	if f, err := os.OpenFile(path, os.O_WRONLY, 0); err == nil {
-		_, werr := f.Write(make([]byte, 32))
-		serr := f.Sync()
-		f.Close()
-		if err := errors.Join(werr, serr); err != nil {
-			return fmt.Errorf("overwrite the key of subject %s: %w", subject, err)
-		}
-		if err := os.Remove(path); err != nil {
-			return err
-		}
-		if err := atomicfile.SyncDir(filepath.Dir(path)); err != nil {
-			return err
-		}
-	} else if !errors.Is(err, os.ErrNotExist) {
+	if err := s.b.destroyKey(subject); err != nil {
 		return err
 	}
-	return os.RemoveAll(filepath.Join(s.dir, "payloads", subject))
+	return s.b.removePayloads(subject)
 }
 
 // Holds reports whether a key of subject is present.
-func (s *Store) Holds(subject string) bool { return fileExists(s.keyPath(subject)) }
+func (s *Store) Holds(subject string) bool { return s.b.hasKey(subject) }
 
 // NewSalt returns a fresh salt for a payload the kernel seals itself.
 func NewSalt() ([]byte, error) {
