@@ -469,12 +469,7 @@ func (l *Log) ReadBundle(ctx context.Context, bundleIndex, size uint64) (*api.En
 	p := layout.PartialTileSize(0, bundleIndex, size)
 	raw, err := l.Reader.ReadEntryBundle(ctx, bundleIndex, p)
 	if errors.Is(err, os.ErrNotExist) && p > 0 {
-		// A partial bundle exists only at the sizes the log was integrated
-		// at, and the collector removes it once the bundle is full: the
-		// current, wider one holds the same entries first.
-		if now, serr := l.Reader.IntegratedSize(ctx); serr == nil && now > size {
-			raw, err = l.Reader.ReadEntryBundle(ctx, bundleIndex, layout.PartialTileSize(0, bundleIndex, now))
-		}
+		raw, err = l.widerBundle(ctx, bundleIndex, size, err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("entry bundle %d: %w", bundleIndex, err)
@@ -491,6 +486,46 @@ func (l *Log) ReadBundle(ctx context.Context, bundleIndex, size uint64) (*api.En
 		return nil, fmt.Errorf("entry bundle %d has %d entries, want %d", bundleIndex, len(b.Entries), want)
 	}
 	return &b, nil
+}
+
+// missingBundleWait bounds how long a read of a partial entry bundle that
+// is not there yet waits for it: about two of Tessera's integration runs.
+const missingBundleWait = 3 * time.Second
+
+// widerBundle reads entry bundle bundleIndex at least as wide as the log of
+// size, whose partial bundle was missing (missing: that error). A partial
+// bundle exists only at the sizes the log was integrated at, and the
+// collector removes it once the bundle is full: the current, wider one
+// holds the same entries first. On shared storage the integrated size can
+// also be read a moment before the bundle at that size is (after a
+// takeover or a restart, integration writes it again), so the read is
+// tried again, with the size read again, for missingBundleWait.
+func (l *Log) widerBundle(ctx context.Context, bundleIndex, size uint64, missing error) ([]byte, error) {
+	deadline := time.Now().Add(missingBundleWait)
+	for {
+		now, err := l.Reader.IntegratedSize(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if now > size {
+			raw, err := l.Reader.ReadEntryBundle(ctx, bundleIndex, layout.PartialTileSize(0, bundleIndex, now))
+			if !errors.Is(err, os.ErrNotExist) {
+				return raw, err
+			}
+			missing = err
+		}
+		if time.Now().After(deadline) {
+			return nil, missing
+		}
+		select {
+		case <-ctx.Done():
+			return nil, missing
+		case <-time.After(50 * time.Millisecond):
+		}
+		if raw, err := l.Reader.ReadEntryBundle(ctx, bundleIndex, layout.PartialTileSize(0, bundleIndex, size)); !errors.Is(err, os.ErrNotExist) {
+			return raw, err
+		}
+	}
 }
 
 // InclusionProof returns the RFC 6962 inclusion proof of index in the tree
