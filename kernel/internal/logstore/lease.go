@@ -29,9 +29,23 @@ import (
 // kernel is not the holder of an unexpired lease. So a kernel paused past
 // its lease (SIGSTOP, a long GC pause, a partition) and resumed cannot
 // append, whatever it believes: its batch fails and nothing of it is
-// acknowledged. The trigger reads the lease row with a shared lock, so a
-// standby cannot take the lease while a batch sequenced under it is still
-// committing.
+// acknowledged. The trigger reads the lease row with a shared lock, held
+// until the batch commits, so a standby cannot take the lease while a
+// batch sequenced under it is still committing.
+//
+// The trigger runs after the batch's row is inserted (AFTER INSERT), not
+// before: Tessera's integration keeps the Seq rows it integrates locked
+// while it writes tiles to the object store, and a sequencing insert waits
+// for it. Checked before that wait, the shared lock on the lease row would
+// be held through it, and the holder's renewals would queue behind it: an
+// object-store outage would let a healthy kernel's lease expire. Checked
+// after, the lock lasts from the check to the commit.
+//
+// Times are the database's SYSDATE(6), taken when the condition is
+// evaluated, not NOW(6), the start of the statement: a takeover or a
+// renewal that waited on the lease row's lock judges the expiry at the
+// moment it holds it. An expired lease is taken, never renewed: Renew then
+// returns ErrLeaseLost, even if no standby took it.
 type Lease struct {
 	db     *sql.DB
 	holder string
@@ -42,8 +56,9 @@ type Lease struct {
 	held bool
 }
 
-// ErrLeaseLost is returned by Renew when another kernel holds the lease.
-var ErrLeaseLost = errors.New("another kernel holds the write lease")
+// ErrLeaseLost is returned by Renew when another kernel holds the lease,
+// or when it expired: an expired lease is never renewed.
+var ErrLeaseLost = errors.New("this kernel no longer holds the write lease")
 
 var holderName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 
@@ -55,17 +70,28 @@ const leaseSchema = `CREATE TABLE IF NOT EXISTS AnnalLease (
 	expires_at DATETIME(6) NOT NULL
 )`
 
+// fenceVersion marks the trigger fenceTrigger installs; Fence replaces a
+// trigger without it (an older release's, which checked before the insert
+// and at the statement's start time).
+const fenceVersion = "annal-fence-2"
+
 // fenceTrigger refuses a Seq row (a sequenced batch) from a connection
-// whose @annal_holder does not hold an unexpired lease.
-const fenceTrigger = `CREATE TRIGGER IF NOT EXISTS AnnalFence BEFORE INSERT ON Seq FOR EACH ROW
+// whose @annal_holder does not hold an unexpired lease. CREATE OR REPLACE
+// (MariaDB) swaps an older release's trigger in one statement, so no batch
+// is ever sequenced unfenced.
+const fenceTrigger = `CREATE OR REPLACE TRIGGER AnnalFence AFTER INSERT ON Seq FOR EACH ROW
 BEGIN
 	DECLARE holding INT DEFAULT 0;
+	-- ` + fenceVersion + `
 	SELECT COUNT(*) INTO holding FROM AnnalLease
-		WHERE id = 0 AND holder = @annal_holder AND expires_at > NOW(6) LOCK IN SHARE MODE;
+		WHERE id = 0 AND holder = @annal_holder AND expires_at > SYSDATE(6) LOCK IN SHARE MODE;
 	IF holding = 0 THEN
-		SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'annal: this kernel does not hold the write lease';
+		SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = '` + fenceRefusal + `';
 	END IF;
 END`
+
+// fenceRefusal is the trigger's error text: the batch was not sequenced.
+const fenceRefusal = "annal: this kernel does not hold the write lease"
 
 // OpenLease opens the lease of the log in a's database for holder (a name
 // for this kernel, [A-Za-z0-9._-], unique among the kernels of the log).
@@ -110,16 +136,18 @@ type LeaseState struct {
 func (l *Lease) State(ctx context.Context) (LeaseState, error) {
 	var s LeaseState
 	var micros int64
-	err := l.db.QueryRowContext(ctx, `SELECT holder, epoch, TIMESTAMPDIFF(MICROSECOND, NOW(6), expires_at) FROM AnnalLease WHERE id = 0`).Scan(&s.Holder, &s.Epoch, &micros)
+	err := l.db.QueryRowContext(ctx, `SELECT holder, epoch, TIMESTAMPDIFF(MICROSECOND, SYSDATE(6), expires_at) FROM AnnalLease WHERE id = 0`).Scan(&s.Holder, &s.Epoch, &micros)
 	s.ExpiresIn = time.Duration(micros) * time.Microsecond
 	return s, err
 }
 
-// tryAcquire takes the lease if it is this kernel's or has expired.
+// tryAcquire takes the lease if it is this kernel's or has expired. The
+// update waits for the shared locks of batches being sequenced under the
+// lease (the fence's), and judges the expiry once it holds the row.
 func (l *Lease) tryAcquire(ctx context.Context) (bool, error) {
 	res, err := l.db.ExecContext(ctx, `UPDATE AnnalLease
-		SET epoch = IF(holder = ?, epoch, epoch + 1), holder = ?, expires_at = NOW(6) + INTERVAL ? MICROSECOND
-		WHERE id = 0 AND (holder = ? OR expires_at <= NOW(6))`, l.holder, l.holder, l.ttl.Microseconds(), l.holder)
+		SET epoch = IF(holder = ?, epoch, epoch + 1), holder = ?, expires_at = SYSDATE(6) + INTERVAL ? MICROSECOND
+		WHERE id = 0 AND (holder = ? OR expires_at <= SYSDATE(6))`, l.holder, l.holder, l.ttl.Microseconds(), l.holder)
 	if err != nil {
 		return false, err
 	}
@@ -153,34 +181,46 @@ func (l *Lease) Acquire(ctx context.Context, waiting func(LeaseState)) error {
 	}
 }
 
-// Renew extends the lease this kernel holds. If it expired and no other
-// kernel took it, it is this kernel's again (writes refused meanwhile
-// resume); if another took it, ErrLeaseLost.
+// Renew extends the lease this kernel holds, if it has not expired. If it
+// expired, or another kernel took it, ErrLeaseLost: a kernel whose lease
+// ran out stops (its batches were refused since), and takes the lease
+// again only the way a standby does, by Acquire.
 func (l *Lease) Renew(ctx context.Context) error {
-	res, err := l.db.ExecContext(ctx, `UPDATE AnnalLease SET expires_at = NOW(6) + INTERVAL ? MICROSECOND WHERE id = 0 AND holder = ?`,
-		l.ttl.Microseconds(), l.holder)
+	res, err := l.db.ExecContext(ctx, `UPDATE AnnalLease SET expires_at = SYSDATE(6) + INTERVAL ? MICROSECOND
+		WHERE id = 0 AND holder = ? AND expires_at > SYSDATE(6)`, l.ttl.Microseconds(), l.holder)
 	if err != nil {
 		return err
 	}
-	if n, err := res.RowsAffected(); err != nil {
+	n, err := res.RowsAffected()
+	if err != nil {
 		return err
-	} else if n == 0 {
-		// RowsAffected counts rows changed: an unchanged expiry (renewed
-		// twice in one microsecond) still holds it; read the row to know.
-		if s, err := l.State(ctx); err != nil || s.Holder != l.holder {
-			l.mu.Lock()
-			l.held = false
-			l.mu.Unlock()
-			return ErrLeaseLost
-		}
 	}
-	return nil
+	if n == 1 {
+		return nil
+	}
+	// RowsAffected counts rows changed: an unchanged expiry (renewed
+	// twice in one microsecond) still holds it; read the row to know.
+	s, err := l.State(ctx)
+	if err != nil {
+		return err
+	}
+	if s.Holder == l.holder && s.ExpiresIn > 0 {
+		return nil
+	}
+	l.mu.Lock()
+	l.held = false
+	l.mu.Unlock()
+	if s.Holder != l.holder {
+		return fmt.Errorf("%w: %s holds it", ErrLeaseLost, s.Holder)
+	}
+	return fmt.Errorf("%w: it expired %v ago", ErrLeaseLost, (-s.ExpiresIn).Round(time.Millisecond))
 }
 
-// Keep renews the lease every TTL/3 until ctx ends, and calls lost once if
-// another kernel takes it. A database that cannot be reached is retried:
-// while the lease is expired the log refuses this kernel's batches (the
-// fence), and they are taken again once it is renewed.
+// Keep renews the lease every TTL/3 until ctx ends, and calls lost once
+// the lease is lost: another kernel took it, or it expired. A database
+// that cannot be reached is retried until the lease's expiry; past it, the
+// log refuses this kernel's batches (the fence) and the first renewal that
+// reaches the database finds the lease expired: lost.
 func (l *Lease) Keep(ctx context.Context, lost func(error)) {
 	t := time.NewTicker(l.ttl / 3)
 	defer t.Stop()
@@ -213,18 +253,27 @@ func (l *Lease) Release(ctx context.Context) error {
 	if !held {
 		return nil
 	}
-	_, err := l.db.ExecContext(ctx, `UPDATE AnnalLease SET expires_at = NOW(6) WHERE id = 0 AND holder = ?`, l.holder)
+	_, err := l.db.ExecContext(ctx, `UPDATE AnnalLease SET expires_at = SYSDATE(6) WHERE id = 0 AND holder = ?`, l.holder)
 	return err
 }
 
 // Close releases the database.
 func (l *Lease) Close() error { return l.db.Close() }
 
-// Fence installs the trigger on Tessera's Seq table (which must exist) and
-// checks that this kernel holds the lease.
+// Fence installs the trigger on Tessera's Seq table (which must exist),
+// replacing an older release's, and checks that this kernel holds the
+// lease.
 func (l *Lease) Fence(ctx context.Context) error {
-	if _, err := l.db.ExecContext(ctx, fenceTrigger); err != nil {
-		return fmt.Errorf("install the write fence on Seq (needs the TRIGGER privilege): %w", err)
+	var current int
+	err := l.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM information_schema.TRIGGERS
+		WHERE TRIGGER_SCHEMA = DATABASE() AND TRIGGER_NAME = 'AnnalFence' AND ACTION_STATEMENT LIKE ?`, "%"+fenceVersion+"%").Scan(&current)
+	if err != nil {
+		return fmt.Errorf("read the write fence on Seq: %w", err)
+	}
+	if current == 0 {
+		if _, err := l.db.ExecContext(ctx, fenceTrigger); err != nil {
+			return fmt.Errorf("install the write fence on Seq (needs the TRIGGER privilege): %w", err)
+		}
 	}
 	s, err := l.State(ctx)
 	if err != nil {
