@@ -531,3 +531,112 @@ END`
 		t.Fatal(err)
 	}
 }
+
+// The takeover under load, timed in parts: the active kernel (a child
+// process, 8 clients) is killed (SIGKILL), or frozen (SIGSTOP) inside a
+// sequencing transaction and never woken, while a warm standby follows
+// the log. The parts: the wait for the lease (its expiry; for the frozen
+// kernel, the database dropping its silent connection), the wait until
+// the tree holds everything the old kernel sequenced (Tessera's
+// integration, which the new kernel's driver runs), and the rest of the
+// open (the fold of what the standby had not followed). Every receipt the
+// old kernel gave is in the log the new one serves.
+func TestAWSStorage_TakeoverUnderLoadInParts(t *testing.T) {
+	ttl := 2 * time.Second
+	if v := os.Getenv("ANNAL_TEST_TAKEOVER_TTL"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ttl = d
+	}
+	t.Run("killed", func(t *testing.T) { takeoverInParts(t, ttl, false) })
+	t.Run("frozen inside a transaction", func(t *testing.T) { takeoverInParts(t, ttl, true) })
+}
+
+func takeoverInParts(t *testing.T, ttl time.Duration, frozen bool) {
+	a := servicestest.NewAWS(t)
+	dirA := t.TempDir()
+	child := startChildKernel(t, leaseChild{AWS: a, Dir: dirA, Holder: "kernel-a", TTL: ttl})
+	dirB := copyKeys(t, dirA)
+	cfgB := awsConfig(t, dirB, a)
+	followCtx, stopFollowing := context.WithCancel(context.Background())
+	followed := make(chan error, 1)
+	go func() { followed <- Follow(followCtx, cfgB, time.Second) }()
+	leaseB, err := logstore.OpenLease(context.Background(), &logstore.AWSStorage{DSN: a.DSN}, "kernel-b", ttl, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { leaseB.Close() })
+	child.waitAcks(t, 2000)
+
+	if frozen {
+		release := holdSeq(t, a.DSN)
+		time.Sleep(300 * time.Millisecond)
+		child.cmd.Process.Signal(syscall.SIGSTOP)
+		release()
+	} else {
+		child.cmd.Process.Kill()
+	}
+	stopped := time.Now()
+	acquired := acquireInBackground(t, leaseB)
+	var leased time.Time
+	select {
+	case leased = <-acquired:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the standby did not take the lease in 60 s")
+	}
+	stopFollowing()
+	if err := <-followed; err != nil {
+		t.Fatalf("follow: %v", err)
+	}
+	integrated := make(chan time.Time, 1)
+	go awaitIntegrated(t, a.DSN, integrated)
+	cfgB.Storage.AWS.Lease = leaseB
+	kb, err := Open(cfgB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	serving := time.Now()
+	t.Cleanup(func() { kb.Close() })
+	var tree time.Time
+	select {
+	case tree = <-integrated:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the tree did not catch up with the sequenced entries in 30 s")
+	}
+	child.cmd.Process.Kill()
+	<-child.exited
+	rc, err := kb.Submit(context.Background(), rootOf(t, kb), ActionRequest{Type: event.Mutate, Target: "workspace/new"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	child.checkAcksInLog(t, kb, rc.Index)
+	if serving.Sub(stopped) > ttl+max(3*ttl, 10*time.Second)+10*time.Second {
+		t.Errorf("the standby serves %v after the old kernel stopped", serving.Sub(stopped))
+	}
+	if tree.Before(leased) {
+		tree = leased // integrated before the lease was taken
+	}
+	t.Logf("lease %v: serving %v after the old kernel stopped = lease wait %v + integration %v + rest of the open %v; %d receipts of the old kernel, all in the log",
+		ttl, serving.Sub(stopped).Round(time.Millisecond), leased.Sub(stopped).Round(time.Millisecond),
+		tree.Sub(leased).Round(time.Millisecond), serving.Sub(tree).Round(time.Millisecond), child.count())
+}
+
+// awaitIntegrated sends the time once Tessera's tree holds every entry
+// sequenced in the database.
+func awaitIntegrated(t *testing.T, dsn string, at chan<- time.Time) {
+	db, err := sql.Open("mysql", dsn)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	defer db.Close()
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		var integrated, next uint64
+		if err := db.QueryRow("SELECT (SELECT seq FROM IntCoord WHERE id = 0), (SELECT next FROM SeqCoord WHERE id = 0)").Scan(&integrated, &next); err == nil && integrated >= next {
+			at <- time.Now()
+			return
+		}
+	}
+}
