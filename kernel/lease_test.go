@@ -240,8 +240,10 @@ func openTakenOver(t *testing.T, a servicestest.AWS, dir string, lease *logstore
 // (SIGSTOP) under load for 5 s with a 2 s lease is woken up, frozen either
 // between two database transactions or inside one that has sequenced a
 // batch and not yet committed it (its fence check passed, the lease row
-// share-locked). The standby takes the lease — in the second case only
-// once that transaction ended; the old kernel never renews it (it exits,
+// share-locked). The standby takes the lease once it expired, before the
+// old kernel wakes — in the second case by ending the frozen transaction
+// (rolled back: nothing of it was acknowledged), which its takeover would
+// otherwise wait for; the old kernel never renews the lease (it exits,
 // "lost the write lease"), never writes after the standby's first entry,
 // and every receipt it gave is in the log.
 func TestSpec002_ExpiredLeaseIsTakenNeverRenewed(t *testing.T) {
@@ -256,7 +258,8 @@ func frozenPastTheLease(t *testing.T, insideTx bool) {
 	child := startChildKernel(t, leaseChild{AWS: a, Dir: dirA, Holder: "kernel-a", TTL: ttl})
 	child.waitAcks(t, 300)
 	dirB := copyKeys(t, dirA)
-	leaseB, err := logstore.OpenLease(context.Background(), &logstore.AWSStorage{DSN: a.DSN}, "kernel-b", ttl, nil)
+	var logB lines
+	leaseB, err := logstore.OpenLease(context.Background(), &logstore.AWSStorage{DSN: a.DSN}, "kernel-b", ttl, slog.New(slog.NewTextHandler(&logB, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,15 +301,18 @@ func frozenPastTheLease(t *testing.T, insideTx bool) {
 	if !strings.Contains(lost, logstore.ErrLeaseLost.Error()) {
 		t.Fatalf("the old kernel exited without losing its lease: %q", lost)
 	}
-	if insideTx && tookOver.Before(woke) {
-		t.Fatalf("the standby took the lease %v after the freeze, while a batch sequenced under it was still uncommitted", tookOver.Sub(frozen))
+	if !tookOver.Before(woke) {
+		t.Fatalf("the standby took the lease %v after the freeze, only once the old kernel woke", tookOver.Sub(frozen))
+	}
+	if ended := logB.count("ended a transaction left idle"); insideTx != (ended > 0) {
+		t.Fatalf("frozen inside a transaction: %v; the standby ended %d transactions", insideTx, ended)
 	}
 	kb, first := openTakenOver(t, a, dirB, leaseB)
 	child.checkAcksInLog(t, kb, first)
 	if diff, err := kb.stateMatchesReplay(context.Background()); err != nil || len(diff) > 0 {
 		t.Fatalf("the new kernel's state differs from a replay: %v %v", diff, err)
 	}
-	t.Logf("lease taken %v after the freeze (woken after %v); %d receipts before the wake, %d after (its batch in flight); the old kernel: %s",
+	t.Logf("lease taken %v after the freeze (woken after %v); %d receipts before the wake, %d answered after it; the old kernel: %s",
 		tookOver.Sub(frozen).Round(time.Millisecond), woke.Sub(frozen).Round(time.Millisecond), ackedBeforeWake, child.count()-ackedBeforeWake, lost)
 }
 

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -54,6 +55,9 @@ type Lease struct {
 
 	mu   sync.Mutex
 	held bool
+	// cannotEnd is set once the database refused to show or end another
+	// connection's transaction (endFrozen).
+	cannotEnd atomic.Bool
 }
 
 // ErrLeaseLost is returned by Renew when another kernel holds the lease,
@@ -105,7 +109,18 @@ func OpenLease(ctx context.Context, a *AWSStorage, holder string, ttl time.Durat
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	db, err := sql.Open("mysql", a.DSN)
+	dsn, err := mysql.ParseDSN(a.DSN)
+	if err != nil {
+		return nil, fmt.Errorf("lease database: %w", err)
+	}
+	if dsn.Params == nil {
+		dsn.Params = map[string]string{}
+	}
+	// A takeover that waits on a batch still committing gives up after a
+	// second and tries again (tryAcquire), rather than queue on the server
+	// while the kernel has moved on.
+	dsn.Params["innodb_lock_wait_timeout"] = "1"
+	db, err := sql.Open("mysql", dsn.FormatDSN())
 	if err != nil {
 		return nil, fmt.Errorf("lease database: %w", err)
 	}
@@ -141,25 +156,48 @@ func (l *Lease) State(ctx context.Context) (LeaseState, error) {
 	return s, err
 }
 
-// tryAcquire takes the lease if it is this kernel's or has expired. The
+// tryAcquire takes the lease if it is this kernel's or has expired, and
+// returns the lease as it found it. It reads the row first without a lock,
+// so that a standby's tries never queue behind the holder's batches. The
 // update waits for the shared locks of batches being sequenced under the
-// lease (the fence's), and judges the expiry once it holds the row.
-func (l *Lease) tryAcquire(ctx context.Context) (bool, error) {
+// lease (the fence's), at most the lease connection's lock wait, and
+// judges the expiry once it holds the row.
+func (l *Lease) tryAcquire(ctx context.Context) (bool, LeaseState, error) {
+	s, err := l.State(ctx)
+	if err != nil {
+		return false, s, err
+	}
+	if s.Holder != l.holder && s.ExpiresIn > 0 {
+		return false, s, nil
+	}
+	ended := 0
+	if s.Holder != l.holder {
+		ended = l.endFrozen(ctx, l.ttl/2)
+	}
 	res, err := l.db.ExecContext(ctx, `UPDATE AnnalLease
 		SET epoch = IF(holder = ?, epoch, epoch + 1), holder = ?, expires_at = SYSDATE(6) + INTERVAL ? MICROSECOND
 		WHERE id = 0 AND (holder = ? OR expires_at <= SYSDATE(6))`, l.holder, l.holder, l.ttl.Microseconds(), l.holder)
-	if err != nil {
-		return false, err
+	var me *mysql.MySQLError
+	if errors.As(err, &me) && me.Number == errLockWaitTimeout {
+		return false, s, nil // a batch of the old holder is still committing
+	} else if err != nil {
+		return false, s, err
 	}
 	n, err := res.RowsAffected()
-	return n == 1, err
+	if n == 1 && ended > 0 {
+		l.endFrozenAfterTakeover(ctx)
+	}
+	return n == 1, s, err
 }
+
+// errLockWaitTimeout is MariaDB's and MySQL's ER_LOCK_WAIT_TIMEOUT.
+const errLockWaitTimeout = 1205
 
 // Acquire blocks until this kernel holds the lease (a standby waits here),
 // calling waiting each time it finds another holder.
 func (l *Lease) Acquire(ctx context.Context, waiting func(LeaseState)) error {
 	for {
-		ok, err := l.tryAcquire(ctx)
+		ok, s, err := l.tryAcquire(ctx)
 		if err == nil && ok {
 			l.mu.Lock()
 			l.held = true
@@ -169,9 +207,7 @@ func (l *Lease) Acquire(ctx context.Context, waiting func(LeaseState)) error {
 		if err != nil {
 			l.logger.Warn("could not try the write lease", "err", err)
 		} else if waiting != nil {
-			if s, err := l.State(ctx); err == nil {
-				waiting(s)
-			}
+			waiting(s)
 		}
 		select {
 		case <-ctx.Done():
