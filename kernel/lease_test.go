@@ -304,16 +304,18 @@ func frozenPastTheLease(t *testing.T, insideTx bool) {
 	if !tookOver.Before(woke) {
 		t.Fatalf("the standby took the lease %v after the freeze, only once the old kernel woke", tookOver.Sub(frozen))
 	}
-	if ended := logB.count("ended a transaction left idle"); insideTx != (ended > 0) {
-		t.Fatalf("frozen inside a transaction: %v; the standby ended %d transactions", insideTx, ended)
+	// A plain SIGSTOP under load may land inside a transaction too.
+	ended := logB.count("ended a transaction left idle")
+	if insideTx && ended == 0 {
+		t.Fatal("the standby took the lease from a kernel frozen inside a transaction without ending it")
 	}
 	kb, first := openTakenOver(t, a, dirB, leaseB)
 	child.checkAcksInLog(t, kb, first)
 	if diff, err := kb.stateMatchesReplay(context.Background()); err != nil || len(diff) > 0 {
 		t.Fatalf("the new kernel's state differs from a replay: %v %v", diff, err)
 	}
-	t.Logf("lease taken %v after the freeze (woken after %v); %d receipts before the wake, %d answered after it; the old kernel: %s",
-		tookOver.Sub(frozen).Round(time.Millisecond), woke.Sub(frozen).Round(time.Millisecond), ackedBeforeWake, child.count()-ackedBeforeWake, lost)
+	t.Logf("lease taken %v after the freeze (woken after %v), %d frozen transactions ended; %d receipts before the wake, %d answered after it; the old kernel: %s",
+		tookOver.Sub(frozen).Round(time.Millisecond), woke.Sub(frozen).Round(time.Millisecond), ended, ackedBeforeWake, child.count()-ackedBeforeWake, lost)
 }
 
 // holdSeq locks Tessera's Seq rows and the gap above them, as its
