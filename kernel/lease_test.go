@@ -266,14 +266,7 @@ func frozenPastTheLease(t *testing.T, insideTx bool) {
 	t.Cleanup(func() { leaseB.Close() })
 
 	if insideTx {
-		// Hold the Seq rows as Tessera's integration does while it writes
-		// tiles: the kernel's next sequencing transaction waits in its
-		// insert. Freeze the kernel there, then let the insert through: its
-		// fence check runs and its transaction stays open, frozen.
-		release := holdSeq(t, a.DSN)
-		time.Sleep(300 * time.Millisecond)
-		child.cmd.Process.Signal(syscall.SIGSTOP)
-		release()
+		child.freezeInsideTx(t, a.DSN)
 	} else {
 		child.cmd.Process.Signal(syscall.SIGSTOP)
 	}
@@ -316,6 +309,19 @@ func frozenPastTheLease(t *testing.T, insideTx bool) {
 	}
 	t.Logf("lease taken %v after the freeze (woken after %v), %d frozen transactions ended; %d receipts before the wake, %d answered after it; the old kernel: %s",
 		tookOver.Sub(frozen).Round(time.Millisecond), woke.Sub(frozen).Round(time.Millisecond), ended, ackedBeforeWake, child.count()-ackedBeforeWake, lost)
+}
+
+// freezeInsideTx freezes the child (SIGSTOP) inside a sequencing
+// transaction: the Seq rows held as Tessera's integration holds them while
+// it writes tiles, the child's next sequencing transaction waits in its
+// insert; frozen there, the insert is let through: its fence check runs
+// and its transaction stays open.
+func (ck *childKernel) freezeInsideTx(t *testing.T, dsn string) {
+	t.Helper()
+	release := holdSeq(t, dsn)
+	time.Sleep(300 * time.Millisecond)
+	ck.cmd.Process.Signal(syscall.SIGSTOP)
+	release()
 }
 
 // holdSeq locks Tessera's Seq rows and the gap above them, as its
@@ -370,25 +376,9 @@ func TestAWSStorage_ObjectStoreOutageKeepsTheLease(t *testing.T) {
 	store := servicestest.StartS3(t)
 	a := servicestest.NewAWSAt(t, "", store.Endpoint)
 	var warnings lines
-	ctx, stop := context.WithCancel(context.Background())
-	t.Cleanup(stop)
 	ttl := 2 * time.Second
-	lease, err := logstore.OpenLease(ctx, &logstore.AWSStorage{DSN: a.DSN}, "kernel-a", ttl, slog.New(slog.NewTextHandler(&warnings, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { lease.Close() })
-	if err := lease.Acquire(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
-	go lease.Keep(ctx, func(err error) { t.Errorf("lease lost: %v", err) })
-	cfg := awsConfig(t, t.TempDir(), a)
-	cfg.Storage.AWS.Lease = lease
-	k, err := Open(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { k.Close() })
+	k, lease := openLeasedWith(t, a, "kernel-a", ttl, slog.New(slog.NewTextHandler(&warnings, nil)), true)
+	ctx := context.Background()
 	l := startLoad(k, rootOf(t, k))
 	l.waitMore(t, k, 0, 200, 30*time.Second)
 	store.Stop(t)
@@ -426,21 +416,7 @@ func TestAWSStorage_DefiniteRefusalsAreNotOutcomeUnknown(t *testing.T) {
 	ctx := context.Background()
 	// A lease long enough for the test, not renewed: taking it away below
 	// is not noticed by a renewal first.
-	lease, err := logstore.OpenLease(ctx, &logstore.AWSStorage{DSN: a.DSN}, "kernel-a", time.Minute, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lease.Close()
-	if err := lease.Acquire(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
-	cfg := awsConfig(t, t.TempDir(), a)
-	cfg.Storage.AWS.Lease = lease
-	k, err := Open(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer k.Close()
+	k, _ := openLeasedWith(t, a, "kernel-a", time.Minute, nil, false)
 	root := rootOf(t, k)
 	if _, err := k.Submit(ctx, root, ActionRequest{Type: event.Mutate, Target: "workspace/x"}); err != nil {
 		t.Fatal(err)
@@ -579,10 +555,7 @@ func takeoverInParts(t *testing.T, ttl time.Duration, frozen bool) {
 	child.waitAcks(t, 2000)
 
 	if frozen {
-		release := holdSeq(t, a.DSN)
-		time.Sleep(300 * time.Millisecond)
-		child.cmd.Process.Signal(syscall.SIGSTOP)
-		release()
+		child.freezeInsideTx(t, a.DSN)
 	} else {
 		child.cmd.Process.Kill()
 	}
@@ -647,4 +620,31 @@ func awaitIntegrated(t *testing.T, dsn string, at chan<- time.Time) {
 			return
 		}
 	}
+}
+
+// openLeasedWith opens a kernel on a holding a lease of ttl as holder, its
+// warnings to logger (nil: none), renewed if keep.
+func openLeasedWith(t *testing.T, a servicestest.AWS, holder string, ttl time.Duration, logger *slog.Logger, keep bool) (*Kernel, *logstore.Lease) {
+	t.Helper()
+	ctx, stop := context.WithCancel(context.Background())
+	t.Cleanup(stop)
+	lease, err := logstore.OpenLease(ctx, &logstore.AWSStorage{DSN: a.DSN}, holder, ttl, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lease.Close() })
+	if err := lease.Acquire(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if keep {
+		go lease.Keep(ctx, func(err error) { t.Errorf("lease lost: %v", err) })
+	}
+	cfg := awsConfig(t, t.TempDir(), a)
+	cfg.Storage.AWS.Lease = lease
+	k, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { k.Close() })
+	return k, lease
 }
