@@ -25,9 +25,9 @@ import (
 
 // endFrozen ends the transactions of connections to the log's database
 // idle inside a transaction for at least idle, and reports how many. It
-// needs the PROCESS privilege to see them (and, for another database
-// user's connections, CONNECTION ADMIN to end them); without, it says so
-// once and the idle limit ends them.
+// needs MariaDB (PROCESSLIST's TIME_MS) and the PROCESS privilege to see
+// them (and, for another database user's connections, CONNECTION ADMIN to
+// end them); without, it says so once and the idle limit ends them.
 func (l *Lease) endFrozen(ctx context.Context, idle time.Duration) int {
 	if l.cannotEnd.Load() {
 		return 0
@@ -64,7 +64,7 @@ func (l *Lease) endFrozen(ctx context.Context, idle time.Duration) int {
 // cannotSee says once that frozen transactions wait for the idle limit.
 func (l *Lease) cannotSee(err error) {
 	if !l.cannotEnd.Swap(true) {
-		l.logger.Warn("cannot see the database's transactions (the PROCESS privilege): a kernel frozen inside one holds its locks until the database drops its connection",
+		l.logger.Warn("cannot see the database's idle transactions (needs MariaDB and the PROCESS privilege): a kernel frozen inside one holds its locks until the database drops its connection",
 			"idle_limit", l.idleLimit(), "err", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -307,7 +308,7 @@ func (l *Lease) Fence(ctx context.Context) error {
 		return fmt.Errorf("read the write fence on Seq: %w", err)
 	}
 	if current == 0 {
-		if _, err := l.db.ExecContext(ctx, fenceTrigger); err != nil {
+		if err := l.installFence(ctx); err != nil {
 			return fmt.Errorf("install the write fence on Seq (needs the TRIGGER privilege): %w", err)
 		}
 	}
@@ -320,6 +321,36 @@ func (l *Lease) Fence(ctx context.Context) error {
 	}
 	return nil
 }
+
+// installFence puts fenceTrigger in place of any older one. MySQL has no
+// CREATE OR REPLACE TRIGGER (a parse error): there the older trigger is
+// dropped and the new one created while Seq is locked, so that no batch is
+// sequenced in between. (Tested on MariaDB only.)
+func (l *Lease) installFence(ctx context.Context) error {
+	_, err := l.db.ExecContext(ctx, fenceTrigger)
+	var me *mysql.MySQLError
+	if !errors.As(err, &me) || me.Number != errParse {
+		return err
+	}
+	conn, err := l.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	create := strings.Replace(fenceTrigger, "CREATE OR REPLACE TRIGGER", "CREATE TRIGGER", 1)
+	for _, q := range []string{"LOCK TABLES Seq WRITE", "DROP TRIGGER IF EXISTS AnnalFence", create} {
+		if _, err = conn.ExecContext(ctx, q); err != nil {
+			break
+		}
+	}
+	if _, uerr := conn.ExecContext(ctx, "UNLOCK TABLES"); err == nil {
+		err = uerr
+	}
+	return err
+}
+
+// errParse is MariaDB's and MySQL's ER_PARSE_ERROR.
+const errParse = 1064
 
 // dsnAs returns dsn with this kernel's name set on every connection: the
 // fence checks it.
