@@ -22,6 +22,7 @@ import (
 	"github.com/annal-dev/annal/internal/servicestest"
 	"github.com/annal-dev/annal/kernel/event"
 	"github.com/annal-dev/annal/kernel/internal/logstore"
+	"github.com/go-sql-driver/mysql"
 )
 
 // The write lease on shared storage (logstore/lease.go), against the real
@@ -245,13 +246,18 @@ func openTakenOver(t *testing.T, a servicestest.AWS, dir string, lease *logstore
 // (rolled back: nothing of it was acknowledged), which its takeover would
 // otherwise wait for; the old kernel never renews the lease (it exits,
 // "lost the write lease"), never writes after the standby's first entry,
-// and every receipt it gave is in the log.
+// and every receipt it gave is in the log. A standby whose database user
+// may not see other transactions (no PROCESS privilege) cannot end the
+// frozen one: it takes the lease only once the old kernel woke and
+// committed the batch it had sequenced under the lease, which is in the
+// log below the standby's first entry.
 func TestSpec002_ExpiredLeaseIsTakenNeverRenewed(t *testing.T) {
-	t.Run("between transactions", func(t *testing.T) { frozenPastTheLease(t, false) })
-	t.Run("inside a transaction", func(t *testing.T) { frozenPastTheLease(t, true) })
+	t.Run("between transactions", func(t *testing.T) { frozenPastTheLease(t, false, true) })
+	t.Run("inside a transaction", func(t *testing.T) { frozenPastTheLease(t, true, true) })
+	t.Run("inside a transaction, a standby without PROCESS", func(t *testing.T) { frozenPastTheLease(t, true, false) })
 }
 
-func frozenPastTheLease(t *testing.T, insideTx bool) {
+func frozenPastTheLease(t *testing.T, insideTx, process bool) {
 	a := servicestest.NewAWS(t)
 	dirA := t.TempDir()
 	ttl := 2 * time.Second
@@ -259,7 +265,11 @@ func frozenPastTheLease(t *testing.T, insideTx bool) {
 	child.waitAcks(t, 300)
 	dirB := copyKeys(t, dirA)
 	var logB lines
-	leaseB, err := logstore.OpenLease(context.Background(), &logstore.AWSStorage{DSN: a.DSN}, "kernel-b", ttl, slog.New(slog.NewTextHandler(&logB, nil)))
+	leaseDSN := a.DSN
+	if !process {
+		leaseDSN = userWithoutProcess(t, a)
+	}
+	leaseB, err := logstore.OpenLease(context.Background(), &logstore.AWSStorage{DSN: leaseDSN}, "kernel-b", ttl, slog.New(slog.NewTextHandler(&logB, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,13 +304,17 @@ func frozenPastTheLease(t *testing.T, insideTx bool) {
 	if !strings.Contains(lost, logstore.ErrLeaseLost.Error()) {
 		t.Fatalf("the old kernel exited without losing its lease: %q", lost)
 	}
-	if !tookOver.Before(woke) {
-		t.Fatalf("the standby took the lease %v after the freeze, only once the old kernel woke", tookOver.Sub(frozen))
-	}
 	// A plain SIGSTOP under load may land inside a transaction too.
 	ended := logB.count("ended a transaction left idle")
-	if insideTx && ended == 0 {
+	switch {
+	case process && !tookOver.Before(woke):
+		t.Fatalf("the standby took the lease %v after the freeze, only once the old kernel woke", tookOver.Sub(frozen))
+	case process && insideTx && ended == 0:
 		t.Fatal("the standby took the lease from a kernel frozen inside a transaction without ending it")
+	case !process && tookOver.Before(woke):
+		t.Fatalf("a standby that cannot end the frozen transaction took the lease %v after the freeze, while a batch sequenced under it was uncommitted", tookOver.Sub(frozen))
+	case !process && logB.count("cannot see the database's idle transactions") != 1:
+		t.Fatalf("a standby without PROCESS does not say once why it waits: %s", logB.buf.String())
 	}
 	kb, first := openTakenOver(t, a, dirB, leaseB)
 	child.checkAcksInLog(t, kb, first)
@@ -309,6 +323,39 @@ func frozenPastTheLease(t *testing.T, insideTx bool) {
 	}
 	t.Logf("lease taken %v after the freeze (woken after %v), %d frozen transactions ended; %d receipts before the wake, %d answered after it; the old kernel: %s",
 		tookOver.Sub(frozen).Round(time.Millisecond), woke.Sub(frozen).Round(time.Millisecond), ended, ackedBeforeWake, child.count()-ackedBeforeWake, lost)
+}
+
+// userWithoutProcess creates a database user who may do anything with a's
+// database and nothing else (no PROCESS privilege), and returns a's DSN as
+// that user.
+func userWithoutProcess(t *testing.T, a servicestest.AWS) string {
+	t.Helper()
+	db, err := sql.Open("mysql", a.ServerDSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	user := a.Database + "u"
+	for _, q := range []string{
+		fmt.Sprintf("CREATE USER '%s'@'127.0.0.1' IDENTIFIED BY 'annal-test'", user),
+		fmt.Sprintf("GRANT ALL ON %s.* TO '%s'@'127.0.0.1'", a.Database, user),
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	t.Cleanup(func() {
+		if db, err := sql.Open("mysql", a.ServerDSN); err == nil {
+			db.Exec(fmt.Sprintf("DROP USER IF EXISTS '%s'@'127.0.0.1'", user))
+			db.Close()
+		}
+	})
+	c, err := mysql.ParseDSN(a.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.User, c.Passwd = user, "annal-test"
+	return c.FormatDSN()
 }
 
 // freezeInsideTx freezes the child (SIGSTOP) inside a sequencing
