@@ -23,8 +23,9 @@ import (
 // holder renews it every TTL/3, a standby takes it only once it expired.
 //
 // A kernel paused inside a transaction holds its locks until the database
-// drops its silent connection (wait_timeout, a few lease lifetimes): the
-// standby then takes over.
+// drops its silent connection (wait_timeout, a few lease lifetimes), or
+// until a standby that found the lease expired ends the transaction
+// (frozen.go): the standby then takes over.
 //
 // Fencing: a trigger on Tessera's Seq table refuses, inside the very
 // transaction that sequences a batch, a batch from a connection whose
@@ -32,8 +33,9 @@ import (
 // its lease (SIGSTOP, a long GC pause, a partition) and resumed cannot
 // append, whatever it believes: its batch fails and nothing of it is
 // acknowledged. The trigger reads the lease row with a shared lock, held
-// until the batch commits, so a standby cannot take the lease while a
-// batch sequenced under it is still committing.
+// until the batch's transaction ends, so a standby cannot take the lease
+// while a batch sequenced under it may still commit: it waits until the
+// batch is committed (in the log, which it then folds) or rolled back.
 //
 // The trigger runs after the batch's row is inserted (AFTER INSERT), not
 // before: Tessera's integration keeps the Seq rows it integrates locked
