@@ -555,7 +555,7 @@ END`
 		WHERE TRIGGER_SCHEMA = DATABASE() AND TRIGGER_NAME = 'AnnalFence'`).Scan(&timing, &body); err != nil {
 		t.Fatal(err)
 	}
-	if timing != "AFTER" || !strings.Contains(body, "SYSDATE(6)") {
+	if timing != "AFTER" || !strings.Contains(body, "SYSDATE(6)") || !strings.Contains(body, "annal-fence-2") {
 		t.Fatalf("the fence after reopening: %s %s", timing, body)
 	}
 	if _, err := k.Submit(context.Background(), rootOf(t, k), ActionRequest{Type: event.Mutate, Target: "workspace/x"}); err != nil {
@@ -694,4 +694,36 @@ func openLeasedWith(t *testing.T, a servicestest.AWS, holder string, ttl time.Du
 	}
 	t.Cleanup(func() { k.Close() })
 	return k, lease
+}
+
+// A lease that expired is not renewed, even when no other kernel took it:
+// its holder learns it lost it (its batches were refused meanwhile), and
+// takes it again only the way a standby does.
+func TestAWSStorage_ExpiredLeaseIsNotRenewedEvenUntaken(t *testing.T) {
+	a := servicestest.NewAWS(t)
+	ctx := context.Background()
+	lease, err := logstore.OpenLease(ctx, &logstore.AWSStorage{DSN: a.DSN}, "kernel-a", time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lease.Close()
+	if err := lease.Acquire(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := lease.Renew(ctx); err != nil {
+		t.Fatalf("renewing a live lease: %v", err)
+	}
+	time.Sleep(1200 * time.Millisecond)
+	if err := lease.Renew(ctx); !errors.Is(err, logstore.ErrLeaseLost) || !strings.Contains(err.Error(), "expired") {
+		t.Fatalf("renewing an expired lease: %v", err)
+	}
+	if s, err := lease.State(ctx); err != nil || s.ExpiresIn > 0 {
+		t.Fatalf("after the refused renewal the lease is %+v (%v)", s, err)
+	}
+	if err := lease.Acquire(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := lease.Renew(ctx); err != nil {
+		t.Fatalf("renewing the lease taken again: %v", err)
+	}
 }
