@@ -12,6 +12,7 @@ import (
 
 	"github.com/annal-dev/annal/kernel/event"
 	"github.com/annal-dev/annal/kernel/internal/ledger"
+	"github.com/annal-dev/annal/kernel/internal/logstore"
 	"github.com/annal-dev/annal/kernel/ring"
 	"github.com/transparency-dev/tessera"
 )
@@ -283,6 +284,13 @@ func (k *Kernel) appendDecided(ctx context.Context, stage string, ev *event.Even
 		return 0, nil, res.Written, err
 	} else if errors.Is(err, tessera.ErrPushback) {
 		return 0, nil, res.Written, denyAt(StageAppend, "", ErrUnavailable, "the log is busy, retry: %v", err)
+	} else if errors.Is(err, logstore.ErrNotWritten) {
+		// The log refused it before committing anything (the fence, a
+		// database unreachable before the transaction): a definite
+		// refusal, to be sent again.
+		d := denyAt(StageAppend, "", ErrUnavailable, "log append refused, and the entry was not written: %v; send it again", err)
+		d.Retryable = true
+		return 0, nil, res.Written, d
 	} else if err != nil {
 		d := denyAt(StageAppend, "", ErrUnavailable, "log append failed, and the entry may be in the log (look it up before sending it again): %v", err)
 		d.OutcomeUnknown = true

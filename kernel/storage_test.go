@@ -337,24 +337,7 @@ func (l *loadRun) finish(t *testing.T, k *Kernel) {
 // openLeased opens a kernel on a with a lease it keeps renewing.
 func openLeased(t *testing.T, a servicestest.AWS, holder string) *Kernel {
 	t.Helper()
-	ctx, stop := context.WithCancel(context.Background())
-	t.Cleanup(stop)
-	lease, err := logstore.OpenLease(ctx, &logstore.AWSStorage{DSN: a.DSN}, holder, 5*time.Second, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { lease.Close() })
-	if err := lease.Acquire(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
-	go lease.Keep(ctx, func(err error) { t.Errorf("lease lost: %v", err) })
-	cfg := awsConfig(t, t.TempDir(), a)
-	cfg.Storage.AWS.Lease = lease
-	k, err := Open(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { k.Close() })
+	k, _ := openLeasedWith(t, a, holder, 5*time.Second, nil, true)
 	return k
 }
 

@@ -375,7 +375,8 @@ func (fr *front) shutdown() {
 }
 
 // holdLease takes the write lease of a shared log (a standby until then)
-// and keeps it; losing it to another kernel ends ctx through lostLease.
+// and keeps it; losing it (another kernel took it, or it expired: an
+// expired lease is never renewed) ends ctx through lostLease.
 // It sets cfg's lease and returns how to release it.
 func holdLease(ctx context.Context, f serveFlags, cfg kernel.Config, logger *slog.Logger, stdout io.Writer, fr *front, lostLease context.CancelCauseFunc) (release func(), err error) {
 	// Before waiting as a standby: a folder without the log's shared.key
@@ -390,7 +391,7 @@ func holdLease(ctx context.Context, f serveFlags, cfg kernel.Config, logger *slo
 	}
 	cfg.Storage.AWS.Lease = lease
 	go lease.Keep(ctx, func(err error) {
-		logger.Error("lost the write lease: another kernel took it; this one stops", "err", err)
+		logger.Error("lost the write lease (another kernel took it, or it expired); this one stops", "err", err)
 		lostLease(err)
 	})
 	return func() {

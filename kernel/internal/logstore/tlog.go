@@ -125,6 +125,9 @@ func OpenLog(path string, signer note.Signer, verifier note.Verifier, cfg LogOpt
 	}
 	poll := min(cfg.CheckpointInterval/4, 25*time.Millisecond)
 	add := appender.Add
+	if !cfg.Storage.OnDisk() {
+		add = classifiedAWSAdd(add)
+	}
 	if cfg.WrapAdd != nil {
 		add = cfg.WrapAdd(add)
 	}
