@@ -1,0 +1,131 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/annal-dev/annal/api"
+	"github.com/annal-dev/annal/internal/servicestest"
+	"github.com/annal-dev/annal/verifier"
+)
+
+// waitFollowing waits until the kernel at u answers readyz as a follower
+// that follows the log.
+func waitFollowing(t *testing.T, u string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(u + "/v1/readyz")
+		if err == nil {
+			var r followerReadiness
+			json.NewDecoder(resp.Body).Decode(&r)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK && r.Follower && r.Ready {
+				return
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("%s never answered readyz as a ready follower", u)
+}
+
+// A kernel that does not hold the write lease serves every read from the
+// shared log and its own folded state, and forwards every write to the
+// lease holder: an agent created and an action submitted through the
+// follower are decided by the holder, and read back through the follower
+// (entry, history, proof, checkpoint, the agent's own credential); a
+// request already forwarded once is refused, not forwarded again.
+func TestSpec002_StatelessExecution_FollowerServesReadsAndForwardsWrites(t *testing.T) {
+	a := servicestest.NewAWS(t)
+	dirA := t.TempDir()
+	lease := []string{"--lease-ttl", "2s", "--checkpoint-interval", "1s"}
+	active := startAWSDaemon(t, dirA, a, append(lease, "--lease-holder", "kernel-a")...)
+	cred := active.rootCredential(t)
+	follower := startAWSDaemon(t, copyIdentity(t, dirA), a, append(lease, "--lease-holder", "kernel-b")...)
+	if !follower.standby {
+		t.Fatal("the second annald did not start as a follower")
+	}
+	waitFollowing(t, follower.url)
+	ctx := context.Background()
+	root := follower.client(t, cred)
+	trust := 0.8
+	agent, err := root.CreateAgent(ctx, api.AgentRequest{Name: "a", Purpose: "cluster", Energy: 1000, Trust: &trust,
+		Grants: []api.Grant{{Pattern: "workspace/**", Actions: []string{"mutate"}}}})
+	if err != nil {
+		t.Fatalf("create an agent through the follower: %v", err)
+	}
+	if _, err := root.IssueEnvelope(ctx, api.EnvelopeRequest{Holder: agent.ID, Budget: 500, Grants: []api.Grant{{Pattern: "workspace/**", Actions: []string{"mutate"}}}}); err != nil {
+		t.Fatalf("issue an envelope through the follower: %v", err)
+	}
+	// The agent's credential is known to the follower once it folded the
+	// entry that created it (about a second: Tessera integrates, the
+	// follower folds).
+	ac := follower.client(t, agent.Credential)
+	var rc *api.Receipt
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		rc, err = ac.Submit(ctx, api.ActionRequest{Type: "mutate", Target: "workspace/notes.md"})
+		if err == nil || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("submit through the follower: %v", err)
+	}
+	// The entry, read through the follower, is the one the holder logged.
+	entry, err := ac.Event(ctx, rc.Index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromHolder, err := active.client(t, agent.Credential).Event(ctx, rc.Index)
+	if err != nil || string(fromHolder) != string(entry) {
+		t.Fatalf("the follower's entry %d differs from the holder's: %v", rc.Index, err)
+	}
+	proof, err := ac.WaitProof(ctx, rc.Index)
+	if err != nil {
+		t.Fatalf("proof through the follower: %v", err)
+	}
+	if res, err := verifier.VerifyProof(entry, proof, active.vkey); err != nil || res.Index != rc.Index {
+		t.Fatalf("the follower's proof: %+v %v", res, err)
+	}
+	if _, err := ac.Checkpoint(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// History, from the follower's own folded state.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		page, err := root.History(ctx, url.Values{"actor": {agent.ID}, "kind": {"action"}})
+		if err == nil && len(page.Events) == 1 && page.Events[0].Index == rc.Index {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the follower's history never showed entry %d: %+v %v", rc.Index, page, err)
+		}
+	}
+	// A request forwarded once is not forwarded again.
+	req, _ := http.NewRequest("POST", follower.url+"/v1/actions", strings.NewReader(`{"type":"mutate","target":"workspace/x"}`))
+	req.Header.Set("Authorization", "Bearer "+agent.Credential)
+	req.Header.Set(ForwardedHeader, "kernel-c")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("a forwarded request at a follower: %d, Retry-After %q", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	// A body over the largest any route takes is refused by the follower.
+	big := strings.Repeat("x", int(maxForwardBody(serveFlags{maxBlob: 16 << 20}))+1)
+	resp, err = http.Post(follower.url+"/v1/blobs", "application/octet-stream", strings.NewReader(big))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Fatalf("an oversized body at a follower: %d", resp.StatusCode)
+	}
+}
