@@ -471,8 +471,10 @@ func (l *Log) ReadBundle(ctx context.Context, bundleIndex, size uint64) (*api.En
 	if errors.Is(err, os.ErrNotExist) && p > 0 {
 		// A partial bundle exists only at the sizes the log was integrated
 		// at, and the collector removes it once the bundle is full: the
-		// current, wider one holds the same entries first.
-		if now, serr := l.Reader.IntegratedSize(ctx); serr == nil && now > size {
+		// current, wider one holds the same entries first. On the AWS
+		// driver, entries the kernel has folded (sequenced, durable) reach
+		// the bucket about a second later: their bundle is waited for.
+		if now, serr := l.WaitIntegrated(ctx, size); serr == nil && now >= size {
 			raw, err = l.Reader.ReadEntryBundle(ctx, bundleIndex, layout.PartialTileSize(0, bundleIndex, now))
 		}
 	}
