@@ -3,11 +3,14 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/annal-dev/annal/api"
 	"github.com/annal-dev/annal/internal/servicestest"
@@ -106,6 +109,23 @@ func TestSpec002_StatelessExecution_FollowerServesReadsAndForwardsWrites(t *test
 			t.Fatalf("the follower's history never showed entry %d: %+v %v", rc.Index, page, err)
 		}
 	}
+	// Over MCP at the follower: a tool call that acts is forwarded as an
+	// API write, a resource is read from the follower.
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test-host", Version: "1"}, nil).Connect(ctx,
+		&mcp.StreamableClientTransport{Endpoint: follower.url + "/mcp", HTTPClient: &http.Client{Transport: bearerRoundTripper{agent.Credential}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	viaMCP, res := submitOverMCP(t, cs, "workspace/via-mcp")
+	if res.IsError || viaMCP.Status != "committed" || viaMCP.Index <= rc.Index {
+		t.Fatalf("submit over the follower's /mcp: %+v %+v", viaMCP, res.Content)
+	}
+	read, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: fmt.Sprintf("annal://events/%d", viaMCP.Index)})
+	if err != nil || len(read.Contents) != 1 || !strings.Contains(read.Contents[0].Text, "workspace/via-mcp") {
+		t.Fatalf("read the event over the follower's /mcp: %+v %v", read, err)
+	}
+
 	// A request forwarded once is not forwarded again.
 	req, _ := http.NewRequest("POST", follower.url+"/v1/actions", strings.NewReader(`{"type":"mutate","target":"workspace/x"}`))
 	req.Header.Set("Authorization", "Bearer "+agent.Credential)
