@@ -38,7 +38,8 @@ const ForwardedHeader = "Annal-Forwarded-By"
 //     "outcome_unknown" and no Retry-After, as the kernel answers a write
 //     whose entry may be logged: look the entry up before sending again.
 type forwarder struct {
-	leaders *kernel.Leaders
+	// holder reads the lease's holder and its URL (Leaders.Current).
+	holder  func(context.Context) (kernel.Leader, error)
 	self    string // this kernel's name in the lease
 	client  *http.Client
 	logger  *slog.Logger
@@ -53,7 +54,7 @@ type forwarder struct {
 // sent, and the caller is told to retry.
 const forwardDial = 2 * time.Second
 
-func newForwarder(leaders *kernel.Leaders, self string, maxBody int64, logger *slog.Logger) *forwarder {
+func newForwarder(holder func(context.Context) (kernel.Leader, error), self string, maxBody int64, logger *slog.Logger) *forwarder {
 	transport := &http.Transport{
 		Proxy:               nil, // kernels reach each other directly
 		DialContext:         (&net.Dialer{Timeout: forwardDial, KeepAlive: 30 * time.Second}).DialContext,
@@ -63,7 +64,7 @@ func newForwarder(leaders *kernel.Leaders, self string, maxBody int64, logger *s
 		// The holder's answer is passed on as it comes: no decompression.
 		DisableCompression: true,
 	}
-	return &forwarder{leaders: leaders, self: self, logger: logger, maxBody: maxBody,
+	return &forwarder{holder: holder, self: self, logger: logger, maxBody: maxBody,
 		client: &http.Client{Transport: transport, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 }
 
@@ -79,7 +80,7 @@ func (fw *forwarder) leader() kernel.Leader {
 func (fw *forwarder) refresh(ctx context.Context) (kernel.Leader, error) {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	l, err := fw.leaders.Current(ctx)
+	l, err := fw.holder(ctx)
 	if err != nil {
 		return fw.leader(), err
 	}

@@ -110,7 +110,7 @@ func takeLease(ctx context.Context, f serveFlags, cfg kernel.Config, tracer trac
 		lease.Close()
 		return nil, err
 	}
-	fw := newForwarder(leaders, holder, maxForwardBody(f), logger)
+	fw := newForwarder(leaders.Current, holder, maxForwardBody(f), logger)
 	sb := &standby{}
 	var takingOver http.Handler = sb
 	fr.current.Store(&takingOver)
