@@ -111,39 +111,10 @@ func runStorage(ctx context.Context, o options, so storageOptions, out io.Writer
 	defer os.RemoveAll(dir)
 	fmt.Fprintf(out, "annal-bench storage: POSIX in %s, AWS driver on %s and %s, %v per phase, interleaved\n\n", dir, redactDSN(so.serverDSN), so.endpoint, o.duration)
 	var rows []row
-	run := 0
-	for _, c := range o.concurrency {
-		if !so.compare {
-			break
+	if so.compare {
+		if rows, err = compareDrivers(ctx, dir, o, so); err != nil {
+			return err
 		}
-		results := map[string]loadResult{}
-		for _, kind := range []string{"posix", "aws"} {
-			run++
-			cfg := benchConfig(filepath.Join(dir, fmt.Sprintf("%s-%d", kind, run)), o)
-			if kind == "aws" {
-				a, err := so.newAWS(ctx)
-				if err != nil {
-					return err
-				}
-				cfg.Storage = kernel.Storage{AWS: a}
-				cfg.CheckpointInterval = max(cfg.CheckpointInterval, kernel.MinAWSCheckpointInterval)
-			}
-			_, url, cred, stop, err := startKernelWith(cfg)
-			if err != nil {
-				return fmt.Errorf("%s kernel: %w", kind, err)
-			}
-			r, err := measuredLoad(ctx, url, cred, c, o.duration)
-			stop()
-			if err != nil {
-				return fmt.Errorf("%s at %d: %w", kind, c, err)
-			}
-			results[kind] = r
-		}
-		p, a := results["posix"], results["aws"]
-		rows = append(rows,
-			row{fmt.Sprintf("POSIX, %d concurrent", c), fmt.Sprintf("%.0f actions/s", p.rate), fmt.Sprintf("receipt p50 %s, p99 %s", fmtDur(p.p50), fmtDur(p.p99))},
-			row{fmt.Sprintf("AWS driver, %d concurrent", c), fmt.Sprintf("%.0f actions/s", a.rate),
-				fmt.Sprintf("receipt p50 %s, p99 %s; %.2fx POSIX's rate, %.2fx its p50", fmtDur(a.p50), fmtDur(a.p99), a.rate/p.rate, float64(a.p50)/float64(p.p50))})
 	}
 	for _, n := range so.events {
 		if n <= 0 {
@@ -163,6 +134,44 @@ func runStorage(ctx context.Context, o options, so storageOptions, out io.Writer
 		rows = append(rows, r...)
 	}
 	return printRows(out, rows)
+}
+
+// compareDrivers measures, at each concurrency, a kernel on the POSIX
+// driver and one on the AWS driver, interleaved.
+func compareDrivers(ctx context.Context, dir string, o options, so storageOptions) ([]row, error) {
+	var rows []row
+	run := 0
+	for _, c := range o.concurrency {
+		results := map[string]loadResult{}
+		for _, kind := range []string{"posix", "aws"} {
+			run++
+			cfg := benchConfig(filepath.Join(dir, fmt.Sprintf("%s-%d", kind, run)), o)
+			if kind == "aws" {
+				a, err := so.newAWS(ctx)
+				if err != nil {
+					return nil, err
+				}
+				cfg.Storage = kernel.Storage{AWS: a}
+				cfg.CheckpointInterval = max(cfg.CheckpointInterval, kernel.MinAWSCheckpointInterval)
+			}
+			_, url, cred, stop, err := startKernelWith(cfg)
+			if err != nil {
+				return nil, fmt.Errorf("%s kernel: %w", kind, err)
+			}
+			r, err := measuredLoad(ctx, url, cred, c, o.duration)
+			stop()
+			if err != nil {
+				return nil, fmt.Errorf("%s at %d: %w", kind, c, err)
+			}
+			results[kind] = r
+		}
+		p, a := results["posix"], results["aws"]
+		rows = append(rows,
+			row{fmt.Sprintf("POSIX, %d concurrent", c), fmt.Sprintf("%.0f actions/s", p.rate), fmt.Sprintf("receipt p50 %s, p99 %s", fmtDur(p.p50), fmtDur(p.p99))},
+			row{fmt.Sprintf("AWS driver, %d concurrent", c), fmt.Sprintf("%.0f actions/s", a.rate),
+				fmt.Sprintf("receipt p50 %s, p99 %s; %.2fx POSIX's rate, %.2fx its p50", fmtDur(a.p50), fmtDur(a.p99), a.rate/p.rate, float64(a.p50)/float64(p.p50))})
+	}
+	return rows, nil
 }
 
 func redactDSN(dsn string) string {

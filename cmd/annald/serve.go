@@ -201,12 +201,8 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 	defer lostLease(nil)
 	if cfg.Storage.AWS != nil {
 		release, err := holdLease(ctx, f, cfg, tracer, logger, stdout, fr, lostLease)
-		if err != nil && ctx.Err() != nil {
-			fr.shutdown() // stopped (SIGTERM) while a follower: a clean stop
-			return nil
-		}
 		if err != nil {
-			return err
+			return fr.stoppedWaiting(ctx, err)
 		}
 		defer release()
 	}
@@ -378,6 +374,16 @@ func (fr *front) shutdown() {
 	if fr.fast != nil {
 		fr.fast.Shutdown(shutdownCtx) // at its end, what is left is closed
 	}
+}
+
+// stoppedWaiting is serve's answer when it stopped before it held the
+// write lease: a stop (SIGTERM) while a follower is a clean one.
+func (fr *front) stoppedWaiting(ctx context.Context, err error) error {
+	if ctx.Err() == nil {
+		return err
+	}
+	fr.shutdown()
+	return nil
 }
 
 // holdLease takes the write lease of a shared log (a standby until then)
