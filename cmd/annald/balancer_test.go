@@ -25,6 +25,7 @@ import (
 // was a write, which kernel answered (Annal-Served-By) and how it ended:
 // "ok", or an error's kind.
 type outcome struct {
+	sent   time.Time
 	at     time.Time
 	write  bool
 	server string
@@ -104,8 +105,12 @@ func (l *clusterLoad) writer(stop <-chan struct{}) {
 			return
 		default:
 		}
+		sent := time.Now()
 		resp, out, err := l.do("POST", "/v1/actions", body)
-		o := outcome{at: time.Now(), write: true, kind: outcomeKind(resp, out, err)}
+		o := outcome{sent: sent, at: time.Now(), write: true, kind: outcomeKind(resp, out, err)}
+		if o.kind != "ok" {
+			o.body = string(out)
+		}
 		if resp != nil {
 			o.server = resp.Header.Get("Annal-Served-By")
 		}
@@ -128,9 +133,10 @@ func (l *clusterLoad) writer(stop <-chan struct{}) {
 	}
 }
 
-// reader reads in turn an entry a writer was given, a page of history and
-// the checkpoint.
-func (l *clusterLoad) reader(stop <-chan struct{}) {
+// reader reads, by which: the entry a writer was given last (which the
+// kernel may have to wait for: it is read from the log), a page of
+// history (from the kernel's folded state), or the checkpoint.
+func (l *clusterLoad) reader(which int, stop <-chan struct{}) {
 	for i := 0; i < maxRequests; i++ {
 		select {
 		case <-stop:
@@ -138,7 +144,7 @@ func (l *clusterLoad) reader(stop <-chan struct{}) {
 		default:
 		}
 		var path string
-		switch i % 3 {
+		switch which {
 		case 0:
 			path = fmt.Sprintf("/v1/events/%d", l.lastIndex.Load())
 		case 1:
@@ -146,8 +152,9 @@ func (l *clusterLoad) reader(stop <-chan struct{}) {
 		default:
 			path = "/checkpoint"
 		}
+		sent := time.Now()
 		resp, out, err := l.do("GET", path, nil)
-		o := outcome{at: time.Now(), kind: outcomeKind(resp, out, err), path: path}
+		o := outcome{sent: sent, at: time.Now(), kind: outcomeKind(resp, out, err), path: path}
 		if o.kind != "ok" {
 			o.body = string(out)
 		}
@@ -210,9 +217,9 @@ func TestSpec002_StatelessExecution_AnyInstanceHandlesAnyRequest(t *testing.T) {
 		wg.Add(1)
 		go func() { defer wg.Done(); load.writer(stop) }()
 	}
-	for i := 0; i < 3; i++ {
+	for i := 0; i < 6; i++ {
 		wg.Add(1)
-		go func() { defer wg.Done(); load.reader(stop) }()
+		go func() { defer wg.Done(); load.reader(i%3, stop) }()
 	}
 	time.Sleep(3 * time.Second)
 	killed := time.Now()
@@ -227,7 +234,9 @@ func TestSpec002_StatelessExecution_AnyInstanceHandlesAnyRequest(t *testing.T) {
 		}
 		load.mu.Lock()
 		for _, o := range load.outcomes {
-			if o.write && o.kind == "ok" && o.at.After(killed) && o.server != "kernel0" {
+			// Sent after the kill: one in flight may have been answered
+			// by the old holder.
+			if o.write && o.kind == "ok" && o.sent.After(killed) {
 				tookOver = o.at
 				break
 			}
@@ -249,6 +258,11 @@ func TestSpec002_StatelessExecution_AnyInstanceHandlesAnyRequest(t *testing.T) {
 			after = append(after, o)
 		}
 	}
+	for _, o := range window {
+		if o.kind != "ok" && o.kind != "retry-503" {
+			t.Logf("in the window: %s %s via %s: %.200s", o.kind, o.path, o.server, o.body)
+		}
+	}
 	t.Logf("takeover window %v (lease 2s)\nbefore the kill:\n%s\nin the takeover window:\n%s\nafter it:\n%s",
 		tookOver.Sub(killed).Round(time.Millisecond), summary(before), summary(window), summary(after))
 	served := map[string]map[bool]int{}
@@ -267,11 +281,11 @@ func TestSpec002_StatelessExecution_AnyInstanceHandlesAnyRequest(t *testing.T) {
 			t.Errorf("before the kill, %s answered %d writes and %d reads: the balancer did not spread the load", name, served[name][true], served[name][false])
 		}
 	}
-	// A request that ended after the takeover was sent at most its
-	// timeout before it: those that failed were sent in the window.
+	// Outside the window no request fails: those sent after the
+	// takeover all succeed.
 	for _, o := range after {
-		if o.kind != "ok" && o.at.After(tookOver.Add(time.Second)) {
-			t.Errorf("%v after the takeover, a request failed: %+v", o.at.Sub(tookOver).Round(time.Millisecond), o)
+		if o.kind != "ok" && o.sent.After(tookOver) {
+			t.Errorf("%v after the takeover, a request failed: %+v", o.sent.Sub(tookOver).Round(time.Millisecond), o)
 		}
 	}
 	// No acknowledged write lost: every receipt is in the log at its index.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -33,6 +34,9 @@ type followerAPI struct {
 	k     *kernel.Kernel
 	local http.Handler
 	fw    *forwarder
+	// reading counts the reads being served from k, which the takeover
+	// lets finish before it closes k.
+	reading atomic.Int64
 }
 
 // reads are the methods a follower answers itself; every other request
@@ -46,6 +50,8 @@ func (a *followerAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case r.URL.Path == "/v1/readyz" || r.URL.Path == "/v1/healthz":
 		a.ready(w)
 	case reads[r.Method]:
+		a.reading.Add(1)
+		defer a.reading.Add(-1)
 		a.local.ServeHTTP(w, r)
 	default:
 		a.fw.ServeHTTP(w, r)
@@ -111,9 +117,17 @@ func runFollower(ctx context.Context, f serveFlags, cfg kernel.Config, tracer tr
 	fa := &followerAPI{k: k, local: local, fw: fw}
 	handler := withMCP(fa)
 	fr.current.Store(&handler)
-	// From here until the kernel is closed, requests hear that this
-	// kernel is taking over (503, Retry-After), not a closed follower's
-	// errors.
-	defer fr.current.Store(&takingOver)
-	return k.Follow(ctx, followInterval)
+	err = k.Follow(ctx, followInterval)
+	// From here until the writing kernel serves, requests hear that this
+	// kernel is taking over (503, Retry-After), and the reads under way
+	// get a moment to finish before the follower closes (a live stream is
+	// cut then).
+	fr.current.Store(&takingOver)
+	for deadline := time.Now().Add(readsDrain); fa.reading.Load() > 0 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	return err
 }
+
+// readsDrain bounds how long a takeover waits for a follower's reads.
+const readsDrain = time.Second

@@ -31,8 +31,13 @@ func OpenFollowing(ctx context.Context, a *AWSStorage, verifier note.Verifier, p
 	return l, nil
 }
 
-// CloseFollowing closes a log OpenFollowing opened.
+// CloseFollowing closes a log OpenFollowing opened. Its database is
+// closed only once the longest a read waits for integration has passed:
+// a follower that takes the lease over closes its log while reads of
+// entries just sequenced may still wait on it (the new holder integrates
+// them), and they are answered rather than cut by a closed database.
 func (l *Log) CloseFollowing() error {
 	l.cancel()
-	return l.shutdown(context.Background())
+	time.AfterFunc(integrationWait+time.Second, func() { l.shutdown(context.Background()) })
+	return nil
 }
