@@ -13,6 +13,7 @@ import (
 
 	"github.com/annal-dev/annal/api"
 	"github.com/annal-dev/annal/kernel"
+	"github.com/annal-dev/annal/server"
 )
 
 // followInterval is how often a follower folds what the log integrated
@@ -32,7 +33,7 @@ const followReadyWithin = 5 * time.Second
 // (kernel.OpenFollower), every write forwarded to the lease holder.
 type followerAPI struct {
 	k     *kernel.Kernel
-	local http.Handler
+	local *server.Server
 	fw    *forwarder
 	// reading counts the reads being served from k, which the takeover
 	// lets finish before it closes k.
@@ -40,7 +41,10 @@ type followerAPI struct {
 }
 
 // reads are the methods a follower answers itself; every other request
-// asks for a decision, which only the lease holder takes.
+// asks for a decision, which only the lease holder takes. A read whose
+// credential the follower does not know goes to the holder too: it may
+// be new (an agent created a moment ago through another kernel), and the
+// holder answers it, or says 401.
 var reads = map[string]bool{http.MethodGet: true, http.MethodHead: true, http.MethodOptions: true}
 
 func (a *followerAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -49,7 +53,7 @@ func (a *followerAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		notHolder(w, a.fw.leader().Holder)
 	case r.URL.Path == "/v1/readyz" || r.URL.Path == "/v1/healthz":
 		a.ready(w)
-	case reads[r.Method]:
+	case reads[r.Method] && !a.local.UnknownCredential(r):
 		a.reading.Add(1)
 		defer a.reading.Add(-1)
 		a.local.ServeHTTP(w, r)

@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/annal-dev/annal/api"
+	"github.com/annal-dev/annal/client"
 	"github.com/annal-dev/annal/internal/servicestest"
 	"github.com/annal-dev/annal/verifier"
 )
@@ -65,20 +66,19 @@ func TestSpec002_StatelessExecution_FollowerServesReadsAndForwardsWrites(t *test
 	if _, err := root.IssueEnvelope(ctx, api.EnvelopeRequest{Holder: agent.ID, Budget: 500, Grants: []api.Grant{{Pattern: "workspace/**", Actions: []string{"mutate"}}}}); err != nil {
 		t.Fatalf("issue an envelope through the follower: %v", err)
 	}
-	// The agent's credential is known to the follower once it folded the
-	// entry that created it (about a second: Tessera integrates, the
-	// follower folds).
+	// The agent's credential is new: before the follower folded the entry
+	// that created it, a read with it goes to the holder, not 401.
 	ac := follower.client(t, agent.Credential)
-	var rc *api.Receipt
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		rc, err = ac.Submit(ctx, api.ActionRequest{Type: "mutate", Target: "workspace/notes.md"})
-		if err == nil || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
+	if who, err := ac.WhoAmI(ctx); err != nil || who.ID != agent.ID {
+		t.Fatalf("whoami at once with a new credential through the follower: %+v %v", who, err)
 	}
+	rc, err := ac.Submit(ctx, api.ActionRequest{Type: "mutate", Target: "workspace/notes.md"})
 	if err != nil {
 		t.Fatalf("submit through the follower: %v", err)
+	}
+	// A credential no kernel knows: 401, from the holder.
+	if _, err := follower.client(t, "annal_nobody").WhoAmI(ctx); !client.IsStatus(err, http.StatusUnauthorized) {
+		t.Fatalf("an unknown credential through the follower: %v", err)
 	}
 	// The entry, read through the follower, is the one the holder logged.
 	entry, err := ac.Event(ctx, rc.Index)
@@ -126,11 +126,41 @@ func TestSpec002_StatelessExecution_FollowerServesReadsAndForwardsWrites(t *test
 		t.Fatalf("read the event over the follower's /mcp: %+v %v", read, err)
 	}
 
+	// The console through the follower: the sign-in is forwarded and its
+	// cookie comes back; a read with the cookie, a session the follower
+	// did not open, goes to the holder that did.
+	resp, err := http.Post(follower.url+"/ui/session", "application/json", strings.NewReader(`{"credential":"`+cred+`"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	var session *http.Cookie
+	for _, c := range resp.Cookies() {
+		if c.Name == "annal_console" {
+			session = c
+		}
+	}
+	if resp.StatusCode != http.StatusOK || session == nil {
+		t.Fatalf("sign in through the follower: %d, cookies %v", resp.StatusCode, resp.Cookies())
+	}
+	req, _ := http.NewRequest("GET", follower.url+"/v1/whoami", nil)
+	req.AddCookie(session)
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var who api.Actor
+	json.NewDecoder(resp.Body).Decode(&who)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || who.ID != "root" {
+		t.Fatalf("the console's whoami through the follower: %d %+v", resp.StatusCode, who)
+	}
+
 	// A request forwarded once is not forwarded again.
-	req, _ := http.NewRequest("POST", follower.url+"/v1/actions", strings.NewReader(`{"type":"mutate","target":"workspace/x"}`))
+	req, _ = http.NewRequest("POST", follower.url+"/v1/actions", strings.NewReader(`{"type":"mutate","target":"workspace/x"}`))
 	req.Header.Set("Authorization", "Bearer "+agent.Credential)
 	req.Header.Set(ForwardedHeader, "kernel-c")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err = http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
