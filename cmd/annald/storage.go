@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -96,6 +97,9 @@ func takeLease(ctx context.Context, f serveFlags, cfg kernel.Config, tracer trac
 	advertised := f.advertiseURL
 	if advertised == "" {
 		advertised = fr.url()
+		if host, _, err := net.SplitHostPort(fr.ln.Addr().String()); err == nil && net.ParseIP(host).IsUnspecified() {
+			logger.Warn("the other kernels of the log cannot forward writes to a wildcard address: give --advertise-url", "advertised", advertised)
+		}
 	}
 	lease, err := kernel.OpenLease(ctx, a, holder, f.leaseTTL, logger)
 	if err != nil {
