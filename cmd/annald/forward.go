@@ -45,7 +45,7 @@ type forwarder struct {
 	logger  *slog.Logger
 	maxBody int64
 
-	current atomic.Pointer[kernel.Leader]
+	current atomic.Pointer[readLeader]
 	// refreshing serializes the refreshes a request asks for.
 	refreshing sync.Mutex
 }
@@ -68,10 +68,20 @@ func newForwarder(holder func(context.Context) (kernel.Leader, error), self stri
 		client: &http.Client{Transport: transport, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 }
 
-// leader is the holder last read (the zero Leader before any read).
+// readLeader is the holder as last read, and when, by this kernel's
+// clock, its lease expires unless renewed.
+type readLeader struct {
+	kernel.Leader
+	expires time.Time
+}
+
+// leader is the holder last read (the zero Leader before any read), its
+// ExpiresIn counted from now.
 func (fw *forwarder) leader() kernel.Leader {
 	if l := fw.current.Load(); l != nil {
-		return *l
+		out := l.Leader
+		out.ExpiresIn = time.Until(l.expires)
+		return out
 	}
 	return kernel.Leader{}
 }
@@ -80,11 +90,12 @@ func (fw *forwarder) leader() kernel.Leader {
 func (fw *forwarder) refresh(ctx context.Context) (kernel.Leader, error) {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
+	read := time.Now()
 	l, err := fw.holder(ctx)
 	if err != nil {
 		return fw.leader(), err
 	}
-	fw.current.Store(&l)
+	fw.current.Store(&readLeader{Leader: l, expires: read.Add(l.ExpiresIn)})
 	return l, nil
 }
 
@@ -160,18 +171,18 @@ func (fw *forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fw.retryLater(w, "cannot forward the write to the lease holder: "+err.Error())
 		return
 	}
-	out, err := http.NewRequestWithContext(r.Context(), r.Method, strings.TrimSuffix(l.URL, "/")+r.URL.RequestURI(), bytes.NewReader(body))
-	if err != nil {
-		forwardFailure(w, http.StatusBadRequest, api.Error{Error: err.Error()}, false)
-		return
+	resp, wrote, err := fw.send(r, l, body)
+	if err != nil && !wrote && r.Context().Err() == nil {
+		// Nothing was sent: the holder this follower last read may have
+		// lost the lease since (a takeover). If another kernel holds it
+		// now, the request goes there, once.
+		if again, rerr := fw.refresh(r.Context()); rerr == nil && again.Live() && again.Holder != l.Holder && again.Holder != fw.self {
+			l = again
+			resp, wrote, err = fw.send(r, l, body)
+		}
 	}
-	copyHeaders(out.Header, r.Header)
-	out.Header.Set(ForwardedHeader, fw.self)
-	var wrote atomic.Bool
-	out = out.WithContext(httptrace.WithClientTrace(out.Context(), &httptrace.ClientTrace{WroteHeaders: func() { wrote.Store(true) }}))
-	resp, err := fw.client.Do(out)
 	if err != nil {
-		fw.failed(w, r, l, err, wrote.Load())
+		fw.failed(w, r, l, err, wrote)
 		return
 	}
 	defer resp.Body.Close()
@@ -182,13 +193,28 @@ func (fw *forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// send sends r, with body, to the holder l; wrote says whether any of it
+// was written to the connection.
+func (fw *forwarder) send(r *http.Request, l kernel.Leader, body []byte) (resp *http.Response, wrote bool, err error) {
+	out, err := http.NewRequestWithContext(r.Context(), r.Method, strings.TrimSuffix(l.URL, "/")+r.URL.RequestURI(), bytes.NewReader(body))
+	if err != nil {
+		return nil, false, err
+	}
+	copyHeaders(out.Header, r.Header)
+	out.Header.Set(ForwardedHeader, fw.self)
+	var written atomic.Bool
+	out = out.WithContext(httptrace.WithClientTrace(out.Context(), &httptrace.ClientTrace{WroteHeaders: func() { written.Store(true) }}))
+	resp, err = fw.client.Do(out)
+	return resp, written.Load(), err
+}
+
 // failed answers a request whose forwarding failed: retry if nothing was
 // written to the holder, else the outcome is unknown (a write).
 func (fw *forwarder) failed(w http.ResponseWriter, r *http.Request, l kernel.Leader, err error, wrote bool) {
 	if r.Context().Err() != nil {
 		return // the caller left
 	}
-	fw.current.Store(&kernel.Leader{}) // read the holder again next time
+	fw.current.Store(&readLeader{}) // read the holder again next time
 	if !wrote {
 		fw.retryLater(w, fmt.Sprintf("the lease holder %s at %s could not be reached: %v", l.Holder, l.URL, err))
 		return

@@ -119,3 +119,32 @@ func TestSpec002_StatelessExecution_NoHolderIsADefiniteRetry(t *testing.T) {
 		t.Fatalf("no live holder: %d %s", rec.Code, rec.Body)
 	}
 }
+
+// A holder that cannot be reached because another kernel took the lease
+// over since the follower read it: the request, never sent, goes to the
+// new holder.
+func TestSpec002_StatelessExecution_ForwardFollowsATakeover(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "http://" + ln.Addr().String()
+	ln.Close()
+	newHolder := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusCreated)
+	}))
+	defer newHolder.Close()
+	reads := 0
+	fw := newForwarder(func(context.Context) (kernel.Leader, error) {
+		reads++
+		if reads == 1 {
+			return kernel.Leader{Holder: "kernel-a", URL: dead, ExpiresIn: time.Second}, nil
+		}
+		return kernel.Leader{Holder: "kernel-c", URL: newHolder.URL, ExpiresIn: time.Second}, nil
+	}, "kernel-b", 1<<20, slog.New(slog.DiscardHandler))
+	rec := httptest.NewRecorder()
+	fw.ServeHTTP(rec, httptest.NewRequest("POST", "/v1/actions", strings.NewReader("{}")))
+	if rec.Code != http.StatusCreated || reads != 2 {
+		t.Fatalf("after a takeover: %d (%d reads of the holder) %s", rec.Code, reads, rec.Body)
+	}
+}
