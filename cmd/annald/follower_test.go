@@ -40,10 +40,13 @@ func waitFollowing(t *testing.T, u string) {
 
 // A kernel that does not hold the write lease serves every read from the
 // shared log and its own folded state, and forwards every write to the
-// lease holder: an agent created and an action submitted through the
-// follower are decided by the holder, and read back through the follower
-// (entry, history, proof, checkpoint, the agent's own credential); a
-// request already forwarded once is refused, not forwarded again.
+// lease holder: an agent created and actions submitted through the
+// follower (over the API and over MCP) are decided by the holder, and
+// read back through the follower (entry, history, proof, checkpoint, the
+// live stream, an MCP resource); a credential or console session the
+// follower does not know yet is answered by the holder, not 401; a
+// request already forwarded once is refused, not forwarded again; a body
+// over every route's limit is refused by the follower.
 func TestSpec002_StatelessExecution_FollowerServesReadsAndForwardsWrites(t *testing.T) {
 	a := servicestest.NewAWS(t)
 	dirA := t.TempDir()
@@ -109,6 +112,15 @@ func TestSpec002_StatelessExecution_FollowerServesReadsAndForwardsWrites(t *test
 			t.Fatalf("the follower's history never showed entry %d: %+v %v", rc.Index, page, err)
 		}
 	}
+	// The live stream at the follower shows what the holder logs next.
+	streamCtx, stopStream := context.WithCancel(ctx)
+	defer stopStream()
+	streamed := make(chan uint64, 16)
+	go root.Stream(streamCtx, url.Values{"kind": {"action"}}, &rc.Index, func(it api.HistoryItem) error {
+		streamed <- it.Index
+		return nil
+	})
+
 	// Over MCP at the follower: a tool call that acts is forwarded as an
 	// API write, a resource is read from the follower.
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test-host", Version: "1"}, nil).Connect(ctx,
@@ -120,6 +132,14 @@ func TestSpec002_StatelessExecution_FollowerServesReadsAndForwardsWrites(t *test
 	viaMCP, res := submitOverMCP(t, cs, "workspace/via-mcp")
 	if res.IsError || viaMCP.Status != "committed" || viaMCP.Index <= rc.Index {
 		t.Fatalf("submit over the follower's /mcp: %+v %+v", viaMCP, res.Content)
+	}
+	select {
+	case i := <-streamed:
+		if i != viaMCP.Index {
+			t.Fatalf("the follower's stream showed %d, the holder logged %d", i, viaMCP.Index)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatalf("the follower's stream never showed entry %d", viaMCP.Index)
 	}
 	read, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: fmt.Sprintf("annal://events/%d", viaMCP.Index)})
 	if err != nil || len(read.Contents) != 1 || !strings.Contains(read.Contents[0].Text, "workspace/via-mcp") {
