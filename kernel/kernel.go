@@ -115,6 +115,9 @@ type Kernel struct {
 	foldDone chan struct{}
 	closeMu  sync.Mutex
 	closed   bool
+	// follower is set in a kernel that follows a log another writes
+	// (follow.go).
+	follower *following
 }
 
 // Open opens (or, on first start, creates) the kernel's data folder, folds
@@ -341,6 +344,9 @@ func (k *Kernel) Close() error {
 	defer k.closeMu.Unlock()
 	if k.closed {
 		return nil
+	}
+	if k.follower != nil {
+		return k.closeFollower()
 	}
 	k.closed = true
 	close(k.stopLoops)

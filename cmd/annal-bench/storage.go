@@ -35,6 +35,10 @@ type storageOptions struct {
 	serverDSN, endpoint, accessKey, secretKey string
 	events                                    []int
 	leaseTTL                                  time.Duration
+	// compare: the POSIX/AWS comparison; clusterRun: the three kernels
+	// behind HAProxy (cluster.go), with clusterLeaseTTL.
+	compare, clusterRun bool
+	clusterLeaseTTL     time.Duration
 }
 
 func storageCommand(o *options) *cobra.Command {
@@ -47,7 +51,11 @@ driver (MySQL/MariaDB and an S3 server, a new database and bucket each), interle
 actions/s and receipt latency with the AWS/POSIX ratio. Then, for each --takeover-events, it builds
 a log of that many events on the AWS driver, stops its kernel without releasing the lease, and
 measures a standby with an empty data folder: the wait for the lease to expire, and the fold of the
-whole log from the bucket until it serves. Servers: --db-server (env ANNAL_TEST_MYSQL_DSN) and
+whole log from the bucket until it serves. Then (--cluster) it runs three annald processes on one
+AWS log behind HAProxy (round robin, checked on /v1/readyz): actions/s and receipt p50/p99 through
+the balancer against the lease holder directly, in the same run, at each --concurrency; then it
+kills the holder (SIGKILL) under load through the balancer and times until a write is acknowledged
+again. Servers: --db-server (env ANNAL_TEST_MYSQL_DSN) and
 --s3-endpoint (ANNAL_TEST_S3_ENDPOINT) with ANNAL_TEST_S3_ACCESS_KEY/SECRET_KEY: .ci/services start
 writes them.`,
 		Args: cobra.NoArgs,
@@ -61,6 +69,9 @@ writes them.`,
 	so.accessKey, so.secretKey = os.Getenv("ANNAL_TEST_S3_ACCESS_KEY"), os.Getenv("ANNAL_TEST_S3_SECRET_KEY")
 	f.IntSliceVar(&so.events, "takeover-events", []int{100_000}, "log sizes for the takeover phase (0 skips it)")
 	f.DurationVar(&so.leaseTTL, "lease-ttl", 10*time.Second, "the write lease's TTL in the takeover phase")
+	f.BoolVar(&so.compare, "compare", true, "run the POSIX/AWS comparison")
+	f.BoolVar(&so.clusterRun, "cluster", true, "run three annald processes on one AWS log behind HAProxy: actions/s and p50/p99 through the balancer against the lease holder directly, then the takeover under load (needs haproxy: .ci/services install-apt)")
+	f.DurationVar(&so.clusterLeaseTTL, "cluster-lease-ttl", 2*time.Second, "the write lease's TTL of the cluster run")
 	return cmd
 }
 
@@ -100,36 +111,10 @@ func runStorage(ctx context.Context, o options, so storageOptions, out io.Writer
 	defer os.RemoveAll(dir)
 	fmt.Fprintf(out, "annal-bench storage: POSIX in %s, AWS driver on %s and %s, %v per phase, interleaved\n\n", dir, redactDSN(so.serverDSN), so.endpoint, o.duration)
 	var rows []row
-	run := 0
-	for _, c := range o.concurrency {
-		results := map[string]loadResult{}
-		for _, kind := range []string{"posix", "aws"} {
-			run++
-			cfg := benchConfig(filepath.Join(dir, fmt.Sprintf("%s-%d", kind, run)), o)
-			if kind == "aws" {
-				a, err := so.newAWS(ctx)
-				if err != nil {
-					return err
-				}
-				cfg.Storage = kernel.Storage{AWS: a}
-				cfg.CheckpointInterval = max(cfg.CheckpointInterval, kernel.MinAWSCheckpointInterval)
-			}
-			_, url, cred, stop, err := startKernelWith(cfg)
-			if err != nil {
-				return fmt.Errorf("%s kernel: %w", kind, err)
-			}
-			r, err := measuredLoad(ctx, url, cred, c, o.duration)
-			stop()
-			if err != nil {
-				return fmt.Errorf("%s at %d: %w", kind, c, err)
-			}
-			results[kind] = r
+	if so.compare {
+		if rows, err = compareDrivers(ctx, dir, o, so); err != nil {
+			return err
 		}
-		p, a := results["posix"], results["aws"]
-		rows = append(rows,
-			row{fmt.Sprintf("POSIX, %d concurrent", c), fmt.Sprintf("%.0f actions/s", p.rate), fmt.Sprintf("receipt p50 %s, p99 %s", fmtDur(p.p50), fmtDur(p.p99))},
-			row{fmt.Sprintf("AWS driver, %d concurrent", c), fmt.Sprintf("%.0f actions/s", a.rate),
-				fmt.Sprintf("receipt p50 %s, p99 %s; %.2fx POSIX's rate, %.2fx its p50", fmtDur(a.p50), fmtDur(a.p99), a.rate/p.rate, float64(a.p50)/float64(p.p50))})
 	}
 	for _, n := range so.events {
 		if n <= 0 {
@@ -141,7 +126,52 @@ func runStorage(ctx context.Context, o options, so storageOptions, out io.Writer
 		}
 		rows = append(rows, r...)
 	}
+	if so.clusterRun {
+		r, err := cluster(ctx, dir, o, so)
+		if err != nil {
+			return fmt.Errorf("cluster: %w", err)
+		}
+		rows = append(rows, r...)
+	}
 	return printRows(out, rows)
+}
+
+// compareDrivers measures, at each concurrency, a kernel on the POSIX
+// driver and one on the AWS driver, interleaved.
+func compareDrivers(ctx context.Context, dir string, o options, so storageOptions) ([]row, error) {
+	var rows []row
+	run := 0
+	for _, c := range o.concurrency {
+		results := map[string]loadResult{}
+		for _, kind := range []string{"posix", "aws"} {
+			run++
+			cfg := benchConfig(filepath.Join(dir, fmt.Sprintf("%s-%d", kind, run)), o)
+			if kind == "aws" {
+				a, err := so.newAWS(ctx)
+				if err != nil {
+					return nil, err
+				}
+				cfg.Storage = kernel.Storage{AWS: a}
+				cfg.CheckpointInterval = max(cfg.CheckpointInterval, kernel.MinAWSCheckpointInterval)
+			}
+			_, url, cred, stop, err := startKernelWith(cfg)
+			if err != nil {
+				return nil, fmt.Errorf("%s kernel: %w", kind, err)
+			}
+			r, err := measuredLoad(ctx, url, cred, c, o.duration)
+			stop()
+			if err != nil {
+				return nil, fmt.Errorf("%s at %d: %w", kind, c, err)
+			}
+			results[kind] = r
+		}
+		p, a := results["posix"], results["aws"]
+		rows = append(rows,
+			row{fmt.Sprintf("POSIX, %d concurrent", c), fmt.Sprintf("%.0f actions/s", p.rate), fmt.Sprintf("receipt p50 %s, p99 %s", fmtDur(p.p50), fmtDur(p.p99))},
+			row{fmt.Sprintf("AWS driver, %d concurrent", c), fmt.Sprintf("%.0f actions/s", a.rate),
+				fmt.Sprintf("receipt p50 %s, p99 %s; %.2fx POSIX's rate, %.2fx its p50", fmtDur(a.p50), fmtDur(a.p99), a.rate/p.rate, float64(a.p50)/float64(p.p50))})
+	}
+	return rows, nil
 }
 
 func redactDSN(dsn string) string {

@@ -133,7 +133,7 @@ func tryStartDaemon(dataDir string, args ...string) (*daemon, error) {
 			}
 			if rest, ok := strings.CutPrefix(line, "annald: standby as "); ok {
 				d.standby = true
-				if _, after, ok := strings.Cut(rest, "serving 503 at "); ok {
+				if _, after, ok := strings.Cut(rest, "serving at "); ok {
 					d.url, _, _ = strings.Cut(after, " ")
 				}
 			} else if v, ok := strings.CutPrefix(line, "annald: log "); ok {

@@ -80,6 +80,7 @@ type serveFlags struct {
 	storage               storageFlags
 	leaseHolder           string
 	leaseTTL              time.Duration
+	advertiseURL          string
 	gcHeadroom            int64
 	cpuProfile            string
 	otlpEndpoint          string
@@ -150,6 +151,7 @@ func newServeCommand() *cobra.Command {
 	f.storage.register(fl)
 	fl.StringVar(&f.leaseHolder, "lease-holder", "", "with --storage aws: this kernel's name in the write lease (default: host name and a random suffix)")
 	fl.DurationVar(&f.leaseTTL, "lease-ttl", 10*time.Second, "with --storage aws: how long the write lease lasts unrenewed; a standby takes over this long after the active kernel stops")
+	fl.StringVar(&f.advertiseURL, "advertise-url", "", "with --storage aws: the URL the other kernels of the log reach this one at, to forward the writes they cannot decide while it holds the write lease, e.g. http://10.0.0.5:7420 (default: the address it listens on, http(s)://--listen)")
 	fl.DurationVar(&f.tick, "tick", time.Duration(event.DefaultEnergy.TickMillis)*time.Millisecond, "tick length Δt, in milliseconds or more (first start only)")
 	return cmd
 }
@@ -198,9 +200,9 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 	ctx, lostLease := context.WithCancelCause(ctx)
 	defer lostLease(nil)
 	if cfg.Storage.AWS != nil {
-		release, err := holdLease(ctx, f, cfg, logger, stdout, fr, lostLease)
+		release, err := holdLease(ctx, f, cfg, tracer, logger, stdout, fr, lostLease)
 		if err != nil {
-			return err
+			return fr.stoppedWaiting(ctx, err)
 		}
 		defer release()
 	}
@@ -374,18 +376,32 @@ func (fr *front) shutdown() {
 	}
 }
 
+// stoppedWaiting is serve's answer when it stopped before it held the
+// write lease: a stop (SIGTERM) while a follower is a clean one.
+func (fr *front) stoppedWaiting(ctx context.Context, err error) error {
+	if ctx.Err() == nil {
+		return err
+	}
+	fr.shutdown()
+	return nil
+}
+
 // holdLease takes the write lease of a shared log (a standby until then)
 // and keeps it; losing it (another kernel took it, or it expired: an
 // expired lease is never renewed) ends ctx through lostLease.
 // It sets cfg's lease and returns how to release it.
-func holdLease(ctx context.Context, f serveFlags, cfg kernel.Config, logger *slog.Logger, stdout io.Writer, fr *front, lostLease context.CancelCauseFunc) (release func(), err error) {
-	// Before waiting as a standby: a folder without the log's shared.key
+func holdLease(ctx context.Context, f serveFlags, cfg kernel.Config, tracer trace.Tracer, logger *slog.Logger, stdout io.Writer, fr *front, lostLease context.CancelCauseFunc) (release func(), err error) {
+	if f.advertiseURL != "" {
+		if err := kernel.CheckAdvertiseURL(f.advertiseURL); err != nil {
+			return nil, fmt.Errorf("--advertise-url: %w", err)
+		}
+	}
+	// Before serving as a follower: a folder without the log's shared.key
 	// could not take over.
 	if err := kernel.CheckSharedKey(ctx, f.data, cfg.Storage.AWS); err != nil {
 		return nil, err
 	}
-	follow := func(ctx context.Context) error { return kernel.Follow(ctx, cfg, time.Second) }
-	lease, err := takeLease(ctx, f, cfg.Storage.AWS, logger, stdout, fr, follow)
+	lease, err := takeLease(ctx, f, cfg, tracer, logger, stdout, fr)
 	if err != nil {
 		return nil, err
 	}
@@ -414,6 +430,15 @@ func closeKernel(k *kernel.Kernel, logger *slog.Logger) {
 // the kernel as an MCP server (streamable HTTP), acting with each
 // request's bearer credential through the same API.
 func apiHandler(k *kernel.Kernel, f serveFlags, tracer trace.Tracer, logger *slog.Logger) (http.Handler, error) {
+	handler, err := newAPIServer(k, f, tracer, logger)
+	if err != nil {
+		return nil, err
+	}
+	return withMCP(handler), nil
+}
+
+// newAPIServer is the kernel's API and console.
+func newAPIServer(k *kernel.Kernel, f serveFlags, tracer trace.Tracer, logger *slog.Logger) (*server.Server, error) {
 	handler := server.New(k, logger)
 	if tracer != nil {
 		handler.Trace(tracer)
@@ -436,10 +461,16 @@ func apiHandler(k *kernel.Kernel, f serveFlags, tracer trace.Tracer, logger *slo
 	} else {
 		handler.KeepFiles(store)
 	}
+	return handler, nil
+}
+
+// withMCP serves api, and at /mcp the kernel as an MCP server acting
+// through api (for a follower: reads served, writes forwarded).
+func withMCP(api http.Handler) http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", agentmcp.HTTPHandler(handler, cli.Version()))
-	mux.Handle("/", handler)
-	return mux, nil
+	mux.Handle("/mcp", agentmcp.HTTPHandler(api, cli.Version()))
+	mux.Handle("/", api)
+	return mux
 }
 
 // openBlobs opens the blob store: DATA/blobs, or on shared storage the

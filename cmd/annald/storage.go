@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -16,7 +17,10 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"go.opentelemetry.io/otel/trace"
 
+	"github.com/annal-dev/annal/agentmcp"
+	"github.com/annal-dev/annal/api"
 	"github.com/annal-dev/annal/kernel"
 )
 
@@ -75,25 +79,45 @@ func (s *storageFlags) config() (kernel.Storage, error) {
 }
 
 // takeLease opens the write lease of a shared log and waits for it: while
-// another kernel holds it, annald is a standby that answers every request
-// 503 (with Retry-After), says so on stdout once per holder, and takes over
-// once the lease expires.
+// another kernel holds it, annald is a follower (follower.go) that answers
+// every read from its own state, which it keeps folding from the log, and
+// forwards every write to the lease holder; it takes over once the lease
+// expires. It says so on stdout once, and once per holder.
 //
-// While it waits, follow keeps its state folded up to the log (a warm
-// standby), so that a takeover folds only the last entries.
-func takeLease(ctx context.Context, f serveFlags, a *kernel.AWSStorage, logger *slog.Logger, stdout io.Writer,
-	fr *front, follow func(context.Context) error) (*kernel.Lease, error) {
+// Every kernel advertises its URL (--advertise-url, default the address
+// it listens on) in the log's database at start, so that the others can
+// forward to it as soon as it holds the lease.
+func takeLease(ctx context.Context, f serveFlags, cfg kernel.Config, tracer trace.Tracer, logger *slog.Logger, stdout io.Writer,
+	fr *front) (*kernel.Lease, error) {
+	a := cfg.Storage.AWS
 	holder := f.leaseHolder
 	if holder == "" {
 		holder = defaultLeaseHolder()
+	}
+	advertised := f.advertiseURL
+	if advertised == "" {
+		advertised = fr.url()
+		if host, _, err := net.SplitHostPort(fr.ln.Addr().String()); err == nil && net.ParseIP(host).IsUnspecified() {
+			logger.Warn("the other kernels of the log cannot forward writes to a wildcard address: give --advertise-url", "advertised", advertised)
+		}
 	}
 	lease, err := kernel.OpenLease(ctx, a, holder, f.leaseTTL, logger)
 	if err != nil {
 		return nil, err
 	}
+	leaders, err := kernel.OpenLeaders(ctx, a)
+	if err == nil {
+		err = leaders.Advertise(ctx, holder, advertised)
+		defer leaders.Close() // after the follower stopped (the defer below)
+	}
+	if err != nil {
+		lease.Close()
+		return nil, err
+	}
+	fw := newForwarder(leaders.Current, holder, maxForwardBody(f), logger)
 	sb := &standby{}
-	var answer http.Handler = sb
-	fr.current.Store(&answer)
+	var takingOver http.Handler = sb
+	fr.current.Store(&takingOver)
 	started := false
 	followCtx, stopFollowing := context.WithCancel(ctx)
 	following := make(chan struct{})
@@ -108,13 +132,14 @@ func takeLease(ctx context.Context, f serveFlags, a *kernel.AWSStorage, logger *
 		if !started {
 			started = true
 			go fr.serve()
+			go fw.keepFresh(followCtx, followInterval)
 			go func() {
 				defer close(following)
-				if err := follow(followCtx); err != nil {
-					logger.Warn("standby: cannot follow the log; a takeover folds it whole", "err", err)
+				if err := runFollower(followCtx, f, cfg, tracer, logger, fr, fw, takingOver); err != nil {
+					logger.Warn("follower: cannot follow the log; answering 503 until a takeover, which folds it whole", "err", err)
 				}
 			}()
-			fmt.Fprintf(stdout, "annald: standby as %s, serving 503 at %s until it holds the write lease\n", holder, fr.url())
+			fmt.Fprintf(stdout, "annald: standby as %s, serving at %s as a follower (reads answered, writes forwarded to the lease holder; advertised as %s) until it holds the write lease\n", holder, fr.url(), advertised)
 		}
 		if changed {
 			fmt.Fprintf(stdout, "annald: standby: the write lease is held by %s (expires in %v)\n", s.Holder, s.ExpiresIn.Round(time.Millisecond))
@@ -125,10 +150,16 @@ func takeLease(ctx context.Context, f serveFlags, a *kernel.AWSStorage, logger *
 		return nil, err
 	}
 	if !started {
-		fr.current.Store(nil) // never a standby: the API is served from the start
+		fr.current.Store(nil) // never a follower: the API is served from the start
 	}
 	fmt.Fprintf(stdout, "annald: write lease held as %s\n", holder)
 	return lease, nil
+}
+
+// maxForwardBody is the largest body a follower forwards: the largest any
+// route of the holder takes (a blob, an MCP call, an action).
+func maxForwardBody(f serveFlags) int64 {
+	return max(f.maxBlob+1, agentmcp.MaxRequestBody, api.MaxActionBody)
 }
 
 // defaultLeaseHolder names this kernel in the write lease: its host name,
@@ -146,9 +177,10 @@ func defaultLeaseHolder() string {
 	return strings.TrimLeft(holder, ".-")
 }
 
-// standby answers every request while another kernel holds the write
-// lease: 503 with Retry-After, but 200 for /v1/healthz (alive, as a
-// standby), naming the holder.
+// standby answers every request while this kernel cannot serve: before
+// its follower has opened, and while it takes over (from the follower's
+// close to the writing kernel's open): 503 with Retry-After, but 200 for
+// /v1/healthz (alive), naming the holder.
 type standby struct {
 	mu     sync.Mutex
 	heldBy string
@@ -175,5 +207,5 @@ func (s *standby) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(status)
 	json.NewEncoder(w).Encode(map[string]any{"ready": false, "standby": true, "lease_holder": by,
-		"reason": "standby: another kernel (" + by + ") holds the write lease; this one takes over when it expires"})
+		"reason": "standby: another kernel (" + by + ") holds the write lease, and this one does not serve yet (its follower opens, or it takes over)"})
 }

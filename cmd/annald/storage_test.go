@@ -239,14 +239,7 @@ func TestStandbyTakesOverFromAPausedKernel(t *testing.T) {
 	if !standby.standby {
 		t.Fatal("the second annald did not start as a standby")
 	}
-	resp, err := http.Get(standby.url + "/v1/readyz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusServiceUnavailable {
-		t.Fatalf("a standby's readyz: %d", resp.StatusCode)
-	}
+	waitFollowing(t, standby.url) // a standby serves reads as a follower
 
 	acks := make(chan ack, 100000)
 	stopA := make(chan struct{})

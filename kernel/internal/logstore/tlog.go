@@ -499,11 +499,16 @@ const missingBundleWait = 3 * time.Second
 // size, whose partial bundle was missing (missing: that error). A partial
 // bundle exists only at the sizes the log was integrated at, and the
 // collector removes it once the bundle is full: the current, wider one
-// holds the same entries first. On shared storage the integrated size can
-// also be read a moment before the bundle at that size is (after a
-// takeover or a restart, integration writes it again), so the read is
-// tried again, with the size read again, for missingBundleWait.
+// holds the same entries first. On shared storage, entries a kernel has
+// folded (sequenced, durable) reach the bucket about a second later, so the
+// read first waits for the log to be integrated up to size; and the
+// integrated size can be read a moment before the bundle at that size is
+// (after a takeover or a restart, integration writes it again), so the
+// read is tried again, with the size read again, for missingBundleWait.
 func (l *Log) widerBundle(ctx context.Context, bundleIndex, size uint64, missing error) ([]byte, error) {
+	if _, err := l.WaitIntegrated(ctx, size); err != nil {
+		return nil, err
+	}
 	deadline := time.Now().Add(missingBundleWait)
 	for {
 		now, err := l.Reader.IntegratedSize(ctx)
