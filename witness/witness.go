@@ -95,6 +95,9 @@ type Witness struct {
 	log      *slog.Logger
 	metrics  *metrics
 	gossip   *gossip
+	// late keeps the late cosignature lines the monitoring endpoint adds
+	// to stored notes (late_cosign.go).
+	late lateLines
 }
 
 // New makes a Witness over store, signing with cosigner. The Witness does
@@ -195,21 +198,35 @@ func (w *Witness) addCheckpoint(ctx context.Context, req *AddCheckpointRequest) 
 
 	// The cosignature is made here too, in parallel with other requests,
 	// and released only if the transaction takes the checkpoint: signing
-	// (ML-DSA-44 above all, ~0.5 ms) inside it would serialise every
-	// request of a group behind one goroutine.
-	signers := w.cosigner.Signers()
-	presigned, err := note.Sign(&note.Note{Text: opened.Text, Sigs: opened.Sigs}, signers...)
+	// inside it would serialise every request of a group behind one
+	// goroutine. The Ed25519 line goes into the stored note; the ML-DSA-44
+	// line is made while the checkpoint is committed (late_cosign.go).
+	recorded, late := w.cosigner.splitSigners()
+	var lateDone <-chan lateResult
+	if len(late) > 0 {
+		lateDone = signLate(opened.Text, late)
+	}
+	presigned, err := note.Sign(&note.Note{Text: opened.Text, Sigs: opened.Sigs}, recorded...)
 	if err != nil {
 		return nil, fmt.Errorf("cosign: %w", err)
 	}
-	add := &addition{req: req, cfg: cfg, cfgRecord: cfgRecord, opened: opened, presigned: presigned, signers: signers}
+	add := &addition{req: req, cfg: cfg, cfgRecord: cfgRecord, opened: opened, presigned: presigned, signers: recorded}
 	if err := w.commits.commit(ctx, arrived, add.inTx); err != nil {
 		return nil, err
 	}
 	if add.conflict != nil {
 		w.recordSameSizeConflict(req, add.conflict)
 	}
-	return add.cosignature, add.refusal
+	if add.refusal != nil || lateDone == nil {
+		return add.cosignature, add.refusal
+	}
+	// Recorded durably: the late lines may be given out with the others.
+	res := <-lateDone
+	if res.err != nil {
+		return nil, res.err
+	}
+	w.late.put(LogID(origin), req.Checkpoint.Size, req.Checkpoint.Hash[:], res.lines)
+	return append(add.cosignature, res.lines...), nil
 }
 
 // addition is an add-checkpoint request as its transaction sees it: what
