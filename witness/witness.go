@@ -132,7 +132,7 @@ func New(store *Store, cosigner *Cosigner, opts Options) (*Witness, error) {
 	return &Witness{
 		store:    store,
 		cosigner: cosigner,
-		commits:  newCommitter(store.db, opts.MaxCommitBatch, opts.CommitLinger, func(n int) { m.groupSize.Observe(float64(n)) }),
+		commits:  newCommitter(store, opts.MaxCommitBatch, opts.CommitLinger, func(n int) { m.groupSize.Observe(float64(n)) }),
 		inflight: &originLimiter{max: opts.MaxInFlightPerOrigin, n: map[string]int{}},
 		log:      opts.Logger,
 		metrics:  m,
@@ -248,15 +248,15 @@ type addition struct {
 // inTx is the request's change in its group's transaction. Failures up
 // to the write concern this request alone: they are its refusal, and the
 // others of the group go on. Only a failed write rolls the group back.
-func (a *addition) inTx(tx *bolt.Tx) error {
+func (a *addition) inTx(g *groupTx) error {
 	a.cosignature, a.refusal, a.conflict = nil, nil, nil
 	origin := a.req.Checkpoint.Origin
-	current, n, signed, err := a.reopen(tx)
+	current, n, signed, err := a.reopen(g.tx)
 	if err != nil {
 		a.refusal = err
 		return nil
 	}
-	stored, err := latestHeadInTx(tx, origin)
+	stored, err := g.latestHead(origin)
 	if err != nil {
 		a.refusal = fmt.Errorf("stored checkpoint of %q: %w", abbreviate(origin), err)
 		return nil
@@ -267,7 +267,7 @@ func (a *addition) inTx(tx *bolt.Tx) error {
 		// of the empty tree are refused too, but no evidence format can
 		// show them.) Evidence needs the whole stored record, note
 		// included.
-		if stored, err = latestInTx(tx, origin); err != nil {
+		if stored, err = g.latest(origin); err != nil {
 			a.refusal = fmt.Errorf("stored checkpoint of %q: %w", abbreviate(origin), err)
 			return nil
 		}
@@ -277,7 +277,7 @@ func (a *addition) inTx(tx *bolt.Tx) error {
 		return nil
 	}
 	a.cosignature = lastLines(signed, len(a.signers))
-	return putLatestInTx(tx, &CosignedCheckpoint{
+	return g.putLatest(&CosignedCheckpoint{
 		Origin:     origin,
 		Size:       a.req.Checkpoint.Size,
 		Root:       a.req.Checkpoint.Hash[:],
