@@ -56,6 +56,13 @@ func signLate(text string, signers []note.Signer) <-chan lateResult {
 	return out
 }
 
+// noteText is the text of a well-formed signed note (ParseSignedCheckpoint
+// accepted it): up to and including the newline before the blank line
+// that precedes its signatures, as note.Open splits it.
+func noteText(signed []byte) string {
+	return string(signed[:bytes.LastIndex(signed, []byte("\n\n"))+1])
+}
+
 // signatureLines are the signature lines signers make on a note's text.
 func signatureLines(text string, signers []note.Signer) ([]byte, error) {
 	signed, err := note.Sign(&note.Note{Text: text}, signers...)

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/transparency-dev/merkle/proof"
@@ -95,6 +96,8 @@ type Witness struct {
 	log      *slog.Logger
 	metrics  *metrics
 	gossip   *gossip
+	// active counts the add-checkpoint requests being handled.
+	active atomic.Int64
 	// late keeps the late cosignature lines the monitoring endpoint adds
 	// to stored notes (late_cosign.go).
 	late lateLines
@@ -185,6 +188,24 @@ func (w *Witness) addCheckpoint(ctx context.Context, req *AddCheckpointRequest) 
 	arrived := w.commits.expect()
 	defer arrived()
 
+	// The cosignature is made outside the transaction too, in parallel
+	// with other requests, and released only if the transaction takes the
+	// checkpoint: signing inside it would serialise every request of a
+	// group behind one goroutine. The Ed25519 line goes into the stored
+	// note; the ML-DSA-44 line is made on a goroutine of its own while the
+	// checkpoint is checked and committed (late_cosign.go), and, when no
+	// other request is being handled, from before the log's signature is
+	// checked: on an idle witness the other core is free, and otherwise
+	// an unverified request must not cost a signature.
+	recorded, late := w.cosigner.splitSigners()
+	alone := w.active.Add(1) == 1
+	defer w.active.Add(-1)
+	var lateDone <-chan lateResult
+	text := noteText(req.SignedCheckpoint)
+	if len(late) > 0 && alone {
+		lateDone = signLate(text, late)
+	}
+
 	// Signatures are checked outside the transaction, so that the slow part
 	// of a request runs in parallel with others; the transaction re-checks
 	// them only if the log's keys changed in between.
@@ -195,15 +216,7 @@ func (w *Witness) addCheckpoint(ctx context.Context, req *AddCheckpointRequest) 
 	if req.OldSize > req.Checkpoint.Size {
 		return nil, fmt.Errorf("%w: old size %d, checkpoint size %d", ErrOldSizeBeyondCheckpoint, req.OldSize, req.Checkpoint.Size)
 	}
-
-	// The cosignature is made here too, in parallel with other requests,
-	// and released only if the transaction takes the checkpoint: signing
-	// inside it would serialise every request of a group behind one
-	// goroutine. The Ed25519 line goes into the stored note; the ML-DSA-44
-	// line is made while the checkpoint is committed (late_cosign.go).
-	recorded, late := w.cosigner.splitSigners()
-	var lateDone <-chan lateResult
-	if len(late) > 0 {
+	if len(late) > 0 && (lateDone == nil || opened.Text != text) {
 		lateDone = signLate(opened.Text, late)
 	}
 	presigned, err := note.Sign(&note.Note{Text: opened.Text, Sigs: opened.Sigs}, recorded...)
