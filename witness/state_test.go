@@ -14,7 +14,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
 )
 
 // TestCAS_RacingRequestsFromSameOldSize is the race of c2sp.org/tlog-witness:
