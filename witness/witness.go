@@ -230,16 +230,25 @@ func (w *Witness) addCheckpoint(ctx context.Context, req *AddCheckpointRequest) 
 	if add.conflict != nil {
 		w.recordSameSizeConflict(req, add.conflict)
 	}
-	if add.refusal != nil || lateDone == nil {
-		return add.cosignature, add.refusal
+	if add.refusal != nil {
+		return nil, add.refusal
 	}
-	// Recorded durably: the late lines may be given out with the others.
+	return w.withLateLines(req, add.cosignature, lateDone)
+}
+
+// withLateLines adds to a cosignature, once its checkpoint is durably
+// recorded, the late lines (none if lateDone is nil), and keeps them for
+// the monitoring endpoint.
+func (w *Witness) withLateLines(req *AddCheckpointRequest, cosignature []byte, lateDone <-chan lateResult) ([]byte, error) {
+	if lateDone == nil {
+		return cosignature, nil
+	}
 	res := <-lateDone
 	if res.err != nil {
 		return nil, res.err
 	}
-	w.late.put(LogID(origin), req.Checkpoint.Size, req.Checkpoint.Hash[:], res.lines)
-	return append(add.cosignature, res.lines...), nil
+	w.late.put(LogID(req.Checkpoint.Origin), req.Checkpoint.Size, req.Checkpoint.Hash[:], res.lines)
+	return append(cosignature, res.lines...), nil
 }
 
 // addition is an add-checkpoint request as its transaction sees it: what
