@@ -42,8 +42,6 @@ type committer struct {
 	// a lingering loop when it falls to 0.
 	coming atomic.Int64
 	nudge  chan struct{}
-	// idle is set while the loop waits for a group's first change.
-	idle atomic.Bool
 	// observe, if set, is told the size of each group committed.
 	observe func(groupSize int)
 
@@ -113,19 +111,6 @@ func (c *committer) commit(ctx context.Context, arrived func(), apply func(g *gr
 		c.mu.RUnlock()
 		return ErrClosed
 	}
-	if arrived != nil && c.coming.Load() == 1 && len(c.queue) == 0 && c.idle.Load() {
-		// Alone: this change is the only one announced, none is queued and
-		// the loop holds no group, so a group would hold it alone. It is committed here, without the
-		// two hand-overs to the loop and back (with one client, a tenth of a
-		// request's wait). Groups still run one at a time: the store's
-		// commitGroup holds its lock from a group's first read to its sync.
-		// Withdrawn first, so that a loop taking a later change does not
-		// wait for this one.
-		arrived()
-		c.write([]*commitJob{job})
-		c.mu.RUnlock()
-		return <-job.result
-	}
 	select {
 	case c.queue <- job:
 	case <-ctx.Done():
@@ -152,10 +137,8 @@ func (c *committer) loop() {
 	lastGroup := 0
 	for {
 		batch = batch[:0]
-		c.idle.Store(true)
 		select {
 		case job := <-c.queue:
-			c.idle.Store(false)
 			batch = append(batch, job)
 		case <-c.stop:
 			c.refuseQueued()
