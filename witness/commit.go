@@ -6,8 +6,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // ErrClosed is returned for a request made after the Witness was closed.
@@ -36,7 +34,7 @@ var ErrClosed = errors.New("witness is closed")
 // group to fill, which a witness with one log and one client would pay on
 // every request.
 type committer struct {
-	db       *bolt.DB
+	store    *Store
 	maxBatch int
 	linger   time.Duration
 	queue    chan *commitJob
@@ -59,13 +57,13 @@ type committer struct {
 // failure): a request that is refused records its refusal itself and
 // returns nil.
 type commitJob struct {
-	apply  func(tx *bolt.Tx) error
+	apply  func(g *groupTx) error
 	result chan error // buffered: the loop never waits for the requester
 }
 
-func newCommitter(db *bolt.DB, maxBatch int, linger time.Duration, observe func(groupSize int)) *committer {
+func newCommitter(store *Store, maxBatch int, linger time.Duration, observe func(groupSize int)) *committer {
 	c := &committer{
-		db:       db,
+		store:    store,
 		maxBatch: maxBatch,
 		linger:   linger,
 		observe:  observe,
@@ -101,7 +99,7 @@ func (c *committer) expect() (arrived func()) {
 // committed (nil) or rolled back (the error). If ctx ends first, commit
 // returns ctx's error, but the change may still be applied and kept.
 // arrived, if not nil, is expect's function for this change.
-func (c *committer) commit(ctx context.Context, arrived func(), apply func(tx *bolt.Tx) error) error {
+func (c *committer) commit(ctx context.Context, arrived func(), apply func(g *groupTx) error) error {
 	job := &commitJob{apply: apply, result: make(chan error, 1)}
 	if arrived != nil {
 		// Withdrawn once queued (or given up): a loop that took the job
@@ -206,9 +204,9 @@ func (c *committer) fill(batch []*commitJob, underLoad bool, linger *time.Timer)
 // write applies the group's jobs in order in one transaction and commits
 // it, then gives each job the outcome.
 func (c *committer) write(batch []*commitJob) {
-	err := c.db.Update(func(tx *bolt.Tx) error {
+	err := c.store.commitGroup(func(g *groupTx) error {
 		for _, job := range batch {
-			if err := job.apply(tx); err != nil {
+			if err := job.apply(g); err != nil {
 				return err
 			}
 		}

@@ -12,16 +12,23 @@
 // consistent with each other, across restarts. To keep that promise:
 //
 //   - The latest cosigned checkpoint of each origin is stored in a bbolt file
-//     (see Store). An add-checkpoint request is checked against it and the
-//     new checkpoint written in one bbolt read-write transaction: a
-//     compare-and-swap on the stored size. bbolt allows one writer at a time,
-//     so two requests from the same old size can never both pass; the second
-//     sees the first's write and gets 409.
-//   - The answer is sent only after that transaction has committed, and a
-//     bbolt commit is fsynced, so a cosignature is never handed out for a
-//     state that a crash could roll back.
-//   - Concurrent requests are committed in groups (one transaction, one
-//     fsync, many requests, applied in order), which gives throughput
+//     (see Store), with those recorded since it was last written held in a
+//     journal beside it (journal.go) and in memory. An add-checkpoint
+//     request is checked against it and the new checkpoint recorded by one
+//     commit group at a time: a compare-and-swap on the stored size. Groups
+//     run one after the other, so two requests from the same old size can
+//     never both pass; the second sees the first's write and gets 409.
+//   - The answer is sent only after the group's journal write has been
+//     fdatasynced, so a cosignature is never handed out for a state that a
+//     crash could roll back. The journal is copied into bbolt (a synced
+//     transaction) when it fills, when the store opens or closes, and
+//     before a log is removed.
+//   - The ML-DSA-44 line of a cosignature is made beside the commit and is
+//     not in the stored note; the monitoring endpoint adds it
+//     (late_cosign.go). Both lines are answered only once the checkpoint
+//     is durable.
+//   - Concurrent requests are committed in groups (one journal write, one
+//     fdatasync, many requests, applied in order), which gives throughput
 //     without giving up the ordering above. A group waits at most
 //     Options.CommitLinger for more, and only under load or while other
 //     requests are being checked and signed; a lone request is committed

@@ -156,10 +156,16 @@ func (w *Witness) serveCheckpoint(rw http.ResponseWriter, idText string) {
 		writeError(rw, http.StatusInternalServerError, errors.New("internal error; see the witness's log"))
 		return
 	}
+	served, err := w.servedNote([32]byte(raw), cp)
+	if err != nil {
+		w.log.Error("cosign the latest checkpoint", "log_id", idText, "error", err)
+		writeError(rw, http.StatusInternalServerError, errors.New("internal error; see the witness's log"))
+		return
+	}
 	rw.Header().Set("Content-Type", textContentType)
 	// The answer changes with every cosignature: caches must revalidate.
 	rw.Header().Set("Cache-Control", "no-cache")
-	rw.Write(cp.Note)
+	rw.Write(served)
 }
 
 func writeError(rw http.ResponseWriter, status int, err error) int {

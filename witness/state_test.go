@@ -14,8 +14,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // TestCAS_RacingRequestsFromSameOldSize is the race of c2sp.org/tlog-witness:
@@ -306,7 +304,7 @@ func testCommitter(t *testing.T, maxBatch int, linger time.Duration, observe fun
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := newCommitter(s.db, maxBatch, linger, observe)
+	c := newCommitter(s, maxBatch, linger, observe)
 	t.Cleanup(func() {
 		c.close()
 		s.Close()
@@ -328,14 +326,17 @@ func TestCommitter_GroupSeesEarlierWrites(t *testing.T) {
 			defer wg.Done()
 			arrived := c.expect()
 			defer arrived()
-			err := c.commit(context.Background(), arrived, func(tx *bolt.Tx) error {
-				b := tx.Bucket(metaBucket)
+			err := c.commit(context.Background(), arrived, func(g *groupTx) error {
 				var n uint64
-				if v := b.Get([]byte("counter")); v != nil {
-					n, _ = strconv.ParseUint(string(v), 10, 64)
+				head, err := g.latestHead("counter.example")
+				if err != nil {
+					return err
+				}
+				if head != nil {
+					n = head.Size
 				}
 				seen[i] = n + 1
-				return b.Put([]byte("counter"), []byte(strconv.FormatUint(n+1, 10)))
+				return g.putLatest(&CosignedCheckpoint{Origin: "counter.example", Size: n + 1, Root: make([]byte, 32)})
 			})
 			if err != nil {
 				t.Error(err)
@@ -351,7 +352,7 @@ func TestCommitter_GroupSeesEarlierWrites(t *testing.T) {
 		t.Errorf("%d distinct counter values for %d jobs: two jobs read the same state", len(got), jobs)
 	}
 	c.close()
-	if err := c.commit(context.Background(), nil, func(*bolt.Tx) error { return nil }); !errors.Is(err, ErrClosed) {
+	if err := c.commit(context.Background(), nil, func(*groupTx) error { return nil }); !errors.Is(err, ErrClosed) {
 		t.Errorf("commit after close: %v, want ErrClosed", err)
 	}
 }
@@ -364,7 +365,7 @@ func TestCommitter_LingersForAnnouncedChanges(t *testing.T) {
 	// A linger no test run reaches: every group below ends because
 	// nothing more is announced, not by the timer.
 	c := testCommitter(t, 16, time.Hour, func(n int) { groups <- n })
-	nop := func(*bolt.Tx) error { return nil }
+	nop := func(*groupTx) error { return nil }
 	ctx := context.Background()
 
 	if err := c.commit(ctx, c.expect(), nop); err != nil {
@@ -414,7 +415,7 @@ func TestCommitter_UnderLoadWaitsForLaterChanges(t *testing.T) {
 	// Groups of 2 at most, and a linger no test run reaches: a group ends
 	// when it is full.
 	c := testCommitter(t, 2, time.Hour, func(n int) { groups <- n })
-	nop := func(*bolt.Tx) error { return nil }
+	nop := func(*groupTx) error { return nil }
 	ctx := context.Background()
 	done := make(chan error, 4)
 	a, b := c.expect(), c.expect()
@@ -448,7 +449,7 @@ func TestCommitter_LingerBounded(t *testing.T) {
 	c := testCommitter(t, 16, 20*time.Millisecond, nil)
 	never := c.expect()
 	defer never()
-	if err := c.commit(context.Background(), c.expect(), func(*bolt.Tx) error { return nil }); err != nil {
+	if err := c.commit(context.Background(), c.expect(), func(*groupTx) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -182,6 +182,16 @@ type Store struct {
 	db   *bolt.DB
 	path string
 
+	// The checkpoint journal (journal.go, journal_store.go). ckMu is held
+	// by a commit group from its first read to its journal's sync, and by
+	// whatever copies the journal into bbolt or removes a log.
+	ckMu       sync.Mutex
+	journal    *journal
+	journalErr error
+	// recent holds the checkpoints in the journal and not yet in bbolt.
+	recentMu sync.RWMutex
+	recent   map[[sha256.Size]byte]recentCheckpoint
+
 	// logs caches logAndRecord's answers by origin: every add-checkpoint
 	// reads its log's configuration, and it changes only through AddLog
 	// and RemoveLog, which empty the cache once committed. A request that
@@ -239,11 +249,29 @@ func OpenStore(path string, lockTimeout time.Duration) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("open witness state %s: %w", path, err)
 	}
-	return &Store{db: db, path: path}, nil
+	s := &Store{db: db, path: path}
+	if err := s.openCheckpointJournal(); err != nil {
+		if s.journal != nil {
+			s.journal.close()
+		}
+		db.Close()
+		return nil, fmt.Errorf("open witness state %s: %w", path, err)
+	}
+	return s, nil
 }
 
-// Close releases the state file and its lock.
-func (s *Store) Close() error { return s.db.Close() }
+// Close copies the checkpoint journal into bbolt, and releases the state
+// file and its lock. A Close that cannot copy it leaves it to the next
+// open.
+func (s *Store) Close() error {
+	s.ckMu.Lock()
+	var err error
+	if s.journalErr == nil {
+		err = s.flushJournalLocked(nil)
+	}
+	s.ckMu.Unlock()
+	return errors.Join(err, s.journal.close(), s.db.Close())
+}
 
 // Path is the state file's path.
 func (s *Store) Path() string { return s.path }
@@ -289,6 +317,17 @@ func (s *Store) forgetLogs() {
 func (s *Store) RemoveLog(origin string, forgetState bool) error {
 	id := LogID(origin)
 	defer s.forgetLogs()
+	// No commit group runs meanwhile, and the journal is copied into bbolt
+	// and emptied first, so that it holds no checkpoint of the log that a
+	// restart would bring back.
+	s.ckMu.Lock()
+	defer s.ckMu.Unlock()
+	if s.journalErr != nil {
+		return s.journalErr
+	}
+	if err := s.flushJournalLocked(nil); err != nil {
+		return err
+	}
 	return s.db.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(logsBucket)
 		if b.Get(id[:]) == nil {
@@ -360,6 +399,9 @@ func (s *Store) Logs() ([]LogStatus, error) {
 				return fmt.Errorf("log record %x: %w", id, err)
 			}
 			latest, err := decodeCosigned(tx.Bucket(checkpointsBucket).Get(id))
+			if r, ok := s.recentCheckpoint([sha256.Size]byte(id)); ok {
+				latest, err = r.cp, nil
+			}
 			if err != nil {
 				return fmt.Errorf("checkpoint record %x: %w", id, err)
 			}
@@ -375,6 +417,9 @@ func (s *Store) Logs() ([]LogStatus, error) {
 // Latest returns the latest cosigned checkpoint of the origin whose LogID is
 // id, or an error wrapping fs.ErrNotExist if there is none.
 func (s *Store) Latest(id [sha256.Size]byte) (*CosignedCheckpoint, error) {
+	if r, ok := s.recentCheckpoint(id); ok {
+		return r.cp, nil
+	}
 	var cp *CosignedCheckpoint
 	err := s.db.View(func(tx *bolt.Tx) error {
 		var err error
@@ -460,15 +505,6 @@ func decodeHead(v []byte, origin *string, size *uint64, root *[]byte) bool {
 		}
 	}
 	return true
-}
-
-func putLatestInTx(tx *bolt.Tx, cp *CosignedCheckpoint) error {
-	value, err := json.Marshal(cp)
-	if err != nil {
-		return err
-	}
-	id := LogID(cp.Origin)
-	return tx.Bucket(checkpointsBucket).Put(id[:], value)
 }
 
 // decodeCosigned decodes a checkpoint record; nil for no record.

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/transparency-dev/merkle/proof"
@@ -95,6 +96,11 @@ type Witness struct {
 	log      *slog.Logger
 	metrics  *metrics
 	gossip   *gossip
+	// active counts the add-checkpoint requests being handled.
+	active atomic.Int64
+	// late keeps the late cosignature lines the monitoring endpoint adds
+	// to stored notes (late_cosign.go).
+	late lateLines
 }
 
 // New makes a Witness over store, signing with cosigner. The Witness does
@@ -129,7 +135,7 @@ func New(store *Store, cosigner *Cosigner, opts Options) (*Witness, error) {
 	return &Witness{
 		store:    store,
 		cosigner: cosigner,
-		commits:  newCommitter(store.db, opts.MaxCommitBatch, opts.CommitLinger, func(n int) { m.groupSize.Observe(float64(n)) }),
+		commits:  newCommitter(store, opts.MaxCommitBatch, opts.CommitLinger, func(n int) { m.groupSize.Observe(float64(n)) }),
 		inflight: &originLimiter{max: opts.MaxInFlightPerOrigin, n: map[string]int{}},
 		log:      opts.Logger,
 		metrics:  m,
@@ -182,6 +188,24 @@ func (w *Witness) addCheckpoint(ctx context.Context, req *AddCheckpointRequest) 
 	arrived := w.commits.expect()
 	defer arrived()
 
+	// The cosignature is made outside the transaction too, in parallel
+	// with other requests, and released only if the transaction takes the
+	// checkpoint: signing inside it would serialise every request of a
+	// group behind one goroutine. The Ed25519 line goes into the stored
+	// note; the ML-DSA-44 line is made on a goroutine of its own while the
+	// checkpoint is checked and committed (late_cosign.go), and, when no
+	// other request is being handled, from before the log's signature is
+	// checked: on an idle witness the other core is free, and otherwise
+	// an unverified request must not cost a signature.
+	recorded, late := w.cosigner.splitSigners()
+	alone := w.active.Add(1) == 1
+	defer w.active.Add(-1)
+	var lateDone <-chan lateResult
+	text := noteText(req.SignedCheckpoint)
+	if len(late) > 0 && alone {
+		lateDone = signLate(text, late)
+	}
+
 	// Signatures are checked outside the transaction, so that the slow part
 	// of a request runs in parallel with others; the transaction re-checks
 	// them only if the log's keys changed in between.
@@ -192,24 +216,39 @@ func (w *Witness) addCheckpoint(ctx context.Context, req *AddCheckpointRequest) 
 	if req.OldSize > req.Checkpoint.Size {
 		return nil, fmt.Errorf("%w: old size %d, checkpoint size %d", ErrOldSizeBeyondCheckpoint, req.OldSize, req.Checkpoint.Size)
 	}
-
-	// The cosignature is made here too, in parallel with other requests,
-	// and released only if the transaction takes the checkpoint: signing
-	// (ML-DSA-44 above all, ~0.5 ms) inside it would serialise every
-	// request of a group behind one goroutine.
-	signers := w.cosigner.Signers()
-	presigned, err := note.Sign(&note.Note{Text: opened.Text, Sigs: opened.Sigs}, signers...)
+	if len(late) > 0 && (lateDone == nil || opened.Text != text) {
+		lateDone = signLate(opened.Text, late)
+	}
+	presigned, err := note.Sign(&note.Note{Text: opened.Text, Sigs: opened.Sigs}, recorded...)
 	if err != nil {
 		return nil, fmt.Errorf("cosign: %w", err)
 	}
-	add := &addition{req: req, cfg: cfg, cfgRecord: cfgRecord, opened: opened, presigned: presigned, signers: signers}
+	add := &addition{req: req, cfg: cfg, cfgRecord: cfgRecord, opened: opened, presigned: presigned, signers: recorded}
 	if err := w.commits.commit(ctx, arrived, add.inTx); err != nil {
 		return nil, err
 	}
 	if add.conflict != nil {
 		w.recordSameSizeConflict(req, add.conflict)
 	}
-	return add.cosignature, add.refusal
+	if add.refusal != nil {
+		return nil, add.refusal
+	}
+	return w.withLateLines(req, add.cosignature, lateDone)
+}
+
+// withLateLines adds to a cosignature, once its checkpoint is durably
+// recorded, the late lines (none if lateDone is nil), and keeps them for
+// the monitoring endpoint.
+func (w *Witness) withLateLines(req *AddCheckpointRequest, cosignature []byte, lateDone <-chan lateResult) ([]byte, error) {
+	if lateDone == nil {
+		return cosignature, nil
+	}
+	res := <-lateDone
+	if res.err != nil {
+		return nil, res.err
+	}
+	w.late.put(LogID(req.Checkpoint.Origin), req.Checkpoint.Size, req.Checkpoint.Hash[:], res.lines)
+	return append(cosignature, res.lines...), nil
 }
 
 // addition is an add-checkpoint request as its transaction sees it: what
@@ -231,15 +270,15 @@ type addition struct {
 // inTx is the request's change in its group's transaction. Failures up
 // to the write concern this request alone: they are its refusal, and the
 // others of the group go on. Only a failed write rolls the group back.
-func (a *addition) inTx(tx *bolt.Tx) error {
+func (a *addition) inTx(g *groupTx) error {
 	a.cosignature, a.refusal, a.conflict = nil, nil, nil
 	origin := a.req.Checkpoint.Origin
-	current, n, signed, err := a.reopen(tx)
+	current, n, signed, err := a.reopen(g.tx)
 	if err != nil {
 		a.refusal = err
 		return nil
 	}
-	stored, err := latestHeadInTx(tx, origin)
+	stored, err := g.latestHead(origin)
 	if err != nil {
 		a.refusal = fmt.Errorf("stored checkpoint of %q: %w", abbreviate(origin), err)
 		return nil
@@ -250,7 +289,7 @@ func (a *addition) inTx(tx *bolt.Tx) error {
 		// of the empty tree are refused too, but no evidence format can
 		// show them.) Evidence needs the whole stored record, note
 		// included.
-		if stored, err = latestInTx(tx, origin); err != nil {
+		if stored, err = g.latest(origin); err != nil {
 			a.refusal = fmt.Errorf("stored checkpoint of %q: %w", abbreviate(origin), err)
 			return nil
 		}
@@ -260,7 +299,7 @@ func (a *addition) inTx(tx *bolt.Tx) error {
 		return nil
 	}
 	a.cosignature = lastLines(signed, len(a.signers))
-	return putLatestInTx(tx, &CosignedCheckpoint{
+	return g.putLatest(&CosignedCheckpoint{
 		Origin:     origin,
 		Size:       a.req.Checkpoint.Size,
 		Root:       a.req.Checkpoint.Hash[:],

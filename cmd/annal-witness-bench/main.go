@@ -6,7 +6,8 @@
 // issue names (from the module proxy, out of this module's tree), or takes
 // prebuilt binaries. Each witness runs as a subprocess on 127.0.0.1 with
 // fresh state in a temporary folder and durable storage: annal-witness in
-// bbolt, fsynced per group commit; omniwitness in sqlite in WAL mode with
+// a checkpoint journal beside bbolt, one fdatasync per group commit;
+// omniwitness in sqlite in WAL mode with
 // synchronous=FULL, one fsync per transaction, one transaction per
 // request. Both answer only after the commit.
 //
