@@ -80,9 +80,18 @@ func openJournal(path string, size int64) (*journal, [][]byte, error) {
 	return j, records, nil
 }
 
-// load reads the journal, or makes it if it has no valid header (a new
-// file, or one whose creation a crash interrupted: nothing in it was ever
-// acknowledged, since nothing is appended before the header is synced).
+// ErrJournalDamaged is a journal whose header is neither valid nor
+// unwritten: its records may hold checkpoints the witness cosigned and
+// bbolt does not have yet, so it is not made anew over them.
+var ErrJournalDamaged = errors.New("the checkpoint journal's header is damaged; its records may hold cosigned checkpoints that the state file does not have: restore the state folder from a backup (or, knowing what is lost, move the journal aside)")
+
+// load reads the journal, or makes it if it has no header yet (a new file,
+// or one whose creation a crash interrupted: its header is still zeros,
+// and nothing in it was ever acknowledged, since nothing is appended
+// before the header is synced). A header that is there but does not
+// verify is damage, and refused (ErrJournalDamaged): remaking the journal
+// would forget checkpoints the witness answered for, and then it could
+// cosign a fork of them.
 func (j *journal) load(size int64) ([][]byte, error) {
 	data, err := io.ReadAll(j.f)
 	if err != nil {
@@ -90,6 +99,9 @@ func (j *journal) load(size int64) ([][]byte, error) {
 	}
 	epoch, ok := parseJournalHeader(data)
 	if !ok {
+		if len(data) >= journalHeaderSize && !allZeros(data[:journalHeaderSize]) {
+			return nil, ErrJournalDamaged
+		}
 		return nil, j.create(size)
 	}
 	j.epoch, j.size = epoch, int64(len(data))
@@ -232,4 +244,13 @@ func syncDir(dir string) error {
 		return err
 	}
 	return nil
+}
+
+func allZeros(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }

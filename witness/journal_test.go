@@ -289,3 +289,38 @@ func mustLatest(t *testing.T, s *Store, origin string) *CosignedCheckpoint {
 	}
 	return cp
 }
+
+// A journal whose header is damaged (not merely unwritten) is refused, not
+// made anew: its records may hold checkpoints the witness answered for.
+// One whose creation stopped before its header was written is made anew.
+func TestJournal_DamagedHeaderIsRefused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "j")
+	j, _, err := openJournal(path, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j.append([][]byte{[]byte("cosigned")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.f.WriteAt([]byte{'A'}, 3); err != nil { // a byte of the magic
+		t.Fatal(err)
+	}
+	j.close()
+	if _, _, err := openJournal(path, 0); !errors.Is(err, ErrJournalDamaged) {
+		t.Fatalf("a damaged header: %v, want ErrJournalDamaged", err)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil || !bytes.Contains(raw, []byte("cosigned")) {
+		t.Fatalf("the refused journal was changed: %v", err)
+	}
+
+	// Creation cut short: zeros where the header goes.
+	if err := os.WriteFile(path, make([]byte, journalHeaderSize+100), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	j, records, err := openJournal(path, 0)
+	if err != nil || len(records) != 0 {
+		t.Fatalf("an unwritten header: %d records, %v", len(records), err)
+	}
+	j.close()
+}
