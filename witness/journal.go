@@ -24,18 +24,27 @@ import (
 // (zeros, synced) when it was created, so that a group's fdatasync writes
 // data and no file metadata.
 //
-// Layout: a header block (magic, epoch, CRC-32C), then records, each
+// Layout: a header block (magic, epoch, CRC-32C), then one frame per
+// commit group, each starting at a multiple of journalAlign:
 //
-//	uint32 length of payload | uint32 CRC-32C(epoch || length || payload) | payload
+//	uint32 length of body | uint32 CRC-32C(epoch || length || body) | body | zeros to the next multiple
 //
-// the payload being the JSON CosignedCheckpoint that bbolt holds. Records
-// are read from the start up to the first one whose CRC (which covers the
-// epoch) fails: the space past the end holds zeros or records of an epoch
-// before. A journal emptied (after its records are in bbolt) gets a new
-// epoch in its header, so that its old records no longer read. A group's
-// records written only in part by a crash read up to the torn one: the
-// requests of that group were not answered, and a checkpoint recorded and
-// not answered is what a lost answer leaves too.
+// the body being the group's records, each a uint32 length and the JSON
+// CosignedCheckpoint that bbolt holds. A group is one frame, so it reads
+// whole or not at all. Frames are read from the start up to the first one
+// whose CRC (which covers the epoch) fails: the space past the end holds
+// zeros, frames of an epoch before, or a group a crash tore — whose
+// requests were not answered, and a checkpoint recorded and not answered
+// is what a lost answer leaves too. A journal emptied (after its records
+// are in bbolt) gets a new epoch in its header, so that its old frames no
+// longer read.
+//
+// A frame that fails with a frame of the same epoch after it is not a
+// tear but damage: a group is written only once the one before it is
+// synced (and a failed write stops the store), so a later frame means the
+// failing one was complete and acknowledged. The journal is then refused
+// (ErrJournalDamaged), never read short: forgetting a checkpoint the
+// witness answered for would let it cosign a fork of it.
 
 const (
 	// journalSuffix names the journal: the state file's path with it.
@@ -44,8 +53,10 @@ const (
 	journalMagic = "annal-witness checkpoint journal 1\n"
 	// journalHeaderSize is the header block; records start after it.
 	journalHeaderSize = 4096
-	// journalRecordHeader is a record's length and CRC.
-	journalRecordHeader = 8
+	// journalFrameHeader is a frame's length and CRC.
+	journalFrameHeader = 8
+	// journalAlign is where frames start: a multiple of it.
+	journalAlign = 64
 	// defaultJournalSize is the journal made on first use: some 2,000
 	// records of the largest kind (an ML-DSA-44 signed checkpoint).
 	defaultJournalSize = 8 << 20
@@ -81,9 +92,10 @@ func openJournal(path string, size int64) (*journal, [][]byte, error) {
 }
 
 // ErrJournalDamaged is a journal whose header is neither valid nor
-// unwritten: its records may hold checkpoints the witness cosigned and
-// bbolt does not have yet, so it is not made anew over them.
-var ErrJournalDamaged = errors.New("the checkpoint journal's header is damaged; its records may hold cosigned checkpoints that the state file does not have: restore the state folder from a backup (or, knowing what is lost, move the journal aside)")
+// unwritten, or whose frames are damaged short of the last: its records
+// may hold checkpoints the witness cosigned and bbolt does not have yet,
+// so it is neither made anew nor read short.
+var ErrJournalDamaged = errors.New("the checkpoint journal is damaged; its records may hold cosigned checkpoints that the state file does not have: restore the state folder from a backup (or, knowing what is lost, move the journal aside)")
 
 // load reads the journal, or makes it if it has no header yet (a new file,
 // or one whose creation a crash interrupted: its header is still zeros,
@@ -105,7 +117,10 @@ func (j *journal) load(size int64) ([][]byte, error) {
 		return nil, j.create(size)
 	}
 	j.epoch, j.size = epoch, int64(len(data))
-	records, end := readJournalRecords(data, epoch)
+	records, end, err := readJournalRecords(data, epoch)
+	if err != nil {
+		return nil, err
+	}
 	j.off = end
 	return records, nil
 }
@@ -164,19 +179,20 @@ func (j *journal) used() int64 { return j.off - journalHeaderSize }
 // free is the room left for records.
 func (j *journal) free() int64 { return j.size - j.off }
 
-// append writes the payloads as records after the last, in one write, and
-// syncs them: once it returns nil they survive a crash. The caller makes
-// room first (free); if there is not enough, the journal is extended.
+// append writes the payloads as one frame after the last, and syncs it:
+// once it returns nil they survive a crash. The caller makes room first
+// (free); if there is not enough, the journal is extended.
 func (j *journal) append(payloads [][]byte) error {
-	j.buf = j.buf[:0]
-	var epoch [8]byte
-	binary.LittleEndian.PutUint64(epoch[:], j.epoch)
+	j.buf = append(j.buf[:0], make([]byte, journalFrameHeader)...)
 	for _, p := range payloads {
-		var head [journalRecordHeader]byte
-		binary.LittleEndian.PutUint32(head[:4], uint32(len(p)))
-		sum := crc32.Update(crc32.Checksum(epoch[:], crc32c), crc32c, head[:4])
-		binary.LittleEndian.PutUint32(head[4:], crc32.Update(sum, crc32c, p))
-		j.buf = append(append(j.buf, head[:]...), p...)
+		j.buf = binary.LittleEndian.AppendUint32(j.buf, uint32(len(p)))
+		j.buf = append(j.buf, p...)
+	}
+	body := len(j.buf) - journalFrameHeader
+	binary.LittleEndian.PutUint32(j.buf[:4], uint32(body))
+	binary.LittleEndian.PutUint32(j.buf[4:], frameSum(j.epoch, j.buf[:4], j.buf[journalFrameHeader:]))
+	for len(j.buf)%journalAlign != 0 {
+		j.buf = append(j.buf, 0)
 	}
 	if need := j.off + int64(len(j.buf)); need > j.size {
 		if err := j.extend(need + defaultJournalSize/4); err != nil {
@@ -196,6 +212,14 @@ func (j *journal) append(payloads [][]byte) error {
 	return nil
 }
 
+// frameSum is a frame's CRC-32C over the epoch, its length and its body.
+func frameSum(epoch uint64, length, body []byte) uint32 {
+	var e [8]byte
+	binary.LittleEndian.PutUint64(e[:], epoch)
+	sum := crc32.Update(crc32.Checksum(e[:], crc32c), crc32c, length)
+	return crc32.Update(sum, crc32c, body)
+}
+
 func (j *journal) close() error { return j.f.Close() }
 
 // parseJournalHeader returns the epoch of a valid header.
@@ -210,28 +234,67 @@ func parseJournalHeader(data []byte) (uint64, bool) {
 	return binary.LittleEndian.Uint64(data[n:]), true
 }
 
-// readJournalRecords returns the payloads of the records of epoch, up to
-// the first that does not read, and the offset after the last read.
-func readJournalRecords(data []byte, epoch uint64) ([][]byte, int64) {
-	var records [][]byte
-	var e [8]byte
-	binary.LittleEndian.PutUint64(e[:], epoch)
-	off := journalHeaderSize
-	for off+journalRecordHeader <= len(data) {
-		n := int(binary.LittleEndian.Uint32(data[off:]))
-		if n == 0 || n > len(data)-off-journalRecordHeader {
-			break
-		}
-		p := data[off+journalRecordHeader : off+journalRecordHeader+n]
-		sum := crc32.Update(crc32.Checksum(e[:], crc32c), crc32c, data[off:off+4])
-		if crc32.Update(sum, crc32c, p) != binary.LittleEndian.Uint32(data[off+4:]) {
-			break
-		}
-		records = append(records, p)
-		off += journalRecordHeader + n
+// frameAt returns the body of the frame of epoch at off, if one verifies
+// there.
+func frameAt(data []byte, off int, epoch uint64) ([]byte, bool) {
+	if off+journalFrameHeader > len(data) {
+		return nil, false
 	}
-	return records, int64(off)
+	n := int(binary.LittleEndian.Uint32(data[off:]))
+	if n == 0 || n > len(data)-off-journalFrameHeader {
+		return nil, false
+	}
+	body := data[off+journalFrameHeader : off+journalFrameHeader+n]
+	if frameSum(epoch, data[off:off+4], body) != binary.LittleEndian.Uint32(data[off+4:]) {
+		return nil, false
+	}
+	return body, true
 }
+
+// readJournalRecords returns the payloads of the frames of epoch, up to
+// the first that does not read, and the offset after the last read; or
+// ErrJournalDamaged when a frame of epoch follows the one that does not.
+func readJournalRecords(data []byte, epoch uint64) ([][]byte, int64, error) {
+	var records [][]byte
+	off := journalHeaderSize
+	for {
+		body, ok := frameAt(data, off, epoch)
+		if !ok {
+			break
+		}
+		group, ok := splitRecords(body)
+		if !ok { // a frame that verifies and does not parse was written so
+			return nil, 0, ErrJournalDamaged
+		}
+		records = append(records, group...)
+		off += alignUp(journalFrameHeader + len(body))
+	}
+	for at := off + journalAlign; at+journalFrameHeader <= len(data); at += journalAlign {
+		if _, ok := frameAt(data, at, epoch); ok {
+			return nil, 0, fmt.Errorf("%w (the frame at %d does not read, and the one at %d does)", ErrJournalDamaged, off, at)
+		}
+	}
+	return records, int64(off), nil
+}
+
+// splitRecords returns a frame body's records.
+func splitRecords(body []byte) ([][]byte, bool) {
+	var records [][]byte
+	for len(body) > 0 {
+		if len(body) < 4 {
+			return nil, false
+		}
+		n := int(binary.LittleEndian.Uint32(body))
+		if n == 0 || n > len(body)-4 {
+			return nil, false
+		}
+		records = append(records, body[4:4+n])
+		body = body[4+n:]
+	}
+	return records, true
+}
+
+func alignUp(n int) int { return (n + journalAlign - 1) / journalAlign * journalAlign }
 
 // syncDir makes the names in dir durable.
 func syncDir(dir string) error {

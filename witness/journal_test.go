@@ -61,10 +61,10 @@ func TestJournal_ReadsUpToTheFirstBadRecord(t *testing.T) {
 	if err := j.append([][]byte{[]byte("one"), []byte("two")}); err != nil {
 		t.Fatal(err)
 	}
+	thirdAt := j.off
 	if err := j.append([][]byte{[]byte("three")}); err != nil {
 		t.Fatal(err)
 	}
-	thirdAt := j.off - int64(journalRecordHeader+len("three"))
 	j.close()
 
 	j, records, err = openJournal(path, 0)
@@ -72,7 +72,7 @@ func TestJournal_ReadsUpToTheFirstBadRecord(t *testing.T) {
 		t.Fatalf("reopened: %s, %v", records, err)
 	}
 	// A torn last record: its payload not all written.
-	if _, err := j.f.WriteAt([]byte("thr\x00\x00"), thirdAt+journalRecordHeader); err != nil {
+	if _, err := j.f.WriteAt([]byte("\x00\x00\x00\x00thr\x00\x00"), thirdAt+journalFrameHeader); err != nil {
 		t.Fatal(err)
 	}
 	j.close()
@@ -323,4 +323,29 @@ func TestJournal_DamagedHeaderIsRefused(t *testing.T) {
 		t.Fatalf("an unwritten header: %d records, %v", len(records), err)
 	}
 	j.close()
+}
+
+// A frame that does not read with a frame of its epoch after it is damage,
+// not a tear (a group is written only once the one before is synced): the
+// journal is refused rather than read short, which would forget the later
+// group's acknowledged checkpoints.
+func TestJournal_DamageBeforeTheLastFrameIsRefused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "j")
+	j, _, err := openJournal(path, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	firstAt := j.off
+	for _, group := range [][][]byte{{[]byte("one"), []byte("two")}, {[]byte("three")}} {
+		if err := j.append(group); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := j.f.WriteAt([]byte{'X'}, firstAt+journalFrameHeader+5); err != nil { // a byte of "one"
+		t.Fatal(err)
+	}
+	j.close()
+	if _, records, err := openJournal(path, 0); !errors.Is(err, ErrJournalDamaged) {
+		t.Fatalf("damage before the last frame: %s, %v; want ErrJournalDamaged", records, err)
+	}
 }
