@@ -517,13 +517,19 @@ func newClient(url, cred string, conns int) (*client.Client, error) {
 }
 
 func httpThroughput(ctx context.Context, url, cred string, concurrency int, d time.Duration) (float64, error) {
+	return mutateLoop(ctx, url, cred, concurrency, d, func(i uint64) string { return "workspace/bench/" + strconv.FormatUint(i, 10) })
+}
+
+// mutateLoop is root actions/s from concurrency clients for d, action i
+// on target(i).
+func mutateLoop(ctx context.Context, url, cred string, concurrency int, d time.Duration, target func(uint64) string) (float64, error) {
 	posters, err := newActionPosters(url, cred, concurrency)
 	if err != nil {
 		return 0, err
 	}
 	defer closePosters(posters)
 	return closedLoop(concurrency, d, func(w int, i uint64) error {
-		return posters[w].mutate(ctx, "workspace/bench/"+strconv.FormatUint(i, 10), int(i))
+		return posters[w].mutate(ctx, target(i), int(i))
 	})
 }
 

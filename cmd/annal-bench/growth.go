@@ -126,7 +126,7 @@ func growthStep(ctx context.Context, data string, o options, g growthOptions, ta
 		return st, err
 	}
 	st.fillSeconds = int64(time.Since(fillStart).Seconds())
-	if st.append, err = appendRate(ctx, p.url, p.cred, g.clients, o.duration); err != nil {
+	if st.append, err = mutateLoop(ctx, p.url, p.cred, g.clients, o.duration, growthTarget); err != nil {
 		return st, err
 	}
 	lat, err := sequentialLatency(ctx, p.url, p.cred, o.sequentialN)
@@ -160,8 +160,7 @@ func growthStep(ctx context.Context, data string, o options, g growthOptions, ta
 }
 
 // fillTo submits root actions from clients clients until the log holds
-// target entries. Targets repeat (4096 of them) so that what the kernel
-// keeps per target does not grow with the log.
+// target entries, on growthTarget's targets.
 func fillTo(ctx context.Context, url, cred string, clients int, target uint64) error {
 	c, err := newClient(url, cred, 1)
 	if err != nil {
@@ -200,19 +199,8 @@ func fillTo(ctx context.Context, url, cred string, clients int, target uint64) e
 	return nil
 }
 
-// appendRate is root actions/s from clients clients for d, on the
-// repeating targets of fillTo.
-func appendRate(ctx context.Context, url, cred string, clients int, d time.Duration) (float64, error) {
-	posters, err := newActionPosters(url, cred, clients)
-	if err != nil {
-		return 0, err
-	}
-	defer closePosters(posters)
-	return closedLoop(clients, d, func(w int, i uint64) error {
-		return posters[w].mutate(ctx, growthTarget(i), int(i))
-	})
-}
-
+// growthTarget is action i's target: 4096 of them, repeating, so that
+// what the kernel keeps per target does not grow with the log.
 func growthTarget(i uint64) string { return "workspace/growth/" + strconv.FormatUint(i%4096, 10) }
 
 // httpProofs measures GET /v1/proof of random leaves across the whole log
