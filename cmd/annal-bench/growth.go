@@ -41,7 +41,7 @@ func growthCommand(o *options) *cobra.Command {
 		Long: `annal-bench growth fills one annald (its own process) with root actions from --growth-clients
 clients up to each --stages size, and at each stage measures: actions/s at --growth-clients clients,
 the receipt p50 of one sequential client, GET /v1/proof of random leaves across the whole log (proofs/s
-at 64 clients, then p50 at one client), annald's RSS; then it stops annald and opens the same folder in
+at 64 clients after a warm-up of --duration, then p50 at one client), annald's RSS; then it stops annald and opens the same folder in
 this process to time the kernel's proof without HTTP (p50, warmed by one proof in every level-0 tile),
 checking every such proof with the verifier package against the signed checkpoint. With
 --baseline-annald, that annald (say, an earlier build) serves the same log after each stage and its
@@ -205,7 +205,8 @@ func growthTarget(i uint64) string { return "workspace/growth/" + strconv.Format
 
 // httpProofs measures GET /v1/proof of random leaves across the whole log
 // under its latest checkpoint: proofs/s at proofClients clients (each
-// proof parsed and of the leaf asked for), which also warms the server,
+// proof parsed and of the leaf asked for) after a warm-up phase of the
+// same length (what a server holds once it has served proofs a while),
 // then the p50 of one client; then it checks verifyN proofs with the
 // verifier package against the checkpoint they carry.
 func httpProofs(ctx context.Context, url string, o options, verifyN int) (size uint64, rate float64, p50 time.Duration, err error) {
@@ -227,7 +228,7 @@ func httpProofs(ctx context.Context, url string, o options, verifyN int) (size u
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	rate, err = closedLoop(proofClients, o.duration, func(w int, _ uint64) error {
+	ask := func(w int, _ uint64) error {
 		idx := rand.Uint64N(size)
 		text, err := clients[w].Proof(ctx, idx)
 		if err != nil {
@@ -237,8 +238,11 @@ func httpProofs(ctx context.Context, url string, o options, verifyN int) (size u
 			return fmt.Errorf("proof for %d: %v", idx, err)
 		}
 		return nil
-	})
-	if err != nil {
+	}
+	if _, err := closedLoop(proofClients, o.duration, ask); err != nil { // warm-up
+		return 0, 0, 0, err
+	}
+	if rate, err = closedLoop(proofClients, o.duration, ask); err != nil {
 		return 0, 0, 0, err
 	}
 	if _, lat, err = proofLatency(ctx, url, o.proofN); err != nil {

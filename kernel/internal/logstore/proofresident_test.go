@@ -163,7 +163,8 @@ func TestResidentProofs_VerifyAcrossTheLog(t *testing.T) {
 			}
 		}
 	}
-	r := builders["resident"]
+	r := builders["resident"].(*residentProofs)
+	r.warmDone.Wait()
 	for _, i := range []uint64{0, 255, 70_000, size - 1300} {
 		if _, err := r.inclusion(ctx, i, size); err != nil {
 			t.Fatal(err)
@@ -175,6 +176,44 @@ func TestResidentProofs_VerifyAcrossTheLog(t *testing.T) {
 		if got := s.reads.Load() - before; got > 1 {
 			t.Errorf("the second proof of leaf %d read %d tiles, want at most 1", i, got)
 		}
+	}
+}
+
+// TestResidentProofs_WarmsEveryTile: the first proof starts the hashing of
+// every full level-0 tile's top, so that a proof of any leaf, even of a
+// tile no proof read before, reads one tile (its own level-0 tile) and
+// hashes no tile whole; stop ends the warming.
+func TestResidentProofs_WarmsEveryTile(t *testing.T) {
+	ctx := context.Background()
+	const size = layout.TileWidth*layout.TileWidth + 700
+	s := newSynthLog(size)
+	r := newResidentProofs(s.read)
+	if _, err := r.inclusion(ctx, 0, size); err != nil {
+		t.Fatal(err)
+	}
+	r.warmDone.Wait()
+	for tile := range uint64(size / layout.TileWidth) {
+		if r.leafTops[tile] == nil {
+			t.Fatalf("tile %d of %d not warmed", tile, size/layout.TileWidth)
+		}
+	}
+	for _, i := range []uint64{1, 40_000, 65_535} {
+		before := s.reads.Load()
+		if _, err := r.inclusion(ctx, i, size); err != nil {
+			t.Fatal(err)
+		}
+		if got := s.reads.Load() - before; got != 1 {
+			t.Errorf("proof of leaf %d read %d tiles, want 1", i, got)
+		}
+	}
+	stopped := newResidentProofs(s.read)
+	stopped.stop()
+	if _, err := stopped.inclusion(ctx, 0, size); err != nil {
+		t.Fatal(err)
+	}
+	stopped.warmDone.Wait()
+	if n := len(stopped.leafTops); n > 1 {
+		t.Errorf("a stopped builder warmed %d tiles", n)
 	}
 }
 
@@ -237,6 +276,9 @@ func BenchmarkInclusionProof(b *testing.B) {
 				if _, err := pb.inclusion(ctx, i, size); err != nil {
 					b.Fatal(err)
 				}
+			}
+			if r, ok := pb.(*residentProofs); ok {
+				r.warmDone.Wait()
 			}
 			b.Run(fmt.Sprintf("size=%d/%s", size, name), func(b *testing.B) {
 				rng := rand.New(rand.NewPCG(41, 2))

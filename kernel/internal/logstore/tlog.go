@@ -160,6 +160,7 @@ func OpenLog(path string, signer note.Signer, verifier note.Verifier, cfg LogOpt
 }
 
 func (l *Log) Close(ctx context.Context) error {
+	l.proofTiles().stop()
 	l.stopGC()
 	<-l.gcDone
 	l.group.close(ctx)
