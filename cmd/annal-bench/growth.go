@@ -63,14 +63,23 @@ the proofs' part.`,
 
 // growthStage is what one stage measured.
 type growthStage struct {
-	size                    uint64
-	append, proofRate       float64
-	receiptP50, proofP50    time.Duration
-	serverP50, serverP99    time.Duration
-	rssKiB                  int64
-	baseRate                float64 // the baseline annald's; 0 without one
-	baseP50                 time.Duration
-	baseRSSKiB, fillSeconds int64
+	size                 uint64
+	append               float64
+	receiptP50           time.Duration
+	proofs               proofFigures
+	serverP50, serverP99 time.Duration
+	rssKiB               int64
+	base                 proofFigures // the baseline annald's; zero without one
+	baseRSSKiB           int64
+	fillSeconds          int64
+}
+
+// proofFigures are what httpProofs measured.
+type proofFigures struct {
+	size uint64
+	rate float64
+	// cpu is the annald CPU time a proof took in the phase of rate.
+	cpu, p50 time.Duration
 }
 
 func runGrowth(ctx context.Context, o options, g growthOptions, out io.Writer) error {
@@ -134,9 +143,10 @@ func growthStep(ctx context.Context, data string, o options, g growthOptions, ta
 		return st, err
 	}
 	st.receiptP50 = percentile(lat, 50)
-	if st.size, st.proofRate, st.proofP50, err = httpProofs(ctx, p.url, o, g.verifyN); err != nil {
+	if st.proofs, err = httpProofs(ctx, p.url, p.cpu, o, g.verifyN); err != nil {
 		return st, err
 	}
+	st.size = st.proofs.size
 	st.rssKiB = procStatusMemory(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid)).total
 	if err := p.stop(); err != nil {
 		return st, err
@@ -152,7 +162,7 @@ func growthStep(ctx context.Context, data string, o options, g growthOptions, ta
 		return st, fmt.Errorf("baseline annald: %w", err)
 	}
 	defer b.stop()
-	if _, st.baseRate, st.baseP50, err = httpProofs(ctx, b.url, o, g.verifyN); err != nil {
+	if st.base, err = httpProofs(ctx, b.url, b.cpu, o, g.verifyN); err != nil {
 		return st, fmt.Errorf("baseline annald: %w", err)
 	}
 	st.baseRSSKiB = procStatusMemory(fmt.Sprintf("/proc/%d/status", b.cmd.Process.Pid)).total
@@ -207,26 +217,26 @@ func growthTarget(i uint64) string { return "workspace/growth/" + strconv.Format
 // under its latest checkpoint: proofs/s at proofClients clients (each
 // proof parsed and of the leaf asked for) after a warm-up phase of the
 // same length (what a server holds once it has served proofs a while),
-// then the p50 of one client; then it checks verifyN proofs with the
+// with the CPU time each took annald (cpu), then the p50 of one client; then it checks verifyN proofs with the
 // verifier package against the checkpoint they carry.
-func httpProofs(ctx context.Context, url string, o options, verifyN int) (size uint64, rate float64, p50 time.Duration, err error) {
+func httpProofs(ctx context.Context, url string, cpu func() (time.Duration, error), o options, verifyN int) (f proofFigures, err error) {
 	c, err := newClient(url, "", 1)
 	if err != nil {
-		return 0, 0, 0, err
+		return f, err
 	}
 	info, err := c.Info(ctx)
 	if err != nil {
-		return 0, 0, 0, err
+		return f, err
 	}
 	clients := make([]*client.Client, proofClients)
 	for i := range clients {
 		if clients[i], err = newClient(url, "", 1); err != nil {
-			return 0, 0, 0, err
+			return f, err
 		}
 	}
 	size, lat, err := proofLatency(ctx, url, 1) // waits for a checkpoint of the whole log
 	if err != nil {
-		return 0, 0, 0, err
+		return f, err
 	}
 	ask := func(w int, _ uint64) error {
 		idx := rand.Uint64N(size)
@@ -240,29 +250,30 @@ func httpProofs(ctx context.Context, url string, o options, verifyN int) (size u
 		return nil
 	}
 	if _, err := closedLoop(proofClients, o.duration, ask); err != nil { // warm-up
-		return 0, 0, 0, err
+		return f, err
 	}
-	if rate, err = closedLoop(proofClients, o.duration, ask); err != nil {
-		return 0, 0, 0, err
+	if f.rate, f.cpu, err = measureCPU(cpu, func() (float64, error) { return closedLoop(proofClients, o.duration, ask) }); err != nil {
+		return f, err
 	}
 	if _, lat, err = proofLatency(ctx, url, o.proofN); err != nil {
-		return 0, 0, 0, err
+		return f, err
 	}
 	for range verifyN {
 		idx := rand.Uint64N(size)
 		text, err := c.Proof(ctx, idx)
 		if err != nil {
-			return 0, 0, 0, err
+			return f, err
 		}
 		entry, err := c.Event(ctx, idx)
 		if err != nil {
-			return 0, 0, 0, err
+			return f, err
 		}
 		if _, err := verifier.VerifyProof(entry, text, info.VerifierKey); err != nil {
-			return 0, 0, 0, fmt.Errorf("proof of %d over HTTP: %w", idx, err)
+			return f, fmt.Errorf("proof of %d over HTTP: %w", idx, err)
 		}
 	}
-	return size, rate, percentile(lat, 50), nil
+	f.size, f.p50 = size, percentile(lat, 50)
+	return f, nil
 }
 
 // serverSideProofs opens the log of data in this process and times the
@@ -308,16 +319,16 @@ func serverSideProofs(ctx context.Context, data string, o options, n int) (p50, 
 func writeGrowthTable(out io.Writer, stages []growthStage, clients int, baseline bool) error {
 	fmt.Fprintln(out)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	head := "log size\tappend @%d\treceipt p50 @1\tproof p50 @1 (HTTP)\tproofs/s @64\tserver-side proof p50 / p99\tannald RSS"
+	head := "log size\tappend @%d\treceipt p50 @1\tproof p50 @1 (HTTP)\tproofs/s @64\tannald CPU a proof\tserver-side proof p50 / p99\tannald RSS"
 	if baseline {
-		head += "\tbaseline proof p50 @1\tbaseline proofs/s @64\tbaseline RSS"
+		head += "\tbaseline: p50 @1\tproofs/s @64\tCPU a proof\tRSS"
 	}
 	fmt.Fprintf(tw, head+"\n", clients)
 	for _, s := range stages {
-		fmt.Fprintf(tw, "%d\t%.0f/s\t%s\t%s\t%.0f\t%s / %s\t%d MiB", s.size, s.append, fmtDur(s.receiptP50), fmtMicros(s.proofP50),
-			s.proofRate, fmtMicros(s.serverP50), fmtMicros(s.serverP99), s.rssKiB>>10)
+		fmt.Fprintf(tw, "%d\t%.0f/s\t%s\t%s\t%.0f\t%s\t%s / %s\t%d MiB", s.size, s.append, fmtDur(s.receiptP50), fmtMicros(s.proofs.p50),
+			s.proofs.rate, fmtMicros(s.proofs.cpu), fmtMicros(s.serverP50), fmtMicros(s.serverP99), s.rssKiB>>10)
 		if baseline {
-			fmt.Fprintf(tw, "\t%s\t%.0f\t%d MiB", fmtMicros(s.baseP50), s.baseRate, s.baseRSSKiB>>10)
+			fmt.Fprintf(tw, "\t%s\t%.0f\t%s\t%d MiB", fmtMicros(s.base.p50), s.base.rate, fmtMicros(s.base.cpu), s.baseRSSKiB>>10)
 		}
 		fmt.Fprintln(tw)
 	}
@@ -326,16 +337,19 @@ func writeGrowthTable(out io.Writer, stages []growthStage, clients int, baseline
 	}
 	if len(stages) > 1 {
 		first, last := stages[0], stages[len(stages)-1]
-		fmt.Fprintf(out, "\nlast/first stage: proofs/s %.2fx, proof p50 %.2fx, server-side p50 %.2fx, RSS %.2fx",
-			last.proofRate/first.proofRate, float64(last.proofP50)/float64(first.proofP50),
-			float64(last.serverP50)/float64(first.serverP50), float64(last.rssKiB)/float64(first.rssKiB))
+		fmt.Fprintf(out, "\nlast/first stage: proofs/s %.2fx, proof p50 %.2fx, CPU a proof %.2fx, server-side p50 %.2fx, RSS %.2fx",
+			last.proofs.rate/first.proofs.rate, ratio(last.proofs.p50, first.proofs.p50), ratio(last.proofs.cpu, first.proofs.cpu),
+			ratio(last.serverP50, first.serverP50), float64(last.rssKiB)/float64(first.rssKiB))
 		if baseline {
-			fmt.Fprintf(out, "; baseline proofs/s %.2fx, proof p50 %.2fx", last.baseRate/first.baseRate, float64(last.baseP50)/float64(first.baseP50))
+			fmt.Fprintf(out, "; baseline proofs/s %.2fx, proof p50 %.2fx, CPU a proof %.2fx",
+				last.base.rate/first.base.rate, ratio(last.base.p50, first.base.p50), ratio(last.base.cpu, first.base.cpu))
 		}
 		fmt.Fprintln(out)
 	}
 	return nil
 }
+
+func ratio(a, b time.Duration) float64 { return float64(a) / float64(b) }
 
 func fmtMicros(d time.Duration) string {
 	return fmt.Sprintf("%d µs", d.Microseconds())
