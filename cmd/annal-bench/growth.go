@@ -258,22 +258,28 @@ func httpProofs(ctx context.Context, url string, cpu func() (time.Duration, erro
 	if _, lat, err = proofLatency(ctx, url, o.proofN); err != nil {
 		return f, err
 	}
-	for range verifyN {
+	f.size, f.p50 = size, percentile(lat, 50)
+	return f, verifyHTTPProofs(ctx, c, size, verifyN, info.VerifierKey)
+}
+
+// verifyHTTPProofs checks the proofs of n random leaves of the first size
+// with the verifier package, against the log key vkey.
+func verifyHTTPProofs(ctx context.Context, c *client.Client, size uint64, n int, vkey string) error {
+	for range n {
 		idx := rand.Uint64N(size)
 		text, err := c.Proof(ctx, idx)
 		if err != nil {
-			return f, err
+			return err
 		}
 		entry, err := c.Event(ctx, idx)
 		if err != nil {
-			return f, err
+			return err
 		}
-		if _, err := verifier.VerifyProof(entry, text, info.VerifierKey); err != nil {
-			return f, fmt.Errorf("proof of %d over HTTP: %w", idx, err)
+		if _, err := verifier.VerifyProof(entry, text, vkey); err != nil {
+			return fmt.Errorf("proof of %d over HTTP: %w", idx, err)
 		}
 	}
-	f.size, f.p50 = size, percentile(lat, 50)
-	return f, nil
+	return nil
 }
 
 // serverSideProofs opens the log of data in this process and times the
