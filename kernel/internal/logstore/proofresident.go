@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/transparency-dev/merkle/compact"
 	"github.com/transparency-dev/merkle/proof"
@@ -24,7 +25,8 @@ import (
 //     maxUpperTiles (64 MiB, a log of 268M entries); past it, the LRU.
 //   - Of a full level-0 tile, only its nodes of levels 5..7 are kept (14
 //     hashes, 448 bytes: 1.75 bytes an entry, 17.5 MiB for 10M), up to
-//     maxLeafTops tiles (28 MiB, a log of 16.7M entries); past it they are
+//     maxLeafTops tiles (28 MiB, a log of 16.7M entries, and 512 KiB of
+//     pointers from the start); past it they are
 //     hashed for each proof, from the tile (about 250 hashes). A proof's
 //     nodes of levels 0..4 are hashed from the 32 leaf hashes under them
 //     (at most 26 hashes), from the tile read once per proof: one 8 KiB
@@ -44,9 +46,11 @@ type residentProofs struct {
 	read func(ctx context.Context, level, index uint64, p uint8) ([]byte, error)
 	lru  *proofTiles
 
-	mu       sync.RWMutex
-	upper    map[proofTileKey]*proofTile
-	leafTops []*leafTop // by level-0 tile index; nil: not yet hashed
+	// Lookups take no lock (64 clients asking proofs on two cores made a
+	// read lock's shared counter the hottest line of upperNode).
+	upper      sync.Map // proofTileKey → *proofTile
+	upperCount atomic.Int64
+	leafTops   []atomic.Pointer[leafTop] // maxLeafTops, by level-0 tile index; nil: not yet hashed
 
 	warmOnce   sync.Once
 	warmCtx    context.Context
@@ -78,7 +82,7 @@ func leafTopOffset(k uint) int {
 
 func newResidentProofs(read func(ctx context.Context, level, index uint64, p uint8) ([]byte, error)) *residentProofs {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &residentProofs{read: read, lru: newProofTiles(read, partialLRUTiles), upper: map[proofTileKey]*proofTile{},
+	return &residentProofs{read: read, lru: newProofTiles(read, partialLRUTiles), leafTops: make([]atomic.Pointer[leafTop], maxLeafTops),
 		warmCtx: ctx, warmCancel: cancel}
 }
 
@@ -185,23 +189,20 @@ func (r *residentProofs) nodeOnce() func(ctx context.Context, id compact.NodeID,
 // whole once read, or from the LRU once maxUpperTiles are kept.
 func (r *residentProofs) upperNode(ctx context.Context, id compact.NodeID, size, tileLevel, tileIndex uint64, nodeLevel uint, nodeIndex uint64) ([]byte, error) {
 	key := proofTileKey{level: tileLevel, index: tileIndex}
-	r.mu.RLock()
-	t, ok := r.upper[key]
-	full := len(r.upper) >= maxUpperTiles
-	r.mu.RUnlock()
-	if !ok && full {
-		return r.lru.node(ctx, id, size)
-	}
-	if !ok {
+	var t *proofTile
+	if v, ok := r.upper.Load(key); ok {
+		t = v.(*proofTile)
+	} else {
+		if r.upperCount.Load() >= maxUpperTiles {
+			return r.lru.node(ctx, id, size)
+		}
 		var err error
 		if t, err = r.lru.tile(ctx, tileLevel, tileIndex, 0); err != nil {
 			return nil, err
 		}
-		r.mu.Lock()
-		if len(r.upper) < maxUpperTiles {
-			r.upper[key] = t
+		if _, loaded := r.upper.LoadOrStore(key, t); !loaded {
+			r.upperCount.Add(1) // may pass the bound by the few stored at once
 		}
-		r.mu.Unlock()
 	}
 	h := t.nodes[nodeLevel][nodeIndex]
 	return h[:], nil
@@ -210,32 +211,24 @@ func (r *residentProofs) upperNode(ctx context.Context, id compact.NodeID, size,
 // leafTop is the top of full level-0 tile index, hashed from its leaves
 // (read with leaves) the first time and kept if index < maxLeafTops.
 func (r *residentProofs) leafTop(ctx context.Context, index uint64, leaves func(context.Context, uint64) ([]byte, error)) (*leafTop, error) {
-	r.mu.RLock()
-	var top *leafTop
-	if index < uint64(len(r.leafTops)) {
-		top = r.leafTops[index]
-	}
-	r.mu.RUnlock()
-	if top != nil {
-		return top, nil
+	kept := index < uint64(len(r.leafTops))
+	if kept {
+		if top := r.leafTops[index].Load(); top != nil {
+			return top, nil
+		}
 	}
 	raw, err := leaves(ctx, index)
 	if err != nil {
 		return nil, err
 	}
-	top = new(leafTop)
+	top := new(leafTop)
 	for k := uint(leafTopLevel); k < layout.TileHeight; k++ {
 		for j := range 1 << (layout.TileHeight - k) {
 			top[leafTopOffset(k)+j] = subtreeHash(raw, uint64(j)<<k, k)
 		}
 	}
-	if index < maxLeafTops {
-		r.mu.Lock()
-		if index >= uint64(len(r.leafTops)) {
-			r.leafTops = append(r.leafTops, make([]*leafTop, index+1-uint64(len(r.leafTops)))...)
-		}
-		r.leafTops[index] = top
-		r.mu.Unlock()
+	if kept {
+		r.leafTops[index].Store(top)
 	}
 	return top, nil
 }
