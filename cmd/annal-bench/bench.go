@@ -118,7 +118,7 @@ func newCommand() *cobra.Command {
 	f.DurationVar(&o.soak.gc, "soak-gc", 0, "soak: Tessera's clean-up interval of partial tiles (0: the kernel's default)")
 	f.StringVar(&o.annald, "annald", "", "the annald binary whose serve the HTTP phases measure, as its own process (default: built from this module with go build); \""+inProcess+"\" runs the kernel inside annal-bench instead")
 	f.Int64Var(&o.gcHeadroom, "gc-headroom", gcgoal.DefaultHeadroom, "the garbage collector's headroom above the live heap, in bytes, as annald serve --gc-headroom: given to annald's process, and kept in this one, where the kernel of --annald in-process and of the rebuild, export and soak phases runs; 0: Go's default")
-	cmd.AddCommand(storageCommand(&o), workloadCommand(&o))
+	cmd.AddCommand(storageCommand(&o), workloadCommand(&o), growthCommand(&o))
 	return cmd
 }
 
@@ -517,13 +517,19 @@ func newClient(url, cred string, conns int) (*client.Client, error) {
 }
 
 func httpThroughput(ctx context.Context, url, cred string, concurrency int, d time.Duration) (float64, error) {
+	return mutateLoop(ctx, url, cred, concurrency, d, func(i uint64) string { return "workspace/bench/" + strconv.FormatUint(i, 10) })
+}
+
+// mutateLoop is root actions/s from concurrency clients for d, action i
+// on target(i).
+func mutateLoop(ctx context.Context, url, cred string, concurrency int, d time.Duration, target func(uint64) string) (float64, error) {
 	posters, err := newActionPosters(url, cred, concurrency)
 	if err != nil {
 		return 0, err
 	}
 	defer closePosters(posters)
 	return closedLoop(concurrency, d, func(w int, i uint64) error {
-		return posters[w].mutate(ctx, "workspace/bench/"+strconv.FormatUint(i, 10), int(i))
+		return posters[w].mutate(ctx, target(i), int(i))
 	})
 }
 

@@ -238,8 +238,16 @@ func sampleFolder(dir string) (soakSample, error) {
 // readProcMemory reads this process's resident set (annal-bench runs the
 // kernel in process) from /proc/self/status.
 func readProcMemory() procMemory {
+	m := procStatusMemory("/proc/self/status")
+	m.stateMap = procmem.MappedRSS("state.db")
+	return m
+}
+
+// procStatusMemory reads a process's resident set from its /proc status
+// file (path), in KiB; zero when it cannot be read.
+func procStatusMemory(path string) procMemory {
 	var m procMemory
-	f, err := os.Open("/proc/self/status")
+	f, err := os.Open(path)
 	if err != nil {
 		return m
 	}
@@ -260,6 +268,5 @@ func readProcMemory() procMemory {
 			m.file = n
 		}
 	}
-	m.stateMap = procmem.MappedRSS("state.db")
 	return m
 }

@@ -43,7 +43,7 @@ type Log struct {
 	// proofs builds proofs from cached tiles (proofcache.go), made on
 	// first use.
 	proofsOnce sync.Once
-	proofs     *proofTiles
+	proofs     *residentProofs
 	// path is the log folder of the data folder (for a shared log, where
 	// Tessera keeps nothing); onDisk says the log lives there.
 	path   string
@@ -160,6 +160,7 @@ func OpenLog(path string, signer note.Signer, verifier note.Verifier, cfg LogOpt
 }
 
 func (l *Log) Close(ctx context.Context) error {
+	l.proofTiles().stop()
 	l.stopGC()
 	<-l.gcDone
 	l.group.close(ctx)
@@ -542,8 +543,8 @@ func (l *Log) InclusionProof(ctx context.Context, index, size uint64) ([][sha256
 	return l.proofTiles().inclusion(ctx, index, size)
 }
 
-func (l *Log) proofTiles() *proofTiles {
-	l.proofsOnce.Do(func() { l.proofs = newProofTiles(l.ReadTile) })
+func (l *Log) proofTiles() *residentProofs {
+	l.proofsOnce.Do(func() { l.proofs = newResidentProofs(l.ReadTile) })
 	return l.proofs
 }
 

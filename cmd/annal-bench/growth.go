@@ -1,0 +1,362 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"text/tabwriter"
+	"time"
+
+	"github.com/annal-dev/annal/checkpoints"
+	"github.com/annal-dev/annal/client"
+	"github.com/annal-dev/annal/kernel"
+	"github.com/annal-dev/annal/verifier"
+	"github.com/spf13/cobra"
+	"k8s.io/klog/v2"
+)
+
+// growthOptions are the growth mode's: the log sizes it measures at, and
+// an optional second annald (an earlier build) whose proofs are measured
+// on the same log at each stage.
+type growthOptions struct {
+	stages   []int
+	clients  int
+	baseline string
+	// verifyN proofs of each stage are checked with the verifier
+	// package: over HTTP, and every proof of the server-side phase.
+	verifyN int
+}
+
+func growthCommand(o *options) *cobra.Command {
+	var g growthOptions
+	cmd := &cobra.Command{
+		Use:   "growth",
+		Short: "Fill one annald stage by stage and measure appends, receipts, proofs of random leaves and RSS at each size",
+		Long: `annal-bench growth fills one annald (its own process) with root actions from --growth-clients
+clients up to each --stages size, and at each stage measures: actions/s at --growth-clients clients,
+the receipt p50 of one sequential client, GET /v1/proof of random leaves across the whole log (proofs/s
+at 64 clients after a warm-up of --duration, then p50 at one client), annald's RSS; then it stops annald and opens the same folder in
+this process to time the kernel's proof without HTTP (p50, warmed by one proof in every level-0 tile),
+checking every such proof with the verifier package against the signed checkpoint. With
+--baseline-annald, that annald (say, an earlier build) serves the same log after each stage and its
+proofs are measured too, for a ratio in the same run. --cpuprofile P writes annald's profile of each
+stage to P.<stage> (and the baseline's to P.<stage>.baseline): go tool pprof -focus handleProof shows
+the proofs' part.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runGrowth(cmd.Context(), *o, g, cmd.OutOrStdout())
+		},
+	}
+	f := cmd.Flags()
+	f.IntSliceVar(&g.stages, "stages", []int{200_000, 1_000_000, 2_000_000}, "log sizes to measure at, ascending")
+	f.IntVar(&g.clients, "growth-clients", 512, "clients that fill the log and whose append rate is measured")
+	f.StringVar(&g.baseline, "baseline-annald", "", "an annald binary whose proofs are measured on the same log at each stage (\"\": none)")
+	f.IntVar(&g.verifyN, "verify", 500, "proofs of each stage checked with the verifier package over HTTP (every server-side one is)")
+	return cmd
+}
+
+// growthStage is what one stage measured.
+type growthStage struct {
+	size                 uint64
+	append               float64
+	receiptP50           time.Duration
+	proofs               proofFigures
+	serverP50, serverP99 time.Duration
+	rssKiB               int64
+	base                 proofFigures // the baseline annald's; zero without one
+	baseRSSKiB           int64
+	fillSeconds          int64
+}
+
+// proofFigures are what httpProofs measured.
+type proofFigures struct {
+	size uint64
+	rate float64
+	// cpu is the annald CPU time a proof took in the phase of rate.
+	cpu, p50 time.Duration
+}
+
+func runGrowth(ctx context.Context, o options, g growthOptions, out io.Writer) error {
+	klog.SetOutput(io.Discard)
+	klog.LogToStderr(false)
+	for i, s := range g.stages {
+		if s <= 0 || (i > 0 && s <= g.stages[i-1]) {
+			return fmt.Errorf("--stages %v: positive and ascending", g.stages)
+		}
+	}
+	dir, placement, cleanup, err := benchFolder(o.dir)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	if o.annald, err = chooseAnnald(ctx, dir, o.annald, out); err != nil {
+		return err
+	}
+	if o.annald == inProcess {
+		return errors.New("growth measures annald's RSS: it needs annald as its own process, not --annald " + inProcess)
+	}
+	fmt.Fprintf(out, "annal-bench growth: stages %v, %d clients, %v per phase, log in %s%s\n\n", g.stages, g.clients, o.duration, dir, placement)
+	data := filepath.Join(dir, "growth")
+	var stages []growthStage
+	for _, target := range g.stages {
+		st, err := growthStep(ctx, data, o, g, uint64(target))
+		if err != nil {
+			return fmt.Errorf("stage %d: %w", target, err)
+		}
+		stages = append(stages, st)
+		fmt.Fprintf(out, "stage %d done: fill %d s\n", st.size, st.fillSeconds)
+	}
+	return writeGrowthTable(out, stages, g.clients, g.baseline != "")
+}
+
+// growthStep starts annald on data (a new folder the first time), fills
+// it to target entries, measures it, stops it, and measures the proofs
+// of the same log in this process and with the baseline annald.
+func growthStep(ctx context.Context, data string, o options, g growthOptions, target uint64) (growthStage, error) {
+	var st growthStage
+	base := o
+	if o.cpuProfile != "" { // one profile a stage, each annald its own
+		o.cpuProfile = fmt.Sprintf("%s.%d", o.cpuProfile, target)
+		base.cpuProfile = o.cpuProfile + ".baseline"
+	}
+	p, err := startAnnald(ctx, o.annald, data, o)
+	if err != nil {
+		return st, err
+	}
+	defer p.stop()
+	fillStart := time.Now()
+	if err := fillTo(ctx, p.url, p.cred, g.clients, target); err != nil {
+		return st, err
+	}
+	st.fillSeconds = int64(time.Since(fillStart).Seconds())
+	if st.append, err = mutateLoop(ctx, p.url, p.cred, g.clients, o.duration, growthTarget); err != nil {
+		return st, err
+	}
+	lat, err := sequentialLatency(ctx, p.url, p.cred, o.sequentialN)
+	if err != nil {
+		return st, err
+	}
+	st.receiptP50 = percentile(lat, 50)
+	if st.proofs, err = httpProofs(ctx, p.url, p.cpu, o, g.verifyN); err != nil {
+		return st, err
+	}
+	st.size = st.proofs.size
+	st.rssKiB = procStatusMemory(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid)).total
+	if err := p.stop(); err != nil {
+		return st, err
+	}
+	if st.serverP50, st.serverP99, err = serverSideProofs(ctx, data, o, o.proofN); err != nil {
+		return st, err
+	}
+	if g.baseline == "" {
+		return st, nil
+	}
+	b, err := startAnnald(ctx, g.baseline, data, base)
+	if err != nil {
+		return st, fmt.Errorf("baseline annald: %w", err)
+	}
+	defer b.stop()
+	if st.base, err = httpProofs(ctx, b.url, b.cpu, o, g.verifyN); err != nil {
+		return st, fmt.Errorf("baseline annald: %w", err)
+	}
+	st.baseRSSKiB = procStatusMemory(fmt.Sprintf("/proc/%d/status", b.cmd.Process.Pid)).total
+	return st, b.stop()
+}
+
+// fillTo submits root actions from clients clients until the log holds
+// target entries, on growthTarget's targets.
+func fillTo(ctx context.Context, url, cred string, clients int, target uint64) error {
+	c, err := newClient(url, cred, 1)
+	if err != nil {
+		return err
+	}
+	info, err := c.Info(ctx)
+	if err != nil {
+		return err
+	}
+	if info.Size >= target {
+		return nil
+	}
+	posters, err := newActionPosters(url, cred, clients)
+	if err != nil {
+		return err
+	}
+	defer closePosters(posters)
+	todo := target - info.Size
+	var next atomic.Uint64
+	var firstErr atomic.Value
+	var wg sync.WaitGroup
+	for w := range clients {
+		wg.Go(func() {
+			for i := next.Add(1); i <= todo; i = next.Add(1) {
+				if err := posters[w].mutate(ctx, growthTarget(i), int(i)); err != nil {
+					firstErr.CompareAndSwap(nil, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err, ok := firstErr.Load().(error); ok {
+		return err
+	}
+	return nil
+}
+
+// growthTarget is action i's target: 4096 of them, repeating, so that
+// what the kernel keeps per target does not grow with the log.
+func growthTarget(i uint64) string { return "workspace/growth/" + strconv.FormatUint(i%4096, 10) }
+
+// httpProofs measures GET /v1/proof of random leaves across the whole log
+// under its latest checkpoint: proofs/s at proofClients clients (each
+// proof parsed and of the leaf asked for) after a warm-up phase of the
+// same length (what a server holds once it has served proofs a while),
+// with the CPU time each took annald (cpu), then the p50 of one client; then it checks verifyN proofs with the
+// verifier package against the checkpoint they carry.
+func httpProofs(ctx context.Context, url string, cpu func() (time.Duration, error), o options, verifyN int) (f proofFigures, err error) {
+	c, err := newClient(url, "", 1)
+	if err != nil {
+		return f, err
+	}
+	info, err := c.Info(ctx)
+	if err != nil {
+		return f, err
+	}
+	clients := make([]*client.Client, proofClients)
+	for i := range clients {
+		if clients[i], err = newClient(url, "", 1); err != nil {
+			return f, err
+		}
+	}
+	size, lat, err := proofLatency(ctx, url, 1) // waits for a checkpoint of the whole log
+	if err != nil {
+		return f, err
+	}
+	ask := func(w int, _ uint64) error {
+		idx := rand.Uint64N(size)
+		text, err := clients[w].Proof(ctx, idx)
+		if err != nil {
+			return err
+		}
+		if p, err := checkpoints.ParseTLogProof(text); err != nil || p.Index != idx {
+			return fmt.Errorf("proof for %d: %v", idx, err)
+		}
+		return nil
+	}
+	if _, err := closedLoop(proofClients, o.duration, ask); err != nil { // warm-up
+		return f, err
+	}
+	if f.rate, f.cpu, err = measureCPU(cpu, func() (float64, error) { return closedLoop(proofClients, o.duration, ask) }); err != nil {
+		return f, err
+	}
+	if _, lat, err = proofLatency(ctx, url, o.proofN); err != nil {
+		return f, err
+	}
+	f.size, f.p50 = size, percentile(lat, 50)
+	return f, verifyHTTPProofs(ctx, c, size, verifyN, info.VerifierKey)
+}
+
+// verifyHTTPProofs checks the proofs of n random leaves of the first size
+// with the verifier package, against the log key vkey.
+func verifyHTTPProofs(ctx context.Context, c *client.Client, size uint64, n int, vkey string) error {
+	for range n {
+		idx := rand.Uint64N(size)
+		text, err := c.Proof(ctx, idx)
+		if err != nil {
+			return err
+		}
+		entry, err := c.Event(ctx, idx)
+		if err != nil {
+			return err
+		}
+		if _, err := verifier.VerifyProof(entry, text, vkey); err != nil {
+			return fmt.Errorf("proof of %d over HTTP: %w", idx, err)
+		}
+	}
+	return nil
+}
+
+// serverSideProofs opens the log of data in this process and times the
+// kernel's inclusion proof of n random leaves, without HTTP, after one
+// proof in every level-0 tile (what a server that has served proofs for a
+// while holds); every proof is checked with the verifier package.
+func serverSideProofs(ctx context.Context, data string, o options, n int) (p50, p99 time.Duration, err error) {
+	k, err := kernel.Open(benchConfig(data, o))
+	if err != nil {
+		return 0, 0, err
+	}
+	defer k.Close()
+	cp, err := k.LatestCheckpoint(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	for i := uint64(0); i < cp.Size; i += 256 {
+		if _, err := k.InclusionProof(ctx, i); err != nil {
+			return 0, 0, err
+		}
+	}
+	vkey := k.VerifierKey()
+	lat := make([]time.Duration, 0, n)
+	for range n {
+		idx := rand.Uint64N(cp.Size)
+		start := time.Now()
+		p, err := k.InclusionProof(ctx, idx)
+		if err != nil {
+			return 0, 0, err
+		}
+		lat = append(lat, time.Since(start))
+		entry, err := k.Entry(ctx, idx)
+		if err != nil {
+			return 0, 0, err
+		}
+		if _, err := verifier.VerifyProof(entry, p.Marshal(), vkey); err != nil {
+			return 0, 0, fmt.Errorf("proof of %d in process: %w", idx, err)
+		}
+	}
+	return percentile(lat, 50), percentile(lat, 99), k.Close()
+}
+
+func writeGrowthTable(out io.Writer, stages []growthStage, clients int, baseline bool) error {
+	fmt.Fprintln(out)
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	head := "log size\tappend @%d\treceipt p50 @1\tproof p50 @1 (HTTP)\tproofs/s @64\tannald CPU a proof\tserver-side proof p50 / p99\tannald RSS"
+	if baseline {
+		head += "\tbaseline: p50 @1\tproofs/s @64\tCPU a proof\tRSS"
+	}
+	fmt.Fprintf(tw, head+"\n", clients)
+	for _, s := range stages {
+		fmt.Fprintf(tw, "%d\t%.0f/s\t%s\t%s\t%.0f\t%s\t%s / %s\t%d MiB", s.size, s.append, fmtDur(s.receiptP50), fmtMicros(s.proofs.p50),
+			s.proofs.rate, fmtMicros(s.proofs.cpu), fmtMicros(s.serverP50), fmtMicros(s.serverP99), s.rssKiB>>10)
+		if baseline {
+			fmt.Fprintf(tw, "\t%s\t%.0f\t%s\t%d MiB", fmtMicros(s.base.p50), s.base.rate, fmtMicros(s.base.cpu), s.baseRSSKiB>>10)
+		}
+		fmt.Fprintln(tw)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(stages) > 1 {
+		first, last := stages[0], stages[len(stages)-1]
+		fmt.Fprintf(out, "\nlast/first stage: proofs/s %.2fx, proof p50 %.2fx, CPU a proof %.2fx, server-side p50 %.2fx, RSS %.2fx",
+			last.proofs.rate/first.proofs.rate, ratio(last.proofs.p50, first.proofs.p50), ratio(last.proofs.cpu, first.proofs.cpu),
+			ratio(last.serverP50, first.serverP50), float64(last.rssKiB)/float64(first.rssKiB))
+		if baseline {
+			fmt.Fprintf(out, "; baseline proofs/s %.2fx, proof p50 %.2fx, CPU a proof %.2fx",
+				last.base.rate/first.base.rate, ratio(last.base.p50, first.base.p50), ratio(last.base.cpu, first.base.cpu))
+		}
+		fmt.Fprintln(out)
+	}
+	return nil
+}
+
+func ratio(a, b time.Duration) float64 { return float64(a) / float64(b) }
+
+func fmtMicros(d time.Duration) string {
+	return fmt.Sprintf("%d µs", d.Microseconds())
+}

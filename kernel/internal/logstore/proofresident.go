@@ -1,0 +1,256 @@
+package logstore
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/transparency-dev/merkle/compact"
+	"github.com/transparency-dev/merkle/proof"
+	"github.com/transparency-dev/tessera/api/layout"
+)
+
+// residentProofs builds inclusion and consistency proofs of any leaf of
+// the log at a cost that does not grow with the log: what a proof needs of
+// its full tiles stays in memory, in a form small enough to keep for every
+// tile of a log of tens of millions of entries.
+//
+// A proof of leaf i needs at most 8 nodes of the level-0 tile holding i,
+// one per node level 0..7, and nodes of the tiles of levels ≥ 1 above it.
+//
+//   - Full tiles of levels ≥ 1 (one per 65,536 entries, 16 KiB with every
+//     node hashed: 2.4 MiB for 10M entries) are kept whole, up to
+//     maxUpperTiles (64 MiB, a log of 268M entries); past it, the LRU.
+//   - Of a full level-0 tile, only its nodes of levels 5..7 are kept (14
+//     hashes, 448 bytes: 1.75 bytes an entry, 17.5 MiB for 10M), up to
+//     maxLeafTops tiles (28 MiB, a log of 16.7M entries, and 512 KiB of
+//     pointers from the start); past it they are
+//     hashed for each proof, from the tile (about 250 hashes). A proof's
+//     nodes of levels 0..4 are hashed from the 32 leaf hashes under them
+//     (at most 26 hashes), from the tile read once per proof: one 8 KiB
+//     read, which the page cache serves.
+//   - Partial tiles (the log's right edge, a new one at each size) go to
+//     the LRU, which keeps them hashed.
+//
+// The first proof asked starts one goroutine that hashes the top of every
+// full level-0 tile of the log at that size (about 30 µs a tile: 1.2 s of
+// one core for 10M entries), so that a server does not spend its first
+// hundred thousand proofs of random leaves finding them one by one; stop
+// ends it. Random leaves across the whole log then cost one tile read and
+// a few dozen hashes each, where the LRU alone missed, read three tiles and
+// hashed up to 255 nodes in each. Tiles never change once full, so
+// nothing kept is ever stale. Safe for concurrent use.
+type residentProofs struct {
+	read func(ctx context.Context, level, index uint64, p uint8) ([]byte, error)
+	lru  *proofTiles
+
+	// Lookups take no lock (64 clients asking proofs on two cores made a
+	// read lock's shared counter the hottest line of upperNode).
+	upper      sync.Map // proofTileKey → *proofTile
+	upperCount atomic.Int64
+	leafTops   []atomic.Pointer[leafTop] // maxLeafTops, by level-0 tile index; nil: not yet hashed
+
+	warmOnce   sync.Once
+	warmCtx    context.Context
+	warmCancel context.CancelFunc
+	warmDone   sync.WaitGroup
+}
+
+const (
+	// maxUpperTiles bounds the full tiles of levels ≥ 1 kept whole.
+	maxUpperTiles = 4096
+	// maxLeafTops bounds the level-0 tiles whose top nodes are kept.
+	maxLeafTops = 1 << 16
+	// leafTopLevel is the lowest node level of a level-0 tile kept.
+	leafTopLevel = 5
+	// partialLRUTiles bounds the LRU of partial tiles and of tiles past
+	// the bounds above.
+	partialLRUTiles = 256
+)
+
+// leafTop holds the nodes of levels leafTopLevel..7 of a full level-0
+// tile: 8, then 4, then 2.
+type leafTop [14][sha256.Size]byte
+
+// leafTopOffset is where node level k (leafTopLevel..7) starts in a
+// leafTop.
+func leafTopOffset(k uint) int {
+	return 16 - (1 << (layout.TileHeight - k + 1))
+}
+
+func newResidentProofs(read func(ctx context.Context, level, index uint64, p uint8) ([]byte, error)) *residentProofs {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &residentProofs{read: read, lru: newProofTiles(read, partialLRUTiles), leafTops: make([]atomic.Pointer[leafTop], maxLeafTops),
+		warmCtx: ctx, warmCancel: cancel}
+}
+
+// warm starts, once, the goroutine that hashes the tops of the full
+// level-0 tiles of the log of size.
+func (r *residentProofs) warm(size uint64) {
+	r.warmOnce.Do(func() {
+		r.warmDone.Add(1)
+		go func() {
+			defer r.warmDone.Done()
+			for i := range min(size/layout.TileWidth, maxLeafTops) {
+				if r.warmCtx.Err() != nil {
+					return
+				}
+				if _, err := r.leafTop(r.warmCtx, i, r.readLeaves); err != nil {
+					return // proofs will read it, and say what is wrong
+				}
+			}
+		}()
+	})
+}
+
+// stop ends the goroutine of warm and waits for it.
+func (r *residentProofs) stop() {
+	r.warmOnce.Do(func() {}) // none starts after this
+	r.warmCancel()
+	r.warmDone.Wait()
+}
+
+// readLeaves reads the leaf hashes of full level-0 tile index.
+func (r *residentProofs) readLeaves(ctx context.Context, index uint64) ([]byte, error) {
+	raw, err := r.read(ctx, 0, index, 0)
+	if err != nil {
+		return nil, err
+	}
+	if len(raw) < layout.TileWidth*sha256.Size {
+		return nil, fmt.Errorf("tile 0/%d holds %d bytes, want %d", index, len(raw), layout.TileWidth*sha256.Size)
+	}
+	return raw, nil
+}
+
+// inclusion returns the RFC 6962 audit path of leaf index in the tree of
+// size.
+func (r *residentProofs) inclusion(ctx context.Context, index, size uint64) ([][sha256.Size]byte, error) {
+	nodes, err := proof.Inclusion(index, size)
+	if err != nil {
+		return nil, err
+	}
+	r.warm(size)
+	return fetchProof(ctx, nodes, size, r.nodeOnce())
+}
+
+// consistency returns the RFC 6962 consistency proof from old to size.
+func (r *residentProofs) consistency(ctx context.Context, old, size uint64) ([][sha256.Size]byte, error) {
+	nodes, err := proof.Consistency(old, size)
+	if err != nil {
+		return nil, err
+	}
+	return fetchProof(ctx, nodes, size, r.nodeOnce())
+}
+
+// nodeOnce returns the node lookup of one proof: the level-0 tiles it
+// reads are read once for all of its nodes.
+func (r *residentProofs) nodeOnce() func(ctx context.Context, id compact.NodeID, size uint64) ([]byte, error) {
+	var readIndex uint64
+	var read []byte
+	leaves := func(ctx context.Context, index uint64) ([]byte, error) {
+		if read != nil && readIndex == index {
+			return read, nil
+		}
+		raw, err := r.readLeaves(ctx, index)
+		if err != nil {
+			return nil, err
+		}
+		readIndex, read = index, raw
+		return raw, nil
+	}
+	return func(ctx context.Context, id compact.NodeID, size uint64) ([]byte, error) {
+		tileLevel, tileIndex, nodeLevel, nodeIndex := layout.NodeCoordsToTileAddress(uint64(id.Level), id.Index)
+		switch {
+		case layout.PartialTileSize(tileLevel, tileIndex, size) != 0:
+			return r.lru.node(ctx, id, size)
+		case tileLevel > 0:
+			return r.upperNode(ctx, id, size, tileLevel, tileIndex, nodeLevel, nodeIndex)
+		case nodeLevel >= leafTopLevel:
+			top, err := r.leafTop(ctx, tileIndex, leaves)
+			if err != nil {
+				return nil, err
+			}
+			h := top[leafTopOffset(nodeLevel)+int(nodeIndex)]
+			return h[:], nil
+		default:
+			raw, err := leaves(ctx, tileIndex)
+			if err != nil {
+				return nil, err
+			}
+			h := subtreeHash(raw, nodeIndex<<nodeLevel, nodeLevel)
+			return h[:], nil
+		}
+	}
+}
+
+// upperNode is node id of the full tile (tileLevel ≥ 1, tileIndex), kept
+// whole once read, or from the LRU once maxUpperTiles are kept.
+func (r *residentProofs) upperNode(ctx context.Context, id compact.NodeID, size, tileLevel, tileIndex uint64, nodeLevel uint, nodeIndex uint64) ([]byte, error) {
+	key := proofTileKey{level: tileLevel, index: tileIndex}
+	var t *proofTile
+	if v, ok := r.upper.Load(key); ok {
+		t = v.(*proofTile)
+	} else {
+		if r.upperCount.Load() >= maxUpperTiles {
+			return r.lru.node(ctx, id, size)
+		}
+		var err error
+		if t, err = r.lru.tile(ctx, tileLevel, tileIndex, 0); err != nil {
+			return nil, err
+		}
+		if _, loaded := r.upper.LoadOrStore(key, t); !loaded {
+			r.upperCount.Add(1) // may pass the bound by the few stored at once
+		}
+	}
+	h := t.nodes[nodeLevel][nodeIndex]
+	return h[:], nil
+}
+
+// leafTop is the top of full level-0 tile index, hashed from its leaves
+// (read with leaves) the first time and kept if index < maxLeafTops.
+func (r *residentProofs) leafTop(ctx context.Context, index uint64, leaves func(context.Context, uint64) ([]byte, error)) (*leafTop, error) {
+	kept := index < uint64(len(r.leafTops))
+	if kept {
+		if top := r.leafTops[index].Load(); top != nil {
+			return top, nil
+		}
+	}
+	raw, err := leaves(ctx, index)
+	if err != nil {
+		return nil, err
+	}
+	top := new(leafTop)
+	for k := uint(leafTopLevel); k < layout.TileHeight; k++ {
+		for j := range 1 << (layout.TileHeight - k) {
+			top[leafTopOffset(k)+j] = subtreeHash(raw, uint64(j)<<k, k)
+		}
+	}
+	if kept {
+		r.leafTops[index].Store(top)
+	}
+	return top, nil
+}
+
+// subtreeHash is the hash of the 2^level leaves of raw (a tile's bottom
+// row, 32 bytes a hash) from leaf first.
+func subtreeHash(raw []byte, first uint64, level uint) [sha256.Size]byte {
+	var row [layout.TileWidth / 2][sha256.Size]byte
+	n := 1 << level
+	if n == 1 {
+		return [sha256.Size]byte(raw[first*sha256.Size:])
+	}
+	// The first pairs are hashed straight from raw, then the row is
+	// halved in place.
+	for i := range n / 2 {
+		at := (first + 2*uint64(i)) * sha256.Size
+		row[i] = hashChildren((*[sha256.Size]byte)(raw[at:]), (*[sha256.Size]byte)(raw[at+sha256.Size:]))
+	}
+	for n /= 2; n > 1; n /= 2 {
+		for i := range n / 2 {
+			row[i] = hashChildren(&row[2*i], &row[2*i+1])
+		}
+	}
+	return row[0]
+}

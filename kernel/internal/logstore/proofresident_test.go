@@ -1,0 +1,299 @@
+package logstore
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"math/bits"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/transparency-dev/merkle/proof"
+	"github.com/transparency-dev/merkle/rfc6962"
+	"github.com/transparency-dev/tessera/api/layout"
+)
+
+// synthLog is the hash tiles of a log of size leaves, built in a moment
+// for a log of ten million: its level-0 tiles repeat a few distinct ones
+// (tile t is distinct[t%len(distinct)]), and the levels above are hashed
+// from them as a log's are. Proof builders key their tiles by address,
+// not content, so they miss and hit as on a log of distinct tiles.
+type synthLog struct {
+	size     uint64
+	distinct [][]byte              // level-0 tiles, 256 hashes each
+	rows     [][][sha256.Size]byte // rows[k]: the full subtrees of tree level 8k, k ≥ 1
+	reads    atomic.Int64
+}
+
+func newSynthLog(size uint64) *synthLog {
+	s := &synthLog{size: size, rows: make([][][sha256.Size]byte, 1)}
+	rng := rand.NewChaCha8([32]byte{41})
+	roots := make([][sha256.Size]byte, 61)
+	for i := range roots {
+		tile := make([]byte, layout.TileWidth*sha256.Size)
+		rng.Read(tile)
+		s.distinct = append(s.distinct, tile)
+		roots[i] = subtreeHash(tile, 0, layout.TileHeight)
+	}
+	row := make([][sha256.Size]byte, size/layout.TileWidth)
+	for t := range row {
+		row[t] = roots[t%len(roots)]
+	}
+	for len(row) > 0 {
+		s.rows = append(s.rows, row)
+		above := make([][sha256.Size]byte, len(row)/layout.TileWidth)
+		for t := range above {
+			above[t] = rowHash(row[t*layout.TileWidth : (t+1)*layout.TileWidth])
+		}
+		row = above
+	}
+	return s
+}
+
+// rowHash is the root of a full row of 256 hashes.
+func rowHash(row [][sha256.Size]byte) [sha256.Size]byte {
+	raw := make([]byte, 0, len(row)*sha256.Size)
+	for _, h := range row {
+		raw = append(raw, h[:]...)
+	}
+	return subtreeHash(raw, 0, layout.TileHeight)
+}
+
+func (s *synthLog) leaf(i uint64) []byte {
+	t := s.distinct[(i/layout.TileWidth)%uint64(len(s.distinct))]
+	at := (i % layout.TileWidth) * sha256.Size
+	return t[at : at+sha256.Size]
+}
+
+// read serves tile (level, index) of width p as a log's storage does: a
+// copy, as read from a file.
+func (s *synthLog) read(_ context.Context, level, index uint64, p uint8) ([]byte, error) {
+	s.reads.Add(1)
+	w := uint64(p)
+	if w == 0 {
+		w = layout.TileWidth
+	}
+	if level == 0 {
+		return bytes.Clone(s.distinct[index%uint64(len(s.distinct))][:w*sha256.Size]), nil
+	}
+	row := s.rows[level]
+	if (index+1)*layout.TileWidth > uint64(len(row)) && (index*layout.TileWidth+w) > uint64(len(row)) {
+		return nil, fmt.Errorf("tile %d/%d of width %d is past the log", level, index, w)
+	}
+	out := make([]byte, 0, w*sha256.Size)
+	for _, h := range row[index*layout.TileWidth : index*layout.TileWidth+w] {
+		out = append(out, h[:]...)
+	}
+	return out, nil
+}
+
+// node is the hash of the complete subtree (level, index).
+func (s *synthLog) node(level uint, index uint64) [sha256.Size]byte {
+	switch {
+	case level == 0:
+		return [sha256.Size]byte(s.leaf(index))
+	case level%layout.TileHeight == 0:
+		return s.rows[level/layout.TileHeight][index]
+	}
+	l, r := s.node(level-1, 2*index), s.node(level-1, 2*index+1)
+	return hashChildren(&l, &r)
+}
+
+// root is the RFC 6962 root of the first size leaves: its perfect
+// subtrees, largest first, folded from the right.
+func (s *synthLog) root(size uint64) []byte {
+	var subtrees [][sha256.Size]byte
+	for start := uint64(0); start < size; {
+		level := uint(bits.Len64(size-start) - 1)
+		subtrees = append(subtrees, s.node(level, start>>level))
+		start += 1 << level
+	}
+	acc := subtrees[len(subtrees)-1]
+	for i := len(subtrees) - 2; i >= 0; i-- {
+		acc = hashChildren(&subtrees[i], &acc)
+	}
+	return acc[:]
+}
+
+type proofBuilder interface {
+	inclusion(ctx context.Context, index, size uint64) ([][sha256.Size]byte, error)
+	consistency(ctx context.Context, old, size uint64) ([][sha256.Size]byte, error)
+}
+
+func slicesOf(p [][sha256.Size]byte) [][]byte {
+	out := make([][]byte, len(p))
+	for i := range p {
+		out[i] = p[i][:]
+	}
+	return out
+}
+
+// TestResidentProofs_VerifyAcrossTheLog: proofs of random leaves of a log
+// with partial tiles at every level, from the resident builder and from
+// the LRU alone, verify against the log's root, and so do consistency
+// proofs; the second proof of a leaf reads one tile at most (its level-0
+// tile), whatever the log's size.
+func TestResidentProofs_VerifyAcrossTheLog(t *testing.T) {
+	ctx := context.Background()
+	const size = 3*layout.TileWidth*layout.TileWidth + 1234
+	s := newSynthLog(size)
+	root := s.root(size)
+	builders := map[string]proofBuilder{"resident": newResidentProofs(s.read), "lru": newProofTiles(s.read, maxProofTiles)}
+	rng := rand.New(rand.NewPCG(41, 1))
+	for name, b := range builders {
+		for range 2000 {
+			i := rng.Uint64N(size)
+			p, err := b.inclusion(ctx, i, size)
+			if err != nil {
+				t.Fatalf("%s: inclusion %d: %v", name, i, err)
+			}
+			if err := proof.VerifyInclusion(rfc6962.DefaultHasher, i, size, s.leaf(i), slicesOf(p), root); err != nil {
+				t.Fatalf("%s: inclusion %d of %d does not verify: %v", name, i, size, err)
+			}
+			old := 1 + rng.Uint64N(size)
+			c, err := b.consistency(ctx, old, size)
+			if err != nil {
+				t.Fatalf("%s: consistency %d: %v", name, old, err)
+			}
+			if err := proof.VerifyConsistency(rfc6962.DefaultHasher, old, size, slicesOf(c), s.root(old), root); err != nil {
+				t.Fatalf("%s: consistency %d → %d does not verify: %v", name, old, size, err)
+			}
+		}
+	}
+	r := builders["resident"].(*residentProofs)
+	r.warmDone.Wait()
+	for _, i := range []uint64{0, 255, 70_000, size - 1300} {
+		if _, err := r.inclusion(ctx, i, size); err != nil {
+			t.Fatal(err)
+		}
+		before := s.reads.Load()
+		if _, err := r.inclusion(ctx, i, size); err != nil {
+			t.Fatal(err)
+		}
+		if got := s.reads.Load() - before; got > 1 {
+			t.Errorf("the second proof of leaf %d read %d tiles, want at most 1", i, got)
+		}
+	}
+}
+
+// TestResidentProofs_WarmsEveryTile: the first proof starts the hashing of
+// every full level-0 tile's top, so that a proof of any leaf, even of a
+// tile no proof read before, reads one tile (its own level-0 tile) and
+// hashes no tile whole; stop ends the warming.
+func TestResidentProofs_WarmsEveryTile(t *testing.T) {
+	ctx := context.Background()
+	const size = layout.TileWidth*layout.TileWidth + 700
+	s := newSynthLog(size)
+	r := newResidentProofs(s.read)
+	if _, err := r.inclusion(ctx, 0, size); err != nil {
+		t.Fatal(err)
+	}
+	r.warmDone.Wait()
+	for tile := range uint64(size / layout.TileWidth) {
+		if r.leafTops[tile].Load() == nil {
+			t.Fatalf("tile %d of %d not warmed", tile, size/layout.TileWidth)
+		}
+	}
+	for _, i := range []uint64{1, 40_000, 65_535} {
+		before := s.reads.Load()
+		if _, err := r.inclusion(ctx, i, size); err != nil {
+			t.Fatal(err)
+		}
+		if got := s.reads.Load() - before; got != 1 {
+			t.Errorf("proof of leaf %d read %d tiles, want 1", i, got)
+		}
+	}
+	stopped := newResidentProofs(s.read)
+	stopped.stop()
+	if _, err := stopped.inclusion(ctx, 0, size); err != nil {
+		t.Fatal(err)
+	}
+	stopped.warmDone.Wait()
+	warmed := 0
+	for i := range stopped.leafTops {
+		if stopped.leafTops[i].Load() != nil {
+			warmed++
+		}
+	}
+	if warmed > 1 {
+		t.Errorf("a stopped builder warmed %d tiles", warmed)
+	}
+}
+
+// TestResidentProofs_Concurrent: proofs asked at once, of leaves whose
+// tiles no one read yet, all verify (run with -race: the tiles kept are
+// shared).
+func TestResidentProofs_Concurrent(t *testing.T) {
+	ctx := context.Background()
+	const size = 2*layout.TileWidth*layout.TileWidth + 99
+	s := newSynthLog(size)
+	root := s.root(size)
+	r := newResidentProofs(s.read)
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(41, uint64(w)))
+			for range 300 {
+				i := rng.Uint64N(size)
+				p, err := r.inclusion(ctx, i, size)
+				if err == nil {
+					err = proof.VerifyInclusion(rfc6962.DefaultHasher, i, size, s.leaf(i), slicesOf(p), root)
+				}
+				if err != nil {
+					t.Errorf("leaf %d: %v", i, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// TestSubtreeHash_MatchesRFC6962: the hash of a tile's subtree is the
+// RFC 6962 root of its leaves.
+func TestSubtreeHash_MatchesRFC6962(t *testing.T) {
+	s := newSynthLog(layout.TileWidth)
+	for _, level := range []uint{0, 1, 4, 8} {
+		got := subtreeHash(s.distinct[0], 0, level)
+		if want := s.root(1 << level); !bytes.Equal(got[:], want) {
+			t.Errorf("level %d: %x, want %x", level, got, want)
+		}
+	}
+}
+
+// BenchmarkInclusionProof measures proofs of random leaves across the
+// whole log, at 200K and 10M entries, with the resident builder and the
+// LRU alone (the baseline), each warmed by one proof in every level-0
+// tile first: what a server sees once it has served proofs for a while.
+// Compare ns/op across sizes: the resident builder's should not grow.
+func BenchmarkInclusionProof(b *testing.B) {
+	ctx := context.Background()
+	for _, size := range []uint64{200_000 + 77, 10_000_000 + 77} {
+		s := newSynthLog(size)
+		for _, name := range []string{"lru", "resident"} {
+			var pb proofBuilder = newResidentProofs(s.read)
+			if name == "lru" {
+				pb = newProofTiles(s.read, maxProofTiles)
+			}
+			for i := uint64(0); i < size; i += layout.TileWidth {
+				if _, err := pb.inclusion(ctx, i, size); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if r, ok := pb.(*residentProofs); ok {
+				r.warmDone.Wait()
+			}
+			b.Run(fmt.Sprintf("size=%d/%s", size, name), func(b *testing.B) {
+				rng := rand.New(rand.NewPCG(41, 2))
+				for b.Loop() {
+					if _, err := pb.inclusion(ctx, rng.Uint64N(size), size); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
