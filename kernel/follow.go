@@ -9,7 +9,6 @@ import (
 
 	"github.com/annal-dev/annal/checkpoints"
 	"github.com/annal-dev/annal/kernel/internal/history"
-	"github.com/annal-dev/annal/kernel/internal/ledger"
 	"github.com/annal-dev/annal/kernel/internal/logstore"
 	"github.com/annal-dev/annal/kernel/internal/sealstore"
 )
@@ -97,16 +96,10 @@ func OpenFollower(ctx context.Context, cfg Config) (_ *Kernel, err error) {
 	if err != nil {
 		return nil, err
 	}
-	k := &Kernel{
-		cfg: cfg, dir: dir, log: tl, store: cache.Store, ledger: cache.Ledger, claims: newClaims(), pending: ledger.NewPending(),
-		ids: map[string]bool{}, logger: cfg.Logger, wakeResume: make(chan struct{}, 1), scrubbed: make(chan struct{}), grown: make(chan struct{}),
-		stopFold: make(chan struct{}), foldDone: make(chan struct{}), stopLoops: make(chan struct{}),
-		sealed:    sealstore.OpenShared(shared),
-		shared:    shared,
-		follower:  &following{closeLog: tl.CloseFollowing},
-		failed:    ErrNotWriter,
-		resumable: true, // "stopped taking work", with Retry-After: the holder takes it
-	}
+	k := newKernel(cfg, dir, tl, cache, sealstore.OpenShared(shared), shared)
+	k.follower = &following{closeLog: tl.CloseFollowing}
+	k.failed = ErrNotWriter
+	k.resumable = true // "stopped taking work", with Retry-After: the holder takes it
 	close(k.scrubbed)
 	return k, nil
 }

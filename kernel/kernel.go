@@ -149,18 +149,13 @@ func Open(cfg Config) (_ *Kernel, err error) {
 		return nil, err
 	}
 	l, cache, witnesses := opened.log, opened.state, opened.witnesses
-	st, led := cache.Store, cache.Ledger
 	defer func() {
 		if err != nil {
-			st.Close()
+			cache.Store.Close()
 		}
 	}()
-	k := &Kernel{
-		cfg: cfg, dir: dir, log: l, witnesses: witnesses, store: st, ledger: led, claims: newClaims(), pending: ledger.NewPending(),
-		ids: map[string]bool{}, logger: cfg.Logger, wakeResume: make(chan struct{}, 1), scrubbed: make(chan struct{}), grown: make(chan struct{}),
-		stopFold: make(chan struct{}), foldDone: make(chan struct{}), stopLoops: make(chan struct{}),
-		sealed: sealed, shared: shared,
-	}
+	k := newKernel(cfg, dir, l, cache, sealed, shared)
+	k.witnesses = witnesses
 	if !cfg.DisableRateLimit {
 		k.limiter = ratelimit.New(cfg.RateLimits, cfg.MaxRateBuckets, cfg.RateClock)
 	}
@@ -370,6 +365,17 @@ func (k *Kernel) Close() error {
 	}
 	k.dir.Close()
 	return errors.Join(errs...)
+}
+
+// newKernel is a kernel on its open data folder, log, state cache and
+// sealed store, its bookkeeping made: what Open and OpenFollower share.
+func newKernel(cfg Config, dir *logstore.DataDir, l *logstore.Log, cache *history.StateCache, sealed *sealstore.Store, shared *sharedstore.Store) *Kernel {
+	return &Kernel{
+		cfg: cfg, dir: dir, log: l, store: cache.Store, ledger: cache.Ledger, claims: newClaims(), pending: ledger.NewPending(),
+		ids: map[string]bool{}, logger: cfg.Logger, wakeResume: make(chan struct{}, 1), scrubbed: make(chan struct{}), grown: make(chan struct{}),
+		stopFold: make(chan struct{}), foldDone: make(chan struct{}), stopLoops: make(chan struct{}),
+		sealed: sealed, shared: shared,
+	}
 }
 
 // Authenticate returns the actor whose credential this is.
