@@ -29,8 +29,6 @@ package sealstore
 
 import (
 	"bytes"
-	"crypto/aes"
-	"crypto/cipher"
 	"crypto/rand"
 	"encoding/json"
 	"errors"
@@ -40,6 +38,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/annal-dev/annal/internal/sharedstore"
 	"github.com/annal-dev/annal/kernel/event"
 )
 
@@ -136,14 +135,6 @@ func (s *Store) key(subject string, create bool) ([]byte, error) {
 	return s.b.createKey(subject, k)
 }
 
-func gcm(key []byte) (cipher.AEAD, error) {
-	b, err := aes.NewCipher(key)
-	if err != nil {
-		return nil, err
-	}
-	return cipher.NewGCM(b)
-}
-
 // Seal stores payload (canonical) under subject with salt, durably, and
 // returns what the event carries, and whether this request wrote a new
 // payload (then it must call release once decided). Looking for a stored
@@ -214,7 +205,7 @@ func (s *Store) doneWriting(subject string) {
 // encrypt is nonce || AES-256-GCM(salt || payload) under key, with the
 // commitment as additional data.
 func encrypt(key []byte, commitment string, plain []byte) ([]byte, error) {
-	aead, err := gcm(key)
+	aead, err := sharedstore.GCM(key)
 	if err != nil {
 		return nil, err
 	}
@@ -273,7 +264,7 @@ func (s *Store) Open(sp *event.SealedPayload) (salt, payload []byte, err error) 
 }
 
 func decrypt(key []byte, commitment string, sealed []byte) ([]byte, error) {
-	aead, err := gcm(key)
+	aead, err := sharedstore.GCM(key)
 	if err != nil {
 		return nil, err
 	}
