@@ -62,20 +62,27 @@ type consoleSession struct {
 	expires    time.Time
 }
 
-// consoleSessions maps the SHA-256 of a session cookie to its session. Only
-// the hash is kept as the key, so that a memory dump or a timing of the map
-// lookup gives no usable cookie.
+// consoleSessions starts, finds and ends the console's sessions, kept by
+// a sessionStore: in memory (memorySessions), or for a log on shared
+// storage in its database (sharedSessions, console_shared.go).
 type consoleSessions struct {
-	mu   sync.Mutex
-	byID map[[sha256.Size]byte]*consoleSession
-	now  func() time.Time
-	// shared, if set, keeps the sessions in the log's shared storage
-	// (console_shared.go) in place of byID.
-	shared *sharedSessions
+	store sessionStore
+	now   func() time.Time
+}
+
+// sessionStore keeps sessions by cookie, each store with the same limits:
+// at most maxSessionsPerActor per actor and maxConsoleSessions in all, the
+// oldest ended first, expired ones never found.
+type sessionStore interface {
+	open(cookie string, sess *consoleSession, now time.Time) error
+	// get returns the live session of a cookie, nil if it has none, or an
+	// error when the store cannot be asked.
+	get(cookie string, now time.Time) (*consoleSession, error)
+	close(cookie string) error
 }
 
 func newConsoleSessions() *consoleSessions {
-	return &consoleSessions{byID: map[[sha256.Size]byte]*consoleSession{}, now: time.Now}
+	return &consoleSessions{store: &memorySessions{byID: map[[sha256.Size]byte]*consoleSession{}}, now: time.Now}
 }
 
 func randomToken() (string, error) {
@@ -99,27 +106,45 @@ func (c *consoleSessions) open(actor, credential string) (cookie string, sess *c
 	}
 	now := c.now()
 	sess = &consoleSession{actor: actor, credential: credential, csrf: csrf, expires: now.Add(consoleSessionTTL)}
-	if c.shared != nil {
-		return cookie, sess, c.shared.open(cookie, sess, now)
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.evict(now, func(s *consoleSession) bool { return s.actor == actor }, maxSessionsPerActor)
-	c.evict(now, func(*consoleSession) bool { return true }, maxConsoleSessions)
-	c.byID[sha256.Sum256([]byte(cookie))] = sess
-	return cookie, sess, nil
+	return cookie, sess, c.store.open(cookie, sess, now)
+}
+
+// get returns the live session of a cookie value, nil if it has none, or
+// an error when its store cannot be asked.
+func (c *consoleSessions) get(cookie string) (*consoleSession, error) {
+	return c.store.get(cookie, c.now())
+}
+
+// close ends a cookie's session (on every instance, with shared storage).
+func (c *consoleSessions) close(cookie string) error { return c.store.close(cookie) }
+
+// memorySessions maps the SHA-256 of a session cookie to its session. Only
+// the hash is kept as the key, so that a memory dump or a timing of the map
+// lookup gives no usable cookie.
+type memorySessions struct {
+	mu   sync.Mutex
+	byID map[[sha256.Size]byte]*consoleSession
+}
+
+func (m *memorySessions) open(cookie string, sess *consoleSession, now time.Time) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.evict(now, func(s *consoleSession) bool { return s.actor == sess.actor }, maxSessionsPerActor)
+	m.evict(now, func(*consoleSession) bool { return true }, maxConsoleSessions)
+	m.byID[sha256.Sum256([]byte(cookie))] = sess
+	return nil
 }
 
 // evict drops expired sessions and, while more than limit-1 of those that
-// match remain, the oldest of them. The caller holds c.mu.
-func (c *consoleSessions) evict(now time.Time, match func(*consoleSession) bool, limit int) {
+// match remain, the oldest of them. The caller holds m.mu.
+func (m *memorySessions) evict(now time.Time, match func(*consoleSession) bool, limit int) {
 	for {
 		var oldestKey [sha256.Size]byte
 		var oldest *consoleSession
 		n := 0
-		for k, s := range c.byID {
+		for k, s := range m.byID {
 			if now.After(s.expires) {
-				delete(c.byID, k)
+				delete(m.byID, k)
 				continue
 			}
 			if !match(s) {
@@ -133,35 +158,26 @@ func (c *consoleSessions) evict(now time.Time, match func(*consoleSession) bool,
 		if n < limit {
 			return
 		}
-		delete(c.byID, oldestKey)
+		delete(m.byID, oldestKey)
 	}
 }
 
-// get returns the live session of a cookie value, nil if it has none, or
-// an error when the shared storage cannot be asked.
-func (c *consoleSessions) get(cookie string) (*consoleSession, error) {
-	if c.shared != nil {
-		return c.shared.get(cookie, c.now())
-	}
+func (m *memorySessions) get(cookie string, now time.Time) (*consoleSession, error) {
 	key := sha256.Sum256([]byte(cookie))
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	s, ok := c.byID[key]
-	if ok && c.now().After(s.expires) {
-		delete(c.byID, key)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := m.byID[key]
+	if ok && now.After(s.expires) {
+		delete(m.byID, key)
 		return nil, nil
 	}
 	return s, nil
 }
 
-// close ends a cookie's session (on every instance, with shared storage).
-func (c *consoleSessions) close(cookie string) error {
-	if c.shared != nil {
-		return c.shared.close(cookie)
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.byID, sha256.Sum256([]byte(cookie)))
+func (m *memorySessions) close(cookie string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.byID, sha256.Sum256([]byte(cookie)))
 	return nil
 }
 

@@ -21,7 +21,7 @@ func sharedConsole(t *testing.T, a servicestest.AWS, dir string) *consoleSession
 	}
 	t.Cleanup(func() { s.Close() })
 	c := newConsoleSessions()
-	c.shared = &sharedSessions{s: s}
+	c.store = &sharedSessions{s: s}
 	return c
 }
 
@@ -82,14 +82,14 @@ func TestSpec002_StatelessKernel_ConsoleSessionsShared(t *testing.T) {
 		t.Error("another actor's session ended for a flooder's")
 	}
 	var n int
-	one.shared.s.DB.QueryRow("SELECT COUNT(*) FROM annal_console_sessions WHERE actor = 'flooder'").Scan(&n)
+	one.store.(*sharedSessions).s.DB.QueryRow("SELECT COUNT(*) FROM annal_console_sessions WHERE actor = 'flooder'").Scan(&n)
 	if n != maxSessionsPerActor {
 		t.Errorf("%d sessions of one actor, want %d", n, maxSessionsPerActor)
 	}
 
 	// A row copied under another cookie's id does not open there.
 	victim, _, _ := one.open("victim", "cred-v")
-	if _, err := one.shared.s.DB.Exec(`UPDATE annal_console_sessions SET sealed = (SELECT sealed FROM (SELECT sealed FROM annal_console_sessions WHERE actor = 'other') x) WHERE actor = 'victim'`); err != nil {
+	if _, err := one.store.(*sharedSessions).s.DB.Exec(`UPDATE annal_console_sessions SET sealed = (SELECT sealed FROM (SELECT sealed FROM annal_console_sessions WHERE actor = 'other') x) WHERE actor = 'victim'`); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := one.get(victim); err == nil || got != nil {

@@ -51,7 +51,7 @@ func New(k *kernel.Kernel, logger *slog.Logger) *Server {
 		console: newConsoleSessions(), health: newHealthWatch(k, logger)}
 	if shared := k.Shared(); shared != nil {
 		// Sign-ins hold on every instance of a log on shared storage.
-		s.console.shared = &sharedSessions{s: shared}
+		s.console.store = &sharedSessions{s: shared}
 	}
 	s.mux.HandleFunc("GET /checkpoint", s.handleCheckpoint)
 	s.mux.HandleFunc("GET /tile/", s.handleTile)
