@@ -16,20 +16,8 @@ import (
 // history, a proof, an actor by credential), and refuses every decision
 // as not the writer, retryably, appending nothing.
 func TestAWSStorage_FollowerServesReadsAndRefusesDecisions(t *testing.T) {
-	a := servicestest.NewAWS(t)
-	dirA := t.TempDir()
-	k, err := Open(awsConfig(t, dirA, a))
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, dirA, k, last := awsWriterWith(t, 20)
 	defer k.Close()
-	root := rootOf(t, k)
-	var last *Receipt
-	for i := 0; i < 20; i++ {
-		if last, err = k.Submit(context.Background(), root, ActionRequest{Type: event.Mutate, Target: "workspace/x"}); err != nil {
-			t.Fatal(err)
-		}
-	}
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	f, err := OpenFollower(ctx, awsConfig(t, copyKeys(t, dirA), a))

@@ -382,20 +382,8 @@ func TestAWSStorage_ObjectStoreAwayUnderLoad(t *testing.T) {
 // A standby follows the log while it waits: its state cache folds what the
 // active kernel logs, reading the bucket and the database only.
 func TestAWSStorage_FollowKeepsAStandbyWarm(t *testing.T) {
-	a := servicestest.NewAWS(t)
-	dirA := t.TempDir()
-	k, err := Open(awsConfig(t, dirA, a))
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, dirA, k, last := awsWriterWith(t, 30)
 	defer k.Close()
-	root := rootOf(t, k)
-	var last *Receipt
-	for i := 0; i < 30; i++ {
-		if last, err = k.Submit(context.Background(), root, ActionRequest{Type: event.Mutate, Target: "workspace/x"}); err != nil {
-			t.Fatal(err)
-		}
-	}
 	dirB := copyKeys(t, dirA)
 	cfgB := awsConfig(t, dirB, a)
 	ctx, stop := context.WithCancel(context.Background())
@@ -424,4 +412,26 @@ func TestAWSStorage_FollowKeepsAStandbyWarm(t *testing.T) {
 		go func() { done <- Follow(ctx, cfgB, 100*time.Millisecond) }()
 	}
 	stop()
+}
+
+// awsWriterWith opens a kernel on a fresh log on shared storage and has
+// root log n actions; it returns the storage, the kernel's data folder,
+// the kernel and the receipt of the last action.
+func awsWriterWith(t *testing.T, n int) (servicestest.AWS, string, *Kernel, *Receipt) {
+	t.Helper()
+	a := servicestest.NewAWS(t)
+	dirA := t.TempDir()
+	k, err := Open(awsConfig(t, dirA, a))
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := rootOf(t, k)
+	var last *Receipt
+	for range n {
+		if last, err = k.Submit(context.Background(), root, ActionRequest{Type: event.Mutate, Target: "workspace/x"}); err != nil {
+			k.Close()
+			t.Fatal(err)
+		}
+	}
+	return a, dirA, k, last
 }
