@@ -100,7 +100,7 @@ func waitPublished(t *testing.T, c *client.Client) {
 // sealedItem returns the history item of the sealed action on target. It
 // is asked once: a read right after a takeover, while integration writes
 // the partial entry bundle at the integrated size again, waits for it
-// (logstore's widerBundle) rather than fail.
+// (logstore's awaitBundle) rather than fail.
 func sealedItem(t *testing.T, c *client.Client, target string) api.HistoryItem {
 	t.Helper()
 	page, err := c.History(context.Background(), url.Values{"target": {target}})

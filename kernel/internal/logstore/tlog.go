@@ -472,8 +472,8 @@ func (l *Log) ReadBundle(ctx context.Context, bundleIndex, size uint64) (*api.En
 	}
 	p := layout.PartialTileSize(0, bundleIndex, size)
 	raw, err := l.Reader.ReadEntryBundle(ctx, bundleIndex, p)
-	if errors.Is(err, os.ErrNotExist) && p > 0 {
-		raw, err = l.widerBundle(ctx, bundleIndex, size, err)
+	if errors.Is(err, os.ErrNotExist) {
+		raw, err = l.awaitBundle(ctx, bundleIndex, size, err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("entry bundle %d: %w", bundleIndex, err)
@@ -492,36 +492,43 @@ func (l *Log) ReadBundle(ctx context.Context, bundleIndex, size uint64) (*api.En
 	return &b, nil
 }
 
-// missingBundleWait bounds how long a read of a partial entry bundle that
-// is not there yet waits for it: about two of Tessera's integration runs.
+// missingBundleWait bounds how long a read of an entry bundle that is not
+// there yet waits for it: about two of Tessera's integration runs.
 const missingBundleWait = 3 * time.Second
 
-// widerBundle reads entry bundle bundleIndex at least as wide as the log of
-// size, whose partial bundle was missing (missing: that error). A partial
-// bundle exists only at the sizes the log was integrated at, and the
-// collector removes it once the bundle is full: the current, wider one
-// holds the same entries first. On shared storage, entries a kernel has
+// awaitBundle reads entry bundle bundleIndex of a log of size, which was
+// missing (missing: that error). On shared storage, entries a kernel has
 // folded (sequenced, durable) reach the bucket about a second later, so the
 // read first waits for the log to be integrated up to size; and the
 // integrated size can be read a moment before the bundle at that size is
 // (after a takeover or a restart, integration writes it again), so the
-// read is tried again, with the size read again, for missingBundleWait.
-func (l *Log) widerBundle(ctx context.Context, bundleIndex, size uint64, missing error) ([]byte, error) {
+// read is tried again for missingBundleWait. A partial bundle exists only
+// at the sizes the log was integrated at, and the collector removes it once
+// the bundle is full: the current, wider one holds the same entries first,
+// so it is read when the bundle at size is not there.
+func (l *Log) awaitBundle(ctx context.Context, bundleIndex, size uint64, missing error) ([]byte, error) {
 	if _, err := l.WaitIntegrated(ctx, size); err != nil {
 		return nil, err
 	}
+	atSize := layout.PartialTileSize(0, bundleIndex, size)
 	deadline := time.Now().Add(missingBundleWait)
 	for {
-		now, err := l.Reader.IntegratedSize(ctx)
-		if err != nil {
-			return nil, err
+		raw, err := l.Reader.ReadEntryBundle(ctx, bundleIndex, atSize)
+		if !errors.Is(err, os.ErrNotExist) {
+			return raw, err
 		}
-		if now > size {
-			raw, err := l.Reader.ReadEntryBundle(ctx, bundleIndex, layout.PartialTileSize(0, bundleIndex, now))
-			if !errors.Is(err, os.ErrNotExist) {
-				return raw, err
+		missing = err
+		if atSize > 0 {
+			now, err := l.Reader.IntegratedSize(ctx)
+			if err != nil {
+				return nil, err
 			}
-			missing = err
+			if wider := layout.PartialTileSize(0, bundleIndex, now); now > size && wider != atSize {
+				raw, err := l.Reader.ReadEntryBundle(ctx, bundleIndex, wider)
+				if !errors.Is(err, os.ErrNotExist) {
+					return raw, err
+				}
+			}
 		}
 		if time.Now().After(deadline) {
 			return nil, missing
@@ -530,9 +537,6 @@ func (l *Log) widerBundle(ctx context.Context, bundleIndex, size uint64, missing
 		case <-ctx.Done():
 			return nil, missing
 		case <-time.After(50 * time.Millisecond):
-		}
-		if raw, err := l.Reader.ReadEntryBundle(ctx, bundleIndex, layout.PartialTileSize(0, bundleIndex, size)); !errors.Is(err, os.ErrNotExist) {
-			return raw, err
 		}
 	}
 }
