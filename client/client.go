@@ -167,12 +167,18 @@ func (c *Client) do(ctx context.Context, method, path string, body any) ([]byte,
 // doRaw sends body (JSON bytes, or nil for none) and returns the answer,
 // sending it again under the client's RetryPolicy.
 func (c *Client) doRaw(ctx context.Context, method, path string, body []byte) ([]byte, error) {
+	out, _, err := c.doRawHeader(ctx, method, path, body)
+	return out, err
+}
+
+// doRawHeader is doRaw that also returns the answer's header.
+func (c *Client) doRawHeader(ctx context.Context, method, path string, body []byte) ([]byte, http.Header, error) {
 	wait := c.retry.First
 	for attempt := 1; ; attempt++ {
-		out, err := c.doOnce(ctx, method, path, body)
+		out, header, err := c.doOnce(ctx, method, path, body)
 		var e *Error
 		if err == nil || attempt >= c.retry.Attempts || !errors.As(err, &e) || !e.retryable() {
-			return out, err
+			return out, header, err
 		}
 		d := max(wait, e.RetryAfter)
 		if c.retry.Max > 0 {
@@ -183,7 +189,7 @@ func (c *Client) doRaw(ctx context.Context, method, path string, body []byte) ([
 		}
 		select {
 		case <-ctx.Done():
-			return nil, err
+			return nil, nil, err
 		case <-time.After(d):
 		}
 		wait *= 2
@@ -191,14 +197,14 @@ func (c *Client) doRaw(ctx context.Context, method, path string, body []byte) ([
 }
 
 // doOnce sends one request.
-func (c *Client) doOnce(ctx context.Context, method, path string, body []byte) ([]byte, error) {
+func (c *Client) doOnce(ctx context.Context, method, path string, body []byte) ([]byte, http.Header, error) {
 	req, err := c.newRequest(ctx, method, path, body)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer resp.Body.Close()
 	limit := int64(MaxResponseBody)
@@ -207,15 +213,15 @@ func (c *Client) doOnce(ctx context.Context, method, path string, body []byte) (
 	}
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if int64(len(raw)) > limit {
-		return nil, fmt.Errorf("annal: %s %s: answer is larger than %d bytes", method, path, limit)
+		return nil, nil, fmt.Errorf("annal: %s %s: answer is larger than %d bytes", method, path, limit)
 	}
 	if resp.StatusCode >= 300 {
-		return nil, errorAnswer(resp, raw)
+		return nil, nil, errorAnswer(resp, raw)
 	}
-	return raw, nil
+	return raw, resp.Header, nil
 }
 
 // newRequest makes the request for path under the kernel's URL, with
@@ -352,8 +358,7 @@ func (c *Client) History(ctx context.Context, query url.Values) (*api.HistoryPag
 // Actors lists the actors the caller may see: itself, those it created,
 // and for root everyone.
 func (c *Client) Actors(ctx context.Context) ([]api.Actor, error) {
-	var out []api.Actor
-	return out, c.doJSON(ctx, http.MethodGet, "v1/actors", nil, &out)
+	return listAll[api.Actor](ctx, c, "v1/actors")
 }
 
 // WhoAmI returns the actor whose credential the client presents.
@@ -393,8 +398,7 @@ func (c *Client) IssueEnvelope(ctx context.Context, req api.EnvelopeRequest) (*a
 
 // Envelopes lists the envelopes the client's actor holds or issued.
 func (c *Client) Envelopes(ctx context.Context) ([]api.Envelope, error) {
-	var vs []api.Envelope
-	return vs, c.doJSON(ctx, http.MethodGet, "v1/envelopes", nil, &vs)
+	return listAll[api.Envelope](ctx, c, "v1/envelopes")
 }
 
 // RevokeEnvelope revokes an envelope and, with it, its sub-envelopes.

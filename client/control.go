@@ -32,7 +32,7 @@ func (c *Client) AssignRing(ctx context.Context, agent string, req api.RingReque
 
 // Rings lists the agents you oversee with their rings and elevations.
 func (c *Client) Rings(ctx context.Context) (json.RawMessage, error) {
-	return c.raw(ctx, http.MethodGet, "v1/rings", nil)
+	return listAllRaw(ctx, c, "v1/rings")
 }
 
 // ConfigureRings sets Ring 2's network allowlist (root).
@@ -73,7 +73,7 @@ func (c *Client) ChangeSession(ctx context.Context, id string, req api.SessionCh
 
 // Sessions lists your sessions; Session shows one.
 func (c *Client) Sessions(ctx context.Context) (json.RawMessage, error) {
-	return c.raw(ctx, http.MethodGet, "v1/sessions", nil)
+	return listAllRaw(ctx, c, "v1/sessions")
 }
 
 // Session shows one session.

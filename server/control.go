@@ -41,6 +41,10 @@ func handle[Req any](s *Server, limit int64, status int, call func(r *http.Reque
 			s.fail(w, r, err)
 			return
 		}
+		if page, ok := out.(*listPage); ok {
+			writeList(w, r, status, page)
+			return
+		}
 		writeJSON(w, status, out)
 	}
 }
@@ -132,7 +136,7 @@ func (s *Server) assignRing(r *http.Request, by *kernel.Actor, req *api.RingRequ
 }
 
 func (s *Server) listRings(r *http.Request, by *kernel.Actor, _ *none) (any, error) {
-	return s.k.Rings(by), nil
+	return pageOf(r, s.k.Rings(by), func(v kernel.RingView) string { return v.Agent })
 }
 
 func (s *Server) configureRings(r *http.Request, by *kernel.Actor, req *api.RingConfigRequest) (any, error) {
@@ -186,7 +190,7 @@ func (s *Server) createSession(r *http.Request, by *kernel.Actor, req *api.Sessi
 }
 
 func (s *Server) listSessions(r *http.Request, by *kernel.Actor, _ *none) (any, error) {
-	return s.k.Sessions(by), nil
+	return pageOf(r, s.k.Sessions(by), func(se kernel.Session) string { return se.ID })
 }
 
 func (s *Server) viewSession(r *http.Request, by *kernel.Actor, _ *none) (any, error) {

@@ -29,7 +29,7 @@ var corsRequestHeaders = strings.Join([]string{"Authorization", "Content-Type", 
 
 // corsResponseHeaders are the headers a page may read beyond the safe
 // ones: when to try again, and what a blob and a stream say.
-var corsResponseHeaders = strings.Join([]string{"Retry-After", "Annal-Index", "Annal-OID", "Traceparent"}, ", ")
+var corsResponseHeaders = strings.Join([]string{"Retry-After", "Annal-Index", "Annal-OID", "Traceparent", "Link"}, ", ")
 
 // AllowOrigins answers cross-origin requests from each origin
 // ("https://app.example.com", "http://127.0.0.1:5173": a scheme, a host

@@ -90,7 +90,7 @@ func (s *Server) listActors(r *http.Request, viewer *kernel.Actor, _ *none) (any
 	for _, a := range s.k.Actors(viewer) {
 		out = append(out, actorOut(a))
 	}
-	return out, nil
+	return pageOf(r, out, func(a api.Actor) string { return a.ID })
 }
 
 // whoami answers with who the credential presented belongs to.
@@ -127,7 +127,7 @@ func (s *Server) listEnvelopes(r *http.Request, viewer *kernel.Actor, _ *none) (
 	for _, v := range s.k.Envelopes(viewer) {
 		out = append(out, envelopeOut(&v))
 	}
-	return out, nil
+	return pageOf(r, out, func(v api.Envelope) string { return v.ID })
 }
 
 func (s *Server) viewEnvelope(r *http.Request, viewer *kernel.Actor, _ *none) (any, error) {

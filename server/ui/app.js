@@ -49,7 +49,7 @@
     return name && name !== id ? el('span', { className: 'actor-ref' }, u(name), el('code', { className: 'id' }, ' ' + visible(id))) : u(id || '—');
   };
   async function loadNames() {
-    const actors = await get('/v1/actors').catch(() => []);
+    const actors = await getAll('/v1/actors').catch(() => []);
     for (const a of actors) state.names.set(a.id, a.name);
   }
   const clear = (node) => { node.replaceChildren(); return node; };
@@ -75,7 +75,7 @@
     constructor(status, body) { super(body.error || `HTTP ${status}`); this.status = status; this.body = body; }
   }
 
-  async function call(method, path, body) {
+  async function call(method, path, body, links) {
     const opts = { method, credentials: 'same-origin', headers: {} };
     if (method !== 'GET') opts.headers['X-CSRF-Token'] = state.csrf;
     if (body !== undefined) { opts.headers['Content-Type'] = 'application/json'; opts.body = JSON.stringify(body); }
@@ -87,9 +87,23 @@
       if (resp.status === 401 && path !== '/ui/session') signedOut('Your session has ended; sign in again.');
       throw new APIError(resp.status, data || {});
     }
+    if (links) links.next = (/<([^>]*)>\s*;\s*rel="?next"?/.exec(resp.headers.get('Link') || '') || [])[1] || '';
     return data;
   }
   const get = (path) => call('GET', path);
+  // getAll reads every page of a list endpoint (annald pages its lists,
+  // naming the next page in a Link header).
+  async function getAll(path) {
+    const all = [];
+    let next = path;
+    for (let pages = 0; next && pages < 10000; pages++) {
+      const links = {};
+      const items = await call('GET', next, undefined, links);
+      all.push(...items);
+      next = items.length && links.next.startsWith(path.split('?')[0] + '?') ? links.next : '';
+    }
+    return all;
+  }
 
   async function fetchBytes(path) {
     const resp = await fetch(path, { credentials: 'same-origin', cache: 'no-store' });
@@ -486,7 +500,7 @@
   // ---- agents and envelopes ---------------------------------------------
 
   async function loadAgents() {
-    const [actors, envelopes, rings] = await Promise.all([get('/v1/actors'), get('/v1/envelopes'), get('/v1/rings').catch(() => [])]);
+    const [actors, envelopes, rings] = await Promise.all([getAll('/v1/actors'), getAll('/v1/envelopes'), getAll('/v1/rings').catch(() => [])]);
     const ringOf = new Map((rings || []).map((r) => [r.agent, r]));
     const byCreator = new Map();
     const ids = new Set(actors.map((a) => a.id));
@@ -588,7 +602,7 @@
   // ---- sessions ---------------------------------------------------------
 
   async function loadSessions() {
-    const list = await get('/v1/sessions');
+    const list = await getAll('/v1/sessions');
     $('sessions-empty').hidden = list.length > 0;
     const ul = clear($('sessions-list'));
     list.sort((a, b) => (b.created_index || 0) - (a.created_index || 0));

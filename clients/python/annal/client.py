@@ -37,6 +37,9 @@ from .vfspath import MAX_CONTENT, parse_uri
 # MAX_BLOB_BODY bounds.
 MAX_RESPONSE_BODY = 1 << 20
 MAX_BLOB_BODY = 64 << 20
+LIST_PAGE_SIZE = 200  # the page the client asks list endpoints for (the Go client's listPageSize)
+MAX_LIST_PAGES = 10_000
+_NEXT_LINK = re.compile(r'<([^>]*)>\s*;\s*rel="?next"?')
 JSON = Dict[str, Any]
 
 # The annal CLI's retry policy (client.DefaultRetry): Client(url, credential, **CLI_RETRY).
@@ -153,24 +156,28 @@ class Client:
         except urllib.error.HTTPError as e:
             raise _error(e.code, e.read(MAX_RESPONSE_BODY), e.headers.get("Retry-After")) from None
 
-    def _once(self, method: str, path: str, body: Optional[bytes], signed: Optional[SignedForm]) -> bytes:
+    def _once(self, method: str, path: str, body: Optional[bytes], signed: Optional[SignedForm],
+              answer: Optional[Dict[str, str]] = None) -> bytes:
         limit = MAX_BLOB_BODY if method == "GET" and path.startswith(("v1/blobs/", "v1/vfs/")) else MAX_RESPONSE_BODY
         with self._open(method, path, body, signed) as resp:
             raw: bytes = resp.read(limit + 1)
+            if answer is not None:
+                answer["link"] = resp.headers.get("Link") or ""
         if len(raw) > limit:
             raise APIError(0, f"{method} {path}: answer is larger than {limit} bytes")
         return raw
 
     def request_raw(self, method: str, path: str, data: Optional[bytes] = None,
-                    signed: Optional[SignedForm] = None) -> bytes:
+                    signed: Optional[SignedForm] = None, answer: Optional[Dict[str, str]] = None) -> bytes:
         """Sends data as the body, retrying as the class says; a signing
         client signs signed (method, path, body) in place of the request
-        itself when given, with a new nonce at each send."""
+        itself when given, with a new nonce at each send. answer, when
+        given, receives the answer's Link header."""
         wait = self.first_wait
         attempt = 1
         while True:
             try:
-                return self._once(method, path, data, signed)
+                return self._once(method, path, data, signed, answer)
             except APIError as e:
                 if not _retryable(e) or attempt >= self.attempts:
                     raise
@@ -193,6 +200,29 @@ class Client:
 
     def _json(self, method: str, path: str, body: Optional[Any] = None) -> Any:
         return _decode(self.request(method, path, body), f"{method} {path}")
+
+    def _list(self, path: str) -> List[JSON]:
+        """Every item of a list endpoint: annald answers lists in pages,
+        each naming the next in a Link header (rel="next"), followed here."""
+        items: List[JSON] = []
+        next_path = f"{path}?limit={LIST_PAGE_SIZE}"
+        pages = 0
+        while next_path:
+            if pages == MAX_LIST_PAGES:
+                raise APIError(0, f"GET {path}: more than {MAX_LIST_PAGES} pages")
+            pages += 1
+            answer: Dict[str, str] = {}
+            page = _decode(self.request_raw("GET", next_path, answer=answer), f"GET {next_path}")
+            if not isinstance(page, list):
+                raise APIError(0, f"GET {next_path}: answer is not a JSON list")
+            items.extend(page)
+            m = _NEXT_LINK.search(answer.get("link", ""))
+            next_path = ""
+            if m:
+                if not m.group(1).startswith(f"/{path}?") or not page:
+                    raise APIError(0, f"GET {path}: the next page {m.group(1)} is not a page of the same list")
+                next_path = m.group(1)[1:]
+        return items
 
     def info(self) -> JSON:
         """The log's origin, verifier key and size (GET /v1/info)."""
@@ -368,8 +398,7 @@ class Client:
 
     def actors(self) -> List[JSON]:
         """The actors the caller may see: itself, those it created, and for root everyone."""
-        out: List[JSON] = self._json("GET", "v1/actors")
-        return out
+        return self._list("v1/actors")
 
     def set_status(self, actor_id: str, status: str, reason: str = "") -> JSON:
         """Freezes ("frozen"), unfreezes ("active") or terminates ("terminated") an agent."""
@@ -390,8 +419,7 @@ class Client:
 
     def envelopes(self) -> List[JSON]:
         """The envelopes the client's actor holds or issued."""
-        out: List[JSON] = self._json("GET", "v1/envelopes")
-        return out
+        return self._list("v1/envelopes")
 
     def revoke_envelope(self, envelope_id: str, reason: str = "") -> JSON:
         """Revokes an envelope and, with it, its sub-envelopes; returns the receipt."""
@@ -425,7 +453,7 @@ class Client:
         out: JSON = {"actor": me["id"], "balance": me.get("balance", 0), "reserved": me.get("reserved", 0),
                      "envelopes": envs}
         try:
-            rings = self._json("GET", "v1/rings")
+            rings = self._list("v1/rings")
         except APIError:
             rings = None
         if isinstance(rings, list):

@@ -157,6 +157,14 @@ class AgentAgainstAnnald(unittest.TestCase):
         with self.assertRaises(DeniedError):
             c.submit("mutate", "workspace/a.md", {"n": 2})
 
+    def test_actors_reads_every_page(self) -> None:
+        made = [self.root.create_agent(f"page{i}", "paging")["id"] for i in range(210)]
+        ids = [a["id"] for a in self.root.actors()]
+        self.assertEqual(len(set(ids)), len(ids), "an actor came back twice")
+        self.assertGreater(len(ids), 200, "the client read one page")
+        self.assertFalse(set(made) - set(ids), "created actors are missing from the list")
+        self.assertEqual(sorted(ids), ids)
+
     def test_may_ever_and_status(self) -> None:
         c = self.agent("frozen")
         me = c.who_am_i()["id"]

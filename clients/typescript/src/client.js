@@ -17,6 +17,10 @@ import { oidOf } from "./encoding.js";
 export const MAX_RESPONSE_BODY = 1 << 20;
 /** What the client reads of a blob or a file of the agent file system (client.MaxBlobBody). */
 export const MAX_BLOB_BODY = 64 << 20;
+/** The page the client asks list endpoints for (the Go client's listPageSize). */
+const LIST_PAGE_SIZE = 200;
+/** How many pages one list follows at most. */
+const MAX_LIST_PAGES = 10000;
 
 /**
  * @typedef {object} RetryPolicy
@@ -157,13 +161,14 @@ export class AnnalClient {
    * Sends one request under the retry policy; returns the answer's bytes.
    * @param {string} method @param {string} path @param {unknown} [body]
    * @param {AbortSignal} [signal]
+   * @param {{link?: string}} [answer] receives the answer's Link header
    * @returns {Promise<Uint8Array>}
    */
-  async request(method, path, body, signal) {
+  async request(method, path, body, signal, answer) {
     let wait = this.retry.firstMs;
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.#once(method, path, body, signal);
+        return await this.#once(method, path, body, signal, answer);
       } catch (e) {
         if (!(e instanceof AnnalError) || !e.shouldRetry || attempt >= this.retry.attempts) throw e;
         let d = Math.max(wait, e.retryAfterMs ?? 0);
@@ -178,8 +183,9 @@ export class AnnalClient {
    * Sends one request; body is JSON to encode, or bytes sent as they are
    * (a blob, a file of the agent file system).
    * @param {string} method @param {string} path @param {unknown} body @param {AbortSignal} [signal]
+   * @param {{link?: string}} [answer]
    */
-  async #once(method, path, body, signal) {
+  async #once(method, path, body, signal, answer) {
     /** @type {Record<string, string>} */
     const headers = {};
     const bytes = body instanceof Uint8Array;
@@ -209,17 +215,48 @@ export class AnnalClient {
       const ra = Number.parseInt(resp.headers.get("Retry-After") ?? "", 10);
       throw new AnnalError(resp.status, parsed, text, Number.isFinite(ra) && ra >= 0 ? ra * 1000 : undefined);
     }
+    if (answer) answer.link = resp.headers.get("Link") ?? "";
     return raw;
   }
 
-  /** @param {string} method @param {string} path @param {unknown} [body] @param {AbortSignal} [signal] */
-  async #json(method, path, body, signal) {
-    const raw = await this.request(method, path, body, signal);
+  /**
+   * @param {string} method @param {string} path @param {unknown} [body] @param {AbortSignal} [signal]
+   * @param {{link?: string}} [answer]
+   */
+  async #json(method, path, body, signal, answer) {
+    const raw = await this.request(method, path, body, signal, answer);
     try {
       return JSON.parse(new TextDecoder("utf-8", { ignoreBOM: true }).decode(raw));
     } catch (e) {
       throw new Error(`annal: ${method} ${path}: answer is not the expected JSON: ${/** @type {Error} */ (e).message}`);
     }
+  }
+
+  /**
+   * Every item of a list endpoint: annald answers lists in pages, each
+   * naming the next in a Link header (rel="next"), which this follows.
+   * @param {string} path @param {AbortSignal} [signal]
+   * @returns {Promise<any[]>}
+   */
+  async #list(path, signal) {
+    /** @type {any[]} */
+    const all = [];
+    let next = `${path}?limit=${LIST_PAGE_SIZE}`;
+    for (let pages = 0; next; pages++) {
+      if (pages === MAX_LIST_PAGES) throw new Error(`annal: GET ${path}: more than ${MAX_LIST_PAGES} pages`);
+      /** @type {{link?: string}} */
+      const answer = {};
+      const items = await this.#json("GET", next, undefined, signal, answer);
+      if (!Array.isArray(items)) throw new Error(`annal: GET ${next}: answer is not a JSON list`);
+      all.push(...items);
+      const m = /<([^>]*)>\s*;\s*rel="?next"?/.exec(answer.link ?? "");
+      next = "";
+      if (m) {
+        if (!m[1].startsWith(`/${path}?`) || items.length === 0) throw new Error(`annal: GET ${path}: the next page ${m[1]} is not a page of the same list`);
+        next = m[1].slice(1);
+      }
+    }
+    return all;
   }
 
   /**
@@ -443,7 +480,7 @@ export class AnnalClient {
    * @param {AbortSignal} [signal]
    */
   actors(signal) {
-    return this.#json("GET", "v1/actors", undefined, signal);
+    return this.#list("v1/actors", signal);
   }
 
   /**
@@ -451,7 +488,7 @@ export class AnnalClient {
    * @param {AbortSignal} [signal]
    */
   envelopes(signal) {
-    return this.#json("GET", "v1/envelopes", undefined, signal);
+    return this.#list("v1/envelopes", signal);
   }
 
   /**
@@ -495,7 +532,7 @@ export class AnnalClient {
     /** @type {unknown} */
     let ring;
     try {
-      const rings = await this.#json("GET", "v1/rings", undefined, signal);
+      const rings = await this.#list("v1/rings", signal);
       if (Array.isArray(rings)) ring = rings.find((r) => r && r.agent === me.id);
     } catch (e) {
       if (!(e instanceof AnnalError)) throw e; // an actor may not be shown rings: the rest stands

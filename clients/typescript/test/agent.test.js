@@ -340,3 +340,20 @@ test("agent: mayEver says which actions could ever be allowed; setSigningKey mak
   const signed = new AnnalClient(annald.url, { credential: a.credential, signingKey: key });
   assert.equal((await signed.submit({ type: "create", target: "workspace/signed", payload: 1 })).status, "committed");
 });
+
+test("agent: actors and envelopes read every page of a list longer than one page", async (t) => {
+  if (!annald) return t.skip(skip);
+  const made = [];
+  for (let batch = 0; batch < 21; batch++) {
+    const ids = await Promise.all(
+      Array.from({ length: 10 }, (_, i) => root.createAgent({ name: `page${batch}-${i}`, purpose: "paging" }).then((a) => a.id)),
+    );
+    made.push(...ids);
+  }
+  const all = /** @type {any[]} */ (await root.actors());
+  const ids = all.map((a) => a.id);
+  assert.equal(new Set(ids).size, ids.length, "an actor came back twice");
+  assert.ok(ids.length > 200, `only ${ids.length} actors: the client read one page`);
+  for (const id of made) assert.ok(ids.includes(id), `actor ${id} is missing from the list`);
+  assert.deepEqual([...ids].sort(), ids, "the pages are not in the list's order");
+});
