@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -56,11 +57,69 @@ func (a *followerAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case reads[r.Method] && !a.local.UnknownCredential(r):
 		a.reading.Add(1)
 		defer a.reading.Add(-1)
-		a.local.ServeHTTP(w, r)
+		if !askHolderWhenMissing(r) {
+			a.local.ServeHTTP(w, r)
+			return
+		}
+		here := &missingHere{ResponseWriter: w}
+		a.local.ServeHTTP(here, r)
+		if here.missing {
+			a.fw.ServeHTTP(w, r)
+		}
 	default:
 		a.fw.ServeHTTP(w, r)
 	}
 }
+
+// askHolderWhenMissing reports whether a read the follower answers 404
+// goes to the holder instead: a lookup by id in the API (an actor, a hold,
+// an envelope, a session, a saga …) that a client makes right after a
+// write the holder acknowledged — a hold it was just told to wait for —
+// may name what the follower has not folded yet (about 1.25 s behind).
+// The holder answers it, or says 404 itself.
+func askHolderWhenMissing(r *http.Request) bool {
+	return (r.Method == http.MethodGet || r.Method == http.MethodHead) && strings.HasPrefix(r.URL.Path, "/v1/") &&
+		r.URL.Path != "/v1/events/stream"
+}
+
+// missingHere passes a local answer through unless its status is 404,
+// which it drops, header and body, so that the request can be asked of
+// the holder instead.
+type missingHere struct {
+	http.ResponseWriter
+	wrote, missing bool
+}
+
+func (w *missingHere) WriteHeader(status int) {
+	if w.wrote {
+		return
+	}
+	w.wrote = true
+	if status == http.StatusNotFound {
+		w.missing = true
+		clear(w.ResponseWriter.Header())
+		return
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *missingHere) Write(b []byte) (int, error) {
+	if !w.wrote {
+		w.WriteHeader(http.StatusOK)
+	}
+	if w.missing {
+		return len(b), nil
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *missingHere) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok && !w.missing {
+		f.Flush()
+	}
+}
+
+func (w *missingHere) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // followerReadiness is a follower's answer to GET /v1/readyz and healthz.
 type followerReadiness struct {

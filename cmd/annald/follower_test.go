@@ -112,6 +112,34 @@ func TestSpec002_StatelessExecution_FollowerServesReadsAndForwardsWrites(t *test
 			t.Fatalf("the follower's history never showed entry %d: %+v %v", rc.Index, page, err)
 		}
 	}
+	// What the holder acknowledged a moment ago and the follower has not
+	// folded yet (an agent, a hold the agent must wait for) is found by id
+	// through the follower, which now answers from its own state: it asks
+	// the holder rather than answer 404.
+	holder := active.client(t, cred)
+	fresh, err := holder.CreateAgent(ctx, api.AgentRequest{Name: "fresh", Purpose: "read at once", Energy: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := root.Actor(ctx, fresh.ID); err != nil || got.ID != fresh.ID {
+		t.Fatalf("an agent the holder created a moment ago, read by id through the follower: %+v %v", got, err)
+	}
+	holdEnv, err := holder.IssueEnvelope(ctx, api.EnvelopeRequest{Holder: agent.ID, Budget: 100, Grants: []api.Grant{{Pattern: "workspace/**", Actions: []string{"mutate"}}},
+		HoldOn: []api.Grant{{Pattern: "workspace/held/*", Actions: []string{"mutate"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, err := active.client(t, agent.Credential).Submit(ctx, api.ActionRequest{Type: "mutate", Target: "workspace/held/x", Envelope: holdEnv.ID})
+	if err != nil || held.HoldID == "" {
+		t.Fatalf("a held action at the holder: %+v %v", held, err)
+	}
+	if h, err := ac.Hold(ctx, held.HoldID); err != nil || h.ID != held.HoldID {
+		t.Fatalf("a hold the holder made a moment ago, read through the follower: %+v %v", h, err)
+	}
+	if _, err := root.Actor(ctx, "agent-nobody"); !client.IsStatus(err, http.StatusNotFound) {
+		t.Fatalf("an actor no kernel has, through the follower: %v", err)
+	}
+
 	// The live stream at the follower shows what the holder logs next.
 	streamCtx, stopStream := context.WithCancel(ctx)
 	defer stopStream()
