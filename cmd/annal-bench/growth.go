@@ -78,6 +78,9 @@ type servingFigures struct {
 	receiptP50 time.Duration
 	proofs     proofFigures
 	mem        annaldMemory
+	// peakRSS and peakStateMap are the highest RSS and state file map
+	// sampled while it ran, in KiB.
+	peakRSS, peakStateMap int64
 }
 
 // proofFigures are what httpProofs measured.
@@ -136,6 +139,7 @@ func growthStep(ctx context.Context, data string, o options, g growthOptions, ta
 		return st, err
 	}
 	defer p.stop()
+	peaks := samplePeaks(p.cmd.Process.Pid, time.Second)
 	fillStart := time.Now()
 	if err := fillTo(ctx, p.url, p.cred, g.clients, target); err != nil {
 		return st, err
@@ -144,6 +148,7 @@ func growthStep(ctx context.Context, data string, o options, g growthOptions, ta
 	if st.serving, err = measureServing(ctx, p, o, g); err != nil {
 		return st, err
 	}
+	st.serving.peakRSS, st.serving.peakStateMap = peaks()
 	st.size = st.serving.proofs.size
 	if err := p.stop(); err != nil {
 		return st, err
@@ -159,9 +164,11 @@ func growthStep(ctx context.Context, data string, o options, g growthOptions, ta
 		return st, fmt.Errorf("baseline annald: %w", err)
 	}
 	defer b.stop()
+	peaks = samplePeaks(b.cmd.Process.Pid, time.Second)
 	if st.base, err = measureServing(ctx, b, o, g); err != nil {
 		return st, fmt.Errorf("baseline annald: %w", err)
 	}
+	st.base.peakRSS, st.base.peakStateMap = peaks()
 	return st, b.stop()
 }
 
@@ -381,15 +388,15 @@ func writeGrowthTable(out io.Writer, stages []growthStage, clients int, baseline
 func writeGrowthMemory(out io.Writer, stages []growthStage, baseline bool) error {
 	fmt.Fprintln(out, "\nannald memory after each stage's phases (anon: heap and stacks; file: mapped files, of which the state file's map):")
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	head := "log size\t" + memoryColumns
+	head := "log size\t" + memoryColumns + "\tpeak RSS / state.db map"
 	if baseline {
-		head += "\tbaseline: " + memoryColumns
+		head += "\tbaseline: " + memoryColumns + "\tpeak RSS / state.db map"
 	}
 	fmt.Fprintln(tw, head)
 	for _, s := range stages {
-		fmt.Fprintf(tw, "%d\t%s", s.size, s.serving.mem)
+		fmt.Fprintf(tw, "%d\t%s\t%d / %d MiB", s.size, s.serving.mem, s.serving.peakRSS>>10, s.serving.peakStateMap>>10)
 		if baseline {
-			fmt.Fprintf(tw, "\t%s", s.base.mem)
+			fmt.Fprintf(tw, "\t%s\t%d / %d MiB", s.base.mem, s.base.peakRSS>>10, s.base.peakStateMap>>10)
 		}
 		fmt.Fprintln(tw)
 	}

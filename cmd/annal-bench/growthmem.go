@@ -24,24 +24,67 @@ import (
 type annaldMemory struct {
 	procMemory // KiB
 	// In bytes; zero when /metrics could not be read. live is the goal
-	// over 1+GOGC/100, as the collector set the goal from it.
-	heapLive, heapInUse, heapGoal uint64
+	// over 1+GOGC/100, as the collector set the goal from it; retained is
+	// the heap's memory not given back to the system (what of the heap
+	// can be resident), stacks the goroutines' stacks.
+	heapLive, heapInUse, heapGoal, heapRetained, stacks uint64
 }
 
 // readAnnaldMemory reads the memory of the annald process pid, which
 // serves /metrics at url.
 func readAnnaldMemory(ctx context.Context, pid int, url string) annaldMemory {
 	m := annaldMemory{procMemory: procStatusMemory(fmt.Sprintf("/proc/%d/status", pid))}
-	if f, err := os.Open(fmt.Sprintf("/proc/%d/smaps", pid)); err == nil {
-		m.stateMap = procmem.MappedRSSIn(f, "state.db")
-		f.Close()
-	}
-	gauges, err := scrapeGauges(ctx, url+"/metrics", "go_memstats_heap_inuse_bytes", "go_memstats_next_gc_bytes", "go_gc_gogc_percent")
-	if err == nil && gauges[2] > 0 {
-		m.heapInUse, m.heapGoal = uint64(gauges[0]), uint64(gauges[1])
-		m.heapLive = uint64(gauges[1] * 100 / (100 + gauges[2]))
+	m.stateMap = stateMapOf(pid)
+	g, err := scrapeGauges(ctx, url+"/metrics", "go_memstats_heap_inuse_bytes", "go_memstats_next_gc_bytes", "go_gc_gogc_percent",
+		"go_memstats_heap_sys_bytes", "go_memstats_heap_released_bytes", "go_memstats_stack_sys_bytes")
+	if err == nil && g[2] > 0 {
+		m.heapInUse, m.heapGoal = uint64(g[0]), uint64(g[1])
+		m.heapLive = uint64(g[1] * 100 / (100 + g[2]))
+		m.heapRetained, m.stacks = uint64(g[3]-g[4]), uint64(g[5])
 	}
 	return m
+}
+
+// stateMapOf is the resident KiB of process pid's map of its state file
+// (bbolt's state.db); zero when it cannot be read.
+func stateMapOf(pid int) int64 {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/smaps", pid))
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	return procmem.MappedRSSIn(f, "state.db")
+}
+
+// samplePeaks reads the RSS and the state file map of process pid every
+// interval until the function it returns is called, which answers the
+// highest of each, in KiB: the state file's pages are let go of now and
+// then, so a reading at the end alone would miss what they reached.
+func samplePeaks(pid int, every time.Duration) func() (rss, stateMap int64) {
+	stop, done := make(chan struct{}), make(chan struct{})
+	var rss, stateMap int64
+	sample := func() {
+		rss = max(rss, procStatusMemory(fmt.Sprintf("/proc/%d/status", pid)).total)
+		stateMap = max(stateMap, stateMapOf(pid))
+	}
+	go func() {
+		defer close(done)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			sample()
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() (int64, int64) {
+		close(stop)
+		<-done
+		return rss, stateMap
+	}
 }
 
 // scrapeGauges reads the values of the unlabelled metrics names from the
@@ -100,9 +143,9 @@ func parseGauges(r io.Reader, names ...string) ([]float64, error) {
 // String is the memory as the growth table shows it, in MiB: RSS, then
 // its parts.
 func (m annaldMemory) String() string {
-	return fmt.Sprintf("%d MiB\t%d / %d / %d MiB\t%.1f / %d / %d MiB", m.total>>10, m.anon>>10, m.file>>10, m.stateMap>>10,
-		float64(m.heapLive)/(1<<20), m.heapInUse>>20, m.heapGoal>>20)
+	return fmt.Sprintf("%d MiB\t%d / %d / %d MiB\t%.1f / %d / %d / %d MiB\t%d MiB", m.total>>10, m.anon>>10, m.file>>10, m.stateMap>>10,
+		float64(m.heapLive)/(1<<20), m.heapInUse>>20, m.heapGoal>>20, m.heapRetained>>20, m.stacks>>20)
 }
 
 // memoryColumns are the table's heads of String's columns.
-const memoryColumns = "RSS\tanon / file / state.db map\theap live / in use / GC goal"
+const memoryColumns = "RSS\tanon / file / state.db map\theap live / in use / GC goal / retained\tstacks"
