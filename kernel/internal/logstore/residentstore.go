@@ -20,7 +20,8 @@ import (
 // own bytes, once written, and the heap and its goal follow the load, not
 // the log. A fixed region is reserved for the bounds (maxLeafTops and
 // maxUpperTiles: 92 MiB of address space), of which only the pages written
-// become resident.
+// become resident. Being outside the heap, they are outside GOMEMLIMIT's
+// count as well: an operator setting one leaves room for them.
 //
 // The hashes hold no pointers and never change once written. Each slot is
 // written once, by the one writer that claims it, before it is published
