@@ -2,9 +2,10 @@
 
 package logstore
 
-// mapOffHeap returns n zeroed bytes. Without anonymous maps they are in
-// the Go heap, where the collector counts them as live (see
-// residentStore).
-func mapOffHeap(n int) ([]byte, func(), error) {
-	return make([]byte, n), func() {}, nil
+import "errors"
+
+// mapOffHeap has no anonymous maps to use here: the resident proofs keep
+// nothing (residentStore), rather than 92 MiB in the Go heap.
+func mapOffHeap(int) ([]byte, func(), error) {
+	return nil, nil, errors.New("no anonymous memory maps on this system")
 }

@@ -354,3 +354,31 @@ func liveHeap() uint64 {
 	metrics.Read(sample)
 	return sample[0].Value.Uint64()
 }
+
+// TestResidentProofs_WithoutARegion: where no region outside the heap
+// can be mapped, the store keeps nothing and the proofs, hashed from the
+// tiles and the LRU, still verify.
+func TestResidentProofs_WithoutARegion(t *testing.T) {
+	ctx := context.Background()
+	const size = 2*layout.TileWidth*layout.TileWidth + 300
+	s := newSynthLog(size)
+	root := s.root(size)
+	r := newResidentProofs(s.read)
+	r.store = &residentStore{}
+	defer r.stop()
+	rng := rand.New(rand.NewPCG(41, 2))
+	for range 300 {
+		i := rng.Uint64N(size)
+		p, err := r.inclusion(ctx, i, size)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := proof.VerifyInclusion(rfc6962.DefaultHasher, i, size, s.leaf(i), slicesOf(p), root); err != nil {
+			t.Fatalf("leaf %d: %v", i, err)
+		}
+	}
+	r.warmDone.Wait()
+	if r.store.top(0) != nil || r.store.upperClaimed.Load() != 0 {
+		t.Fatalf("a store without a region kept tile 0's top or %d upper tiles", r.store.upperClaimed.Load())
+	}
+}

@@ -54,19 +54,21 @@ const (
 )
 
 // newResidentStore reserves the store's region; release gives it back.
-// Where no region can be mapped, the store is in the Go heap.
+// Where no region can be mapped (no anonymous maps, or the address space
+// is limited), the store keeps nothing, and proofs hash from the tiles
+// and go through the LRU: slower, never wrong, and the heap does not
+// take 92 MiB at once.
 func newResidentStore() (s *residentStore, release func()) {
-	size := leafTopsBytes + maxUpperTiles*upperTileBytes
-	mem, release, err := mapOffHeap(size)
+	mem, release, err := mapOffHeap(leafTopsBytes + maxUpperTiles*upperTileBytes)
 	if err != nil {
-		mem, release = make([]byte, size), func() {}
+		return &residentStore{}, func() {}
 	}
 	return &residentStore{mem: mem, topState: make([]atomic.Uint32, maxLeafTops)}, release
 }
 
 // top is the kept top of level-0 tile index (< maxLeafTops), or nil.
 func (s *residentStore) top(index uint64) *leafTop {
-	if s.topState[index].Load() != slotKept {
+	if s.mem == nil || s.topState[index].Load() != slotKept {
 		return nil
 	}
 	return s.topAt(index)
@@ -79,7 +81,7 @@ func (s *residentStore) topAt(index uint64) *leafTop {
 // keepTop keeps top as level-0 tile index's (< maxLeafTops) and returns
 // the kept copy; if another writer has claimed the slot, it returns top.
 func (s *residentStore) keepTop(index uint64, top *leafTop) *leafTop {
-	if !s.topState[index].CompareAndSwap(slotEmpty, slotWriting) {
+	if s.mem == nil || !s.topState[index].CompareAndSwap(slotEmpty, slotWriting) {
 		return top
 	}
 	kept := s.topAt(index)
@@ -89,7 +91,9 @@ func (s *residentStore) keepTop(index uint64, top *leafTop) *leafTop {
 }
 
 // upperFull says whether every upper tile slot is taken.
-func (s *residentStore) upperFull() bool { return s.upperClaimed.Load() >= maxUpperTiles }
+func (s *residentStore) upperFull() bool {
+	return s.mem == nil || s.upperClaimed.Load() >= maxUpperTiles
+}
 
 // keepUpper copies the full tile t (of level ≥ 1) into the next free
 // slot and returns the copy, which the caller publishes; nil when every
@@ -101,7 +105,7 @@ func (s *residentStore) keepUpper(t *proofTile) *proofTile {
 	for _, level := range t.nodes {
 		n += len(level)
 	}
-	if n > upperTileHashes {
+	if n > upperTileHashes || s.upperFull() {
 		return nil
 	}
 	slot := s.upperClaimed.Add(1) - 1
