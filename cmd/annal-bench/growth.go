@@ -41,11 +41,13 @@ func growthCommand(o *options) *cobra.Command {
 		Long: `annal-bench growth fills one annald (its own process) with root actions from --growth-clients
 clients up to each --stages size, and at each stage measures: actions/s at --growth-clients clients,
 the receipt p50 of one sequential client, GET /v1/proof of random leaves across the whole log (proofs/s
-at 64 clients after a warm-up of --duration, then p50 at one client), annald's RSS; then it stops annald and opens the same folder in
+at 64 clients after a warm-up of --duration, then p50 at one client), annald's memory (RSS split into anonymous
+memory, mapped files and the state file's map; the Go heap's live size, goal and retained memory from its /metrics;
+the highest RSS and state file map sampled each second); then it stops annald and opens the same folder in
 this process to time the kernel's proof without HTTP (p50, warmed by one proof in every level-0 tile),
 checking every such proof with the verifier package against the signed checkpoint. With
---baseline-annald, that annald (say, an earlier build) serves the same log after each stage and its
-proofs are measured too, for a ratio in the same run. --cpuprofile P writes annald's profile of each
+--baseline-annald, that annald (say, an earlier build) serves the same log after each stage and goes
+through the same phases (appends, receipts, proofs, memory), for ratios in the same run. --cpuprofile P writes annald's profile of each
 stage to P.<stage> (and the baseline's to P.<stage>.baseline): go tool pprof -focus handleProof shows
 the proofs' part.`,
 		Args: cobra.NoArgs,
