@@ -41,11 +41,13 @@ func growthCommand(o *options) *cobra.Command {
 		Long: `annal-bench growth fills one annald (its own process) with root actions from --growth-clients
 clients up to each --stages size, and at each stage measures: actions/s at --growth-clients clients,
 the receipt p50 of one sequential client, GET /v1/proof of random leaves across the whole log (proofs/s
-at 64 clients after a warm-up of --duration, then p50 at one client), annald's RSS; then it stops annald and opens the same folder in
+at 64 clients after a warm-up of --duration, then p50 at one client), annald's memory (RSS split into anonymous
+memory, mapped files and the state file's map; the Go heap's live size, goal and retained memory from its /metrics;
+the highest RSS and state file map sampled each second); then it stops annald and opens the same folder in
 this process to time the kernel's proof without HTTP (p50, warmed by one proof in every level-0 tile),
 checking every such proof with the verifier package against the signed checkpoint. With
---baseline-annald, that annald (say, an earlier build) serves the same log after each stage and its
-proofs are measured too, for a ratio in the same run. --cpuprofile P writes annald's profile of each
+--baseline-annald, that annald (say, an earlier build) serves the same log after each stage and goes
+through the same phases (appends, receipts, proofs, memory), for ratios in the same run. --cpuprofile P writes annald's profile of each
 stage to P.<stage> (and the baseline's to P.<stage>.baseline): go tool pprof -focus handleProof shows
 the proofs' part.`,
 		Args: cobra.NoArgs,
@@ -64,14 +66,23 @@ the proofs' part.`,
 // growthStage is what one stage measured.
 type growthStage struct {
 	size                 uint64
-	append               float64
-	receiptP50           time.Duration
-	proofs               proofFigures
+	serving              servingFigures
 	serverP50, serverP99 time.Duration
-	rssKiB               int64
-	base                 proofFigures // the baseline annald's; zero without one
-	baseRSSKiB           int64
+	base                 servingFigures // the baseline annald's; zero without one
 	fillSeconds          int64
+}
+
+// servingFigures are what one annald measured on the log as it stood:
+// appends at the growth clients, receipts of one client, proofs, and its
+// memory after them.
+type servingFigures struct {
+	append     float64
+	receiptP50 time.Duration
+	proofs     proofFigures
+	mem        annaldMemory
+	// peakRSS and peakStateMap are the highest RSS and state file map
+	// sampled while it ran, in KiB.
+	peakRSS, peakStateMap int64
 }
 
 // proofFigures are what httpProofs measured.
@@ -130,24 +141,17 @@ func growthStep(ctx context.Context, data string, o options, g growthOptions, ta
 		return st, err
 	}
 	defer p.stop()
+	peaks := samplePeaks(p.cmd.Process.Pid, time.Second)
 	fillStart := time.Now()
 	if err := fillTo(ctx, p.url, p.cred, g.clients, target); err != nil {
 		return st, err
 	}
 	st.fillSeconds = int64(time.Since(fillStart).Seconds())
-	if st.append, err = mutateLoop(ctx, p.url, p.cred, g.clients, o.duration, growthTarget); err != nil {
+	if st.serving, err = measureServing(ctx, p, o, g); err != nil {
 		return st, err
 	}
-	lat, err := sequentialLatency(ctx, p.url, p.cred, o.sequentialN)
-	if err != nil {
-		return st, err
-	}
-	st.receiptP50 = percentile(lat, 50)
-	if st.proofs, err = httpProofs(ctx, p.url, p.cpu, o, g.verifyN); err != nil {
-		return st, err
-	}
-	st.size = st.proofs.size
-	st.rssKiB = procStatusMemory(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid)).total
+	st.serving.peakRSS, st.serving.peakStateMap = peaks()
+	st.size = st.serving.proofs.size
 	if err := p.stop(); err != nil {
 		return st, err
 	}
@@ -162,11 +166,32 @@ func growthStep(ctx context.Context, data string, o options, g growthOptions, ta
 		return st, fmt.Errorf("baseline annald: %w", err)
 	}
 	defer b.stop()
-	if st.base, err = httpProofs(ctx, b.url, b.cpu, o, g.verifyN); err != nil {
+	peaks = samplePeaks(b.cmd.Process.Pid, time.Second)
+	if st.base, err = measureServing(ctx, b, o, g); err != nil {
 		return st, fmt.Errorf("baseline annald: %w", err)
 	}
-	st.baseRSSKiB = procStatusMemory(fmt.Sprintf("/proc/%d/status", b.cmd.Process.Pid)).total
+	st.base.peakRSS, st.base.peakStateMap = peaks()
 	return st, b.stop()
+}
+
+// measureServing measures annald p on the log as it stands: actions/s at
+// the growth clients, the receipt p50 of one client, proofs of random
+// leaves, then its memory. The baseline annald goes through the same
+// phases, so that its memory is read after the same kinds of load.
+func measureServing(ctx context.Context, p *annaldProcess, o options, g growthOptions) (f servingFigures, err error) {
+	if f.append, err = mutateLoop(ctx, p.url, p.cred, g.clients, o.duration, growthTarget); err != nil {
+		return f, err
+	}
+	lat, err := sequentialLatency(ctx, p.url, p.cred, o.sequentialN)
+	if err != nil {
+		return f, err
+	}
+	f.receiptP50 = percentile(lat, 50)
+	if f.proofs, err = httpProofs(ctx, p.url, p.cpu, o, g.verifyN); err != nil {
+		return f, err
+	}
+	f.mem = readAnnaldMemory(ctx, p.cmd.Process.Pid, p.url)
+	return f, nil
 }
 
 // fillTo submits root actions from clients clients until the log holds
@@ -327,32 +352,57 @@ func writeGrowthTable(out io.Writer, stages []growthStage, clients int, baseline
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	head := "log size\tappend @%d\treceipt p50 @1\tproof p50 @1 (HTTP)\tproofs/s @64\tannald CPU a proof\tserver-side proof p50 / p99\tannald RSS"
 	if baseline {
-		head += "\tbaseline: p50 @1\tproofs/s @64\tCPU a proof\tRSS"
+		head += "\tbaseline: append\treceipt p50\tproof p50 @1\tproofs/s @64\tCPU a proof\tRSS"
 	}
 	fmt.Fprintf(tw, head+"\n", clients)
 	for _, s := range stages {
-		fmt.Fprintf(tw, "%d\t%.0f/s\t%s\t%s\t%.0f\t%s\t%s / %s\t%d MiB", s.size, s.append, fmtDur(s.receiptP50), fmtMicros(s.proofs.p50),
-			s.proofs.rate, fmtMicros(s.proofs.cpu), fmtMicros(s.serverP50), fmtMicros(s.serverP99), s.rssKiB>>10)
+		fmt.Fprintf(tw, "%d\t%.0f/s\t%s\t%s\t%.0f\t%s\t%s / %s\t%d MiB", s.size, s.serving.append, fmtDur(s.serving.receiptP50), fmtMicros(s.serving.proofs.p50),
+			s.serving.proofs.rate, fmtMicros(s.serving.proofs.cpu), fmtMicros(s.serverP50), fmtMicros(s.serverP99), s.serving.mem.total>>10)
 		if baseline {
-			fmt.Fprintf(tw, "\t%s\t%.0f\t%s\t%d MiB", fmtMicros(s.base.p50), s.base.rate, fmtMicros(s.base.cpu), s.baseRSSKiB>>10)
+			b := s.base
+			fmt.Fprintf(tw, "\t%.0f/s\t%s\t%s\t%.0f\t%s\t%d MiB", b.append, fmtDur(b.receiptP50), fmtMicros(b.proofs.p50), b.proofs.rate, fmtMicros(b.proofs.cpu), b.mem.total>>10)
 		}
 		fmt.Fprintln(tw)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if err := writeGrowthMemory(out, stages, baseline); err != nil {
+		return err
+	}
 	if len(stages) > 1 {
 		first, last := stages[0], stages[len(stages)-1]
 		fmt.Fprintf(out, "\nlast/first stage: proofs/s %.2fx, proof p50 %.2fx, CPU a proof %.2fx, server-side p50 %.2fx, RSS %.2fx",
-			last.proofs.rate/first.proofs.rate, ratio(last.proofs.p50, first.proofs.p50), ratio(last.proofs.cpu, first.proofs.cpu),
-			ratio(last.serverP50, first.serverP50), float64(last.rssKiB)/float64(first.rssKiB))
+			last.serving.proofs.rate/first.serving.proofs.rate, ratio(last.serving.proofs.p50, first.serving.proofs.p50), ratio(last.serving.proofs.cpu, first.serving.proofs.cpu),
+			ratio(last.serverP50, first.serverP50), float64(last.serving.mem.total)/float64(first.serving.mem.total))
 		if baseline {
-			fmt.Fprintf(out, "; baseline proofs/s %.2fx, proof p50 %.2fx, CPU a proof %.2fx",
-				last.base.rate/first.base.rate, ratio(last.base.p50, first.base.p50), ratio(last.base.cpu, first.base.cpu))
+			fmt.Fprintf(out, "; baseline proofs/s %.2fx, proof p50 %.2fx, CPU a proof %.2fx, RSS %.2fx",
+				last.base.proofs.rate/first.base.proofs.rate, ratio(last.base.proofs.p50, first.base.proofs.p50), ratio(last.base.proofs.cpu, first.base.proofs.cpu),
+				float64(last.base.mem.total)/float64(first.base.mem.total))
 		}
 		fmt.Fprintln(out)
 	}
 	return nil
+}
+
+// writeGrowthMemory is the table of where each stage's annald memory
+// went, the baseline's beside it.
+func writeGrowthMemory(out io.Writer, stages []growthStage, baseline bool) error {
+	fmt.Fprintln(out, "\nannald memory after each stage's phases (anon: heap and stacks; file: mapped files, of which the state file's map):")
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	head := "log size\t" + memoryColumns + "\tpeak RSS / state.db map"
+	if baseline {
+		head += "\tbaseline: " + memoryColumns + "\tpeak RSS / state.db map"
+	}
+	fmt.Fprintln(tw, head)
+	for _, s := range stages {
+		fmt.Fprintf(tw, "%d\t%s\t%d / %d MiB", s.size, s.serving.mem, s.serving.peakRSS>>10, s.serving.peakStateMap>>10)
+		if baseline {
+			fmt.Fprintf(tw, "\t%s\t%d / %d MiB", s.base.mem, s.base.peakRSS>>10, s.base.peakStateMap>>10)
+		}
+		fmt.Fprintln(tw)
+	}
+	return tw.Flush()
 }
 
 func ratio(a, b time.Duration) float64 { return float64(a) / float64(b) }

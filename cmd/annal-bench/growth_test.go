@@ -27,7 +27,8 @@ func TestGrowth_SmallStages(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
 	text := out.String()
-	for _, want := range []string{"append @8", "server-side proof p50", "baseline: p50 @1", "annald CPU a proof", "last/first stage: proofs/s"} {
+	for _, want := range []string{"append @8", "server-side proof p50", "baseline: append", "annald CPU a proof", "last/first stage: proofs/s",
+		"anon / file / state.db map", "heap live / in use / GC goal / retained", "peak RSS / state.db map"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("no %q in\n%s", want, text)
 		}

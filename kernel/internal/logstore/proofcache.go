@@ -119,22 +119,10 @@ func (t *proofTiles) tile(ctx context.Context, level, index uint64, p uint8) (*p
 		return e.Value.(*proofTile), nil
 	}
 	t.mu.Unlock()
-	raw, err := t.read(ctx, level, index, p)
+	pt, err := t.readHashed(ctx, key)
 	if err != nil {
 		return nil, err
 	}
-	var ht api.HashTile
-	if err := ht.UnmarshalText(raw); err != nil {
-		return nil, fmt.Errorf("tile %d/%d: %w", level, index, err)
-	}
-	want := int(p)
-	if p == 0 {
-		want = layout.TileWidth
-	}
-	if len(ht.Nodes) < want {
-		return nil, fmt.Errorf("tile %d/%d holds %d hashes, want %d", level, index, len(ht.Nodes), want)
-	}
-	pt := hashTile(key, ht.Nodes[:want])
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if e, ok := t.tiles[key]; ok { // read meanwhile by another request
@@ -147,6 +135,27 @@ func (t *proofTiles) tile(ctx context.Context, level, index uint64, p uint8) (*p
 		delete(t.tiles, last.Value.(*proofTile).key)
 	}
 	return pt, nil
+}
+
+// readHashed reads the tile of key and hashes its nodes, without keeping
+// it.
+func (t *proofTiles) readHashed(ctx context.Context, key proofTileKey) (*proofTile, error) {
+	raw, err := t.read(ctx, key.level, key.index, key.width)
+	if err != nil {
+		return nil, err
+	}
+	var ht api.HashTile
+	if err := ht.UnmarshalText(raw); err != nil {
+		return nil, fmt.Errorf("tile %d/%d: %w", key.level, key.index, err)
+	}
+	want := int(key.width)
+	if key.width == 0 {
+		want = layout.TileWidth
+	}
+	if len(ht.Nodes) < want {
+		return nil, fmt.Errorf("tile %d/%d holds %d hashes, want %d", key.level, key.index, len(ht.Nodes), want)
+	}
+	return hashTile(key, ht.Nodes[:want]), nil
 }
 
 // hashTile is the tile of key whose bottom row is leaves (32-byte hashes,

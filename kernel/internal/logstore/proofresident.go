@@ -4,8 +4,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"runtime"
 	"sync"
-	"sync/atomic"
 
 	"github.com/transparency-dev/merkle/compact"
 	"github.com/transparency-dev/merkle/proof"
@@ -25,8 +25,8 @@ import (
 //     maxUpperTiles (64 MiB, a log of 268M entries); past it, the LRU.
 //   - Of a full level-0 tile, only its nodes of levels 5..7 are kept (14
 //     hashes, 448 bytes: 1.75 bytes an entry, 17.5 MiB for 10M), up to
-//     maxLeafTops tiles (28 MiB, a log of 16.7M entries, and 512 KiB of
-//     pointers from the start); past it they are
+//     maxLeafTops tiles (28 MiB, a log of 16.7M entries, and 256 KiB of
+//     slot states from the start); past it they are
 //     hashed for each proof, from the tile (about 250 hashes). A proof's
 //     nodes of levels 0..4 are hashed from the 32 leaf hashes under them
 //     (at most 26 hashes), from the tile read once per proof: one 8 KiB
@@ -41,16 +41,20 @@ import (
 // ends it. Random leaves across the whole log then cost one tile read and
 // a few dozen hashes each, where the LRU alone missed, read three tiles and
 // hashed up to 255 nodes in each. Tiles never change once full, so
-// nothing kept is ever stale. Safe for concurrent use.
+// nothing kept is ever stale. What is kept for the whole log is kept
+// outside the Go heap (residentStore), so that it costs RSS its own bytes
+// and not a heap goal raised by several times them. Safe for concurrent
+// use.
 type residentProofs struct {
 	read func(ctx context.Context, level, index uint64, p uint8) ([]byte, error)
 	lru  *proofTiles
 
 	// Lookups take no lock (64 clients asking proofs on two cores made a
 	// read lock's shared counter the hottest line of upperNode).
-	upper      sync.Map // proofTileKey → *proofTile
-	upperCount atomic.Int64
-	leafTops   []atomic.Pointer[leafTop] // maxLeafTops, by level-0 tile index; nil: not yet hashed
+	upper sync.Map // proofTileKey → *proofTile, its nodes in store
+	// store holds the leaf tops and the upper tiles' nodes, outside the
+	// Go heap (residentstore.go).
+	store *residentStore
 
 	warmOnce   sync.Once
 	warmCtx    context.Context
@@ -82,8 +86,11 @@ func leafTopOffset(k uint) int {
 
 func newResidentProofs(read func(ctx context.Context, level, index uint64, p uint8) ([]byte, error)) *residentProofs {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &residentProofs{read: read, lru: newProofTiles(read, partialLRUTiles), leafTops: make([]atomic.Pointer[leafTop], maxLeafTops),
+	store, release := newResidentStore()
+	r := &residentProofs{read: read, lru: newProofTiles(read, partialLRUTiles), store: store,
 		warmCtx: ctx, warmCancel: cancel}
+	runtime.AddCleanup(r, func(release func()) { release() }, release)
+	return r
 }
 
 // warm starts, once, the goroutine that hashes the tops of the full
@@ -161,6 +168,9 @@ func (r *residentProofs) nodeOnce() func(ctx context.Context, id compact.NodeID,
 		return raw, nil
 	}
 	return func(ctx context.Context, id compact.NodeID, size uint64) ([]byte, error) {
+		// The hashes below are copied out of r.store, which lives as
+		// long as r does.
+		defer runtime.KeepAlive(r)
 		tileLevel, tileIndex, nodeLevel, nodeIndex := layout.NodeCoordsToTileAddress(uint64(id.Level), id.Index)
 		switch {
 		case layout.PartialTileSize(tileLevel, tileIndex, size) != 0:
@@ -193,15 +203,17 @@ func (r *residentProofs) upperNode(ctx context.Context, id compact.NodeID, size,
 	if v, ok := r.upper.Load(key); ok {
 		t = v.(*proofTile)
 	} else {
-		if r.upperCount.Load() >= maxUpperTiles {
+		if r.store.upperFull() {
 			return r.lru.node(ctx, id, size)
 		}
+		// Read past the LRU: the copy kept in r.store is the one used.
 		var err error
-		if t, err = r.lru.tile(ctx, tileLevel, tileIndex, 0); err != nil {
+		if t, err = r.lru.readHashed(ctx, key); err != nil {
 			return nil, err
 		}
-		if _, loaded := r.upper.LoadOrStore(key, t); !loaded {
-			r.upperCount.Add(1) // may pass the bound by the few stored at once
+		if kept := r.store.keepUpper(t); kept != nil {
+			v, _ := r.upper.LoadOrStore(key, kept)
+			t = v.(*proofTile)
 		}
 	}
 	h := t.nodes[nodeLevel][nodeIndex]
@@ -209,11 +221,13 @@ func (r *residentProofs) upperNode(ctx context.Context, id compact.NodeID, size,
 }
 
 // leafTop is the top of full level-0 tile index, hashed from its leaves
-// (read with leaves) the first time and kept if index < maxLeafTops.
+// (read with leaves) the first time and kept if index < maxLeafTops. The
+// caller keeps r reachable while it reads the answer (it may be in
+// r.store).
 func (r *residentProofs) leafTop(ctx context.Context, index uint64, leaves func(context.Context, uint64) ([]byte, error)) (*leafTop, error) {
-	kept := index < uint64(len(r.leafTops))
+	kept := index < maxLeafTops
 	if kept {
-		if top := r.leafTops[index].Load(); top != nil {
+		if top := r.store.top(index); top != nil {
 			return top, nil
 		}
 	}
@@ -228,7 +242,7 @@ func (r *residentProofs) leafTop(ctx context.Context, index uint64, leaves func(
 		}
 	}
 	if kept {
-		r.leafTops[index].Store(top)
+		top = r.store.keepTop(index, top)
 	}
 	return top, nil
 }

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"math/bits"
 	"math/rand/v2"
+	"runtime"
+	"runtime/metrics"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -193,7 +195,7 @@ func TestResidentProofs_WarmsEveryTile(t *testing.T) {
 	}
 	r.warmDone.Wait()
 	for tile := range uint64(size / layout.TileWidth) {
-		if r.leafTops[tile].Load() == nil {
+		if r.store.top(tile) == nil {
 			t.Fatalf("tile %d of %d not warmed", tile, size/layout.TileWidth)
 		}
 	}
@@ -213,8 +215,8 @@ func TestResidentProofs_WarmsEveryTile(t *testing.T) {
 	}
 	stopped.warmDone.Wait()
 	warmed := 0
-	for i := range stopped.leafTops {
-		if stopped.leafTops[i].Load() != nil {
+	for i := range uint64(maxLeafTops) {
+		if stopped.store.top(i) != nil {
 			warmed++
 		}
 	}
@@ -295,5 +297,88 @@ func BenchmarkInclusionProof(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// TestResidentProofs_KeptOutsideTheHeap: what residentProofs keeps for
+// the whole log (the top of every level-0 tile, every full upper tile)
+// does not grow the Go heap, whose live size sets the collector's goal
+// and so annald's RSS (residentStore). In the heap, the tops of this 4M
+// entry log's tiles and its upper tiles were 8 MiB (and upper tiles went
+// through the LRU as well).
+func TestResidentProofs_KeptOutsideTheHeap(t *testing.T) {
+	ctx := context.Background()
+	const tiles = 16384
+	const size = tiles*layout.TileWidth + 17
+	s := newSynthLog(size)
+	root := s.root(size)
+	r := newResidentProofs(s.read)
+	defer r.stop()
+	before := liveHeap()
+	if _, err := r.inclusion(ctx, 0, size); err != nil {
+		t.Fatal(err)
+	}
+	r.warmDone.Wait()
+	for upper := uint64(0); upper < tiles/layout.TileWidth; upper++ {
+		i := upper*layout.TileWidth*layout.TileWidth + 5
+		p, err := r.inclusion(ctx, i, size)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := proof.VerifyInclusion(rfc6962.DefaultHasher, i, size, s.leaf(i), slicesOf(p), root); err != nil {
+			t.Fatalf("leaf %d: %v", i, err)
+		}
+	}
+	kept := 0
+	for i := range uint64(tiles) {
+		if r.store.top(i) != nil {
+			kept++
+		}
+	}
+	grew := int64(liveHeap()) - int64(before)
+	t.Logf("%d tiles' tops and %d upper tiles kept; the live heap grew %d KiB", kept, r.store.upperClaimed.Load(), grew>>10)
+	if kept != tiles || r.store.upperClaimed.Load() < tiles/layout.TileWidth {
+		t.Fatalf("kept %d tops of %d tiles, %d upper tiles", kept, tiles, r.store.upperClaimed.Load())
+	}
+	// A few tiles read and hashed may still be in flight; 512 KiB is a
+	// fifteenth of what was kept.
+	if grew > 512<<10 {
+		t.Fatalf("the live heap grew %d KiB keeping %d tiles' tops (%d KiB of hashes)", grew>>10, kept, kept*leafTopBytes>>10)
+	}
+}
+
+// liveHeap is the heap a full collection finds live.
+func liveHeap() uint64 {
+	runtime.GC()
+	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(sample)
+	return sample[0].Value.Uint64()
+}
+
+// TestResidentProofs_WithoutARegion: where no region outside the heap
+// can be mapped, the store keeps nothing and the proofs, hashed from the
+// tiles and the LRU, still verify.
+func TestResidentProofs_WithoutARegion(t *testing.T) {
+	ctx := context.Background()
+	const size = 2*layout.TileWidth*layout.TileWidth + 300
+	s := newSynthLog(size)
+	root := s.root(size)
+	r := newResidentProofs(s.read)
+	r.store = &residentStore{}
+	defer r.stop()
+	rng := rand.New(rand.NewPCG(41, 2))
+	for range 300 {
+		i := rng.Uint64N(size)
+		p, err := r.inclusion(ctx, i, size)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := proof.VerifyInclusion(rfc6962.DefaultHasher, i, size, s.leaf(i), slicesOf(p), root); err != nil {
+			t.Fatalf("leaf %d: %v", i, err)
+		}
+	}
+	r.warmDone.Wait()
+	if r.store.top(0) != nil || r.store.upperClaimed.Load() != 0 {
+		t.Fatalf("a store without a region kept tile 0's top or %d upper tiles", r.store.upperClaimed.Load())
 	}
 }
