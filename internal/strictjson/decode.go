@@ -41,6 +41,18 @@ func Decode(data []byte, v any) error {
 	return nil
 }
 
+// DecodeChecked is Decode for data that has already passed Check (or
+// CheckDepth), read straight into v, which MUST point to a zero value: it
+// skips Decode's second Check and its fresh copy. On error *v may hold
+// part of data. Why: replaying a log parses every entry, and the entry's
+// parser checks it first with its own depth bound.
+func DecodeChecked(data []byte, v any) error {
+	if err := json.Unmarshal(data, v, options); err != nil {
+		return describe(err)
+	}
+	return nil
+}
+
 // describe rewrites the library's error about an unknown member so that it
 // names the member, where it is, and the field it was perhaps meant for.
 func describe(err error) error {

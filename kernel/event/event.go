@@ -23,6 +23,7 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/annal-dev/annal/internal/strictjson"
 	"github.com/annal-dev/annal/kernel/delta"
 	"github.com/gowebpki/jcs"
 	"github.com/transparency-dev/merkle/rfc6962"
@@ -224,10 +225,11 @@ func Parse(entry []byte) (*Event, error) {
 	if err := checkJSON(entry, MaxJSONDepth+2); err != nil {
 		return nil, fmt.Errorf("entry: %w", err)
 	}
-	dec := json.NewDecoder(bytes.NewReader(entry))
-	dec.DisallowUnknownFields()
+	// Exact member names (strictjson): the canonical form below would
+	// refuse a member in another case anyway, and this decoder reads an
+	// entry some three times faster than encoding/json's.
 	var e Event
-	if err := dec.Decode(&e); err != nil {
+	if err := strictjson.DecodeChecked(entry, &e); err != nil {
 		return nil, fmt.Errorf("entry is not an event: %w", err)
 	}
 	again, err := Encode(&e)

@@ -11,7 +11,8 @@ import (
 )
 
 // FuzzParse checks that an entry has one encoding: whatever Parse accepts,
-// Encode writes back byte for byte.
+// Encode writes back byte for byte; and that Parse accepts exactly what
+// encoding/json's parse did, as the same event (parseAgreesWithOracle).
 func FuzzParse(f *testing.F) {
 	for _, e := range sampleEvents() {
 		f.Add(mustEncode(f, e))
@@ -62,6 +63,7 @@ func FuzzParse(f *testing.F) {
 		f.Add([]byte(bad))
 	}
 	f.Fuzz(func(t *testing.T, entry []byte) {
+		parseAgreesWithOracle(t, entry)
 		e, err := Parse(entry)
 		if err != nil {
 			return
