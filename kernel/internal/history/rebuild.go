@@ -69,9 +69,9 @@ func Rebuild(ctx context.Context, dataDir string, opts logstore.LogOptions) (*Re
 	}
 	start := time.Now()
 	fresh := ledger.New()
-	index := make([]IndexedEvent, 0, size)
+	index := newPostings()
 	if err := FoldLog(ctx, tl, fresh, size, func(i uint64, ev *event.Event) {
-		index = append(index, IndexedEvent{Index: i, Terms: IndexTerms(ev)})
+		index.add(i, IndexTerms(ev))
 	}); err != nil {
 		return nil, fmt.Errorf("replay the log: %w", err)
 	}
@@ -81,7 +81,7 @@ func Rebuild(ctx context.Context, dataDir string, opts logstore.LogOptions) (*Re
 	if err != nil {
 		return nil, err
 	}
-	if err := st.Write(encodedValues(fresh), index, folded, true); err != nil {
+	if err := st.write(encodedValues(fresh), index, folded, true); err != nil {
 		return nil, fmt.Errorf("write the rebuilt state: %w", err)
 	}
 	return report, nil

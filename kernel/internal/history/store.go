@@ -386,12 +386,17 @@ const indexChunk = 100_000
 // and drops the fold record (for rebuild), so a rebuild cut short leaves
 // a state that folds the log again.
 func (s *Store) Write(values map[string][]byte, index []IndexedEvent, folded FoldedRecord, replace bool) error {
+	return s.write(values, postingsOf(index), folded, replace)
+}
+
+// write is Write with the history index grouped by term.
+func (s *Store) write(values map[string][]byte, index *postings, folded FoldedRecord, replace bool) error {
 	if replace {
 		if err := s.DB.Update(clearState); err != nil {
 			return err
 		}
 	}
-	if err := s.writeIndex(indexKeys(index)); err != nil {
+	if err := s.writeIndex(index); err != nil {
 		return err
 	}
 	return s.DB.Update(func(tx *bolt.Tx) error {
@@ -422,29 +427,6 @@ func clearState(tx *bolt.Tx) error {
 		}
 	}
 	return tx.Bucket(bucketMeta).Delete(keyFolded)
-}
-
-// writeIndex puts the sorted history index keys, indexChunk keys a
-// transaction.
-func (s *Store) writeIndex(keys [][]byte) error {
-	for len(keys) > 0 {
-		n := min(len(keys), indexChunk)
-		err := s.DB.Update(func(tx *bolt.Tx) error {
-			b := tx.Bucket(bucketEvents)
-			b.FillPercent = 0.9 // keys arrive in order within each term: fill pages
-			for _, k := range keys[:n] {
-				if err := b.Put(k, nil); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		keys = keys[n:]
-	}
-	return nil
 }
 
 // ledgerBucket writes the ledger's values, each behind its checksum, and
