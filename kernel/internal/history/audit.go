@@ -229,12 +229,12 @@ type auditReplay struct {
 func (a *auditReplay) replaySigned(cp *checkpoints.SignedCheckpoint) error {
 	stop := make(chan struct{})
 	defer close(stop)
-	for run := range parseAhead(0, cp.Size, a.read, stop) {
+	for run := range parseAhead(0, cp.Size, a.read, stop, parseWork{leaves: true}) {
 		if run.err != nil {
 			return run.err
 		}
 		for j, entry := range run.entries {
-			if err := a.add(run.from+uint64(j), entry, run.events[j], run.errs[j], false); err != nil {
+			if err := a.add(run.from+uint64(j), entry, run.leaves[j], run.events[j], run.errs[j], false); err != nil {
 				return err
 			}
 		}
@@ -252,17 +252,17 @@ func (a *auditReplay) replaySigned(cp *checkpoints.SignedCheckpoint) error {
 // addUnsigned parses and replays entry i, past the signed checkpoint.
 func (a *auditReplay) addUnsigned(i uint64, entry []byte) error {
 	ev, perr := event.Parse(entry)
-	if err := a.add(i, entry, ev, perr, true); err != nil {
+	if err := a.add(i, entry, event.LeafHash(entry), ev, perr, true); err != nil {
 		return err
 	}
 	a.rep.Unsigned++
 	return nil
 }
 
-// add hashes entry i's leaf into the range and replays the entry (ev, or
-// the parse error perr) under the rules.
-func (a *auditReplay) add(i uint64, entry []byte, ev *event.Event, perr error, unsigned bool) error {
-	if err := a.rng.Append(rfc6962.DefaultHasher.HashLeaf(entry), nil); err != nil {
+// add appends entry i's leaf hash to the range and replays the entry (ev,
+// or the parse error perr) under the rules.
+func (a *auditReplay) add(i uint64, entry []byte, leaf [32]byte, ev *event.Event, perr error, unsigned bool) error {
+	if err := a.rng.Append(leaf[:], nil); err != nil {
 		return err
 	}
 	return a.fold(i, entry, ev, perr, unsigned)

@@ -70,8 +70,8 @@ func Rebuild(ctx context.Context, dataDir string, opts logstore.LogOptions) (*Re
 	start := time.Now()
 	fresh := ledger.New()
 	index := newPostings()
-	if err := FoldLog(ctx, tl, fresh, size, func(i uint64, ev *event.Event) {
-		index.add(i, IndexTerms(ev))
+	if err := foldLog(ctx, tl, fresh, size, nil, parseWork{terms: true}, func(p *parsedRun, j int) {
+		index.add(p.from+uint64(j), p.terms[j])
 	}); err != nil {
 		return nil, fmt.Errorf("replay the log: %w", err)
 	}
