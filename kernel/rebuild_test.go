@@ -1,11 +1,19 @@
 package kernel
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
+	"github.com/annal-dev/annal/kernel/event"
+	"github.com/annal-dev/annal/kernel/internal/logstore"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -83,5 +91,45 @@ func TestRebuildWritesTheStateFileTheKernelWrote(t *testing.T) {
 		if got := pages(t, k, root, q); !slices.Equal(got, before[i]) {
 			t.Errorf("query %+v after the rebuild: %v, before %v", q, got, before[i])
 		}
+	}
+}
+
+// TestRebuildThatFailsLeavesTheStateFileAsItWas: a rebuild writes its
+// state into a file of its own and puts it in place only once the whole
+// log has folded; one that stops at an entry it cannot parse leaves the
+// kernel's state file untouched, and nothing of its own behind.
+func TestRebuildThatFailsLeavesTheStateFileAsItWas(t *testing.T) {
+	g := openGov(t)
+	a, _ := g.agent(1_000_000, "workspace/**:observe")
+	for i := range 300 { // a full first entry bundle, which the start-up check does not read
+		g.submit(a, event.Observe, fmt.Sprintf("workspace/a/%d", i))
+	}
+	dir, statePath := g.dir.Path, g.dir.StatePath()
+	if err := g.Close(); err != nil {
+		t.Fatal(err)
+	}
+	written := stateFileContents(t, statePath)
+	// In the first, full, entry bundle an entry becomes one of event
+	// version 2, which the replay cannot parse.
+	full := filepath.Join(dir, logstore.LogDirName, "tile", "entries", "000")
+	raw, err := os.ReadFile(full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	damaged := bytes.Replace(raw, []byte(`"v":1}`), []byte(`"v":2}`), 1)
+	if bytes.Equal(damaged, raw) {
+		t.Fatal("nothing to change in the first entry bundle")
+	}
+	if err := os.WriteFile(full, damaged, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Rebuild(context.Background(), testConfig(t, dir)); err == nil || !strings.Contains(err.Error(), "replay the log") {
+		t.Fatalf("a rebuild of a log with a changed entry: %v, want its replay to fail", err)
+	}
+	if got := stateFileContents(t, statePath); !maps.Equal(got, written) {
+		t.Fatal("the failed rebuild changed the state file")
+	}
+	if _, err := os.Stat(statePath + ".rebuild"); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the failed rebuild left its file: %v", err)
 	}
 }

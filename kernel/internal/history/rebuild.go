@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/annal-dev/annal/kernel/event"
@@ -49,8 +50,8 @@ func Rebuild(ctx context.Context, dataDir string, opts logstore.LogOptions) (*Re
 	if err != nil {
 		return nil, err
 	}
-	st := cache.Store
-	defer st.Close()
+	closeCache := sync.OnceValue(cache.Store.Close)
+	defer closeCache()
 	if err := logstore.ReplayWriteAhead(dir, opts.Logger); err != nil {
 		return nil, err
 	}
@@ -67,21 +68,44 @@ func Rebuild(ctx context.Context, dataDir string, opts logstore.LogOptions) (*Re
 	if err != nil {
 		return nil, err
 	}
+	out, err := createRebuiltState(dir.StatePath()+".rebuild", dir.Origin)
+	if err != nil {
+		return nil, fmt.Errorf("create the rebuilt state: %w", err)
+	}
+	report, err := replayInto(ctx, tl, size, cache, out, dir.StatePath(), closeCache)
+	if err != nil {
+		out.discard()
+		return nil, err
+	}
+	return report, nil
+}
+
+// replayInto folds the log tl's size entries into a fresh ledger and the
+// history index of out, compares the ledger with the state file's (cache,
+// at statePath), and puts out in the state file's place once closeCache
+// has closed it.
+func replayInto(ctx context.Context, tl *logstore.Log, size uint64, cache *StateCache, out *rebuiltState, statePath string, closeCache func() error) (*RebuildReport, error) {
 	start := time.Now()
 	fresh := ledger.New()
-	index := newPostings()
-	if err := foldLog(ctx, tl, fresh, size, nil, parseWork{terms: true}, func(p *parsedRun, j int) {
-		index.add(p.from+uint64(j), p.terms[j])
-	}); err != nil {
+	err := foldLog(ctx, tl, fresh, size, nil, parseWork{terms: true}, func(p *parsedRun, j int) {
+		out.add(p.from+uint64(j), p.terms[j])
+	})
+	if err != nil {
 		return nil, fmt.Errorf("replay the log: %w", err)
 	}
 	report := &RebuildReport{Size: size, Elapsed: time.Since(start)}
-	report.compare(ctx, tl, cache, fresh, dir.StatePath())
+	if err := out.finishIndex(); err != nil {
+		return nil, fmt.Errorf("write the rebuilt history index: %w", err)
+	}
+	report.compare(ctx, tl, cache, fresh, statePath)
 	folded, err := FoldedAt(ctx, tl, size)
 	if err != nil {
 		return nil, err
 	}
-	if err := st.write(encodedValues(fresh), index, folded, true); err != nil {
+	if err := closeCache(); err != nil {
+		return nil, err
+	}
+	if err := out.commit(encodedValues(fresh), folded, statePath); err != nil {
 		return nil, fmt.Errorf("write the rebuilt state: %w", err)
 	}
 	return report, nil
