@@ -225,21 +225,24 @@ func Parse(entry []byte) (*Event, error) {
 	if err := checkJSON(entry, MaxJSONDepth+2); err != nil {
 		return nil, fmt.Errorf("entry: %w", err)
 	}
-	// Exact member names (strictjson): the canonical form below would
-	// refuse a member in another case anyway, and this decoder reads an
-	// entry some three times faster than encoding/json's.
-	var e Event
-	if err := strictjson.DecodeChecked(entry, &e); err != nil {
-		return nil, fmt.Errorf("entry is not an event: %w", err)
+	e, ok := parseAction(entry)
+	if !ok {
+		// Exact member names (strictjson): the canonical form below would
+		// refuse a member in another case anyway, and this decoder reads
+		// an entry some three times faster than encoding/json's.
+		e = &Event{}
+		if err := strictjson.DecodeChecked(entry, e); err != nil {
+			return nil, fmt.Errorf("entry is not an event: %w", err)
+		}
 	}
-	again, err := Encode(&e)
+	again, err := Encode(e)
 	if err != nil {
 		return nil, err
 	}
 	if !bytes.Equal(again, entry) {
 		return nil, errors.New("entry is not in canonical form (RFC 8785)")
 	}
-	return &e, nil
+	return e, nil
 }
 
 // LeafHash is the RFC 6962 leaf hash of an entry: SHA-256(0x00 || entry).

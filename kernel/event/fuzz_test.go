@@ -17,6 +17,9 @@ func FuzzParse(f *testing.F) {
 	for _, e := range sampleEvents() {
 		f.Add(mustEncode(f, e))
 	}
+	for _, e := range actionShapes() {
+		f.Add(mustEncode(f, e))
+	}
 	// Every kind, from the known-answer vectors.
 	if raw, err := os.ReadFile("../../testvectors/events.json"); err == nil {
 		var vectors struct {

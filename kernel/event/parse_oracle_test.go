@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -61,5 +62,53 @@ func BenchmarkParseEncodingJSON(b *testing.B) {
 		if _, err := parseEncodingJSON(entry); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// actionShapes are action events in every form parseAction reads, and
+// some it leaves to the general decoder.
+func actionShapes() map[string]*Event {
+	m := map[string]*Event{}
+	full := actionEvent(Mutate)
+	full.Action.Envelope, full.Session, full.TraceID = "env-1", "s-1", "4bf92f3577b34da6a3ce929d0e0e4736"
+	full.Action.Payload = json.RawMessage(`{"a":[1,{"b":"x\"}]"}],"c":"\\","d":null,"e":-1.5e3}`)
+	m["envelope, session, trace, nested payload"] = full
+	for name, payload := range map[string]string{"string": `"a,b}"`, "number": `12`, "true": `true`, "array": `[[],{}]`, "escaped": `"\u00e9"`} {
+		e := actionEvent(Execute)
+		e.Action.Payload = json.RawMessage(payload)
+		m["payload "+name] = e
+	}
+	hashed := actionEvent(Create)
+	hashed.Action.Envelope, hashed.Action.Payload, hashed.Action.PayloadHash = "env-2", nil, "sha256:"+strings.Repeat("ab", 32)
+	m["envelope and payload hash"] = hashed
+	res := actionEvent(Observe)
+	res.Action.Resources = &Resources{Network: []string{"example.com"}, Tools: 2}
+	m["resources (general path)"] = res
+	escaped := actionEvent(Observe)
+	escaped.Action.Target = "mail/inbox/é"
+	m["non-ASCII target"] = escaped
+	return m
+}
+
+// TestParseAction_SameAsGeneralPath: what parseAction reads is what the
+// general decoder reads from the same entry, and the common forms of an
+// action do take it.
+func TestParseAction_SameAsGeneralPath(t *testing.T) {
+	for name, e := range actionShapes() {
+		t.Run(name, func(t *testing.T) {
+			entry := mustEncode(t, e)
+			parseAgreesWithOracle(t, entry)
+			fast, ok := parseAction(entry)
+			if wantFast := name != "resources (general path)"; ok != wantFast {
+				t.Fatalf("parseAction took it: %v, want %v", ok, wantFast)
+			}
+			want, err := parseEncodingJSON(entry)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ok && (!reflect.DeepEqual(fast, want) || !reflect.DeepEqual(fast.Action, want.Action)) {
+				t.Fatalf("parseAction read %+v %+v, want %+v %+v", fast, fast.Action, want, want.Action)
+			}
+		})
 	}
 }
