@@ -34,7 +34,7 @@ func createRebuiltState(path, origin string) (*rebuiltState, error) {
 	}
 	// No sync per transaction: the file is synced once, before it takes
 	// the state file's place; until then no one reads it.
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, NoSync: true})
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, NoSync: true, NoGrowSync: true})
 	if err != nil {
 		return nil, err
 	}
