@@ -166,11 +166,15 @@ func validUUID(s string) bool {
 func ValidOID(s string) bool { return oidPattern.MatchString(s) }
 
 // Encode returns the canonical entry bytes of e after checking it.
-func Encode(e *Event) ([]byte, error) {
+func Encode(e *Event) ([]byte, error) { return encodeTo(make([]byte, 0, 512), e) }
+
+// encodeTo is Encode, appending an action to dst (Parse encodes each entry
+// again only to compare, into a buffer it can reuse).
+func encodeTo(dst []byte, e *Event) ([]byte, error) {
 	if err := e.validate(); err != nil {
 		return nil, err
 	}
-	entry, ok := appendAction(make([]byte, 0, 512), e)
+	entry, ok := appendAction(dst, e)
 	if !ok {
 		var err error
 		if entry, err = encodeGeneral(e); err != nil {
@@ -235,7 +239,8 @@ func Parse(entry []byte) (*Event, error) {
 			return nil, fmt.Errorf("entry is not an event: %w", err)
 		}
 	}
-	again, err := Encode(e)
+	var buf [512]byte
+	again, err := encodeTo(buf[:0], e)
 	if err != nil {
 		return nil, err
 	}
