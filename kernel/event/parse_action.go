@@ -27,20 +27,26 @@ func parseAction(entry []byte) (*Event, bool) {
 		return nil, false
 	}
 	e := &Event{Action: a, Kind: KindAction, Decision: &Decision{}}
-	d := e.Decision
-	ok = r.str(&e.Actor) &&
-		r.lit(`,"decision":{"cost":`) && r.uint(&d.Cost) &&
+	ok = r.str(&e.Actor) && r.lit(`,"decision":{"cost":`) && r.decision(e.Decision) &&
+		r.lit(`,"id":`) && r.str(&e.ID) && r.lit(`,"kind":"action"`) && r.tail(e)
+	return e, ok
+}
+
+// decision reads a decision's members after "cost", and its closing brace.
+func (r *canonReader) decision(d *Decision) bool {
+	return r.uint(&d.Cost) &&
 		r.lit(`,"outcome":`) && r.str(&d.Outcome) &&
 		r.lit(`,"reserved":`) && r.uint(&d.Reserved) &&
-		r.lit(`,"settled":`) && r.uint(&d.Settled) &&
-		r.lit(`},"id":`) && r.str(&e.ID) &&
-		r.lit(`,"kind":"action"`) &&
-		(!r.lit(`,"session":`) || r.str(&e.Session)) &&
+		r.lit(`,"settled":`) && r.uint(&d.Settled) && r.lit(`}`)
+}
+
+// tail reads an action event's members after its kind, and the end.
+func (r *canonReader) tail(e *Event) bool {
+	return (!r.lit(`,"session":`) || r.str(&e.Session)) &&
 		r.lit(`,"time":`) && r.time(&e.Time) &&
 		(!r.lit(`,"trace_id":`) || r.str(&e.TraceID)) &&
 		r.lit(`,"v":`) && r.version(&e.V) &&
 		r.lit(`}`) && r.i == len(r.b)
-	return e, ok
 }
 
 // action reads an action's object after its opening brace, and the
