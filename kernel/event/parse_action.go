@@ -57,11 +57,15 @@ func (r *canonReader) action() (*Action, bool) {
 		return nil, false
 	}
 	if r.lit(`"payload":`) {
-		raw, ok := r.value()
-		if !ok || raw[0] == 'n' || !r.lit(`,`) {
+		// A payload canonical as it stands, as appendAction writes it.
+		c := canonScanner{b: r.b, i: r.i}
+		if !c.value(0) || r.b[r.i] == 'n' {
 			return nil, false
 		}
-		a.Payload = bytes.Clone(raw)
+		a.Payload, r.i = bytes.Clone(r.b[r.i:c.i]), c.i
+		if !r.lit(`,`) {
+			return nil, false
+		}
 	}
 	if r.lit(`"payload_hash":`) && !(r.str(&a.PayloadHash) && r.lit(`,`)) {
 		return nil, false
@@ -143,57 +147,10 @@ func (r *canonReader) version(v *int) bool {
 
 // time reads an instant as Instant's UnmarshalJSON does.
 func (r *canonReader) time(t *Instant) bool {
-	start := r.i
-	if r.i >= len(r.b) || r.b[r.i] != '"' || !r.skipString() {
+	c := canonScanner{b: r.b, i: r.i}
+	if _, ok := c.str(false); !ok || t.UnmarshalJSON(r.b[r.i:c.i]) != nil {
 		return false
 	}
-	return t.UnmarshalJSON(r.b[start:r.i]) == nil
-}
-
-// value reads one JSON value, which checkJSON found valid, and returns its
-// bytes.
-func (r *canonReader) value() ([]byte, bool) {
-	start, depth := r.i, 0
-	for r.i < len(r.b) {
-		switch c := r.b[r.i]; c {
-		case '"':
-			if !r.skipString() {
-				return nil, false
-			}
-			if depth == 0 {
-				return r.b[start:r.i], true
-			}
-			continue
-		case '{', '[':
-			depth++
-		case '}', ']':
-			if depth == 0 {
-				return r.b[start:r.i], r.i > start
-			}
-			if depth--; depth == 0 {
-				r.i++
-				return r.b[start:r.i], true
-			}
-		case ',':
-			if depth == 0 {
-				return r.b[start:r.i], r.i > start
-			}
-		}
-		r.i++
-	}
-	return nil, false
-}
-
-// skipString reads a string, escapes and all.
-func (r *canonReader) skipString() bool {
-	for r.i++; r.i < len(r.b); r.i++ {
-		switch r.b[r.i] {
-		case '\\':
-			r.i++
-		case '"':
-			r.i++
-			return true
-		}
-	}
-	return false
+	r.i = c.i
+	return true
 }
