@@ -380,8 +380,9 @@ const indexChunk = 100_000
 // record. The index goes first, in transactions of its own: it may run
 // ahead of the fold record (after a crash, folding the log again puts the
 // same keys once more), never behind it. replace first empties the store
-// and drops the fold record (for rebuild), so a rebuild cut short leaves
-// a state that folds the log again.
+// and drops the fold record, so that a write cut short leaves a state that
+// folds the log again. (annald rebuild writes a new file instead:
+// rebuildfile.go.)
 func (s *Store) Write(values map[string][]byte, index []IndexedEvent, folded FoldedRecord, replace bool) error {
 	return s.write(values, postingsOf(index), folded, replace)
 }
