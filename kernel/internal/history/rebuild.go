@@ -28,6 +28,10 @@ type RebuildReport struct {
 	Differences []string
 	// Elapsed is how long the replay took.
 	Elapsed time.Duration
+	// SignaturesAhead counts the signed entries whose signature was
+	// verified on all cores ahead of the fold (the fold verifies any
+	// other itself).
+	SignaturesAhead uint64
 }
 
 // Rebuild is Rebuild on the data folder at dataDir.
@@ -87,13 +91,13 @@ func Rebuild(ctx context.Context, dataDir string, opts logstore.LogOptions) (*Re
 func replayInto(ctx context.Context, tl *logstore.Log, size uint64, cache *StateCache, out *rebuiltState, statePath string, closeCache func() error) (*RebuildReport, error) {
 	start := time.Now()
 	fresh := ledger.New()
-	err := foldLog(ctx, tl, fresh, size, nil, parseWork{terms: true}, func(p *parsedRun, j int) {
+	ahead, err := foldLog(ctx, tl, fresh, size, nil, parseWork{terms: true, origin: out.origin}, func(p *parsedRun, j int) {
 		out.add(p.from+uint64(j), p.terms[j])
 	})
 	if err != nil {
 		return nil, fmt.Errorf("replay the log: %w", err)
 	}
-	report := &RebuildReport{Size: size, Elapsed: time.Since(start)}
+	report := &RebuildReport{Size: size, Elapsed: time.Since(start), SignaturesAhead: ahead}
 	if err := out.finishIndex(); err != nil {
 		return nil, fmt.Errorf("write the rebuilt history index: %w", err)
 	}

@@ -18,6 +18,7 @@ import (
 // rebuild that fails or is cut short leaves the state file as it was.
 type rebuiltState struct {
 	path   string
+	origin string
 	store  *Store
 	cur    *postings
 	chunks chan *postings
@@ -38,7 +39,7 @@ func createRebuiltState(path, origin string) (*rebuiltState, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &rebuiltState{path: path, store: &Store{DB: db}, cur: newPostings(), chunks: make(chan *postings, 1), done: make(chan error, 1)}
+	r := &rebuiltState{path: path, origin: origin, store: &Store{DB: db}, cur: newPostings(), chunks: make(chan *postings, 1), done: make(chan error, 1)}
 	if err := db.Update(func(tx *bolt.Tx) error { return emptyState(tx, origin) }); err != nil {
 		r.discard()
 		return nil, err

@@ -25,21 +25,23 @@ func FoldLog(ctx context.Context, tl *logstore.Log, l *ledger.Ledger, size uint6
 // FoldLogAccepting is foldLog that also passes over the entries in accept
 // that break a rule, which annald tolerate is about to name.
 func FoldLogAccepting(ctx context.Context, tl *logstore.Log, l *ledger.Ledger, size uint64, accept map[uint64]bool, folded ...func(uint64, *event.Event)) error {
-	return foldLog(ctx, tl, l, size, accept, parseWork{}, func(p *parsedRun, j int) {
+	_, err := foldLog(ctx, tl, l, size, accept, parseWork{origin: l.Origin}, func(p *parsedRun, j int) {
 		for _, f := range folded {
 			f(p.from+uint64(j), p.events[j])
 		}
 	})
+	return err
 }
 
 // foldLog is FoldLogAccepting with more work done on all cores ahead of
 // the fold (work), and after(p, j) called for each entry p.events[j] once
-// it is folded.
-func foldLog(ctx context.Context, tl *logstore.Log, l *ledger.Ledger, size uint64, accept map[uint64]bool, work parseWork, after func(p *parsedRun, j int)) error {
+// it is folded. It returns how many signatures the fold found verified
+// ahead.
+func foldLog(ctx context.Context, tl *logstore.Log, l *ledger.Ledger, size uint64, accept map[uint64]bool, work parseWork, after func(p *parsedRun, j int)) (ahead uint64, err error) {
 	if l.Size < size {
 		// Sequenced entries reach the tree later on Tessera's AWS driver.
 		if _, err := tl.WaitIntegrated(ctx, size); err != nil {
-			return err
+			return 0, err
 		}
 	}
 	stop := make(chan struct{})
@@ -51,35 +53,53 @@ func foldLog(ctx context.Context, tl *logstore.Log, l *ledger.Ledger, size uint6
 		}
 		return b.Entries, nil
 	}
+	var cur *parsedRun
+	var curJ int
+	if work.origin != "" {
+		l.VerifiedAhead = func(ev *event.Event, origin, vkey string) bool {
+			ok := cur.verifiedAs(curJ, ev, origin, vkey)
+			if ok {
+				ahead++
+			}
+			return ok
+		}
+		defer func() { l.VerifiedAhead = nil }()
+	}
 	for p := range parseAhead(l.Size, size, read, stop, work) {
 		if p.err != nil {
-			return p.err
+			return ahead, p.err
 		}
+		cur = &p
 		for j, ev := range p.events {
 			i := p.from + uint64(j)
+			curJ = j
 			if p.errs[j] != nil {
-				return fmt.Errorf("log entry %d: %w", i, p.errs[j])
+				return ahead, fmt.Errorf("log entry %d: %w", i, p.errs[j])
 			}
 			if err := l.Fold(i, ev); err != nil {
 				if err := passOver(ctx, l, i, ev, p.entries[j], err, read, size, accept); err != nil {
-					return err
+					return ahead, err
 				}
 			}
 			after(&p, j)
 		}
 	}
 	if l.Size < size {
-		return fmt.Errorf("folded %d of the log's %d entries", l.Size, size)
+		return ahead, fmt.Errorf("folded %d of the log's %d entries", l.Size, size)
 	}
-	return nil
+	return ahead, nil
 }
 
 // parseWork is what parseAhead computes for each entry besides its event:
 // its leaf hash (an audit's tree), its history index terms (a rebuild's
-// index). Both read the entry or its event alone, so they run on all
+// index), its signature checked (signatures.go). They read the entry or
+// its event alone (and the signing keys met before), so they run on all
 // cores with the parse instead of on the fold's one.
 type parseWork struct {
 	leaves, terms bool
+	// origin: verify the signatures of signed events over their
+	// statements in this log origin (verifySignatures); "" does not.
+	origin string
 }
 
 // parsedRun is a run of consecutive entries of one entry bundle, from
@@ -93,7 +113,19 @@ type parsedRun struct {
 	errs    []error
 	leaves  [][32]byte
 	terms   [][][]byte
-	err     error
+	// verifiedBy[j] is the signing key the signature of events[j] was
+	// verified under, over its statement in the log origin; nil when no
+	// signature of the run was.
+	verifiedBy []string
+	origin     string
+	err        error
+}
+
+// verifiedAs reports whether the signature of ev, the run's entry j, was
+// verified over its statement in origin under the signing key vkey.
+func (p *parsedRun) verifiedAs(j int, ev *event.Event, origin, vkey string) bool {
+	return p != nil && p.verifiedBy != nil && j < len(p.events) && p.events[j] == ev &&
+		vkey != "" && p.origin == origin && p.verifiedBy[j] == vkey
 }
 
 // bundleRead is an entry bundle as parseAhead's reader read it.
@@ -113,6 +145,7 @@ func parseAhead(from, size uint64, read func(bundleIndex uint64) ([][]byte, erro
 	go func() {
 		defer close(runs)
 		workers := runtime.GOMAXPROCS(0)
+		keys := signingKeys{}
 		for b := range bundles {
 			end := min(size, (b.index+1)*layout.EntryBundleWidth)
 			p := parsedRun{from: from}
@@ -123,6 +156,14 @@ func parseAhead(from, size uint64, read func(bundleIndex uint64) ([][]byte, erro
 				p.err = fmt.Errorf("entry bundle %d holds %d entries, the log needs %d", b.index, len(b.entries), end-first)
 			default:
 				p.parse(b.entries[from-first:end-first], work, workers)
+				if work.origin != "" {
+					for _, ev := range p.events {
+						if ev != nil {
+							keys.learn(ev)
+						}
+					}
+					p.verifySignatures(keys, work.origin, workers)
+				}
 			}
 			select {
 			case runs <- p:
