@@ -118,7 +118,7 @@ func newCommand() *cobra.Command {
 	f.DurationVar(&o.soak.gc, "soak-gc", 0, "soak: Tessera's clean-up interval of partial tiles (0: the kernel's default)")
 	f.StringVar(&o.annald, "annald", "", "the annald binary whose serve the HTTP phases measure, as its own process (default: built from this module with go build); \""+inProcess+"\" runs the kernel inside annal-bench instead")
 	f.Int64Var(&o.gcHeadroom, "gc-headroom", gcgoal.DefaultHeadroom, "the garbage collector's headroom above the live heap, in bytes, as annald serve --gc-headroom: given to annald's process, and kept in this one, where the kernel of --annald in-process and of the rebuild, export and soak phases runs; 0: Go's default")
-	cmd.AddCommand(storageCommand(&o), workloadCommand(&o), growthCommand(&o))
+	cmd.AddCommand(storageCommand(&o), workloadCommand(&o), growthCommand(&o), replayCommand(&o))
 	return cmd
 }
 

@@ -41,6 +41,7 @@ annald tolerate are listed as accepted, with the log.tolerated entry that
 names them and its reason; the replay passes over them and checks the rest.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			defer keepReplayGCGoal()()
 			silenceTessera()
 			src, opts, err := f.source()
 			if err != nil {

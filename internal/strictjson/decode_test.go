@@ -184,6 +184,17 @@ func TestDecode_TypeMismatch(t *testing.T) {
 	assertRefused(t, `[]`, `array`)
 }
 
+// TestDecode_TypeMismatchWordedTheSameEveryRun: the library words such an
+// error one of two ways, chosen once per process; Decode words it its own
+// way, which a known-answer vector may record.
+func TestDecode_TypeMismatchWordedTheSameEveryRun(t *testing.T) {
+	var v request
+	err := Decode([]byte(`{"budget":"10"}`), &v)
+	if want := `JSON string at /budget does not fit Go type uint64`; err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("error %v, want it to start %q", err, want)
+	}
+}
+
 // TestDecode_NothingChangesOnRefusal: a refused input leaves the
 // destination as it was, even when the library had filled some fields
 // before it met the bad member; an accepted one replaces it whole.

@@ -23,6 +23,7 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/annal-dev/annal/internal/strictjson"
 	"github.com/annal-dev/annal/kernel/delta"
 	"github.com/gowebpki/jcs"
 	"github.com/transparency-dev/merkle/rfc6962"
@@ -165,11 +166,15 @@ func validUUID(s string) bool {
 func ValidOID(s string) bool { return oidPattern.MatchString(s) }
 
 // Encode returns the canonical entry bytes of e after checking it.
-func Encode(e *Event) ([]byte, error) {
+func Encode(e *Event) ([]byte, error) { return encodeTo(make([]byte, 0, 512), e) }
+
+// encodeTo is Encode, appending an action to dst (Parse encodes each entry
+// again only to compare, into a buffer it can reuse).
+func encodeTo(dst []byte, e *Event) ([]byte, error) {
 	if err := e.validate(); err != nil {
 		return nil, err
 	}
-	entry, ok := appendAction(make([]byte, 0, 512), e)
+	entry, ok := appendAction(dst, e)
 	if !ok {
 		var err error
 		if entry, err = encodeGeneral(e); err != nil {
@@ -224,20 +229,25 @@ func Parse(entry []byte) (*Event, error) {
 	if err := checkJSON(entry, MaxJSONDepth+2); err != nil {
 		return nil, fmt.Errorf("entry: %w", err)
 	}
-	dec := json.NewDecoder(bytes.NewReader(entry))
-	dec.DisallowUnknownFields()
-	var e Event
-	if err := dec.Decode(&e); err != nil {
-		return nil, fmt.Errorf("entry is not an event: %w", err)
+	e, ok := parseAction(entry)
+	if !ok {
+		// Exact member names (strictjson): the canonical form below would
+		// refuse a member in another case anyway, and this decoder reads
+		// an entry some three times faster than encoding/json's.
+		e = &Event{}
+		if err := strictjson.DecodeChecked(entry, e); err != nil {
+			return nil, fmt.Errorf("entry is not an event: %w", err)
+		}
 	}
-	again, err := Encode(&e)
+	var buf [512]byte
+	again, err := encodeTo(buf[:0], e)
 	if err != nil {
 		return nil, err
 	}
 	if !bytes.Equal(again, entry) {
 		return nil, errors.New("entry is not in canonical form (RFC 8785)")
 	}
-	return &e, nil
+	return e, nil
 }
 
 // LeafHash is the RFC 6962 leaf hash of an entry: SHA-256(0x00 || entry).

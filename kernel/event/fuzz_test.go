@@ -11,9 +11,13 @@ import (
 )
 
 // FuzzParse checks that an entry has one encoding: whatever Parse accepts,
-// Encode writes back byte for byte.
+// Encode writes back byte for byte; and that Parse accepts exactly what
+// encoding/json's parse did, as the same event (parseAgreesWithOracle).
 func FuzzParse(f *testing.F) {
 	for _, e := range sampleEvents() {
+		f.Add(mustEncode(f, e))
+	}
+	for _, e := range actionShapes() {
 		f.Add(mustEncode(f, e))
 	}
 	// Every kind, from the known-answer vectors.
@@ -62,6 +66,7 @@ func FuzzParse(f *testing.F) {
 		f.Add([]byte(bad))
 	}
 	f.Fuzz(func(t *testing.T, entry []byte) {
+		parseAgreesWithOracle(t, entry)
 		e, err := Parse(entry)
 		if err != nil {
 			return

@@ -141,23 +141,6 @@ func indexKey(t []byte, index uint64) []byte {
 	return binary.BigEndian.AppendUint64(k, index)
 }
 
-// indexKeys are the sorted index keys of index: bbolt inserts sorted keys
-// page by page.
-func indexKeys(index []IndexedEvent) [][]byte {
-	n := 0
-	for _, ie := range index {
-		n += len(ie.Terms)
-	}
-	keys := make([][]byte, 0, n)
-	for _, ie := range index {
-		for _, t := range ie.Terms {
-			keys = append(keys, indexKey(t, ie.Index))
-		}
-	}
-	slices.SortFunc(keys, bytes.Compare)
-	return keys
-}
-
 // Query selects events. Empty fields select everything.
 type Query struct {
 	Actor, Envelope, Session, Kind, Type, Outcome string

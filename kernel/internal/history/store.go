@@ -9,16 +9,13 @@ import (
 	"hash/crc32"
 	"log/slog"
 	"os"
-	"runtime"
 	"runtime/debug"
-	"sync"
 	"syscall"
 	"time"
 
 	"github.com/annal-dev/annal/kernel/event"
 	"github.com/annal-dev/annal/kernel/internal/ledger"
 	"github.com/annal-dev/annal/kernel/internal/logstore"
-	"github.com/transparency-dev/tessera/api/layout"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -383,15 +380,21 @@ const indexChunk = 100_000
 // record. The index goes first, in transactions of its own: it may run
 // ahead of the fold record (after a crash, folding the log again puts the
 // same keys once more), never behind it. replace first empties the store
-// and drops the fold record (for rebuild), so a rebuild cut short leaves
-// a state that folds the log again.
+// and drops the fold record, so that a write cut short leaves a state that
+// folds the log again. (annald rebuild writes a new file instead:
+// rebuildfile.go.)
 func (s *Store) Write(values map[string][]byte, index []IndexedEvent, folded FoldedRecord, replace bool) error {
+	return s.write(values, postingsOf(index), folded, replace)
+}
+
+// write is Write with the history index grouped by term.
+func (s *Store) write(values map[string][]byte, index *postings, folded FoldedRecord, replace bool) error {
 	if replace {
 		if err := s.DB.Update(clearState); err != nil {
 			return err
 		}
 	}
-	if err := s.writeIndex(indexKeys(index)); err != nil {
+	if err := s.writeIndex(index); err != nil {
 		return err
 	}
 	return s.DB.Update(func(tx *bolt.Tx) error {
@@ -424,29 +427,6 @@ func clearState(tx *bolt.Tx) error {
 	return tx.Bucket(bucketMeta).Delete(keyFolded)
 }
 
-// writeIndex puts the sorted history index keys, indexChunk keys a
-// transaction.
-func (s *Store) writeIndex(keys [][]byte) error {
-	for len(keys) > 0 {
-		n := min(len(keys), indexChunk)
-		err := s.DB.Update(func(tx *bolt.Tx) error {
-			b := tx.Bucket(bucketEvents)
-			b.FillPercent = 0.9 // keys arrive in order within each term: fill pages
-			for _, k := range keys[:n] {
-				if err := b.Put(k, nil); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		keys = keys[n:]
-	}
-	return nil
-}
-
 // ledgerBucket writes the ledger's values, each behind its checksum, and
 // counts the keys it holds for the fold record.
 type ledgerBucket struct {
@@ -469,119 +449,6 @@ func (b *ledgerBucket) set(k, v []byte) error {
 	}
 	stored := binary.BigEndian.AppendUint32(make([]byte, 0, 4+len(v)), checksum(k, v))
 	return b.Put(k, append(stored, v...))
-}
-
-// FoldLog applies the log's entries [l.Size, size) to l, reading a bundle
-// at a time. Every entry is parsed strictly; parsing (the costly part) runs
-// on all cores and one bundle ahead (parseAhead), while the entries before
-// it are folded in log order on one. An entry that breaks a rule stops it
-// (a *RefusedEntryError) unless a later log.tolerated entry names it: the
-// ledger then passes over it (tolerate.go).
-func FoldLog(ctx context.Context, tl *logstore.Log, l *ledger.Ledger, size uint64, folded ...func(uint64, *event.Event)) error {
-	return FoldLogAccepting(ctx, tl, l, size, nil, folded...)
-}
-
-// FoldLogAccepting is foldLog that also passes over the entries in accept
-// that break a rule, which annald tolerate is about to name.
-func FoldLogAccepting(ctx context.Context, tl *logstore.Log, l *ledger.Ledger, size uint64, accept map[uint64]bool, folded ...func(uint64, *event.Event)) error {
-	if l.Size < size {
-		// Sequenced entries reach the tree later on Tessera's AWS driver.
-		if _, err := tl.WaitIntegrated(ctx, size); err != nil {
-			return err
-		}
-	}
-	stop := make(chan struct{})
-	defer close(stop)
-	read := func(bundleIndex uint64) ([][]byte, error) {
-		b, err := tl.ReadBundle(ctx, bundleIndex, size)
-		if err != nil {
-			return nil, err
-		}
-		return b.Entries, nil
-	}
-	for p := range parseAhead(l.Size, size, read, stop) {
-		if p.err != nil {
-			return p.err
-		}
-		for j, ev := range p.events {
-			i := p.from + uint64(j)
-			if p.errs[j] != nil {
-				return fmt.Errorf("log entry %d: %w", i, p.errs[j])
-			}
-			if err := l.Fold(i, ev); err != nil {
-				if err := passOver(ctx, l, i, ev, p.entries[j], err, read, size, accept); err != nil {
-					return err
-				}
-			}
-			for _, f := range folded {
-				f(i, ev)
-			}
-		}
-	}
-	if l.Size < size {
-		return fmt.Errorf("folded %d of the log's %d entries", l.Size, size)
-	}
-	return nil
-}
-
-// parsedRun is a run of consecutive entries of one entry bundle, from
-// index from, each parsed (events[j], or errs[j]); err is why the bundle
-// could not be read, and ends the runs.
-type parsedRun struct {
-	from    uint64
-	entries [][]byte
-	events  []*event.Event
-	errs    []error
-	err     error
-}
-
-// parseAhead reads the entries [from, size) a bundle at a time (read
-// returns the whole bundle of the index it is given) and parses each run
-// on all cores, one run ahead of its reader, in order. Closing stop ends
-// it early.
-func parseAhead(from, size uint64, read func(bundleIndex uint64) ([][]byte, error), stop <-chan struct{}) <-chan parsedRun {
-	runs := make(chan parsedRun, 1)
-	go func() {
-		defer close(runs)
-		workers := runtime.GOMAXPROCS(0)
-		for from < size {
-			bundleIndex := from / layout.EntryBundleWidth
-			end := min(size, (bundleIndex+1)*layout.EntryBundleWidth)
-			p := parsedRun{from: from}
-			entries, err := read(bundleIndex)
-			switch {
-			case err != nil:
-				p.err = err
-			case uint64(len(entries)) < end-bundleIndex*layout.EntryBundleWidth:
-				p.err = fmt.Errorf("entry bundle %d holds %d entries, the log needs %d", bundleIndex, len(entries), end-bundleIndex*layout.EntryBundleWidth)
-			default:
-				n := int(end - from)
-				p.entries = entries[from-bundleIndex*layout.EntryBundleWidth : end-bundleIndex*layout.EntryBundleWidth]
-				p.events, p.errs = make([]*event.Event, n), make([]error, n)
-				var wg sync.WaitGroup
-				for w := range workers {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						for j := w; j < n; j += workers {
-							p.events[j], p.errs[j] = event.Parse(p.entries[j])
-						}
-					}()
-				}
-				wg.Wait()
-			}
-			select {
-			case runs <- p:
-			case <-stop:
-				return
-			}
-			if p.err != nil {
-				return
-			}
-			from = end
-		}
-	}()
-	return runs
 }
 
 // FoldedAt is the fold record of a ledger that has folded size entries:

@@ -99,7 +99,13 @@ type Ledger struct {
 	pendingHolds map[string]int               // envelope -> its pending holds
 	compiled     map[string]*policy.Compiled  // policy name -> its latest version, compiled
 	keys         map[string]*event.SigningKey // signing key -> parsed
-	prunedNonces int                          // len(Nonces) after the last forgetting
+	// VerifiedAhead, when set, reports whether the signature of ev was
+	// already verified, over the statement of the log origin, under the
+	// signing key vkey (a replay checks signatures on all cores ahead of
+	// the fold): the fold then does not verify it again. It is no part of
+	// the state, and only ever saves a verification that would succeed.
+	VerifiedAhead func(ev *event.Event, origin, vkey string) bool `json:"-"`
+	prunedNonces  int                                             // len(Nonces) after the last forgetting
 	// sealers counts the actors and envelopes that ask for sealed
 	// payloads; AnyMustSeal reads it without the ledger's lock.
 	sealers atomic.Int64

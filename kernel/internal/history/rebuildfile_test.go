@@ -1,0 +1,62 @@
+package history
+
+import (
+	"bytes"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// TestRebuiltStateIndexesAcrossChunks: the rebuilt state file's history
+// index, written indexChunk keys at a time while the log folds (each
+// chunk appended at the end of every term's keys), holds every key once,
+// and the file takes the state file's place with its fold record.
+func TestRebuiltStateIndexesAcrossChunks(t *testing.T) {
+	dir := t.TempDir()
+	statePath := filepath.Join(dir, "state.db")
+	r, err := createRebuiltState(statePath+".rebuild", "example.com/log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want [][]byte
+	events := indexChunk/2 + 1000 // three terms an event: more than one chunk
+	for i := range uint64(events) {
+		terms := [][]byte{term(termActor, fmt.Sprintf("agent-%d", i%7)), term(termEnvelope, fmt.Sprintf("env-%d", i%3)), term(termSession, "s")}
+		r.add(i, terms)
+		for _, tm := range terms {
+			want = append(want, indexKey(tm, i))
+		}
+	}
+	slices.SortFunc(want, bytes.Compare)
+	if err := r.finishIndex(); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.commit(map[string][]byte{"actor/root": []byte(`{}`)}, FoldedRecord{Size: uint64(events)}, statePath); err != nil {
+		t.Fatal(err)
+	}
+	db, err := bolt.Open(statePath, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var got [][]byte
+	var folded FoldedRecord
+	if err := db.View(func(tx *bolt.Tx) error {
+		folded, _ = decodeFoldedRecord(tx.Bucket(bucketMeta).Get(keyFolded))
+		return tx.Bucket(bucketEvents).ForEach(func(k, _ []byte) error {
+			got = append(got, bytes.Clone(k))
+			return nil
+		})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if folded.Size != uint64(events) || folded.Keys != 1 {
+		t.Fatalf("fold record %+v", folded)
+	}
+	if !slices.EqualFunc(got, want, bytes.Equal) {
+		t.Fatalf("the index holds %d keys, want %d (or other keys)", len(got), len(want))
+	}
+}
