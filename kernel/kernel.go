@@ -110,6 +110,8 @@ type Kernel struct {
 	// limiter is the rate limit gate's token buckets (in memory: a
 	// restart refills them, which the limits' burst sizes allow).
 	limiter *ratelimit.Limiter
+	// checkOpts are the options of every decision's check (checkOptions).
+	checkOpts *ledger.Options
 
 	prod           producer
 	lastProducedAt uint64
