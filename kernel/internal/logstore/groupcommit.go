@@ -175,9 +175,10 @@ func (g *groupCommitter) append(ctx context.Context, entry []byte, ev *event.Eve
 	return <-r.result
 }
 
-// lead writes the next group, the leader's own entry among it, as the
-// writer, and gives the role back: to the background writer if more is
-// pending (or close waits for it). The caller holds the role (writing).
+// lead writes the next group (the leader's own entry, and any queued
+// with it) as the writer, and gives the role back: to the background
+// writer if more is pending (or close waits for it). The caller holds the
+// role (writing).
 func (g *groupCommitter) lead() {
 	g.writeNext()
 	g.mu.Lock()
