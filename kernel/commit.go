@@ -71,7 +71,8 @@ func (k *Kernel) Admit(group []*logstore.CommitRequest) []*logstore.CommitReques
 			continue
 		}
 		at := k.seq.Size
-		if err := k.seq.Fold(at, r.Event); err != nil {
+		tolerated, err := k.seq.FoldReport(at, r.Event)
+		if err != nil {
 			if !k.cfg.claimsOff {
 				// The claims let this entry be decided while an event it
 				// does not commute with was in flight: in a test binary,
@@ -86,6 +87,7 @@ func (k *Kernel) Admit(group []*logstore.CommitRequest) []*logstore.CommitReques
 			continue
 		}
 		r.At = at
+		r.Checked = logstore.Checked{Gen: k.seqGen, Tolerated: len(tolerated) > 0}
 		kept = append(kept, r)
 	}
 	return kept
@@ -118,12 +120,15 @@ func (k *Kernel) Written(group []*logstore.CommitRequest, results []logstore.Com
 	if why == nil {
 		return
 	}
+	k.mu.Lock()
 	k.seqMu.Lock()
 	if k.seqStale == nil {
 		k.seqStale = why
 	}
+	// Before the group is folded: none of its entries, nor any admitted
+	// after it, is folded as checked (the log is not what was checked).
+	k.seqGen++
 	k.seqMu.Unlock()
-	k.mu.Lock()
 	k.stopWriting(fmt.Errorf("sequencing: %w", why), true)
 	k.mu.Unlock()
 }
@@ -135,6 +140,7 @@ func (k *Kernel) resetSequencer() {
 	seq.Untracked()
 	k.seqMu.Lock()
 	k.seq, k.seqStale = seq, nil
+	k.seqGen++
 	k.seqMu.Unlock()
 }
 
@@ -237,7 +243,7 @@ func (k *Kernel) foldInOrder(group []*logstore.CommitRequest, results []logstore
 				k.stopWriting(fmt.Errorf("entry %d landed after an append that was reported failed", r.Index), true)
 			}
 		default:
-			if err := k.ledger.Fold(r.Index, group[i].Event); err != nil {
+			if err := k.foldOne(group[i], r.Index); err != nil {
 				r.Err = err
 				k.stopWriting(fmt.Errorf("durable entry %d cannot be folded: %w (run annald audit)", r.Index, err), false)
 			} else {
@@ -250,6 +256,24 @@ func (k *Kernel) foldInOrder(group []*logstore.CommitRequest, results []logstore
 			f()
 		}
 	}
+}
+
+// foldOne folds the durable entry of c at index (the ledger's size; the
+// caller holds k.mu). The sequencer checked it right before it was written
+// (Admit), on its ledger: a copy of this one (resetSequencer) that has
+// folded, since, exactly the entries this one folds before it, if its
+// check was of this index and seqGen has not moved. seqGen moves with
+// every copy, and in Written, before the group is folded, once any entry
+// failed or landed elsewhere than it was checked at (and then the
+// sequencer admits nothing until the next copy). The rule is a pure
+// function of the ledger and the event, so the entry's check is not run
+// again: ledger.FoldChecked (which runs it anyway in test binaries, and
+// panics if the ledgers differed). Anything else is folded with its check.
+func (k *Kernel) foldOne(c *logstore.CommitRequest, index uint64) error {
+	if c.Checked.Gen != 0 && c.Checked.Gen == k.seqGen && c.At == index {
+		return k.ledger.FoldChecked(index, c.Event, c.Checked.Tolerated)
+	}
+	return k.ledger.Fold(index, c.Event)
 }
 
 // signalGrowth wakes Grown's waiters if the ledger folded past before

@@ -300,14 +300,19 @@ func (k *Kernel) appendDecided(ctx context.Context, stage string, ev *event.Even
 }
 
 // checkOptions are what the kernel alone knows, for ledger.Check. The
-// caller holds k.mu.
+// caller holds k.mu. They are made once, at the first decision, when
+// the kernel's limiter and stores are set for good: made for every
+// decision, their functions were three allocations each.
 func (k *Kernel) checkOptions() ledger.Options {
-	o := ledger.Options{Pending: k.pending, MaxPendingHolds: k.cfg.MaxPendingHolds, Open: k.sealed.OpenPayload}
-	if k.limiter != nil {
-		o.Admit = func(agent string, eff ring.Ring) error { return k.limiter.Allow(agent, eff) }
-		o.AdmitPolicy = k.limiter.AllowPolicy
+	if k.checkOpts == nil {
+		o := ledger.Options{Pending: k.pending, MaxPendingHolds: k.cfg.MaxPendingHolds, Open: k.sealed.OpenPayload}
+		if limiter := k.limiter; limiter != nil {
+			o.Admit = func(agent string, eff ring.Ring) error { return limiter.Allow(agent, eff) }
+			o.AdmitPolicy = limiter.AllowPolicy
+		}
+		k.checkOpts = &o
 	}
-	return o
+	return *k.checkOpts
 }
 
 // denial turns a rule's refusal into the kernel's answer. An action's

@@ -74,6 +74,11 @@ type Kernel struct {
 	seqMu    sync.Mutex
 	seq      *ledger.Ledger
 	seqStale error
+	// seqGen counts the sequencing ledger's copies of the durable one and
+	// the times it stopped following the log: the durable fold trusts the
+	// sequencer's check of an entry only if seqGen has not moved since
+	// (commit.go, foldInOrder). Written under both mu and seqMu.
+	seqGen uint64
 	// seqRefusals counts the entries the sequencer kept out of the log.
 	seqRefusals atomic.Uint64
 	claims      claims
@@ -105,6 +110,8 @@ type Kernel struct {
 	// limiter is the rate limit gate's token buckets (in memory: a
 	// restart refills them, which the limits' burst sizes allow).
 	limiter *ratelimit.Limiter
+	// checkOpts are the options of every decision's check (checkOptions).
+	checkOpts *ledger.Options
 
 	prod           producer
 	lastProducedAt uint64

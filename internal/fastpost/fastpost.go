@@ -232,8 +232,13 @@ func (l *Listener) untrack(c *conn) {
 
 // conn is one connection while the fast path serves it.
 type conn struct {
-	l      *Listener
-	nc     net.Conn
+	l  *Listener
+	nc net.Conn
+	// ctx is the connection's context, each request's parent, as
+	// net/http has one: a request's context registers with it rather
+	// than with the Listener's, whose lock every connection would share.
+	ctx    context.Context
+	cancel context.CancelFunc
 	br     *bufio.Reader
 	remote string // the client's address, as net/http gives it in RemoteAddr
 	body   []byte // the request body, kept for its capacity up to keptBuffer
@@ -259,7 +264,9 @@ func (c *bufferedConn) Read(p []byte) (int, error) {
 
 func (c *conn) serve() {
 	handed := false
+	c.ctx, c.cancel = context.WithCancel(context.WithValue(c.l.ctx, http.LocalAddrContextKey, c.nc.LocalAddr()))
 	defer func() {
+		c.cancel()
 		c.l.untrack(c)
 		if !handed {
 			c.nc.Close()
@@ -417,9 +424,8 @@ func growTo(b []byte, n int) []byte {
 // answer. keep reports whether the connection may carry another request;
 // ok is false if the answer could not be written whole.
 func (c *conn) answer(h head) (keep, ok bool) {
-	ctx, cancel := context.WithCancel(c.l.ctx)
+	ctx, cancel := context.WithCancel(c.ctx)
 	defer cancel()
-	ctx = context.WithValue(ctx, http.LocalAddrContextKey, c.nc.LocalAddr())
 	r := &http.Request{
 		Method: http.MethodPost, URL: c.l.urlCopy(), RequestURI: c.l.cfg.Path,
 		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,

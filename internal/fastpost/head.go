@@ -15,6 +15,13 @@ type head struct {
 	header        http.Header // without Host, as net/http's
 	contentLength int64
 	close         bool // the client sent Connection: close
+	// text is the head being parsed, as one string, and src the bytes it
+	// was made from: every value is a substring of text (stringOf), and
+	// the values share vals, so that a head costs a few allocations, not
+	// three a field.
+	text string
+	src  []byte
+	vals []string
 }
 
 // parseHead parses b, a request head ending in an empty line, if it is one
@@ -32,6 +39,8 @@ func parseHead(b []byte, path string, maxBody int64) (h head, ok bool) {
 		return head{}, false
 	}
 	h.contentLength = -1
+	h.text, h.src = string(b), b
+	h.vals = make([]string, 0, 8)
 	for {
 		var line []byte
 		line, rest, ok = cutLine(rest)
@@ -51,7 +60,46 @@ func parseHead(b []byte, path string, maxBody int64) (h head, ok bool) {
 	if h.header == nil {
 		h.header = http.Header{}
 	}
+	h.text, h.src, h.vals = "", nil, nil
 	return h, true
+}
+
+// stringOf is v, a part of the head being parsed, as a substring of its
+// text: v's offset in h.src is where its capacity falls short of the
+// head's. An empty v may be nil (bytes.TrimLeft's answer for a value of
+// spaces), and is no part of the head.
+func (h *head) stringOf(v []byte) string {
+	off := cap(h.src) - cap(v)
+	if len(v) == 0 || off < 0 || off+len(v) > len(h.text) {
+		return string(v)
+	}
+	return h.text[off : off+len(v)]
+}
+
+// headerName is the canonical form of a field name: without allocating
+// for the names clients send to the fast path, spelled canonically.
+func headerName(b []byte) string {
+	switch string(b) { // compared in place
+	case "Host":
+		return "Host"
+	case "Content-Length":
+		return "Content-Length"
+	case "Content-Type":
+		return "Content-Type"
+	case "Authorization":
+		return "Authorization"
+	case "Connection":
+		return "Connection"
+	case "User-Agent":
+		return "User-Agent"
+	case "Accept":
+		return "Accept"
+	case "Accept-Encoding":
+		return "Accept-Encoding"
+	case "Traceparent":
+		return "Traceparent"
+	}
+	return http.CanonicalHeaderKey(string(b))
 }
 
 // cutRequestLine cuts the request line off b if it is exactly
@@ -79,13 +127,13 @@ func (h *head) addField(line []byte, maxBody int64) bool {
 	if !isVisible(value) {
 		return false
 	}
-	name := http.CanonicalHeaderKey(string(line[:colon]))
+	name := headerName(line[:colon])
 	switch name {
 	case "Host":
 		if h.host != "" || !isHost(value) {
 			return false
 		}
-		h.host = string(value)
+		h.host = h.stringOf(value)
 		return true
 	case "Content-Length":
 		n, ok := parseLength(value, maxBody)
@@ -103,7 +151,17 @@ func (h *head) addField(line []byte, maxBody int64) bool {
 	if h.header == nil {
 		h.header = make(http.Header, 8)
 	}
-	h.header[name] = append(h.header[name], string(value))
+	v := h.stringOf(value)
+	if had := h.header[name]; had != nil {
+		h.header[name] = append(had, v)
+		return true
+	}
+	// The first value of a name: one element of vals, capped so that a
+	// second value of the name is appended to a copy, not over the next
+	// name's.
+	h.vals = append(h.vals, v)
+	n := len(h.vals)
+	h.header[name] = h.vals[n-1 : n : n]
 	return true
 }
 

@@ -19,6 +19,7 @@ var headSeeds = []string{
 	"POST /v1/actions HTTP/1.1\r\nHost: h\r\nAuthorization: Bearer abc\r\nContent-Type: application/json\r\nContent-Length: 17\r\nUser-Agent: Go-http-client/1.1\r\nAccept-Encoding: gzip\r\n\r\n",
 	"POST /v1/actions HTTP/1.1\r\nhost: h\r\ncontent-length:0\r\nconnection: Close\r\nX-A: 1\r\nx-a:  2 \r\n\r\n",
 	"POST /v1/actions HTTP/1.1\r\nHost: [::1]:80\r\nContent-Length: 1\r\nConnection: keep-alive\r\n\r\n",
+	"POST /v1/actions HTTP/1.1\r\nHost: h\r\nX-Empty:\r\nX-Spaces:   \r\nContent-Length: 2\r\nx-empty: \r\n\r\n",
 	"POST /v1/actions HTTP/1.1\r\nContent-Length: 2\r\n\r\n",                                 // no Host
 	"POST /v1/actions HTTP/1.1\r\nHost: h\r\nHost: h\r\nContent-Length: 2\r\n\r\n",           // two Hosts
 	"POST /v1/actions HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\n", // two lengths
@@ -44,7 +45,7 @@ var headSeeds = []string{
 func TestParseHead(t *testing.T) {
 	for i, in := range headSeeds {
 		_, ok := parseHead([]byte(in), testPath, 1<<16)
-		if want := i < 4; ok != want {
+		if want := i < 5; ok != want {
 			t.Errorf("seed %d %q: taken %v, want %v", i, in, ok, want)
 		}
 	}
@@ -52,6 +53,14 @@ func TestParseHead(t *testing.T) {
 	want := http.Header{"Content-Length": {"0"}, "Connection": {"Close"}, "X-A": {"1", "2"}}
 	if !ok || h.host != "h" || h.contentLength != 0 || !h.close || !reflect.DeepEqual(h.header, want) {
 		t.Fatalf("parsed %+v %v", h, ok)
+	}
+	// Empty values, in a buffer larger than the head, as the Listener
+	// reads it.
+	in := append(make([]byte, 0, 512), headSeeds[4]...)
+	h, ok = parseHead(in, testPath, 1<<16)
+	want = http.Header{"X-Empty": {"", ""}, "X-Spaces": {""}, "Content-Length": {"2"}}
+	if !ok || !reflect.DeepEqual(h.header, want) {
+		t.Fatalf("parsed %q %v", h.header, ok)
 	}
 }
 
@@ -62,7 +71,10 @@ func FuzzParseHead(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
-		h, ok := parseHead(in, testPath, 1<<16)
+		// As the Listener reads it: into a buffer larger than the head.
+		buf := make([]byte, len(in), len(in)+64)
+		copy(buf, in)
+		h, ok := parseHead(buf, testPath, 1<<16)
 		if !ok {
 			return
 		}

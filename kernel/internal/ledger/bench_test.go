@@ -10,7 +10,19 @@ import (
 // BenchmarkFold measures the fold of governed actions — the action rule's
 // gates and apply — as replay, restart and audit run it: 64 agents, each
 // with its envelope, acting in turn.
+// BenchmarkFold folds governed actions, with their rule (Fold), and as
+// the kernel's durable fold does once the sequencer checked them
+// (FoldChecked).
 func BenchmarkFold(b *testing.B) {
+	b.Run("checked", func(b *testing.B) {
+		benchmarkFold(b, func(l *Ledger, e *event.Event) error { return l.Fold(l.Size, e) })
+	})
+	b.Run("vouched", func(b *testing.B) {
+		benchmarkFold(b, func(l *Ledger, e *event.Event) error { return l.FoldChecked(l.Size, e, false) })
+	})
+}
+
+func benchmarkFold(b *testing.B, fold func(*Ledger, *event.Event) error) {
 	bld := &builder{t: &testing.T{}, clock: newBuilder(nil).clock}
 	prefix := []*event.Event{bld.genesis(1 << 50)}
 	const agents = 64
@@ -38,7 +50,7 @@ func BenchmarkFold(b *testing.B) {
 			bl = l
 			b.StartTimer()
 		}
-		if err := bl.Fold(bl.Size, actions[n%len(actions)]); err != nil {
+		if err := fold(bl, actions[n%len(actions)]); err != nil {
 			b.Fatal(err)
 		}
 		n++

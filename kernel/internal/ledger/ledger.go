@@ -220,7 +220,42 @@ func (l *Ledger) FoldOpened(index uint64, ev *event.Event, open func(*event.Seal
 	if v != nil {
 		return nil, &FoldError{Index: index, Kind: ev.Kind, Actor: ev.Actor, Violation: v}
 	}
-	if len(tolerated) > 0 {
+	l.apply(index, ev, len(tolerated) > 0)
+	return tolerated, nil
+}
+
+// FoldChecked folds ev at index as Fold does, without running its rule
+// again: for an entry whose Fold onto an equal ledger passed — the same
+// entries folded in the same order from the same state, as the kernel's
+// sequencing copy folds each entry right before it is written — and
+// tolerated says whether that fold tolerated a violation (FoldReport).
+// Why: the rule is a pure function of the ledger and the event, so the
+// second run can only repeat the first; it cost the kernel a tenth of its
+// time per action. What the caller vouches for is checked where it is
+// cheap to be wrong about: in a test binary the rule runs anyway, and a
+// refusal, or a different tolerated, panics (not in one that runs
+// benchmarks, which measure what the kernel's binaries do, as the claims
+// check is not: claimcheck.go).
+func (l *Ledger) FoldChecked(index uint64, ev *event.Event, tolerated bool) error {
+	if index != l.Size || (index == 0) != (ev.Kind == event.KindGenesis) {
+		_, err := l.FoldReport(index, ev) // refuses it, naming why
+		return err
+	}
+	if checkClaims() {
+		v, tol := l.check(ev, Options{}, l.Rules)
+		if v != nil || (len(tol) > 0) != tolerated {
+			panic(fmt.Sprintf("ledger: entry %d (%s by %s) folded as checked on an equal ledger, but its rule says %v (tolerated %d, vouched %v): the ledgers differ",
+				index, ev.Kind, ev.Actor, v, len(tol), tolerated))
+		}
+	}
+	l.apply(index, ev, tolerated)
+	return nil
+}
+
+// apply is the change of a checked fold of ev at index; tolerated: the
+// check tolerated a violation of a rule the log had not adopted.
+func (l *Ledger) apply(index uint64, ev *event.Event, tolerated bool) {
+	if tolerated {
 		l.Legacy++ // it broke a rule the log had not adopted yet
 	}
 	cc := l.beginClaimCheck(index, ev)
@@ -229,7 +264,6 @@ func (l *Ledger) FoldOpened(index uint64, ev *event.Event, open func(*event.Seal
 	l.Size++
 	l.touch("meta")
 	l.endClaimCheck(cc, index, ev)
-	return tolerated, nil
 }
 
 // Violation is an event that breaks a rule: the gate that refused it, in
