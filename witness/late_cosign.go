@@ -7,6 +7,8 @@ import (
 	"sync"
 
 	"golang.org/x/mod/sumdb/note"
+
+	"github.com/annal-dev/annal/checkpoints"
 )
 
 // Late cosignatures: the ML-DSA-44 line of a cosignature is made while the
@@ -44,16 +46,27 @@ type lateResult struct {
 	err   error
 }
 
-// signLate signs text with signers on a goroutine of its own. The channel
-// is buffered: a request refused or failed in the meantime does not read
-// it, and the goroutine ends all the same.
-func signLate(text string, signers []note.Signer) <-chan lateResult {
+// signLate signs text with signers on a goroutine of its own. cp, if not
+// nil, is the checkpoint text holds (as ParseSignedCheckpoint parsed it).
+// The channel is buffered: a request refused or failed in the meantime
+// does not read it, and the goroutine ends all the same.
+func signLate(text string, cp *checkpoints.Checkpoint, signers []note.Signer) <-chan lateResult {
 	out := make(chan lateResult, 1)
 	go func() {
-		lines, err := signatureLines(text, signers)
+		lines, err := checkpointSignatureLines(text, cp, signers)
 		out <- lateResult{lines, err}
 	}()
 	return out
+}
+
+// checkpointSignatureLines is signatureLines on the text of the checkpoint
+// cp (nil if not known): a lone ML-DSA-44 signer's line is made from cp
+// directly (mldsaSigner.line), the same line note.Sign would make.
+func checkpointSignatureLines(text string, cp *checkpoints.Checkpoint, signers []note.Signer) ([]byte, error) {
+	if s, ok := signers[0].(*mldsaSigner); ok && len(signers) == 1 && cp != nil {
+		return s.line(cp.Origin, cp.Size, cp.Hash[:])
+	}
+	return signatureLines(text, signers)
 }
 
 // noteText is the text of a well-formed signed note (ParseSignedCheckpoint
@@ -61,6 +74,15 @@ func signLate(text string, signers []note.Signer) <-chan lateResult {
 // that precedes its signatures, as note.Open splits it.
 func noteText(signed []byte) string {
 	return string(signed[:bytes.LastIndex(signed, []byte("\n\n"))+1])
+}
+
+// checkpointOf is cp, the checkpoint parsed from text, if the verified
+// note's text opened is that text, and nil otherwise.
+func checkpointOf(opened, text string, cp *checkpoints.Checkpoint) *checkpoints.Checkpoint {
+	if opened != text {
+		return nil
+	}
+	return cp
 }
 
 // signatureLines are the signature lines signers make on a note's text.

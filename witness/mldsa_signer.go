@@ -1,6 +1,7 @@
 package witness
 
 import (
+	"encoding/base64"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -42,17 +43,43 @@ func (s *mldsaSigner) Sign(msg []byte) ([]byte, error) {
 	if _, err := c.Unmarshal(msg); err != nil {
 		return nil, err
 	}
-	t := uint64(s.now().Unix())
-	m, err := subtreeMessage(s.name, t, c.Origin, 0, c.Size, c.Hash)
-	if err != nil {
-		return nil, err
-	}
 	sig := make([]byte, 8+mldsa44.SignatureSize)
-	binary.BigEndian.PutUint64(sig, t)
-	if err := mldsa44.SignTo(s.key, m, nil, true, sig[8:]); err != nil {
+	if err := s.signTo(sig, c.Origin, c.Size, c.Hash); err != nil {
 		return nil, err
 	}
 	return sig, nil
+}
+
+// signTo writes into sig (8+mldsa44.SignatureSize bytes) the signature of
+// the checkpoint (origin, size, hash) that Sign makes of its text.
+func (s *mldsaSigner) signTo(sig []byte, origin string, size uint64, hash []byte) error {
+	t := uint64(s.now().Unix())
+	m, err := subtreeMessage(s.name, t, origin, 0, size, hash)
+	if err != nil {
+		return err
+	}
+	binary.BigEndian.PutUint64(sig, t)
+	return mldsa44.SignTo(s.key, m, nil, true, sig[8:])
+}
+
+// line is the note signature line note.Sign makes with s on the text of
+// the checkpoint (origin, size, hash), "— <name> <base64(key hash ||
+// signature)>\n", made without parsing the text again and without building
+// the signed note around it: the line alone is 3.3 KB of base64, which
+// note.Sign encodes, copies into the note, and the caller cut out again.
+func (s *mldsaSigner) line(origin string, size uint64, hash []byte) ([]byte, error) {
+	raw := make([]byte, 4+8+mldsa44.SignatureSize)
+	binary.BigEndian.PutUint32(raw, s.hash)
+	if err := s.signTo(raw[4:], origin, size, hash); err != nil {
+		return nil, err
+	}
+	const prefix = "— "
+	out := make([]byte, 0, len(prefix)+len(s.name)+1+base64.StdEncoding.EncodedLen(len(raw))+1)
+	out = append(out, prefix...)
+	out = append(out, s.name...)
+	out = append(out, ' ')
+	out = base64.StdEncoding.AppendEncode(out, raw)
+	return append(out, '\n'), nil
 }
 
 // subtreeMessage is the signed message of c2sp.org/tlog-cosignature's

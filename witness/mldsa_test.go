@@ -202,3 +202,53 @@ func TestMLDSASigner_AsFormatsSignsIt(t *testing.T) {
 		}
 	}
 }
+
+// TestMLDSASigner_LineIsTheLineNoteSignMakes: the line the witness makes
+// from a parsed checkpoint, without note.Sign, is a line note.Sign could
+// have made: same name, key ID and length, and it verifies under
+// transparency-dev/formats' verifier on the checkpoint's text, and under no
+// other checkpoint's.
+func TestMLDSASigner_LineIsTheLineNoteSignMakes(t *testing.T) {
+	skey, vkey, err := fnote.GenerateMLDSAKey("witness.test/line")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := fnote.NewMLDSASigner(skey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := newMLDSASigner(ref.Name(), ref.KeyHash(), mldsaSeed(skey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := fnote.NewVerifierForCosignatureV1(vkey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := newTestLog(t, "example.com/line").growTo(7)
+	signed := l.checkpoint(7)
+	cp, err := ParseSignedCheckpoint(signed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := noteText(signed)
+	line, err := checkpointSignatureLines(text, &cp, []note.Signer{s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	viaNote, err := signatureLines(text, []note.Signer{s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := func(b []byte) string { return string(b[:len("— ")+len(s.Name())+1+8]) }
+	if len(line) != len(viaNote) || prefix(line) != prefix(viaNote) {
+		t.Fatalf("line %q… (%d bytes), note.Sign's %q… (%d bytes)", prefix(line), len(line), prefix(viaNote), len(viaNote))
+	}
+	if _, err := note.Open([]byte(text+"\n"+string(line)), note.VerifierList(v)); err != nil {
+		t.Fatalf("formats' verifier refuses the line: %v", err)
+	}
+	other := noteText(l.growTo(8).checkpoint(8))
+	if _, err := note.Open([]byte(other+"\n"+string(line)), note.VerifierList(v)); err == nil {
+		t.Fatal("the line verifies on another checkpoint")
+	}
+}

@@ -203,7 +203,7 @@ func (w *Witness) addCheckpoint(ctx context.Context, req *AddCheckpointRequest) 
 	var lateDone <-chan lateResult
 	text := noteText(req.SignedCheckpoint)
 	if len(late) > 0 && alone {
-		lateDone = signLate(text, late)
+		lateDone = signLate(text, &req.Checkpoint, late)
 	}
 
 	// Signatures are checked outside the transaction, so that the slow part
@@ -217,7 +217,7 @@ func (w *Witness) addCheckpoint(ctx context.Context, req *AddCheckpointRequest) 
 		return nil, fmt.Errorf("%w: old size %d, checkpoint size %d", ErrOldSizeBeyondCheckpoint, req.OldSize, req.Checkpoint.Size)
 	}
 	if len(late) > 0 && (lateDone == nil || opened.Text != text) {
-		lateDone = signLate(opened.Text, late)
+		lateDone = signLate(opened.Text, checkpointOf(opened.Text, text, &req.Checkpoint), late)
 	}
 	presigned, err := note.Sign(&note.Note{Text: opened.Text, Sigs: opened.Sigs}, recorded...)
 	if err != nil {
