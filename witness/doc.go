@@ -18,8 +18,8 @@
 //     commit group at a time: a compare-and-swap on the stored size. Groups
 //     run one after the other, so two requests from the same old size can
 //     never both pass; the second sees the first's write and gets 409.
-//   - The answer is sent only after the group's journal write has been
-//     fdatasynced, so a cosignature is never handed out for a state that a
+//   - The answer is sent only after the group's journal write is durable
+//     (fdatasynced, or written O_DIRECT|O_DSYNC), so a cosignature is never handed out for a state that a
 //     crash could roll back. The journal is copied into bbolt (a synced
 //     transaction) when it fills, when the store opens or closes, and
 //     before a log is removed.

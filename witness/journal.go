@@ -12,8 +12,9 @@ import (
 )
 
 // The checkpoint journal: the latest cosigned checkpoints a commit group
-// records are appended to a journal file beside the bbolt state, with one
-// fdatasync for the group, and copied into bbolt (one synced transaction)
+// records are appended to a journal file beside the bbolt state, made
+// durable once for the group (one fdatasync, or one O_DIRECT|O_DSYNC write
+// where the file takes it: journal_direct.go), and copied into bbolt (one synced transaction)
 // only when the journal fills, at open and before a log's state is
 // forgotten.
 //
@@ -67,7 +68,10 @@ var crc32c = crc32.MakeTable(crc32.Castagnoli)
 // journal is the open journal file. Its methods are called with the
 // Store's checkpoint lock held.
 type journal struct {
-	f     *os.File
+	f *os.File
+	// direct, if not nil, writes the frames (journal_direct.go); f does
+	// the rest, and the frames where direct writes are not to be had.
+	direct *directWriter
 	size  int64 // bytes made for it, header included
 	off   int64 // where the next record goes
 	epoch uint64
@@ -82,10 +86,10 @@ func openJournal(path string, size int64) (*journal, [][]byte, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	j := &journal{f: f}
+	j := &journal{f: f, direct: openDirect(path)}
 	records, err := j.load(size)
 	if err != nil {
-		f.Close()
+		j.close()
 		return nil, nil, fmt.Errorf("checkpoint journal %s: %w", path, err)
 	}
 	return j, records, nil
@@ -122,6 +126,9 @@ func (j *journal) load(size int64) ([][]byte, error) {
 		return nil, err
 	}
 	j.off = end
+	if j.direct != nil {
+		j.direct.setEnd(data, end)
+	}
 	return records, nil
 }
 
@@ -140,8 +147,10 @@ func (j *journal) create(size int64) error {
 	return syncDir(filepath.Dir(j.f.Name()))
 }
 
-// extend writes zeros up to size bytes and syncs them.
+// extend writes zeros up to size bytes (rounded up to whole blocks of
+// direct writes) and syncs them.
 func (j *journal) extend(size int64) error {
+	size = (size + directBlock - 1) &^ (directBlock - 1)
 	zeros := make([]byte, 1<<20)
 	for at := j.size; at < size; at += int64(len(zeros)) {
 		n := min(int64(len(zeros)), size-at)
@@ -170,6 +179,9 @@ func (j *journal) reset(epoch uint64) error {
 		return err
 	}
 	j.epoch, j.off = epoch, journalHeaderSize
+	if j.direct != nil {
+		j.direct.setEnd(h, journalHeaderSize)
+	}
 	return nil
 }
 
@@ -199,10 +211,7 @@ func (j *journal) append(payloads [][]byte) error {
 			return err
 		}
 	}
-	if _, err := j.f.WriteAt(j.buf, j.off); err != nil {
-		return err
-	}
-	if err := fdatasync(j.f); err != nil {
+	if err := j.writeFrame(); err != nil {
 		return err
 	}
 	j.off += int64(len(j.buf))
@@ -220,7 +229,30 @@ func frameSum(epoch uint64, length, body []byte) uint32 {
 	return crc32.Update(sum, crc32c, body)
 }
 
-func (j *journal) close() error { return j.f.Close() }
+// writeFrame writes the frame in j.buf at the end and makes it durable:
+// with a direct write where the file takes them, else written and
+// fdatasynced.
+func (j *journal) writeFrame() error {
+	if j.direct != nil {
+		err := j.direct.write(j.buf, j.off)
+		if !errors.Is(err, errDirectUnsupported) {
+			return err
+		}
+		j.direct.close()
+		j.direct = nil
+	}
+	if _, err := j.f.WriteAt(j.buf, j.off); err != nil {
+		return err
+	}
+	return fdatasync(j.f)
+}
+
+func (j *journal) close() error {
+	if j.direct != nil {
+		j.direct.close()
+	}
+	return j.f.Close()
+}
 
 // parseJournalHeader returns the epoch of a valid header.
 func parseJournalHeader(data []byte) (uint64, bool) {
