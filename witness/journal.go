@@ -72,10 +72,10 @@ type journal struct {
 	// direct, if not nil, writes the frames (journal_direct.go); f does
 	// the rest, and the frames where direct writes are not to be had.
 	direct *directWriter
-	size  int64 // bytes made for it, header included
-	off   int64 // where the next record goes
-	epoch uint64
-	buf   []byte
+	size   int64 // bytes made for it, header included
+	off    int64 // where the next record goes
+	epoch  uint64
+	buf    []byte
 }
 
 // openJournal opens (creating, with size bytes of zeros, synced, and its

@@ -76,7 +76,7 @@ func (d *directWriter) write(frame []byte, off int64) error {
 		return errors.New("journal end is not where the direct writer left it")
 	}
 	end := off + int64(len(frame))
-	n := int((end + directBlock - 1) &^ (directBlock - 1) - start)
+	n := int((end+directBlock-1)&^(directBlock-1) - start)
 	if cap(d.buf) < n {
 		d.buf = alignedBlocks(n)
 	}
