@@ -76,6 +76,19 @@ func noteText(signed []byte) string {
 	return string(signed[:bytes.LastIndex(signed, []byte("\n\n"))+1])
 }
 
+// lateLinesSize is the size of the lines signers will make, as far as it
+// is known ahead (an ML-DSA-44 line's is), so that the answer they are
+// appended to has room for them.
+func lateLinesSize(signers []note.Signer) int {
+	n := 0
+	for _, s := range signers {
+		if m, ok := s.(*mldsaSigner); ok {
+			n += m.lineSize()
+		}
+	}
+	return n
+}
+
 // checkpointOf is cp, the checkpoint parsed from text, if the verified
 // note's text opened is that text, and nil otherwise.
 func checkpointOf(opened, text string, cp *checkpoints.Checkpoint) *checkpoints.Checkpoint {

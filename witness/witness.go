@@ -223,7 +223,7 @@ func (w *Witness) addCheckpoint(ctx context.Context, req *AddCheckpointRequest) 
 	if err != nil {
 		return nil, fmt.Errorf("cosign: %w", err)
 	}
-	add := &addition{req: req, cfg: cfg, cfgRecord: cfgRecord, opened: opened, presigned: presigned, signers: recorded}
+	add := &addition{req: req, cfg: cfg, cfgRecord: cfgRecord, opened: opened, presigned: presigned, signers: recorded, room: lateLinesSize(late)}
 	if err := w.commits.commit(ctx, arrived, add.inTx); err != nil {
 		return nil, err
 	}
@@ -261,6 +261,7 @@ type addition struct {
 	opened    *note.Note // the checkpoint opened with cfg's keys
 	presigned []byte     // opened, cosigned by signers
 	signers   []note.Signer
+	room      int // the bytes of late lines the cosignature will be given
 
 	cosignature []byte
 	refusal     error
@@ -298,7 +299,7 @@ func (a *addition) inTx(g *groupTx) error {
 	if a.refusal = checkExtends(stored, a.req); a.refusal != nil {
 		return nil
 	}
-	a.cosignature = lastLines(signed, len(a.signers))
+	a.cosignature = lastLinesWithRoom(signed, len(a.signers), a.room)
 	return g.putLatest(&CosignedCheckpoint{
 		Origin:     origin,
 		Size:       a.req.Checkpoint.Size,
@@ -439,12 +440,15 @@ func (w *Witness) logRefusal(req *AddCheckpointRequest, err error) {
 }
 
 // lastLines returns the last n lines of b, newlines included.
-func lastLines(b []byte, n int) []byte {
+func lastLines(b []byte, n int) []byte { return lastLinesWithRoom(b, n, 0) }
+
+// lastLinesWithRoom is lastLines in a slice with room for room more bytes.
+func lastLinesWithRoom(b []byte, n, room int) []byte {
 	i := len(b) - 1
 	for ; n > 0 && i >= 0; n-- {
 		i = bytes.LastIndexByte(b[:i], '\n')
 	}
-	return bytes.Clone(b[i+1:])
+	return append(make([]byte, 0, len(b)-i-1+room), b[i+1:]...)
 }
 
 func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
