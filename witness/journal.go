@@ -195,6 +195,53 @@ func (j *journal) free() int64 { return j.size - j.off }
 // once it returns nil they survive a crash. The caller makes room first
 // (free); if there is not enough, the journal is extended.
 func (j *journal) append(payloads [][]byte) error {
+	if err := j.frame(payloads); err != nil {
+		return err
+	}
+	if err := j.writeFrame(); err != nil {
+		return err
+	}
+	j.advance()
+	return nil
+}
+
+// startAppend is append's first half: the frame is written, or its write
+// left under way where direct writes go through AIO (journal_aio_linux.go),
+// and finishAppend is the second: it returns once the frame is durable.
+// Nothing else may be done with the journal in between.
+func (j *journal) startAppend(payloads [][]byte) error {
+	if err := j.frame(payloads); err != nil {
+		return err
+	}
+	if j.direct == nil {
+		return j.writeFrame()
+	}
+	err := j.direct.start(j.buf, j.off)
+	if !errors.Is(err, errDirectUnsupported) {
+		return err
+	}
+	j.dropDirect()
+	return j.writeFrame()
+}
+
+// finishAppend: see startAppend.
+func (j *journal) finishAppend() error {
+	if j.direct != nil {
+		err := j.direct.finish()
+		if errors.Is(err, errDirectUnsupported) {
+			j.dropDirect()
+			err = j.writeFrame()
+		}
+		if err != nil {
+			return err
+		}
+	}
+	j.advance()
+	return nil
+}
+
+// frame makes the frame of payloads in j.buf, and room for it.
+func (j *journal) frame(payloads [][]byte) error {
 	j.buf = append(j.buf[:0], make([]byte, journalFrameHeader)...)
 	for _, p := range payloads {
 		j.buf = binary.LittleEndian.AppendUint32(j.buf, uint32(len(p)))
@@ -207,18 +254,17 @@ func (j *journal) append(payloads [][]byte) error {
 		j.buf = append(j.buf, 0)
 	}
 	if need := j.off + int64(len(j.buf)); need > j.size {
-		if err := j.extend(need + defaultJournalSize/4); err != nil {
-			return err
-		}
+		return j.extend(need + defaultJournalSize/4)
 	}
-	if err := j.writeFrame(); err != nil {
-		return err
-	}
+	return nil
+}
+
+// advance moves the end past the frame in j.buf, written.
+func (j *journal) advance() {
 	j.off += int64(len(j.buf))
 	if cap(j.buf) > 1<<20 {
 		j.buf = nil
 	}
-	return nil
 }
 
 // frameSum is a frame's CRC-32C over the epoch, its length and its body.
@@ -238,13 +284,21 @@ func (j *journal) writeFrame() error {
 		if !errors.Is(err, errDirectUnsupported) {
 			return err
 		}
-		j.direct.close()
-		j.direct = nil
+		j.dropDirect()
 	}
 	if _, err := j.f.WriteAt(j.buf, j.off); err != nil {
 		return err
 	}
 	return fdatasync(j.f)
+}
+
+// canOverlap says whether startAppend leaves the write under way.
+func (j *journal) canOverlap() bool { return j.direct != nil && j.direct.aio != 0 }
+
+// dropDirect goes on without direct writes.
+func (j *journal) dropDirect() {
+	j.direct.close()
+	j.direct = nil
 }
 
 func (j *journal) close() error {

@@ -2,7 +2,9 @@ package witness
 
 import (
 	"errors"
+	"fmt"
 	"os"
+	"runtime"
 	"syscall"
 	"unsafe"
 )
@@ -43,6 +45,11 @@ type directWriter struct {
 	// end to its end (len(tail) == end % directBlock).
 	tail []byte
 	buf  []byte // aligned scratch
+	// aio, if not 0, lets start submit a write and finish wait for it
+	// (journal_aio_linux.go); pending is the write submitted, if any.
+	aio     aioContext
+	pending []byte
+	end     int64
 }
 
 // openDirect opens path for direct writes, or returns nil if the system or
@@ -55,7 +62,7 @@ func openDirect(path string) *directWriter {
 	if err != nil {
 		return nil
 	}
-	return &directWriter{f: f}
+	return &directWriter{f: f, aio: newAIO()}
 }
 
 // errDirectUnsupported is a direct write the file refused for its
@@ -71,9 +78,70 @@ func (d *directWriter) setEnd(data []byte, end int64) {
 // write writes frame at off, the journal's end, and returns once it is
 // durable.
 func (d *directWriter) write(frame []byte, off int64) error {
+	b, start, err := d.blocks(frame, off)
+	if err != nil {
+		return err
+	}
+	if _, err := d.f.WriteAt(b, start); err != nil {
+		if errors.Is(err, syscall.EINVAL) {
+			return errDirectUnsupported
+		}
+		return err
+	}
+	d.setEnd(b, off+int64(len(frame))-start)
+	return nil
+}
+
+// start writes frame at off, the journal's end, and returns with the
+// write under way if it can (finish then waits for it to be durable), or
+// done. Nothing else may be written before finish.
+func (d *directWriter) start(frame []byte, off int64) error {
+	if d.aio == 0 {
+		return d.write(frame, off)
+	}
+	b, start, err := d.blocks(frame, off)
+	if err != nil {
+		return err
+	}
+	if err := d.aio.submitWrite(d.f.Fd(), b, start); err != nil {
+		if !aioRefusedKind(err) {
+			return err
+		}
+		d.aio.destroy()
+		d.aio = 0
+		return d.write(frame, off)
+	}
+	d.pending, d.end = b, off+int64(len(frame))-start
+	return nil
+}
+
+// finish waits for the write start left under way, if any.
+func (d *directWriter) finish() error {
+	b := d.pending
+	if b == nil {
+		return nil
+	}
+	d.pending = nil
+	n, err := d.aio.wait()
+	runtime.KeepAlive(b)
+	switch {
+	case errors.Is(err, syscall.EINVAL):
+		return errDirectUnsupported
+	case err != nil:
+		return err
+	case n != len(b):
+		return fmt.Errorf("direct write of %d bytes wrote %d", len(b), n)
+	}
+	d.setEnd(b, d.end)
+	return nil
+}
+
+// blocks is the whole blocks that hold frame written at off, the
+// journal's end, and where they start.
+func (d *directWriter) blocks(frame []byte, off int64) ([]byte, int64, error) {
 	start := off &^ (directBlock - 1)
-	if int64(len(d.tail)) != off-start {
-		return errors.New("journal end is not where the direct writer left it")
+	if int64(len(d.tail)) != off-start || d.pending != nil {
+		return nil, 0, errors.New("journal end is not where the direct writer left it")
 	}
 	end := off + int64(len(frame))
 	n := int((end+directBlock-1)&^(directBlock-1) - start)
@@ -84,17 +152,15 @@ func (d *directWriter) write(frame []byte, off int64) error {
 	copy(b, d.tail)
 	copy(b[len(d.tail):], frame)
 	clear(b[len(d.tail)+len(frame):])
-	if _, err := d.f.WriteAt(b, start); err != nil {
-		if errors.Is(err, syscall.EINVAL) {
-			return errDirectUnsupported
-		}
-		return err
-	}
-	d.setEnd(b, end-start)
-	return nil
+	return b, start, nil
 }
 
-func (d *directWriter) close() error { return d.f.Close() }
+func (d *directWriter) close() error {
+	if d.aio != 0 {
+		d.aio.destroy()
+	}
+	return d.f.Close()
+}
 
 // alignedBlocks is n bytes (a multiple of directBlock) starting at a
 // multiple of directBlock in memory. The heap does not move what it

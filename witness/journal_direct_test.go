@@ -86,3 +86,40 @@ func TestJournal_RefusedDirectWriteFallsBack(t *testing.T) {
 		t.Fatalf("reopened: %s, %v", records, err)
 	}
 }
+
+// A frame whose write is left under way (startAppend, through AIO) is
+// durable once finishAppend returns, and reads back after a reopen, the
+// frames before and after it too.
+func TestJournal_WriteLeftUnderWayReadsBack(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "j")
+	j, _ := openDirectJournal(t, path)
+	if !j.canOverlap() {
+		j.close()
+		t.Skip("no native AIO here: journal writes are made at once")
+	}
+	var want []string
+	for i := range 12 {
+		p := bytes.Repeat([]byte{byte('a' + i)}, 100+i*700)
+		want = append(want, string(p))
+		if i%3 == 0 {
+			if err := j.append([][]byte{p}); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if err := j.startAppend([][]byte{p}); err != nil {
+			t.Fatal(err)
+		}
+		if j.direct.pending == nil {
+			t.Fatalf("frame %d: the write was made at once, not left under way", i)
+		}
+		if err := j.finishAppend(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	j.close()
+	_, records, err := openJournal(path, 0)
+	if err != nil || fmt.Sprintf("%q", records) != fmt.Sprintf("%q", want) {
+		t.Fatalf("reopened: %d records (%v), want %d", len(records), err, len(want))
+	}
+}

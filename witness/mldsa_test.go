@@ -2,6 +2,7 @@ package witness
 
 import (
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -250,5 +251,36 @@ func TestMLDSASigner_LineIsTheLineNoteSignMakes(t *testing.T) {
 	other := noteText(l.growTo(8).checkpoint(8))
 	if _, err := note.Open([]byte(other+"\n"+string(line)), note.VerifierList(v)); err == nil {
 		t.Fatal("the line verifies on another checkpoint")
+	}
+}
+
+// TestMLDSA_AloneSignedBesideTheWrite: a request alone, on a journal whose
+// writes can be left under way, gets its ML-DSA-44 line made while its
+// checkpoint is written, and the line verifies; a request refused (409)
+// gets none, and the refusal changes nothing.
+func TestMLDSA_AloneSignedBesideTheWrite(t *testing.T) {
+	l := newTestLog(t, "example.com/pq-alone").growTo(30)
+	tw := startMLDSAWitness(t, "witness.test/pq-alone")
+	if !tw.store.overlapsWrites.Load() {
+		t.Skip("no direct writes through AIO here: the line is made on a goroutine of its own")
+	}
+	tw.addLog(l)
+	v, err := fnote.NewVerifierForCosignatureV1(tw.w.Cosigner().MLDSAVerifierKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := uint64(0)
+	for _, size := range []uint64{10, 20, 30} {
+		a := tw.mustCosign(l.request(old, size))
+		if _, err := note.Open(append(l.checkpoint(size), a.body...), note.VerifierList(v)); err != nil {
+			t.Fatalf("size %d: the ML-DSA-44 line does not verify: %v\n%s", size, err, a.body)
+		}
+		old = size
+	}
+	if a := tw.post(l.request(10, 30)); a.status != http.StatusConflict || a.body != "30\n" {
+		t.Errorf("stale old size: %d %q, want 409 \"30\\n\"", a.status, a.body)
+	}
+	if served := tw.get(checkpointPath(l.origin)); served.status != 200 || !strings.Contains(served.body, "\n30\n") {
+		t.Errorf("monitoring endpoint after the refusal: %d %q", served.status, served.body)
 	}
 }

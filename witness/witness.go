@@ -196,13 +196,17 @@ func (w *Witness) addCheckpoint(ctx context.Context, req *AddCheckpointRequest) 
 	// checkpoint is checked and committed (late_cosign.go), and, when no
 	// other request is being handled, from before the log's signature is
 	// checked: on an idle witness the other core is free, and otherwise
-	// an unverified request must not cost a signature.
+	// an unverified request must not cost a signature. Alone, with a
+	// journal whose writes can be left under way (journal_aio_linux.go),
+	// the line is made by this goroutine instead, while the checkpoint's
+	// write is under way (commitAddition).
 	recorded, late := w.cosigner.splitSigners()
 	alone := w.active.Add(1) == 1
 	defer w.active.Add(-1)
+	overlap := alone && len(late) > 0 && w.store.overlapsWrites.Load()
 	var lateDone <-chan lateResult
 	text := noteText(req.SignedCheckpoint)
-	if len(late) > 0 && alone {
+	if len(late) > 0 && alone && !overlap {
 		lateDone = signLate(text, &req.Checkpoint, late)
 	}
 
@@ -216,7 +220,7 @@ func (w *Witness) addCheckpoint(ctx context.Context, req *AddCheckpointRequest) 
 	if req.OldSize > req.Checkpoint.Size {
 		return nil, fmt.Errorf("%w: old size %d, checkpoint size %d", ErrOldSizeBeyondCheckpoint, req.OldSize, req.Checkpoint.Size)
 	}
-	if len(late) > 0 && (lateDone == nil || opened.Text != text) {
+	if len(late) > 0 && !overlap && (lateDone == nil || opened.Text != text) {
 		lateDone = signLate(opened.Text, checkpointOf(opened.Text, text, &req.Checkpoint), late)
 	}
 	presigned, err := note.Sign(&note.Note{Text: opened.Text, Sigs: opened.Sigs}, recorded...)
@@ -224,7 +228,7 @@ func (w *Witness) addCheckpoint(ctx context.Context, req *AddCheckpointRequest) 
 		return nil, fmt.Errorf("cosign: %w", err)
 	}
 	add := &addition{req: req, cfg: cfg, cfgRecord: cfgRecord, opened: opened, presigned: presigned, signers: recorded, room: lateLinesSize(late)}
-	if err := w.commits.commit(ctx, arrived, add.inTx); err != nil {
+	if lateDone, err = w.commitAddition(ctx, arrived, add, late, overlap, lateDone); err != nil {
 		return nil, err
 	}
 	if add.conflict != nil {
@@ -234,6 +238,31 @@ func (w *Witness) addCheckpoint(ctx context.Context, req *AddCheckpointRequest) 
 		return nil, add.refusal
 	}
 	return w.withLateLines(req, add.cosignature, lateDone)
+}
+
+// commitAddition commits add. With overlap, if no other request came in
+// meanwhile, it is committed alone by this goroutine (commitAlone), and
+// the late lines are made while its journal write is under way, once the
+// transaction took the checkpoint; otherwise through the commit loop,
+// the late lines made on a goroutine of their own unless started already
+// (lateDone). It returns where the late lines come from.
+func (w *Witness) commitAddition(ctx context.Context, arrived func(), add *addition, late []note.Signer, overlap bool, lateDone <-chan lateResult) (<-chan lateResult, error) {
+	cp := checkpointOf(add.opened.Text, noteText(add.req.SignedCheckpoint), &add.req.Checkpoint)
+	if !overlap || w.active.Load() != 1 {
+		if overlap {
+			lateDone = signLate(add.opened.Text, cp, late)
+		}
+		return lateDone, w.commits.commit(ctx, arrived, add.inTx)
+	}
+	made := make(chan lateResult, 1)
+	err := w.commits.commitAlone(arrived, add.inTx, func() {
+		lines, err := checkpointSignatureLines(add.opened.Text, cp, late)
+		made <- lateResult{lines, err}
+	})
+	if err == nil && add.refusal == nil && len(made) == 0 {
+		return nil, errors.New("the checkpoint was recorded but its late cosignature lines were not made")
+	}
+	return made, err
 }
 
 // withLateLines adds to a cosignature, once its checkpoint is durably
