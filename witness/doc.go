@@ -25,8 +25,11 @@
 //     before a log is removed.
 //   - The ML-DSA-44 line of a cosignature is made beside the commit and is
 //     not in the stored note; the monitoring endpoint adds it
-//     (late_cosign.go). Both lines are answered only once the checkpoint
-//     is durable.
+//     (late_cosign.go). A request alone is committed by its own goroutine,
+//     which makes the line while the checkpoint's journal write is under
+//     way (native AIO on Linux) and only if the transaction took the
+//     checkpoint. Both lines are answered only once the checkpoint is
+//     durable.
 //   - Concurrent requests are committed in groups (one journal write, one
 //     fdatasync, many requests, applied in order), which gives throughput
 //     without giving up the ordering above. A group waits at most

@@ -39,6 +39,46 @@ func (c *Cosigner) splitSigners() (recorded, late []note.Signer) {
 	return []note.Signer{c.signer}, []note.Signer{c.mldsa}
 }
 
+// lateStart is where and when a request's late lines are made: on a
+// goroutine of their own (done), from before the log's signature is
+// checked when the request is alone, else once it is (checked); or, with
+// overlap, by the request's goroutine while its journal write is under way
+// (Witness.commitAddition).
+type lateStart struct {
+	late    []note.Signer
+	text    string                  // the request's note text
+	cp      *checkpoints.Checkpoint // parsed from text
+	overlap bool
+	done    <-chan lateResult
+}
+
+// startLate decides for req, alone or not, and starts the late lines if
+// they are made early.
+func (w *Witness) startLate(req *AddCheckpointRequest, late []note.Signer, alone bool) *lateStart {
+	s := &lateStart{late: late, text: noteText(req.SignedCheckpoint), cp: &req.Checkpoint}
+	if len(late) == 0 {
+		return s
+	}
+	s.overlap = alone && w.store.overlapsWrites.Load()
+	if alone && !s.overlap {
+		s.done = signLate(s.text, s.cp, late)
+	}
+	return s
+}
+
+// checked starts the late lines, once the log's signature is checked, if
+// they were not started early on the text that verified.
+func (s *lateStart) checked(opened *note.Note) {
+	if len(s.late) > 0 && !s.overlap && (s.done == nil || opened.Text != s.text) {
+		s.done = signLate(opened.Text, s.checkpoint(opened), s.late)
+	}
+}
+
+// checkpoint is the parsed checkpoint of the verified note, if known.
+func (s *lateStart) checkpoint(opened *note.Note) *checkpoints.Checkpoint {
+	return checkpointOf(opened.Text, s.text, s.cp)
+}
+
 // lateResult is the outcome of signing a note's text with the late signers:
 // their signature lines, in order.
 type lateResult struct {

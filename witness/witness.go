@@ -203,12 +203,7 @@ func (w *Witness) addCheckpoint(ctx context.Context, req *AddCheckpointRequest) 
 	recorded, late := w.cosigner.splitSigners()
 	alone := w.active.Add(1) == 1
 	defer w.active.Add(-1)
-	overlap := alone && len(late) > 0 && w.store.overlapsWrites.Load()
-	var lateDone <-chan lateResult
-	text := noteText(req.SignedCheckpoint)
-	if len(late) > 0 && alone && !overlap {
-		lateDone = signLate(text, &req.Checkpoint, late)
-	}
+	ls := w.startLate(req, late, alone)
 
 	// Signatures are checked outside the transaction, so that the slow part
 	// of a request runs in parallel with others; the transaction re-checks
@@ -220,15 +215,14 @@ func (w *Witness) addCheckpoint(ctx context.Context, req *AddCheckpointRequest) 
 	if req.OldSize > req.Checkpoint.Size {
 		return nil, fmt.Errorf("%w: old size %d, checkpoint size %d", ErrOldSizeBeyondCheckpoint, req.OldSize, req.Checkpoint.Size)
 	}
-	if len(late) > 0 && !overlap && (lateDone == nil || opened.Text != text) {
-		lateDone = signLate(opened.Text, checkpointOf(opened.Text, text, &req.Checkpoint), late)
-	}
+	ls.checked(opened)
 	presigned, err := note.Sign(&note.Note{Text: opened.Text, Sigs: opened.Sigs}, recorded...)
 	if err != nil {
 		return nil, fmt.Errorf("cosign: %w", err)
 	}
 	add := &addition{req: req, cfg: cfg, cfgRecord: cfgRecord, opened: opened, presigned: presigned, signers: recorded, room: lateLinesSize(late)}
-	if lateDone, err = w.commitAddition(ctx, arrived, add, late, overlap, lateDone); err != nil {
+	lateDone, err := w.commitAddition(ctx, arrived, add, ls)
+	if err != nil {
 		return nil, err
 	}
 	if add.conflict != nil {
@@ -246,17 +240,16 @@ func (w *Witness) addCheckpoint(ctx context.Context, req *AddCheckpointRequest) 
 // transaction took the checkpoint; otherwise through the commit loop,
 // the late lines made on a goroutine of their own unless started already
 // (lateDone). It returns where the late lines come from.
-func (w *Witness) commitAddition(ctx context.Context, arrived func(), add *addition, late []note.Signer, overlap bool, lateDone <-chan lateResult) (<-chan lateResult, error) {
-	cp := checkpointOf(add.opened.Text, noteText(add.req.SignedCheckpoint), &add.req.Checkpoint)
-	if !overlap || w.active.Load() != 1 {
-		if overlap {
-			lateDone = signLate(add.opened.Text, cp, late)
+func (w *Witness) commitAddition(ctx context.Context, arrived func(), add *addition, ls *lateStart) (<-chan lateResult, error) {
+	if !ls.overlap || w.active.Load() != 1 {
+		if ls.overlap {
+			ls.done = signLate(add.opened.Text, ls.checkpoint(add.opened), ls.late)
 		}
-		return lateDone, w.commits.commit(ctx, arrived, add.inTx)
+		return ls.done, w.commits.commit(ctx, arrived, add.inTx)
 	}
 	made := make(chan lateResult, 1)
 	err := w.commits.commitAlone(arrived, add.inTx, func() {
-		lines, err := checkpointSignatureLines(add.opened.Text, cp, late)
+		lines, err := checkpointSignatureLines(add.opened.Text, ls.checkpoint(add.opened), ls.late)
 		made <- lateResult{lines, err}
 	})
 	if err == nil && add.refusal == nil && len(made) == 0 {
