@@ -160,11 +160,11 @@ func TestMLDSA_GossipWithPeerNamedByMLDSAKey(t *testing.T) {
 	}
 }
 
-// TestMLDSASigner_AsFormatsSignsIt: the circl-backed signer's signatures
-// verify under transparency-dev/formats' own ML-DSA-44 verifier, for many
-// checkpoints, and bear the name and key hash formats gives the key.
-func TestMLDSASigner_AsFormatsSignsIt(t *testing.T) {
-	skey, vkey, err := fnote.GenerateMLDSAKey("witness.test/circl")
+// newTestMLDSASigner makes an ML-DSA-44 key named name with formats, and
+// returns the witness's circl-backed signer of it and formats' verifier.
+func newTestMLDSASigner(t *testing.T, name string) (*mldsaSigner, note.Verifier) {
+	t.Helper()
+	skey, vkey, err := fnote.GenerateMLDSAKey(name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,6 +180,14 @@ func TestMLDSASigner_AsFormatsSignsIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return s, v
+}
+
+// TestMLDSASigner_AsFormatsSignsIt: the circl-backed signer's signatures
+// verify under transparency-dev/formats' own ML-DSA-44 verifier, for many
+// checkpoints, and bear the name and key hash formats gives the key.
+func TestMLDSASigner_AsFormatsSignsIt(t *testing.T) {
+	s, v := newTestMLDSASigner(t, "witness.test/circl")
 	if v.Name() != s.Name() || v.KeyHash() != s.KeyHash() {
 		t.Fatalf("signer %s+%08x, verifier %s+%08x", s.Name(), s.KeyHash(), v.Name(), v.KeyHash())
 	}
@@ -210,22 +218,7 @@ func TestMLDSASigner_AsFormatsSignsIt(t *testing.T) {
 // transparency-dev/formats' verifier on the checkpoint's text, and under no
 // other checkpoint's.
 func TestMLDSASigner_LineIsTheLineNoteSignMakes(t *testing.T) {
-	skey, vkey, err := fnote.GenerateMLDSAKey("witness.test/line")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref, err := fnote.NewMLDSASigner(skey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := newMLDSASigner(ref.Name(), ref.KeyHash(), mldsaSeed(skey))
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := fnote.NewVerifierForCosignatureV1(vkey)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, v := newTestMLDSASigner(t, "witness.test/line")
 	l := newTestLog(t, "example.com/line").growTo(7)
 	signed := l.checkpoint(7)
 	cp, err := ParseSignedCheckpoint(signed)
