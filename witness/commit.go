@@ -129,6 +129,27 @@ func (c *committer) commit(ctx context.Context, arrived func(), apply func(g *gr
 	}
 }
 
+// commitAlone commits apply's change as a group of its own on the
+// caller's goroutine, not the loop's, and runs meanwhile while its journal
+// write is under way (Store.commitOverlapped). It is for a request with
+// nothing else in hand: a group waiting behind it waits for meanwhile
+// too. arrived, if not nil, is expect's function for this change.
+func (c *committer) commitAlone(arrived func(), apply func(g *groupTx) error, meanwhile func()) error {
+	if arrived != nil {
+		defer arrived()
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.closed {
+		return ErrClosed
+	}
+	err := c.store.commitOverlapped(apply, meanwhile)
+	if c.observe != nil {
+		c.observe(1)
+	}
+	return err
+}
+
 func (c *committer) loop() {
 	defer close(c.done)
 	batch := make([]*commitJob, 0, c.maxBatch)

@@ -18,15 +18,18 @@
 //     commit group at a time: a compare-and-swap on the stored size. Groups
 //     run one after the other, so two requests from the same old size can
 //     never both pass; the second sees the first's write and gets 409.
-//   - The answer is sent only after the group's journal write has been
-//     fdatasynced, so a cosignature is never handed out for a state that a
+//   - The answer is sent only after the group's journal write is durable
+//     (fdatasynced, or written O_DIRECT|O_DSYNC), so a cosignature is never handed out for a state that a
 //     crash could roll back. The journal is copied into bbolt (a synced
 //     transaction) when it fills, when the store opens or closes, and
 //     before a log is removed.
 //   - The ML-DSA-44 line of a cosignature is made beside the commit and is
 //     not in the stored note; the monitoring endpoint adds it
-//     (late_cosign.go). Both lines are answered only once the checkpoint
-//     is durable.
+//     (late_cosign.go). A request alone is committed by its own goroutine,
+//     which makes the line while the checkpoint's journal write is under
+//     way (native AIO on Linux) and only if the transaction took the
+//     checkpoint. Both lines are answered only once the checkpoint is
+//     durable.
 //   - Concurrent requests are committed in groups (one journal write, one
 //     fdatasync, many requests, applied in order), which gives throughput
 //     without giving up the ordering above. A group waits at most

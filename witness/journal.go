@@ -12,8 +12,9 @@ import (
 )
 
 // The checkpoint journal: the latest cosigned checkpoints a commit group
-// records are appended to a journal file beside the bbolt state, with one
-// fdatasync for the group, and copied into bbolt (one synced transaction)
+// records are appended to a journal file beside the bbolt state, made
+// durable once for the group (one fdatasync, or one O_DIRECT|O_DSYNC write
+// where the file takes it: journal_direct.go), and copied into bbolt (one synced transaction)
 // only when the journal fills, at open and before a log's state is
 // forgotten.
 //
@@ -67,11 +68,14 @@ var crc32c = crc32.MakeTable(crc32.Castagnoli)
 // journal is the open journal file. Its methods are called with the
 // Store's checkpoint lock held.
 type journal struct {
-	f     *os.File
-	size  int64 // bytes made for it, header included
-	off   int64 // where the next record goes
-	epoch uint64
-	buf   []byte
+	f *os.File
+	// direct, if not nil, writes the frames (journal_direct.go); f does
+	// the rest, and the frames where direct writes are not to be had.
+	direct *directWriter
+	size   int64 // bytes made for it, header included
+	off    int64 // where the next record goes
+	epoch  uint64
+	buf    []byte
 }
 
 // openJournal opens (creating, with size bytes of zeros, synced, and its
@@ -82,10 +86,10 @@ func openJournal(path string, size int64) (*journal, [][]byte, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	j := &journal{f: f}
+	j := &journal{f: f, direct: openDirect(path)}
 	records, err := j.load(size)
 	if err != nil {
-		f.Close()
+		j.close()
 		return nil, nil, fmt.Errorf("checkpoint journal %s: %w", path, err)
 	}
 	return j, records, nil
@@ -122,6 +126,9 @@ func (j *journal) load(size int64) ([][]byte, error) {
 		return nil, err
 	}
 	j.off = end
+	if j.direct != nil {
+		j.direct.setEnd(data, end)
+	}
 	return records, nil
 }
 
@@ -140,8 +147,10 @@ func (j *journal) create(size int64) error {
 	return syncDir(filepath.Dir(j.f.Name()))
 }
 
-// extend writes zeros up to size bytes and syncs them.
+// extend writes zeros up to size bytes (rounded up to whole blocks of
+// direct writes) and syncs them.
 func (j *journal) extend(size int64) error {
+	size = (size + directBlock - 1) &^ (directBlock - 1)
 	zeros := make([]byte, 1<<20)
 	for at := j.size; at < size; at += int64(len(zeros)) {
 		n := min(int64(len(zeros)), size-at)
@@ -170,6 +179,9 @@ func (j *journal) reset(epoch uint64) error {
 		return err
 	}
 	j.epoch, j.off = epoch, journalHeaderSize
+	if j.direct != nil {
+		j.direct.setEnd(h, journalHeaderSize)
+	}
 	return nil
 }
 
@@ -183,6 +195,53 @@ func (j *journal) free() int64 { return j.size - j.off }
 // once it returns nil they survive a crash. The caller makes room first
 // (free); if there is not enough, the journal is extended.
 func (j *journal) append(payloads [][]byte) error {
+	if err := j.frame(payloads); err != nil {
+		return err
+	}
+	if err := j.writeFrame(); err != nil {
+		return err
+	}
+	j.advance()
+	return nil
+}
+
+// startAppend is append's first half: the frame is written, or its write
+// left under way where direct writes go through AIO (journal_aio_linux.go),
+// and finishAppend is the second: it returns once the frame is durable.
+// Nothing else may be done with the journal in between.
+func (j *journal) startAppend(payloads [][]byte) error {
+	if err := j.frame(payloads); err != nil {
+		return err
+	}
+	if j.direct == nil {
+		return j.writeFrame()
+	}
+	err := j.direct.start(j.buf, j.off)
+	if !errors.Is(err, errDirectUnsupported) {
+		return err
+	}
+	j.dropDirect()
+	return j.writeFrame()
+}
+
+// finishAppend: see startAppend.
+func (j *journal) finishAppend() error {
+	if j.direct != nil {
+		err := j.direct.finish()
+		if errors.Is(err, errDirectUnsupported) {
+			j.dropDirect()
+			err = j.writeFrame()
+		}
+		if err != nil {
+			return err
+		}
+	}
+	j.advance()
+	return nil
+}
+
+// frame makes the frame of payloads in j.buf, and room for it.
+func (j *journal) frame(payloads [][]byte) error {
 	j.buf = append(j.buf[:0], make([]byte, journalFrameHeader)...)
 	for _, p := range payloads {
 		j.buf = binary.LittleEndian.AppendUint32(j.buf, uint32(len(p)))
@@ -195,21 +254,17 @@ func (j *journal) append(payloads [][]byte) error {
 		j.buf = append(j.buf, 0)
 	}
 	if need := j.off + int64(len(j.buf)); need > j.size {
-		if err := j.extend(need + defaultJournalSize/4); err != nil {
-			return err
-		}
+		return j.extend(need + defaultJournalSize/4)
 	}
-	if _, err := j.f.WriteAt(j.buf, j.off); err != nil {
-		return err
-	}
-	if err := fdatasync(j.f); err != nil {
-		return err
-	}
+	return nil
+}
+
+// advance moves the end past the frame in j.buf, written.
+func (j *journal) advance() {
 	j.off += int64(len(j.buf))
 	if cap(j.buf) > 1<<20 {
 		j.buf = nil
 	}
-	return nil
 }
 
 // frameSum is a frame's CRC-32C over the epoch, its length and its body.
@@ -220,7 +275,38 @@ func frameSum(epoch uint64, length, body []byte) uint32 {
 	return crc32.Update(sum, crc32c, body)
 }
 
-func (j *journal) close() error { return j.f.Close() }
+// writeFrame writes the frame in j.buf at the end and makes it durable:
+// with a direct write where the file takes them, else written and
+// fdatasynced.
+func (j *journal) writeFrame() error {
+	if j.direct != nil {
+		err := j.direct.write(j.buf, j.off)
+		if !errors.Is(err, errDirectUnsupported) {
+			return err
+		}
+		j.dropDirect()
+	}
+	if _, err := j.f.WriteAt(j.buf, j.off); err != nil {
+		return err
+	}
+	return fdatasync(j.f)
+}
+
+// canOverlap says whether startAppend leaves the write under way.
+func (j *journal) canOverlap() bool { return j.direct != nil && j.direct.aio != 0 }
+
+// dropDirect goes on without direct writes.
+func (j *journal) dropDirect() {
+	j.direct.close()
+	j.direct = nil
+}
+
+func (j *journal) close() error {
+	if j.direct != nil {
+		j.direct.close()
+	}
+	return j.f.Close()
+}
 
 // parseJournalHeader returns the epoch of a valid header.
 func parseJournalHeader(data []byte) (uint64, bool) {

@@ -78,6 +78,16 @@ func (g *groupTx) putLatest(cp *CosignedCheckpoint) error {
 // failed fdatasync may have dropped the pages it did not write) until it
 // is opened again, which reads what did reach the journal.
 func (s *Store) commitGroup(apply func(g *groupTx) error) error {
+	return s.commitOverlapped(apply, nil)
+}
+
+// commitOverlapped is commitGroup, running meanwhile, if the group
+// recorded anything, once its journal write is under way and before it
+// is waited for (journal.startAppend). Where the write cannot be left
+// under way, meanwhile runs after it. The journal is not written by
+// anything else until the write is durable, so meanwhile holds up the
+// next group: it is for a request alone.
+func (s *Store) commitOverlapped(apply func(g *groupTx) error, meanwhile func()) error {
 	s.ckMu.Lock()
 	defer s.ckMu.Unlock()
 	if s.journalErr != nil {
@@ -97,7 +107,9 @@ func (s *Store) commitGroup(apply func(g *groupTx) error) error {
 	if err != nil || len(g.records) == 0 {
 		return err
 	}
-	if err := s.journal.append(g.records); err != nil {
+	err = s.writeJournal(g.records, meanwhile)
+	s.overlapsWrites.Store(s.journal.canOverlap())
+	if err != nil {
 		s.journalErr = fmt.Errorf("write the checkpoint journal: %w", err)
 		return s.journalErr
 	}
@@ -110,6 +122,19 @@ func (s *Store) commitGroup(apply func(g *groupTx) error) error {
 	}
 	s.recentMu.Unlock()
 	return nil
+}
+
+// writeJournal appends records to the journal, durably, running meanwhile
+// (if not nil) while the write is under way.
+func (s *Store) writeJournal(records [][]byte, meanwhile func()) error {
+	if meanwhile == nil {
+		return s.journal.append(records)
+	}
+	if err := s.journal.startAppend(records); err != nil {
+		return err
+	}
+	meanwhile()
+	return s.journal.finishAppend()
 }
 
 // recentCheckpoint is the latest checkpoint of the log id recorded in the
@@ -165,6 +190,7 @@ func (s *Store) openCheckpointJournal() error {
 		return err
 	}
 	s.journal = j
+	s.overlapsWrites.Store(j.canOverlap())
 	s.ckMu.Lock()
 	defer s.ckMu.Unlock()
 	s.recentMu.Lock()

@@ -7,6 +7,8 @@ import (
 	"sync"
 
 	"golang.org/x/mod/sumdb/note"
+
+	"github.com/annal-dev/annal/checkpoints"
 )
 
 // Late cosignatures: the ML-DSA-44 line of a cosignature is made while the
@@ -37,6 +39,46 @@ func (c *Cosigner) splitSigners() (recorded, late []note.Signer) {
 	return []note.Signer{c.signer}, []note.Signer{c.mldsa}
 }
 
+// lateStart is where and when a request's late lines are made: on a
+// goroutine of their own (done), from before the log's signature is
+// checked when the request is alone, else once it is (checked); or, with
+// overlap, by the request's goroutine while its journal write is under way
+// (Witness.commitAddition).
+type lateStart struct {
+	late    []note.Signer
+	text    string                  // the request's note text
+	cp      *checkpoints.Checkpoint // parsed from text
+	overlap bool
+	done    <-chan lateResult
+}
+
+// startLate decides for req, alone or not, and starts the late lines if
+// they are made early.
+func (w *Witness) startLate(req *AddCheckpointRequest, late []note.Signer, alone bool) *lateStart {
+	s := &lateStart{late: late, text: noteText(req.SignedCheckpoint), cp: &req.Checkpoint}
+	if len(late) == 0 {
+		return s
+	}
+	s.overlap = alone && w.store.overlapsWrites.Load()
+	if alone && !s.overlap {
+		s.done = signLate(s.text, s.cp, late)
+	}
+	return s
+}
+
+// checked starts the late lines, once the log's signature is checked, if
+// they were not started early on the text that verified.
+func (s *lateStart) checked(opened *note.Note) {
+	if len(s.late) > 0 && !s.overlap && (s.done == nil || opened.Text != s.text) {
+		s.done = signLate(opened.Text, s.checkpoint(opened), s.late)
+	}
+}
+
+// checkpoint is the parsed checkpoint of the verified note, if known.
+func (s *lateStart) checkpoint(opened *note.Note) *checkpoints.Checkpoint {
+	return checkpointOf(opened.Text, s.text, s.cp)
+}
+
 // lateResult is the outcome of signing a note's text with the late signers:
 // their signature lines, in order.
 type lateResult struct {
@@ -44,16 +86,27 @@ type lateResult struct {
 	err   error
 }
 
-// signLate signs text with signers on a goroutine of its own. The channel
-// is buffered: a request refused or failed in the meantime does not read
-// it, and the goroutine ends all the same.
-func signLate(text string, signers []note.Signer) <-chan lateResult {
+// signLate signs text with signers on a goroutine of its own. cp, if not
+// nil, is the checkpoint text holds (as ParseSignedCheckpoint parsed it).
+// The channel is buffered: a request refused or failed in the meantime
+// does not read it, and the goroutine ends all the same.
+func signLate(text string, cp *checkpoints.Checkpoint, signers []note.Signer) <-chan lateResult {
 	out := make(chan lateResult, 1)
 	go func() {
-		lines, err := signatureLines(text, signers)
+		lines, err := checkpointSignatureLines(text, cp, signers)
 		out <- lateResult{lines, err}
 	}()
 	return out
+}
+
+// checkpointSignatureLines is signatureLines on the text of the checkpoint
+// cp (nil if not known): a lone ML-DSA-44 signer's line is made from cp
+// directly (mldsaSigner.line), the same line note.Sign would make.
+func checkpointSignatureLines(text string, cp *checkpoints.Checkpoint, signers []note.Signer) ([]byte, error) {
+	if s, ok := signers[0].(*mldsaSigner); ok && len(signers) == 1 && cp != nil {
+		return s.line(cp.Origin, cp.Size, cp.Hash[:])
+	}
+	return signatureLines(text, signers)
 }
 
 // noteText is the text of a well-formed signed note (ParseSignedCheckpoint
@@ -61,6 +114,28 @@ func signLate(text string, signers []note.Signer) <-chan lateResult {
 // that precedes its signatures, as note.Open splits it.
 func noteText(signed []byte) string {
 	return string(signed[:bytes.LastIndex(signed, []byte("\n\n"))+1])
+}
+
+// lateLinesSize is the size of the lines signers will make, as far as it
+// is known ahead (an ML-DSA-44 line's is), so that the answer they are
+// appended to has room for them.
+func lateLinesSize(signers []note.Signer) int {
+	n := 0
+	for _, s := range signers {
+		if m, ok := s.(*mldsaSigner); ok {
+			n += m.lineSize()
+		}
+	}
+	return n
+}
+
+// checkpointOf is cp, the checkpoint parsed from text, if the verified
+// note's text opened is that text, and nil otherwise.
+func checkpointOf(opened, text string, cp *checkpoints.Checkpoint) *checkpoints.Checkpoint {
+	if opened != text {
+		return nil
+	}
+	return cp
 }
 
 // signatureLines are the signature lines signers make on a note's text.

@@ -2,6 +2,7 @@ package witness
 
 import (
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -159,11 +160,11 @@ func TestMLDSA_GossipWithPeerNamedByMLDSAKey(t *testing.T) {
 	}
 }
 
-// TestMLDSASigner_AsFormatsSignsIt: the circl-backed signer's signatures
-// verify under transparency-dev/formats' own ML-DSA-44 verifier, for many
-// checkpoints, and bear the name and key hash formats gives the key.
-func TestMLDSASigner_AsFormatsSignsIt(t *testing.T) {
-	skey, vkey, err := fnote.GenerateMLDSAKey("witness.test/circl")
+// newTestMLDSASigner makes an ML-DSA-44 key named name with formats, and
+// returns the witness's circl-backed signer of it and formats' verifier.
+func newTestMLDSASigner(t *testing.T, name string) (*mldsaSigner, note.Verifier) {
+	t.Helper()
+	skey, vkey, err := fnote.GenerateMLDSAKey(name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,6 +180,14 @@ func TestMLDSASigner_AsFormatsSignsIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return s, v
+}
+
+// TestMLDSASigner_AsFormatsSignsIt: the circl-backed signer's signatures
+// verify under transparency-dev/formats' own ML-DSA-44 verifier, for many
+// checkpoints, and bear the name and key hash formats gives the key.
+func TestMLDSASigner_AsFormatsSignsIt(t *testing.T) {
+	s, v := newTestMLDSASigner(t, "witness.test/circl")
 	if v.Name() != s.Name() || v.KeyHash() != s.KeyHash() {
 		t.Fatalf("signer %s+%08x, verifier %s+%08x", s.Name(), s.KeyHash(), v.Name(), v.KeyHash())
 	}
@@ -200,5 +209,71 @@ func TestMLDSASigner_AsFormatsSignsIt(t *testing.T) {
 		if _, err := note.Open(tampered, note.VerifierList(v)); err == nil {
 			t.Fatalf("checkpoint %d: a changed origin still verifies", i)
 		}
+	}
+}
+
+// TestMLDSASigner_LineIsTheLineNoteSignMakes: the line the witness makes
+// from a parsed checkpoint, without note.Sign, is a line note.Sign could
+// have made: same name, key ID and length, and it verifies under
+// transparency-dev/formats' verifier on the checkpoint's text, and under no
+// other checkpoint's.
+func TestMLDSASigner_LineIsTheLineNoteSignMakes(t *testing.T) {
+	s, v := newTestMLDSASigner(t, "witness.test/line")
+	l := newTestLog(t, "example.com/line").growTo(7)
+	signed := l.checkpoint(7)
+	cp, err := ParseSignedCheckpoint(signed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := noteText(signed)
+	line, err := checkpointSignatureLines(text, &cp, []note.Signer{s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	viaNote, err := signatureLines(text, []note.Signer{s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := func(b []byte) string { return string(b[:len("— ")+len(s.Name())+1+8]) }
+	if len(line) != len(viaNote) || prefix(line) != prefix(viaNote) {
+		t.Fatalf("line %q… (%d bytes), note.Sign's %q… (%d bytes)", prefix(line), len(line), prefix(viaNote), len(viaNote))
+	}
+	if _, err := note.Open([]byte(text+"\n"+string(line)), note.VerifierList(v)); err != nil {
+		t.Fatalf("formats' verifier refuses the line: %v", err)
+	}
+	other := noteText(l.growTo(8).checkpoint(8))
+	if _, err := note.Open([]byte(other+"\n"+string(line)), note.VerifierList(v)); err == nil {
+		t.Fatal("the line verifies on another checkpoint")
+	}
+}
+
+// TestMLDSA_AloneSignedBesideTheWrite: a request alone, on a journal whose
+// writes can be left under way, gets its ML-DSA-44 line made while its
+// checkpoint is written, and the line verifies; a request refused (409)
+// gets none, and the refusal changes nothing.
+func TestMLDSA_AloneSignedBesideTheWrite(t *testing.T) {
+	l := newTestLog(t, "example.com/pq-alone").growTo(30)
+	tw := startMLDSAWitness(t, "witness.test/pq-alone")
+	if !tw.store.overlapsWrites.Load() {
+		t.Skip("no direct writes through AIO here: the line is made on a goroutine of its own")
+	}
+	tw.addLog(l)
+	v, err := fnote.NewVerifierForCosignatureV1(tw.w.Cosigner().MLDSAVerifierKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := uint64(0)
+	for _, size := range []uint64{10, 20, 30} {
+		a := tw.mustCosign(l.request(old, size))
+		if _, err := note.Open(append(l.checkpoint(size), a.body...), note.VerifierList(v)); err != nil {
+			t.Fatalf("size %d: the ML-DSA-44 line does not verify: %v\n%s", size, err, a.body)
+		}
+		old = size
+	}
+	if a := tw.post(l.request(10, 30)); a.status != http.StatusConflict || a.body != "30\n" {
+		t.Errorf("stale old size: %d %q, want 409 \"30\\n\"", a.status, a.body)
+	}
+	if served := tw.get(checkpointPath(l.origin)); served.status != 200 || !strings.Contains(served.body, "\n30\n") {
+		t.Errorf("monitoring endpoint after the refusal: %d %q", served.status, served.body)
 	}
 }

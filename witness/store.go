@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	fnote "github.com/transparency-dev/formats/note"
@@ -188,6 +189,9 @@ type Store struct {
 	ckMu       sync.Mutex
 	journal    *journal
 	journalErr error
+	// overlapsWrites says whether the journal's writes can be left under
+	// way (journal.canOverlap), for commitOverlapped's callers.
+	overlapsWrites atomic.Bool
 	// recent holds the checkpoints in the journal and not yet in bbolt.
 	recentMu sync.RWMutex
 	recent   map[[sha256.Size]byte]recentCheckpoint

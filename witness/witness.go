@@ -196,15 +196,14 @@ func (w *Witness) addCheckpoint(ctx context.Context, req *AddCheckpointRequest) 
 	// checkpoint is checked and committed (late_cosign.go), and, when no
 	// other request is being handled, from before the log's signature is
 	// checked: on an idle witness the other core is free, and otherwise
-	// an unverified request must not cost a signature.
+	// an unverified request must not cost a signature. Alone, with a
+	// journal whose writes can be left under way (journal_aio_linux.go),
+	// the line is made by this goroutine instead, while the checkpoint's
+	// write is under way (commitAddition).
 	recorded, late := w.cosigner.splitSigners()
 	alone := w.active.Add(1) == 1
 	defer w.active.Add(-1)
-	var lateDone <-chan lateResult
-	text := noteText(req.SignedCheckpoint)
-	if len(late) > 0 && alone {
-		lateDone = signLate(text, late)
-	}
+	ls := w.startLate(req, late, alone)
 
 	// Signatures are checked outside the transaction, so that the slow part
 	// of a request runs in parallel with others; the transaction re-checks
@@ -216,15 +215,14 @@ func (w *Witness) addCheckpoint(ctx context.Context, req *AddCheckpointRequest) 
 	if req.OldSize > req.Checkpoint.Size {
 		return nil, fmt.Errorf("%w: old size %d, checkpoint size %d", ErrOldSizeBeyondCheckpoint, req.OldSize, req.Checkpoint.Size)
 	}
-	if len(late) > 0 && (lateDone == nil || opened.Text != text) {
-		lateDone = signLate(opened.Text, late)
-	}
+	ls.checked(opened)
 	presigned, err := note.Sign(&note.Note{Text: opened.Text, Sigs: opened.Sigs}, recorded...)
 	if err != nil {
 		return nil, fmt.Errorf("cosign: %w", err)
 	}
-	add := &addition{req: req, cfg: cfg, cfgRecord: cfgRecord, opened: opened, presigned: presigned, signers: recorded}
-	if err := w.commits.commit(ctx, arrived, add.inTx); err != nil {
+	add := &addition{req: req, cfg: cfg, cfgRecord: cfgRecord, opened: opened, presigned: presigned, signers: recorded, room: lateLinesSize(late)}
+	lateDone, err := w.commitAddition(ctx, arrived, add, ls)
+	if err != nil {
 		return nil, err
 	}
 	if add.conflict != nil {
@@ -234,6 +232,30 @@ func (w *Witness) addCheckpoint(ctx context.Context, req *AddCheckpointRequest) 
 		return nil, add.refusal
 	}
 	return w.withLateLines(req, add.cosignature, lateDone)
+}
+
+// commitAddition commits add. With overlap, if no other request came in
+// meanwhile, it is committed alone by this goroutine (commitAlone), and
+// the late lines are made while its journal write is under way, once the
+// transaction took the checkpoint; otherwise through the commit loop,
+// the late lines made on a goroutine of their own unless started already
+// (lateDone). It returns where the late lines come from.
+func (w *Witness) commitAddition(ctx context.Context, arrived func(), add *addition, ls *lateStart) (<-chan lateResult, error) {
+	if !ls.overlap || w.active.Load() != 1 {
+		if ls.overlap {
+			ls.done = signLate(add.opened.Text, ls.checkpoint(add.opened), ls.late)
+		}
+		return ls.done, w.commits.commit(ctx, arrived, add.inTx)
+	}
+	made := make(chan lateResult, 1)
+	err := w.commits.commitAlone(arrived, add.inTx, func() {
+		lines, err := checkpointSignatureLines(add.opened.Text, ls.checkpoint(add.opened), ls.late)
+		made <- lateResult{lines, err}
+	})
+	if err == nil && add.refusal == nil && len(made) == 0 {
+		return nil, errors.New("the checkpoint was recorded but its late cosignature lines were not made")
+	}
+	return made, err
 }
 
 // withLateLines adds to a cosignature, once its checkpoint is durably
@@ -261,6 +283,7 @@ type addition struct {
 	opened    *note.Note // the checkpoint opened with cfg's keys
 	presigned []byte     // opened, cosigned by signers
 	signers   []note.Signer
+	room      int // the bytes of late lines the cosignature will be given
 
 	cosignature []byte
 	refusal     error
@@ -298,7 +321,7 @@ func (a *addition) inTx(g *groupTx) error {
 	if a.refusal = checkExtends(stored, a.req); a.refusal != nil {
 		return nil
 	}
-	a.cosignature = lastLines(signed, len(a.signers))
+	a.cosignature = lastLinesWithRoom(signed, len(a.signers), a.room)
 	return g.putLatest(&CosignedCheckpoint{
 		Origin:     origin,
 		Size:       a.req.Checkpoint.Size,
@@ -439,12 +462,15 @@ func (w *Witness) logRefusal(req *AddCheckpointRequest, err error) {
 }
 
 // lastLines returns the last n lines of b, newlines included.
-func lastLines(b []byte, n int) []byte {
+func lastLines(b []byte, n int) []byte { return lastLinesWithRoom(b, n, 0) }
+
+// lastLinesWithRoom is lastLines in a slice with room for room more bytes.
+func lastLinesWithRoom(b []byte, n, room int) []byte {
 	i := len(b) - 1
 	for ; n > 0 && i >= 0; n-- {
 		i = bytes.LastIndexByte(b[:i], '\n')
 	}
-	return bytes.Clone(b[i+1:])
+	return append(make([]byte, 0, len(b)-i-1+room), b[i+1:]...)
 }
 
 func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }

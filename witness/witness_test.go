@@ -1,10 +1,13 @@
 package witness
 
 import (
+	"bytes"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"errors"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -484,5 +487,25 @@ func TestRepeatedSignatureLines(t *testing.T) {
 	}
 	if tw.storedSize(l.origin) != 5 {
 		t.Error("the refused request changed the state")
+	}
+}
+
+// The body is read whole whether its length is declared or not (chunked),
+// and refused past MaxRequestSize either way.
+func TestSpec413_BodyReadWithOrWithoutContentLength(t *testing.T) {
+	body := bytes.Repeat([]byte("x"), 5000)
+	for _, declared := range []int64{int64(len(body)), -1} {
+		r := httptest.NewRequest(http.MethodPost, "/add-checkpoint", bytes.NewReader(body))
+		r.ContentLength = declared
+		got, err := readBody(httptest.NewRecorder(), r)
+		if err != nil || !bytes.Equal(got, body) {
+			t.Errorf("Content-Length %d: %d bytes, %v; want the %d sent", declared, len(got), err, len(body))
+		}
+		large := httptest.NewRequest(http.MethodPost, "/add-checkpoint", bytes.NewReader(make([]byte, MaxRequestSize+1)))
+		large.ContentLength = declared
+		var tooLarge *http.MaxBytesError
+		if _, err := readBody(httptest.NewRecorder(), large); !errors.As(err, &tooLarge) {
+			t.Errorf("Content-Length %d, %d bytes: %v, want *http.MaxBytesError", declared, MaxRequestSize+1, err)
+		}
 	}
 }

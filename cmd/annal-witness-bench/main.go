@@ -35,8 +35,10 @@
 // instead of refusing most of them with 429 (see tunedFlag). The target is
 // judged against the faster of the two.
 //
-// Every witness is measured --rounds times, interleaved (A, B, C, A, B, C),
-// each time with fresh state. It prints the machine, one row per witness
+// Every witness is measured --rounds times, interleaved, each time with
+// fresh state, the order reversed every other round (A, B, C, C, B, A, A,
+// …): a witness measured right after another (its disk writes still being
+// flushed, its memory just freed) is each witness in turn. It prints the machine, one row per witness
 // and round, and the ratios by round and of the means; the target is
 // judged on the ratio of the means.
 // Subprocesses and temporary folders are removed on exit and on Ctrl-C.
@@ -53,6 +55,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -147,7 +150,7 @@ and prints add-checkpoint/s, latency and errors of each, and their ratio.`,
 	f.DurationVar(&o.timeout, "timeout", DefaultTimeout, "bound on one request")
 	f.DurationVar(&o.backoff, "backoff", DefaultBackoff, "after the n-th refusal of a step other than 409 (e.g. 429, a witness's pushback), wait n×this (at most 50ms) before retrying; 0 retries at once")
 	f.IntVar(&o.prepare, "prepare", -1, fmt.Sprintf("requests per log made (signed, with their proofs) before measuring, so the client's CPU goes to sending them; -1: --steps, or enough for %d/s for --duration; 0: made while measuring", DefaultPreparedRate))
-	f.IntVar(&o.rounds, "rounds", DefaultRounds, "measure every witness this many times, interleaved (A, B, C, A, B, C); the ratios are of the means")
+	f.IntVar(&o.rounds, "rounds", DefaultRounds, "measure every witness this many times, interleaved, in reverse order every other round (A, B, C, C, B, A, …); the ratios are of the means")
 	f.StringVar(&o.dir, "dir", "", "folder in which the temporary state folder is made (default: the system's); use the disk you want measured")
 	f.StringVar(&o.annalWitness, "annal-witness", "", "prebuilt annal-witness binary (default: go build "+annalWitnessPackage+")")
 	f.StringVar(&o.omniwitness, "omniwitness", "", "prebuilt omniwitness binary (default: go install "+omniwitnessPackage+"@"+omniwitnessVersion+")")
@@ -290,11 +293,11 @@ func (o options) sides(awBin, owBin string, logs []*benchLog) []side {
 }
 
 // measureRounds measures every side in each of o.rounds rounds, each on a
-// fresh state folder under dir.
+// fresh state folder under dir, in roundOrder.
 func measureRounds(ctx context.Context, o options, wl workload, dir string, sides []side, logs []*benchLog, progress io.Writer) ([]*measurement, error) {
 	var results []*measurement
 	for round := 1; round <= o.rounds; round++ {
-		for _, s := range sides {
+		for _, s := range roundOrder(sides, round) {
 			d := filepath.Join(dir, fmt.Sprintf("%s-%d", s.dir, round))
 			if err := os.Mkdir(d, 0o700); err != nil {
 				return nil, err
@@ -309,6 +312,17 @@ func measureRounds(ctx context.Context, o options, wl workload, dir string, side
 		}
 	}
 	return results, nil
+}
+
+// roundOrder is the order of the sides in round (from 1): as given in odd
+// rounds, reversed in even ones.
+func roundOrder(sides []side, round int) []side {
+	if round%2 == 1 {
+		return sides
+	}
+	reversed := slices.Clone(sides)
+	slices.Reverse(reversed)
+	return reversed
 }
 
 // measure starts a witness, runs the workload against it, and stops it.
@@ -351,8 +365,7 @@ func describeBinary(path string) string {
 // printResults prints a row per measurement, then each omniwitness
 // configuration's ratio, round by round and of the means over the rounds,
 // and the target's verdict on the ratio of the means against the fastest
-// configuration. results[0] is annal-witness's first round; the rest come
-// in the same order of witnesses in every round.
+// configuration. results[0] is annal-witness's first round.
 func printResults(out io.Writer, results []*measurement) error {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "witness\tround\tlogs\trequests\tcosigned (200)\tadd-checkpoint/s\tp50\tp99\terrors\tretries\twitness CPU\tbench CPU\t")

@@ -492,3 +492,21 @@ func TestPrintResults_RatiosOfMeans(t *testing.T) {
 		t.Errorf("no %q in\n%s", want, out.String())
 	}
 }
+
+// Rounds alternate the order of the witnesses: A, B, C in odd rounds,
+// C, B, A in even ones, so that no witness always follows the same one.
+func TestRoundOrder_ReversedEveryOtherRound(t *testing.T) {
+	sides := []side{{name: "a"}, {name: "b"}, {name: "c"}}
+	var got []string
+	for round := 1; round <= 3; round++ {
+		for _, s := range roundOrder(sides, round) {
+			got = append(got, s.name)
+		}
+	}
+	if strings.Join(got, "") != "abccbaabc" {
+		t.Errorf("order %v, want a b c c b a a b c", got)
+	}
+	if sides[0].name != "a" {
+		t.Error("roundOrder reordered its argument")
+	}
+}
