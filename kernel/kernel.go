@@ -466,6 +466,18 @@ func (k *Kernel) Storage() Storage { return k.cfg.Storage }
 // be served.
 func (k *Kernel) LogPath() string { return k.dir.LogPath() }
 
+// ProofTilesKept is how many of the log's full level-0 tiles proofs keep
+// the tops of, of how many they will (logstore.Log.ProofTilesKept): a
+// proof costs its steady price once the two are equal.
+func (k *Kernel) ProofTilesKept() (kept, keepable uint64, err error) {
+	info, err := k.Info(context.Background())
+	if err != nil {
+		return 0, 0, err
+	}
+	kept, keepable = k.log.ProofTilesKept(info.Size)
+	return kept, keepable, nil
+}
+
 // CheckpointAge is how long ago the published checkpoint was last written
 // (for a log in a bucket: since this kernel saw it change).
 func (k *Kernel) CheckpointAge() (time.Duration, error) {

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/annal-dev/annal/api"
 	"github.com/annal-dev/annal/checkpoints"
@@ -113,5 +114,51 @@ func TestMetricsCountSubmissionsAndDenials(t *testing.T) {
 	}
 	if !strings.Contains(text, "annal_checkpoint_age_seconds ") {
 		t.Error("checkpoint age missing")
+	}
+}
+
+// metricValue reads one metric's value from annald's /metrics.
+func metricValue(t *testing.T, ts *testServer, metric string) float64 {
+	t.Helper()
+	resp, err := http.Get(ts.srv.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(metric) + ` (\S+)$`).FindSubmatch(raw)
+	if m == nil {
+		t.Fatalf("metric %s missing", metric)
+	}
+	v, _ := strconv.ParseFloat(string(m[1]), 64)
+	return v
+}
+
+// Proofs keep the top of every full level-0 tile from the first proof on,
+// in the background; /metrics says how many are kept of how many, so that
+// an operator (and annal-bench growth) can tell when a proof costs its
+// steady price.
+func TestMetricsSayWhenProofsKeepEveryTile(t *testing.T) {
+	ts := newTestServer(t)
+	ctx := context.Background()
+	var last uint64
+	for range 3 * 256 {
+		rc, err := ts.root.Submit(ctx, api.ActionRequest{Type: "observe", Target: "workspace"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = rc.Index
+	}
+	if _, err := ts.root.WaitProof(ctx, last); err != nil {
+		t.Fatal(err)
+	}
+	keepable := metricValue(t, ts, "annal_proof_tiles_keepable")
+	if keepable != 3 { // 769 entries: three full level-0 tiles
+		t.Fatalf("annal_proof_tiles_keepable = %v, want 3", keepable)
+	}
+	for deadline := time.Now().Add(10 * time.Second); metricValue(t, ts, "annal_proof_tiles_kept") < keepable; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("proofs kept %v of %v tiles after 10 s", metricValue(t, ts, "annal_proof_tiles_kept"), keepable)
+		}
 	}
 }

@@ -46,6 +46,24 @@ func newMetrics(k *kernel.Kernel) *metrics {
 			return float64(info.Size)
 		}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "annal_proof_tiles_kept", Help: "Full level-0 tiles whose top nodes proofs keep (kept from the first proof on, in the background).",
+		}, func() float64 {
+			kept, _, err := k.ProofTilesKept()
+			if err != nil {
+				return -1
+			}
+			return float64(kept)
+		}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "annal_proof_tiles_keepable", Help: "Full level-0 tiles whose top nodes proofs will keep: proofs cost their steady price once annal_proof_tiles_kept reaches it.",
+		}, func() float64 {
+			_, keepable, err := k.ProofTilesKept()
+			if err != nil {
+				return -1
+			}
+			return float64(keepable)
+		}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "annal_checkpoint_size", Help: "Tree size of the latest published checkpoint.",
 		}, func() float64 {
 			info, err := k.Info(context.Background())

@@ -91,6 +91,10 @@ type proofFigures struct {
 	rate float64
 	// cpu is the annald CPU time a proof took in the phase of rate.
 	cpu, p50 time.Duration
+	// kept is how long after the warm-up annald still took to keep the
+	// tops of every full level-0 tile (annal_proof_tiles_kept), which
+	// the measured phases wait for; -1: annald does not say.
+	kept time.Duration
 }
 
 func runGrowth(ctx context.Context, o options, g growthOptions, out io.Writer) error {
@@ -121,7 +125,7 @@ func runGrowth(ctx context.Context, o options, g growthOptions, out io.Writer) e
 			return fmt.Errorf("stage %d: %w", target, err)
 		}
 		stages = append(stages, st)
-		fmt.Fprintf(out, "stage %d done: fill %d s\n", st.size, st.fillSeconds)
+		fmt.Fprintf(out, "stage %d done: fill %d s, proof tiles all kept %s after the warm-up\n", st.size, st.fillSeconds, keptWait(st.serving.proofs.kept))
 	}
 	return writeGrowthTable(out, stages, g.clients, g.baseline != "")
 }
@@ -277,6 +281,9 @@ func httpProofs(ctx context.Context, url string, cpu func() (time.Duration, erro
 	if _, err := closedLoop(proofClients, o.duration, ask); err != nil { // warm-up
 		return f, err
 	}
+	if f.kept, err = awaitProofTiles(ctx, url); err != nil {
+		return f, err
+	}
 	if f.rate, f.cpu, err = measureCPU(cpu, func() (float64, error) { return closedLoop(proofClients, o.duration, ask) }); err != nil {
 		return f, err
 	}
@@ -409,4 +416,41 @@ func ratio(a, b time.Duration) float64 { return float64(a) / float64(b) }
 
 func fmtMicros(d time.Duration) string {
 	return fmt.Sprintf("%d µs", d.Microseconds())
+}
+
+// proofTilesWait bounds how long httpProofs waits for annald to keep
+// every tile's top.
+const proofTilesWait = 5 * time.Minute
+
+// awaitProofTiles waits until annald keeps the tops of every full level-0
+// tile of its log (annal_proof_tiles_kept reaches annal_proof_tiles_keepable:
+// from then on a proof costs what it will for as long as annald runs), and
+// says how long that took; -1 when annald's /metrics do not say (an
+// earlier build), which is not waited for.
+func awaitProofTiles(ctx context.Context, url string) (time.Duration, error) {
+	start := time.Now()
+	for {
+		g, err := scrapeGauges(ctx, url+"/metrics", "annal_proof_tiles_kept", "annal_proof_tiles_keepable")
+		if err != nil {
+			return -1, nil
+		}
+		if g[0] >= g[1] {
+			return time.Since(start), nil
+		}
+		if time.Since(start) > proofTilesWait {
+			return 0, fmt.Errorf("annald kept %.0f of %.0f tiles' tops after %v", g[0], g[1], proofTilesWait)
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func keptWait(d time.Duration) string {
+	if d < 0 {
+		return "(not reported)"
+	}
+	return d.Round(10 * time.Millisecond).String()
 }

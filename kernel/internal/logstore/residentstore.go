@@ -36,6 +36,8 @@ type residentStore struct {
 	topState []atomic.Uint32
 	// upperClaimed counts the upper tile slots claimed, in order.
 	upperClaimed atomic.Int64
+	// topsKept counts the leaf tops kept.
+	topsKept atomic.Int64
 }
 
 const (
@@ -87,6 +89,7 @@ func (s *residentStore) keepTop(index uint64, top *leafTop) *leafTop {
 	kept := s.topAt(index)
 	*kept = *top
 	s.topState[index].Store(slotKept)
+	s.topsKept.Add(1)
 	return kept
 }
 

@@ -547,6 +547,15 @@ func (l *Log) InclusionProof(ctx context.Context, index, size uint64) ([][sha256
 	return l.proofTiles().inclusion(ctx, index, size)
 }
 
+// ProofTilesKept says how far proofs are from their steady cost: of the
+// full level-0 tiles of a log of size that proofs keep the tops of
+// (at most maxLeafTops), how many are kept. The first proof starts keeping
+// them all, in the background (residentProofs.warm); until then a proof of
+// a leaf under a tile not yet kept hashes that tile whole.
+func (l *Log) ProofTilesKept(size uint64) (kept, keepable uint64) {
+	return uint64(l.proofTiles().store.topsKept.Load()), min(size/layout.TileWidth, maxLeafTops)
+}
+
 func (l *Log) proofTiles() *residentProofs {
 	l.proofsOnce.Do(func() { l.proofs = newResidentProofs(l.ReadTile) })
 	return l.proofs
