@@ -152,7 +152,7 @@ func TestHistoryFiltersAgreeWithTheLog(t *testing.T) {
 	if len(tail) == 0 {
 		t.Fatal("no tail to write ahead")
 	}
-	if err := g.store.Write(nil, tail, history.FoldedRecord{}, false); err != nil {
+	if err := g.store.Write(nil, tail, history.FoldedRecord{}); err != nil {
 		t.Fatal(err)
 	}
 	check("index ahead of the tail")

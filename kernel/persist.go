@@ -69,7 +69,7 @@ func (k *Kernel) persist() error {
 	}
 	folded, err := history.FoldedAt(context.Background(), k.log, size)
 	if err == nil {
-		err = k.store.Write(values, index, folded, false)
+		err = k.store.Write(values, index, folded)
 	}
 	if err != nil {
 		// Nothing of the transaction was written: its keys are written

@@ -120,7 +120,7 @@ func TestStateCacheOfAnotherHistoryIsRebuilt(t *testing.T) {
 		t.Fatalf("%v %v", err, c.Damaged)
 	}
 	c.Folded.Leaf[0] ^= 1
-	if err := c.Store.Write(nil, nil, c.Folded, false); err != nil {
+	if err := c.Store.Write(nil, nil, c.Folded); err != nil {
 		t.Fatal(err)
 	}
 	c.Store.Close()

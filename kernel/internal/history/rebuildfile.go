@@ -82,7 +82,7 @@ func (r *rebuiltState) finishIndex() error {
 // and puts it in place of the state file at statePath, which must be
 // closed by then.
 func (r *rebuiltState) commit(values map[string][]byte, folded FoldedRecord, statePath string) error {
-	if err := r.store.write(values, newPostings(), folded, false); err != nil {
+	if err := r.store.write(values, newPostings(), folded); err != nil {
 		return err
 	}
 	if err := r.store.DB.Sync(); err != nil {

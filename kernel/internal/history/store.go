@@ -379,21 +379,14 @@ const indexChunk = 100_000
 // Write stores history index terms, then encoded ledger keys and the fold
 // record. The index goes first, in transactions of its own: it may run
 // ahead of the fold record (after a crash, folding the log again puts the
-// same keys once more), never behind it. replace first empties the store
-// and drops the fold record, so that a write cut short leaves a state that
-// folds the log again. (annald rebuild writes a new file instead:
-// rebuildfile.go.)
-func (s *Store) Write(values map[string][]byte, index []IndexedEvent, folded FoldedRecord, replace bool) error {
-	return s.write(values, postingsOf(index), folded, replace)
+// same keys once more), never behind it. (annald rebuild writes a new
+// file instead: rebuildfile.go.)
+func (s *Store) Write(values map[string][]byte, index []IndexedEvent, folded FoldedRecord) error {
+	return s.write(values, postingsOf(index), folded)
 }
 
 // write is Write with the history index grouped by term.
-func (s *Store) write(values map[string][]byte, index *postings, folded FoldedRecord, replace bool) error {
-	if replace {
-		if err := s.DB.Update(clearState); err != nil {
-			return err
-		}
-	}
+func (s *Store) write(values map[string][]byte, index *postings, folded FoldedRecord) error {
 	if err := s.writeIndex(index); err != nil {
 		return err
 	}
@@ -411,20 +404,6 @@ func (s *Store) write(values map[string][]byte, index *postings, folded FoldedRe
 		folded.Keys = b.keys
 		return meta.Put(keyFolded, folded.encode())
 	})
-}
-
-// clearState empties the ledger and the history index and drops the fold
-// record.
-func clearState(tx *bolt.Tx) error {
-	for _, name := range [][]byte{BucketLedger, bucketEvents} {
-		if err := tx.DeleteBucket(name); err != nil {
-			return err
-		}
-		if _, err := tx.CreateBucket(name); err != nil {
-			return err
-		}
-	}
-	return tx.Bucket(bucketMeta).Delete(keyFolded)
 }
 
 // ledgerBucket writes the ledger's values, each behind its checksum, and

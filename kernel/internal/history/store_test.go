@@ -36,7 +36,7 @@ func TestStore_WriteThenReopen(t *testing.T) {
 	for _, key := range folded.Keys() {
 		values[key], _ = folded.Encode(key)
 	}
-	if err := c.Store.Write(values, index, FoldedRecord{Size: 3, Leaf: leaf}, false); err != nil {
+	if err := c.Store.Write(values, index, FoldedRecord{Size: 3, Leaf: leaf}); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Store.Close(); err != nil {
@@ -73,7 +73,7 @@ func TestStore_AnotherOriginIsNotRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Store.Write(map[string][]byte{}, nil, FoldedRecord{Size: 5}, false); err != nil {
+	if err := c.Store.Write(map[string][]byte{}, nil, FoldedRecord{Size: 5}); err != nil {
 		t.Fatal(err)
 	}
 	c.Store.Close()
