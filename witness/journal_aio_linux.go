@@ -103,11 +103,9 @@ func (c aioContext) wait() (int, error) {
 	return int(ev.res), nil
 }
 
-// errAIOUnsupported is a submission the kernel refused for the kind of
-// write (not for a failure of the device): the write is made at once
-// instead, and later ones too.
-var errAIOUnsupported = errors.New("asynchronous write refused")
-
+// aioRefusedKind says whether a submission was refused for the kind of
+// write (not for a failure of the device): the write is then made at
+// once instead, and later ones too.
 func aioRefusedKind(err error) bool {
 	return errors.Is(err, unix.EINVAL) || errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOSYS)
 }
