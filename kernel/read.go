@@ -26,9 +26,10 @@ func (k *Kernel) LatestCheckpoint(ctx context.Context) (*checkpoints.SignedCheck
 }
 
 // InclusionProof returns the c2sp.org/tlog-proof for entry index against
-// the latest checkpoint.
+// the latest checkpoint (or one a few milliseconds older that covers index:
+// Log.ProofCheckpoint).
 func (k *Kernel) InclusionProof(ctx context.Context, index uint64) (*checkpoints.TLogProof, error) {
-	cp, err := k.log.LatestCheckpoint(ctx)
+	cp, err := k.log.ProofCheckpoint(ctx, index)
 	if err != nil {
 		return nil, fmt.Errorf("read checkpoint: %w", err)
 	}

@@ -146,3 +146,60 @@ func TestLatestCheckpoint_NoVerifiedCheckpointYet(t *testing.T) {
 		t.Fatalf("read the checkpoint %d times, want 2", reader.reads)
 	}
 }
+
+// TestProofCheckpoint_ReusesARecentReadThatCoversTheEntry: a proof reuses
+// the checkpoint read less than checkpointReuse ago when it covers the
+// entry, reads afresh for an entry it does not cover and once the reuse
+// has expired, and never reuses while reads fail to verify.
+func TestProofCheckpoint_ReusesARecentReadThatCoversTheEntry(t *testing.T) {
+	const origin = "example.com/annal/tlog-test"
+	skey, vkey, err := checkpoints.GenerateLogKey(origin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherSkey, _, err := checkpoints.GenerateLogKey(origin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, _ := checkpoints.NewLogSigner(skey)
+	impostor, _ := checkpoints.NewLogSigner(otherSkey)
+	verifier, _ := checkpoints.NewLogVerifier(vkey)
+	sign := func(size uint64, s note.Signer) []byte {
+		raw, err := checkpoints.SignCheckpoint(checkpoints.Checkpoint{Origin: origin, Size: size}, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return raw
+	}
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	reader := &scriptedCheckpoints{script: [][]byte{sign(10, signer)}}
+	l := &Log{Reader: reader, Verifier: verifier, cp: verifiedCheckpoint{
+		now: func() time.Time { return now }, logger: slog.New(slog.DiscardHandler),
+	}}
+	ctx := context.Background()
+	proofCheckpoint := func(index, wantSize uint64, wantReads int) {
+		t.Helper()
+		cp, err := l.ProofCheckpoint(ctx, index)
+		if err != nil || cp.Size != wantSize || reader.reads != wantReads {
+			t.Fatalf("ProofCheckpoint(%d) = %v, %v after %d reads; want size %d after %d reads", index, cp, err, reader.reads, wantSize, wantReads)
+		}
+	}
+
+	proofCheckpoint(3, 10, 1)
+	reader.then(sign(20, signer))
+	now = now.Add(checkpointReuse - time.Microsecond)
+	proofCheckpoint(9, 10, 1)  // covered and recent: reused
+	proofCheckpoint(15, 20, 2) // not covered: read afresh
+	now = now.Add(checkpointReuse)
+	reader.then(sign(30, signer))
+	proofCheckpoint(1, 30, 3) // expired: read afresh
+
+	// While the published checkpoint does not verify, nothing is reused:
+	// every proof reads the file, so the first verifiable one ends it.
+	reader.then(sign(31, impostor))
+	now = now.Add(checkpointReuse)
+	proofCheckpoint(1, 30, 5) // two reads failed; the last verified one served
+	proofCheckpoint(1, 30, 7)
+	reader.then(sign(32, signer))
+	proofCheckpoint(1, 32, 8)
+}
