@@ -3,7 +3,9 @@ package logstore
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"sync"
 
@@ -47,7 +49,11 @@ import (
 // use.
 type residentProofs struct {
 	read func(ctx context.Context, level, index uint64, p uint8) ([]byte, error)
-	lru  *proofTiles
+	// readChunk, if set, reads n bytes at off of full level-0 tile index
+	// (os.ErrNotExist if it is not there): for a log in a data folder, a
+	// proof then reads 1 KiB of the tile it needs, in three system calls.
+	readChunk func(index uint64, off, n int) ([]byte, error)
+	lru       *proofTiles
 
 	// Lookups take no lock (64 clients asking proofs on two cores made a
 	// read lock's shared counter the hottest line of upperNode).
@@ -151,22 +157,10 @@ func (r *residentProofs) consistency(ctx context.Context, old, size uint64) ([][
 	return fetchProof(ctx, nodes, size, r.nodeOnce())
 }
 
-// nodeOnce returns the node lookup of one proof: the level-0 tiles it
-// reads are read once for all of its nodes.
+// nodeOnce returns the node lookup of one proof: the leaves it reads of
+// a level-0 tile are read once for all of its nodes.
 func (r *residentProofs) nodeOnce() func(ctx context.Context, id compact.NodeID, size uint64) ([]byte, error) {
-	var readIndex uint64
-	var read []byte
-	leaves := func(ctx context.Context, index uint64) ([]byte, error) {
-		if read != nil && readIndex == index {
-			return read, nil
-		}
-		raw, err := r.readLeaves(ctx, index)
-		if err != nil {
-			return nil, err
-		}
-		readIndex, read = index, raw
-		return raw, nil
-	}
+	reads := &leafReads{r: r}
 	return func(ctx context.Context, id compact.NodeID, size uint64) ([]byte, error) {
 		// The hashes below are copied out of r.store, which lives as
 		// long as r does.
@@ -178,21 +172,85 @@ func (r *residentProofs) nodeOnce() func(ctx context.Context, id compact.NodeID,
 		case tileLevel > 0:
 			return r.upperNode(ctx, id, size, tileLevel, tileIndex, nodeLevel, nodeIndex)
 		case nodeLevel >= leafTopLevel:
-			top, err := r.leafTop(ctx, tileIndex, leaves)
+			top, err := r.leafTop(ctx, tileIndex, reads.tile)
 			if err != nil {
 				return nil, err
 			}
 			h := top[leafTopOffset(nodeLevel)+int(nodeIndex)]
 			return h[:], nil
 		default:
-			raw, err := leaves(ctx, tileIndex)
+			first := nodeIndex << nodeLevel
+			raw, err := reads.chunk(ctx, tileIndex, first/leafChunk)
 			if err != nil {
 				return nil, err
 			}
-			h := subtreeHash(raw, nodeIndex<<nodeLevel, nodeLevel)
+			h := subtreeHash(raw, first%leafChunk, nodeLevel)
 			return h[:], nil
 		}
 	}
+}
+
+// leafChunk is how many leaf hashes of a level-0 tile sit under one node
+// of level leafTopLevel: all a proof's nodes below the kept top need.
+const leafChunk = 1 << leafTopLevel
+
+// leafReads reads the leaves of full level-0 tiles for one proof, each
+// once: a whole tile when a top must be hashed, else only the chunk of
+// leafChunk leaves under a kept node (1 KiB of the 8 KiB tile).
+type leafReads struct {
+	r         *residentProofs
+	tileIndex uint64
+	whole     []byte // the leaves of tile tileIndex, if read whole
+	chunkAt   [2]uint64
+	chunkRaw  []byte // the leaves of chunk chunkAt[1] of tile chunkAt[0]
+}
+
+// tile returns the leaves of full level-0 tile index.
+func (lr *leafReads) tile(ctx context.Context, index uint64) ([]byte, error) {
+	if lr.whole != nil && lr.tileIndex == index {
+		return lr.whole, nil
+	}
+	raw, err := lr.r.readLeaves(ctx, index)
+	if err != nil {
+		return nil, err
+	}
+	lr.tileIndex, lr.whole = index, raw
+	return raw, nil
+}
+
+// chunk returns the leaves of chunk c (leafChunk leaves) of full level-0
+// tile index.
+func (lr *leafReads) chunk(ctx context.Context, index, c uint64) ([]byte, error) {
+	const chunkBytes = leafChunk * sha256.Size
+	switch {
+	case lr.whole != nil && lr.tileIndex == index:
+		return lr.whole[c*chunkBytes : (c+1)*chunkBytes], nil
+	case lr.chunkRaw != nil && lr.chunkAt == [2]uint64{index, c}:
+		return lr.chunkRaw, nil
+	case lr.r.readChunk == nil:
+		return lr.chunkOfWhole(ctx, index, c)
+	}
+	raw, err := lr.r.readChunk(index, int(c)*chunkBytes, chunkBytes)
+	if errors.Is(err, os.ErrNotExist) {
+		// Not in the data folder as a full tile: the reader knows where
+		// else to find it (Log.ReadTile).
+		return lr.chunkOfWhole(ctx, index, c)
+	}
+	if err != nil {
+		return nil, err
+	}
+	lr.chunkAt, lr.chunkRaw = [2]uint64{index, c}, raw
+	return raw, nil
+}
+
+// chunkOfWhole is chunk c of full level-0 tile index, read whole.
+func (lr *leafReads) chunkOfWhole(ctx context.Context, index, c uint64) ([]byte, error) {
+	const chunkBytes = leafChunk * sha256.Size
+	raw, err := lr.tile(ctx, index)
+	if err != nil {
+		return nil, err
+	}
+	return raw[c*chunkBytes : (c+1)*chunkBytes], nil
 }
 
 // upperNode is node id of the full tile (tileLevel ≥ 1, tileIndex), kept
