@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -40,18 +41,28 @@ type TLogProof struct {
 
 // Marshal encodes the proof in its text form.
 func (p TLogProof) Marshal() []byte {
-	var b bytes.Buffer
-	b.WriteString(TLogProofHeader + "\n")
+	// One allocation of the exact size: a server marshals a proof per
+	// request.
+	size := len(TLogProofHeader) + 1 + len("index \n") + 20 + len(p.Hashes)*(base64.StdEncoding.EncodedLen(32)+1) + 1 + len(p.Checkpoint)
 	if p.Extra != nil {
-		b.WriteString("extra " + base64.StdEncoding.EncodeToString(p.Extra) + "\n")
+		size += len("extra \n") + base64.StdEncoding.EncodedLen(len(p.Extra))
 	}
-	fmt.Fprintf(&b, "index %d\n", p.Index)
+	b := make([]byte, 0, size)
+	b = append(b, TLogProofHeader+"\n"...)
+	if p.Extra != nil {
+		b = append(b, "extra "...)
+		b = base64.StdEncoding.AppendEncode(b, p.Extra)
+		b = append(b, '\n')
+	}
+	b = append(b, "index "...)
+	b = strconv.AppendUint(b, p.Index, 10)
+	b = append(b, '\n')
 	for _, h := range p.Hashes {
-		b.WriteString(base64.StdEncoding.EncodeToString(h[:]) + "\n")
+		b = base64.StdEncoding.AppendEncode(b, h[:])
+		b = append(b, '\n')
 	}
-	b.WriteByte('\n')
-	b.Write(p.Checkpoint)
-	return b.Bytes()
+	b = append(b, '\n')
+	return append(b, p.Checkpoint...)
 }
 
 // ParseTLogProof parses a tlog-proof strictly. It checks the layout only: the
