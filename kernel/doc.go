@@ -37,9 +37,10 @@
 //   - Nothing is served or appended on top of a log that fails its check:
 //     Open verifies the checkpoint under the log's own key and the newest
 //     bundle and tiles against the tree state (checkLog), and the whole log
-//     is scrubbed before serving (small logs) or in the background. A log's
-//     signing key is never made anew for an existing log. A damaged state
-//     cache is set aside and rebuilt, never a crash.
+//     is scrubbed before serving (small logs) or in the background, at an
+//     eighth of one core. A log's signing key is never made anew for an
+//     existing log. A damaged state cache is set aside and rebuilt, never
+//     a crash.
 //   - Submit MUST NOT return a receipt until the event is durable at its
 //     index and folded: in the data folder's write-ahead log (the tiles
 //     take it behind, at exactly that index, and every start writes in

@@ -138,9 +138,15 @@ func (k *Kernel) tryResume(ctx context.Context) (done bool, err error) {
 	return true, nil
 }
 
-// scrub checks the whole log below size, in the background after start:
-// an entry or tile damaged on disk stops every writer (the start-up check
-// reads only the log's newest files).
+// backgroundScrubShare is the part of one core the scrub after start
+// takes: a log of 10M entries is read in about two minutes, and what it
+// takes from requests is small.
+const backgroundScrubShare = 0.125
+
+// scrub checks the whole log below size, in the background after start
+// and paced to backgroundScrubShare: an entry or tile damaged on disk
+// stops every writer (the start-up check reads only the log's newest
+// files).
 func (k *Kernel) scrub(size uint64, root []byte) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -152,7 +158,7 @@ func (k *Kernel) scrub(size uint64, root []byte) {
 		}
 	}()
 	start := time.Now()
-	err := logstore.ScrubLog(ctx, k.dir.LogPath(), size, root)
+	err := logstore.ScrubLogPaced(ctx, k.dir.LogPath(), size, root, backgroundScrubShare)
 	switch {
 	case ctx.Err() != nil:
 	case err != nil:
