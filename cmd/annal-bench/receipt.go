@@ -1,0 +1,228 @@
+package main
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"text/tabwriter"
+	"time"
+
+	"github.com/annal-dev/annal/api"
+	"github.com/spf13/cobra"
+	"k8s.io/klog/v2"
+)
+
+// receiptOptions are the receipt mode's.
+type receiptOptions struct {
+	baseline  string
+	block     int
+	syncBytes int
+}
+
+func receiptCommand(o *options) *cobra.Command {
+	var r receiptOptions
+	cmd := &cobra.Command{
+		Use:   "receipt",
+		Short: "The receipt p50 of one sequential client against the disk's own durable write, measured in the same run",
+		Long: `annal-bench receipt starts annald (its own process) on a fresh data folder and measures the receipt
+latency of one sequential client (POST /v1/actions through the product's client, observe actions) in
+blocks of --block, each block followed by a block of durable writes of --sync-bytes (the size of a lone
+receipt's write-ahead write) in the data folder's wal folder, in each form a write-ahead log could use:
+append + fdatasync, overwrite of written space + fdatasync, pwrite O_DSYNC, and O_DIRECT|O_DSYNC
+(A, B, A, B, --rounds times, --sequential receipts in all). It prints the p50s and the ratio
+receipt p50 / fdatasync p50 of each form. With --baseline-annald, that annald (say, an earlier build)
+gets its own data folder and its own blocks of receipts, interleaved with the others.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runReceipt(cmd.Context(), *o, r, cmd.OutOrStdout())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&r.baseline, "baseline-annald", "", "an annald binary measured the same way on its own data folder, interleaved (\"\": none)")
+	f.IntVar(&r.block, "block", 100, "receipts (and durable writes of each form) in a block")
+	f.IntVar(&r.syncBytes, "sync-bytes", 0, "bytes of each durable write (0: what the first block's receipts wrote to the write-ahead log, a write each)")
+	return cmd
+}
+
+// receiptServer is one annald of the receipt mode, and its receipts.
+type receiptServer struct {
+	name string
+	data string
+	p    *annaldProcess
+	lat  []time.Duration
+}
+
+func runReceipt(ctx context.Context, o options, r receiptOptions, out io.Writer) error {
+	klog.SetOutput(io.Discard)
+	klog.LogToStderr(false)
+	if r.block < 1 || o.sequentialN < r.block {
+		return fmt.Errorf("--block %d, --sequential %d: a block of 1 or more, and at least one block", r.block, o.sequentialN)
+	}
+	dir, placement, cleanup, err := benchFolder(o.dir)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	if o.annald, err = chooseAnnald(ctx, dir, o.annald, out); err != nil {
+		return err
+	}
+	if o.annald == inProcess {
+		return fmt.Errorf("receipt measures annald as deployed: it needs annald as its own process, not --annald %s", inProcess)
+	}
+	servers := []*receiptServer{{name: "annald", data: filepath.Join(dir, "receipt")}}
+	if r.baseline != "" {
+		servers = append(servers, &receiptServer{name: "baseline", data: filepath.Join(dir, "receipt-baseline")})
+	}
+	for _, s := range servers {
+		bin := o.annald
+		if s.name == "baseline" {
+			bin = r.baseline
+		}
+		if s.p, err = startAnnald(ctx, bin, s.data, o); err != nil {
+			return fmt.Errorf("%s: %w", s.name, err)
+		}
+		defer s.p.stop()
+	}
+	fmt.Fprintf(out, "annal-bench receipt: %d receipts a server in blocks of %d, interleaved with durable writes; %s; data in %s%s\n\n",
+		o.sequentialN, r.block, loadAverage(), dir, placement)
+	syncs, size, err := measureReceipts(ctx, servers, r, o.sequentialN)
+	if err != nil {
+		return err
+	}
+	for _, s := range servers {
+		if err := s.p.stop(); err != nil {
+			return err
+		}
+	}
+	return writeReceiptTable(out, servers, syncs, size)
+}
+
+// measureReceipts runs the blocks: receipts of each server, then durable
+// writes of each form, until each server has n receipts.
+func measureReceipts(ctx context.Context, servers []*receiptServer, r receiptOptions, n int) (map[string][]time.Duration, int, error) {
+	clients := make([]func() error, len(servers))
+	for i, s := range servers {
+		c, err := newClient(s.p.url, s.p.cred, 1)
+		if err != nil {
+			return nil, 0, err
+		}
+		clients[i] = func() error {
+			_, err := c.Submit(ctx, api.ActionRequest{Type: "observe", Target: "workspace/seq"})
+			return err
+		}
+	}
+	syncs := map[string][]time.Duration{}
+	var probe *syncProbe
+	defer func() {
+		if probe != nil {
+			probe.close()
+		}
+	}()
+	size := r.syncBytes
+	for done := 0; done < n; done += r.block {
+		for i, s := range servers {
+			for range r.block {
+				start := time.Now()
+				if err := clients[i](); err != nil {
+					return nil, 0, fmt.Errorf("%s: %w", s.name, err)
+				}
+				s.lat = append(s.lat, time.Since(start))
+			}
+		}
+		if probe == nil {
+			if size <= 0 {
+				size = lastWALWriteBytes(filepath.Join(servers[0].data, walDirName))
+			}
+			var err error
+			if probe, err = newSyncProbe(filepath.Join(servers[0].data, walDirName), size); err != nil {
+				return nil, 0, err
+			}
+		}
+		if err := probe.measure(r.block, syncs); err != nil {
+			return nil, 0, err
+		}
+	}
+	return syncs, size, nil
+}
+
+// lastWALWriteBytes is the size of the last write in the write-ahead
+// log folder walDir (its records and its commit record), as a lone
+// client's receipt writes it; 512 if it cannot be told. It walks the
+// newest segment's records (kernel/internal/wal, format.go: a record is
+// a 16-byte head and its entry, whose length is the low 31 bits of its
+// first word; a commit record, 24 bytes, has bit 30 of it set).
+func lastWALWriteBytes(walDir string) int {
+	const fallback = 512
+	segments, _ := filepath.Glob(filepath.Join(walDir, "*.wal"))
+	if len(segments) == 0 {
+		return fallback
+	}
+	raw, err := os.ReadFile(segments[len(segments)-1]) // names sort by index
+	if err != nil || len(raw) < 16 {
+		return fallback
+	}
+	last, write := 0, 0
+	for off := 16; off+8 <= len(raw); {
+		word := binary.BigEndian.Uint32(raw[off:])
+		switch {
+		case word == 0:
+			off = len(raw) // zeros: the records end
+		case word&(1<<30) != 0: // a commit record ends the write
+			write += 24
+			last, write = write, 0
+			off += 24
+		default:
+			n := 16 + int(word&^(1<<31))
+			write += n
+			off += n
+		}
+	}
+	if last == 0 {
+		return fallback
+	}
+	return last
+}
+
+// walDirName is the write-ahead log's folder in a data folder
+// (kernel/internal/logstore.WALDirName).
+const walDirName = "wal"
+
+// writeReceiptTable prints the p50 and p99 of each server's receipts and
+// of each form's durable writes, and the ratios of the receipts' p50s to
+// the writes'.
+func writeReceiptTable(out io.Writer, servers []*receiptServer, syncs map[string][]time.Duration, size int) error {
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "measure\tn\tp50\tp99")
+	for _, s := range servers {
+		fmt.Fprintf(tw, "\t%s p50 / this p50", s.name)
+	}
+	fmt.Fprintln(tw)
+	line := func(name string, lat []time.Duration) {
+		p50 := percentile(lat, 50)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s", name, len(lat), fmtMicros(p50), fmtMicros(percentile(lat, 99)))
+		for _, s := range servers {
+			fmt.Fprintf(tw, "\t%.2fx", float64(percentile(s.lat, 50))/float64(p50))
+		}
+		fmt.Fprintln(tw)
+	}
+	for _, s := range servers {
+		line("receipt, "+s.name, s.lat)
+	}
+	for _, name := range syncFormNames {
+		if lat := syncs[name]; len(lat) > 0 {
+			line(fmt.Sprintf("durable write of %d B, %s", size, syncFormLabel[name]), lat)
+		}
+	}
+	return tw.Flush()
+}
+
+// syncFormLabel says what each form of the sync probe does.
+var syncFormLabel = map[string]string{
+	"append":    "append + fdatasync",
+	"overwrite": "overwrite + fdatasync (the WAL's form)",
+	"dsync":     "pwrite O_DSYNC",
+	"direct":    "O_DIRECT|O_DSYNC 4 KiB blocks",
+}
