@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/trace"
 	"text/tabwriter"
 	"time"
 
@@ -20,6 +21,9 @@ type receiptOptions struct {
 	baseline  string
 	block     int
 	syncBytes int
+	// clientTrace, if set, is where a runtime trace of this process (the
+	// clients' side of the receipts) goes: go tool trace reads it.
+	clientTrace string
 }
 
 func receiptCommand(o *options) *cobra.Command {
@@ -28,8 +32,8 @@ func receiptCommand(o *options) *cobra.Command {
 		Use:   "receipt",
 		Short: "The receipt p50 of one sequential client against the disk's own durable write, measured in the same run",
 		Long: `annal-bench receipt starts annald (its own process) on a fresh data folder and measures the receipt
-latency of one sequential client (POST /v1/actions through the product's client, observe actions) in
-blocks of --block, each block followed by a block of durable writes of --sync-bytes (the size of a lone
+latency of one sequential client (POST /v1/actions of observe actions, through the product's client and,
+in blocks of their own, through the bench's lean poster) in blocks of --block, each block followed by a block of durable writes of --sync-bytes (the size of a lone
 receipt's write-ahead write) in the data folder's wal folder, in each form a write-ahead log could use:
 append + fdatasync, overwrite of written space + fdatasync, pwrite O_DSYNC, and O_DIRECT|O_DSYNC
 (A, B, A, B, --rounds times, --sequential receipts in all). It prints the p50s and the ratio
@@ -44,15 +48,23 @@ gets its own data folder and its own blocks of receipts, interleaved with the ot
 	f.StringVar(&r.baseline, "baseline-annald", "", "an annald binary measured the same way on its own data folder, interleaved (\"\": none)")
 	f.IntVar(&r.block, "block", 100, "receipts (and durable writes of each form) in a block")
 	f.IntVar(&r.syncBytes, "sync-bytes", 0, "bytes of each durable write (0: what the first block's receipts wrote to the write-ahead log, a write each)")
+	f.StringVar(&r.clientTrace, "client-trace", "", "write a runtime trace (go tool trace) of this process, the clients' side, to this file")
 	return cmd
 }
 
-// receiptServer is one annald of the receipt mode, and its receipts.
+// receiptServer is one annald of the receipt mode, and its receipts:
+// through the product's client (client/, net/http under it) and through
+// the bench's lean poster (loadconn: one goroutine, its own HTTP/1.1
+// framing), which shows what the client's side of a receipt costs.
 type receiptServer struct {
-	name string
-	data string
-	p    *annaldProcess
-	lat  []time.Duration
+	name    string
+	data    string
+	p       *annaldProcess
+	lat     []time.Duration
+	leanLat []time.Duration
+	// cpu is annald's CPU time over all its blocks of receipts, of both
+	// clients.
+	cpu time.Duration
 }
 
 func runReceipt(ctx context.Context, o options, r receiptOptions, out io.Writer) error {
@@ -88,6 +100,17 @@ func runReceipt(ctx context.Context, o options, r receiptOptions, out io.Writer)
 	}
 	fmt.Fprintf(out, "annal-bench receipt: %d receipts a server in blocks of %d, interleaved with durable writes; %s; data in %s%s\n\n",
 		o.sequentialN, r.block, loadAverage(), dir, placement)
+	if r.clientTrace != "" {
+		tf, err := os.Create(r.clientTrace)
+		if err != nil {
+			return err
+		}
+		defer tf.Close()
+		if err := trace.Start(tf); err != nil {
+			return err
+		}
+		defer trace.Stop()
+	}
 	syncs, size, err := measureReceipts(ctx, servers, r, o.sequentialN)
 	if err != nil {
 		return err
@@ -103,16 +126,34 @@ func runReceipt(ctx context.Context, o options, r receiptOptions, out io.Writer)
 // measureReceipts runs the blocks: receipts of each server, then durable
 // writes of each form, until each server has n receipts.
 func measureReceipts(ctx context.Context, servers []*receiptServer, r receiptOptions, n int) (map[string][]time.Duration, int, error) {
+	req := api.ActionRequest{Type: "observe", Target: "workspace/seq"}
 	clients := make([]func() error, len(servers))
+	leans := make([]func() error, len(servers))
 	for i, s := range servers {
 		c, err := newClient(s.p.url, s.p.cred, 1)
 		if err != nil {
 			return nil, 0, err
 		}
 		clients[i] = func() error {
-			_, err := c.Submit(ctx, api.ActionRequest{Type: "observe", Target: "workspace/seq"})
+			_, err := c.Submit(ctx, req)
 			return err
 		}
+		lean, err := newActionPoster(s.p.url, s.p.cred)
+		if err != nil {
+			return nil, 0, err
+		}
+		defer lean.conn.Close()
+		leans[i] = func() error { return lean.submit(ctx, req) }
+	}
+	block := func(name string, submit func() error, into *[]time.Duration) error {
+		for range r.block {
+			start := time.Now()
+			if err := submit(); err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			*into = append(*into, time.Since(start))
+		}
+		return nil
 	}
 	syncs := map[string][]time.Duration{}
 	var probe *syncProbe
@@ -122,15 +163,28 @@ func measureReceipts(ctx context.Context, servers []*receiptServer, r receiptOpt
 		}
 	}()
 	size := r.syncBytes
-	for done := 0; done < n; done += r.block {
-		for i, s := range servers {
-			for range r.block {
-				start := time.Now()
-				if err := clients[i](); err != nil {
-					return nil, 0, fmt.Errorf("%s: %w", s.name, err)
-				}
-				s.lat = append(s.lat, time.Since(start))
+	for done, round := 0, 0; done < n; done, round = done+r.block, round+1 {
+		for k := range servers {
+			i := k
+			if round%2 == 1 { // every other round the other way round: A, B, B, A
+				i = len(servers) - 1 - k
 			}
+			s := servers[i]
+			cpu0, err := s.p.cpu()
+			if err != nil {
+				return nil, 0, err
+			}
+			if err := block(s.name, clients[i], &s.lat); err != nil {
+				return nil, 0, err
+			}
+			if err := block(s.name+", lean poster", leans[i], &s.leanLat); err != nil {
+				return nil, 0, err
+			}
+			cpu1, err := s.p.cpu()
+			if err != nil {
+				return nil, 0, err
+			}
+			s.cpu += cpu1 - cpu0
 		}
 		if probe == nil {
 			if size <= 0 {
@@ -210,13 +264,21 @@ func writeReceiptTable(out io.Writer, servers []*receiptServer, syncs map[string
 	}
 	for _, s := range servers {
 		line("receipt, "+s.name, s.lat)
+		line("receipt, "+s.name+", lean poster", s.leanLat)
 	}
 	for _, name := range syncFormNames {
 		if lat := syncs[name]; len(lat) > 0 {
 			line(fmt.Sprintf("durable write of %d B, %s", size, syncFormLabel[name]), lat)
 		}
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, s := range servers {
+		n := len(s.lat) + len(s.leanLat)
+		fmt.Fprintf(out, "%s: %.0f µs of CPU a receipt (of %d, both clients; /proc/<pid>/stat, 10 ms ticks)\n", s.name, float64(s.cpu.Microseconds())/float64(n), n)
+	}
+	return nil
 }
 
 // syncFormLabel says what each form of the sync probe does.
