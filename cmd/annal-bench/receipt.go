@@ -21,6 +21,8 @@ type receiptOptions struct {
 	baseline  string
 	block     int
 	syncBytes int
+	// clients are the clients measured: "product", "lean", or both.
+	clients string
 	// clientTrace, if set, is where a runtime trace of this process (the
 	// clients' side of the receipts) goes: go tool trace reads it.
 	clientTrace string
@@ -48,6 +50,7 @@ gets its own data folder and its own blocks of receipts, interleaved with the ot
 	f.StringVar(&r.baseline, "baseline-annald", "", "an annald binary measured the same way on its own data folder, interleaved (\"\": none)")
 	f.IntVar(&r.block, "block", 100, "receipts (and durable writes of each form) in a block")
 	f.IntVar(&r.syncBytes, "sync-bytes", 0, "bytes of each durable write (0: what the first block's receipts wrote to the write-ahead log, a write each)")
+	f.StringVar(&r.clients, "clients", "both", "the clients measured: product (client/), lean (the bench's poster), or both")
 	f.StringVar(&r.clientTrace, "client-trace", "", "write a runtime trace (go tool trace) of this process, the clients' side, to this file")
 	return cmd
 }
@@ -67,11 +70,23 @@ type receiptServer struct {
 	cpu time.Duration
 }
 
+// firstLat is the receipts of the first client measured: the product's
+// client, unless only the lean poster was.
+func (s *receiptServer) firstLat() []time.Duration {
+	if len(s.lat) > 0 {
+		return s.lat
+	}
+	return s.leanLat
+}
+
 func runReceipt(ctx context.Context, o options, r receiptOptions, out io.Writer) error {
 	klog.SetOutput(io.Discard)
 	klog.LogToStderr(false)
 	if r.block < 1 || o.sequentialN < r.block {
 		return fmt.Errorf("--block %d, --sequential %d: a block of 1 or more, and at least one block", r.block, o.sequentialN)
+	}
+	if r.clients != "both" && r.clients != "product" && r.clients != "lean" {
+		return fmt.Errorf("--clients %q: product, lean or both", r.clients)
 	}
 	dir, placement, cleanup, err := benchFolder(o.dir)
 	if err != nil {
@@ -111,7 +126,7 @@ func runReceipt(ctx context.Context, o options, r receiptOptions, out io.Writer)
 		}
 		defer trace.Stop()
 	}
-	syncs, size, err := measureReceipts(ctx, servers, r, o.sequentialN)
+	syncs, size, syncCPU, err := measureReceipts(ctx, servers, r, o.sequentialN)
 	if err != nil {
 		return err
 	}
@@ -120,19 +135,19 @@ func runReceipt(ctx context.Context, o options, r receiptOptions, out io.Writer)
 			return err
 		}
 	}
-	return writeReceiptTable(out, servers, syncs, size)
+	return writeReceiptTable(out, servers, syncs, size, syncCPU)
 }
 
 // measureReceipts runs the blocks: receipts of each server, then durable
 // writes of each form, until each server has n receipts.
-func measureReceipts(ctx context.Context, servers []*receiptServer, r receiptOptions, n int) (map[string][]time.Duration, int, error) {
+func measureReceipts(ctx context.Context, servers []*receiptServer, r receiptOptions, n int) (syncs map[string][]time.Duration, size int, syncCPU map[string]time.Duration, err error) {
 	req := api.ActionRequest{Type: "observe", Target: "workspace/seq"}
 	clients := make([]func() error, len(servers))
 	leans := make([]func() error, len(servers))
 	for i, s := range servers {
 		c, err := newClient(s.p.url, s.p.cred, 1)
 		if err != nil {
-			return nil, 0, err
+			return nil, 0, nil, err
 		}
 		clients[i] = func() error {
 			_, err := c.Submit(ctx, req)
@@ -140,7 +155,7 @@ func measureReceipts(ctx context.Context, servers []*receiptServer, r receiptOpt
 		}
 		lean, err := newActionPoster(s.p.url, s.p.cred)
 		if err != nil {
-			return nil, 0, err
+			return nil, 0, nil, err
 		}
 		defer lean.conn.Close()
 		leans[i] = func() error { return lean.submit(ctx, req) }
@@ -155,14 +170,14 @@ func measureReceipts(ctx context.Context, servers []*receiptServer, r receiptOpt
 		}
 		return nil
 	}
-	syncs := map[string][]time.Duration{}
+	syncs = map[string][]time.Duration{}
 	var probe *syncProbe
 	defer func() {
 		if probe != nil {
 			probe.close()
 		}
 	}()
-	size := r.syncBytes
+	size = r.syncBytes
 	for done, round := 0, 0; done < n; done, round = done+r.block, round+1 {
 		for k := range servers {
 			i := k
@@ -172,17 +187,21 @@ func measureReceipts(ctx context.Context, servers []*receiptServer, r receiptOpt
 			s := servers[i]
 			cpu0, err := s.p.cpu()
 			if err != nil {
-				return nil, 0, err
+				return nil, 0, nil, err
 			}
-			if err := block(s.name, clients[i], &s.lat); err != nil {
-				return nil, 0, err
+			if r.clients != "lean" {
+				if err := block(s.name, clients[i], &s.lat); err != nil {
+					return nil, 0, nil, err
+				}
 			}
-			if err := block(s.name+", lean poster", leans[i], &s.leanLat); err != nil {
-				return nil, 0, err
+			if r.clients != "product" {
+				if err := block(s.name+", lean poster", leans[i], &s.leanLat); err != nil {
+					return nil, 0, nil, err
+				}
 			}
 			cpu1, err := s.p.cpu()
 			if err != nil {
-				return nil, 0, err
+				return nil, 0, nil, err
 			}
 			s.cpu += cpu1 - cpu0
 		}
@@ -192,14 +211,14 @@ func measureReceipts(ctx context.Context, servers []*receiptServer, r receiptOpt
 			}
 			var err error
 			if probe, err = newSyncProbe(filepath.Join(servers[0].data, walDirName), size); err != nil {
-				return nil, 0, err
+				return nil, 0, nil, err
 			}
 		}
 		if err := probe.measure(r.block, syncs); err != nil {
-			return nil, 0, err
+			return nil, 0, nil, err
 		}
 	}
-	return syncs, size, nil
+	return syncs, size, probe.cpu, nil
 }
 
 // lastWALWriteBytes is the size of the last write in the write-ahead
@@ -247,38 +266,44 @@ const walDirName = "wal"
 // writeReceiptTable prints the p50 and p99 of each server's receipts and
 // of each form's durable writes, and the ratios of the receipts' p50s to
 // the writes'.
-func writeReceiptTable(out io.Writer, servers []*receiptServer, syncs map[string][]time.Duration, size int) error {
+func writeReceiptTable(out io.Writer, servers []*receiptServer, syncs map[string][]time.Duration, size int, syncCPU map[string]time.Duration) error {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "measure\tn\tp50\tp99")
+	fmt.Fprintf(tw, "measure\tn\tp50\tp99\tCPU each")
 	for _, s := range servers {
 		fmt.Fprintf(tw, "\t%s p50 / this p50", s.name)
 	}
 	fmt.Fprintln(tw)
-	line := func(name string, lat []time.Duration) {
+	line := func(name string, lat []time.Duration, cpu string) {
 		p50 := percentile(lat, 50)
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s", name, len(lat), fmtMicros(p50), fmtMicros(percentile(lat, 99)))
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s", name, len(lat), fmtMicros(p50), fmtMicros(percentile(lat, 99)), cpu)
 		for _, s := range servers {
-			fmt.Fprintf(tw, "\t%.2fx", float64(percentile(s.lat, 50))/float64(p50))
+			fmt.Fprintf(tw, "\t%.2fx", float64(percentile(s.firstLat(), 50))/float64(p50))
 		}
 		fmt.Fprintln(tw)
 	}
+	each := func(cpu time.Duration, n int) string {
+		if cpu <= 0 || n == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.0f µs", float64(cpu.Microseconds())/float64(n))
+	}
 	for _, s := range servers {
-		line("receipt, "+s.name, s.lat)
-		line("receipt, "+s.name+", lean poster", s.leanLat)
+		// annald's CPU is of all its receipts, both clients' (read from
+		// /proc/<pid>/stat in 10 ms ticks, over all the blocks).
+		cpu := each(s.cpu, len(s.lat)+len(s.leanLat)) + " (annald, its receipts)"
+		if len(s.lat) > 0 {
+			line("receipt, "+s.name, s.lat, cpu)
+		}
+		if len(s.leanLat) > 0 {
+			line("receipt, "+s.name+", lean poster", s.leanLat, cpu)
+		}
 	}
 	for _, name := range syncFormNames {
 		if lat := syncs[name]; len(lat) > 0 {
-			line(fmt.Sprintf("durable write of %d B, %s", size, syncFormLabel[name]), lat)
+			line(fmt.Sprintf("durable write of %d B, %s", size, syncFormLabel[name]), lat, each(syncCPU[name], len(lat)))
 		}
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	for _, s := range servers {
-		n := len(s.lat) + len(s.leanLat)
-		fmt.Fprintf(out, "%s: %.0f µs of CPU a receipt (of %d, both clients; /proc/<pid>/stat, 10 ms ticks)\n", s.name, float64(s.cpu.Microseconds())/float64(n), n)
-	}
-	return nil
+	return tw.Flush()
 }
 
 // syncFormLabel says what each form of the sync probe does.

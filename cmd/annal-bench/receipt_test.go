@@ -31,7 +31,7 @@ func TestReceipt_SmallScale(t *testing.T) {
 	for _, want := range []string{
 		"receipt, annald ", "receipt, annald, lean poster", "receipt, baseline ", "receipt, baseline, lean poster",
 		"append + fdatasync", "overwrite + fdatasync (the WAL's form)", "pwrite O_DSYNC",
-		"annald: ", "baseline: ",
+		"(annald, its receipts)",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("no %q in\n%s", want, out.String())

@@ -31,6 +31,10 @@ import (
 type syncProbe struct {
 	size  int
 	forms []*syncForm
+	// cpu is this process's CPU time (user and system) in each form's
+	// writes, by name: fdatasync's work is largely the system's, on
+	// the two cores the receipt's client and server share.
+	cpu map[string]time.Duration
 }
 
 // syncForm is one form's file, where it writes next, and what it costs.
@@ -184,9 +188,14 @@ func (s *syncForm) write(size int) (time.Duration, error) {
 }
 
 // measure writes n times in each form, one form after another, and
-// returns each form's times by name.
+// returns each form's times by name, and adds the CPU time this process
+// spent on them to p.cpu (the writes are all it does meanwhile).
 func (p *syncProbe) measure(n int, into map[string][]time.Duration) error {
+	if p.cpu == nil {
+		p.cpu = map[string]time.Duration{}
+	}
 	for _, s := range p.forms {
+		cpu0 := selfCPU()
 		for range n {
 			d, err := s.write(p.size)
 			if err != nil {
@@ -194,6 +203,7 @@ func (p *syncProbe) measure(n int, into map[string][]time.Duration) error {
 			}
 			into[s.name] = append(into[s.name], d)
 		}
+		p.cpu[s.name] += selfCPU() - cpu0
 	}
 	return nil
 }

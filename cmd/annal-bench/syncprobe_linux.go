@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -20,4 +21,13 @@ func fdatasync(f *os.File) error {
 			return err
 		}
 	}
+}
+
+// selfCPU is this process's CPU time so far, user and system.
+func selfCPU() time.Duration {
+	var ru unix.Rusage
+	if unix.Getrusage(unix.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
