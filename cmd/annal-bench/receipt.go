@@ -85,6 +85,9 @@ func runReceipt(ctx context.Context, o options, r receiptOptions, out io.Writer)
 	if r.block < 1 || o.sequentialN < r.block {
 		return fmt.Errorf("--block %d, --sequential %d: a block of 1 or more, and at least one block", r.block, o.sequentialN)
 	}
+	if r.clients == "" {
+		r.clients = "both"
+	}
 	if r.clients != "both" && r.clients != "product" && r.clients != "lean" {
 		return fmt.Errorf("--clients %q: product, lean or both", r.clients)
 	}
