@@ -33,14 +33,15 @@ func receiptCommand(o *options) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "receipt",
 		Short: "The receipt p50 of one sequential client against the disk's own durable write, measured in the same run",
-		Long: `annal-bench receipt starts annald (its own process) on a fresh data folder and measures the receipt
-latency of one sequential client (POST /v1/actions of observe actions, through the product's client and,
-in blocks of their own, through the bench's lean poster) in blocks of --block, each block followed by a block of durable writes of --sync-bytes (the size of a lone
-receipt's write-ahead write) in the data folder's wal folder, in each form a write-ahead log could use:
-append + fdatasync, overwrite of written space + fdatasync, pwrite O_DSYNC, and O_DIRECT|O_DSYNC
-(A, B, A, B, --rounds times, --sequential receipts in all). It prints the p50s and the ratio
-receipt p50 / fdatasync p50 of each form. With --baseline-annald, that annald (say, an earlier build)
-gets its own data folder and its own blocks of receipts, interleaved with the others.`,
+		Long: `annal-bench receipt starts annald (its own process) on a fresh data folder and measures the
+receipt latency of one sequential client (POST /v1/actions of observe actions) through the product's
+client (client/) and, in blocks of its own, through the bench's lean poster (loadconn), in blocks of
+--block. After each round of blocks come as many durable writes of --sync-bytes (the size of a lone
+receipt's write-ahead write) in the data folder's wal folder, in each form a write-ahead log could
+use: append + fdatasync, overwrite of written space + fdatasync (the kernel's), pwrite O_DSYNC, and
+O_DIRECT|O_DSYNC. It prints the p50s, the CPU each took, and the ratios of each receipt p50 to each
+p50. With --baseline-annald, that annald (say, an earlier build) gets its own data folder and its
+own blocks, interleaved with the others (A, B, then B, A).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runReceipt(cmd.Context(), *o, r, cmd.OutOrStdout())
@@ -82,14 +83,8 @@ func (s *receiptServer) firstLat() []time.Duration {
 func runReceipt(ctx context.Context, o options, r receiptOptions, out io.Writer) error {
 	klog.SetOutput(io.Discard)
 	klog.LogToStderr(false)
-	if r.block < 1 || o.sequentialN < r.block {
-		return fmt.Errorf("--block %d, --sequential %d: a block of 1 or more, and at least one block", r.block, o.sequentialN)
-	}
-	if r.clients == "" {
-		r.clients = "both"
-	}
-	if r.clients != "both" && r.clients != "product" && r.clients != "lean" {
-		return fmt.Errorf("--clients %q: product, lean or both", r.clients)
+	if err := r.check(o.sequentialN); err != nil {
+		return err
 	}
 	dir, placement, cleanup, err := benchFolder(o.dir)
 	if err != nil {
@@ -102,34 +97,23 @@ func runReceipt(ctx context.Context, o options, r receiptOptions, out io.Writer)
 	if o.annald == inProcess {
 		return fmt.Errorf("receipt measures annald as deployed: it needs annald as its own process, not --annald %s", inProcess)
 	}
-	servers := []*receiptServer{{name: "annald", data: filepath.Join(dir, "receipt")}}
-	if r.baseline != "" {
-		servers = append(servers, &receiptServer{name: "baseline", data: filepath.Join(dir, "receipt-baseline")})
-	}
-	for _, s := range servers {
-		bin := o.annald
-		if s.name == "baseline" {
-			bin = r.baseline
+	servers, err := startReceiptServers(ctx, dir, o, r.baseline)
+	defer func() {
+		for _, s := range servers {
+			s.p.stop()
 		}
-		if s.p, err = startAnnald(ctx, bin, s.data, o); err != nil {
-			return fmt.Errorf("%s: %w", s.name, err)
-		}
-		defer s.p.stop()
+	}()
+	if err != nil {
+		return err
 	}
 	fmt.Fprintf(out, "annal-bench receipt: %d receipts a server in blocks of %d, interleaved with durable writes; %s; data in %s%s\n\n",
 		o.sequentialN, r.block, loadAverage(), dir, placement)
-	if r.clientTrace != "" {
-		tf, err := os.Create(r.clientTrace)
-		if err != nil {
-			return err
-		}
-		defer tf.Close()
-		if err := trace.Start(tf); err != nil {
-			return err
-		}
-		defer trace.Stop()
+	stopTrace, err := startTrace(r.clientTrace)
+	if err != nil {
+		return err
 	}
-	syncs, size, syncCPU, err := measureReceipts(ctx, servers, r, o.sequentialN)
+	m, err := measureReceipts(ctx, servers, r, o.sequentialN)
+	stopTrace()
 	if err != nil {
 		return err
 	}
@@ -138,90 +122,176 @@ func runReceipt(ctx context.Context, o options, r receiptOptions, out io.Writer)
 			return err
 		}
 	}
-	return writeReceiptTable(out, servers, syncs, size, syncCPU)
+	return writeReceiptTable(out, servers, m)
 }
 
-// measureReceipts runs the blocks: receipts of each server, then durable
-// writes of each form, until each server has n receipts.
-func measureReceipts(ctx context.Context, servers []*receiptServer, r receiptOptions, n int) (syncs map[string][]time.Duration, size int, syncCPU map[string]time.Duration, err error) {
-	req := api.ActionRequest{Type: "observe", Target: "workspace/seq"}
-	clients := make([]func() error, len(servers))
-	leans := make([]func() error, len(servers))
+// check refuses blocks that do not fit n receipts, and clients it does
+// not know; no clients means both.
+func (r *receiptOptions) check(n int) error {
+	if r.block < 1 || n < r.block {
+		return fmt.Errorf("--block %d, --sequential %d: a block of 1 or more, and at least one block", r.block, n)
+	}
+	if r.clients == "" {
+		r.clients = "both"
+	}
+	if r.clients != "both" && r.clients != "product" && r.clients != "lean" {
+		return fmt.Errorf("--clients %q: product, lean or both", r.clients)
+	}
+	return nil
+}
+
+// startReceiptServers starts annald, and the baseline annald if one is
+// given, each on a data folder of its own in dir. The servers started
+// are returned even with an error, for the caller to stop.
+func startReceiptServers(ctx context.Context, dir string, o options, baseline string) ([]*receiptServer, error) {
+	servers := []*receiptServer{{name: "annald", data: filepath.Join(dir, "receipt")}}
+	bins := []string{o.annald}
+	if baseline != "" {
+		servers = append(servers, &receiptServer{name: "baseline", data: filepath.Join(dir, "receipt-baseline")})
+		bins = append(bins, baseline)
+	}
 	for i, s := range servers {
+		p, err := startAnnald(ctx, bins[i], s.data, o)
+		if err != nil {
+			return servers[:i], fmt.Errorf("%s: %w", s.name, err)
+		}
+		s.p = p
+	}
+	return servers, nil
+}
+
+// startTrace starts a runtime trace of this process into path, if one is
+// asked for, and returns how to stop it.
+func startTrace(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := trace.Start(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		trace.Stop()
+		f.Close()
+	}, nil
+}
+
+// receiptMeasures are the durable writes the receipt mode measured beside
+// the receipts: their size, each form's times and CPU time.
+type receiptMeasures struct {
+	size  int
+	syncs map[string][]time.Duration
+	cpu   map[string]time.Duration
+}
+
+// receiptClient submits one observe action and waits for its receipt.
+type receiptClient func() error
+
+// receiptClients are each server's two clients: the product's and the
+// lean poster; closeAll closes the posters' connections.
+func receiptClients(ctx context.Context, servers []*receiptServer) (product, lean []receiptClient, closeAll func(), err error) {
+	req := api.ActionRequest{Type: "observe", Target: "workspace/seq"}
+	var posters []*actionPoster
+	closeAll = func() { closePosters(posters) }
+	for _, s := range servers {
 		c, err := newClient(s.p.url, s.p.cred, 1)
 		if err != nil {
-			return nil, 0, nil, err
+			return nil, nil, closeAll, err
 		}
-		clients[i] = func() error {
+		product = append(product, func() error {
 			_, err := c.Submit(ctx, req)
 			return err
-		}
-		lean, err := newActionPoster(s.p.url, s.p.cred)
+		})
+		p, err := newActionPoster(s.p.url, s.p.cred)
 		if err != nil {
-			return nil, 0, nil, err
+			return nil, nil, closeAll, err
 		}
-		defer lean.conn.Close()
-		leans[i] = func() error { return lean.submit(ctx, req) }
+		posters = append(posters, p)
+		lean = append(lean, func() error { return p.submit(ctx, req) })
 	}
-	block := func(name string, submit func() error, into *[]time.Duration) error {
-		for range r.block {
-			start := time.Now()
-			if err := submit(); err != nil {
-				return fmt.Errorf("%s: %w", name, err)
-			}
-			*into = append(*into, time.Since(start))
+	return product, lean, closeAll, nil
+}
+
+// receiptBlock submits n receipts one after another and adds their
+// latencies to into.
+func receiptBlock(name string, n int, submit receiptClient, into *[]time.Duration) error {
+	for range n {
+		start := time.Now()
+		if err := submit(); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
 		}
-		return nil
+		*into = append(*into, time.Since(start))
 	}
-	syncs = map[string][]time.Duration{}
+	return nil
+}
+
+// serverBlocks runs server s's blocks of one round (one of each client
+// measured) and adds the CPU time annald took to s.cpu.
+func (s *receiptServer) serverBlocks(r receiptOptions, product, lean receiptClient) error {
+	cpu0, err := s.p.cpu()
+	if err != nil {
+		return err
+	}
+	if r.clients != "lean" {
+		if err := receiptBlock(s.name, r.block, product, &s.lat); err != nil {
+			return err
+		}
+	}
+	if r.clients != "product" {
+		if err := receiptBlock(s.name+", lean poster", r.block, lean, &s.leanLat); err != nil {
+			return err
+		}
+	}
+	cpu1, err := s.p.cpu()
+	s.cpu += cpu1 - cpu0
+	return err
+}
+
+// measureReceipts runs the rounds: a block of receipts from each server,
+// in the order A, B and then B, A, then a block of durable writes of each
+// form, until each server has n receipts.
+func measureReceipts(ctx context.Context, servers []*receiptServer, r receiptOptions, n int) (receiptMeasures, error) {
+	m := receiptMeasures{size: r.syncBytes, syncs: map[string][]time.Duration{}}
+	product, lean, closeClients, err := receiptClients(ctx, servers)
+	defer closeClients()
+	if err != nil {
+		return m, err
+	}
 	var probe *syncProbe
 	defer func() {
 		if probe != nil {
 			probe.close()
 		}
 	}()
-	size = r.syncBytes
 	for done, round := 0, 0; done < n; done, round = done+r.block, round+1 {
 		for k := range servers {
 			i := k
-			if round%2 == 1 { // every other round the other way round: A, B, B, A
+			if round%2 == 1 {
 				i = len(servers) - 1 - k
 			}
-			s := servers[i]
-			cpu0, err := s.p.cpu()
-			if err != nil {
-				return nil, 0, nil, err
+			if err := servers[i].serverBlocks(r, product[i], lean[i]); err != nil {
+				return m, err
 			}
-			if r.clients != "lean" {
-				if err := block(s.name, clients[i], &s.lat); err != nil {
-					return nil, 0, nil, err
-				}
-			}
-			if r.clients != "product" {
-				if err := block(s.name+", lean poster", leans[i], &s.leanLat); err != nil {
-					return nil, 0, nil, err
-				}
-			}
-			cpu1, err := s.p.cpu()
-			if err != nil {
-				return nil, 0, nil, err
-			}
-			s.cpu += cpu1 - cpu0
 		}
 		if probe == nil {
-			if size <= 0 {
-				size = lastWALWriteBytes(filepath.Join(servers[0].data, walDirName))
+			walDir := filepath.Join(servers[0].data, walDirName)
+			if m.size <= 0 {
+				m.size = lastWALWriteBytes(walDir)
 			}
-			var err error
-			if probe, err = newSyncProbe(filepath.Join(servers[0].data, walDirName), size); err != nil {
-				return nil, 0, nil, err
+			if probe, err = newSyncProbe(walDir, m.size); err != nil {
+				return m, err
 			}
 		}
-		if err := probe.measure(r.block, syncs); err != nil {
-			return nil, 0, nil, err
+		if err := probe.measure(r.block, m.syncs); err != nil {
+			return m, err
 		}
 	}
-	return syncs, size, probe.cpu, nil
+	m.cpu = probe.cpu
+	return m, nil
 }
 
 // lastWALWriteBytes is the size of the last write in the write-ahead
@@ -269,7 +339,7 @@ const walDirName = "wal"
 // writeReceiptTable prints the p50 and p99 of each server's receipts and
 // of each form's durable writes, and the ratios of the receipts' p50s to
 // the writes'.
-func writeReceiptTable(out io.Writer, servers []*receiptServer, syncs map[string][]time.Duration, size int, syncCPU map[string]time.Duration) error {
+func writeReceiptTable(out io.Writer, servers []*receiptServer, m receiptMeasures) error {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "measure\tn\tp50\tp99\tCPU each")
 	for _, s := range servers {
@@ -302,8 +372,8 @@ func writeReceiptTable(out io.Writer, servers []*receiptServer, syncs map[string
 		}
 	}
 	for _, name := range syncFormNames {
-		if lat := syncs[name]; len(lat) > 0 {
-			line(fmt.Sprintf("durable write of %d B, %s", size, syncFormLabel[name]), lat, each(syncCPU[name], len(lat)))
+		if lat := m.syncs[name]; len(lat) > 0 {
+			line(fmt.Sprintf("durable write of %d B, %s", m.size, syncFormLabel[name]), lat, each(m.cpu[name], len(lat)))
 		}
 	}
 	return tw.Flush()
