@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/annal-dev/annal/api"
+	"github.com/annal-dev/annal/internal/cli"
 	"github.com/spf13/cobra"
 	"k8s.io/klog/v2"
 )
@@ -21,11 +22,13 @@ type receiptOptions struct {
 	baseline  string
 	block     int
 	syncBytes int
-	// clients are the clients measured: "product", "lean", or both.
-	clients string
+	// clients are the clients measured, of receiptClientKinds.
+	clients []string
 	// clientTrace, if set, is where a runtime trace of this process (the
 	// clients' side of the receipts) goes: go tool trace reads it.
 	clientTrace string
+	// clientProfile, if set, is where a CPU profile of this process goes.
+	clientProfile string
 }
 
 func receiptCommand(o *options) *cobra.Command {
@@ -51,33 +54,37 @@ own blocks, interleaved with the others (A, B, then B, A).`,
 	f.StringVar(&r.baseline, "baseline-annald", "", "an annald binary measured the same way on its own data folder, interleaved (\"\": none)")
 	f.IntVar(&r.block, "block", 100, "receipts (and durable writes of each form) in a block")
 	f.IntVar(&r.syncBytes, "sync-bytes", 0, "bytes of each durable write (0: what the first block's receipts wrote to the write-ahead log, a write each)")
-	f.StringVar(&r.clients, "clients", "both", "the clients measured: product (client/), lean (the bench's poster), or both")
+	f.StringSliceVar(&r.clients, "clients", []string{"product", "lean"}, "the clients measured, each in blocks of its own: product (client/), lean (the bench's poster)")
+	f.StringVar(&r.clientProfile, "client-cpuprofile", "", "write a CPU profile of this process, the clients' side, to this file")
 	f.StringVar(&r.clientTrace, "client-trace", "", "write a runtime trace (go tool trace) of this process, the clients' side, to this file")
 	return cmd
 }
 
-// receiptServer is one annald of the receipt mode, and its receipts:
-// through the product's client (client/, net/http under it) and through
-// the bench's lean poster (loadconn: one goroutine, its own HTTP/1.1
-// framing), which shows what the client's side of a receipt costs.
+// receiptServer is one annald of the receipt mode, and its receipts by
+// client kind (receiptClientKinds).
 type receiptServer struct {
-	name    string
-	data    string
-	p       *annaldProcess
-	lat     []time.Duration
-	leanLat []time.Duration
+	name string
+	data string
+	p    *annaldProcess
+	lat  map[string][]time.Duration
 	// cpu is annald's CPU time over all its blocks of receipts, of both
 	// clients.
 	cpu time.Duration
 }
 
-// firstLat is the receipts of the first client measured: the product's
-// client, unless only the lean poster was.
-func (s *receiptServer) firstLat() []time.Duration {
-	if len(s.lat) > 0 {
-		return s.lat
-	}
-	return s.leanLat
+// receiptClientKinds are the clients a receipt can be measured through,
+// and how their rows are named: the product's client (client/, over
+// net/http's Transport), and the bench's lean poster (loadconn: one
+// goroutine, its own HTTP/1.1 framing, no reflection), the least a client
+// can do, which shows what the client's side of a receipt costs.
+var receiptClientKinds = map[string]string{
+	"product": "",
+	"lean":    ", lean poster",
+}
+
+// firstLat is the receipts of the first client measured.
+func (s *receiptServer) firstLat(r receiptOptions) []time.Duration {
+	return s.lat[r.clients[0]]
 }
 
 func runReceipt(ctx context.Context, o options, r receiptOptions, out io.Writer) error {
@@ -112,6 +119,13 @@ func runReceipt(ctx context.Context, o options, r receiptOptions, out io.Writer)
 	if err != nil {
 		return err
 	}
+	if r.clientProfile != "" {
+		stopProfile, err := cli.StartCPUProfile(r.clientProfile)
+		if err != nil {
+			return err
+		}
+		defer stopProfile()
+	}
 	m, err := measureReceipts(ctx, servers, r, o.sequentialN)
 	stopTrace()
 	if err != nil {
@@ -122,20 +136,22 @@ func runReceipt(ctx context.Context, o options, r receiptOptions, out io.Writer)
 			return err
 		}
 	}
-	return writeReceiptTable(out, servers, m)
+	return writeReceiptTable(out, servers, r, m)
 }
 
 // check refuses blocks that do not fit n receipts, and clients it does
-// not know; no clients means both.
+// not know.
 func (r *receiptOptions) check(n int) error {
 	if r.block < 1 || n < r.block {
 		return fmt.Errorf("--block %d, --sequential %d: a block of 1 or more, and at least one block", r.block, n)
 	}
-	if r.clients == "" {
-		r.clients = "both"
+	if len(r.clients) == 0 {
+		r.clients = []string{"product", "lean"}
 	}
-	if r.clients != "both" && r.clients != "product" && r.clients != "lean" {
-		return fmt.Errorf("--clients %q: product, lean or both", r.clients)
+	for _, c := range r.clients {
+		if _, ok := receiptClientKinds[c]; !ok {
+			return fmt.Errorf("--clients %q: product or lean", c)
+		}
 	}
 	return nil
 }
@@ -144,10 +160,10 @@ func (r *receiptOptions) check(n int) error {
 // given, each on a data folder of its own in dir. The servers started
 // are returned even with an error, for the caller to stop.
 func startReceiptServers(ctx context.Context, dir string, o options, baseline string) ([]*receiptServer, error) {
-	servers := []*receiptServer{{name: "annald", data: filepath.Join(dir, "receipt")}}
+	servers := []*receiptServer{{name: "annald", data: filepath.Join(dir, "receipt"), lat: map[string][]time.Duration{}}}
 	bins := []string{o.annald}
 	if baseline != "" {
-		servers = append(servers, &receiptServer{name: "baseline", data: filepath.Join(dir, "receipt-baseline")})
+		servers = append(servers, &receiptServer{name: "baseline", data: filepath.Join(dir, "receipt-baseline"), lat: map[string][]time.Duration{}})
 		bins = append(bins, baseline)
 	}
 	for i, s := range servers {
@@ -191,29 +207,28 @@ type receiptMeasures struct {
 // receiptClient submits one observe action and waits for its receipt.
 type receiptClient func() error
 
-// receiptClients are each server's two clients: the product's and the
-// lean poster; closeAll closes the posters' connections.
-func receiptClients(ctx context.Context, servers []*receiptServer) (product, lean []receiptClient, closeAll func(), err error) {
+// receiptClients are each server's clients, by kind; closeAll closes
+// their connections.
+func receiptClients(ctx context.Context, servers []*receiptServer) (clients []map[string]receiptClient, closeAll func(), err error) {
 	req := api.ActionRequest{Type: "observe", Target: "workspace/seq"}
 	var posters []*actionPoster
 	closeAll = func() { closePosters(posters) }
 	for _, s := range servers {
-		c, err := newClient(s.p.url, s.p.cred, 1)
+		product, err := newClient(s.p.url, s.p.cred, 1)
 		if err != nil {
-			return nil, nil, closeAll, err
+			return nil, closeAll, err
 		}
-		product = append(product, func() error {
-			_, err := c.Submit(ctx, req)
-			return err
-		})
 		p, err := newActionPoster(s.p.url, s.p.cred)
 		if err != nil {
-			return nil, nil, closeAll, err
+			return nil, closeAll, err
 		}
 		posters = append(posters, p)
-		lean = append(lean, func() error { return p.submit(ctx, req) })
+		clients = append(clients, map[string]receiptClient{
+			"product": func() error { _, err := product.Submit(ctx, req); return err },
+			"lean":    func() error { return p.submit(ctx, req) },
+		})
 	}
-	return product, lean, closeAll, nil
+	return clients, closeAll, nil
 }
 
 // receiptBlock submits n receipts one after another and adds their
@@ -231,20 +246,17 @@ func receiptBlock(name string, n int, submit receiptClient, into *[]time.Duratio
 
 // serverBlocks runs server s's blocks of one round (one of each client
 // measured) and adds the CPU time annald took to s.cpu.
-func (s *receiptServer) serverBlocks(r receiptOptions, product, lean receiptClient) error {
+func (s *receiptServer) serverBlocks(r receiptOptions, clients map[string]receiptClient) error {
 	cpu0, err := s.p.cpu()
 	if err != nil {
 		return err
 	}
-	if r.clients != "lean" {
-		if err := receiptBlock(s.name, r.block, product, &s.lat); err != nil {
+	for _, kind := range r.clients {
+		lat := s.lat[kind]
+		if err := receiptBlock(s.name+receiptClientKinds[kind], r.block, clients[kind], &lat); err != nil {
 			return err
 		}
-	}
-	if r.clients != "product" {
-		if err := receiptBlock(s.name+", lean poster", r.block, lean, &s.leanLat); err != nil {
-			return err
-		}
+		s.lat[kind] = lat
 	}
 	cpu1, err := s.p.cpu()
 	s.cpu += cpu1 - cpu0
@@ -256,7 +268,7 @@ func (s *receiptServer) serverBlocks(r receiptOptions, product, lean receiptClie
 // form, until each server has n receipts.
 func measureReceipts(ctx context.Context, servers []*receiptServer, r receiptOptions, n int) (receiptMeasures, error) {
 	m := receiptMeasures{size: r.syncBytes, syncs: map[string][]time.Duration{}}
-	product, lean, closeClients, err := receiptClients(ctx, servers)
+	clients, closeClients, err := receiptClients(ctx, servers)
 	defer closeClients()
 	if err != nil {
 		return m, err
@@ -273,7 +285,7 @@ func measureReceipts(ctx context.Context, servers []*receiptServer, r receiptOpt
 			if round%2 == 1 {
 				i = len(servers) - 1 - k
 			}
-			if err := servers[i].serverBlocks(r, product[i], lean[i]); err != nil {
+			if err := servers[i].serverBlocks(r, clients[i]); err != nil {
 				return m, err
 			}
 		}
@@ -339,7 +351,7 @@ const walDirName = "wal"
 // writeReceiptTable prints the p50 and p99 of each server's receipts and
 // of each form's durable writes, and the ratios of the receipts' p50s to
 // the writes'.
-func writeReceiptTable(out io.Writer, servers []*receiptServer, m receiptMeasures) error {
+func writeReceiptTable(out io.Writer, servers []*receiptServer, r receiptOptions, m receiptMeasures) error {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "measure\tn\tp50\tp99\tCPU each")
 	for _, s := range servers {
@@ -350,7 +362,7 @@ func writeReceiptTable(out io.Writer, servers []*receiptServer, m receiptMeasure
 		p50 := percentile(lat, 50)
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s", name, len(lat), fmtMicros(p50), fmtMicros(percentile(lat, 99)), cpu)
 		for _, s := range servers {
-			fmt.Fprintf(tw, "\t%.2fx", float64(percentile(s.firstLat(), 50))/float64(p50))
+			fmt.Fprintf(tw, "\t%.2fx", float64(percentile(s.firstLat(r), 50))/float64(p50))
 		}
 		fmt.Fprintln(tw)
 	}
@@ -363,12 +375,13 @@ func writeReceiptTable(out io.Writer, servers []*receiptServer, m receiptMeasure
 	for _, s := range servers {
 		// annald's CPU is of all its receipts, both clients' (read from
 		// /proc/<pid>/stat in 10 ms ticks, over all the blocks).
-		cpu := each(s.cpu, len(s.lat)+len(s.leanLat)) + " (annald, its receipts)"
-		if len(s.lat) > 0 {
-			line("receipt, "+s.name, s.lat, cpu)
+		n := 0
+		for _, lat := range s.lat {
+			n += len(lat)
 		}
-		if len(s.leanLat) > 0 {
-			line("receipt, "+s.name+", lean poster", s.leanLat, cpu)
+		cpu := each(s.cpu, n) + " (annald, its receipts)"
+		for _, kind := range r.clients {
+			line("receipt, "+s.name+receiptClientKinds[kind], s.lat[kind], cpu)
 		}
 	}
 	for _, name := range syncFormNames {
