@@ -118,7 +118,7 @@ func newCommand() *cobra.Command {
 	f.DurationVar(&o.soak.gc, "soak-gc", 0, "soak: Tessera's clean-up interval of partial tiles (0: the kernel's default)")
 	f.StringVar(&o.annald, "annald", "", "the annald binary whose serve the HTTP phases measure, as its own process (default: built from this module with go build); \""+inProcess+"\" runs the kernel inside annal-bench instead")
 	f.Int64Var(&o.gcHeadroom, "gc-headroom", gcgoal.DefaultHeadroom, "the garbage collector's headroom above the live heap, in bytes, as annald serve --gc-headroom: given to annald's process, and kept in this one, where the kernel of --annald in-process and of the rebuild, export and soak phases runs; 0: Go's default")
-	cmd.AddCommand(storageCommand(&o), workloadCommand(&o), growthCommand(&o), replayCommand(&o))
+	cmd.AddCommand(storageCommand(&o), workloadCommand(&o), growthCommand(&o), replayCommand(&o), receiptCommand(&o))
 	return cmd
 }
 
@@ -249,7 +249,7 @@ func servedPhases(ctx context.Context, dir string, srv *benchServer, o options, 
 			fmt.Sprintf("%.2fx of Tessera at %d%s", rate/baseline[c], c, cpuNote(cpu, "annald"))})
 	}
 	ungoverned := ratesOf(rows, "annald POST /v1/actions, %d concurrent")
-	seq, err := interleavedSequential(ctx, filepath.Join(dir, "annal-other-mode"), url, cred, o)
+	seq, err := interleavedSequential(ctx, filepath.Join(dir, "annal-other-mode"), filepath.Join(dir, "annal", walDirName), url, cred, o)
 	if err != nil {
 		return nil, err
 	}
@@ -552,8 +552,10 @@ func sequentialLatency(ctx context.Context, url, cred string, n int) ([]time.Dur
 // interleavedSequential measures the receipt latency of one sequential
 // client on the kernel at url and, interleaved with it in halves (A, B,
 // A, B), on a second kernel in the other mode: without the write-ahead log
-// when the first has one, and the other way round.
-func interleavedSequential(ctx context.Context, otherDir, url, cred string, o options) ([]row, error) {
+// when the first has one, and the other way round; and after each half,
+// as many durable writes of the size of a lone receipt's in probeDir (the
+// first kernel's wal folder), the floor under a receipt (syncProbe).
+func interleavedSequential(ctx context.Context, otherDir, probeDir, url, cred string, o options) ([]row, error) {
 	other := o
 	other.noWriteAhead = !o.noWriteAhead
 	other.cpuProfile = "" // the profile is the main kernel's
@@ -564,7 +566,9 @@ func interleavedSequential(ctx context.Context, otherDir, url, cred string, o op
 	defer otherSrv.stop()
 	otherURL, otherCred := otherSrv.url, otherSrv.cred
 	var main, alt []time.Duration
+	syncs := map[string][]time.Duration{}
 	half := max(o.sequentialN/2, 1)
+	var probe *syncProbe
 	for range 2 {
 		lat, err := sequentialLatency(ctx, url, cred, half)
 		if err != nil {
@@ -575,6 +579,15 @@ func interleavedSequential(ctx context.Context, otherDir, url, cred string, o op
 			return nil, err
 		}
 		alt = append(alt, lat...)
+		if probe == nil {
+			if probe, err = newSyncProbe(probeDir, lastWALWriteBytes(probeDir)); err != nil {
+				return nil, err
+			}
+			defer probe.close()
+		}
+		if err := probe.measure(half, syncs); err != nil {
+			return nil, err
+		}
 	}
 	if err := otherSrv.stop(); err != nil {
 		return nil, err
@@ -586,11 +599,25 @@ func interleavedSequential(ctx context.Context, otherDir, url, cred string, o op
 		return "answered once the write-ahead log synced"
 	}
 	p50, p99, altP50, altP99 := percentile(main, 50), percentile(main, 99), percentile(alt, 50), percentile(alt, 99)
-	return []row{
+	return append([]row{
 		{"receipt latency, 1 sequential client, p50 / p99", fmtDur(p50) + " / " + fmtDur(p99), fmt.Sprintf("n=%d, %s", len(main), mode(o.noWriteAhead))},
 		{"  the same, other mode, p50 / p99", fmtDur(altP50) + " / " + fmtDur(altP99),
 			fmt.Sprintf("n=%d, %s, interleaved; p50 ratio %.2fx", len(alt), mode(other.noWriteAhead), float64(p50)/float64(altP50))},
-	}, nil
+	}, syncRows(syncs, probe.size, p50)...), nil
+}
+
+// syncRows are the rows of the sync probe's forms: each p50, and the
+// receipt's p50 over it.
+func syncRows(syncs map[string][]time.Duration, size int, receiptP50 time.Duration) []row {
+	var rows []row
+	for _, name := range syncFormNames {
+		if lat := syncs[name]; len(lat) > 0 {
+			p50 := percentile(lat, 50)
+			rows = append(rows, row{fmt.Sprintf("  durable write of %d B in the data folder, %s, p50", size, syncFormLabel[name]), fmtDur(p50),
+				fmt.Sprintf("n=%d, interleaved; receipt p50 / this p50: %.2fx", len(lat), float64(receiptP50)/float64(p50))})
+		}
+	}
+	return rows
 }
 
 // proofLatency fetches proofs for random entries under the latest

@@ -125,6 +125,8 @@ func TestRun_SmallScale(t *testing.T) {
 		// the load generator's.
 		"annald: " + filepath.Join(o.dir, "bin", "annald") + " serve, its own process",
 		"µs of annald CPU each",
+		// The floor under a receipt, measured beside it.
+		"overwrite + fdatasync (the WAL's form), p50",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("no %q in\n%s", want, out.String())

@@ -73,6 +73,13 @@ type WriteAhead struct {
 	dead     error
 	started  bool
 	stopping bool
+	// pacing is set while the integrator waits out the time between two
+	// writes of the tiles (pace): a write wakes it then only once the tail
+	// fills a batch. Why: a lone client's every receipt woke it, and on
+	// two cores the wake (a futex call and a second thread that runs only
+	// to wait again) cost the receipt tens of microseconds, competing with
+	// the answer's delivery for the other core.
+	pacing bool
 	// moved is closed (and replaced) whenever the tail shrinks, or failing
 	// or dead changes: writers held back and close wait on it.
 	moved chan struct{}
@@ -274,10 +281,13 @@ func (w *WriteAhead) write(group []*CommitRequest) []CommitResult {
 		return fail(err)
 	}
 	w.tail = append(w.tail, entries...)
+	wake := w.integratorWaits()
 	w.mu.Unlock()
-	select {
-	case w.wake <- struct{}{}:
-	default:
+	if wake {
+		select {
+		case w.wake <- struct{}{}:
+		default:
+		}
 	}
 	for i := range results {
 		results[i].Index = first + uint64(i)
@@ -411,10 +421,14 @@ const (
 // pace waits until tileWriteInterval has passed since started, or
 // busyTileWriteInterval if the tail is busyTail long by then, unless the
 // tail fills a batch, or close begins, first.
+// Writes do not wake it meanwhile (pacing) unless the tail fills a batch;
+// it reads the tail again when it returns.
 func (w *WriteAhead) pace(started time.Time) {
 	deadline := time.NewTimer(time.Until(started.Add(tileWriteInterval)))
 	defer deadline.Stop()
 	stretched := false
+	w.setPacing(true)
+	defer w.setPacing(false)
 	tail := func() int {
 		w.mu.Lock()
 		defer w.mu.Unlock()
@@ -434,6 +448,19 @@ func (w *WriteAhead) pace(started time.Time) {
 		case <-w.wake:
 		}
 	}
+}
+
+// integratorWaits reports whether a write that grew the tail must wake
+// the integrator: unless it paces and the tail does not fill a batch.
+// The caller holds mu.
+func (w *WriteAhead) integratorWaits() bool {
+	return !w.pacing || len(w.tail) >= maxIntegrateBatch
+}
+
+func (w *WriteAhead) setPacing(on bool) {
+	w.mu.Lock()
+	w.pacing = on
+	w.mu.Unlock()
 }
 
 // inconsistentTailError is a tile log that is neither at the tail's start
