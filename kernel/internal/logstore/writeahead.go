@@ -281,7 +281,7 @@ func (w *WriteAhead) write(group []*CommitRequest) []CommitResult {
 		return fail(err)
 	}
 	w.tail = append(w.tail, entries...)
-	wake := w.integratorWaits()
+	wake := w.wakesIntegrator()
 	w.mu.Unlock()
 	if wake {
 		select {
@@ -450,10 +450,10 @@ func (w *WriteAhead) pace(started time.Time) {
 	}
 }
 
-// integratorWaits reports whether a write that grew the tail must wake
+// wakesIntegrator reports whether a write that grew the tail must wake
 // the integrator: unless it paces and the tail does not fill a batch.
 // The caller holds mu.
-func (w *WriteAhead) integratorWaits() bool {
+func (w *WriteAhead) wakesIntegrator() bool {
 	return !w.pacing || len(w.tail) >= maxIntegrateBatch
 }
 
