@@ -61,7 +61,7 @@ func TestWriteAhead_PacingIntegratorIsNotWokenByEachWrite(t *testing.T) {
 		write(group(1, fmt.Sprint("paced ", i)))
 	}
 	w.mu.Lock()
-	if w.pacing && w.integratorWaits() {
+	if w.pacing && w.wakesIntegrator() {
 		t.Errorf("a tail of %d entries wakes the pacing integrator", len(w.tail))
 	}
 	w.mu.Unlock()
@@ -74,7 +74,7 @@ func TestWriteAhead_PacingIntegratorIsNotWokenByEachWrite(t *testing.T) {
 	// under the same lock: the integrator never sees it).
 	tail, paced := w.tail, w.pacing
 	w.tail, w.pacing = make([][]byte, maxIntegrateBatch), true
-	full := w.integratorWaits()
+	full := w.wakesIntegrator()
 	w.tail, w.pacing = tail, paced
 	w.mu.Unlock()
 	if !full {
