@@ -47,25 +47,7 @@ func (s *scriptedCheckpoints) then(answers ...[]byte) {
 // most checkpointGrace, and then the verification error is returned until a
 // verifiable checkpoint is published.
 func TestLatestCheckpoint_UnverifiableRead(t *testing.T) {
-	const origin = "example.com/annal/tlog-test"
-	skey, vkey, err := checkpoints.GenerateLogKey(origin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	otherSkey, _, err := checkpoints.GenerateLogKey(origin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	signer, _ := checkpoints.NewLogSigner(skey)
-	impostor, _ := checkpoints.NewLogSigner(otherSkey)
-	verifier, _ := checkpoints.NewLogVerifier(vkey)
-	sign := func(size uint64, s note.Signer) []byte {
-		raw, err := checkpoints.SignCheckpoint(checkpoints.Checkpoint{Origin: origin, Size: size}, s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return raw
-	}
+	signer, impostor, verifier, sign := testCheckpointKeys(t)
 	good9, good11, bad12 := sign(9, signer), sign(11, signer), sign(12, impostor)
 	// A read that mixes two versions of the file whose lengths differ (the
 	// size grew from 9 to 10, one digit more) can report exactly what the
@@ -152,25 +134,7 @@ func TestLatestCheckpoint_NoVerifiedCheckpointYet(t *testing.T) {
 // entry, reads afresh for an entry it does not cover and once the reuse
 // has expired, and never reuses while reads fail to verify.
 func TestProofCheckpoint_ReusesARecentReadThatCoversTheEntry(t *testing.T) {
-	const origin = "example.com/annal/tlog-test"
-	skey, vkey, err := checkpoints.GenerateLogKey(origin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	otherSkey, _, err := checkpoints.GenerateLogKey(origin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	signer, _ := checkpoints.NewLogSigner(skey)
-	impostor, _ := checkpoints.NewLogSigner(otherSkey)
-	verifier, _ := checkpoints.NewLogVerifier(vkey)
-	sign := func(size uint64, s note.Signer) []byte {
-		raw, err := checkpoints.SignCheckpoint(checkpoints.Checkpoint{Origin: origin, Size: size}, s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return raw
-	}
+	signer, impostor, verifier, sign := testCheckpointKeys(t)
 	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
 	reader := &scriptedCheckpoints{script: [][]byte{sign(10, signer)}}
 	l := &Log{Reader: reader, Verifier: verifier, cp: verifiedCheckpoint{
@@ -202,4 +166,31 @@ func TestProofCheckpoint_ReusesARecentReadThatCoversTheEntry(t *testing.T) {
 	proofCheckpoint(1, 30, 7)
 	reader.then(sign(32, signer))
 	proofCheckpoint(1, 32, 8)
+}
+
+// testCheckpointKeys makes a log's signer and verifier, an impostor's
+// signer under the same origin, and sign, which signs a checkpoint of a
+// size with a signer.
+func testCheckpointKeys(t *testing.T) (signer, impostor note.Signer, verifier note.Verifier, sign func(uint64, note.Signer) []byte) {
+	t.Helper()
+	const origin = "example.com/annal/tlog-test"
+	skey, vkey, err := checkpoints.GenerateLogKey(origin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherSkey, _, err := checkpoints.GenerateLogKey(origin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, _ = checkpoints.NewLogSigner(skey)
+	impostor, _ = checkpoints.NewLogSigner(otherSkey)
+	verifier, _ = checkpoints.NewLogVerifier(vkey)
+	sign = func(size uint64, s note.Signer) []byte {
+		raw, err := checkpoints.SignCheckpoint(checkpoints.Checkpoint{Origin: origin, Size: size}, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return raw
+	}
+	return signer, impostor, verifier, sign
 }
