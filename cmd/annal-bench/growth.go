@@ -40,7 +40,8 @@ func growthCommand(o *options) *cobra.Command {
 		Short: "Fill one annald stage by stage and measure appends, receipts, proofs of random leaves and RSS at each size",
 		Long: `annal-bench growth fills one annald (its own process) with root actions from --growth-clients
 clients up to each --stages size, and at each stage measures: actions/s at --growth-clients clients,
-the receipt p50 of one sequential client, GET /v1/proof of random leaves across the whole log (proofs/s
+the receipt p50 of one sequential client (beside the p50 of the write-ahead log's own durable write,
+an overwrite and fdatasync in its folder, measured in halves between the receipts'), GET /v1/proof of random leaves across the whole log (proofs/s
 at 64 clients after a warm-up of --duration, then p50 at one client), annald's memory (RSS split into anonymous
 memory, mapped files and the state file's map; the Go heap's live size, goal and retained memory from its /metrics;
 the highest RSS and state file map sampled each second); then it stops annald and opens the same folder in
@@ -78,8 +79,12 @@ type growthStage struct {
 type servingFigures struct {
 	append     float64
 	receiptP50 time.Duration
-	proofs     proofFigures
-	mem        annaldMemory
+	// syncP50 is the p50 of the write-ahead log's own durable write (an
+	// overwrite and fdatasync of a lone receipt's size, in its folder),
+	// measured in halves between the receipts' halves.
+	syncP50 time.Duration
+	proofs  proofFigures
+	mem     annaldMemory
 	// peakRSS and peakStateMap are the highest RSS and state file map
 	// sampled while it ran, in KiB.
 	peakRSS, peakStateMap int64
@@ -151,7 +156,7 @@ func growthStep(ctx context.Context, data string, o options, g growthOptions, ta
 		return st, err
 	}
 	st.fillSeconds = int64(time.Since(fillStart).Seconds())
-	if st.serving, err = measureServing(ctx, p, o, g); err != nil {
+	if st.serving, err = measureServing(ctx, p, o, g, data); err != nil {
 		return st, err
 	}
 	st.serving.peakRSS, st.serving.peakStateMap = peaks()
@@ -171,7 +176,7 @@ func growthStep(ctx context.Context, data string, o options, g growthOptions, ta
 	}
 	defer b.stop()
 	peaks = samplePeaks(b.cmd.Process.Pid, time.Second)
-	if st.base, err = measureServing(ctx, b, o, g); err != nil {
+	if st.base, err = measureServing(ctx, b, o, g, data); err != nil {
 		return st, fmt.Errorf("baseline annald: %w", err)
 	}
 	st.base.peakRSS, st.base.peakStateMap = peaks()
@@ -182,20 +187,43 @@ func growthStep(ctx context.Context, data string, o options, g growthOptions, ta
 // the growth clients, the receipt p50 of one client, proofs of random
 // leaves, then its memory. The baseline annald goes through the same
 // phases, so that its memory is read after the same kinds of load.
-func measureServing(ctx context.Context, p *annaldProcess, o options, g growthOptions) (f servingFigures, err error) {
+func measureServing(ctx context.Context, p *annaldProcess, o options, g growthOptions, data string) (f servingFigures, err error) {
 	if f.append, err = mutateLoop(ctx, p.url, p.cred, g.clients, o.duration, growthTarget); err != nil {
 		return f, err
 	}
-	lat, err := sequentialLatency(ctx, p.url, p.cred, o.sequentialN)
-	if err != nil {
+	if f.receiptP50, f.syncP50, err = receiptsBesideSync(ctx, p.url, p.cred, o.sequentialN, filepath.Join(data, walDirName)); err != nil {
 		return f, err
 	}
-	f.receiptP50 = percentile(lat, 50)
 	if f.proofs, err = httpProofs(ctx, p.url, p.cpu, o, g.verifyN); err != nil {
 		return f, err
 	}
 	f.mem = readAnnaldMemory(ctx, p.cmd.Process.Pid, p.url)
 	return f, nil
+}
+
+// receiptsBesideSync measures n receipts of one sequential client and n
+// durable writes in the write-ahead log's own form (syncProbe's
+// overwrite) in walDir, in halves, A, B, A, B, and returns both p50s.
+func receiptsBesideSync(ctx context.Context, url, cred string, n int, walDir string) (receiptP50, syncP50 time.Duration, err error) {
+	probe, err := newSyncProbe(walDir, lastWALWriteBytes(walDir), "overwrite")
+	if err != nil {
+		return 0, 0, err
+	}
+	defer probe.close()
+	var receipts []time.Duration
+	syncs := map[string][]time.Duration{}
+	half := max(n/2, 1)
+	for range 2 {
+		lat, err := sequentialLatency(ctx, url, cred, half)
+		if err != nil {
+			return 0, 0, err
+		}
+		receipts = append(receipts, lat...)
+		if err := probe.measure(half, syncs); err != nil {
+			return 0, 0, err
+		}
+	}
+	return percentile(receipts, 50), percentile(syncs["overwrite"], 50), nil
 }
 
 // fillTo submits root actions from clients clients until the log holds
@@ -354,20 +382,29 @@ func serverSideProofs(ctx context.Context, data string, o options, n int) (p50, 
 	return percentile(lat, 50), percentile(lat, 99), k.Close()
 }
 
+// receiptBesideSync is a receipt's p50, the same run's fdatasync p50 of
+// the write-ahead log's form, and the ratio.
+func receiptBesideSync(f servingFigures) string {
+	if f.syncP50 <= 0 {
+		return fmtDur(f.receiptP50)
+	}
+	return fmt.Sprintf("%s / %s = %.2fx", fmtDur(f.receiptP50), fmtDur(f.syncP50), float64(f.receiptP50)/float64(f.syncP50))
+}
+
 func writeGrowthTable(out io.Writer, stages []growthStage, clients int, baseline bool) error {
 	fmt.Fprintln(out)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	head := "log size\tappend @%d\treceipt p50 @1\tproof p50 @1 (HTTP)\tproofs/s @64\tannald CPU a proof\tserver-side proof p50 / p99\tannald RSS"
+	head := "log size\tappend @%d\treceipt p50 @1 / fdatasync\tproof p50 @1 (HTTP)\tproofs/s @64\tannald CPU a proof\tserver-side proof p50 / p99\tannald RSS"
 	if baseline {
 		head += "\tbaseline: append\treceipt p50\tproof p50 @1\tproofs/s @64\tCPU a proof\tRSS"
 	}
 	fmt.Fprintf(tw, head+"\n", clients)
 	for _, s := range stages {
-		fmt.Fprintf(tw, "%d\t%.0f/s\t%s\t%s\t%.0f\t%s\t%s / %s\t%d MiB", s.size, s.serving.append, fmtDur(s.serving.receiptP50), fmtMicros(s.serving.proofs.p50),
+		fmt.Fprintf(tw, "%d\t%.0f/s\t%s\t%s\t%.0f\t%s\t%s / %s\t%d MiB", s.size, s.serving.append, receiptBesideSync(s.serving), fmtMicros(s.serving.proofs.p50),
 			s.serving.proofs.rate, fmtMicros(s.serving.proofs.cpu), fmtMicros(s.serverP50), fmtMicros(s.serverP99), s.serving.mem.total>>10)
 		if baseline {
 			b := s.base
-			fmt.Fprintf(tw, "\t%.0f/s\t%s\t%s\t%.0f\t%s\t%d MiB", b.append, fmtDur(b.receiptP50), fmtMicros(b.proofs.p50), b.proofs.rate, fmtMicros(b.proofs.cpu), b.mem.total>>10)
+			fmt.Fprintf(tw, "\t%.0f/s\t%s\t%s\t%.0f\t%s\t%d MiB", b.append, receiptBesideSync(b), fmtMicros(b.proofs.p50), b.proofs.rate, fmtMicros(b.proofs.cpu), b.mem.total>>10)
 		}
 		fmt.Fprintln(tw)
 	}

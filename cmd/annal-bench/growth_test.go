@@ -27,7 +27,7 @@ func TestGrowth_SmallStages(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
 	text := out.String()
-	for _, want := range []string{"append @8", "server-side proof p50", "baseline: append", "annald CPU a proof", "last/first stage: proofs/s",
+	for _, want := range []string{"append @8", "receipt p50 @1 / fdatasync", "server-side proof p50", "baseline: append", "annald CPU a proof", "last/first stage: proofs/s",
 		"anon / file / state.db map", "heap live / in use / GC goal / retained", "peak RSS / state.db map"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("no %q in\n%s", want, text)
@@ -41,6 +41,11 @@ func TestGrowth_SmallStages(t *testing.T) {
 		if size, _ := strconv.Atoi(r[1]); size < g.stages[i] {
 			t.Errorf("stage %d measured at size %d", g.stages[i], size)
 		}
+	}
+	// Each stage's receipt p50 comes with the same run's fdatasync p50
+	// and their ratio, the baseline's too.
+	if ratios := regexp.MustCompile(`\d ms / [\d.]+ ms = [\d.]+x`).FindAllString(text, -1); len(ratios) != 2*len(g.stages) {
+		t.Errorf("%d receipt/fdatasync ratios, want %d:\n%s", len(ratios), 2*len(g.stages), text)
 	}
 }
 

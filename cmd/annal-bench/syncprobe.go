@@ -61,12 +61,17 @@ const probeBlock = 4096
 // syncFormNames are the forms in the order they are measured and printed.
 var syncFormNames = []string{"append", "overwrite", "dsync", "direct"}
 
-func newSyncProbe(dir string, size int) (*syncProbe, error) {
+// newSyncProbe opens, in dir, the files of the forms named (of
+// syncFormNames; none: all) for durable writes of size bytes.
+func newSyncProbe(dir string, size int, names ...string) (*syncProbe, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
+	if len(names) == 0 {
+		names = syncFormNames
+	}
 	p := &syncProbe{size: size}
-	for _, name := range syncFormNames {
+	for _, name := range names {
 		form, err := openSyncForm(filepath.Join(dir, "bench-sync-probe-"+name), name, size)
 		if errors.Is(err, errNoDirect) {
 			continue // the file system refuses O_DIRECT: that form is not measured
