@@ -393,6 +393,9 @@ func printDetails(out io.Writer, m *measurement) {
 	if m.ok > 0 && m.serverCPU > 0 {
 		fmt.Fprintf(out, "; witness CPU %s per cosignature", fmtDur(m.serverCPU/time.Duration(m.ok)))
 	}
+	if len(m.latencies) > 0 {
+		fmt.Fprintf(out, "; latency mean %s, p90 %s, %s of the time in answers over 1 ms", fmtDur(mean(m.latencies)), fmtDur(percentile(m.latencies, 90)), fmtShare(slowShare(m.latencies, time.Millisecond)))
+	}
 	fmt.Fprintln(out)
 	for _, g := range m.gaveUp {
 		fmt.Fprintf(out, "  stopped early: %s\n", g)
