@@ -54,7 +54,7 @@ func (l *lockedBuffer) String() string {
 // verifier key and URL.
 func startServe(t *testing.T, data string) (vkey, url string) {
 	t.Helper()
-	return startServeWith(t, serveFlags{data: data, name: "witness.test/cmd"})
+	return startServeWith(t, serveFlags{data: data, name: "witness.test/cmd", fastPost: true})
 }
 
 // startServeWith is startServe with more flags: f.data and f.name at least.
