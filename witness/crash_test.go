@@ -13,11 +13,18 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/annal-dev/annal/internal/fastpost"
 )
 
 // crashChildEnv names the data folder of TestCrash_ChildWitness when the
 // test binary runs as the witness process that TestCrash_* kill.
 const crashChildEnv = "ANNAL_WITNESS_CRASH_CHILD_DIR"
+
+// crashChildFastEnv, set to 1, has the child serve add-checkpoint through
+// internal/fastpost, as annal-witness serve does by default: its answer
+// is written once the handler returned, like net/http's.
+const crashChildFastEnv = "ANNAL_WITNESS_CRASH_CHILD_FAST"
 
 // TestCrash_ChildWitness is not a test on its own: run by TestCrash_* as a
 // separate process, it serves a witness on the folder named by
@@ -57,6 +64,11 @@ func TestCrash_ChildWitness(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if os.Getenv(crashChildFastEnv) == "1" {
+		if ln, err = fastpost.New(ln, fastpost.Config{Path: "/add-checkpoint", Handler: w.Handler(), MaxBody: MaxRequestSize}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	fmt.Printf("listening on http://%s\n", ln.Addr())
 	http.Serve(ln, w.Handler())
 }
@@ -86,7 +98,7 @@ func TestCrash_StateIsDurableBeforeTheAnswer(t *testing.T) {
 	store.Close()
 
 	for round, step := range [][2]uint64{{0, 5}, {5, 12}, {12, 30}} {
-		url := startCrashChild(t, dir)
+		url := startCrashChild(t, dir, round%2 == 1)
 		resp, err := http.Post(url+"/add-checkpoint", "text/plain", strings.NewReader(string(l.request(step[0], step[1]))))
 		if err != nil {
 			t.Fatal(err)
@@ -122,12 +134,14 @@ func TestCrash_StateIsDurableBeforeTheAnswer(t *testing.T) {
 
 var crashChildren []*exec.Cmd
 
-func startCrashChild(t *testing.T, dir string) string {
+// startCrashChild starts TestCrash_ChildWitness on dir, serving through
+// internal/fastpost if fast, and returns its URL.
+func startCrashChild(t *testing.T, dir string, fast bool) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestCrash_ChildWitness$", "-test.v")
-	cmd.Env = append(os.Environ(), crashChildEnv+"="+dir)
+	cmd.Env = append(os.Environ(), crashChildEnv+"="+dir, fmt.Sprintf("%s=%d", crashChildFastEnv, map[bool]int{false: 0, true: 1}[fast]))
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

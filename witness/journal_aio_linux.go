@@ -82,7 +82,12 @@ func (c aioContext) submitWrite(fd uintptr, b []byte, off int64) error {
 	}
 }
 
-// wait waits for the write submitted, and returns the bytes it wrote.
+// wait waits for the write submitted, and returns the bytes it wrote. It
+// sleeps in io_getevents: polling for the completion instead (a zero
+// timeout, up to 200 µs) was 0.02–0.03 ms faster at p50 on a quiet
+// machine and 0.15 ms slower on a busy one (2026-11-28, one client,
+// interleaved), where a thread that sleeps is given a processor sooner
+// when it wakes.
 func (c aioContext) wait() (int, error) {
 	var ev aioEvent
 	for {

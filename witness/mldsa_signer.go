@@ -33,6 +33,23 @@ import (
 // message is computed once, when the key is made: circl's private key
 // holds the expanded matrix A and the NTT forms of s1, s2 and t0, and
 // each Sign starts from them.
+//
+// With one client the line is made by the request's own goroutine while
+// its journal write is under way (commitAlone); the signature (0.16 ms of
+// CPU on average) and the write (0.135 ms on the device) then overlap,
+// and only a long rejection loop shows in the answer's latency. Two ways
+// to take even that off were measured on 2026-11-28 (two vCPUs,
+// annal-witness-bench --logs 1, interleaved with the build without them)
+// and both lost: signing speculatively from the moment the request is
+// parsed, on a goroutine of its own (whichever of it and the request came
+// to the line first made it), p50 0.41–0.48 ms against 0.37–0.47 ms,
+// higher in seven of eight pairs; and racing two hedged signatures of
+// the line on two goroutines, the first one answered, p50 0.60–0.69 ms
+// against 0.39–0.43 ms. A goroutine woken on the other processor costs more here
+// (a sleeping virtual CPU to wake, a second wake-up to hand the line
+// back) than the rounds it saves, and the loser of a race takes a
+// processor from the next request. circl signs only whole signatures, so
+// its rounds cannot be shared between processors without a fork.
 type mldsaSigner struct {
 	name string
 	hash uint32

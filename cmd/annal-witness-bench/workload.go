@@ -453,3 +453,30 @@ func percentile(d []time.Duration, p float64) time.Duration {
 	i := int(math.Ceil(float64(len(s))*p/100)) - 1
 	return s[max(0, min(len(s)-1, i))]
 }
+
+// mean is the mean of d (not empty).
+func mean(d []time.Duration) time.Duration {
+	var sum time.Duration
+	for _, x := range d {
+		sum += x
+	}
+	return sum / time.Duration(len(d))
+}
+
+// slowShare is the share of the total of d spent in the durations over
+// bound: with one client, how much of the rate the slow answers cost.
+func slowShare(d []time.Duration, bound time.Duration) float64 {
+	var sum, slow time.Duration
+	for _, x := range d {
+		sum += x
+		if x > bound {
+			slow += x
+		}
+	}
+	if sum == 0 {
+		return 0
+	}
+	return float64(slow) / float64(sum)
+}
+
+func fmtShare(f float64) string { return fmt.Sprintf("%.0f%%", 100*f) }

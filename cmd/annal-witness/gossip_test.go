@@ -27,7 +27,7 @@ func TestServe_GossipFindsSplitAndEvidenceCommands(t *testing.T) {
 	dirs := []string{filepath.Join(t.TempDir(), "w1"), filepath.Join(t.TempDir(), "w2")}
 	var keys, urls []string
 	for i, d := range dirs {
-		k, u := startServeWith(t, serveFlags{data: d, name: "witness.test/cmd" + string(rune('1'+i)), gossipInterval: 50 * time.Millisecond})
+		k, u := startServeWith(t, serveFlags{data: d, name: "witness.test/cmd" + string(rune('1'+i)), gossipInterval: 50 * time.Millisecond, fastPost: i == 0})
 		keys, urls = append(keys, k), append(urls, u)
 		if out, err := run(t, "logs", "add", "--data", d, "--origin", l.origin, "--key", l.vkey); err != nil {
 			t.Fatalf("logs add: %v\n%s", err, out)

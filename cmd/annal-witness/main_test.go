@@ -54,7 +54,7 @@ func (l *lockedBuffer) String() string {
 // verifier key and URL.
 func startServe(t *testing.T, data string) (vkey, url string) {
 	t.Helper()
-	return startServeWith(t, serveFlags{data: data, name: "witness.test/cmd"})
+	return startServeWith(t, serveFlags{data: data, name: "witness.test/cmd", fastPost: true})
 }
 
 // startServeWith is startServe with more flags: f.data and f.name at least.
@@ -131,13 +131,8 @@ func (l *cmdTestLog) request(t *testing.T, old, size uint64) (body, signed []byt
 
 func post(t *testing.T, url string, body []byte) (int, string) {
 	t.Helper()
-	resp, err := http.Post(url+"/add-checkpoint", "text/plain", bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	a := postFull(t, url, body)
+	return a.status, a.body
 }
 
 func TestServe_CosignsWithThePrintedKey(t *testing.T) {
