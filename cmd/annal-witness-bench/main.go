@@ -97,7 +97,27 @@ const (
 	// targetRatio is issue 17's target: annal-witness at least 2.5 times
 	// the rate of omniwitness at its best setting.
 	targetRatio = 2.5
+	// oneClientTargetRatio is issue 41's target with one log, so one
+	// client, where a request's own path is all there is to measure: at
+	// least omniwitness's rate.
+	oneClientTargetRatio = 1.0
 )
+
+// plural is n and noun, with an s unless n is 1.
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// targetFor is the target ratio of a run of logs logs.
+func targetFor(logs int) float64 {
+	if logs == 1 {
+		return oneClientTargetRatio
+	}
+	return targetRatio
+}
 
 type options struct {
 	logs             int
@@ -451,18 +471,19 @@ func printRatios(out io.Writer, results []*measurement) {
 // round.
 func printVerdict(out io.Writer, annal []*measurement, best string, bestRounds []*measurement) {
 	ratio := meanRate(annal) / meanRate(bestRounds)
+	target := targetFor(annal[0].logs)
 	met := 0
 	for i, m := range annal {
-		if i < len(bestRounds) && bestRounds[i].rate() > 0 && m.rate()/bestRounds[i].rate() >= targetRatio {
+		if i < len(bestRounds) && bestRounds[i].rate() > 0 && m.rate()/bestRounds[i].rate() >= target {
 			met++
 		}
 	}
 	verdict := "met"
-	if ratio < targetRatio {
+	if ratio < target {
 		verdict = "NOT met"
 	}
-	fmt.Fprintf(out, "\ntarget annal-witness ≥ %.1f× the fastest omniwitness (%s), means of %d rounds: %.2f×, %s (met in %d of %d rounds)\n",
-		targetRatio, best, len(annal), ratio, verdict, met, len(annal))
+	fmt.Fprintf(out, "\ntarget annal-witness ≥ %.1f× the fastest omniwitness (%s) with %s, means of %d rounds: %.2f×, %s (met in %d of %d rounds)\n",
+		target, best, plural(annal[0].logs, "log"), len(annal), ratio, verdict, met, len(annal))
 }
 
 // meanRate is the mean of the measurements' rates.

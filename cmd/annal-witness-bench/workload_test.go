@@ -463,8 +463,9 @@ func TestOptions_PreparedSteps(t *testing.T) {
 // The ratios are by round and of the means, and the verdict is on the
 // ratio of the means against the configuration with the higher mean.
 func TestPrintResults_RatiosOfMeans(t *testing.T) {
+	logs := 64
 	m := func(name string, round, ok int) *measurement {
-		return &measurement{witness: name, round: round, logs: 1, ok: ok, sent: ok, elapsed: time.Second, errors: map[string]int{}}
+		return &measurement{witness: name, round: round, logs: logs, ok: ok, sent: ok, elapsed: time.Second, errors: map[string]int{}}
 	}
 	results := []*measurement{
 		m("annal-witness", 1, 4800), m("omniwitness", 1, 500), m("omniwitness --db_max_conns=1", 1, 2000),
@@ -477,7 +478,7 @@ func TestPrintResults_RatiosOfMeans(t *testing.T) {
 	for _, want := range []string{
 		"ratio annal-witness / omniwitness: 9.60×, 9.00× by round; 9.27× of the means",
 		"ratio annal-witness / omniwitness --db_max_conns=1: 2.40×, 2.70× by round; 2.55× of the means",
-		"target annal-witness ≥ 2.5× the fastest omniwitness (omniwitness --db_max_conns=1), means of 2 rounds: 2.55×, met (met in 1 of 2 rounds)",
+		"target annal-witness ≥ 2.5× the fastest omniwitness (omniwitness --db_max_conns=1) with 64 logs, means of 2 rounds: 2.55×, met (met in 1 of 2 rounds)",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("no %q in\n%s", want, out.String())
@@ -489,6 +490,16 @@ func TestPrintResults_RatiosOfMeans(t *testing.T) {
 		t.Fatal(err)
 	}
 	if want := "means of 2 rounds: 2.20×, NOT met (met in 0 of 2 rounds)"; !strings.Contains(out.String(), want) {
+		t.Errorf("no %q in\n%s", want, out.String())
+	}
+	// With one log (one client) the target is to match omniwitness.
+	logs = 1
+	results = []*measurement{m("annal-witness", 1, 1150), m("omniwitness", 1, 1000), m("annal-witness", 2, 950), m("omniwitness", 2, 1000)}
+	out.Reset()
+	if err := printResults(&out, results); err != nil {
+		t.Fatal(err)
+	}
+	if want := "target annal-witness ≥ 1.0× the fastest omniwitness (omniwitness) with 1 log, means of 2 rounds: 1.05×, met (met in 1 of 2 rounds)"; !strings.Contains(out.String(), want) {
 		t.Errorf("no %q in\n%s", want, out.String())
 	}
 }
