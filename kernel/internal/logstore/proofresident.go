@@ -194,6 +194,9 @@ func (r *residentProofs) nodeOnce() func(ctx context.Context, id compact.NodeID,
 // of level leafTopLevel: all a proof's nodes below the kept top need.
 const leafChunk = 1 << leafTopLevel
 
+// leafChunkBytes is the size of leafChunk leaf hashes.
+const leafChunkBytes = leafChunk * sha256.Size
+
 // leafReads reads the leaves of full level-0 tiles for one proof, each
 // once: a whole tile when a top must be hashed, else only the chunk of
 // leafChunk leaves under a kept node (1 KiB of the 8 KiB tile).
@@ -219,18 +222,15 @@ func (lr *leafReads) tile(ctx context.Context, index uint64) ([]byte, error) {
 }
 
 // chunk returns the leaves of chunk c (leafChunk leaves) of full level-0
-// tile index.
+// tile index: from the tile if it was read whole, else read alone.
 func (lr *leafReads) chunk(ctx context.Context, index, c uint64) ([]byte, error) {
-	const chunkBytes = leafChunk * sha256.Size
 	switch {
-	case lr.whole != nil && lr.tileIndex == index:
-		return lr.whole[c*chunkBytes : (c+1)*chunkBytes], nil
+	case lr.r.readChunk == nil || (lr.whole != nil && lr.tileIndex == index):
+		return lr.chunkOfWhole(ctx, index, c)
 	case lr.chunkRaw != nil && lr.chunkAt == [2]uint64{index, c}:
 		return lr.chunkRaw, nil
-	case lr.r.readChunk == nil:
-		return lr.chunkOfWhole(ctx, index, c)
 	}
-	raw, err := lr.r.readChunk(index, int(c)*chunkBytes, chunkBytes)
+	raw, err := lr.r.readChunk(index, int(c)*leafChunkBytes, leafChunkBytes)
 	if errors.Is(err, os.ErrNotExist) {
 		// Not in the data folder as a full tile: the reader knows where
 		// else to find it (Log.ReadTile).
@@ -243,14 +243,13 @@ func (lr *leafReads) chunk(ctx context.Context, index, c uint64) ([]byte, error)
 	return raw, nil
 }
 
-// chunkOfWhole is chunk c of full level-0 tile index, read whole.
+// chunkOfWhole is chunk c of full level-0 tile index, read whole (once).
 func (lr *leafReads) chunkOfWhole(ctx context.Context, index, c uint64) ([]byte, error) {
-	const chunkBytes = leafChunk * sha256.Size
 	raw, err := lr.tile(ctx, index)
 	if err != nil {
 		return nil, err
 	}
-	return raw[c*chunkBytes : (c+1)*chunkBytes], nil
+	return raw[c*leafChunkBytes : (c+1)*leafChunkBytes], nil
 }
 
 // upperNode is node id of the full tile (tileLevel ≥ 1, tileIndex), kept
