@@ -233,23 +233,15 @@ type auditReplay struct {
 func (a *auditReplay) replaySigned(cp *checkpoints.SignedCheckpoint) error {
 	stop := make(chan struct{})
 	defer close(stop)
-	var cur *parsedRun
-	var curJ int
-	a.ledger.VerifiedAhead = func(ev *event.Event, origin, vkey string) bool {
-		ok := cur.verifiedAs(curJ, ev, origin, vkey)
-		if ok {
-			a.rep.SignaturesAhead++
-		}
-		return ok
-	}
-	defer func() { a.ledger.VerifiedAhead = nil }()
+	var at foldCursor
+	defer at.verifyAheadFor(a.ledger)()
+	defer func() { a.rep.SignaturesAhead = at.ahead }()
 	for run := range parseAhead(0, cp.Size, a.read, stop, parseWork{leaves: true, origin: cp.Origin}) {
 		if run.err != nil {
 			return run.err
 		}
-		cur = &run
 		for j, entry := range run.entries {
-			curJ = j
+			at.run, at.j = &run, j
 			if err := a.add(run.from+uint64(j), entry, run.leaves[j], run.events[j], run.errs[j], false); err != nil {
 				return err
 			}

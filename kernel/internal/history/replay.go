@@ -53,41 +53,54 @@ func foldLog(ctx context.Context, tl *logstore.Log, l *ledger.Ledger, size uint6
 		}
 		return b.Entries, nil
 	}
-	var cur *parsedRun
-	var curJ int
+	var at foldCursor
 	if work.origin != "" {
-		l.VerifiedAhead = func(ev *event.Event, origin, vkey string) bool {
-			ok := cur.verifiedAs(curJ, ev, origin, vkey)
-			if ok {
-				ahead++
-			}
-			return ok
-		}
-		defer func() { l.VerifiedAhead = nil }()
+		defer at.verifyAheadFor(l)()
 	}
 	for p := range parseAhead(l.Size, size, read, stop, work) {
 		if p.err != nil {
-			return ahead, p.err
+			return at.ahead, p.err
 		}
-		cur = &p
 		for j, ev := range p.events {
 			i := p.from + uint64(j)
-			curJ = j
+			at.run, at.j = &p, j
 			if p.errs[j] != nil {
-				return ahead, fmt.Errorf("log entry %d: %w", i, p.errs[j])
+				return at.ahead, fmt.Errorf("log entry %d: %w", i, p.errs[j])
 			}
 			if err := l.Fold(i, ev); err != nil {
 				if err := passOver(ctx, l, i, ev, p.entries[j], err, read, size, accept); err != nil {
-					return ahead, err
+					return at.ahead, err
 				}
 			}
 			after(&p, j)
 		}
 	}
 	if l.Size < size {
-		return ahead, fmt.Errorf("folded %d of the log's %d entries", l.Size, size)
+		return at.ahead, fmt.Errorf("folded %d of the log's %d entries", l.Size, size)
 	}
-	return ahead, nil
+	return at.ahead, nil
+}
+
+// foldCursor is the entry a replay is folding, run.events[j], so that the
+// ledger's fold can ask whether its signature was verified ahead; ahead
+// counts the signatures that were.
+type foldCursor struct {
+	run   *parsedRun
+	j     int
+	ahead uint64
+}
+
+// verifyAheadFor has l's folds take the signature of the entry at c as
+// verified when parseAhead verified it, and returns what undoes that.
+func (c *foldCursor) verifyAheadFor(l *ledger.Ledger) (undo func()) {
+	l.VerifiedAhead = func(ev *event.Event, origin, vkey string) bool {
+		ok := c.run.verifiedAs(c.j, ev, origin, vkey)
+		if ok {
+			c.ahead++
+		}
+		return ok
+	}
+	return func() { l.VerifiedAhead = nil }
 }
 
 // parseWork is what parseAhead computes for each entry besides its event:
