@@ -9,6 +9,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/annal-dev/annal/internal/durable"
 )
 
 // The checkpoint journal: the latest cosigned checkpoints a commit group
@@ -175,7 +177,7 @@ func (j *journal) reset(epoch uint64) error {
 	if _, err := j.f.WriteAt(h, 0); err != nil {
 		return err
 	}
-	if err := fdatasync(j.f); err != nil {
+	if err := durable.Fdatasync(j.f); err != nil {
 		return err
 	}
 	j.epoch, j.off = epoch, journalHeaderSize
@@ -289,7 +291,7 @@ func (j *journal) writeFrame() error {
 	if _, err := j.f.WriteAt(j.buf, j.off); err != nil {
 		return err
 	}
-	return fdatasync(j.f)
+	return durable.Fdatasync(j.f)
 }
 
 // canOverlap says whether startAppend leaves the write under way.

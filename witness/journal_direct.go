@@ -6,7 +6,8 @@ import (
 	"os"
 	"runtime"
 	"syscall"
-	"unsafe"
+
+	"github.com/annal-dev/annal/internal/durable"
 )
 
 // Direct journal writes: where the system allows it (Linux, a file system
@@ -146,7 +147,7 @@ func (d *directWriter) blocks(frame []byte, off int64) ([]byte, int64, error) {
 	end := off + int64(len(frame))
 	n := int((end+directBlock-1)&^(directBlock-1) - start)
 	if cap(d.buf) < n {
-		d.buf = alignedBlocks(n)
+		d.buf = durable.AlignedBlocks(n, directBlock)
 	}
 	b := d.buf[:n]
 	copy(b, d.tail)
@@ -160,13 +161,4 @@ func (d *directWriter) close() error {
 		d.aio.destroy()
 	}
 	return d.f.Close()
-}
-
-// alignedBlocks is n bytes (a multiple of directBlock) starting at a
-// multiple of directBlock in memory. The heap does not move what it
-// allocates, so the alignment holds.
-func alignedBlocks(n int) []byte {
-	b := make([]byte, n+directBlock)
-	skip := (directBlock - int(uintptr(unsafe.Pointer(unsafe.SliceData(b)))%directBlock)) % directBlock
-	return b[skip : skip+n : skip+n]
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"testing"
+
+	"github.com/annal-dev/annal/internal/durable"
 )
 
 // openDirectJournal opens a journal at path and skips the test where its
@@ -70,7 +72,7 @@ func TestJournal_RefusedDirectWriteFallsBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Scratch memory off the block alignment: the kernel refuses it.
-	j.direct.buf = alignedBlocks(3 * directBlock)[1 : 1+2*directBlock]
+	j.direct.buf = durable.AlignedBlocks(3*directBlock, directBlock)[1 : 1+2*directBlock]
 	if err := j.append([][]byte{[]byte("refused, then buffered")}); err != nil {
 		t.Fatal(err)
 	}

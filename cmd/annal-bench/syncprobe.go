@@ -7,17 +7,20 @@ import (
 	"os"
 	"path/filepath"
 	"time"
-	"unsafe"
+
+	"github.com/annal-dev/annal/internal/durable"
 )
 
 // syncProbe measures what one durable write costs on the disk of a data
 // folder, in each of the forms a write-ahead log could use: the floor
-// under a receipt, measured beside it (receiptsWithFloor). Its files sit
+// under a receipt, measured beside it (annal-bench receipt, the main run
+// and growth: receiptsBesideSync). Its files sit
 // in the folder it is given (the data folder's wal folder: the same file
 // system, the same block groups), and are removed by close.
 //
 // Each form writes size bytes at a time, one after another, as the
-// write-ahead log writes a lone client's record and commit record:
+// write-ahead log writes a lone client's record and commit record, and
+// syncs with the write-ahead log's own fdatasync (internal/durable):
 //
 //   - append: write(2) at the end of a growing file, then fdatasync,
 //     which then also writes the file's new size;
@@ -124,7 +127,7 @@ func openSyncForm(path, name string, size int) (*syncForm, error) {
 	if s.block {
 		n = (size + 2*probeBlock - 1) &^ (probeBlock - 1) // what the blocks holding size bytes at any offset take
 	}
-	s.buf, s.data = alignedBuffer(n), make([]byte, size)
+	s.buf, s.data = durable.AlignedBlocks(n, probeBlock), make([]byte, size)
 	for i := range s.data {
 		s.data[i] = byte('a' + i%26)
 	}
@@ -153,13 +156,6 @@ func (zeroReader) Read(b []byte) (int, error) {
 	return len(b), nil
 }
 
-// alignedBuffer is n bytes starting at a multiple of probeBlock in memory.
-func alignedBuffer(n int) []byte {
-	b := make([]byte, n+probeBlock)
-	skip := (probeBlock - int(uintptr(unsafe.Pointer(unsafe.SliceData(b)))%probeBlock)) % probeBlock
-	return b[skip : skip+n : skip+n]
-}
-
 // write makes the form's next size bytes durable and returns how long
 // that took.
 func (s *syncForm) write(size int) (time.Duration, error) {
@@ -185,7 +181,7 @@ func (s *syncForm) write(size int) (time.Duration, error) {
 		_, err = s.f.WriteAt(b, at)
 	}
 	if err == nil && s.sync {
-		err = fdatasync(s.f)
+		err = durable.Fdatasync(s.f)
 	}
 	elapsed := time.Since(start)
 	s.off += int64(size)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"os"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -12,16 +11,6 @@ const (
 	syncOpenFlag   = unix.O_DSYNC
 	directOpenFlag = unix.O_DIRECT
 )
-
-// fdatasync is the write-ahead log's sync (kernel/internal/wal).
-func fdatasync(f *os.File) error {
-	for {
-		err := unix.Fdatasync(int(f.Fd()))
-		if err != unix.EINTR {
-			return err
-		}
-	}
-}
 
 // selfCPU is this process's CPU time so far, user and system.
 func selfCPU() time.Duration {

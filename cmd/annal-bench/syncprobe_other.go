@@ -14,8 +14,5 @@ const (
 	directOpenFlag = 0
 )
 
-// fdatasync is the write-ahead log's sync where there is no fdatasync.
-func fdatasync(f *os.File) error { return f.Sync() }
-
 // selfCPU is not measured here: the probe's CPU figures are Linux's.
 func selfCPU() time.Duration { return 0 }

@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/annal-dev/annal/internal/durable"
 )
 
 // BenchmarkAppend is the cost of making one group of 300-byte entries
@@ -66,7 +68,7 @@ func BenchmarkFsyncOnly(b *testing.B) { benchmarkBareAppend(b, (*os.File).Sync) 
 
 // BenchmarkFdatasyncOnly is BenchmarkFsyncOnly with the fdatasync Append
 // uses: the floor of a group of one.
-func BenchmarkFdatasyncOnly(b *testing.B) { benchmarkBareAppend(b, fdatasync) }
+func BenchmarkFdatasyncOnly(b *testing.B) { benchmarkBareAppend(b, durable.Fdatasync) }
 
 // benchmarkBareAppend appends 300 bytes to a file and syncs it with sync,
 // without the WAL's framing.

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/annal-dev/annal/internal/durable"
 )
 
 // A process killed between a write's fdatasync and its commit record
@@ -239,7 +241,7 @@ func TestIdleSync(t *testing.T) {
 		if fail {
 			return errors.New("injected")
 		}
-		return fdatasync(f)
+		return durable.Fdatasync(f)
 	}
 	idleSyncs := func() int {
 		mu.Lock()

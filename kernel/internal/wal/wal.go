@@ -190,6 +190,7 @@ import (
 	"time"
 
 	"github.com/annal-dev/annal/internal/atomicfile"
+	"github.com/annal-dev/annal/internal/durable"
 )
 
 var (
@@ -436,9 +437,9 @@ func newLog(dir string, from uint64, opts Options) *Log {
 		segmentBytes: opts.SegmentBytes,
 		next:         from,
 		writeAt:      (*os.File).WriteAt,
-		syncData:     fdatasync,
+		syncData:     durable.Fdatasync,
 		truncate:     (*os.File).Truncate,
-		idleSyncData: fdatasync,
+		idleSyncData: durable.Fdatasync,
 	}
 	if l.segmentBytes <= 0 {
 		l.segmentBytes = DefaultSegmentBytes

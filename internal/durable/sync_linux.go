@@ -1,16 +1,17 @@
 //go:build linux
 
-package wal
+package durable
 
 import (
 	"os"
 	"syscall"
 )
 
-// fdatasync flushes f's data and the metadata needed to read it back (its
+// Fdatasync flushes f's data and the metadata needed to read it back (its
 // size), but not its timestamps, which fsync would also write: an append
-// then costs one journal commit less on most file systems.
-func fdatasync(f *os.File) error {
+// then costs one journal commit less on most file systems. A call cut by
+// a signal (EINTR) is made again.
+func Fdatasync(f *os.File) error {
 	rc, err := f.SyscallConn()
 	if err != nil {
 		return err
