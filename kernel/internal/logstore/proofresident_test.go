@@ -222,17 +222,8 @@ func TestLeafChunkReader(t *testing.T) {
 	root := t.TempDir()
 	tile := make([]byte, layout.TileWidth*sha256.Size)
 	rand.NewChaCha8([32]byte{7}).Read(tile)
-	write := func(index uint64, raw []byte) {
-		name := filepath.Join(root, layout.TilePath(0, index, 0))
-		if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(name, raw, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write(1234, tile)
-	write(1235, tile[:100])
+	writeLeafTile(t, root, 1234, tile)
+	writeLeafTile(t, root, 1235, tile[:100])
 	read := leafChunkReader(root)
 	got, err := read(1234, 3*1024, 1024)
 	if err != nil || !bytes.Equal(got, tile[3*1024:4*1024]) {
@@ -457,13 +448,7 @@ func BenchmarkLeafRead(b *testing.B) {
 	tile := make([]byte, layout.TileWidth*sha256.Size)
 	const tiles = 4096
 	for i := range uint64(tiles) {
-		name := filepath.Join(root, layout.TilePath(0, i, 0))
-		if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
-			b.Fatal(err)
-		}
-		if err := os.WriteFile(name, tile, 0o644); err != nil {
-			b.Fatal(err)
-		}
+		writeLeafTile(b, root, i, tile)
 	}
 	b.Run("whole tile", func(b *testing.B) {
 		rng := rand.New(rand.NewPCG(41, 3))
@@ -482,4 +467,17 @@ func BenchmarkLeafRead(b *testing.B) {
 			}
 		}
 	})
+}
+
+// writeLeafTile writes raw as full level-0 tile index of the data folder
+// root, where a log's tiles are.
+func writeLeafTile(tb testing.TB, root string, index uint64, raw []byte) {
+	tb.Helper()
+	name := filepath.Join(root, layout.TilePath(0, index, 0))
+	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.WriteFile(name, raw, 0o644); err != nil {
+		tb.Fatal(err)
+	}
 }
