@@ -74,9 +74,13 @@ func (s *lateStart) checked(opened *note.Note) {
 	}
 }
 
-// checkpoint is the parsed checkpoint of the verified note, if known.
+// checkpoint is the parsed checkpoint of the verified note, if known: the
+// request's, if the note is the request's text, and nil otherwise.
 func (s *lateStart) checkpoint(opened *note.Note) *checkpoints.Checkpoint {
-	return checkpointOf(opened.Text, s.text, s.cp)
+	if opened.Text != s.text {
+		return nil
+	}
+	return s.cp
 }
 
 // lateResult is the outcome of signing a note's text with the late signers:
@@ -127,15 +131,6 @@ func lateLinesSize(signers []note.Signer) int {
 		}
 	}
 	return n
-}
-
-// checkpointOf is cp, the checkpoint parsed from text, if the verified
-// note's text opened is that text, and nil otherwise.
-func checkpointOf(opened, text string, cp *checkpoints.Checkpoint) *checkpoints.Checkpoint {
-	if opened != text {
-		return nil
-	}
-	return cp
 }
 
 // signatureLines are the signature lines signers make on a note's text.
