@@ -507,15 +507,6 @@ func serveLoopback(k *kernel.Kernel, logger *slog.Logger) (string, func(), error
 	return "http://" + ln.Addr().String(), func() { srv.Close() }, nil
 }
 
-func newClient(url, cred string, conns int) (*client.Client, error) {
-	c, err := client.New(url, cred)
-	if err != nil {
-		return nil, err
-	}
-	tr := &http.Transport{MaxIdleConns: conns, MaxIdleConnsPerHost: conns, IdleConnTimeout: time.Minute}
-	return c.WithHTTPClient(&http.Client{Transport: tr, Timeout: time.Minute}), nil
-}
-
 func httpThroughput(ctx context.Context, url, cred string, concurrency int, d time.Duration) (float64, error) {
 	return mutateLoop(ctx, url, cred, concurrency, d, func(i uint64) string { return "workspace/bench/" + strconv.FormatUint(i, 10) })
 }
@@ -534,7 +525,7 @@ func mutateLoop(ctx context.Context, url, cred string, concurrency int, d time.D
 }
 
 func sequentialLatency(ctx context.Context, url, cred string, n int) ([]time.Duration, error) {
-	c, err := newClient(url, cred, 1)
+	c, err := client.New(url, cred)
 	if err != nil {
 		return nil, err
 	}
@@ -623,7 +614,7 @@ func syncRows(syncs map[string][]time.Duration, size int, receiptP50 time.Durati
 // proofLatency fetches proofs for random entries under the latest
 // checkpoint and checks that each parses and names that checkpoint.
 func proofLatency(ctx context.Context, url string, n int) (uint64, []time.Duration, error) {
-	c, err := newClient(url, "", 1)
+	c, err := client.New(url, "")
 	if err != nil {
 		return 0, nil, err
 	}

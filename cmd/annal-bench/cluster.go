@@ -216,7 +216,7 @@ func awaitFollowing(ctx context.Context, u string) error {
 // takeoverUnderLoad kills the holder while conc clients submit through the
 // balancer, and times the first write acknowledged after the kill.
 func (c *clusterRun) takeoverUnderLoad(ctx context.Context, lbURL, cred string, conc int) (row, error) {
-	cl, err := newClient(lbURL, cred, conc)
+	cl, err := client.New(lbURL, cred)
 	if err != nil {
 		return row{}, err
 	}

@@ -33,7 +33,7 @@ import (
 // latencies; with goClient, also the governed phase at the largest
 // concurrency through the product's client, for reference.
 func governedPhases(ctx context.Context, srv *benchServer, o options, ungoverned map[int]float64, goClient bool) ([]row, error) {
-	root, err := newClient(srv.url, srv.cred, 4)
+	root, err := client.New(srv.url, srv.cred)
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +98,7 @@ func benchAgents(ctx context.Context, root *client.Client, url string, n int) ([
 		if _, err := root.IssueEnvelope(ctx, api.EnvelopeRequest{Holder: a.ID, Budget: 1 << 32, Grants: writable, HoldOn: holdOn}); err != nil {
 			return nil, posters, err
 		}
-		if agents[i], err = newClient(url, a.Credential, 1); err != nil {
+		if agents[i], err = client.New(url, a.Credential); err != nil {
 			return nil, posters, err
 		}
 		if posters[i], err = newActionPoster(url, a.Credential); err != nil {
@@ -549,7 +549,7 @@ func proofPhase(ctx context.Context, k *kernel.Kernel, d time.Duration) ([]row, 
 	defer stop()
 	clients := make([]*client.Client, proofClients)
 	for i := range clients {
-		if clients[i], err = newClient(base, "", 1); err != nil {
+		if clients[i], err = client.New(base, ""); err != nil {
 			return nil, err
 		}
 	}

@@ -229,7 +229,7 @@ func receiptsBesideSync(ctx context.Context, url, cred string, n int, walDir str
 // fillTo submits root actions from clients clients until the log holds
 // target entries, on growthTarget's targets.
 func fillTo(ctx context.Context, url, cred string, clients int, target uint64) error {
-	c, err := newClient(url, cred, 1)
+	c, err := client.New(url, cred)
 	if err != nil {
 		return err
 	}
@@ -277,7 +277,7 @@ func growthTarget(i uint64) string { return "workspace/growth/" + strconv.Format
 // with the CPU time each took annald (cpu), then the p50 of one client; then it checks verifyN proofs with the
 // verifier package against the checkpoint they carry.
 func httpProofs(ctx context.Context, url string, cpu func() (time.Duration, error), o options, verifyN int) (f proofFigures, err error) {
-	c, err := newClient(url, "", 1)
+	c, err := client.New(url, "")
 	if err != nil {
 		return f, err
 	}
@@ -287,7 +287,7 @@ func httpProofs(ctx context.Context, url string, cpu func() (time.Duration, erro
 	}
 	clients := make([]*client.Client, proofClients)
 	for i := range clients {
-		if clients[i], err = newClient(url, "", 1); err != nil {
+		if clients[i], err = client.New(url, ""); err != nil {
 			return f, err
 		}
 	}

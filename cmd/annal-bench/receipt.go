@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/annal-dev/annal/api"
+	"github.com/annal-dev/annal/client"
 	"github.com/annal-dev/annal/internal/cli"
 	"github.com/spf13/cobra"
 	"k8s.io/klog/v2"
@@ -214,7 +215,7 @@ func receiptClients(ctx context.Context, servers []*receiptServer) (clients []ma
 	var posters []*actionPoster
 	closeAll = func() { closePosters(posters) }
 	for _, s := range servers {
-		product, err := newClient(s.p.url, s.p.cred, 1)
+		product, err := client.New(s.p.url, s.p.cred)
 		if err != nil {
 			return nil, closeAll, err
 		}

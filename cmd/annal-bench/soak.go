@@ -66,7 +66,7 @@ func soak(ctx context.Context, dir string, bo options, o soakOptions, out io.Wri
 		return err
 	}
 	defer stop()
-	c, err := newClient(url, cred, o.clients)
+	c, err := client.New(url, cred)
 	if err != nil {
 		return err
 	}

@@ -23,6 +23,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/annal-dev/annal/api"
+	"github.com/annal-dev/annal/client"
 	"github.com/annal-dev/annal/kernel"
 	"github.com/annal-dev/annal/kernel/event"
 )
@@ -191,7 +192,7 @@ type loadResult struct {
 // measuredLoad submits from concurrency clients for d and times each
 // receipt.
 func measuredLoad(ctx context.Context, url, cred string, concurrency int, d time.Duration) (loadResult, error) {
-	c, err := newClient(url, cred, concurrency)
+	c, err := client.New(url, cred)
 	if err != nil {
 		return loadResult{}, err
 	}
