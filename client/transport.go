@@ -223,6 +223,7 @@ func (t *callerTransport) exchange(c *keptConn, req *http.Request) (*http.Respon
 	}
 	b := &keptBody{body: resp.Body, c: c, t: t, addr: hostPort(req.URL), stop: stop, reusable: !resp.Close && !req.Close}
 	if req.Method == http.MethodHead || resp.ContentLength == 0 {
+		b.done = io.EOF
 		b.release(true)
 		resp.Body = http.NoBody
 		return resp, nil
@@ -285,21 +286,21 @@ type keptBody struct {
 	reusable bool        // neither side asked to close the connection
 
 	mu   sync.Mutex
-	done bool
+	done error // once the connection is released: what every later Read returns
 }
+
+var errReadOnClosedBody = errors.New("http: read on closed response body")
 
 func (b *keptBody) Read(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.done {
-		return 0, io.EOF
+	if b.done != nil {
+		return 0, b.done
 	}
 	n, err := b.body.Read(p)
-	switch {
-	case err == io.EOF:
-		b.release(true)
-	case err != nil:
-		b.release(false)
+	if err != nil {
+		b.done = err
+		b.release(err == io.EOF)
 	}
 	return n, err
 }
@@ -307,8 +308,11 @@ func (b *keptBody) Read(p []byte) (int, error) {
 func (b *keptBody) Close() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if !b.done {
+	if b.done == nil {
+		b.done = errReadOnClosedBody
 		b.release(false)
+	} else if b.done == io.EOF {
+		b.done = errReadOnClosedBody
 	}
 	return nil
 }
@@ -317,7 +321,6 @@ func (b *keptBody) Close() error {
 // was read to its end, neither side asked to close, and the request's
 // context did not end under it; closed otherwise.
 func (b *keptBody) release(readToEnd bool) {
-	b.done = true
 	unheld := b.stop() // false: the context ended and set a past deadline
 	if readToEnd && b.reusable && unheld && b.c.nc.SetDeadline(time.Time{}) == nil {
 		b.t.keep(b.addr, b.c)

@@ -411,3 +411,47 @@ func TestClient_DefaultTimeoutEndsARequest(t *testing.T) {
 		t.Fatal("a client given its own http.Client keeps the default timeout over it")
 	}
 }
+
+func TestCallerTransport_ABodyCutShortStaysAnError(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		nc, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		http.ReadRequest(bufio.NewReader(nc))
+		io.WriteString(nc, "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly this")
+		nc.Close()
+	}()
+	c, _ := directClient(t)
+	resp, err := c.Do(get(t, "http://"+ln.Addr().String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(resp.Body)
+	if string(got) != "only this" || !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("an answer cut short: %q, %v", got, err)
+	}
+	if _, err := resp.Body.Read(make([]byte, 8)); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("reading again after the cut: %v, want io.ErrUnexpectedEOF still", err)
+	}
+	resp.Body.Close()
+}
+
+func TestCallerTransport_ReadingAClosedBodyIsAnError(t *testing.T) {
+	srv, _ := countedServer(t, http.HandlerFunc(echo), nil)
+	c, _ := directClient(t)
+	resp, err := c.Do(get(t, srv.URL+"/x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if _, err := resp.Body.Read(make([]byte, 8)); err == nil || err == io.EOF {
+		t.Fatalf("a read after Close: %v, want an error", err)
+	}
+}
