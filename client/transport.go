@@ -63,10 +63,11 @@ func newCallerTransport(fallback http.RoundTripper) *callerTransport {
 
 // keptConn is one HTTP/1.1 connection and its buffers.
 type keptConn struct {
-	nc        net.Conn
-	br        *bufio.Reader
-	bw        *bufio.Writer
-	idleSince time.Time
+	nc         net.Conn
+	br         *bufio.Reader // reads through headBudget
+	bw         *bufio.Writer
+	headBudget readBudget // bounds an answer's header, not its body
+	idleSince  time.Time
 }
 
 // errRequestNotWritten marks a failure to write a request on a kept
@@ -142,7 +143,43 @@ func (t *callerTransport) conn(ctx context.Context, addr string) (*keptConn, boo
 	if err != nil {
 		return nil, false, err
 	}
-	return &keptConn{nc: nc, br: bufio.NewReaderSize(nc, 4096), bw: bufio.NewWriterSize(nc, 4096)}, false, nil
+	c := &keptConn{nc: nc, bw: bufio.NewWriterSize(nc, 4096)}
+	c.headBudget.r = nc
+	c.headBudget.left = -1
+	c.br = bufio.NewReaderSize(&c.headBudget, 4096)
+	return c, false, nil
+}
+
+// maxAnswerHeaderBytes bounds what is read of an answer before its body
+// (its status line, header, and any informational answers before it), as
+// net/http's Transport bounds it (MaxResponseHeaderBytes), so that a
+// server cannot make the client read a header without end.
+const maxAnswerHeaderBytes = 1 << 20
+
+// errAnswerHeaderTooLarge is the error of an answer whose header is longer
+// than maxAnswerHeaderBytes.
+var errAnswerHeaderTooLarge = errors.New("annal: the server's answer header is larger than 1 MiB")
+
+// readBudget reads from r at most left bytes before failing (left < 0:
+// without a bound).
+type readBudget struct {
+	r    io.Reader
+	left int64
+}
+
+func (b *readBudget) Read(p []byte) (int, error) {
+	if b.left < 0 {
+		return b.r.Read(p)
+	}
+	if b.left == 0 {
+		return 0, errAnswerHeaderTooLarge
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.r.Read(p)
+	b.left -= int64(n)
+	return n, err
 }
 
 // keep puts c back for the next request, or closes it if addr already
@@ -208,6 +245,8 @@ func (t *callerTransport) exchange(c *keptConn, req *http.Request) (*http.Respon
 		return fail(errRequestNotWritten{err})
 	}
 	var resp *http.Response
+	c.headBudget.left = maxAnswerHeaderBytes - int64(c.br.Buffered())
+	defer func() { c.headBudget.left = -1 }() // the body's reader bounds the body
 	for {
 		var err error
 		if resp, err = http.ReadResponse(c.br, req); err != nil {

@@ -455,3 +455,30 @@ func TestCallerTransport_ReadingAClosedBodyIsAnError(t *testing.T) {
 		t.Fatalf("a read after Close: %v, want an error", err)
 	}
 }
+
+func TestCallerTransport_AnAnswerHeaderWithoutEndIsRefused(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		nc, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer nc.Close()
+		http.ReadRequest(bufio.NewReader(nc))
+		io.WriteString(nc, "HTTP/1.1 200 OK\r\n")
+		line := "X-Junk: " + strings.Repeat("a", 1000) + "\r\n"
+		for range 4 * maxAnswerHeaderBytes / len(line) { // bounded: four times the limit
+			if _, err := io.WriteString(nc, line); err != nil {
+				return
+			}
+		}
+	}()
+	c, _ := directClient(t)
+	if _, err := c.Do(get(t, "http://"+ln.Addr().String())); !errors.Is(err, errAnswerHeaderTooLarge) {
+		t.Fatalf("an answer header of 4 MiB: %v, want errAnswerHeaderTooLarge", err)
+	}
+}
