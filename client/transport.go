@@ -88,7 +88,7 @@ func (t *callerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			closeRequestBody(req)
 			return nil, err
 		}
-		resp, err := t.exchange(c, req)
+		resp, err := t.exchange(c, addr, req)
 		if err == nil {
 			return resp, nil
 		}
@@ -218,10 +218,11 @@ func (t *callerTransport) CloseIdleConnections() {
 // read or write at once.
 var aLongTimeAgo = time.Unix(1, 0)
 
-// exchange writes req on c and reads the head of its answer. The
-// request's context bounds both, and the reading of the body after: its
-// deadline is the connection's, and its end sets a past deadline.
-func (t *callerTransport) exchange(c *keptConn, req *http.Request) (*http.Response, error) {
+// exchange writes req on c, a connection to addr, and reads the head of
+// its answer. The request's context bounds both, and the reading of the
+// body after: its deadline is the connection's, and its end sets a past
+// deadline.
+func (t *callerTransport) exchange(c *keptConn, addr string, req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
 	deadline, _ := ctx.Deadline() // zero: none
 	if err := c.nc.SetDeadline(deadline); err != nil {
@@ -260,7 +261,7 @@ func (t *callerTransport) exchange(c *keptConn, req *http.Request) (*http.Respon
 		}
 		resp.Body.Close()
 	}
-	b := &keptBody{body: resp.Body, c: c, t: t, addr: hostPort(req.URL), stop: stop, reusable: !resp.Close && !req.Close}
+	b := &keptBody{body: resp.Body, c: c, t: t, addr: addr, stop: stop, reusable: !resp.Close && !req.Close}
 	if req.Method == http.MethodHead || resp.ContentLength == 0 {
 		b.done = io.EOF
 		b.release(true)
