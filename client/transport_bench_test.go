@@ -1,7 +1,6 @@
 package client
 
 import (
-	"bufio"
 	"context"
 	"io"
 	"net"
@@ -16,36 +15,12 @@ import (
 // same receipt, as annald frames it: what the client costs on its own.
 func cannedKernel(b *testing.B) string {
 	b.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { ln.Close() })
 	body := `{"status":"committed","event_id":"0193c2a4-5b6e-7f80-9a1b-2c3d4e5f6a7b","index":12345,"leaf_hash":"6b86b273ff34fce19d6b804eff5a3f5747ada4eaa22f1d49c01e52ddb7875b4b","cost":15,"energy_left":4294967281,"trace_id":"4bf92f3577b34da6a3ce929d0e0e4736"}` + "\n"
 	answer := "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nDate: Sat, 28 Nov 2026 12:00:00 GMT\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body
-	go func() {
-		for {
-			nc, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer nc.Close()
-				br := bufio.NewReader(nc)
-				for {
-					req, err := http.ReadRequest(br)
-					if err != nil {
-						return
-					}
-					io.Copy(io.Discard, req.Body)
-					if _, err := io.WriteString(nc, answer); err != nil {
-						return
-					}
-				}
-			}()
-		}
-	}()
-	return "http://" + ln.Addr().String()
+	return rawServer(b, func(nc net.Conn, _ int, _ *http.Request) bool {
+		_, err := io.WriteString(nc, answer)
+		return err == nil
+	})
 }
 
 // BenchmarkSubmit is one sequential agent's Submit against a kernel that

@@ -48,26 +48,13 @@ func FuzzCallerTransportAnswer(f *testing.F) {
 	} {
 		f.Add([]byte(seed))
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		f.Fatal(err)
-	}
-	defer ln.Close()
 	answers := make(chan []byte)
-	go func() {
-		for {
-			nc, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			http.ReadRequest(bufio.NewReader(nc))
-			nc.Write(<-answers)
-			nc.Close()
-		}
-	}()
+	url := rawServer(f, func(nc net.Conn, _ int, _ *http.Request) bool {
+		nc.Write(<-answers)
+		return false
+	}) + "/v1/health"
 	tr := newCallerTransport(nil)
 	defer tr.CloseIdleConnections()
-	url := "http://" + ln.Addr().String() + "/v1/health"
 	f.Fuzz(func(t *testing.T, answer []byte) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()

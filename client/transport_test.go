@@ -179,16 +179,30 @@ func TestCallerTransport_ConnectionCloseIsHonoured(t *testing.T) {
 // requests it read by method.
 func flakyServer(t *testing.T) (string, *sync.Map) {
 	t.Helper()
+	var seen sync.Map
+	u := rawServer(t, func(nc net.Conn, i int, req *http.Request) bool {
+		n, _ := seen.LoadOrStore(req.Method, new(atomic.Int64))
+		n.(*atomic.Int64).Add(1)
+		if i == 1 {
+			return false
+		}
+		io.WriteString(nc, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+		return true
+	})
+	return u, &seen
+}
+
+// rawServer is a server written on sockets, for answers net/http's server
+// would not send: serve is called with each request a connection reads
+// (i counts them from 0) and writes what it likes; the connection is
+// closed once it returns false. It returns the server's URL.
+func rawServer(tb testing.TB, serve func(nc net.Conn, i int, req *http.Request) (keep bool)) string {
+	tb.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	t.Cleanup(func() { ln.Close() })
-	var seen sync.Map
-	count := func(m string) {
-		n, _ := seen.LoadOrStore(m, new(atomic.Int64))
-		n.(*atomic.Int64).Add(1)
-	}
+	tb.Cleanup(func() { ln.Close() })
 	go func() {
 		for {
 			nc, err := ln.Accept()
@@ -204,16 +218,14 @@ func flakyServer(t *testing.T) (string, *sync.Map) {
 						return
 					}
 					io.Copy(io.Discard, req.Body)
-					count(req.Method)
-					if i == 1 {
+					if !serve(nc, i, req) {
 						return
 					}
-					io.WriteString(nc, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
 				}
 			}()
 		}
 	}()
-	return "http://" + ln.Addr().String(), &seen
+	return "http://" + ln.Addr().String()
 }
 
 func seenCount(m *sync.Map, method string) int64 {
@@ -413,22 +425,12 @@ func TestClient_DefaultTimeoutEndsARequest(t *testing.T) {
 }
 
 func TestCallerTransport_ABodyCutShortStaysAnError(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		nc, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		http.ReadRequest(bufio.NewReader(nc))
+	u := rawServer(t, func(nc net.Conn, _ int, _ *http.Request) bool {
 		io.WriteString(nc, "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly this")
-		nc.Close()
-	}()
+		return false
+	})
 	c, _ := directClient(t)
-	resp, err := c.Do(get(t, "http://"+ln.Addr().String()))
+	resp, err := c.Do(get(t, u))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -457,28 +459,18 @@ func TestCallerTransport_ReadingAClosedBodyIsAnError(t *testing.T) {
 }
 
 func TestCallerTransport_AnAnswerHeaderWithoutEndIsRefused(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		nc, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer nc.Close()
-		http.ReadRequest(bufio.NewReader(nc))
+	u := rawServer(t, func(nc net.Conn, _ int, _ *http.Request) bool {
 		io.WriteString(nc, "HTTP/1.1 200 OK\r\n")
 		line := "X-Junk: " + strings.Repeat("a", 1000) + "\r\n"
 		for range 4 * maxAnswerHeaderBytes / len(line) { // bounded: four times the limit
 			if _, err := io.WriteString(nc, line); err != nil {
-				return
+				break
 			}
 		}
-	}()
+		return false
+	})
 	c, _ := directClient(t)
-	if _, err := c.Do(get(t, "http://"+ln.Addr().String())); !errors.Is(err, errAnswerHeaderTooLarge) {
+	if _, err := c.Do(get(t, u)); !errors.Is(err, errAnswerHeaderTooLarge) {
 		t.Fatalf("an answer header of 4 MiB: %v, want errAnswerHeaderTooLarge", err)
 	}
 }
