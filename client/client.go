@@ -6,6 +6,14 @@
 // durably in the log at Receipt.Index. Proofs that it is there come from
 // Proof, WaitProof or SubmitAndWait, and are checked offline with
 // annal-verify (or the verifier package).
+//
+// A client from New writes a plain-HTTP request to the kernel and reads its
+// answer on the calling goroutine, over a connection kept for the next
+// request (callerTransport); https, a proxy from the environment and
+// protocol upgrades go through net/http's Transport. Each request of such a
+// client ends after DefaultTimeout; WithHTTPClient hands the transport and
+// the timeouts to the caller's http.Client. A Client is safe for
+// concurrent use.
 package client
 
 import (
