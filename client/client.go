@@ -12,8 +12,8 @@
 // request (callerTransport); https, a proxy from the environment and
 // protocol upgrades go through net/http's Transport. Each request of such a
 // client ends after DefaultTimeout; WithHTTPClient hands the transport and
-// the timeouts to the caller's http.Client. Once set up (the With methods
-// are not), a Client is safe for concurrent use.
+// the timeouts to the caller's http.Client. A Client is safe for
+// concurrent use once its With methods have been called.
 package client
 
 import (
