@@ -7,7 +7,7 @@ witnesses, a c2sp.org/tlog-policy), of what an Annal log hands out:
 - annal.proof: c2sp.org/tlog-proof@v1 proofs and consistency proofs;
 - annal.merkle: RFC 6962 hashes and proof checks;
 - annal.jcs: RFC 8785 canonical JSON and the strict entry reader;
-- annal.client: a urllib client of annald with the Go client's surface
+- annal.client: an HTTP client of annald with the Go client's surface
   (submit, holds, execute intents and results, budget, history and the
   live stream, blobs, the agent file system, sealed payloads, signed
   requests, retries), whose error answers raise annal.errors.APIError and
