@@ -12,6 +12,7 @@ import { verifyDeltaList } from "./deltas.js";
 import { streamItems } from "./stream.js";
 import { MAX_VFS_CONTENT, VFSPath, VFSPathError, parseVFS, parseVFSURI, vfsWriteRequest } from "./vfspath.js";
 import { oidOf } from "./encoding.js";
+import { keptFetch } from "./keptfetch.js";
 
 /** What the client reads from any answer but a blob's or a file's (client.MaxResponseBody). */
 export const MAX_RESPONSE_BODY = 1 << 20;
@@ -132,7 +133,8 @@ export class AnnalClient {
    * @param {object} [options]
    * @param {string} [options.credential] the actor's credential ("" or absent: read-only)
    * @param {RetryPolicy} [options.retry] the default never retries; DEFAULT_RETRY is the CLI's
-   * @param {typeof fetch} [options.fetch]
+   * @param {typeof fetch} [options.fetch] the default is keptFetch (src/keptfetch.js): node:http on a kept
+   *   connection for plain HTTP on Node, globalThis.fetch otherwise
    * @param {import("./signing.js").SigningKey} [options.signingKey] signs every POST, PUT and
    *   DELETE (but blob uploads) with the actor's registered key: its events then carry the signature
    */
@@ -140,7 +142,7 @@ export class AnnalClient {
     this.base = new URL(baseURL.endsWith("/") ? baseURL : baseURL + "/");
     this.credential = options.credential ?? "";
     this.retry = options.retry ?? { attempts: 1, firstMs: 0, maxMs: 0 };
-    this.fetch = options.fetch ?? globalThis.fetch.bind(globalThis);
+    this.fetch = options.fetch ?? keptFetch;
     this.signingKey = options.signingKey;
     /** @type {Promise<{origin: string, by: string}> | undefined} */
     this.identity = undefined;
