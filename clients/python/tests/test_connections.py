@@ -193,6 +193,16 @@ class KeptConnections(unittest.TestCase):
                 c.request("POST", "v1/act", {})
             self.assertEqual(seen.get("POST"), 1)
 
+    def test_a_request_that_would_break_its_framing_is_refused_unsent(self) -> None:
+        srv = self.counted()
+        with Client(serve(srv), "cred\r\nX-Injected: 1") as c:
+            with self.assertRaises(ValueError):
+                c.request("POST", "v1/echo", {})
+        with Client(serve(srv), "cred") as c:
+            with self.assertRaises(ValueError):
+                c.request("GET", "v1/echo path")
+        self.assertEqual(srv.connections, 0)
+
     def test_https_and_proxies_go_through_urllib(self) -> None:
         c = Client("http://127.0.0.1:7420", "cred")
         self.assertIsNotNone(c._kept_connection("http://127.0.0.1:7420/v1/health"))
