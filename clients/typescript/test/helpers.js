@@ -1,6 +1,8 @@
-// Test helpers: the repository's known-answer vectors and note signing by
-// hand (c2sp.org/signed-note), with WebCrypto only.
+// Test helpers: the repository's known-answer vectors, note signing by
+// hand (c2sp.org/signed-note) with WebCrypto only, and a local server's
+// lifetime.
 import { readFileSync } from "node:fs";
+import { after, before } from "node:test";
 import { concat, decodeBase64, encodeBase64, fromHex, toHex, utf8 } from "../src/encoding.js";
 import { keyHash } from "../src/note.js";
 
@@ -54,3 +56,22 @@ export async function signNote(/** @type {string} */ text, /** @type {Awaited<Re
 }
 
 export { concat, decodeBase64, encodeBase64, fromHex, toHex, utf8 };
+
+/**
+ * Listens with server on 127.0.0.1 before the file's tests and closes it,
+ * and every connection it holds, after them. The returned object's url is
+ * the server's once it listens.
+ * @param {import("node:http").Server} server
+ */
+export function serveLocally(server) {
+  const at = { url: "" };
+  before(async () => {
+    await new Promise((resolve) => server.listen(0, "127.0.0.1", () => resolve(undefined)));
+    at.url = `http://127.0.0.1:${/** @type {import("node:net").AddressInfo} */ (server.address()).port}`;
+  });
+  after(() => {
+    server.closeAllConnections();
+    server.close();
+  });
+  return at;
+}

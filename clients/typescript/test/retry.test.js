@@ -4,10 +4,11 @@
 // stopped kernel never are. A small HTTP server on 127.0.0.1 answers what
 // each case needs: it tests the client's rule, not annald (whose 429 is
 // shown in client.test.js).
-import { after, before, test } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
 import { createServer } from "node:http";
 import { AnnalClient, AnnalError } from "@annal/client";
+import { serveLocally } from "./helpers.js";
 
 /** @type {{status: number, body: object, retryAfter?: string}[]} */
 let script = [];
@@ -34,12 +35,7 @@ function ok(/** @type {string} */ url) {
   return { status: "committed", event_id: "e", index: 7, leaf_hash: "", time: "", actor: "a", type: "create", target: "t", cost: 1 };
 }
 
-let url = "";
-before(async () => {
-  await new Promise((resolve) => server.listen(0, "127.0.0.1", () => resolve(undefined)));
-  url = `http://127.0.0.1:${/** @type {import("node:net").AddressInfo} */ (server.address()).port}`;
-});
-after(() => server.close());
+const local = serveLocally(server);
 
 const policy = { attempts: 6, firstMs: 5, maxMs: 50 };
 const action = /** @type {const} */ ({ type: "create", target: "workspace/x", payload: 1 });
@@ -48,7 +44,7 @@ const action = /** @type {const} */ ({ type: "create", target: "workspace/x", pa
 async function run(/** @type {typeof script} */ s, /** @type {(c: AnnalClient) => Promise<unknown>} */ call, retry = policy) {
   script = s;
   seen = [];
-  const c = new AnnalClient(url, { credential: "c", retry });
+  const c = new AnnalClient(local.url, { credential: "c", retry });
   const out = await call(c).then(
     (v) => ({ value: v, error: undefined }),
     (/** @type {unknown} */ e) => ({ value: undefined, error: e }),
@@ -116,7 +112,7 @@ test("retry: the wait is the answer's Retry-After when longer; attempts bound th
   // Without a policy the client does not retry.
   script = [busy];
   seen = [];
-  await assert.rejects(new AnnalClient(url, { credential: "c" }).submit(action), { status: 503 });
+  await assert.rejects(new AnnalClient(local.url, { credential: "c" }).submit(action), { status: 503 });
   assert.equal(seen.length, 1);
 });
 

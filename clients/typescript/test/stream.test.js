@@ -3,10 +3,11 @@
 // comments skipped, CRLF lines, an "event: error" ending the stream with
 // the kernel's message, an abort ending it quietly. (Resume against annald
 // itself is in agent.test.js.)
-import { after, before, test } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
 import { createServer } from "node:http";
 import { AnnalClient, AnnalError } from "@annal/client";
+import { serveLocally } from "./helpers.js";
 
 /** @type {string[]} */
 let lastEventIDs = [];
@@ -16,15 +17,7 @@ const server = createServer((req, res) => {
   lastEventIDs.push(String(req.headers["last-event-id"] ?? ""));
   answer(res);
 });
-let url = "";
-before(async () => {
-  await new Promise((resolve) => server.listen(0, "127.0.0.1", () => resolve(undefined)));
-  url = `http://127.0.0.1:${/** @type {import("node:net").AddressInfo} */ (server.address()).port}`;
-});
-after(() => {
-  server.closeAllConnections();
-  server.close();
-});
+const local = serveLocally(server);
 
 const item = (/** @type {number} */ i) => JSON.stringify({ index: i, leaf_hash: "00", event: { kind: "action", n: i } });
 
@@ -36,7 +29,7 @@ test("stream: comments are skipped, CRLF lines read, and an event: error ends th
   };
   const got = /** @type {number[]} */ ([]);
   const err = await (async () => {
-    for await (const it of new AnnalClient(url).stream({}, { after: 3 })) got.push(it.index);
+    for await (const it of new AnnalClient(local.url).stream({}, { after: 3 })) got.push(it.index);
   })().then(
     () => assert.fail("the stream ended without the error"),
     (/** @type {unknown} */ e) => e,
@@ -57,7 +50,7 @@ test("stream: a connection the server ends is reopened from the last index; an a
   };
   const ac = new AbortController();
   const got = [];
-  for await (const it of new AnnalClient(url).stream({ kind: "action" }, { signal: ac.signal, reconnectMs: 5 })) {
+  for await (const it of new AnnalClient(local.url).stream({ kind: "action" }, { signal: ac.signal, reconnectMs: 5 })) {
     got.push(it.index);
     if (got.length === 3) ac.abort();
   }
@@ -72,7 +65,7 @@ test("stream: a refusal before the stream starts is an AnnalError with the kerne
   };
   await assert.rejects(
     (async () => {
-      for await (const _ of new AnnalClient(url).stream(/** @type {any} */ ({ limit: 1 }))) break;
+      for await (const _ of new AnnalClient(local.url).stream(/** @type {any} */ ({ limit: 1 }))) break;
     })(),
     (/** @type {any} */ e) => e instanceof AnnalError && e.status === 400 && e.kernelMessage === "invalid: a stream takes no limit",
   );
