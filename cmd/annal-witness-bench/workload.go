@@ -20,6 +20,7 @@ import (
 
 	"github.com/annal-dev/annal/checkpoints"
 	"github.com/annal-dev/annal/cmd/annal-bench/loadconn"
+	"github.com/annal-dev/annal/internal/ctxsleep"
 	"github.com/transparency-dev/merkle/rfc6962"
 	"github.com/transparency-dev/merkle/testonly"
 	"golang.org/x/mod/sumdb/note"
@@ -435,12 +436,7 @@ func (wl workload) wait(ctx context.Context, attempt int) {
 	if d <= 0 {
 		return
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	}
+	ctxsleep.Sleep(ctx, d) // an ended ctx is the caller's to see
 }
 
 // percentile is the nearest-rank p-th percentile of d (0 if d is empty).

@@ -45,6 +45,7 @@ import (
 	"time"
 
 	"github.com/annal-dev/annal/api"
+	"github.com/annal-dev/annal/internal/ctxsleep"
 	"github.com/annal-dev/annal/kernel/saga"
 )
 
@@ -208,14 +209,7 @@ func (o *Orchestrator) sleep(ctx context.Context, d time.Duration) error {
 	if o.Sleep != nil {
 		return o.Sleep(ctx, d)
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return ctxsleep.Sleep(ctx, d)
 }
 
 // clip keeps a reason within what a saga.step may carry: at most 1,024

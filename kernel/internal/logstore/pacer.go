@@ -3,6 +3,8 @@ package logstore
 import (
 	"context"
 	"time"
+
+	"github.com/annal-dev/annal/internal/ctxsleep"
 )
 
 // pacer keeps a loop's work to a share of its time.
@@ -15,7 +17,7 @@ type pacer struct {
 }
 
 func newPacer(share float64) *pacer {
-	return &pacer{share: share, now: time.Now, sleep: sleepCtx, since: time.Now()}
+	return &pacer{share: share, now: time.Now, sleep: ctxsleep.Sleep, since: time.Now()}
 }
 
 // paceStretch is the work between rests: long enough that a rest's timer
@@ -42,16 +44,4 @@ func (p *pacer) rest(ctx context.Context) error {
 	}
 	p.since = p.now()
 	return nil
-}
-
-// sleepCtx sleeps for d, or until ctx ends (then it says so).
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
