@@ -278,11 +278,10 @@ class Client:
         except urllib.error.HTTPError as e:
             raise _error(e.code, e.read(MAX_RESPONSE_BODY), e.headers.get("Retry-After")) from None
 
-    def _kept_connection(self, url: str) -> Optional[_KeptConnection]:
-        """This thread's kept connection to annald, for a plain-HTTP url
-        that no proxy from the environment takes; None otherwise (https
-        and proxies go through urllib)."""
-        split = urllib.parse.urlsplit(url)
+    def _kept_connection(self, split: urllib.parse.SplitResult) -> Optional[_KeptConnection]:
+        """This thread's kept connection to annald, for a plain-HTTP URL
+        (split) that no proxy from the environment takes; None otherwise
+        (https and proxies go through urllib)."""
         if split.scheme != "http" or not split.hostname:
             return None
         proxied = self._proxied.get(split.netloc)
@@ -304,10 +303,10 @@ class Client:
               answer: Optional[Dict[str, str]] = None) -> bytes:
         limit = MAX_BLOB_BODY if method == "GET" and path.startswith(("v1/blobs/", "v1/vfs/")) else MAX_RESPONSE_BODY
         url = self.base_url + path.lstrip("/")
-        kept = self._kept_connection(url)
+        split = urllib.parse.urlsplit(url)
+        kept = self._kept_connection(split)
         status = 0
         if kept is not None:
-            split = urllib.parse.urlsplit(url)
             target = split.path + ("?" + split.query if split.query else "")
             status, resp_headers, raw = kept.exchange(method, target, body,
                                                       self._headers(method, url, path, body, signed, None),

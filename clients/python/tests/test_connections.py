@@ -13,6 +13,7 @@ import time
 import unittest
 from typing import Any, Callable, Dict, List, Tuple
 from unittest import mock
+from urllib.parse import urlsplit
 
 from annal.client import MAX_RESPONSE_BODY, Client
 from annal.errors import APIError, ConflictError
@@ -205,15 +206,15 @@ class KeptConnections(unittest.TestCase):
 
     def test_https_and_proxies_go_through_urllib(self) -> None:
         c = Client("http://127.0.0.1:7420", "cred")
-        self.assertIsNotNone(c._kept_connection("http://127.0.0.1:7420/v1/health"))
-        self.assertIsNone(c._kept_connection("https://kernel.example/v1/health"))
+        self.assertIsNotNone(c._kept_connection(urlsplit("http://127.0.0.1:7420/v1/health")))
+        self.assertIsNone(c._kept_connection(urlsplit("https://kernel.example/v1/health")))
         c.close()
         with mock.patch.dict(os.environ, {"http_proxy": "http://proxy.example:3128", "no_proxy": ""}):
             with Client("http://kernel.example:7420", "cred") as proxied:
-                self.assertIsNone(proxied._kept_connection("http://kernel.example:7420/v1/health"))
+                self.assertIsNone(proxied._kept_connection(urlsplit("http://kernel.example:7420/v1/health")))
         with mock.patch.dict(os.environ, {"http_proxy": "http://proxy.example:3128", "no_proxy": "kernel.example"}):
             with Client("http://kernel.example:7420", "cred") as bypassed:
-                self.assertIsNotNone(bypassed._kept_connection("http://kernel.example:7420/v1/health"))
+                self.assertIsNotNone(bypassed._kept_connection(urlsplit("http://kernel.example:7420/v1/health")))
 
 
 if __name__ == "__main__":
