@@ -9,8 +9,9 @@
 //
 // A client from New writes a plain-HTTP request to the kernel and reads its
 // answer on the calling goroutine, over a connection kept for the next
-// request (callerTransport); https, a proxy from the environment and
-// protocol upgrades go through net/http's Transport. Each request of such a
+// request (callerTransport); most such requests it frames itself, without
+// http.Client (plain.go). https, a proxy from the environment and protocol
+// upgrades go through net/http's Transport. Each request of such a
 // client ends after DefaultTimeout; WithHTTPClient hands the transport and
 // the timeouts to the caller's http.Client. A Client is safe for
 // concurrent use once its With methods have been called.
@@ -56,6 +57,8 @@ type Client struct {
 	// setRequestCancel), which on busy cores costs a sequential
 	// client about 60 µs a request.
 	timeout time.Duration
+	// plain, if set, frames the requests it can itself (plain.go).
+	plain *plainRoute
 }
 
 // RetryPolicy says how a client sends again a request the kernel refused
@@ -89,7 +92,8 @@ func New(baseURL, credential string) (*Client, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("server URL %q is not an http(s) URL", baseURL)
 	}
-	return &Client{base: u, credential: credential, http: &http.Client{Transport: sharedTransport}, timeout: DefaultTimeout}, nil
+	return &Client{base: u, credential: credential, http: &http.Client{Transport: sharedTransport}, timeout: DefaultTimeout,
+		plain: newPlainRoute(sharedTransport, u, credential)}, nil
 }
 
 // DefaultTimeout bounds each request of a client from New, its answer
@@ -115,6 +119,7 @@ var sharedTransport = newCallerTransport(func() *http.Transport {
 func (c *Client) WithHTTPClient(h *http.Client) *Client {
 	c.http = h
 	c.timeout = 0
+	c.plain = nil
 	return c
 }
 
@@ -226,11 +231,11 @@ func (c *Client) doOnce(ctx context.Context, method, path string, body []byte) (
 		ctx, cancel = context.WithTimeout(ctx, c.timeout)
 		defer cancel() // after the answer is read whole, below
 	}
-	req, err := c.newRequest(ctx, method, path, body)
+	u, err := c.base.Parse(strings.TrimPrefix(path, "/"))
 	if err != nil {
 		return nil, nil, err
 	}
-	resp, err := c.http.Do(req)
+	resp, err := c.send(ctx, method, path, u, body)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -252,17 +257,37 @@ func (c *Client) doOnce(ctx context.Context, method, path string, body []byte) (
 	return raw, resp.Header, nil
 }
 
-// newRequest makes the request for path under the kernel's URL, with
-// body (JSON, or nil for none), the client's credential, and its
-// signature when the client signs and the request may lead to an event.
-func (c *Client) newRequest(ctx context.Context, method, path string, body []byte) (*http.Request, error) {
+// send sends the request for path, at u under the kernel's URL, with
+// body (JSON, or nil for none): framed by the client itself if it can
+// (plain.go), else through its http.Client.
+func (c *Client) send(ctx context.Context, method, path string, u *url.URL, body []byte) (*http.Response, error) {
+	if pr, ok := c.plainRequest(ctx, method, path, u, body); ok {
+		resp, err := c.sendPlain(pr, u)
+		if err != nil || !redirects(resp) {
+			return resp, err
+		}
+		// http.Client follows redirects; let it, from the start.
+		io.Copy(io.Discard, io.LimitReader(resp.Body, MaxResponseBody))
+		resp.Body.Close()
+	}
+	return c.sendHTTP(ctx, method, path, u, body)
+}
+
+// sendHTTP sends the request through the client's http.Client, with the
+// client's credential, and its signature when the client signs and the
+// request may lead to an event.
+func (c *Client) sendHTTP(ctx context.Context, method, path string, u *url.URL, body []byte) (*http.Response, error) {
+	req, err := c.newRequest(ctx, method, path, u, body)
+	if err != nil {
+		return nil, err
+	}
+	return c.http.Do(req)
+}
+
+func (c *Client) newRequest(ctx context.Context, method, path string, u *url.URL, body []byte) (*http.Request, error) {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
-	}
-	u, err := c.base.Parse(strings.TrimPrefix(path, "/"))
-	if err != nil {
-		return nil, err
 	}
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), rd)
 	if err != nil {

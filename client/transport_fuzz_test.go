@@ -7,30 +7,32 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"reflect"
 	"testing"
 	"time"
 )
 
-// referenceAnswer is what net/http makes of answer to a GET: the status
-// and body of the first answer that is not informational, or failed.
-func referenceAnswer(answer []byte, req *http.Request) (status int, body []byte, ok bool) {
+// referenceAnswer is what net/http makes of answer to a GET: the first
+// answer that is not informational and its body, or failed.
+func referenceAnswer(answer []byte, req *http.Request) (resp *http.Response, body []byte, ok bool) {
 	br := bufio.NewReader(bytes.NewReader(answer))
 	for {
 		resp, err := http.ReadResponse(br, req)
 		if err != nil {
-			return 0, nil, false
+			return nil, nil, false
 		}
 		if resp.StatusCode >= 200 || resp.StatusCode == http.StatusSwitchingProtocols {
 			body, err := io.ReadAll(resp.Body)
-			return resp.StatusCode, body, err == nil
+			return resp, body, err == nil
 		}
 		resp.Body.Close()
 	}
 }
 
 // FuzzCallerTransportAnswer holds callerTransport to net/http's reading
-// of any answer a server sends: the same status and body where net/http
-// reads one, an error where it fails, and never a hang or a panic.
+// of any answer a server sends: the same status, header and body where
+// net/http reads one (plainAnswer's reading, or ReadResponse's), an error
+// where it fails, and never a hang or a panic.
 func FuzzCallerTransportAnswer(f *testing.F) {
 	for _, seed := range []string{
 		"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
@@ -43,6 +45,12 @@ func FuzzCallerTransportAnswer(f *testing.F) {
 		"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 3\r\n\r\nabc",
 		"HTTP/1.1 2x0 OK\r\n\r\n",
 		"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab",
+		"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nX-A:  padded \t\r\nX-A: second\r\nContent-Length: 2\r\n\r\n{}",
+		"HTTP/1.1 409 Conflict\r\nRetry-After: 1\r\ncontent-length: 3\r\n\r\nabc",
+		"HTTP/1.1 200 OK\nContent-Length: 2\n\nok",
+		"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok",
+		"HTTP/1.1 200 \r\nContent-Length: 0\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nX-\x80: \xff\r\nContent-Length: 1\r\n\r\nx",
 		"garbage",
 		"",
 	} {
@@ -59,7 +67,7 @@ func FuzzCallerTransportAnswer(f *testing.F) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		wantStatus, wantBody, wantOK := referenceAnswer(answer, req)
+		want, wantBody, wantOK := referenceAnswer(answer, req)
 		go func() { answers <- answer }()
 		resp, err := tr.RoundTrip(req)
 		if err != nil {
@@ -67,7 +75,7 @@ func FuzzCallerTransportAnswer(f *testing.F) {
 				t.Fatalf("no answer within 10 s: %v", err)
 			}
 			if wantOK {
-				t.Fatalf("net/http reads status %d, body %q; the transport: %v", wantStatus, wantBody, err)
+				t.Fatalf("net/http reads status %d, body %q; the transport: %v", want.StatusCode, wantBody, err)
 			}
 			return
 		}
@@ -76,9 +84,13 @@ func FuzzCallerTransportAnswer(f *testing.F) {
 		if ctx.Err() != nil {
 			t.Fatal("the body did not end within 10 s")
 		}
-		if ok := err == nil; ok != wantOK || (ok && (resp.StatusCode != wantStatus || !bytes.Equal(body, wantBody))) {
-			t.Fatalf("the transport read status %d, body %q, error %v; net/http status %d, body %q, read whole %v",
-				resp.StatusCode, body, err, wantStatus, wantBody, wantOK)
+		if ok := err == nil; ok != wantOK || (ok && (resp.StatusCode != want.StatusCode || !bytes.Equal(body, wantBody))) {
+			t.Fatalf("the transport read status %d, body %q, error %v; net/http: %+v, body %q, read whole %v",
+				resp.StatusCode, body, err, want, wantBody, wantOK)
+		}
+		if wantOK && (resp.Status != want.Status || !reflect.DeepEqual(resp.Header, want.Header) || resp.ContentLength != want.ContentLength) {
+			t.Fatalf("the transport read %q %v (length %d); net/http %q %v (length %d)",
+				resp.Status, resp.Header, resp.ContentLength, want.Status, want.Header, want.ContentLength)
 		}
 	})
 }
