@@ -360,7 +360,12 @@ func (c *Client) doJSON(ctx context.Context, method, path string, body, out any)
 	if err != nil {
 		return err
 	}
-	if err := json.Unmarshal(raw, out); err != nil {
+	if r, ok := out.(*api.Receipt); ok {
+		err = decodeReceipt(raw, r)
+	} else {
+		err = json.Unmarshal(raw, out)
+	}
+	if err != nil {
 		return fmt.Errorf("annal: %s %s: answer is not the expected JSON: %w", method, path, err)
 	}
 	return nil
