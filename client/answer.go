@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/textproto"
 	"strconv"
+	"strings"
 )
 
 // plainAnswer reads the head of an answer from br if the head is in a
@@ -90,7 +91,9 @@ func peekHead(br *bufio.Reader) ([]byte, error) {
 }
 
 // parsePlainHead parses a head peekHead found: the answer without its
-// body, or false if it is not in plainAnswer's subset.
+// body, or false if it is not in plainAnswer's subset. Its header's values
+// share one string and one slice, as Header.Clone's do, and the names
+// annald sends are not allocated again.
 func parsePlainHead(head []byte) (*http.Response, bool) {
 	line, rest, _ := bytes.Cut(head, []byte("\r\n"))
 	status, ok := plainStatus(line)
@@ -100,8 +103,14 @@ func parsePlainHead(head []byte) (*http.Response, bool) {
 	resp := &http.Response{
 		Status: string(line[len("HTTP/1.1 "):]), StatusCode: status,
 		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-		Header: make(http.Header, 8), ContentLength: -1,
+		ContentLength: -1,
 	}
+	type field struct {
+		key   string
+		value []byte
+	}
+	var kept [16]field
+	fields, size := kept[:0], 0
 	for {
 		line, rest, _ = bytes.Cut(rest, []byte("\r\n"))
 		if len(line) == 0 {
@@ -111,7 +120,7 @@ func parsePlainHead(head []byte) (*http.Response, bool) {
 		if !ok {
 			return nil, false
 		}
-		key := textproto.CanonicalMIMEHeaderKey(string(name))
+		key := headerKey(name)
 		switch key {
 		case "Transfer-Encoding", "Trailer", "Connection":
 			return nil, false
@@ -122,9 +131,46 @@ func parsePlainHead(head []byte) (*http.Response, bool) {
 			}
 			resp.ContentLength = n
 		}
-		resp.Header[key] = append(resp.Header[key], string(value))
+		fields = append(fields, field{key, value})
+		size += len(value)
+	}
+	var all strings.Builder
+	all.Grow(size)
+	for _, f := range fields {
+		all.Write(f.value)
+	}
+	joined := all.String()
+	values := make([]string, len(fields))
+	resp.Header = make(http.Header, len(fields))
+	for i, f := range fields {
+		values[i], joined = joined[:len(f.value)], joined[len(f.value):]
+		if vv, twice := resp.Header[f.key]; twice {
+			resp.Header[f.key] = append(vv, values[i])
+		} else {
+			resp.Header[f.key] = values[i : i+1 : i+1]
+		}
 	}
 	return resp, resp.ContentLength >= 0
+}
+
+// headerKey is the canonical form of a header field's name, without
+// allocating for the names annald sends.
+func headerKey(name []byte) string {
+	switch string(name) {
+	case "Content-Type":
+		return "Content-Type"
+	case "Content-Length":
+		return "Content-Length"
+	case "Date":
+		return "Date"
+	case "Cache-Control":
+		return "Cache-Control"
+	case "X-Content-Type-Options":
+		return "X-Content-Type-Options"
+	case "Retry-After":
+		return "Retry-After"
+	}
+	return textproto.CanonicalMIMEHeaderKey(string(name))
 }
 
 // plainStatus is the code of an HTTP/1.1 status line whose answer has a

@@ -226,30 +226,30 @@ func (c *Client) doRawHeader(ctx context.Context, method, path string, body []by
 
 // doOnce sends one request.
 func (c *Client) doOnce(ctx context.Context, method, path string, body []byte) ([]byte, http.Header, error) {
+	var deadline time.Time
 	if c.timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, c.timeout)
-		defer cancel() // after the answer is read whole, below
+		deadline = time.Now().Add(c.timeout)
 	}
 	u, err := c.base.Parse(strings.TrimPrefix(path, "/"))
 	if err != nil {
 		return nil, nil, err
 	}
-	resp, err := c.send(ctx, method, path, u, body)
+	resp, done, err := c.send(ctx, deadline, method, path, u, body)
 	if err != nil {
 		return nil, nil, err
 	}
+	defer done() // after the answer is read whole, below
 	defer resp.Body.Close()
 	limit := int64(MaxResponseBody)
 	if (strings.HasPrefix(path, "v1/blobs/") || strings.HasPrefix(path, "v1/vfs/")) && method == http.MethodGet {
 		limit = MaxBlobBody
 	}
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	raw, err := readBody(resp, limit)
+	if errors.Is(err, errAnswerTooLarge) {
+		return nil, nil, fmt.Errorf("annal: %s %s: answer is larger than %d bytes", method, path, limit)
+	}
 	if err != nil {
 		return nil, nil, err
-	}
-	if int64(len(raw)) > limit {
-		return nil, nil, fmt.Errorf("annal: %s %s: answer is larger than %d bytes", method, path, limit)
 	}
 	if resp.StatusCode >= 300 {
 		return nil, nil, errorAnswer(resp, raw)
@@ -258,19 +258,62 @@ func (c *Client) doOnce(ctx context.Context, method, path string, body []byte) (
 }
 
 // send sends the request for path, at u under the kernel's URL, with
-// body (JSON, or nil for none): framed by the client itself if it can
-// (plain.go), else through its http.Client.
-func (c *Client) send(ctx context.Context, method, path string, u *url.URL, body []byte) (*http.Response, error) {
+// body (JSON, or nil for none), to be answered before deadline (zero:
+// none) and ctx's end: framed by the client itself if it can (plain.go),
+// else through its http.Client. done ends the request once its answer is
+// read.
+func (c *Client) send(ctx context.Context, deadline time.Time, method, path string, u *url.URL, body []byte) (resp *http.Response, done func(), err error) {
 	if pr, ok := c.plainRequest(ctx, method, path, u, body); ok {
+		pr.deadline = deadline
 		resp, err := c.sendPlain(pr, u)
 		if err != nil || !redirects(resp) {
-			return resp, err
+			return resp, func() {}, err
 		}
 		// http.Client follows redirects; let it, from the start.
 		io.Copy(io.Discard, io.LimitReader(resp.Body, MaxResponseBody))
 		resp.Body.Close()
 	}
-	return c.sendHTTP(ctx, method, path, u, body)
+	cancel := func() {}
+	if !deadline.IsZero() {
+		ctx, cancel = context.WithDeadline(ctx, deadline)
+	}
+	if resp, err = c.sendHTTP(ctx, method, path, u, body); err != nil {
+		cancel()
+		return nil, nil, err
+	}
+	return resp, cancel, nil
+}
+
+// errAnswerTooLarge is an answer longer than the client reads.
+var errAnswerTooLarge = errors.New("annal: answer too large")
+
+// readBody reads resp's body whole, at most limit bytes of it: in one
+// buffer of its length when its length is known.
+func readBody(resp *http.Response, limit int64) ([]byte, error) {
+	n := resp.ContentLength
+	if n < 0 || n > limit {
+		raw, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+		if err == nil && int64(len(raw)) > limit {
+			err = errAnswerTooLarge
+		}
+		return raw, err
+	}
+	raw := make([]byte, n, n+1)
+	if _, err := io.ReadFull(resp.Body, raw); err != nil {
+		return nil, err
+	}
+	// Read to the body's end, so that its connection is kept.
+	for range 8 {
+		switch m, err := resp.Body.Read(raw[n : n+1]); {
+		case m > 0:
+			return nil, fmt.Errorf("annal: the answer is longer than its Content-Length of %d", n)
+		case err == io.EOF:
+			return raw, nil
+		case err != nil:
+			return nil, err
+		}
+	}
+	return nil, io.ErrNoProgress
 }
 
 // sendHTTP sends the request through the client's http.Client, with the

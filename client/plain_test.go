@@ -267,23 +267,40 @@ func TestPlainRequest_SendsAgainOnlyWhatNetHTTPWould(t *testing.T) {
 	}
 }
 
-// The context ends a request that has no answer.
+// The context's end, its deadline or its cancellation, ends a request
+// that has no answer, and the client's own timeout ends one whose body
+// stalls.
 func TestPlainRequest_TheContextEndsIt(t *testing.T) {
-	u := rawServer(t, func(nc net.Conn, _ int, _ *http.Request) bool {
-		time.Sleep(5 * time.Second)
+	u := rawServer(t, func(nc net.Conn, _ int, req *http.Request) bool {
+		if req.URL.Path == "/v1/info" {
+			io.WriteString(nc, "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{")
+		}
+		time.Sleep(3 * time.Second)
 		return false
 	})
 	c, _ := New(u, "cred")
 	noHTTPClient(t, c)
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-	defer cancel()
-	start := time.Now()
-	_, err := c.Submit(ctx, api.ActionRequest{Type: "observe", Target: "workspace/x"})
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("err %v, want the context's deadline", err)
+	submit := func(ctx context.Context) error {
+		_, err := c.Submit(ctx, api.ActionRequest{Type: "observe", Target: "workspace/x"})
+		return err
 	}
-	if d := time.Since(start); d > 3*time.Second {
-		t.Fatalf("the request ended after %v", d)
+	start := time.Now()
+	timed, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if err := submit(timed); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("past the context's deadline: %v", err)
+	}
+	cancelled, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(100*time.Millisecond, cancel)
+	if err := submit(cancelled); !errors.Is(err, context.Canceled) {
+		t.Fatalf("the context cancelled: %v", err)
+	}
+	c.timeout = 100 * time.Millisecond
+	if _, err := c.Info(context.Background()); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a body that stalls past the client's timeout: %v", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("the three requests ended after %v", d)
 	}
 }
 

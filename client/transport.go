@@ -111,11 +111,12 @@ func (t *callerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 // kept connection to addr, as RoundTrip sends an http.Request, and is
 // sent again on a new connection under the same rule.
 type plainRequest struct {
-	ctx    context.Context
-	addr   string
-	method string
-	head   []byte
-	body   []byte
+	ctx      context.Context
+	deadline time.Time // besides the context's (zero: none)
+	addr     string
+	method   string
+	head     []byte
+	body     []byte
 }
 
 // send writes r and reads the head of its answer; the answer's body is
@@ -127,11 +128,7 @@ func (t *callerTransport) send(r plainRequest) (*http.Response, error) {
 		if err != nil {
 			return nil, err
 		}
-		resp, err := t.exchange(c, r.addr, exchange{ctx: r.ctx, method: r.method, write: func(w io.Writer) error {
-			w.Write(r.head)
-			_, err := w.Write(r.body)
-			return err
-		}})
+		resp, err := t.exchange(c, r.addr, exchange{ctx: r.ctx, deadline: r.deadline, method: r.method, write: r.write})
 		if err == nil {
 			return resp, nil
 		}
@@ -142,15 +139,24 @@ func (t *callerTransport) send(r plainRequest) (*http.Response, error) {
 	}
 }
 
-// exchange is what exchange needs of a request: its context and method,
-// whether it asks to close the connection, how to write it, and, if it is
-// an http.Request, the request (for ReadResponse).
+func (r plainRequest) write(w io.Writer) error {
+	if _, err := w.Write(r.head); err != nil {
+		return err
+	}
+	_, err := w.Write(r.body)
+	return err
+}
+
+// exchange is what exchange needs of a request: its context, deadline and
+// method, whether it asks to close the connection, how to write it, and,
+// if it is an http.Request, the request (for ReadResponse).
 type exchange struct {
-	ctx    context.Context
-	method string
-	close  bool
-	write  func(io.Writer) error
-	req    *http.Request
+	ctx      context.Context
+	deadline time.Time // besides the context's (zero: none)
+	method   string
+	close    bool
+	write    func(io.Writer) error
+	req      *http.Request
 }
 
 func exchangeOf(req *http.Request) exchange {
@@ -268,20 +274,30 @@ func (t *callerTransport) CloseIdleConnections() {
 	}
 }
 
+// unheld is the hold on a connection of a request whose context cannot
+// end before its deadline, which is the connection's: none to end.
+func unheld() bool { return true }
+
 // aLongTimeAgo is a deadline that has passed: setting it ends a blocked
 // read or write at once.
 var aLongTimeAgo = time.Unix(1, 0)
 
 // exchange writes x's request on c, a connection to addr, and reads the
-// head of its answer. The request's context bounds both, and the reading
-// of the body after: its deadline is the connection's, and its end sets a
-// past deadline.
+// head of its answer. The request's context and deadline bound both, and
+// the reading of the body after: the earlier deadline is the
+// connection's, and the context's end sets a past deadline.
 func (t *callerTransport) exchange(c *keptConn, addr string, x exchange) (*http.Response, error) {
-	deadline, _ := x.ctx.Deadline() // zero: none
+	deadline := x.deadline // zero: none
+	if d, ok := x.ctx.Deadline(); ok && (deadline.IsZero() || d.Before(deadline)) {
+		deadline = d
+	}
 	if err := c.nc.SetDeadline(deadline); err != nil {
 		return nil, err
 	}
-	stop := context.AfterFunc(x.ctx, func() { c.nc.SetDeadline(aLongTimeAgo) })
+	stop := unheld // a context that ends only at its deadline: the connection's
+	if x.ctx.Done() != nil {
+		stop = context.AfterFunc(x.ctx, func() { c.nc.SetDeadline(aLongTimeAgo) })
+	}
 	fail := func(err error) (*http.Response, error) {
 		stop()
 		if ctxErr := x.ctx.Err(); ctxErr != nil {
@@ -304,7 +320,7 @@ func (t *callerTransport) exchange(c *keptConn, addr string, x exchange) (*http.
 	if err != nil {
 		return fail(err)
 	}
-	b := &keptBody{body: resp.Body, c: c, t: t, addr: addr, stop: stop, reusable: !resp.Close && !x.close}
+	b := &keptBody{body: resp.Body, ctx: x.ctx, c: c, t: t, addr: addr, stop: stop, reusable: !resp.Close && !x.close}
 	if x.method == http.MethodHead || resp.ContentLength == 0 {
 		b.done = io.EOF
 		b.release(true)
@@ -394,6 +410,7 @@ func closeRequestBody(req *http.Request) {
 // whose rest of the answer would otherwise be read as the next one's.
 type keptBody struct {
 	body     io.ReadCloser
+	ctx      context.Context // the request's, whose end or deadline ends the reading
 	c        *keptConn
 	t        *callerTransport
 	addr     string
@@ -414,6 +431,11 @@ func (b *keptBody) Read(p []byte) (int, error) {
 	}
 	n, err := b.body.Read(p)
 	if err != nil {
+		if ctxErr := b.ctx.Err(); ctxErr != nil && err != io.EOF {
+			err = ctxErr
+		} else if errors.Is(err, os.ErrDeadlineExceeded) {
+			err = context.DeadlineExceeded // the connection's deadline is the request's
+		}
 		b.done = err
 		b.release(err == io.EOF)
 	}
