@@ -153,7 +153,8 @@ type checker struct {
 	// actor is the acting actor (nil for the kernel), set by the actor gate.
 	actor *Actor
 
-	facts *actionFacts
+	facts     actionFacts
+	haveFacts bool
 }
 
 // The gates every event by an actor passes first: who it is, the rate
@@ -262,6 +263,15 @@ func checkOwnQuarantine(c *checker) *Violation {
 		return inQuarantine(c.actor.ID, q)
 	}
 	return nil
+}
+
+// grantQuery is the action's type and target as grants match them: the
+// action's facts', or, for a checker without them (MayEver), its own.
+func (c *checker) grantQuery() grantQuery {
+	if c.haveFacts {
+		return c.facts.query
+	}
+	return newGrantQuery(c.ev.Action.Type, c.ev.Action.Target)
 }
 
 func (c *checker) isApproval() bool {

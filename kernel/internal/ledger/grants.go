@@ -44,14 +44,36 @@ func ParsePattern(s string) (capability.Pattern, error) { return patternCache.ge
 // Allows reports whether some grant lists t and matches target (Axiom 4.3:
 // default deny).
 func Allows(grants []event.Grant, target string, t event.ActionType) bool {
-	if len(grants) == 0 || event.ValidateTarget(target) != nil {
-		return false // no pattern matches an invalid target
+	if len(grants) == 0 {
+		return false
+	}
+	return newGrantQuery(t, target).allowedBy(grants)
+}
+
+// grantQuery is one action's (type, target) as grants are matched against
+// it, with the target validated once: a check matches one action against
+// several grant lists (the actor's, its envelope's, hold rules,
+// descriptors), and the target's validity is the same for each.
+type grantQuery struct {
+	t      event.ActionType
+	target string
+	valid  bool // no pattern matches an invalid target
+}
+
+func newGrantQuery(t event.ActionType, target string) grantQuery {
+	return grantQuery{t: t, target: target, valid: event.ValidateTarget(target) == nil}
+}
+
+// allowedBy is Allows(grants, q.target, q.t).
+func (q grantQuery) allowedBy(grants []event.Grant) bool {
+	if !q.valid {
+		return false
 	}
 	for _, g := range grants {
-		if !slices.Contains(g.Actions, t) {
+		if !slices.Contains(g.Actions, q.t) {
 			continue
 		}
-		if p, err := patternCache.get(g.Pattern); err == nil && p.MatchValidTarget(target) {
+		if p, err := patternCache.get(g.Pattern); err == nil && p.MatchValidTarget(q.target) {
 			return true
 		}
 	}
