@@ -30,6 +30,17 @@ type Actor struct {
 	SignalMask []string       `json:"signal_mask,omitempty"`
 	Signals    []QueuedSignal `json:"signals,omitempty"`
 	Policies   []string       `json:"policies,omitempty"`
+
+	// claimKey is the key of the actor's claim (actorKey(ID)), made once
+	// when it enters the ledger rather than on every event it claims;
+	// claimSet.actor makes it for an actor without one.
+	claimKey string
+}
+
+// newActor is an actor as it enters the ledger.
+func newActor(a *Actor) *Actor {
+	a.claimKey = actorKey(a.ID)
+	return a
 }
 
 // Available is what the actor may reserve now.
@@ -75,7 +86,7 @@ var genesisRule = &rule{
 		if ev.Log.Rules != 0 {
 			l.Rules = ev.Log.Rules
 		}
-		root := &Actor{ActorRecord: *ev.Subject, Status: event.StatusActive, CreatedAt: index, Balance: l.Energy.Genesis}
+		root := newActor(&Actor{ActorRecord: *ev.Subject, Status: event.StatusActive, CreatedAt: index, Balance: l.Energy.Genesis})
 		l.Actors[root.ID] = root
 		l.addCredential(root)
 		l.touchActor(root)
@@ -167,7 +178,7 @@ var actorCreatedRule = &rule{
 		if l.Rules >= RulesGoverned {
 			creator.Share -= rec.Share
 		}
-		a := &Actor{ActorRecord: rec, Status: event.StatusActive, CreatedAt: index, Balance: rec.Energy}
+		a := newActor(&Actor{ActorRecord: rec, Status: event.StatusActive, CreatedAt: index, Balance: rec.Energy})
 		l.Actors[a.ID] = a
 		l.countSealer(a.SealPayloads)
 		l.addCredential(a)

@@ -30,10 +30,12 @@ func actorKey(id string) string    { return "actor/" + id }
 func envelopeKey(id string) string { return "envelope/" + id }
 func sessionKey(id string) string  { return "session/" + id }
 
-// claimSet collects an event's claims.
+// claimSet collects an event's claims, in buf while they fit: an event
+// claims a few objects, and its claims then cost one allocation.
 type claimSet struct {
-	l  *Ledger
-	cs []Claim
+	l   *Ledger
+	cs  []Claim
+	buf [8]Claim
 }
 
 func (c *claimSet) read(keys ...string) {
@@ -50,11 +52,31 @@ func (c *claimSet) write(keys ...string) {
 
 // chain reads an envelope's chain and the agents that hold it.
 func (c *claimSet) chain(id string) {
-	if chain, v := c.l.Chain(id); v == nil {
-		for _, e := range chain {
-			c.read(envelopeKey(e.ID), actorKey(e.Holder))
-		}
+	if v, ok := c.l.Envelopes[id]; ok && v.chainClaims != nil {
+		c.cs = append(c.cs, v.chainClaims...)
+		return
 	}
+	if chain, v := c.l.Chain(id); v == nil {
+		c.cs = appendChainClaims(c.cs, chain)
+	}
+}
+
+// appendChainClaims appends the reads of chain's envelopes and of the
+// agents that hold them.
+func appendChainClaims(cs []Claim, chain []*Envelope) []Claim {
+	for _, e := range chain {
+		cs = append(cs, Claim{Key: envelopeKey(e.ID)}, Claim{Key: actorKey(e.Holder)})
+	}
+	return cs
+}
+
+// actor reads actor id.
+func (c *claimSet) actor(id string) {
+	if a, ok := c.l.Actors[id]; ok && a.claimKey != "" {
+		c.read(a.claimKey)
+		return
+	}
+	c.read(actorKey(id))
 }
 
 // Claims returns what ev reads and changes, sorted by key, each key once
@@ -62,9 +84,10 @@ func (c *claimSet) chain(id string) {
 // and what the rule of its kind names. It reads the ledger only for what
 // never changes once logged: an envelope's chain, a saga's session.
 func (l *Ledger) Claims(ev *event.Event) []Claim {
-	c := &claimSet{l: l, cs: make([]Claim, 0, 8)}
+	c := &claimSet{l: l}
+	c.cs = c.buf[:0]
 	if ev.Actor != event.KernelActor {
-		c.read(actorKey(ev.Actor))
+		c.actor(ev.Actor)
 	}
 	if ev.Session != "" {
 		c.read(sessionKey(ev.Session))

@@ -20,6 +20,10 @@ type Envelope struct {
 	// ancestors are fixed when it is issued and never leave the ledger, so
 	// the walk up the chain is done once, not on every action.
 	chain []*Envelope
+	// chainClaims are the claims of an event under the envelope that
+	// name its chain (claimSet.chain), kept with chain: they depend on
+	// nothing else.
+	chainClaims []Claim
 }
 
 // Remaining is budget − consumed − reserved.
@@ -41,6 +45,8 @@ func (l *Ledger) Chain(id string) ([]*Envelope, *Violation) {
 func (l *Ledger) keepChain(v *Envelope) {
 	if chain, bad := l.walkChain(v.ID); bad == nil {
 		v.chain = chain[:len(chain):len(chain)] // an append by a caller copies
+		cs := appendChainClaims(nil, chain)
+		v.chainClaims = cs[:len(cs):len(cs)]
 	}
 }
 

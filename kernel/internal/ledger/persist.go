@@ -172,6 +172,9 @@ func (l *Ledger) loadKey(key string, raw []byte) error {
 // order the fold built it: each agent's envelopes and elevations, the
 // pending holds per envelope, the compiled policies, the descriptors.
 func (l *Ledger) reindex() {
+	for _, a := range l.Actors {
+		newActor(a)
+	}
 	envs := slices.Collect(maps.Values(l.Envelopes))
 	slices.SortFunc(envs, func(a, b *Envelope) int { return cmp.Compare(a.IssuedAt, b.IssuedAt) })
 	for _, e := range envs {
