@@ -173,7 +173,9 @@ func (l *Ledger) check(ev *event.Event, opts Options, inForce int) (v *Violation
 			tolerated = append(tolerated, v)
 		}
 	}
-	c := &checker{l: l, ev: ev, rule: r, opts: opts, at: ev.Time}
+	c := checkers.Get().(*checker)
+	defer putChecker(c)
+	*c = checker{l: l, ev: ev, rule: r, opts: opts, at: ev.Time}
 	if r.actionFacts {
 		c.actionFacts()
 	}
@@ -187,6 +189,20 @@ func (l *Ledger) check(ev *event.Event, opts Options, inForce int) (v *Violation
 		}
 	}
 	return nil, tolerated
+}
+
+// checkers are the checkers of checks that returned, for the next: a
+// checker, with the facts it carries, is the one allocation every check
+// made, twice for each action (decided, then folded). Nothing keeps a
+// checker once its check returns: the gates return violations built
+// apart from it.
+var checkers = sync.Pool{New: func() any { return new(checker) }}
+
+// putChecker empties c, so that the pool keeps no ledger alive, and keeps
+// it for the next check.
+func putChecker(c *checker) {
+	*c = checker{}
+	checkers.Put(c)
 }
 
 // Fold checks the event at index and folds it into the ledger. index MUST
