@@ -154,7 +154,7 @@ func checkBoundary(c *checker) *Violation {
 	if capability.IsPrivileged(target) && c.actor.ID != RootID {
 		return refuse(Forbidden, "%s is a privileged target: only root writes system/ and ledger/ (Def. 4.12)", target)
 	}
-	if !c.grantQuery().allowedBy(c.actor.Grants) && !c.l.OwnTree(c.actor.ID, target) {
+	if !c.grantQuery().allowedByCompiled(c.actor.grants, c.actor.Grants) && !c.l.OwnTree(c.actor.ID, target) {
 		return refuse(Forbidden, "%s on %s is outside %s's writable targets (Axiom 4.3: default deny)", t, target, c.actor.ID)
 	}
 	return nil
@@ -181,7 +181,7 @@ func checkEnvelope(c *checker) *Violation {
 	if v := c.l.LiveChain(f.chain, c.at); v != nil {
 		return v
 	}
-	if !f.query.allowedBy(f.chain[0].Grants) && !c.l.OwnTree(c.actor.ID, target) {
+	if !f.query.allowedByCompiled(f.chain[0].grants, f.chain[0].Grants) && !c.l.OwnTree(c.actor.ID, target) {
 		return refuse(Forbidden, "envelope %s does not grant %s on %s", f.chain[0].ID, t, target)
 	}
 	return nil
@@ -424,7 +424,7 @@ func MustHold(chain []*Envelope, t event.ActionType, target string) bool {
 
 func mustHold(chain []*Envelope, q grantQuery) bool {
 	for _, v := range chain {
-		if q.allowedBy(v.HoldOn) {
+		if q.allowedByCompiled(v.holdOn, v.HoldOn) {
 			return true
 		}
 	}

@@ -33,13 +33,17 @@ type Actor struct {
 
 	// claimKey is the key of the actor's claim (actorKey(ID)), made once
 	// when it enters the ledger rather than on every event it claims;
-	// claimSet.actor makes it for an actor without one.
+	// claimSet.actor makes it for an actor without one. grants are its
+	// Grants compiled (compiledGrants).
 	claimKey string
+	grants   compiledGrants
 }
 
-// newActor is an actor as it enters the ledger.
+// newActor is an actor as it enters the ledger, with what the rules derive
+// from its id and grants, which never change.
 func newActor(a *Actor) *Actor {
 	a.claimKey = actorKey(a.ID)
+	a.grants = compileGrants(a.Grants)
 	return a
 }
 

@@ -16,7 +16,7 @@ type Envelope struct {
 	Policies []string `json:"policies,omitempty"`
 
 	// chain is Chain(ID), kept once the envelope is in the ledger (by the
-	// rule that issues it, and by the load of a stored state): its
+	// rule that issues it, and by the load of a stored state: keepDerived): its
 	// ancestors are fixed when it is issued and never leave the ledger, so
 	// the walk up the chain is done once, not on every action.
 	chain []*Envelope
@@ -24,6 +24,8 @@ type Envelope struct {
 	// name its chain (claimSet.chain), kept with chain: they depend on
 	// nothing else.
 	chainClaims []Claim
+	// grants and holdOn are Grants and HoldOn compiled (compiledGrants).
+	grants, holdOn compiledGrants
 }
 
 // Remaining is budget − consumed − reserved.
@@ -41,8 +43,11 @@ func (l *Ledger) Chain(id string) ([]*Envelope, *Violation) {
 	return l.walkChain(id)
 }
 
-// keepChain stores v's chain in it, if the chain is whole.
-func (l *Ledger) keepChain(v *Envelope) {
+// keepDerived stores in v, once it is in the ledger, what the rules derive
+// from its logged fields, which never change: its grants compiled, and
+// its chain and the claims that name it, if the chain is whole.
+func (l *Ledger) keepDerived(v *Envelope) {
+	v.grants, v.holdOn = compileGrants(v.Grants), compileGrants(v.HoldOn)
 	if chain, bad := l.walkChain(v.ID); bad == nil {
 		v.chain = chain[:len(chain):len(chain)] // an append by a caller copies
 		cs := appendChainClaims(nil, chain)
@@ -205,7 +210,7 @@ var envelopeIssuedRule = &rule{
 	apply: func(l *Ledger, index uint64, ev *event.Event) {
 		v := &Envelope{Envelope: *ev.Envelope, IssuedAt: index}
 		l.Envelopes[v.ID] = v
-		l.keepChain(v)
+		l.keepDerived(v)
 		l.countSealer(v.SealPayloads)
 		l.byHolder[v.Holder] = append(l.byHolder[v.Holder], v.ID)
 		l.touchEnvelope(v)

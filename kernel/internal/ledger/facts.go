@@ -111,7 +111,7 @@ func (l *Ledger) classify(q grantQuery, withNames bool) (ring.Ring, []string) {
 	}
 	for _, id := range l.descriptorIDs {
 		d := l.Descriptors[id]
-		if !q.allowedBy(d.AppliesTo) {
+		if !q.allowedByCompiled(d.appliesTo, d.AppliesTo) {
 			continue
 		}
 		if withNames {
