@@ -274,6 +274,25 @@ func (c *checker) grantQuery() grantQuery {
 	return newGrantQuery(c.ev.Action.Type, c.ev.Action.Target)
 }
 
+// actorNamed is the actor id, or nil: for the event's own actor, the one
+// its action's facts found.
+func (c *checker) actorNamed(id string) *Actor {
+	if c.haveFacts && id == c.ev.Actor {
+		return c.facts.actor
+	}
+	return c.l.Actors[id]
+}
+
+// chainOf is Chain(id), or nil when the chain is broken: for the envelope
+// the event's action names, the one its facts found.
+func (c *checker) chainOf(id string) []*Envelope {
+	if c.haveFacts && id == c.ev.Action.Envelope {
+		return c.facts.chain
+	}
+	chain, _ := c.l.Chain(id)
+	return chain
+}
+
 func (c *checker) isApproval() bool {
 	return c.ev.Kind == event.KindAction && c.ev.Hold != nil
 }

@@ -165,19 +165,19 @@ func (l *Ledger) check(ev *event.Event, opts Options, inForce int) (v *Violation
 	if r == nil {
 		return malformed("kind %s has no rule", ev.Kind), nil
 	}
-	for _, pre := range []func(*event.Event) *Violation{l.checkSigned, l.checkSealed, l.checkVFS} {
-		if v := pre(ev); v != nil {
-			if v.since <= inForce {
-				return v, tolerated
-			}
-			tolerated = append(tolerated, v)
-		}
-	}
 	c := checkers.Get().(*checker)
 	defer putChecker(c)
 	*c = checker{l: l, ev: ev, rule: r, opts: opts, at: ev.Time}
 	if r.actionFacts {
 		c.actionFacts()
+	}
+	for _, pre := range []func(*checker) *Violation{checkSigned, checkSealed, checkVFS} {
+		if v := pre(c); v != nil {
+			if v.since <= inForce {
+				return v, tolerated
+			}
+			tolerated = append(tolerated, v)
+		}
 	}
 	for _, g := range r.gates {
 		if v := g.check(c); v != nil {
