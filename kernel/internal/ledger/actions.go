@@ -274,7 +274,9 @@ func checkResources(c *checker) *Violation {
 	}
 	f := c.actionFacts()
 	own := append(make([]string, 0, 2), "agents/"+c.actor.ID)
-	if c.ev.Session != "" {
+	if s := f.session; s != nil && s.workDir != "" {
+		own = append(own, s.workDir)
+	} else if c.ev.Session != "" {
 		own = append(own, session.WorkDir(c.ev.Session))
 	}
 	use := ring.Use{Network: r.Network, FilesystemRead: r.FilesystemRead, FilesystemWrite: r.FilesystemWrite, Subprocess: r.Subprocess, Tools: int(r.Tools)}
@@ -333,7 +335,8 @@ func checkPolicy(c *checker) *Violation {
 	if !anyPolicies(c.actor, f.chain) {
 		return nil
 	}
-	compiled, v := c.l.compiledPolicies(c.actor.Policies, nil)
+	var buf [8]*policy.Compiled // an agent is bound by a few policies: no allocation for them
+	compiled, v := c.l.compiledPolicies(c.actor.Policies, buf[:0])
 	for _, e := range f.chain {
 		if v == nil {
 			compiled, v = c.l.compiledPolicies(e.Policies, compiled)

@@ -70,6 +70,15 @@ func appendChainClaims(cs []Claim, chain []*Envelope) []Claim {
 	return cs
 }
 
+// session reads session id.
+func (c *claimSet) session(id string) {
+	if s, ok := c.l.Sessions[id]; ok && s.claimKey != "" {
+		c.read(s.claimKey)
+		return
+	}
+	c.read(sessionKey(id))
+}
+
 // actor reads actor id.
 func (c *claimSet) actor(id string) {
 	if a, ok := c.l.Actors[id]; ok && a.claimKey != "" {
@@ -90,7 +99,7 @@ func (l *Ledger) Claims(ev *event.Event) []Claim {
 		c.actor(ev.Actor)
 	}
 	if ev.Session != "" {
-		c.read(sessionKey(ev.Session))
+		c.session(ev.Session)
 	}
 	if s := ev.Signed; s != nil {
 		c.read(actorKey(s.By))

@@ -107,7 +107,7 @@ func (l *Ledger) classify(q grantQuery, withNames bool) (ring.Ring, []string) {
 	required := DefaultRequiredRing(q.t)
 	var names []string
 	if withNames {
-		names = []string{string(q.t), q.target}
+		names = append(make([]string, 0, 4), string(q.t), q.target) // room for the few descriptors that apply
 	}
 	for _, id := range l.descriptorIDs {
 		d := l.Descriptors[id]

@@ -178,6 +178,9 @@ func (l *Ledger) reindex() {
 	for _, d := range l.Descriptors {
 		newDescriptor(d)
 	}
+	for _, s := range l.Sessions {
+		newSession(s)
+	}
 	envs := slices.Collect(maps.Values(l.Envelopes))
 	slices.SortFunc(envs, func(a, b *Envelope) int { return cmp.Compare(a.IssuedAt, b.IssuedAt) })
 	for _, e := range envs {
