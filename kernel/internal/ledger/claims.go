@@ -2,7 +2,6 @@ package ledger
 
 import (
 	"slices"
-	"strings"
 
 	"github.com/annal-dev/annal/kernel/event"
 )
@@ -111,17 +110,45 @@ func (l *Ledger) Claims(ev *event.Event) []Claim {
 	if r := l.ruleFor(ev); r != nil && r.claims != nil {
 		r.claims(c, ev)
 	}
-	slices.SortFunc(c.cs, func(a, b Claim) int {
-		if d := strings.Compare(a.Key, b.Key); d != 0 {
-			return d
-		}
-		if a.Exclusive == b.Exclusive {
+	return sortClaims(c.cs)
+}
+
+// sortClaims sorts cs by key, an exclusive claim before a shared one of
+// the same key, and keeps the first of each key. Most events make a few
+// claims, which an insertion sort orders quickest; a kill or a session's
+// end may make many.
+func sortClaims(cs []Claim) []Claim {
+	if len(cs) > 16 {
+		slices.SortFunc(cs, func(a, b Claim) int {
+			switch {
+			case claimBefore(a, b):
+				return -1
+			case claimBefore(b, a):
+				return 1
+			}
 			return 0
+		})
+	}
+	for i := 1; i < len(cs); i++ {
+		for j := i; j > 0 && claimBefore(cs[j], cs[j-1]); j-- {
+			cs[j], cs[j-1] = cs[j-1], cs[j]
 		}
-		if a.Exclusive {
-			return -1
+	}
+	n := min(len(cs), 1)
+	for _, x := range cs[n:] {
+		if x.Key != cs[n-1].Key {
+			cs[n] = x
+			n++
 		}
-		return 1
-	})
-	return slices.CompactFunc(c.cs, func(a, b Claim) bool { return a.Key == b.Key })
+	}
+	clear(cs[n:]) // drop the strings the tail still holds
+	return cs[:n]
+}
+
+// claimBefore says whether a sorts before b.
+func claimBefore(a, b Claim) bool {
+	if a.Key != b.Key {
+		return a.Key < b.Key
+	}
+	return a.Exclusive && !b.Exclusive
 }

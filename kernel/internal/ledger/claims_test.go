@@ -1,7 +1,10 @@
 package ledger
 
 import (
+	"cmp"
+	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -30,4 +33,35 @@ func TestClaimsOfAnActionUnderADelegatedEnvelope(t *testing.T) {
 	if got := l.Claims(act); !slices.Equal(got, want) {
 		t.Fatalf("claims without kept keys %v, want %v", got, want)
 	}
+}
+
+// sortClaims orders claims by key, exclusive first, each key once: as
+// sorting them with the comparison and compacting them does.
+func TestSortClaimsSortsAndKeepsEachKeyOnceExclusiveFirst(t *testing.T) {
+	keys := []string{"actor/a", "actor/b", "envelope/e", "envelope/f", "hold/h", "rules", "session/s", "session/t"}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 2000 {
+		var cs []Claim
+		for range rng.IntN(40) {
+			cs = append(cs, Claim{Key: keys[rng.IntN(len(keys))], Exclusive: rng.IntN(3) == 0})
+		}
+		want := slices.Clone(cs)
+		slices.SortFunc(want, func(a, b Claim) int {
+			if d := strings.Compare(a.Key, b.Key); d != 0 {
+				return d
+			}
+			return cmp.Compare(b2i(b.Exclusive), b2i(a.Exclusive))
+		})
+		want = slices.CompactFunc(want, func(a, b Claim) bool { return a.Key == b.Key })
+		if got := sortClaims(slices.Clone(cs)); !slices.Equal(got, want) {
+			t.Fatalf("sortClaims(%v) = %v, want %v", cs, got, want)
+		}
+	}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
