@@ -107,10 +107,10 @@ var deniedRule = &rule{
 
 func actionDraw(ev *event.Event, amount uint64, l *Ledger) Draw {
 	d := Draw{Actor: ev.Actor, Amount: amount}
-	if chain, v := l.Chain(ev.Action.Envelope); v == nil {
-		for _, e := range chain {
-			d.Envelopes = append(d.Envelopes, e.ID)
-		}
+	if v, ok := l.Envelopes[ev.Action.Envelope]; ok && v.chainIDs != nil {
+		d.Envelopes = v.chainIDs // shared: a Draw is only read
+	} else if chain, v := l.Chain(ev.Action.Envelope); v == nil {
+		d.Envelopes = chainIDs(chain)
 	}
 	return d
 }

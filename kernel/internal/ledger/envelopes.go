@@ -24,6 +24,7 @@ type Envelope struct {
 	// name its chain (claimSet.chain), kept with chain: they depend on
 	// nothing else.
 	chainClaims []Claim
+	chainIDs    []string // the ids of chain
 	// grants and holdOn are Grants and HoldOn compiled (compiledGrants).
 	grants, holdOn compiledGrants
 }
@@ -52,7 +53,17 @@ func (l *Ledger) keepDerived(v *Envelope) {
 		v.chain = chain[:len(chain):len(chain)] // an append by a caller copies
 		cs := appendChainClaims(nil, chain)
 		v.chainClaims = cs[:len(cs):len(cs)]
+		v.chainIDs = chainIDs(chain)
 	}
+}
+
+// chainIDs are the ids of chain's envelopes, in its order.
+func chainIDs(chain []*Envelope) []string {
+	var ids []string
+	for _, e := range chain {
+		ids = append(ids, e.ID)
+	}
+	return ids
 }
 
 // walkChain is Chain without the kept chains.
@@ -201,11 +212,7 @@ var envelopeIssuedRule = &rule{
 			return Draw{}
 		}
 		chain, _ := l.Chain(e.Parent)
-		d := Draw{Amount: e.Budget}
-		for _, v := range chain {
-			d.Envelopes = append(d.Envelopes, v.ID)
-		}
-		return d
+		return Draw{Amount: e.Budget, Envelopes: chainIDs(chain)}
 	},
 	apply: func(l *Ledger, index uint64, ev *event.Event) {
 		v := &Envelope{Envelope: *ev.Envelope, IssuedAt: index}
