@@ -24,8 +24,9 @@ type actionFacts struct {
 	// does not exist.
 	session *Session
 	// eff is the agent's effective ring, never above any agent that
-	// delegated its envelope (§8.8), and elevation the one it uses.
-	eff       ring.Ring
+	// delegated its envelope (§8.8), and elevation the one it uses; own is
+	// its effective ring before its delegators bound it (EffectiveRing).
+	eff, own  ring.Ring
 	elevation *Elevation
 	// required is the ring the action needs (§5.2) and names what policies
 	// match it by: its type, its target and the descriptors that apply;
@@ -60,6 +61,7 @@ func (c *checker) actionFacts() *actionFacts {
 	}
 	if f.actor != nil && !f.actor.IsHuman() {
 		f.eff, f.elevation = l.EffectiveRing(f.actor, ev.Session, c.at)
+		f.own = f.eff
 		for _, v := range f.chain[min(1, len(f.chain)):] {
 			if h := l.Actors[v.Holder]; h != nil && !h.IsHuman() {
 				if parent, _ := l.EffectiveRing(h, ev.Session, c.at); f.eff.MorePrivilegedThan(parent) {

@@ -227,7 +227,12 @@ func checkRateLimit(c *checker) *Violation {
 	if c.opts.Admit == nil || c.actor == nil || c.actor.IsHuman() || c.rule.byRecord || c.isApproval() {
 		return nil
 	}
-	eff, _ := c.l.EffectiveRing(c.actor, c.ev.Session, c.at)
+	var eff ring.Ring
+	if c.haveFacts && c.facts.actor == c.actor {
+		eff = c.facts.own // the agent is not human: its facts have it
+	} else {
+		eff, _ = c.l.EffectiveRing(c.actor, c.ev.Session, c.at)
+	}
 	if err := c.opts.Admit(c.actor.ID, eff); err != nil {
 		return refuse(RateLimited, "%v", err)
 	}
