@@ -31,18 +31,26 @@ type Actor struct {
 	Signals    []QueuedSignal `json:"signals,omitempty"`
 	Policies   []string       `json:"policies,omitempty"`
 
-	// claimKey is the key of the actor's claim (actorKey(ID)), made once
-	// when it enters the ledger rather than on every event it claims;
-	// claimSet.actor makes it for an actor without one. grants are its
+	// key is the actor's key in the stored state and in claims
+	// (actorKey(ID)), made once when it enters the ledger rather than on
+	// every event that claims or changes it (stateKey). grants are its
 	// Grants compiled (compiledGrants).
-	claimKey string
-	grants   compiledGrants
+	key    string
+	grants compiledGrants
+}
+
+// stateKey is the actor's key in the stored state and in claims.
+func (a *Actor) stateKey() string {
+	if a.key != "" {
+		return a.key
+	}
+	return actorKey(a.ID) // an actor made outside the fold
 }
 
 // newActor is an actor as it enters the ledger, with what the rules derive
 // from its id and grants, which never change.
 func newActor(a *Actor) *Actor {
-	a.claimKey = actorKey(a.ID)
+	a.key = actorKey(a.ID)
 	a.grants = compileGrants(a.Grants)
 	return a
 }

@@ -64,7 +64,7 @@ func (c *claimSet) chain(id string) {
 // agents that hold them.
 func appendChainClaims(cs []Claim, chain []*Envelope) []Claim {
 	for _, e := range chain {
-		cs = append(cs, Claim{Key: envelopeKey(e.ID)}, Claim{Key: actorKey(e.Holder)})
+		cs = append(cs, Claim{Key: e.stateKey()}, Claim{Key: actorKey(e.Holder)})
 	}
 	return cs
 }
@@ -80,8 +80,8 @@ func (c *claimSet) session(id string) {
 
 // actor reads actor id.
 func (c *claimSet) actor(id string) {
-	if a, ok := c.l.Actors[id]; ok && a.claimKey != "" {
-		c.read(a.claimKey)
+	if a, ok := c.l.Actors[id]; ok {
+		c.read(a.stateKey())
 		return
 	}
 	c.read(actorKey(id))

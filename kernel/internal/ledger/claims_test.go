@@ -25,7 +25,7 @@ func TestClaimsOfAnActionUnderADelegatedEnvelope(t *testing.T) {
 		t.Fatalf("claims on the loaded ledger %v, want %v", got, want)
 	}
 	for _, a := range l.Actors {
-		a.claimKey = ""
+		a.key = ""
 	}
 	for _, v := range l.Envelopes {
 		v.chainClaims = nil

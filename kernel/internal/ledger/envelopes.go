@@ -25,8 +25,18 @@ type Envelope struct {
 	// nothing else.
 	chainClaims []Claim
 	chainIDs    []string // the ids of chain
-	// grants and holdOn are Grants and HoldOn compiled (compiledGrants).
+	// grants and holdOn are Grants and HoldOn compiled (compiledGrants);
+	// key is the envelope's key in the stored state and in claims.
 	grants, holdOn compiledGrants
+	key            string
+}
+
+// stateKey is the envelope's key in the stored state and in claims.
+func (v *Envelope) stateKey() string {
+	if v.key != "" {
+		return v.key
+	}
+	return envelopeKey(v.ID) // an envelope made outside the fold
 }
 
 // Remaining is budget − consumed − reserved.
@@ -49,6 +59,7 @@ func (l *Ledger) Chain(id string) ([]*Envelope, *Violation) {
 // its chain and the claims that name it, if the chain is whole.
 func (l *Ledger) keepDerived(v *Envelope) {
 	v.grants, v.holdOn = compileGrants(v.Grants), compileGrants(v.HoldOn)
+	v.key = envelopeKey(v.ID)
 	if chain, bad := l.walkChain(v.ID); bad == nil {
 		v.chain = chain[:len(chain):len(chain)] // an append by a caller copies
 		cs := appendChainClaims(nil, chain)

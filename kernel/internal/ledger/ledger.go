@@ -416,8 +416,8 @@ func (l *Ledger) touch(key string) {
 	}
 }
 
-func (l *Ledger) touchActor(a *Actor)       { l.touch("actor/" + a.ID) }
-func (l *Ledger) touchEnvelope(v *Envelope) { l.touch("envelope/" + v.ID) }
+func (l *Ledger) touchActor(a *Actor)       { l.touch(a.stateKey()) }
+func (l *Ledger) touchEnvelope(v *Envelope) { l.touch(v.stateKey()) }
 func (l *Ledger) touchHold(h *Hold)         { l.touch("hold/" + h.ID) }
 
 // Untracked stops l from keeping the keys its folds change: for a ledger
