@@ -180,8 +180,8 @@ func checkActor(c *checker) *Violation {
 		}
 		return nil
 	}
-	a, ok := c.l.Actors[c.ev.Actor]
-	if !ok {
+	a := c.actorNamed(c.ev.Actor)
+	if a == nil {
 		return noActor(Unauthenticated, c.ev.Actor)
 	}
 	c.actor = a
