@@ -79,13 +79,26 @@ func (s *claimState) free(c ledger.Claim, writer bool) bool {
 // caller holds k.mu.
 func (t *claims) tryTake(want []ledger.Claim) <-chan struct{} {
 	writer := slices.ContainsFunc(want, func(c ledger.Claim) bool { return c.Exclusive })
-	for _, c := range want {
-		if s, ok := t.m[c.Key]; ok && !s.free(c, writer) {
+	// held are the states of the first claims found claimed already, so
+	// that taking them looks none up twice (an event claims a few).
+	var held [8]*claimState
+	for i, c := range want {
+		s, ok := t.m[c.Key]
+		if ok && !s.free(c, writer) {
 			return s.busy()
 		}
+		if i < len(held) {
+			held[i] = s
+		}
 	}
-	for _, c := range want {
-		s := t.state(c.Key)
+	for i, c := range want {
+		var s *claimState
+		if i < len(held) {
+			s = held[i]
+		}
+		if s == nil {
+			s = t.state(c.Key)
+		}
 		if c.Exclusive {
 			s.writer = true
 		} else {

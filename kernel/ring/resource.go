@@ -248,20 +248,36 @@ func relPath(p string) (string, bool) {
 	return c, true
 }
 
-// cleanDirs cleans ownDirs and drops those that are not usable scopes.
+// cleanDirs cleans ownDirs and drops those that are not usable scopes. It
+// returns ownDirs itself when each is clean and usable already, as the
+// kernel's are: a copy is made only of a list that changes.
 func cleanDirs(ownDirs []string) []string {
-	var out []string
-	for _, d := range ownDirs {
-		if checkPathSyntax(d) != nil {
+	var out []string // nil while every dir so far is kept as it is
+	for i, d := range ownDirs {
+		c, ok := cleanDir(d)
+		if out == nil && ok && c == d {
 			continue
 		}
-		c, ok := relPath(d)
-		if !ok || c == "." {
-			continue
+		if out == nil {
+			out = append(make([]string, 0, len(ownDirs)), ownDirs[:i]...)
 		}
-		out = append(out, c)
+		if ok {
+			out = append(out, c)
+		}
+	}
+	if out == nil {
+		return ownDirs
 	}
 	return out
+}
+
+// cleanDir is d cleaned, if it is a usable scope.
+func cleanDir(d string) (string, bool) {
+	if checkPathSyntax(d) != nil {
+		return "", false
+	}
+	c, ok := relPath(d)
+	return c, ok && c != "."
 }
 
 // inside reports whether the clean relative path p is one of dirs or below

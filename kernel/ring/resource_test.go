@@ -1,6 +1,7 @@
 package ring
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"unicode"
@@ -266,5 +267,38 @@ func TestControlOrFormat_AgreesWithTheTables(t *testing.T) {
 		if err := checkText("path", s); err != nil {
 			t.Errorf("%q: %v", s, err)
 		}
+	}
+}
+
+// cleanDirs keeps a list that is clean already as it is, and otherwise
+// gives what cleaning each dir and dropping the unusable ones gives.
+func TestSpec7_CleanDirsKeepsACleanListAndCleansOthers(t *testing.T) {
+	filter := func(dirs []string) []string {
+		var out []string
+		for _, d := range dirs {
+			if c, ok := cleanDir(d); ok {
+				out = append(out, c)
+			}
+		}
+		return out
+	}
+	for _, dirs := range [][]string{
+		nil,
+		{"agents/a"},
+		{"agents/a", "sessions/s/work"},
+		{"agents/a", "/sessions/s/work"},
+		{"agents/a/../b", "sessions/s/work"},
+		{"agents/a", "..", "sessions/s/work"},
+		{".", "agents/a"},
+		{"agents/a", "a\\b", "x/./y"},
+	} {
+		got, want := cleanDirs(dirs), filter(dirs)
+		if len(got) != len(want) || (len(want) > 0 && !slices.Equal(got, want)) {
+			t.Errorf("cleanDirs(%q) = %q, want %q", dirs, got, want)
+		}
+	}
+	clean := []string{"agents/a", "sessions/s/work"}
+	if got := cleanDirs(clean); &got[0] != &clean[0] {
+		t.Error("a clean list was copied")
 	}
 }

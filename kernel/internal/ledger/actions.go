@@ -107,10 +107,10 @@ var deniedRule = &rule{
 
 func actionDraw(ev *event.Event, amount uint64, l *Ledger) Draw {
 	d := Draw{Actor: ev.Actor, Amount: amount}
-	if chain, v := l.Chain(ev.Action.Envelope); v == nil {
-		for _, e := range chain {
-			d.Envelopes = append(d.Envelopes, e.ID)
-		}
+	if v, ok := l.Envelopes[ev.Action.Envelope]; ok && v.chainIDs != nil {
+		d.Envelopes = v.chainIDs // shared: a Draw is only read
+	} else if chain, v := l.Chain(ev.Action.Envelope); v == nil {
+		d.Envelopes = chainIDs(chain)
 	}
 	return d
 }
@@ -154,7 +154,7 @@ func checkBoundary(c *checker) *Violation {
 	if capability.IsPrivileged(target) && c.actor.ID != RootID {
 		return refuse(Forbidden, "%s is a privileged target: only root writes system/ and ledger/ (Def. 4.12)", target)
 	}
-	if !Allows(c.actor.Grants, target, t) && !c.l.OwnTree(c.actor.ID, target) {
+	if !c.grantQuery().allowedByCompiled(c.actor.grants, c.actor.Grants) && !c.l.OwnTree(c.actor.ID, target) {
 		return refuse(Forbidden, "%s on %s is outside %s's writable targets (Axiom 4.3: default deny)", t, target, c.actor.ID)
 	}
 	return nil
@@ -181,7 +181,7 @@ func checkEnvelope(c *checker) *Violation {
 	if v := c.l.LiveChain(f.chain, c.at); v != nil {
 		return v
 	}
-	if !Allows(f.chain[0].Grants, target, t) && !c.l.OwnTree(c.actor.ID, target) {
+	if !f.query.allowedByCompiled(f.chain[0].grants, f.chain[0].Grants) && !c.l.OwnTree(c.actor.ID, target) {
 		return refuse(Forbidden, "envelope %s does not grant %s on %s", f.chain[0].ID, t, target)
 	}
 	return nil
@@ -235,7 +235,9 @@ func (c *checker) sessionPath(p string, write bool) *Violation {
 	}
 	var scope *session.Scope
 	if se := c.actionFacts().session; se != nil {
-		scope = se.Scope()
+		// se.Scope(), without its copy of the grants: IsPathAllowed only
+		// reads them.
+		scope = &session.Scope{Session: se.ID, Isolation: se.Config.Isolation, Granted: se.Grants}
 	}
 	if err := session.IsPathAllowed(scope, p, write); err != nil {
 		return refuse(Forbidden, "%v", err)
@@ -271,12 +273,14 @@ func checkResources(c *checker) *Violation {
 		return nil
 	}
 	f := c.actionFacts()
-	own := []string{"agents/" + c.actor.ID}
-	if c.ev.Session != "" {
+	own := append(make([]string, 0, 2), "agents/"+c.actor.ID)
+	if s := f.session; s != nil && s.workDir != "" {
+		own = append(own, s.workDir)
+	} else if c.ev.Session != "" {
 		own = append(own, session.WorkDir(c.ev.Session))
 	}
 	use := ring.Use{Network: r.Network, FilesystemRead: r.FilesystemRead, FilesystemWrite: r.FilesystemWrite, Subprocess: r.Subprocess, Tools: int(r.Tools)}
-	if denied := c.l.ConstraintsFor(f.eff).CheckUse(use, own); len(denied) > 0 {
+	if denied := c.l.constraintsFor(f.eff).CheckUse(use, own); len(denied) > 0 {
 		var why []string
 		for _, d := range denied {
 			why = append(why, fmt.Sprintf("%s %s: %s", d.Resource, d.Target, d.Reason))
@@ -299,9 +303,23 @@ func checkResources(c *checker) *Violation {
 // ConstraintsFor is the resource constraints of ring r (§7.2), with the
 // Ring 2 network allowlist root configured.
 func (l *Ledger) ConstraintsFor(r ring.Ring) ring.Constraints {
-	c := ring.ConstraintsFor(ring.DefaultConstraints(), r)
+	c := l.constraintsFor(r)
 	if r == ring.Standard {
-		c.NetworkAllowlist = append([]string(nil), l.RingConfig.NetworkAllowlist...)
+		c.NetworkAllowlist = append([]string(nil), c.NetworkAllowlist...)
+	}
+	return c
+}
+
+// defaultConstraints is ring.DefaultConstraints, built once: the
+// constraints are values, and constraintsFor replaces the one slice.
+var defaultConstraints = ring.DefaultConstraints()
+
+// constraintsFor is ConstraintsFor whose allowlist is the ledger's own, for
+// the gates, which only read it.
+func (l *Ledger) constraintsFor(r ring.Ring) ring.Constraints {
+	c := ring.ConstraintsFor(defaultConstraints, r)
+	if r == ring.Standard {
+		c.NetworkAllowlist = l.RingConfig.NetworkAllowlist
 	}
 	return c
 }
@@ -314,24 +332,24 @@ func checkPolicy(c *checker) *Violation {
 		return nil
 	}
 	f := c.actionFacts()
-	names := append([]string{}, c.actor.Policies...)
-	for _, v := range f.chain {
-		names = append(names, v.Policies...)
-	}
-	if len(names) == 0 {
+	if !anyPolicies(c.actor, f.chain) {
 		return nil
 	}
-	compiled := make([]*policy.Compiled, 0, len(names))
-	for _, name := range names {
-		p, ok := c.l.compiled[name]
-		if !ok {
-			return undefinedPolicy(name)
+	var buf [8]*policy.Compiled // an agent is bound by a few policies: no allocation for them
+	compiled, v := c.l.compiledPolicies(c.actor.Policies, buf[:0])
+	for _, e := range f.chain {
+		if v == nil {
+			compiled, v = c.l.compiledPolicies(e.Policies, compiled)
 		}
-		compiled = append(compiled, p)
 	}
-	pv := policy.EvaluateNames(compiled, f.names) // a payload not known is not judged: see sealed.go
+	if v != nil {
+		return v
+	}
+	var pv *policy.Violation
 	if payload, known := c.payload(); known {
 		pv = policy.Evaluate(compiled, f.names, payload)
+	} else {
+		pv = policy.EvaluateNames(compiled, f.names) // a payload not known is not judged: see sealed.go
 	}
 	if pv != nil {
 		v := refuse(Forbidden, "%v", pv)
@@ -341,6 +359,19 @@ func checkPolicy(c *checker) *Violation {
 		return v
 	}
 	return nil
+}
+
+// compiledPolicies appends the compiled policies named to compiled, or
+// says which one is not defined (a policy gate fails closed).
+func (l *Ledger) compiledPolicies(names []string, compiled []*policy.Compiled) ([]*policy.Compiled, *Violation) {
+	for _, name := range names {
+		p, ok := l.compiled[name]
+		if !ok {
+			return compiled, undefinedPolicy(name)
+		}
+		compiled = append(compiled, p)
+	}
+	return compiled, nil
 }
 
 // MayEver says why actor could never be allowed t on target — outside its
@@ -391,8 +422,12 @@ func (l *Ledger) blockedByOwnPolicies(a *Actor, t event.ActionType, target strin
 // for a human: a hold rule of the envelope or of an ancestor matches it
 // (Def. 4.19–4.20).
 func MustHold(chain []*Envelope, t event.ActionType, target string) bool {
+	return mustHold(chain, newGrantQuery(t, target))
+}
+
+func mustHold(chain []*Envelope, q grantQuery) bool {
 	for _, v := range chain {
-		if Allows(v.HoldOn, target, t) {
+		if q.allowedByCompiled(v.holdOn, v.HoldOn) {
 			return true
 		}
 	}
@@ -419,7 +454,7 @@ func HoldDeadline(chain []*Envelope, at event.Instant) event.Instant {
 // gives and room among its envelope's pending holds.
 func checkHold(c *checker) *Violation {
 	f := c.actionFacts()
-	match := MustHold(f.chain, c.ev.Action.Type, c.ev.Action.Target)
+	match := mustHold(f.chain, f.query)
 	if c.ev.Kind == event.KindAction {
 		if match && !c.isApproval() {
 			return refuse(Forbidden, "%s on %s matches a hold rule of envelope %s: it waits for a human (Def. 4.20)", c.ev.Action.Type, c.ev.Action.Target, f.chain[0].ID)

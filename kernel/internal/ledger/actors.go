@@ -30,6 +30,29 @@ type Actor struct {
 	SignalMask []string       `json:"signal_mask,omitempty"`
 	Signals    []QueuedSignal `json:"signals,omitempty"`
 	Policies   []string       `json:"policies,omitempty"`
+
+	// key is the actor's key in the stored state and in claims
+	// (actorKey(ID)), made once when it enters the ledger rather than on
+	// every event that claims or changes it (stateKey). grants are its
+	// Grants compiled (compiledGrants).
+	key    string
+	grants compiledGrants
+}
+
+// stateKey is the actor's key in the stored state and in claims.
+func (a *Actor) stateKey() string {
+	if a.key != "" {
+		return a.key
+	}
+	return actorKey(a.ID) // an actor made outside the fold
+}
+
+// newActor is an actor as it enters the ledger, with what the rules derive
+// from its id and grants, which never change.
+func newActor(a *Actor) *Actor {
+	a.key = actorKey(a.ID)
+	a.grants = compileGrants(a.Grants)
+	return a
 }
 
 // Available is what the actor may reserve now.
@@ -75,7 +98,7 @@ var genesisRule = &rule{
 		if ev.Log.Rules != 0 {
 			l.Rules = ev.Log.Rules
 		}
-		root := &Actor{ActorRecord: *ev.Subject, Status: event.StatusActive, CreatedAt: index, Balance: l.Energy.Genesis}
+		root := newActor(&Actor{ActorRecord: *ev.Subject, Status: event.StatusActive, CreatedAt: index, Balance: l.Energy.Genesis})
 		l.Actors[root.ID] = root
 		l.addCredential(root)
 		l.touchActor(root)
@@ -167,7 +190,7 @@ var actorCreatedRule = &rule{
 		if l.Rules >= RulesGoverned {
 			creator.Share -= rec.Share
 		}
-		a := &Actor{ActorRecord: rec, Status: event.StatusActive, CreatedAt: index, Balance: rec.Energy}
+		a := newActor(&Actor{ActorRecord: rec, Status: event.StatusActive, CreatedAt: index, Balance: rec.Energy})
 		l.Actors[a.ID] = a
 		l.countSealer(a.SealPayloads)
 		l.addCredential(a)

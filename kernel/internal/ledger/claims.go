@@ -2,7 +2,6 @@ package ledger
 
 import (
 	"slices"
-	"strings"
 
 	"github.com/annal-dev/annal/kernel/event"
 )
@@ -30,10 +29,12 @@ func actorKey(id string) string    { return "actor/" + id }
 func envelopeKey(id string) string { return "envelope/" + id }
 func sessionKey(id string) string  { return "session/" + id }
 
-// claimSet collects an event's claims.
+// claimSet collects an event's claims, in buf while they fit: an event
+// claims a few objects, and its claims then cost one allocation.
 type claimSet struct {
-	l  *Ledger
-	cs []Claim
+	l   *Ledger
+	cs  []Claim
+	buf [8]Claim
 }
 
 func (c *claimSet) read(keys ...string) {
@@ -50,11 +51,40 @@ func (c *claimSet) write(keys ...string) {
 
 // chain reads an envelope's chain and the agents that hold it.
 func (c *claimSet) chain(id string) {
-	if chain, v := c.l.Chain(id); v == nil {
-		for _, e := range chain {
-			c.read(envelopeKey(e.ID), actorKey(e.Holder))
-		}
+	if v, ok := c.l.Envelopes[id]; ok && v.chainClaims != nil {
+		c.cs = append(c.cs, v.chainClaims...)
+		return
 	}
+	if chain, v := c.l.Chain(id); v == nil {
+		c.cs = appendChainClaims(c.cs, chain)
+	}
+}
+
+// appendChainClaims appends the reads of chain's envelopes and of the
+// agents that hold them.
+func appendChainClaims(cs []Claim, chain []*Envelope) []Claim {
+	for _, e := range chain {
+		cs = append(cs, Claim{Key: e.stateKey()}, Claim{Key: actorKey(e.Holder)})
+	}
+	return cs
+}
+
+// session reads session id.
+func (c *claimSet) session(id string) {
+	if s, ok := c.l.Sessions[id]; ok && s.claimKey != "" {
+		c.read(s.claimKey)
+		return
+	}
+	c.read(sessionKey(id))
+}
+
+// actor reads actor id.
+func (c *claimSet) actor(id string) {
+	if a, ok := c.l.Actors[id]; ok {
+		c.read(a.stateKey())
+		return
+	}
+	c.read(actorKey(id))
 }
 
 // Claims returns what ev reads and changes, sorted by key, each key once
@@ -62,12 +92,13 @@ func (c *claimSet) chain(id string) {
 // and what the rule of its kind names. It reads the ledger only for what
 // never changes once logged: an envelope's chain, a saga's session.
 func (l *Ledger) Claims(ev *event.Event) []Claim {
-	c := &claimSet{l: l, cs: make([]Claim, 0, 8)}
+	c := &claimSet{l: l}
+	c.cs = c.buf[:0]
 	if ev.Actor != event.KernelActor {
-		c.read(actorKey(ev.Actor))
+		c.actor(ev.Actor)
 	}
 	if ev.Session != "" {
-		c.read(sessionKey(ev.Session))
+		c.session(ev.Session)
 	}
 	if s := ev.Signed; s != nil {
 		c.read(actorKey(s.By))
@@ -79,17 +110,45 @@ func (l *Ledger) Claims(ev *event.Event) []Claim {
 	if r := l.ruleFor(ev); r != nil && r.claims != nil {
 		r.claims(c, ev)
 	}
-	slices.SortFunc(c.cs, func(a, b Claim) int {
-		if d := strings.Compare(a.Key, b.Key); d != 0 {
-			return d
-		}
-		if a.Exclusive == b.Exclusive {
+	return sortClaims(c.cs)
+}
+
+// sortClaims sorts cs by key, an exclusive claim before a shared one of
+// the same key, and keeps the first of each key. Most events make a few
+// claims, which an insertion sort orders quickest; a kill or a session's
+// end may make many.
+func sortClaims(cs []Claim) []Claim {
+	if len(cs) > 16 {
+		slices.SortFunc(cs, func(a, b Claim) int {
+			switch {
+			case claimBefore(a, b):
+				return -1
+			case claimBefore(b, a):
+				return 1
+			}
 			return 0
+		})
+	}
+	for i := 1; i < len(cs); i++ {
+		for j := i; j > 0 && claimBefore(cs[j], cs[j-1]); j-- {
+			cs[j], cs[j-1] = cs[j-1], cs[j]
 		}
-		if a.Exclusive {
-			return -1
+	}
+	n := min(len(cs), 1)
+	for _, x := range cs[n:] {
+		if x.Key != cs[n-1].Key {
+			cs[n] = x
+			n++
 		}
-		return 1
-	})
-	return slices.CompactFunc(c.cs, func(a, b Claim) bool { return a.Key == b.Key })
+	}
+	clear(cs[n:]) // drop the strings the tail still holds
+	return cs[:n]
+}
+
+// claimBefore says whether a sorts before b.
+func claimBefore(a, b Claim) bool {
+	if a.Key != b.Key {
+		return a.Key < b.Key
+	}
+	return a.Exclusive && !b.Exclusive
 }

@@ -66,13 +66,19 @@ const MaxQuarantine = 30 * 24 * time.Hour
 // Quarantined returns the quarantine that holds agent in sess (or in all
 // sessions) at time at: not ended, and not run out by then.
 func (l *Ledger) Quarantined(agent, sess string, at event.Instant) *Quarantine {
-	for _, key := range []string{QuarantineKey(agent, ""), QuarantineKey(agent, sess)} {
-		if q, ok := l.Quarantines[key]; ok && q.Ended == "" && !q.ExpiresAt.ReachedBy(at) {
-			return q
-		}
-		if sess == "" {
-			break
-		}
+	if len(l.Quarantines) == 0 {
+		return nil // every action asks, and most logs hold none
+	}
+	if q := l.liveQuarantine(QuarantineKey(agent, ""), at); q != nil || sess == "" {
+		return q
+	}
+	return l.liveQuarantine(QuarantineKey(agent, sess), at)
+}
+
+// liveQuarantine is the quarantine of key, if it holds at time at.
+func (l *Ledger) liveQuarantine(key string, at event.Instant) *Quarantine {
+	if q, ok := l.Quarantines[key]; ok && q.Ended == "" && !q.ExpiresAt.ReachedBy(at) {
+		return q
 	}
 	return nil
 }

@@ -63,7 +63,11 @@ func (c *checker) sessionWrite(p string) *Violation {
 	if s == nil {
 		return nil
 	}
-	rel, ok := strings.CutPrefix(p, session.WorkDir(s.ID)+"/")
+	dir := s.workDir
+	if dir == "" {
+		dir = session.WorkDir(s.ID)
+	}
+	rel, ok := strings.CutPrefix(p, dir+"/")
 	if !ok {
 		return nil
 	}

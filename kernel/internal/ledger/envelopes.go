@@ -16,10 +16,27 @@ type Envelope struct {
 	Policies []string `json:"policies,omitempty"`
 
 	// chain is Chain(ID), kept once the envelope is in the ledger (by the
-	// rule that issues it, and by the load of a stored state): its
+	// rule that issues it, and by the load of a stored state: keepDerived): its
 	// ancestors are fixed when it is issued and never leave the ledger, so
 	// the walk up the chain is done once, not on every action.
 	chain []*Envelope
+	// chainClaims are the claims of an event under the envelope that
+	// name its chain (claimSet.chain), kept with chain: they depend on
+	// nothing else.
+	chainClaims []Claim
+	chainIDs    []string // the ids of chain
+	// grants and holdOn are Grants and HoldOn compiled (compiledGrants);
+	// key is the envelope's key in the stored state and in claims.
+	grants, holdOn compiledGrants
+	key            string
+}
+
+// stateKey is the envelope's key in the stored state and in claims.
+func (v *Envelope) stateKey() string {
+	if v.key != "" {
+		return v.key
+	}
+	return envelopeKey(v.ID) // an envelope made outside the fold
 }
 
 // Remaining is budget − consumed − reserved.
@@ -37,11 +54,27 @@ func (l *Ledger) Chain(id string) ([]*Envelope, *Violation) {
 	return l.walkChain(id)
 }
 
-// keepChain stores v's chain in it, if the chain is whole.
-func (l *Ledger) keepChain(v *Envelope) {
+// keepDerived stores in v, once it is in the ledger, what the rules derive
+// from its logged fields, which never change: its grants compiled, and
+// its chain and the claims that name it, if the chain is whole.
+func (l *Ledger) keepDerived(v *Envelope) {
+	v.grants, v.holdOn = compileGrants(v.Grants), compileGrants(v.HoldOn)
+	v.key = envelopeKey(v.ID)
 	if chain, bad := l.walkChain(v.ID); bad == nil {
 		v.chain = chain[:len(chain):len(chain)] // an append by a caller copies
+		cs := appendChainClaims(nil, chain)
+		v.chainClaims = cs[:len(cs):len(cs)]
+		v.chainIDs = chainIDs(chain)
 	}
+}
+
+// chainIDs are the ids of chain's envelopes, in its order.
+func chainIDs(chain []*Envelope) []string {
+	var ids []string
+	for _, e := range chain {
+		ids = append(ids, e.ID)
+	}
+	return ids
 }
 
 // walkChain is Chain without the kept chains.
@@ -190,16 +223,12 @@ var envelopeIssuedRule = &rule{
 			return Draw{}
 		}
 		chain, _ := l.Chain(e.Parent)
-		d := Draw{Amount: e.Budget}
-		for _, v := range chain {
-			d.Envelopes = append(d.Envelopes, v.ID)
-		}
-		return d
+		return Draw{Amount: e.Budget, Envelopes: chainIDs(chain)}
 	},
 	apply: func(l *Ledger, index uint64, ev *event.Event) {
 		v := &Envelope{Envelope: *ev.Envelope, IssuedAt: index}
 		l.Envelopes[v.ID] = v
-		l.keepChain(v)
+		l.keepDerived(v)
 		l.countSealer(v.SealPayloads)
 		l.byHolder[v.Holder] = append(l.byHolder[v.Holder], v.ID)
 		l.touchEnvelope(v)

@@ -14,6 +14,8 @@ import (
 // gate leaves a fact behind for a later one.
 type actionFacts struct {
 	actor *Actor // nil if the actor does not exist (the actor gate says so)
+	// query is the action's type and target, as grants match them.
+	query grantQuery
 	// chain is the envelope acted under and its ancestors; chainErr says
 	// why there is none when the action names one.
 	chain    []*Envelope
@@ -22,11 +24,14 @@ type actionFacts struct {
 	// does not exist.
 	session *Session
 	// eff is the agent's effective ring, never above any agent that
-	// delegated its envelope (§8.8), and elevation the one it uses.
-	eff       ring.Ring
+	// delegated its envelope (§8.8), and elevation the one it uses; own is
+	// its effective ring before its delegators bound it (EffectiveRing).
+	eff, own  ring.Ring
 	elevation *Elevation
 	// required is the ring the action needs (§5.2) and names what policies
-	// match it by: its type, its target and the descriptors that apply.
+	// match it by: its type, its target and the descriptors that apply;
+	// nil when no policy binds the action (anyPolicies), which then has
+	// nothing to match.
 	required ring.Ring
 	names    []string
 	// cost is what the action costs (Def. 4.17) from the exact logged
@@ -38,14 +43,16 @@ type actionFacts struct {
 	payloadErr error
 }
 
-// actionFacts computes the facts of c's action once.
+// actionFacts computes the facts of c's action once. They live in the
+// checker, so that a check allocates them with it.
 func (c *checker) actionFacts() *actionFacts {
-	if c.facts != nil {
-		return c.facts
+	f := &c.facts
+	if c.haveFacts {
+		return f
 	}
+	c.haveFacts = true
 	l, ev := c.l, c.ev
-	f := &actionFacts{actor: l.Actors[ev.Actor], eff: ring.Sandbox}
-	c.facts = f
+	*f = actionFacts{actor: l.Actors[ev.Actor], eff: ring.Sandbox, query: newGrantQuery(ev.Action.Type, ev.Action.Target)}
 	if id := ev.Action.Envelope; id != "" {
 		f.chain, f.chainErr = l.Chain(id)
 	}
@@ -54,6 +61,7 @@ func (c *checker) actionFacts() *actionFacts {
 	}
 	if f.actor != nil && !f.actor.IsHuman() {
 		f.eff, f.elevation = l.EffectiveRing(f.actor, ev.Session, c.at)
+		f.own = f.eff
 		for _, v := range f.chain[min(1, len(f.chain)):] {
 			if h := l.Actors[v.Holder]; h != nil && !h.IsHuman() {
 				if parent, _ := l.EffectiveRing(h, ev.Session, c.at); f.eff.MorePrivilegedThan(parent) {
@@ -62,7 +70,7 @@ func (c *checker) actionFacts() *actionFacts {
 			}
 		}
 	}
-	f.required, f.names = l.Classify(ev.Action.Type, ev.Action.Target)
+	f.required, f.names = l.classify(f.query, anyPolicies(f.actor, f.chain))
 	f.cost = l.Energy.Costs.Quote(ev.Action.Type, 0)
 	if ev.Action.Type == event.Execute {
 		f.execute, f.payloadErr = parseExecute(ev.Action.Payload, l.Rules)
@@ -93,19 +101,46 @@ func DefaultRequiredRing(t event.ActionType) ring.Ring {
 // for its type. It returns the names policies match the action by: its
 // type, its target and those descriptors' ids.
 func (l *Ledger) Classify(t event.ActionType, target string) (ring.Ring, []string) {
-	required := DefaultRequiredRing(t)
-	names := []string{string(t), target}
+	return l.classify(newGrantQuery(t, target), true)
+}
+
+// classify is Classify of q, with the names only if withNames.
+func (l *Ledger) classify(q grantQuery, withNames bool) (ring.Ring, []string) {
+	required := DefaultRequiredRing(q.t)
+	var names []string
+	if withNames {
+		names = append(make([]string, 0, 4), string(q.t), q.target) // room for the few descriptors that apply
+	}
 	for _, id := range l.descriptorIDs {
 		d := l.Descriptors[id]
-		if !Allows(d.AppliesTo, target, t) {
+		if !q.allowedByCompiled(d.appliesTo, d.AppliesTo) {
 			continue
 		}
-		names = append(names, id)
+		if withNames {
+			names = append(names, id)
+		}
 		if r := d.Descriptor.RequiredRing(); r.MorePrivilegedThan(required) {
 			required = r
 		}
 	}
 	return required, names
+}
+
+// anyPolicies says whether a policy binds an action of actor under chain
+// (checkPolicy): one attached to the agent or to an envelope of its chain.
+func anyPolicies(actor *Actor, chain []*Envelope) bool {
+	if actor == nil || actor.IsHuman() {
+		return false
+	}
+	if len(actor.Policies) > 0 {
+		return true
+	}
+	for _, v := range chain {
+		if len(v.Policies) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // MaxOutputBytes bounds an execute payload's output_bytes, so that a cost

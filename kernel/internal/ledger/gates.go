@@ -153,7 +153,8 @@ type checker struct {
 	// actor is the acting actor (nil for the kernel), set by the actor gate.
 	actor *Actor
 
-	facts *actionFacts
+	facts     actionFacts
+	haveFacts bool
 }
 
 // The gates every event by an actor passes first: who it is, the rate
@@ -179,8 +180,8 @@ func checkActor(c *checker) *Violation {
 		}
 		return nil
 	}
-	a, ok := c.l.Actors[c.ev.Actor]
-	if !ok {
+	a := c.actorNamed(c.ev.Actor)
+	if a == nil {
 		return noActor(Unauthenticated, c.ev.Actor)
 	}
 	c.actor = a
@@ -226,7 +227,12 @@ func checkRateLimit(c *checker) *Violation {
 	if c.opts.Admit == nil || c.actor == nil || c.actor.IsHuman() || c.rule.byRecord || c.isApproval() {
 		return nil
 	}
-	eff, _ := c.l.EffectiveRing(c.actor, c.ev.Session, c.at)
+	var eff ring.Ring
+	if c.haveFacts && c.facts.actor == c.actor {
+		eff = c.facts.own // the agent is not human: its facts have it
+	} else {
+		eff, _ = c.l.EffectiveRing(c.actor, c.ev.Session, c.at)
+	}
 	if err := c.opts.Admit(c.actor.ID, eff); err != nil {
 		return refuse(RateLimited, "%v", err)
 	}
@@ -262,6 +268,34 @@ func checkOwnQuarantine(c *checker) *Violation {
 		return inQuarantine(c.actor.ID, q)
 	}
 	return nil
+}
+
+// grantQuery is the action's type and target as grants match them: the
+// action's facts', or, for a checker without them (MayEver), its own.
+func (c *checker) grantQuery() grantQuery {
+	if c.haveFacts {
+		return c.facts.query
+	}
+	return newGrantQuery(c.ev.Action.Type, c.ev.Action.Target)
+}
+
+// actorNamed is the actor id, or nil: for the event's own actor, the one
+// its action's facts found.
+func (c *checker) actorNamed(id string) *Actor {
+	if c.haveFacts && id == c.ev.Actor {
+		return c.facts.actor
+	}
+	return c.l.Actors[id]
+}
+
+// chainOf is Chain(id), or nil when the chain is broken: for the envelope
+// the event's action names, the one its facts found.
+func (c *checker) chainOf(id string) []*Envelope {
+	if c.haveFacts && id == c.ev.Action.Envelope {
+		return c.facts.chain
+	}
+	chain, _ := c.l.Chain(id)
+	return chain
 }
 
 func (c *checker) isApproval() bool {

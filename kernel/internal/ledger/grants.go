@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -44,14 +45,84 @@ func ParsePattern(s string) (capability.Pattern, error) { return patternCache.ge
 // Allows reports whether some grant lists t and matches target (Axiom 4.3:
 // default deny).
 func Allows(grants []event.Grant, target string, t event.ActionType) bool {
-	if len(grants) == 0 || event.ValidateTarget(target) != nil {
-		return false // no pattern matches an invalid target
+	if len(grants) == 0 {
+		return false
+	}
+	return newGrantQuery(t, target).allowedBy(grants)
+}
+
+// grantQuery is one action's (type, target) as grants are matched against
+// it, with the target validated once: a check matches one action against
+// several grant lists (the actor's, its envelope's, hold rules,
+// descriptors), and the target's validity is the same for each.
+type grantQuery struct {
+	t      event.ActionType
+	target string
+	valid  bool // no pattern matches an invalid target
+}
+
+func newGrantQuery(t event.ActionType, target string) grantQuery {
+	return grantQuery{t: t, target: target, valid: event.ValidateTarget(target) == nil}
+}
+
+// compiledGrant is a grant with its pattern parsed.
+type compiledGrant struct {
+	actions []event.ActionType
+	pattern capability.Pattern
+	parsed  bool // a pattern that does not parse matches nothing
+}
+
+// compiledGrants are the grants of an actor, an envelope or a descriptor,
+// compiled when it enters the ledger (newActor, keepDerived, newDescriptor):
+// they never change once logged, and matching them then looks up no
+// pattern in the cache.
+type compiledGrants []compiledGrant
+
+func compileGrants(grants []event.Grant) compiledGrants {
+	if len(grants) == 0 {
+		return nil
+	}
+	out := make(compiledGrants, len(grants))
+	for i, g := range grants {
+		p, err := patternCache.get(g.Pattern)
+		out[i] = compiledGrant{actions: g.Actions, pattern: p, parsed: err == nil}
+	}
+	return out
+}
+
+// allowedByCompiled is allowedBy(grants), matched against their compiled
+// form: compiled, made from grants, or nil when they were not compiled (an
+// object made outside the fold), and then the grants are matched as they
+// are. In a test binary both ways are taken, and must agree.
+func (q grantQuery) allowedByCompiled(compiled compiledGrants, grants []event.Grant) bool {
+	if len(compiled) != len(grants) {
+		return q.allowedBy(grants)
+	}
+	allowed := false
+	if q.valid {
+		for _, g := range compiled {
+			if g.parsed && slices.Contains(g.actions, q.t) && g.pattern.MatchValidTarget(q.target) {
+				allowed = true
+				break
+			}
+		}
+	}
+	if checkClaims() && allowed != q.allowedBy(grants) {
+		panic(fmt.Sprintf("ledger: compiled grants %v allow %s on %s: %v, the grants themselves: %v", grants, q.t, q.target, allowed, !allowed))
+	}
+	return allowed
+}
+
+// allowedBy is Allows(grants, q.target, q.t).
+func (q grantQuery) allowedBy(grants []event.Grant) bool {
+	if !q.valid {
+		return false
 	}
 	for _, g := range grants {
-		if !slices.Contains(g.Actions, t) {
+		if !slices.Contains(g.Actions, q.t) {
 			continue
 		}
-		if p, err := patternCache.get(g.Pattern); err == nil && p.MatchValidTarget(target) {
+		if p, err := patternCache.get(g.Pattern); err == nil && p.MatchValidTarget(q.target) {
 			return true
 		}
 	}

@@ -165,17 +165,19 @@ func (l *Ledger) check(ev *event.Event, opts Options, inForce int) (v *Violation
 	if r == nil {
 		return malformed("kind %s has no rule", ev.Kind), nil
 	}
-	for _, pre := range []func(*event.Event) *Violation{l.checkSigned, l.checkSealed, l.checkVFS} {
-		if v := pre(ev); v != nil {
+	c := checkers.Get().(*checker)
+	defer putChecker(c)
+	*c = checker{l: l, ev: ev, rule: r, opts: opts, at: ev.Time}
+	if r.actionFacts {
+		c.actionFacts()
+	}
+	for _, pre := range []func(*checker) *Violation{checkSigned, checkSealed, checkVFS} {
+		if v := pre(c); v != nil {
 			if v.since <= inForce {
 				return v, tolerated
 			}
 			tolerated = append(tolerated, v)
 		}
-	}
-	c := &checker{l: l, ev: ev, rule: r, opts: opts, at: ev.Time}
-	if r.actionFacts {
-		c.actionFacts()
 	}
 	for _, g := range r.gates {
 		if v := g.check(c); v != nil {
@@ -187,6 +189,20 @@ func (l *Ledger) check(ev *event.Event, opts Options, inForce int) (v *Violation
 		}
 	}
 	return nil, tolerated
+}
+
+// checkers are the checkers of checks that returned, for the next: a
+// checker, with the facts it carries, is the one allocation every check
+// made, twice for each action (decided, then folded). Nothing keeps a
+// checker once its check returns: the gates return violations built
+// apart from it.
+var checkers = sync.Pool{New: func() any { return new(checker) }}
+
+// putChecker empties c, so that the pool keeps no ledger alive, and keeps
+// it for the next check.
+func putChecker(c *checker) {
+	*c = checker{}
+	checkers.Put(c)
 }
 
 // Fold checks the event at index and folds it into the ledger. index MUST
@@ -400,8 +416,8 @@ func (l *Ledger) touch(key string) {
 	}
 }
 
-func (l *Ledger) touchActor(a *Actor)       { l.touch("actor/" + a.ID) }
-func (l *Ledger) touchEnvelope(v *Envelope) { l.touch("envelope/" + v.ID) }
+func (l *Ledger) touchActor(a *Actor)       { l.touch(a.stateKey()) }
+func (l *Ledger) touchEnvelope(v *Envelope) { l.touch(v.stateKey()) }
 func (l *Ledger) touchHold(h *Hold)         { l.touch("hold/" + h.ID) }
 
 // Untracked stops l from keeping the keys its folds change: for a ledger

@@ -172,11 +172,20 @@ func (l *Ledger) loadKey(key string, raw []byte) error {
 // order the fold built it: each agent's envelopes and elevations, the
 // pending holds per envelope, the compiled policies, the descriptors.
 func (l *Ledger) reindex() {
+	for _, a := range l.Actors {
+		newActor(a)
+	}
+	for _, d := range l.Descriptors {
+		newDescriptor(d)
+	}
+	for _, s := range l.Sessions {
+		newSession(s)
+	}
 	envs := slices.Collect(maps.Values(l.Envelopes))
 	slices.SortFunc(envs, func(a, b *Envelope) int { return cmp.Compare(a.IssuedAt, b.IssuedAt) })
 	for _, e := range envs {
 		l.byHolder[e.Holder] = append(l.byHolder[e.Holder], e.ID)
-		l.keepChain(e)
+		l.keepDerived(e)
 	}
 	for _, h := range l.Holds {
 		if h.Status == HoldPending {

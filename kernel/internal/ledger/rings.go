@@ -12,6 +12,16 @@ type Descriptor struct {
 	event.DescriptorRegistration
 	Version      uint64 `json:"version"`
 	RegisteredAt uint64 `json:"registered_at"`
+
+	// appliesTo is AppliesTo compiled (compiledGrants).
+	appliesTo compiledGrants
+}
+
+// newDescriptor is a descriptor as it enters the ledger, its grants
+// compiled.
+func newDescriptor(d *Descriptor) *Descriptor {
+	d.appliesTo = compileGrants(d.AppliesTo)
+	return d
 }
 
 // Elevation is a granted elevation; Ended is empty while it holds.
@@ -100,7 +110,7 @@ var actionRegisteredRule = &rule{
 	})),
 	apply: func(l *Ledger, index uint64, ev *event.Event) {
 		id := ev.Descriptor.Descriptor.ActionID
-		d := &Descriptor{DescriptorRegistration: *ev.Descriptor, Version: 1, RegisteredAt: index}
+		d := newDescriptor(&Descriptor{DescriptorRegistration: *ev.Descriptor, Version: 1, RegisteredAt: index})
 		if old, ok := l.Descriptors[id]; ok {
 			d.Version = old.Version + 1
 		} else {

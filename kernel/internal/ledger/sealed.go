@@ -39,7 +39,8 @@ func sealRefuse(class Class, format string, args ...any) *Violation {
 }
 
 // checkSealed is run on every event before its kind's gates.
-func (l *Ledger) checkSealed(ev *event.Event) *Violation {
+func checkSealed(c *checker) *Violation {
+	l, ev := c.l, c.ev
 	if usesSealing(ev) && l.Rules < RulesSealed {
 		return sealRefuse(Invalid, "the log is under rules %d, which has no sealed payloads (rules %d)", l.Rules, RulesSealed)
 	}
@@ -50,7 +51,7 @@ func (l *Ledger) checkSealed(ev *event.Event) *Violation {
 	case a.Sealed != nil:
 		return l.checkSubjectLive(a.Sealed)
 	}
-	return l.checkSealRequired(ev)
+	return checkSealRequired(c)
 }
 
 // usesSealing says whether ev uses what RulesSealed adds.
@@ -71,7 +72,8 @@ func (l *Ledger) checkSubjectLive(p *event.SealedPayload) *Violation {
 // chain, asks that payloads be sealed writes none into the log. An action
 // without a payload, and an execute, are not judged by it; an approved
 // hold's action was judged when it was held.
-func (l *Ledger) checkSealRequired(ev *event.Event) *Violation {
+func checkSealRequired(c *checker) *Violation {
+	ev := c.ev
 	a := ev.Action
 	switch {
 	case (a.Payload == nil && a.PayloadHash == "") || a.Type == event.Execute:
@@ -79,14 +81,13 @@ func (l *Ledger) checkSealRequired(ev *event.Event) *Violation {
 	case ev.Kind == event.KindAction && ev.Hold != nil:
 		return nil // the held request was checked when it was held
 	}
-	if act, ok := l.Actors[ev.Actor]; ok && act.SealPayloads {
+	if act := c.actorNamed(ev.Actor); act != nil && act.SealPayloads {
 		return sealRefuse(Forbidden, "%s asks that its payloads be sealed; this %s writes one into the log", ev.Actor, a.Type)
 	}
 	if a.Envelope == "" {
 		return nil
 	}
-	chain, _ := l.Chain(a.Envelope)
-	for _, v := range chain {
+	for _, v := range c.chainOf(a.Envelope) {
 		if v.SealPayloads {
 			return sealRefuse(Forbidden, "envelope %s asks that payloads be sealed; this %s writes one into the log", v.ID, a.Type)
 		}

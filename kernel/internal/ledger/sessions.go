@@ -27,6 +27,17 @@ type Session struct {
 	// (retention.go). Retained are its sealed deltas not yet erased.
 	FilesUnknown bool            `json:"files_unknown,omitempty"`
 	Retained     []RetainedDelta `json:"retained,omitempty"`
+
+	// claimKey (sessionKey(ID)) and workDir (session.WorkDir(ID)) are made
+	// once, when the session enters the ledger, not on every action in it.
+	claimKey, workDir string
+}
+
+// newSession is a session as it enters the ledger, with what the rules
+// derive from its id.
+func newSession(s *Session) *Session {
+	s.claimKey, s.workDir = sessionKey(s.ID), session.WorkDir(s.ID)
+	return s
 }
 
 var zeroHash = strings.Repeat("0", 64)
@@ -51,7 +62,7 @@ var sessionCreatedRule = &rule{
 	})),
 	apply: func(l *Ledger, index uint64, ev *event.Event) {
 		se, _ := session.New(ev.Session, ev.Actor, ev.SessionRecord.Config, ev.Time.Time)
-		s := &Session{Session: *se, CreatedIndex: index, DeltaHead: zeroHash}
+		s := newSession(&Session{Session: *se, CreatedIndex: index, DeltaHead: zeroHash})
 		l.Sessions[s.ID] = s
 		l.touch("session/" + s.ID)
 	},

@@ -44,7 +44,8 @@ func signedRefuse(class Class, format string, args ...any) *Violation {
 }
 
 // checkSigned is run on every event before its kind's gates.
-func (l *Ledger) checkSigned(ev *event.Event) *Violation {
+func checkSigned(c *checker) *Violation {
+	l, ev := c.l, c.ev
 	usesSigning := ev.Signed != nil || ev.KeyChange != nil ||
 		(ev.Subject != nil && (ev.Subject.SigningKey != "" || ev.Subject.RequireSigned)) ||
 		(ev.Envelope != nil && ev.Envelope.RequireSigned)
@@ -56,7 +57,7 @@ func (l *Ledger) checkSigned(ev *event.Event) *Violation {
 			return v
 		}
 	}
-	return l.checkRequired(ev)
+	return checkRequired(c)
 }
 
 func (l *Ledger) checkSignature(ev *event.Event) *Violation {
@@ -119,17 +120,18 @@ func (l *Ledger) checkStatement(ev *event.Event, vkey string, key *event.Signing
 // an envelope, that requires signatures. A denial records a refusal, and
 // an approved hold's action was signed when it was requested: the
 // approving human's own requirement holds for it instead.
-func (l *Ledger) checkRequired(ev *event.Event) *Violation {
+func checkRequired(c *checker) *Violation {
+	l, ev := c.l, c.ev
 	switch {
 	case ev.Actor == event.KernelActor || ev.Kind == event.KindActionDenied:
 		return nil
 	case ev.Kind == event.KindAction && ev.Hold != nil:
 		return l.checkApproverSigned(ev)
 	}
-	if a, ok := l.Actors[ev.Actor]; ok && a.RequireSigned && !signedBy(ev, ev.Actor) {
+	if a := c.actorNamed(ev.Actor); a != nil && a.RequireSigned && !signedBy(ev, ev.Actor) {
 		return signedRefuse(Unauthenticated, "%s requires signed requests; this %s is not signed by it", ev.Actor, ev.Kind)
 	}
-	return l.checkEnvelopeSigned(ev)
+	return checkEnvelopeSigned(c)
 }
 
 // signedBy says whether ev is signed by actor id.
@@ -148,12 +150,12 @@ func (l *Ledger) checkApproverSigned(ev *event.Event) *Violation {
 
 // checkEnvelopeSigned: an action under an envelope of a chain that
 // requires signed actions is signed by its actor.
-func (l *Ledger) checkEnvelopeSigned(ev *event.Event) *Violation {
+func checkEnvelopeSigned(c *checker) *Violation {
+	ev := c.ev
 	if ev.Action == nil || ev.Action.Envelope == "" || signedBy(ev, ev.Actor) {
 		return nil
 	}
-	chain, _ := l.Chain(ev.Action.Envelope)
-	for _, v := range chain {
+	for _, v := range c.chainOf(ev.Action.Envelope) {
 		if v.RequireSigned {
 			return signedRefuse(Unauthenticated, "envelope %s requires signed actions; this one is not signed by %s", v.ID, ev.Actor)
 		}

@@ -34,7 +34,8 @@ func vfsRefuse(gate string, class Class, format string, args ...any) *Violation 
 }
 
 // checkVFS is run on every event before its kind's gates.
-func (l *Ledger) checkVFS(ev *event.Event) *Violation {
+func checkVFS(c *checker) *Violation {
+	ev := c.ev
 	a := ev.Action
 	if a == nil || (ev.Kind != event.KindAction && ev.Kind != event.KindHoldRequested) {
 		return nil
