@@ -131,6 +131,12 @@ func everyKindLog(t *testing.T) []*event.Event {
 	_, err = g.CreateAgent(ctx, giver, ActorRequest{Name: "heir", Purpose: "p", Share: ptr[uint64](1)})
 	must("give the share", err)
 	raceEveryKind(t, g, 6, 40)
+	// Whether the race ends a quarantine is chance: one ends here for sure.
+	quarantined := g.ringAgent(ptr(0.9), false, "workspace/**:observe")
+	_, _, err = g.Quarantine(ctx, g.root, quarantined.ID, QuarantineRequest{Reason: "manual", Duration: time.Minute})
+	must("quarantine", err)
+	_, err = g.Release(ctx, g.root, quarantined.ID, "", "script")
+	must("release", err)
 	_, _, err = g.CreateSession(ctx, g.root, "", session.DefaultConfig())
 	must("session", err)
 	_, _, err = g.StartSaga(ctx, a, "saga-late", "", []saga.StepSpec{saga.NewStepSpec("one", "x", "y")})
