@@ -70,7 +70,7 @@ func buildAction(l *ledger.Ledger, actor, sess string, action event.Action, appr
 func pickEnvelope(l *ledger.Ledger, agent string, t event.ActionType, target string, now event.Instant) string {
 	for _, id := range l.EnvelopesOf(agent) {
 		chain, v := l.Chain(id)
-		if v == nil && l.LiveChain(chain, now) == nil && (ledger.Allows(chain[0].Grants, target, t) || l.OwnTree(agent, target)) {
+		if v == nil && l.LiveChain(chain, now) == nil && (chain[0].Allows(t, target) || l.OwnTree(agent, target)) {
 			return id
 		}
 	}

@@ -39,6 +39,12 @@ func (v *Envelope) stateKey() string {
 	return envelopeKey(v.ID) // an envelope made outside the fold
 }
 
+// Allows reports whether the envelope's own grants allow t on target
+// (Allows(v.Grants, target, t)), matched against their compiled form.
+func (v *Envelope) Allows(t event.ActionType, target string) bool {
+	return newGrantQuery(t, target).allowedByCompiled(v.grants, v.Grants)
+}
+
 // Remaining is budget − consumed − reserved.
 func (v *Envelope) Remaining() uint64 { return v.Budget - v.Consumed - v.Reserved }
 
