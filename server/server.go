@@ -229,7 +229,11 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req api.ActionRequest
-	if err := readJSON(w, r, api.MaxActionBody, &req); err != nil {
+	body, err := readBody(w, r, api.MaxActionBody)
+	if err == nil {
+		err = decodeAction(body, &req)
+	}
+	if err != nil {
 		s.metrics.denied("request", err)
 		s.fail(w, r, err)
 		return
