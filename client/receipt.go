@@ -118,32 +118,40 @@ func plainUint(b []byte) (uint64, bool) {
 	return n, err == nil
 }
 
-// receiptField is the field of r that a member named name sets, and a bit
-// of its own; bit 0 for a name that is not the exact name of a field.
+// receiptField is the field of r that a member named name sets (a
+// *string or a *uint64), and a bit of its own; bit 0 for a name that is
+// not the exact name of a field.
 func receiptField(r *api.Receipt, name string) (any, uint32) {
 	switch name {
-	case "status":
-		return &r.Status, 1 << 0
-	case "hold_id":
-		return &r.HoldID, 1 << 1
-	case "event_id":
-		return &r.EventID, 1 << 2
 	case "index":
-		return &r.Index, 1 << 3
-	case "leaf_hash":
-		return &r.LeafHash, 1 << 4
-	case "time":
-		return &r.Time, 1 << 5
-	case "actor":
-		return &r.Actor, 1 << 6
-	case "type":
-		return &r.Type, 1 << 7
-	case "target":
-		return &r.Target, 1 << 8
-	case "envelope":
-		return &r.Envelope, 1 << 9
+		return &r.Index, 1 << 0
 	case "cost":
-		return &r.Cost, 1 << 10
+		return &r.Cost, 1 << 1
+	}
+	return receiptString(r, name)
+}
+
+// receiptString is receiptField for the string members.
+func receiptString(r *api.Receipt, name string) (*string, uint32) {
+	switch name {
+	case "status":
+		return &r.Status, 1 << 2
+	case "hold_id":
+		return &r.HoldID, 1 << 3
+	case "event_id":
+		return &r.EventID, 1 << 4
+	case "leaf_hash":
+		return &r.LeafHash, 1 << 5
+	case "time":
+		return &r.Time, 1 << 6
+	case "actor":
+		return &r.Actor, 1 << 7
+	case "type":
+		return &r.Type, 1 << 8
+	case "target":
+		return &r.Target, 1 << 9
+	case "envelope":
+		return &r.Envelope, 1 << 10
 	case "reason":
 		return &r.Reason, 1 << 11
 	case "checkpoint":

@@ -74,43 +74,19 @@ func plainAction(body []byte, r *api.ActionRequest) bool {
 // name, moving *i past it, and returns the field's own bit; false for a
 // name or a value outside the plain form.
 func actionMember(r *api.ActionRequest, name string, body []byte, i *int) (uint16, bool) {
-	var field *string
-	var bit uint16
 	switch name {
-	case "type":
-		field, bit = &r.Type, 1<<0
-	case "target":
-		field, bit = &r.Target, 1<<1
-	case "payload_hash":
-		field, bit = &r.PayloadHash, 1<<2
-	case "envelope":
-		field, bit = &r.Envelope, 1<<3
-	case "session":
-		field, bit = &r.Session, 1<<4
-	case "action_id":
-		field, bit = &r.ActionID, 1<<5
-	case "subject":
-		field, bit = &r.Subject, 1<<6
-	case "salt":
-		field, bit = &r.Salt, 1<<7
 	case "seal":
-		switch {
-		case bytes.HasPrefix(body[*i:], []byte("true")):
-			r.Seal, *i = true, *i+len("true")
-		case bytes.HasPrefix(body[*i:], []byte("false")):
-			r.Seal, *i = false, *i+len("false")
-		default:
-			return 0, false
-		}
-		return 1 << 8, true
+		return 1 << 0, plainBool(body, i, &r.Seal)
 	case "payload":
 		end, ok := skipJSONValue(body, *i)
 		if !ok || bytes.Equal(body[*i:end], []byte("null")) {
 			return 0, false
 		}
 		r.Payload, *i = json.RawMessage(bytes.Clone(body[*i:end])), end
-		return 1 << 9, true
-	default:
+		return 1 << 1, true
+	}
+	field, bit := actionString(r, name)
+	if field == nil {
 		return 0, false
 	}
 	s, end, ok := plainJSONString(body, *i)
@@ -119,6 +95,42 @@ func actionMember(r *api.ActionRequest, name string, body []byte, i *int) (uint1
 	}
 	*field, *i = string(s), end
 	return bit, true
+}
+
+// actionString is the string field of r named name, and its bit; nil for
+// a name that is not one.
+func actionString(r *api.ActionRequest, name string) (*string, uint16) {
+	switch name {
+	case "type":
+		return &r.Type, 1 << 2
+	case "target":
+		return &r.Target, 1 << 3
+	case "payload_hash":
+		return &r.PayloadHash, 1 << 4
+	case "envelope":
+		return &r.Envelope, 1 << 5
+	case "session":
+		return &r.Session, 1 << 6
+	case "action_id":
+		return &r.ActionID, 1 << 7
+	case "subject":
+		return &r.Subject, 1 << 8
+	case "salt":
+		return &r.Salt, 1 << 9
+	}
+	return nil, 0
+}
+
+// plainBool reads the literal true or false at body[*i] into b, moving
+// *i past it.
+func plainBool(body []byte, i *int, b *bool) bool {
+	for _, lit := range []string{"true", "false"} {
+		if bytes.HasPrefix(body[*i:], []byte(lit)) {
+			*b, *i = lit == "true", *i+len(lit)
+			return true
+		}
+	}
+	return false
 }
 
 // plainJSONString is the string at body[i] if it holds no escape: its
@@ -141,39 +153,58 @@ func plainJSONString(body []byte, i int) (s []byte, end int, ok bool) {
 // skipJSONValue returns the index after the value at body[i], in JSON
 // that passed strictjson.Check: strings are whole, brackets balance.
 func skipJSONValue(body []byte, i int) (int, bool) {
+	if i >= len(body) {
+		return 0, false
+	}
+	switch body[i] {
+	case '"':
+		return skipJSONString(body, i)
+	case '{', '[':
+		return skipJSONContainer(body, i)
+	}
+	for i < len(body) && bytes.IndexByte([]byte(",}] \t\r\n"), body[i]) < 0 {
+		i++ // a number or a literal
+	}
+	return i, true
+}
+
+// skipJSONContainer returns the index after the object or array that
+// starts at body[i].
+func skipJSONContainer(body []byte, i int) (int, bool) {
 	depth := 0
-	for ; i < len(body); i++ {
+	for i < len(body) {
 		switch body[i] {
 		case '"':
-			for i++; i < len(body) && body[i] != '"'; i++ {
-				if body[i] == '\\' {
-					i++
-				}
-			}
-			if i >= len(body) {
+			end, ok := skipJSONString(body, i)
+			if !ok {
 				return 0, false
 			}
+			i = end
+			continue
 		case '{', '[':
 			depth++
 		case '}', ']':
-			if depth == 0 {
-				return i, true // the end of the enclosing object
-			}
-			depth--
-		case ',':
-			if depth == 0 {
-				return i, true
-			}
-		case ' ', '\t', '\r', '\n':
-			if depth == 0 {
-				return i, true
+			if depth--; depth == 0 {
+				return i + 1, true
 			}
 		}
-		if depth == 0 && (body[i] == '"' || body[i] == '}' || body[i] == ']') {
+		i++
+	}
+	return 0, false
+}
+
+// skipJSONString returns the index after the string that starts at
+// body[i], escapes and all.
+func skipJSONString(body []byte, i int) (int, bool) {
+	for i++; i < len(body); i++ {
+		switch body[i] {
+		case '\\':
+			i++
+		case '"':
 			return i + 1, true
 		}
 	}
-	return i, depth == 0
+	return 0, false
 }
 
 func skipSpace(body []byte, i int) int {
