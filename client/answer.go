@@ -8,6 +8,8 @@ import (
 	"net/textproto"
 	"strconv"
 	"strings"
+
+	"github.com/annal-dev/annal/internal/httpsyntax"
 )
 
 // plainAnswer reads the head of an answer from br if the head is in a
@@ -181,7 +183,7 @@ func plainStatus(line []byte) (int, bool) {
 		return 0, false
 	}
 	code := line[len(proto) : len(proto)+3]
-	if !isDigits(code) || !plainValue(line[len(proto)+4:]) {
+	if !httpsyntax.IsDigits(code) || !httpsyntax.IsFieldValue(line[len(proto)+4:]) {
 		return 0, false
 	}
 	status, _ := strconv.Atoi(string(code))
@@ -195,58 +197,20 @@ func plainStatus(line []byte) (int, bool) {
 // before the colon, and the value without the spaces and tabs around it.
 func plainField(line []byte) (name, value []byte, ok bool) {
 	name, value, ok = bytes.Cut(line, []byte(":"))
-	if !ok || len(name) == 0 {
+	if !ok || !httpsyntax.IsToken(name) {
 		return nil, nil, false
 	}
-	for _, c := range name {
-		if !isTokenByte(c) {
-			return nil, nil, false
-		}
-	}
 	value = bytes.Trim(value, " \t")
-	return name, value, plainValue(value)
-}
-
-// plainValue reports whether b holds only visible ASCII, spaces, tabs
-// and bytes above ASCII (obs-text): no control byte.
-func plainValue(b []byte) bool {
-	for _, c := range b {
-		if (c < ' ' && c != '\t') || c == 0x7f {
-			return false
-		}
-	}
-	return true
+	return name, value, httpsyntax.IsFieldValue(value)
 }
 
 // plainLength parses a Content-Length of at most 18 digits.
 func plainLength(b []byte) (int64, bool) {
-	if len(b) == 0 || len(b) > 18 || !isDigits(b) {
+	if len(b) > 18 || !httpsyntax.IsDigits(b) {
 		return 0, false
 	}
 	n, err := strconv.ParseInt(string(b), 10, 64)
 	return n, err == nil
-}
-
-func isDigits(b []byte) bool {
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return true
-}
-
-// isTokenByte reports whether c may appear in a token (RFC 9110 §5.6.2).
-func isTokenByte(c byte) bool {
-	switch {
-	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		return true
-	}
-	switch c {
-	case '!', '#', '$', '%', '&', '\'', '*', '+', '-', '.', '^', '_', '`', '|', '~':
-		return true
-	}
-	return false
 }
 
 // fixedBody is a body of a known length: io.ErrUnexpectedEOF if the

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/annal-dev/annal/internal/httpsyntax"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -44,7 +45,7 @@ func newPlainRoute(t *callerTransport, base *url.URL, credential string) *plainR
 	}
 	r := &plainRoute{addr: hostPort(base), host: base.Host}
 	if credential != "" {
-		if !plainValue([]byte(credential)) || strings.TrimSpace(credential) != credential {
+		if !httpsyntax.IsFieldValue(credential) || strings.TrimSpace(credential) != credential {
 			return nil
 		}
 		r.auth = "Authorization: Bearer " + credential + "\r\n"
@@ -68,8 +69,8 @@ func plainHost(host string) bool {
 	return true
 }
 
-// plainRequest is the request of c for method and path (at u), with body (JSON, or
-// nil for none), if the client frames it itself (plainRoute).
+// plainRequest is the request of c for method and path (at u), with body
+// (JSON, or nil for none), if the client frames it itself (plainRoute).
 func (c *Client) plainRequest(ctx context.Context, method, path string, u *url.URL, body []byte) (plainRequest, bool) {
 	r := c.plain
 	if r == nil || u.Scheme != "http" || u.Host != r.host || u.User != nil || c.signs(method, path) ||

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/annal-dev/annal/api"
+	"github.com/annal-dev/annal/internal/httpsyntax"
 )
 
 // decodeReceipt decodes a receipt as json.Unmarshal decodes it into r
@@ -111,7 +112,7 @@ func plainString(b []byte) (s, rest []byte, ok bool) {
 // plainUint parses an unsigned integer as JSON writes one: digits, no
 // leading zero, that fit in a uint64.
 func plainUint(b []byte) (uint64, bool) {
-	if len(b) == 0 || (b[0] == '0' && len(b) > 1) || !isDigits(b) {
+	if !httpsyntax.IsDigits(b) || (b[0] == '0' && len(b) > 1) {
 		return 0, false
 	}
 	n, err := strconv.ParseUint(string(b), 10, 64)

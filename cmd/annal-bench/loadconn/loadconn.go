@@ -97,7 +97,7 @@ func New(rawURL string, header http.Header, timeout time.Duration) (*Conn, error
 			return nil, fmt.Errorf("header %s is set by the connection", name)
 		}
 		for _, v := range header[name] {
-			if !isFieldValue([]byte(v)) {
+			if !httpsyntax.IsFieldValue(v) {
 				return nil, fmt.Errorf("header %s: value %q holds a control character", name, v)
 			}
 			head = fmt.Appendf(head, "%s: %s\r\n", name, v)
@@ -242,7 +242,7 @@ func (h *answerHead) read() error {
 			return fmt.Errorf("malformed answer header line %q", l)
 		}
 		value = bytes.Trim(value, " \t")
-		if !isFieldValue(value) {
+		if !httpsyntax.IsFieldValue(value) {
 			return fmt.Errorf("answer header %s holds a control character", name)
 		}
 		if err := h.field(name, value); err != nil {
@@ -288,7 +288,7 @@ func (h *answerHead) status(status []byte) error {
 		return fmt.Errorf("malformed status line %q", status)
 	}
 	rest := status[len("HTTP/1.1 "):]
-	if len(rest) < 3 || !isDigits(rest[:3]) || (len(rest) > 3 && rest[3] != ' ') || !isFieldValue(rest) {
+	if len(rest) < 3 || !httpsyntax.IsDigits(rest[:3]) || (len(rest) > 3 && rest[3] != ' ') || !httpsyntax.IsFieldValue(rest) {
 		return fmt.Errorf("malformed status line %q", status)
 	}
 	h.code = int(rest[0]-'0')*100 + int(rest[1]-'0')*10 + int(rest[2]-'0')
@@ -315,7 +315,7 @@ func (h *answerHead) field(name, value []byte) error {
 // setContentLength takes a Content-Length; a second one must be the same
 // text.
 func (h *answerHead) setContentLength(value []byte) error {
-	if !isDigits(value) || len(value) > 18 {
+	if !httpsyntax.IsDigits(value) || len(value) > 18 {
 		return fmt.Errorf("bad Content-Length %q", value)
 	}
 	if h.contentLength >= 0 && !bytes.Equal(value, h.lengthText) {
@@ -412,26 +412,4 @@ func readUpTo(r io.Reader, buf []byte) (_ []byte, whole bool, err error) {
 			return nil, false, err
 		}
 	}
-}
-
-func isDigits(b []byte) bool {
-	if len(b) == 0 {
-		return false
-	}
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return true
-}
-
-// isFieldValue reports whether b holds no control character but tab.
-func isFieldValue(b []byte) bool {
-	for _, c := range b {
-		if (c < ' ' && c != '\t') || c == 0x7f {
-			return false
-		}
-	}
-	return true
 }
