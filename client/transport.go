@@ -84,24 +84,42 @@ func (t *callerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !t.direct(req) {
 		return t.fallback.RoundTrip(req)
 	}
-	addr := hostPort(req.URL)
-	for {
-		c, reused, err := t.conn(req.Context(), addr)
+	resp, err := t.sendOn(hostPort(req.URL), exchangeOf(req), rewindable(req), func() (exchange, error) {
+		r, err := rewound(req)
 		if err != nil {
-			closeRequestBody(req)
+			return exchange{}, err
+		}
+		req = r
+		return exchangeOf(req), nil
+	})
+	if err != nil {
+		closeRequestBody(req)
+	}
+	return resp, err
+}
+
+// sendOn writes x's request over a kept connection to addr and reads the
+// head of its answer. A request whose kept connection died under it is
+// sent again on a new one where sendAgain says so (rewindable: its body
+// can be sent again), as again gives it (nil: as it was).
+func (t *callerTransport) sendOn(addr string, x exchange, rewindable bool, again func() (exchange, error)) (*http.Response, error) {
+	for {
+		c, reused, err := t.conn(x.ctx, addr)
+		if err != nil {
 			return nil, err
 		}
-		resp, err := t.exchange(c, addr, exchangeOf(req))
+		resp, err := t.exchange(c, addr, x)
 		if err == nil {
 			return resp, nil
 		}
 		c.nc.Close()
-		if !reused || !sendAgain(req.Context(), req.Method, rewindable(req), err) {
-			closeRequestBody(req)
+		if !reused || !sendAgain(x.ctx, x.method, rewindable, err) {
 			return nil, err
 		}
-		if req, err = rewound(req); err != nil {
-			return nil, err
+		if again != nil {
+			if x, err = again(); err != nil {
+				return nil, err
+			}
 		}
 	}
 }
@@ -123,20 +141,7 @@ type plainRequest struct {
 // read from the connection, which is kept once the body is read to its
 // end.
 func (t *callerTransport) send(r plainRequest) (*http.Response, error) {
-	for {
-		c, reused, err := t.conn(r.ctx, r.addr)
-		if err != nil {
-			return nil, err
-		}
-		resp, err := t.exchange(c, r.addr, exchange{ctx: r.ctx, deadline: r.deadline, method: r.method, write: r.write})
-		if err == nil {
-			return resp, nil
-		}
-		c.nc.Close()
-		if !reused || !sendAgain(r.ctx, r.method, true, err) {
-			return nil, err
-		}
-	}
+	return t.sendOn(r.addr, exchange{ctx: r.ctx, deadline: r.deadline, method: r.method, write: r.write}, true, nil)
 }
 
 func (r plainRequest) write(w io.Writer) error {
