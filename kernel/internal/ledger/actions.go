@@ -106,13 +106,7 @@ var deniedRule = &rule{
 }
 
 func actionDraw(ev *event.Event, amount uint64, l *Ledger) Draw {
-	d := Draw{Actor: ev.Actor, Amount: amount}
-	if v, ok := l.Envelopes[ev.Action.Envelope]; ok && v.chainIDs != nil {
-		d.Envelopes = v.chainIDs // shared: a Draw is only read
-	} else if chain, v := l.Chain(ev.Action.Envelope); v == nil {
-		d.Envelopes = chainIDs(chain)
-	}
-	return d
+	return Draw{Actor: ev.Actor, Amount: amount, Envelopes: l.chainIDsOf(ev.Action.Envelope)}
 }
 
 // checkActionActor: the actor may act; for an approval, the hold is

@@ -74,6 +74,17 @@ func (l *Ledger) keepDerived(v *Envelope) {
 	}
 }
 
+// chainIDsOf is the ids of envelope id's chain (Chain), nil if the chain
+// is broken: those kept with the envelope when it has them, shared (a
+// Draw, which names them, is only read).
+func (l *Ledger) chainIDsOf(id string) []string {
+	if v, ok := l.Envelopes[id]; ok && v.chainIDs != nil {
+		return v.chainIDs
+	}
+	chain, _ := l.Chain(id)
+	return chainIDs(chain)
+}
+
 // chainIDs are the ids of chain's envelopes, in its order.
 func chainIDs(chain []*Envelope) []string {
 	var ids []string
@@ -228,8 +239,7 @@ var envelopeIssuedRule = &rule{
 		if e.Parent == "" {
 			return Draw{}
 		}
-		chain, _ := l.Chain(e.Parent)
-		return Draw{Amount: e.Budget, Envelopes: chainIDs(chain)}
+		return Draw{Amount: e.Budget, Envelopes: l.chainIDsOf(e.Parent)}
 	},
 	apply: func(l *Ledger, index uint64, ev *event.Event) {
 		v := &Envelope{Envelope: *ev.Envelope, IssuedAt: index}
