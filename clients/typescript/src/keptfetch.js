@@ -69,6 +69,8 @@ export async function keptFetch(input, init = {}) {
   if (body != null) headers["content-length"] = String(Buffer.byteLength(body));
   const method = (init.method ?? "GET").toUpperCase();
   return new Promise((resolve, reject) => {
+    /** fails as fetch fails: with the abort's reason, else a TypeError. @param {Error} e */
+    const failed = (e) => reject(signal?.aborted ? abortError(signal.reason) : new TypeError("fetch failed", { cause: e }));
     const req = node.request(url, { method, headers, agent: node.agent }, (res) => {
       const out = new Headers();
       for (const [k, v] of Object.entries(res.headers)) {
@@ -109,12 +111,12 @@ export async function keptFetch(input, init = {}) {
       const chunks = [];
       res.on("data", (c) => chunks.push(c));
       res.once("end", () => answer(Buffer.concat(chunks)));
-      res.once("error", (e) => reject(signal?.aborted ? abortError(signal.reason) : new TypeError("fetch failed", { cause: e })));
+      res.once("error", failed);
     });
     const onAbort = () => req.destroy(abortError(signal?.reason));
     signal?.addEventListener("abort", onAbort, { once: true });
     req.once("close", () => signal?.removeEventListener("abort", onAbort));
-    req.once("error", (e) => reject(signal?.aborted ? abortError(signal.reason) : new TypeError("fetch failed", { cause: e })));
+    req.once("error", failed);
     req.end(body ?? undefined);
   });
 }
