@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 
 	"github.com/annal-dev/annal/api"
 	"github.com/annal-dev/annal/internal/strictjson"
@@ -162,7 +163,7 @@ func skipJSONValue(body []byte, i int) (int, bool) {
 	case '{', '[':
 		return skipJSONContainer(body, i)
 	}
-	for i < len(body) && bytes.IndexByte([]byte(",}] \t\r\n"), body[i]) < 0 {
+	for i < len(body) && strings.IndexByte(",}] \t\r\n", body[i]) < 0 {
 		i++ // a number or a literal
 	}
 	return i, true
