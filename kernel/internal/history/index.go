@@ -134,13 +134,6 @@ func outcomeOf(ev *event.Event) string {
 	return ""
 }
 
-// indexKey is term || 0x00 || big-endian index: one term's keys sort by
-// index. Terms never hold 0x00 (ids, kinds and types are validated).
-func indexKey(t []byte, index uint64) []byte {
-	k := append(append(make([]byte, 0, len(t)+9), t...), 0)
-	return binary.BigEndian.AppendUint64(k, index)
-}
-
 // Query selects events. Empty fields select everything.
 type Query struct {
 	Actor, Envelope, Session, Kind, Type, Outcome string
@@ -320,11 +313,12 @@ func (m *mergedStreams) before(a, b uint64) bool {
 }
 
 // termStream yields the indexes of one term from start on: newest first
-// the unpersisted tail then the persisted keys, oldest first the other way.
+// the unpersisted tail then the persisted blocks, oldest first the other
+// way.
 //
 // The tail holds every folded event from its first index on, and persist
-// may already have written some of them to the index: the persisted keys
-// are read only below the tail, so none is yielded twice.
+// may already have written some of them to the index: the persisted
+// indexes are yielded only below the tail, so none is yielded twice.
 type termStream struct {
 	cursor *bolt.Cursor
 	term   []byte
@@ -333,8 +327,10 @@ type termStream struct {
 	oldest bool
 	below  uint64   // the tail's first index
 	tail   []uint64 // the tail's indexes of the term, in the page's order
-	// begun: the cursor has been put on the first key; persistedDone: the
-	// persisted keys have all been yielded.
+	// block: the indexes of the block read last not yet yielded, in the
+	// page's order; begun: the cursor has been put on the first block;
+	// persistedDone: the persisted indexes have all been yielded.
+	block, buf           []uint64
 	begun, persistedDone bool
 }
 
@@ -384,36 +380,58 @@ func (s *termStream) nextInTail() (uint64, bool) {
 	return v, true
 }
 
-// nextPersisted yields the next persisted key below the tail.
+// nextPersisted yields the next persisted index from start on and below
+// the tail.
 func (s *termStream) nextPersisted() (uint64, bool) {
-	i, ok := s.step()
-	for ok && !s.oldest && i >= s.below { // newest first: skip what the tail yields
-		i, ok = s.indexOf(s.cursor.Prev())
+	for {
+		for len(s.block) > 0 {
+			i := s.block[0]
+			s.block = s.block[1:]
+			switch {
+			case !s.reaches(i):
+				// before start, in the block of start
+			case i < s.below:
+				return i, true
+			case s.oldest:
+				return 0, false // the tail takes over
+			}
+			// newest first: the tail has yielded it
+		}
+		if !s.readBlock() {
+			return 0, false
+		}
 	}
-	if !ok || (s.oldest && i >= s.below) { // oldest first: the tail takes over
-		return 0, false
-	}
-	return i, true
 }
 
-// step moves the cursor to the next key in the page's order: at first the
-// key of start or the nearest past it, then one key at a time.
-func (s *termStream) step() (uint64, bool) {
+// readBlock reads the next of the term's blocks in the page's order: at
+// first the block of start or the nearest past it, then one block at a
+// time. It reports false when the term has no more.
+func (s *termStream) readBlock() bool {
+	var key, value []byte
 	switch {
 	case !s.begun:
 		s.begun = true
-		return s.indexOf(s.seek())
+		key, value = s.seek()
 	case s.oldest:
-		return s.indexOf(s.cursor.Next())
+		key, value = s.cursor.Next()
 	default:
-		return s.indexOf(s.cursor.Prev())
+		key, value = s.cursor.Prev()
 	}
+	if key == nil || !bytes.HasPrefix(key, s.prefix) || len(key) != len(s.prefix)+8 {
+		return false
+	}
+	s.buf = decodeBlock(s.buf[:0], binary.BigEndian.Uint64(key[len(s.prefix):]), value)
+	s.block = s.buf
+	if !s.oldest {
+		slices.Reverse(s.block)
+	}
+	return true
 }
 
-// seek puts the cursor on the term's key of start, or else oldest first on
-// the key after it, newest first on the key before it.
+// seek puts the cursor on the term's block of start, or else oldest first
+// on the block after it, newest first on the block before it.
 func (s *termStream) seek() (key, value []byte) {
-	at := indexKey(s.term, s.start)
+	at := blockKey(s.term, s.start/indexBlock)
 	key, value = s.cursor.Seek(at)
 	switch {
 	case s.oldest || bytes.Equal(key, at):
@@ -423,14 +441,6 @@ func (s *termStream) seek() (key, value []byte) {
 	default:
 		return s.cursor.Prev()
 	}
-}
-
-// indexOf is the event index of key, if key is one of the term's keys.
-func (s *termStream) indexOf(key, _ []byte) (uint64, bool) {
-	if key == nil || !bytes.HasPrefix(key, s.prefix) || len(key) != len(s.prefix)+8 {
-		return 0, false
-	}
-	return binary.BigEndian.Uint64(key[len(s.prefix):]), true
 }
 
 // entryAt reads entry i of a log of size, through a per-query cache of
@@ -462,7 +472,7 @@ func Find(ctx context.Context, st *Store, tl *logstore.Log, q Query, visible map
 	p := &pageBuilder{ctx: ctx, log: tl, q: q, visible: visible, size: size,
 		page: &Page{Events: []Item{}}, bundles: map[uint64]*api.EntryBundle{}, targetNeedle: q.targetNeedle()}
 	err := st.DB.View(func(tx *bolt.Tx) error {
-		next := candidates(tx.Bucket(bucketEvents), tail(), sources, start, size, q.Oldest)
+		next := candidates(tx.Bucket(bucketHistory), tail(), sources, start, size, q.Oldest)
 		for i, ok := next(); ok; i, ok = next() {
 			if more, err := p.consider(i); err != nil || !more {
 				return err

@@ -56,12 +56,12 @@ func createRebuiltState(path, origin string) (*rebuiltState, error) {
 	return r, nil
 }
 
-// add indexes the folded event at index by terms; every indexChunk keys
-// go to the index writer, in log order (each term's keys are appended at
-// its end of the index).
+// add indexes the folded event at index by terms; every indexChunk
+// entries go to the index writer, in log order (each term's blocks are
+// added at its end of the index).
 func (r *rebuiltState) add(index uint64, terms [][]byte) {
 	r.cur.add(index, terms)
-	if r.cur.keys >= indexChunk {
+	if r.cur.indices >= indexChunk {
 		r.chunks <- r.cur
 		r.cur = newPostings()
 	}

@@ -1,7 +1,6 @@
 package history
 
 import (
-	"bytes"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -11,8 +10,8 @@ import (
 )
 
 // TestRebuiltStateIndexesAcrossChunks: the rebuilt state file's history
-// index, written indexChunk keys at a time while the log folds (each
-// chunk appended at the end of every term's keys), holds every key once,
+// index, written indexChunk entries at a time while the log folds (each
+// chunk added at the end of every term's blocks), holds every entry once,
 // and the file takes the state file's place with its fold record.
 func TestRebuiltStateIndexesAcrossChunks(t *testing.T) {
 	dir := t.TempDir()
@@ -21,16 +20,16 @@ func TestRebuiltStateIndexesAcrossChunks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var want [][]byte
+	var want []string
 	events := indexChunk/2 + 1000 // three terms an event: more than one chunk
 	for i := range uint64(events) {
 		terms := [][]byte{term(termActor, fmt.Sprintf("agent-%d", i%7)), term(termEnvelope, fmt.Sprintf("env-%d", i%3)), term(termSession, "s")}
 		r.add(i, terms)
 		for _, tm := range terms {
-			want = append(want, indexKey(tm, i))
+			want = append(want, indexEntry(tm, i))
 		}
 	}
-	slices.SortFunc(want, bytes.Compare)
+	slices.Sort(want)
 	if err := r.finishIndex(); err != nil {
 		t.Fatal(err)
 	}
@@ -42,21 +41,19 @@ func TestRebuiltStateIndexesAcrossChunks(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	var got [][]byte
+	var got []string
 	var folded FoldedRecord
 	if err := db.View(func(tx *bolt.Tx) error {
 		folded, _ = decodeFoldedRecord(tx.Bucket(bucketMeta).Get(keyFolded))
-		return tx.Bucket(bucketEvents).ForEach(func(k, _ []byte) error {
-			got = append(got, bytes.Clone(k))
-			return nil
-		})
+		got = indexEntries(t, tx)
+		return nil
 	}); err != nil {
 		t.Fatal(err)
 	}
 	if folded.Size != uint64(events) || folded.Keys != 1 {
 		t.Fatalf("fold record %+v", folded)
 	}
-	if !slices.EqualFunc(got, want, bytes.Equal) {
-		t.Fatalf("the index holds %d keys, want %d (or other keys)", len(got), len(want))
+	if !slices.Equal(got, want) {
+		t.Fatalf("the index holds %d entries, want %d (or other entries)", len(got), len(want))
 	}
 }

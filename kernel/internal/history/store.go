@@ -24,14 +24,21 @@ var (
 	// BucketLedger holds the ledger's objects, each under its key with a
 	// CRC-32C of the key and value.
 	BucketLedger = []byte("ledger")
-	// bucketEvents is the history index (history.go): a key per indexed
-	// term of every folded event, no values.
+	// bucketHistory is the history index (index.go, postings.go): a key
+	// per indexed term and block of the log, whose value lists the term's
+	// events in the block.
+	bucketHistory = []byte("history")
+	// bucketEvents is the history index of format events/3: a key per
+	// indexed term of every folded event, no values. An open moves it
+	// into bucketHistory (migrateIndex).
 	bucketEvents = []byte("events")
 	keyOrigin    = []byte("origin")
 	// keyFormat names how values are stored; a state file without it (or
-	// with another) is from an older release, and is folded again.
-	keyFormat   = []byte("format")
-	storeFormat = []byte("crc32c+events/3")
+	// with another) is from an older release, and is folded again, but for
+	// eventsFormat, whose index an open moves into this format's.
+	keyFormat    = []byte("format")
+	storeFormat  = []byte("crc32c+history/4")
+	eventsFormat = []byte("crc32c+events/3")
 	// keyFolded records, with every write, how many log entries the
 	// stored ledger has folded, the leaf hash of the last one, and how
 	// many keys the ledger bucket holds: the start-up check compares the
@@ -171,9 +178,10 @@ func closeQuietly(db *bolt.DB) { go db.Close() }
 type stateFound int
 
 const (
-	stateLoaded stateFound = iota // a ledger, loaded
-	stateNew                      // an empty file: no buckets yet
-	stateOlder                    // a file an older release wrote
+	stateLoaded     stateFound = iota // a ledger, loaded
+	stateNew                          // an empty file: no buckets yet
+	stateOlder                        // a file an older release wrote
+	stateIndexOlder                   // a file whose history index is of eventsFormat
 )
 
 func readState(db *bolt.DB, path, origin string, damaged func(string, ...any) error) (*StateCache, error) {
@@ -182,11 +190,18 @@ func readState(db *bolt.DB, path, origin string, damaged func(string, ...any) er
 	var found stateFound
 	// Read in a read-only transaction: a start whose state is sound
 	// writes (and syncs) nothing.
-	err := db.View(func(tx *bolt.Tx) error {
+	read := func(tx *bolt.Tx) error {
 		var err error
 		found, err = r.read(tx, c)
 		return err
-	})
+	}
+	err := db.View(read)
+	if err == nil && found == stateIndexOlder {
+		if err = migrateIndex(db); err != nil {
+			return nil, fmt.Errorf("moving the history index of %s into format %s: %w", path, storeFormat, err)
+		}
+		err = db.View(read)
+	}
 	if err != nil || found == stateLoaded {
 		return c, err
 	}
@@ -222,11 +237,17 @@ func (r stateReader) read(tx *bolt.Tx, c *StateCache) (stateFound, error) {
 	case string(have) != r.origin:
 		return 0, fmt.Errorf("state file %s belongs to log %q, not %q", r.path, have, r.origin)
 	}
-	if !bytes.Equal(meta.Get(keyFormat), storeFormat) {
+	switch format := meta.Get(keyFormat); {
+	case bytes.Equal(format, eventsFormat):
+		if tx.Bucket(BucketLedger) == nil || tx.Bucket(bucketEvents) == nil {
+			return 0, r.damaged("it has no ledger or history bucket")
+		}
+		return stateIndexOlder, nil
+	case !bytes.Equal(format, storeFormat):
 		return stateOlder, nil // fold the log again
 	}
 	b := tx.Bucket(BucketLedger)
-	if b == nil || tx.Bucket(bucketEvents) == nil {
+	if b == nil || tx.Bucket(bucketHistory) == nil {
 		return 0, r.damaged("it has no ledger or history bucket")
 	}
 	var err error
@@ -279,14 +300,14 @@ func (r stateReader) ledger(b *bolt.Bucket, folded FoldedRecord) (*ledger.Ledger
 // emptyState makes a new or older state file an empty one of the log
 // origin, in this release's format.
 func emptyState(tx *bolt.Tx, origin string) error {
-	for _, name := range [][]byte{BucketLedger, bucketEvents} {
+	for _, name := range [][]byte{BucketLedger, bucketEvents, bucketHistory} {
 		if tx.Bucket(name) != nil {
 			if err := tx.DeleteBucket(name); err != nil {
 				return err
 			}
 		}
 	}
-	if _, err := tx.CreateBucket(bucketEvents); err != nil {
+	if _, err := tx.CreateBucket(bucketHistory); err != nil {
 		return err
 	}
 	meta, err := tx.CreateBucketIfNotExists(bucketMeta)
@@ -376,21 +397,28 @@ func (s *Store) ReleaseMappedPages() error {
 // whole log's index, after a rebuild).
 const indexChunk = 100_000
 
-// Write stores history index terms, then encoded ledger keys and the fold
-// record. The index goes first, in transactions of its own: it may run
-// ahead of the fold record (after a crash, folding the log again puts the
-// same keys once more), never behind it. (annald rebuild writes a new
-// file instead: rebuildfile.go.)
+// Write stores history index terms, encoded ledger keys and the fold
+// record, in one transaction. An index of more than indexChunk entries
+// goes first, in transactions of its own: it may run ahead of the fold
+// record (after a crash, folding the log again puts the same entries once
+// more, and a block's value is a union), never behind it. (annald rebuild
+// writes a new file instead: rebuildfile.go.)
 func (s *Store) Write(values map[string][]byte, index []IndexedEvent, folded FoldedRecord) error {
 	return s.write(values, postingsOf(index), folded)
 }
 
 // write is Write with the history index grouped by term.
 func (s *Store) write(values map[string][]byte, index *postings, folded FoldedRecord) error {
-	if err := s.writeIndex(index); err != nil {
-		return err
+	if index.indices > indexChunk {
+		if err := s.writeIndex(index); err != nil {
+			return err
+		}
+		index = newPostings()
 	}
 	return s.DB.Update(func(tx *bolt.Tx) error {
+		if err := indexIn(tx, index); err != nil {
+			return err
+		}
 		meta := tx.Bucket(bucketMeta)
 		b := ledgerBucket{Bucket: tx.Bucket(BucketLedger)}
 		if raw := meta.Get(keyFolded); raw != nil {

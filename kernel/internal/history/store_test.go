@@ -1,8 +1,8 @@
 package history
 
 import (
-	"bytes"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/annal-dev/annal/kernel/event"
@@ -50,18 +50,16 @@ func TestStore_WriteThenReopen(t *testing.T) {
 	if again.Damaged != nil || again.Folded.Size != 3 || again.Folded.Leaf != leaf || again.Ledger.Size != 3 {
 		t.Fatalf("reopened: damaged %v, folded %+v", again.Damaged, again.Folded)
 	}
-	var keys [][]byte
+	var entries []string
 	if err := again.Store.DB.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketEvents).ForEach(func(k, _ []byte) error {
-			keys = append(keys, bytes.Clone(k))
-			return nil
-		})
+		entries = indexEntries(t, tx)
+		return nil
 	}); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range [][]byte{indexKey([]byte("aagent-a"), 1), indexKey([]byte("aagent-b"), 2)} {
-		if !bytes.Contains(bytes.Join(keys, []byte{0xff}), want) {
-			t.Errorf("the index lacks %q; it holds %q", want, keys)
+	for _, want := range []string{indexEntry([]byte("aagent-a"), 1), indexEntry([]byte("aagent-b"), 2)} {
+		if !slices.Contains(entries, want) {
+			t.Errorf("the index lacks %q; it holds %q", want, entries)
 		}
 	}
 }
