@@ -265,3 +265,46 @@ func BenchmarkHistory(b *testing.B) {
 		})
 	}
 }
+
+// TestHistoryPageEndsAtTheSizeItReads: a page reads the log as of the
+// size the ledger had folded when it began; events folded and persisted
+// after that (the index and the tail then name them) are not the page's,
+// and oldest first the page ends before them rather than failing on an
+// entry past its size.
+func TestHistoryPageEndsAtTheSizeItReads(t *testing.T) {
+	g, a, _ := historyLog(t)
+	if err := g.persist(); err != nil {
+		t.Fatal(err)
+	}
+	var mine []uint64
+	for _, e := range allEvents(t, g.Kernel) {
+		if e.Event.Actor == a.ID {
+			mine = append(mine, e.Index)
+		}
+	}
+	if len(mine) < 4 {
+		t.Fatalf("agent a has %d events; the test proves little", len(mine))
+	}
+	size := mine[len(mine)/2] // the index and the tail name events at and past it
+	for _, oldest := range []bool{true, false} {
+		p, err := history.Find(context.Background(), g.store, g.log, HistoryQuery{Actor: a.ID, Oldest: oldest, Limit: 500}, nil, size, func() []history.IndexedEvent {
+			g.mu.Lock()
+			defer g.mu.Unlock()
+			return slices.Clone(g.unindexed)
+		})
+		if err != nil {
+			t.Fatalf("oldest %v: %v", oldest, err)
+		}
+		var got []uint64
+		for _, it := range p.Events {
+			got = append(got, it.Index)
+		}
+		want := slices.Clone(mine[:len(mine)/2])
+		if !oldest {
+			slices.Reverse(want)
+		}
+		if !slices.Equal(got, want) || p.NextCursor != nil {
+			t.Errorf("oldest %v, size %d: page %v (next %v), want %v", oldest, size, got, p.NextCursor, want)
+		}
+	}
+}

@@ -553,6 +553,13 @@ type pageBuilder struct {
 // false once the page is full or has read enough: NextCursor then says
 // where the next page starts.
 func (p *pageBuilder) consider(i uint64) (more bool, err error) {
+	if i >= p.size {
+		// Past the log the page reads: an event folded and persisted
+		// after the page took its size, or an index a damaged block
+		// names. Oldest first every candidate after it is past it too:
+		// the page ends there, as a walk of the log ends at its size.
+		return !p.q.Oldest, nil
+	}
 	if p.seen && p.last == i {
 		return true, nil
 	}
