@@ -2,7 +2,9 @@ package history
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -14,9 +16,8 @@ import (
 
 // writeEventsFormat makes the state file at path one of eventsFormat with
 // a ledger folded to size and an old index (a key per term and event) of
-// entries; partial, if any, is put in the new index too, as a migration
-// cut short leaves it.
-func writeEventsFormat(t *testing.T, path string, size uint64, entries, partial []string) {
+// entries.
+func writeEventsFormat(t *testing.T, path string, size uint64, entries []string) {
 	t.Helper()
 	c, err := OpenStateCache(path, "example.com/log")
 	if err != nil {
@@ -44,11 +45,7 @@ func writeEventsFormat(t *testing.T, path string, size uint64, entries, partial 
 		if err := old.Put([]byte("not an index key"), nil); err != nil { // passed over
 			return err
 		}
-		p := newPostings()
-		for _, e := range partial {
-			p.add(uint64FromEntry(e), [][]byte{[]byte(e[:len(e)-9])})
-		}
-		if err := indexIn(tx, p); err != nil {
+		if err := tx.DeleteBucket(bucketHistory); err != nil {
 			return err
 		}
 		return tx.Bucket(bucketMeta).Put(keyFormat, eventsFormat)
@@ -61,19 +58,11 @@ func writeEventsFormat(t *testing.T, path string, size uint64, entries, partial 
 	}
 }
 
-func uint64FromEntry(e string) uint64 {
-	var i uint64
-	for _, b := range []byte(e[len(e)-8:]) {
-		i = i<<8 | uint64(b)
-	}
-	return i
-}
-
 // TestOpenMovesAnIndexOfTheEventsFormatIntoBlocks: a state file written by
 // the release before (a key per term and event) opens with its ledger kept
 // (not folded again) and its index moved into blocks, entry for entry,
-// over several transactions; and a move cut short, which left part of the
-// new index and the old format, is finished by the next open.
+// over several transactions, in a file a fraction of the old one's size;
+// a file a move cut short left beside it is no hindrance.
 func TestOpenMovesAnIndexOfTheEventsFormatIntoBlocks(t *testing.T) {
 	var entries []string
 	for i := range uint64(indexChunk + indexChunk/2) { // more than one transaction's worth
@@ -83,22 +72,25 @@ func TestOpenMovesAnIndexOfTheEventsFormatIntoBlocks(t *testing.T) {
 		}
 	}
 	slices.Sort(entries)
-	for _, c := range []struct {
-		name    string
-		partial []string
-	}{
-		{"whole", nil},
-		{"cut short", entries[:len(entries)/3]},
-	} {
-		t.Run(c.name, func(t *testing.T) {
+	for _, cutShort := range []bool{false, true} {
+		t.Run(fmt.Sprintf("cut short before %v", cutShort), func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "state.db")
-			writeEventsFormat(t, path, 7, entries, c.partial)
+			writeEventsFormat(t, path, 7, entries)
+			if cutShort {
+				if err := os.WriteFile(path+".migrate", []byte("half a bbolt file"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			old, err := os.Stat(path)
+			if err != nil {
+				t.Fatal(err)
+			}
 			opened, err := OpenStateCache(path, "example.com/log")
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer opened.Store.Close()
-			if opened.Reset || opened.Damaged != nil || opened.Folded.Size != 7 || opened.Folded.Leaf != [32]byte{9} {
+			if opened.Reset || opened.Damaged != nil || opened.Folded.Size != 7 || opened.Folded.Leaf != [32]byte{9} || opened.Ledger.Size != 7 {
 				t.Fatalf("opened: reset %v, damaged %v, folded %+v: the ledger was not kept", opened.Reset, opened.Damaged, opened.Folded)
 			}
 			if err := opened.Store.DB.View(func(tx *bolt.Tx) error {
@@ -108,13 +100,36 @@ func TestOpenMovesAnIndexOfTheEventsFormatIntoBlocks(t *testing.T) {
 				if tx.Bucket(bucketEvents) != nil {
 					t.Error("the old index is still there")
 				}
-				if f := tx.Bucket(bucketMeta).Get(keyFormat); !bytes.Equal(f, storeFormat) {
+				meta := tx.Bucket(bucketMeta)
+				if f := meta.Get(keyFormat); !bytes.Equal(f, storeFormat) {
 					t.Errorf("format %q", f)
+				}
+				if o := meta.Get(keyOrigin); string(o) != "example.com/log" {
+					t.Errorf("origin %q", o)
 				}
 				return nil
 			}); err != nil {
 				t.Fatal(err)
 			}
+			now, err := os.Stat(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if now.Size() > old.Size()/4 {
+				t.Errorf("the state file went from %d to %d bytes; the old index's pages were kept", old.Size(), now.Size())
+			}
+			if _, err := os.Stat(path + ".migrate"); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the move's file is left: %v", err)
+			}
+			// It opens again as it is, with nothing left to move.
+			if err := opened.Store.Close(); err != nil {
+				t.Fatal(err)
+			}
+			again, err := OpenStateCache(path, "example.com/log")
+			if err != nil || again.Reset || again.Damaged != nil || again.Folded.Size != 7 {
+				t.Fatalf("opened again: %v, %+v", err, again)
+			}
+			opened = again
 		})
 	}
 }

@@ -159,6 +159,9 @@ func LoadStateFile(path, origin string) (*StateCache, error) {
 		}
 		c, err := readState(db, path, origin, damaged)
 		if err != nil {
+			if c != nil {
+				db = c.Store.DB // the file opened again after a move of its index
+			}
 			closeQuietly(db)
 			done <- result{err: err}
 			return
@@ -197,8 +200,11 @@ func readState(db *bolt.DB, path, origin string, damaged func(string, ...any) er
 	}
 	err := db.View(read)
 	if err == nil && found == stateIndexOlder {
-		if err = migrateIndex(db); err != nil {
-			return nil, fmt.Errorf("moving the history index of %s into format %s: %w", path, storeFormat, err)
+		if db, err = migrateIndex(db, path); db != nil {
+			c.Store.DB = db
+		}
+		if err != nil {
+			return c, fmt.Errorf("moving the history index of %s into format %s: %w", path, storeFormat, err)
 		}
 		err = db.View(read)
 	}

@@ -163,7 +163,7 @@ func TestVectors_UnionsAndMigration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
+	defer func() { db.Close() }()
 	for _, u := range f.Unions {
 		held, err := hex.DecodeString(u.HeldHex)
 		if err != nil {
@@ -222,7 +222,7 @@ func TestVectors_UnionsAndMigration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := migrateIndex(db); err != nil {
+	if db, err = migrateIndex(db, db.Path()); err != nil {
 		t.Fatal(err)
 	}
 	var got, want [][2]string
