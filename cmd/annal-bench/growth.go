@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -88,6 +89,9 @@ type servingFigures struct {
 	// peakRSS and peakStateMap are the highest RSS and state file map
 	// sampled while it ran, in KiB.
 	peakRSS, peakStateMap int64
+	// stateFile is the state file's size on disk after the phases, in
+	// bytes: the ledger and the history index (0: not read).
+	stateFile int64
 }
 
 // proofFigures are what httpProofs measured.
@@ -198,6 +202,9 @@ func measureServing(ctx context.Context, p *annaldProcess, o options, g growthOp
 		return f, err
 	}
 	f.mem = readAnnaldMemory(ctx, p.cmd.Process.Pid, p.url)
+	if fi, err := os.Stat(filepath.Join(data, stateFileName)); err == nil {
+		f.stateFile = fi.Size()
+	}
 	return f, nil
 }
 
@@ -434,19 +441,27 @@ func writeGrowthTable(out io.Writer, stages []growthStage, clients int, baseline
 func writeGrowthMemory(out io.Writer, stages []growthStage, baseline bool) error {
 	fmt.Fprintln(out, "\nannald memory after each stage's phases (anon: heap and stacks; file: mapped files, of which the state file's map):")
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	head := "log size\t" + memoryColumns + "\tpeak RSS / state.db map"
+	head := "log size\t" + memoryColumns + "\tpeak RSS / state.db map\tstate.db on disk"
 	if baseline {
-		head += "\tbaseline: " + memoryColumns + "\tpeak RSS / state.db map"
+		head += "\tbaseline: " + memoryColumns + "\tpeak RSS / state.db map\tstate.db on disk"
 	}
 	fmt.Fprintln(tw, head)
 	for _, s := range stages {
-		fmt.Fprintf(tw, "%d\t%s\t%d / %d MiB", s.size, s.serving.mem, s.serving.peakRSS>>10, s.serving.peakStateMap>>10)
+		fmt.Fprintf(tw, "%d\t%s\t%d / %d MiB\t%s", s.size, s.serving.mem, s.serving.peakRSS>>10, s.serving.peakStateMap>>10, fileSize(s.serving.stateFile))
 		if baseline {
-			fmt.Fprintf(tw, "\t%s\t%d / %d MiB", s.base.mem, s.base.peakRSS>>10, s.base.peakStateMap>>10)
+			fmt.Fprintf(tw, "\t%s\t%d / %d MiB\t%s", s.base.mem, s.base.peakRSS>>10, s.base.peakStateMap>>10, fileSize(s.base.stateFile))
 		}
 		fmt.Fprintln(tw)
 	}
 	return tw.Flush()
+}
+
+// fileSize is n bytes in KiB below a MiB, else in MiB.
+func fileSize(n int64) string {
+	if n < 1<<20 {
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 }
 
 func ratio(a, b time.Duration) float64 { return float64(a) / float64(b) }

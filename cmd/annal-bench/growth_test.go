@@ -28,7 +28,7 @@ func TestGrowth_SmallStages(t *testing.T) {
 	}
 	text := out.String()
 	for _, want := range []string{"append @8", "receipt p50 @1 / fdatasync", "server-side proof p50", "baseline: append", "annald CPU a proof", "last/first stage: proofs/s",
-		"anon / file / state.db map", "heap live / in use / GC goal / retained", "peak RSS / state.db map"} {
+		"anon / file / state.db map", "heap live / in use / GC goal / retained", "peak RSS / state.db map", "state.db on disk"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("no %q in\n%s", want, text)
 		}
@@ -41,6 +41,11 @@ func TestGrowth_SmallStages(t *testing.T) {
 		if size, _ := strconv.Atoi(r[1]); size < g.stages[i] {
 			t.Errorf("stage %d measured at size %d", g.stages[i], size)
 		}
+	}
+	// Each stage's row of memory ends with the state file's size, the
+	// baseline's too.
+	if sizes := regexp.MustCompile(`(?m)^\d+ .* MiB +([1-9]\d* KiB|[\d.]+ MiB)$`).FindAllString(text, -1); len(sizes) != len(g.stages) {
+		t.Errorf("%d rows that end with the state file's size, want %d:\n%s", len(sizes), len(g.stages), text)
 	}
 	// Each stage's receipt p50 comes with the same run's fdatasync p50
 	// and their ratio, the baseline's too.

@@ -45,6 +45,10 @@ func readAnnaldMemory(ctx context.Context, pid int, url string) annaldMemory {
 	return m
 }
 
+// stateFileName is the name of a data folder's state file, as
+// kernel/internal/logstore names it.
+const stateFileName = "state.db"
+
 // stateMapOf is the resident KiB of process pid's map of its state file
 // (bbolt's state.db); zero when it cannot be read.
 func stateMapOf(pid int) int64 {
@@ -53,7 +57,7 @@ func stateMapOf(pid int) int64 {
 		return 0
 	}
 	defer f.Close()
-	return procmem.MappedRSSIn(f, "state.db")
+	return procmem.MappedRSSIn(f, stateFileName)
 }
 
 // samplePeaks reads the RSS and the state file map of process pid every
