@@ -86,7 +86,11 @@ func copyMigrated(src *bolt.Tx, dst *bolt.DB) error {
 	for k, _ := c.First(); k != nil; {
 		var p *postings
 		p, k = oldIndexChunk(c, k)
-		err := dst.Update(func(tx *bolt.Tx) error { return indexIn(tx, p) })
+		err := dst.Update(func(tx *bolt.Tx) error {
+			b := tx.Bucket(bucketHistory)
+			b.FillPercent = 0.9 // keys arrive in order: fill pages
+			return putBlocks(b, p)
+		})
 		if err != nil {
 			return err
 		}

@@ -209,8 +209,11 @@ func (s *Store) writeIndex(p *postings) error {
 
 // indexIn adds the history index entries of p in tx, which is a write
 // transaction.
-func indexIn(tx *bolt.Tx, p *postings) error {
-	b := tx.Bucket(bucketHistory)
+func indexIn(tx *bolt.Tx, p *postings) error { return putBlocks(tx.Bucket(bucketHistory), p) }
+
+// putBlocks adds the history index entries of p to b, the history
+// bucket of a write transaction.
+func putBlocks(b *bolt.Bucket, p *postings) error {
 	return p.eachBlock(func(key []byte, block uint64, indices []uint64) error {
 		return putBlock(b, key, block, indices)
 	})
