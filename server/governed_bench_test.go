@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -18,6 +19,7 @@ import (
 	"github.com/annal-dev/annal/api"
 	"github.com/annal-dev/annal/client"
 	"github.com/annal-dev/annal/cmd/annal-bench/loadconn"
+	"github.com/annal-dev/annal/internal/fastpost"
 	"github.com/annal-dev/annal/internal/gcgoal"
 	"github.com/annal-dev/annal/kernel"
 	"github.com/annal-dev/annal/kernel/ring"
@@ -39,6 +41,10 @@ import (
 // The collector keeps annald serve's default headroom (internal/gcgoal)
 // unless GOGC is set.
 //
+// "kernel-fastpost" is kernel-loadconn to the same handler behind
+// annald's fast path for actions (internal/fastpost), as annald serve
+// runs it.
+//
 //	go test ./server -run '^$' -bench GovernedActions -benchtime 20000x -cpu 2
 func BenchmarkGovernedActions(b *testing.B) {
 	if _, set := os.LookupEnv("GOGC"); !set {
@@ -55,19 +61,15 @@ func BenchmarkGovernedActions(b *testing.B) {
 		agents = n
 	}
 	// dial opens a kept connection posting actions with credential.
-	dial := func(credential string) *loadconn.Conn {
-		h := http.Header{"Authorization": {"Bearer " + credential}, "Content-Type": {"application/json"}}
-		c, err := loadconn.New(ts.srv.URL+"/v1/actions", h, time.Minute)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { c.Close() })
-		return c
-	}
+	dial := func(credential string) *loadconn.Conn { return dialActions(b, ts.srv.URL, credential) }
+	// fast: the same server behind annald's own path for POST /v1/actions
+	// (internal/fastpost), as annald serve runs it.
+	fast := fastFront(b, ts.srv.Config.Handler)
 	grants := []api.Grant{{Pattern: "workspace/**", Actions: []string{"create", "mutate"}}}
 	trust := 0.8
 	clients := make([]*client.Client, agents)
 	conns := make([]*loadconn.Conn, agents)
+	fastConns := make([]*loadconn.Conn, agents)
 	for i := range clients {
 		a, err := ts.root.CreateAgent(ctx, api.AgentRequest{Name: fmt.Sprintf("bench-%d", i), Purpose: "benchmark", Energy: 1 << 40, Grants: grants, Trust: &trust})
 		if err != nil {
@@ -80,6 +82,7 @@ func BenchmarkGovernedActions(b *testing.B) {
 			b.Fatal(err)
 		}
 		conns[i] = dial(a.Credential)
+		fastConns[i] = dialActions(b, fast, a.Credential)
 	}
 	b.Run("kernel", func(b *testing.B) {
 		submitInParallel(b, len(clients), func(ctx context.Context, w int, req api.ActionRequest) error {
@@ -108,6 +111,9 @@ func BenchmarkGovernedActions(b *testing.B) {
 	}
 	b.Run("kernel-loadconn", func(b *testing.B) {
 		submitInParallel(b, len(conns), postReceipts(conns))
+	})
+	b.Run("kernel-fastpost", func(b *testing.B) {
+		submitInParallel(b, len(fastConns), postReceipts(fastConns))
 	})
 	// root: the same load through the same connections' kind, every one
 	// root's, whose actions no agent gate judges: what governing costs is
@@ -188,4 +194,34 @@ func processCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(r.Utime.Nano() + r.Stime.Nano())
+}
+
+// dialActions opens a kept connection posting actions with credential to
+// the server at base.
+func dialActions(b *testing.B, base, credential string) *loadconn.Conn {
+	h := http.Header{"Authorization": {"Bearer " + credential}, "Content-Type": {"application/json"}}
+	c, err := loadconn.New(base+"/v1/actions", h, time.Minute)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { c.Close() })
+	return c
+}
+
+// fastFront serves handler as annald serve does: POST /v1/actions on the
+// fast path, every other request through net/http. It returns its base
+// URL.
+func fastFront(b *testing.B, handler http.Handler) string {
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	fl, err := fastpost.New(inner, fastpost.Config{Path: "/v1/actions", Handler: handler, MaxBody: api.MaxActionBody})
+	if err != nil {
+		b.Fatal(err)
+	}
+	hs := &http.Server{Handler: handler}
+	go hs.Serve(fl)
+	b.Cleanup(func() { hs.Close() })
+	return "http://" + inner.Addr().String()
 }
