@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -175,3 +176,32 @@ func TestTileServingHeadersAndPaths(t *testing.T) {
 }
 
 func itoa(n uint64) string { return strconv.FormatUint(n, 10) }
+
+// readBody reads a body of a known length in one buffer of that length,
+// and still refuses one shorter than its length says, or longer than the
+// limit, as the limit reader did.
+func TestReadBody_KnownLength(t *testing.T) {
+	read := func(body string, length, limit int64) ([]byte, error) {
+		r := httptest.NewRequest(http.MethodPost, "/v1/actions", strings.NewReader(body))
+		r.ContentLength = length
+		return readBody(httptest.NewRecorder(), r, limit)
+	}
+	if got, err := read(`{"a":1}`, 7, 64); err != nil || string(got) != `{"a":1}` || cap(got) != 7 {
+		t.Errorf("a whole body: %q (cap %d), %v", got, cap(got), err)
+	}
+	if got, err := read(``, 0, 64); err != nil || len(got) != 0 {
+		t.Errorf("an empty body: %q, %v", got, err)
+	}
+	if _, err := read(`{"a"`, 7, 64); !errors.Is(err, kernel.ErrInvalid) {
+		t.Errorf("a body shorter than its length: %v, want ErrInvalid", err)
+	}
+	if _, err := read(strings.Repeat("x", 65), 65, 64); !errors.Is(err, kernel.ErrTooLarge) {
+		t.Errorf("a body past the limit: %v, want ErrTooLarge", err)
+	}
+	if got, err := read(`{"b":2}`, -1, 64); err != nil || string(got) != `{"b":2}` {
+		t.Errorf("a body of unknown length: %q, %v", got, err)
+	}
+	if _, err := read(strings.Repeat("x", 65), -1, 64); !errors.Is(err, kernel.ErrTooLarge) {
+		t.Errorf("a body of unknown length past the limit: %v, want ErrTooLarge", err)
+	}
+}

@@ -243,7 +243,16 @@ type conn struct {
 	remote string // the client's address, as net/http gives it in RemoteAddr
 	body   []byte // the request body, kept for its capacity up to keptBuffer
 	out    []byte // the answer, kept for its capacity up to keptBuffer
+	// reqBody reads body to the handler, made anew for each request
+	// (Reset) rather than allocated: a handler may not use a request's
+	// body after it returns, as net/http's contract says.
+	reqBody requestBody
 }
+
+// requestBody is a request's body as the handler reads it.
+type requestBody struct{ bytes.Reader }
+
+func (*requestBody) Close() error { return nil }
 
 // bufferedConn is a connection handed to net/http: what the fast path
 // read ahead comes first.
@@ -424,13 +433,14 @@ func growTo(b []byte, n int) []byte {
 // answer. keep reports whether the connection may carry another request;
 // ok is false if the answer could not be written whole.
 func (c *conn) answer(h head) (keep, ok bool) {
+	c.reqBody.Reset(c.body)
 	ctx, cancel := context.WithCancel(c.ctx)
 	defer cancel()
 	r := &http.Request{
 		Method: http.MethodPost, URL: c.l.urlCopy(), RequestURI: c.l.cfg.Path,
 		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
 		Header: h.header, Host: h.host, ContentLength: h.contentLength, Close: h.close,
-		Body:       io.NopCloser(bytes.NewReader(c.body)),
+		Body:       &c.reqBody,
 		RemoteAddr: c.remote,
 	}
 	r = r.WithContext(ctx)
