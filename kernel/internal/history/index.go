@@ -64,29 +64,51 @@ type IndexedEvent struct {
 	Terms [][]byte // dimension byte + value
 }
 
-// IndexTerms are the index terms of ev.
+// IndexTerms are the index terms of ev. They share one buffer: the kernel
+// indexes every event it folds, under its lock, and a term each was most
+// of what that cost.
 func IndexTerms(ev *event.Event) [][]byte {
-	terms := [][]byte{term(termActor, ev.Actor)}
+	var values [maxTerms]struct {
+		dim   byte
+		value string
+	}
+	n, size := 0, 0
+	add := func(dim byte, value string) {
+		values[n].dim, values[n].value = dim, value
+		n++
+		size += 1 + len(value)
+	}
+	add(termActor, ev.Actor)
 	if ev.Session != "" {
-		terms = append(terms, term(termSession, ev.Session))
+		add(termSession, ev.Session)
 	}
 	if ev.TraceID != "" {
-		terms = append(terms, term(termTrace, ev.TraceID))
+		add(termTrace, ev.TraceID)
 	}
 	if e := envelopeOf(ev); e != "" {
-		terms = append(terms, term(termEnvelope, e))
+		add(termEnvelope, e)
 	}
 	if o := outcomeOf(ev); o == OutcomeDenied || o == OutcomeHeld {
-		terms = append(terms, term(termOutcome, o))
+		add(termOutcome, o)
 	}
 	if t := treeOf(ev); t != "" {
-		terms = append(terms, term(termTree, t))
+		add(termTree, t)
 	}
 	if ev.Policy != nil {
-		terms = append(terms, term(termPolicy, ev.Policy.Policy.Name))
+		add(termPolicy, ev.Policy.Policy.Name)
+	}
+	buf := make([]byte, 0, size)
+	terms := make([][]byte, n)
+	for i, v := range values[:n] {
+		start := len(buf)
+		buf = append(append(buf, v.dim), v.value...)
+		terms[i] = buf[start:len(buf):len(buf)]
 	}
 	return terms
 }
+
+// maxTerms is the most index terms an event has: one of each dimension.
+const maxTerms = 7
 
 // treeOf is the agent whose file tree (seed 002, Virtual File System) ev
 // takes part in: an action on a file of its tree, a signal to it (a

@@ -43,3 +43,30 @@ func TestSpec002_VFS_TheIndexNamesEachTreesEvents(t *testing.T) {
 		t.Errorf("policy.set terms %q", IndexTerms(set))
 	}
 }
+
+// IndexTerms gives one term per dimension an event has, in one buffer
+// that a term's append cannot spill into the next (each term's capacity
+// ends with it), in two allocations whatever their count.
+func TestIndexTermsShareOneBuffer(t *testing.T) {
+	ev := &event.Event{Kind: event.KindActionDenied, Actor: "agent-a", Session: "sess-1", TraceID: "4bf92f3577b34da6a3ce929d0e0e4736",
+		Action: &event.Action{Type: event.Mutate, Target: "vfs/agent-b/ipc/inbox/m", Envelope: "env-1"}}
+	want := []string{"aagent-a", "ssess-1", "t4bf92f3577b34da6a3ce929d0e0e4736", "eenv-1", "odenied", "vagent-b"}
+	terms := IndexTerms(ev)
+	var got []string
+	for _, term := range terms {
+		got = append(got, string(term))
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("terms %q, want %q", got, want)
+	}
+	_ = append(terms[0], 'x')
+	if string(terms[1]) != "ssess-1" {
+		t.Fatalf("an append to one term changed the next: %q", terms[1])
+	}
+	// Five terms, none of a file tree (whose parse of the target is the
+	// tree's cost, not the terms').
+	ev.Action.Target = "workspace/m"
+	if n := testing.AllocsPerRun(100, func() { IndexTerms(ev) }); n > 2 {
+		t.Errorf("IndexTerms made %v allocations for five terms, want 2", n)
+	}
+}
