@@ -131,8 +131,7 @@ func oldIndexChunk(c *bolt.Cursor, k []byte) (*postings, []byte) {
 	p := newPostings()
 	for n := 0; k != nil && n < indexChunk; k, _ = c.Next() {
 		if len(k) >= 10 && k[len(k)-9] == 0 {
-			t := k[:len(k)-9]
-			p.byTerm[string(t)] = append(p.byTerm[string(t)], binary.BigEndian.Uint64(k[len(k)-8:]))
+			p.add(binary.BigEndian.Uint64(k[len(k)-8:]), [][]byte{k[:len(k)-9]})
 		}
 		n++
 	}

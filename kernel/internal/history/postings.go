@@ -153,15 +153,14 @@ func putBlock(b *bolt.Bucket, key []byte, block uint64, indices []uint64) error 
 		value = encodeBlock(make([]byte, 0, 2*len(indices)), block, indices)
 	} else {
 		had := decodeBlock(make([]uint64, 0, len(held)), block, held)
-		if len(had) > 0 && had[len(had)-1] < indices[0] {
-			// The common case: the new indices follow the block's. The
-			// value held is rewritten whole: damage past its last index
-			// must not be kept.
-			value = encodeBlock(make([]byte, 0, len(held)+2*len(indices)), block, append(had, indices...))
-		} else {
-			merged := slices.Compact(slices.Sorted(slices.Values(append(had, indices...))))
-			value = encodeBlock(make([]byte, 0, len(held)+2*len(indices)), block, merged)
+		// The value held is rewritten whole: damage past its last index
+		// must not be kept. The new indices mostly follow the block's, and
+		// then need no sort.
+		union := append(had, indices...)
+		if len(had) == 0 || had[len(had)-1] >= indices[0] {
+			union = slices.Compact(slices.Sorted(slices.Values(union)))
 		}
+		value = encodeBlock(make([]byte, 0, len(held)+2*len(indices)), block, union)
 		if bytes.Equal(value, held) {
 			return nil
 		}
