@@ -1,10 +1,13 @@
 package kernel
 
 import (
+	"bufio"
 	"context"
+	"crypto/rand"
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"strings"
@@ -488,12 +491,32 @@ func (k *Kernel) CheckpointAge() (time.Duration, error) {
 	return k.cfg.Now().Sub(changed), nil
 }
 
+// newEventID makes an event's ID: a UUIDv7 (uuid's clock, increasing
+// within the process) whose random bits come from eventIDRandom.
 func newEventID() (string, error) {
-	id, err := uuid.NewV7()
+	id, err := uuid.NewV7FromReader(&eventIDRandom)
 	if err != nil {
 		return "", err
 	}
 	return strings.ToLower(id.String()), nil
+}
+
+// eventIDRandom is crypto/rand read 4 KiB at a time: one getrandom for
+// hundreds of event IDs rather than one each, 0.6% of annald's CPU
+// under load. An ID's random bits only make it unique, they guard no
+// secret, and the IDs are public in the log anyway.
+var eventIDRandom = lockedReader{r: bufio.NewReaderSize(rand.Reader, 4096)}
+
+// lockedReader reads r whole (io.ReadFull) under a lock.
+type lockedReader struct {
+	mu sync.Mutex
+	r  *bufio.Reader
+}
+
+func (l *lockedReader) Read(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return io.ReadFull(l.r, p)
 }
 
 // holdLoop times out overdue holds and ends elevations, quarantines,

@@ -14,12 +14,33 @@ import (
 
 // writer is the fast path's http.ResponseWriter: it buffers the answer
 // whole, so that it goes out in one write with its Content-Length.
+//
+// A connection keeps one writer and resets it for each request (reset):
+// its header map, body and copy of the sent header keep their storage. A
+// handler may not use its ResponseWriter, nor so the header map it got
+// from it, once it has returned (net/http's contract), so the next request
+// may take them over. It spared five allocations an answer.
 type writer struct {
-	header  http.Header
-	sent    sentHeader // the header when WriteHeader was called, as net/http keeps it
-	status  int
-	body    []byte
-	tooLong bool
+	header http.Header
+	sent   sentHeader // the header when WriteHeader was called, as net/http keeps it
+	// sentValues holds the values of sent, one block for all its fields.
+	sentValues []string
+	status     int
+	body       []byte
+	tooLong    bool
+}
+
+// reset readies w for the connection's next request.
+func (w *writer) reset() {
+	if w.header == nil {
+		w.header = make(http.Header, 4)
+	} else {
+		clear(w.header)
+	}
+	clear(w.sent)
+	clear(w.sentValues)
+	w.sent, w.sentValues = w.sent[:0], w.sentValues[:0]
+	w.status, w.body, w.tooLong = 0, w.body[:0], false
 }
 
 // sentHeader is a copy of a header, as Header.Clone copies it, held as its
@@ -34,21 +55,23 @@ type sentField struct {
 	values []string
 }
 
-// snapshot copies h: its values into one block, as Header.Clone does.
-func snapshot(h http.Header) sentHeader {
+// snapshot copies h into fs[:0], its values into values[:0] (one block,
+// as Header.Clone copies them), and returns both.
+func snapshot(h http.Header, fs sentHeader, values []string) (sentHeader, []string) {
 	n := 0
 	for _, vv := range h {
 		n += len(vv)
 	}
-	block := make([]string, n)
-	fs := make(sentHeader, 0, len(h))
+	values = slices.Grow(values[:0], n)[:n]
+	block := values
+	fs = fs[:0]
 	for k, vv := range h {
 		n := copy(block, vv)
 		fs = append(fs, sentField{name: k, values: block[:n:n]})
 		block = block[n:]
 	}
 	slices.SortFunc(fs, func(a, b sentField) int { return strings.Compare(a.name, b.name) })
-	return fs
+	return fs, values
 }
 
 // lookup is the values of name (canonical, as the handler's header keys
@@ -83,7 +106,7 @@ func (w *writer) WriteHeader(code int) {
 		return // no informational answers on the fast path; the final one follows
 	}
 	w.status = code
-	w.sent = snapshot(w.header)
+	w.sent, w.sentValues = snapshot(w.header, w.sent, w.sentValues)
 }
 
 func (w *writer) Write(p []byte) (int, error) {

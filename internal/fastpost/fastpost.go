@@ -247,6 +247,8 @@ type conn struct {
 	// (Reset) rather than allocated: a handler may not use a request's
 	// body after it returns, as net/http's contract says.
 	reqBody requestBody
+	// w is each request's ResponseWriter, reset for it (writer.reset).
+	w writer
 }
 
 // requestBody is a request's body as the handler reads it.
@@ -357,6 +359,9 @@ func (c *conn) shrinkBuffers() {
 	if cap(c.out) > keptBuffer {
 		c.out = nil
 	}
+	if cap(c.w.body) > keptBuffer {
+		c.w.body = nil
+	}
 }
 
 // keptBuffer is the most a connection keeps of its body and answer
@@ -444,7 +449,8 @@ func (c *conn) answer(h head) (keep, ok bool) {
 		RemoteAddr: c.remote,
 	}
 	r = r.WithContext(ctx)
-	w := &writer{header: make(http.Header, 4)}
+	w := &c.w
+	w.reset()
 	if !c.call(w, r) {
 		return false, false
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -103,7 +104,115 @@ func post(body string, extra ...string) string {
 // net/http's: the same status, header (but for the Date's value), body
 // and connection reuse.
 func TestAnswersAsNetHTTP(t *testing.T) {
-	cases := map[string]http.HandlerFunc{
+	cases := answerCases()
+	requests := map[string]string{
+		"keep-alive": post(`{"a":1}`, "Authorization: Bearer k\r\n"),
+		"close":      post(`{"a":1}`, "Connection: close\r\n"),
+	}
+	for name, h := range cases {
+		var fast atomic.Bool
+		handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			fast.Store(viaFast(w))
+			h(w, r)
+		})
+		ref := httptest.NewServer(handler)
+		defer ref.Close()
+		fs := startFast(t, handler, nil)
+		for rname, raw := range requests {
+			want, wantBody := exchange(t, ref.Listener.Addr().String(), raw, 1)
+			if fast.Load() {
+				t.Fatal("net/http's answer came through the fast path")
+			}
+			got, gotBody := exchange(t, fs.addr, raw, 1)
+			if !fast.Load() {
+				t.Fatalf("%s, %s: not served by the fast path", name, rname)
+			}
+			if d := answerDifference(got[0], gotBody[0], want[0], wantBody[0]); d != "" {
+				t.Errorf("%s, %s:%s", name, rname, d)
+			}
+		}
+	}
+}
+
+// answerDifference describes how the fast path's answer got differs from
+// net/http's, want ("" if it does not), but for the Date's value.
+func answerDifference(got *http.Response, gotBody string, want *http.Response, wantBody string) string {
+	for _, r := range []*http.Response{want, got} {
+		if len(r.Header["Date"]) != 1 {
+			return fmt.Sprintf(" Date %q", r.Header["Date"])
+		}
+		delete(r.Header, "Date")
+	}
+	if got.StatusCode != want.StatusCode || !reflect.DeepEqual(got.Header, want.Header) ||
+		gotBody != wantBody || got.Close != want.Close || got.ContentLength != want.ContentLength {
+		return fmt.Sprintf("\n fast    %d %q %q close=%v len=%d\n net/http %d %q %q close=%v len=%d",
+			got.StatusCode, got.Header, gotBody, got.Close, got.ContentLength,
+			want.StatusCode, want.Header, wantBody, want.Close, want.ContentLength)
+	}
+	return ""
+}
+
+// A connection's writer is reset for each request, its storage kept: on
+// one kept connection, answers of every kind in a random order are each
+// net/http's, with nothing of the answer before (its header fields, its
+// body, its status).
+func TestKeptConnectionAnswersDoNotMix(t *testing.T) {
+	cases := answerCases()
+	delete(cases, "handler closes")
+	var names []string
+	for name := range cases {
+		names = append(names, name)
+	}
+	var fast atomic.Bool
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fast.Store(viaFast(w))
+		name := r.Header.Get("X-Case")
+		w.Header().Set("X-Only-"+strings.ReplaceAll(name, " ", "-"), name)
+		cases[name](w, r)
+	})
+	ref := httptest.NewServer(handler)
+	defer ref.Close()
+	fs := startFast(t, handler, nil)
+	refConn, fastConn := dial(t, ref.Listener.Addr().String()), dial(t, fs.addr)
+	refReader, fastReader := bufio.NewReader(refConn), bufio.NewReader(fastConn)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range 60 {
+		name := names[rng.IntN(len(names))]
+		raw := post(strings.Repeat("b", rng.IntN(300)), "X-Case: "+name+"\r\n")
+		want, wantBody := roundTrip(t, refConn, refReader, raw)
+		if fast.Load() {
+			t.Fatal("net/http's answer came through the fast path")
+		}
+		got, gotBody := roundTrip(t, fastConn, fastReader, raw)
+		if !fast.Load() {
+			t.Fatalf("answer %d (%s): not served by the fast path", i, name)
+		}
+		if d := answerDifference(got, gotBody, want, wantBody); d != "" {
+			t.Fatalf("answer %d (%s):%s", i, name, d)
+		}
+	}
+}
+
+// roundTrip writes raw on c and reads its answer from br.
+func roundTrip(t *testing.T, c net.Conn, br *bufio.Reader, raw string) (*http.Response, string) {
+	t.Helper()
+	if _, err := io.WriteString(c, raw); err != nil {
+		t.Fatal(err)
+	}
+	r, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(r.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, string(b)
+}
+
+// answerCases are handlers giving each kind of answer, by name.
+func answerCases() map[string]http.HandlerFunc {
+	return map[string]http.HandlerFunc{
 		"json": func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
 			w.Header().Set("X-Content-Type-Options", "nosniff")
@@ -141,42 +250,6 @@ func TestAnswersAsNetHTTP(t *testing.T) {
 			io.WriteString(w, "abc")
 		},
 		"odd status": func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(599) },
-	}
-	requests := map[string]string{
-		"keep-alive": post(`{"a":1}`, "Authorization: Bearer k\r\n"),
-		"close":      post(`{"a":1}`, "Connection: close\r\n"),
-	}
-	for name, h := range cases {
-		var fast atomic.Bool
-		handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			fast.Store(viaFast(w))
-			h(w, r)
-		})
-		ref := httptest.NewServer(handler)
-		defer ref.Close()
-		fs := startFast(t, handler, nil)
-		for rname, raw := range requests {
-			want, wantBody := exchange(t, ref.Listener.Addr().String(), raw, 1)
-			if fast.Load() {
-				t.Fatal("net/http's answer came through the fast path")
-			}
-			got, gotBody := exchange(t, fs.addr, raw, 1)
-			if !fast.Load() {
-				t.Fatalf("%s, %s: not served by the fast path", name, rname)
-			}
-			for _, r := range []*http.Response{want[0], got[0]} {
-				if len(r.Header["Date"]) != 1 {
-					t.Fatalf("%s, %s: Date %q", name, rname, r.Header["Date"])
-				}
-				delete(r.Header, "Date")
-			}
-			if got[0].StatusCode != want[0].StatusCode || !reflect.DeepEqual(got[0].Header, want[0].Header) ||
-				gotBody[0] != wantBody[0] || got[0].Close != want[0].Close || got[0].ContentLength != want[0].ContentLength {
-				t.Errorf("%s, %s:\n fast    %d %q %q close=%v len=%d\n net/http %d %q %q close=%v len=%d", name, rname,
-					got[0].StatusCode, got[0].Header, gotBody[0], got[0].Close, got[0].ContentLength,
-					want[0].StatusCode, want[0].Header, wantBody[0], want[0].Close, want[0].ContentLength)
-			}
-		}
 	}
 }
 
