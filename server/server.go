@@ -327,6 +327,16 @@ var (
 	noStoreValue = []string{"no-store"}
 )
 
+// receiptVerbatim are the bytes appendReceipt copies as they are:
+// printable ASCII but '"', '\\', '<', '>' and '&'. A table, since a
+// receipt's strings (hashes, IDs, the target) are scanned byte by byte.
+var receiptVerbatim = func() (t [256]bool) {
+	for c := 0x20; c <= 0x7e; c++ {
+		t[c] = !strings.ContainsRune(`"\<>&`, rune(c))
+	}
+	return t
+}()
+
 // appendReceipt writes r as encoding/json does (fields in struct order,
 // the omitempty ones left out when empty, a newline after), or answers
 // false when a string in it holds anything but printable ASCII other than
@@ -338,7 +348,7 @@ func appendReceipt(dst []byte, r *api.Receipt) ([]byte, bool) {
 			return
 		}
 		for i := 0; i < len(v); i++ {
-			if c := v[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			if !receiptVerbatim[v[i]] {
 				ok = false
 				return
 			}
