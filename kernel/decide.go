@@ -2,7 +2,6 @@ package kernel
 
 import (
 	"context"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -353,8 +352,7 @@ func classOf(c ledger.Class) error {
 
 // receiptOf is the receipt of a decided event.
 func receiptOf(d *decided, t event.ActionType, target string) *Receipt {
-	leaf := event.LeafHash(d.entry)
-	return &Receipt{Status: StatusCommitted, EventID: d.ev.ID, Index: d.index, LeafHash: hex.EncodeToString(leaf[:]),
+	return &Receipt{Status: StatusCommitted, EventID: d.ev.ID, Index: d.index, LeafHash: event.HashHex(event.LeafHash(d.entry)),
 		Time: d.ev.Time.String(), Actor: d.ev.Actor, Type: t, Target: target, TraceID: d.ev.TraceID}
 }
 
