@@ -59,7 +59,7 @@ func New(k *kernel.Kernel, logger *slog.Logger) *Server {
 	s.mux.HandleFunc("GET /v1/info", s.handleInfo)
 	s.mux.HandleFunc("GET /v1/healthz", s.handleHealth)
 	s.mux.HandleFunc("GET /v1/readyz", s.handleReady)
-	s.mux.HandleFunc("POST /v1/actions", s.handleSubmit)
+	s.mux.HandleFunc(actionsPattern, s.handleSubmit)
 	s.mux.HandleFunc("POST /v1/agents", s.handleCreateAgent)
 	s.routeGovernance()
 	s.mux.HandleFunc("GET /v1/events", s.handleHistory)
@@ -101,8 +101,26 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) *http.Request {
 			return nil
 		}
 	}
+	if isActionsRoute(r) {
+		r.Pattern = actionsPattern // as the mux sets it
+		s.handleSubmit(w, r)
+		return r
+	}
 	s.mux.ServeHTTP(w, r)
 	return r
+}
+
+// actionsPattern is the mux's route for agents' actions. serve takes a
+// request the route matches straight to its handler: agents' actions are
+// nearly all of a kernel's requests under load, and the mux's search,
+// which finds the same handler, was 1% of annald's CPU.
+const actionsPattern = "POST /v1/actions"
+
+// isActionsRoute reports whether r is one the mux would route to
+// actionsPattern for certain: POST to exactly /v1/actions, the path not
+// escaped (the mux matches an escaped one by its escaped form).
+func isActionsRoute(r *http.Request) bool {
+	return r.Method == http.MethodPost && r.URL.Path == "/v1/actions" && r.URL.RawPath == ""
 }
 
 // authenticate returns the actor of a request's bearer credential or, for
