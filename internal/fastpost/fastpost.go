@@ -441,14 +441,17 @@ func (c *conn) answer(h head) (keep, ok bool) {
 	c.reqBody.Reset(c.body)
 	ctx, cancel := context.WithCancel(c.ctx)
 	defer cancel()
-	r := &http.Request{
+	// The request is made on the stack and given its context by
+	// WithContext's copy, the one on the heap: a pointer to it, reassigned
+	// to the copy, put both on the heap.
+	base := http.Request{
 		Method: http.MethodPost, URL: c.l.urlCopy(), RequestURI: c.l.cfg.Path,
 		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
 		Header: h.header, Host: h.host, ContentLength: h.contentLength, Close: h.close,
 		Body:       &c.reqBody,
 		RemoteAddr: c.remote,
 	}
-	r = r.WithContext(ctx)
+	r := base.WithContext(ctx)
 	w := &c.w
 	w.reset()
 	if !c.call(w, r) {
