@@ -222,11 +222,10 @@ func (d *decision) commit(ev *event.Event, held *checked) (*decided, error) {
 		release()
 		k.mu.Unlock()
 	}
-	var refusal *sequenceRefusal
-	if errors.As(err, &refusal) {
-		return nil, d.again(refusal)
-	}
 	if err != nil {
+		if refusal := (*sequenceRefusal)(nil); errors.As(err, &refusal) {
+			return nil, d.again(refusal)
+		}
 		return nil, err
 	}
 	if held.signature != nil {
@@ -269,33 +268,35 @@ func (k *Kernel) appendDecided(ctx context.Context, stage string, ev *event.Even
 	}
 	// The event's own form (kernel/event) is the form gate of what the
 	// request built: checked once, here, where it is encoded.
-	entry, err = event.Encode(ev)
-	var tooLarge *event.TooLargeError
-	if errors.As(err, &tooLarge) {
-		return 0, nil, time.Time{}, denyAt(stage, GateForm, ErrTooLarge, "%v", err)
-	} else if err != nil {
+	if entry, err = event.Encode(ev); err != nil {
+		// The error's targets are declared where an error is: errors.As
+		// takes their address, which put them on the heap for every event.
+		if tooLarge := (*event.TooLargeError)(nil); errors.As(err, &tooLarge) {
+			return 0, nil, time.Time{}, denyAt(stage, GateForm, ErrTooLarge, "%v", err)
+		}
 		return 0, nil, time.Time{}, denyAt(stage, GateForm, ErrInvalid, "%s", strings.TrimPrefix(err.Error(), "event "+ev.ID+": "))
 	}
 	res := k.log.Append(ctx, entry, ev, folded)
 	err = res.Err
-	var refusal *sequenceRefusal
-	if errors.As(err, &refusal) {
+	if err == nil {
+		return res.Index, entry, res.Written, nil
+	}
+	switch refusal := (*sequenceRefusal)(nil); {
+	case errors.As(err, &refusal):
 		return 0, nil, res.Written, err
-	} else if errors.Is(err, tessera.ErrPushback) {
+	case errors.Is(err, tessera.ErrPushback):
 		return 0, nil, res.Written, denyAt(StageAppend, "", ErrUnavailable, "the log is busy, retry: %v", err)
-	} else if errors.Is(err, logstore.ErrNotWritten) {
+	case errors.Is(err, logstore.ErrNotWritten):
 		// The log refused it before committing anything (the fence, a
 		// database unreachable before the transaction): a definite
 		// refusal, to be sent again.
 		d := denyAt(StageAppend, "", ErrUnavailable, "log append refused, and the entry was not written: %v; send it again", err)
 		d.Retryable = true
 		return 0, nil, res.Written, d
-	} else if err != nil {
-		d := denyAt(StageAppend, "", ErrUnavailable, "log append failed, and the entry may be in the log (look it up before sending it again): %v", err)
-		d.OutcomeUnknown = true
-		return 0, nil, res.Written, d
 	}
-	return res.Index, entry, res.Written, nil
+	d := denyAt(StageAppend, "", ErrUnavailable, "log append failed, and the entry may be in the log (look it up before sending it again): %v", err)
+	d.OutcomeUnknown = true
+	return 0, nil, res.Written, d
 }
 
 // checkOptions are what the kernel alone knows, for ledger.Check. The

@@ -29,7 +29,12 @@ func decodeAction(body []byte, req *api.ActionRequest) error {
 			return nil
 		}
 	}
-	return decodeJSON(body, req)
+	// decodeJSON's target goes to the heap (reflection): one of its own,
+	// made only on this path, keeps the caller's on its stack.
+	general := new(api.ActionRequest)
+	err := decodeJSON(body, general)
+	*req = *general
+	return err
 }
 
 // plainAction reads body, which passed strictjson.Check, into r if it is

@@ -321,7 +321,11 @@ func writeReceipt(w http.ResponseWriter, status int, r *api.Receipt) {
 		}
 	}()
 	if !ok {
-		writeJSON(w, status, r)
+		// A copy for encoding/json, which puts what it encodes on the
+		// heap, made only on this path: the caller's receipt stays on its
+		// stack.
+		general := *r
+		writeJSON(w, status, &general)
 		return
 	}
 	h := w.Header()
