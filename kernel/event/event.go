@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"sync"
 	"time"
 
 	"github.com/annal-dev/annal/internal/strictjson"
@@ -251,9 +252,25 @@ func Parse(entry []byte) (*Event, error) {
 }
 
 // LeafHash is the RFC 6962 leaf hash of an entry: SHA-256(0x00 || entry).
+// It sums the two in a pooled buffer rather than through a digest made
+// for each entry, as rfc6962.DefaultHasher does: the kernel hashes every
+// entry it writes, rebuilds and audits.
 func LeafHash(entry []byte) [sha256.Size]byte {
-	return [sha256.Size]byte(rfc6962.DefaultHasher.HashLeaf(entry))
+	buf := leafInputs.Get().(*[]byte)
+	in := append(append((*buf)[:0], rfc6962.RFC6962LeafHashPrefix), entry...)
+	sum := sha256.Sum256(in)
+	if cap(in) <= maxPooledLeafInput {
+		*buf = in
+		leafInputs.Put(buf)
+	}
+	return sum
 }
+
+// leafInputs are LeafHash's buffers; one longer than maxPooledLeafInput
+// (an entry near the largest) is let go rather than kept.
+var leafInputs = sync.Pool{New: func() any { return new([]byte) }}
+
+const maxPooledLeafInput = 8 << 10
 
 // CredentialHash is the hex SHA-256 of a bearer credential, as events and
 // kernel state keep it.

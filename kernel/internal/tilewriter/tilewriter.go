@@ -46,6 +46,7 @@ package tilewriter
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -87,7 +88,32 @@ var hasher = rfc6962.DefaultHasher
 
 // rangeFactory must be one value: compact ranges refuse to merge ranges made
 // by different factories.
-var rangeFactory = &compact.RangeFactory{Hash: hasher.HashChildren}
+var rangeFactory = &compact.RangeFactory{Hash: hashChildren}
+
+// hashChildren is hasher.HashChildren: SHA-256(0x01 || left || right),
+// summed over one buffer on the stack. Why: the hasher makes a digest on
+// the heap for every node, and the tree gains about one interior node an
+// entry.
+func hashChildren(left, right []byte) []byte {
+	if len(left) != hashSize || len(right) != hashSize {
+		return hasher.HashChildren(left, right)
+	}
+	var in [1 + 2*hashSize]byte
+	in[0] = rfc6962.RFC6962NodeHashPrefix
+	copy(in[1:], left)
+	copy(in[1+hashSize:], right)
+	sum := sha256.Sum256(in[:])
+	return sum[:]
+}
+
+// hashLeaf is hasher.HashLeaf, SHA-256(0x00 || entry), summed over
+// w.leafInput (the caller holds appendMu) rather than a digest made for
+// each entry.
+func (w *Writer) hashLeaf(entry []byte) []byte {
+	w.leafInput = append(append(w.leafInput[:0], rfc6962.RFC6962LeafHashPrefix), entry...)
+	sum := sha256.Sum256(w.leafInput)
+	return sum[:]
+}
 
 // Writer appends entries at explicit indices to a Tessera POSIX log folder.
 // Its methods may be called from several goroutines; Appends run one at a
@@ -106,6 +132,8 @@ type Writer struct {
 	// bundle holds the entries past the last full entry bundle, marshalled
 	// as the bundle file holds them.
 	bundle []byte
+	// leafInput is hashLeaf's buffer.
+	leafInput []byte
 
 	// stateMu guards size and rootHash, so that Size and Root do not wait
 	// for an Append's writes.
@@ -446,7 +474,7 @@ func (w *Writer) addEntries(from uint64, entries [][]byte) ([]file, error) {
 			})
 			w.bundle = make([]byte, 0, len(w.bundle))
 		}
-		if err := w.tree.Append(hasher.HashLeaf(e), keepTileNodes); err != nil {
+		if err := w.tree.Append(w.hashLeaf(e), keepTileNodes); err != nil {
 			return nil, fmt.Errorf("tilewriter: %s: entry %d: %w", w.root, index, err)
 		}
 		if visitErr != nil {

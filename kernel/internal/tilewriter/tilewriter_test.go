@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	mrand "math/rand/v2"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -726,5 +727,37 @@ func TestAppendFindsDamagedEdge(t *testing.T) {
 				t.Fatal("the tree state changed")
 			}
 		})
+	}
+}
+
+// The writer's hashes, summed over buffers of its own, are RFC 6962's:
+// leaves of every size, one after another through the same buffer, and
+// interior nodes of two hashes (or of anything else, which the hasher
+// takes).
+func TestHashesAreRFC6962(t *testing.T) {
+	rng := mrand.New(mrand.NewPCG(3, 4))
+	random := func(n int) []byte {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte(rng.Uint32())
+		}
+		return b
+	}
+	w := &Writer{}
+	for _, n := range []int{0, 1, 63, 64, 65, 600, 5000, 2, 0, MaxEntrySize} {
+		e := random(n)
+		if got, want := w.hashLeaf(e), hasher.HashLeaf(e); !bytes.Equal(got, want) {
+			t.Fatalf("leaf of %d bytes: %x, RFC 6962 gives %x", n, got, want)
+		}
+	}
+	for _, sizes := range [][2]int{{32, 32}, {32, 32}, {0, 32}, {31, 33}, {64, 0}} {
+		l, r := random(sizes[0]), random(sizes[1])
+		if got, want := hashChildren(l, r), hasher.HashChildren(l, r); !bytes.Equal(got, want) {
+			t.Fatalf("node of %d and %d bytes: %x, RFC 6962 gives %x", sizes[0], sizes[1], got, want)
+		}
+	}
+	a, b := hashChildren(random(32), random(32)), hashChildren(random(32), random(32))
+	if bytes.Equal(a, b) || &a[0] == &b[0] {
+		t.Fatal("two nodes share their hash's storage")
 	}
 }
