@@ -109,6 +109,9 @@ type checked struct {
 	claims    []ledger.Claim
 	draw      ledger.Draw
 	signature *RequestSignature
+	// released is set once the claims and the draw are released (commit),
+	// under k.mu; it is read without it.
+	released atomic.Bool
 }
 
 // errDecideAgain: build, check and append the event again.
@@ -200,10 +203,9 @@ func (d *decision) awaitClaims(want []ledger.Claim, busy <-chan struct{}) error 
 // out of the log.
 func (d *decision) commit(ev *event.Event, held *checked) (*decided, error) {
 	k := d.k
-	var released atomic.Bool
 	release := func() { // under k.mu
-		if !released.Load() {
-			released.Store(true)
+		if !held.released.Load() {
+			held.released.Store(true)
 			k.pending.Release(held.draw)
 			k.claims.release(held.claims)
 		}
@@ -217,7 +219,7 @@ func (d *decision) commit(ev *event.Event, held *checked) (*decided, error) {
 	// The fold released what the decision held, in its critical section,
 	// unless the entry never reached it: the lock is taken again only then
 	// (a second lock per action made requests queue on it).
-	if !released.Load() {
+	if !held.released.Load() {
 		k.mu.Lock()
 		release()
 		k.mu.Unlock()
