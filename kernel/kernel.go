@@ -10,7 +10,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -498,7 +497,7 @@ func newEventID() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return strings.ToLower(id.String()), nil
+	return id.String(), nil // lower-case hex already (TestEventIDsAreUniqueIncreasingV7)
 }
 
 // eventIDRandom is crypto/rand read 4 KiB at a time: one getrandom for

@@ -122,8 +122,7 @@ func (h *head) addField(line []byte, maxBody int64) bool {
 	if colon <= 0 || !httpsyntax.IsToken(line[:colon]) {
 		return false
 	}
-	value := bytes.TrimLeft(line[colon+1:], " \t")
-	value = bytes.TrimRight(value, " \t")
+	value := trimSpaceTab(line[colon+1:])
 	if !isVisible(value) {
 		return false
 	}
@@ -163,6 +162,23 @@ func (h *head) addField(line []byte, maxBody int64) bool {
 	n := len(h.vals)
 	h.header[name] = h.vals[n-1 : n : n]
 	return true
+}
+
+// trimSpaceTab is b without its leading and trailing spaces and tabs, as
+// bytes.TrimLeft and TrimRight with the cutset " \t" give it (an empty
+// result is nil), without the set each of them builds a call: 1% of
+// annald's CPU at five fields a request.
+func trimSpaceTab(b []byte) []byte {
+	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t') {
+		b = b[1:]
+	}
+	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\t') {
+		b = b[:len(b)-1]
+	}
+	if len(b) == 0 {
+		return nil
+	}
+	return b
 }
 
 // connection reads a Connection value: close or keep-alive, in any case;
