@@ -57,19 +57,47 @@ func Allows(grants []event.Grant, target string, t event.ActionType) bool {
 // descriptors), and the target's validity is the same for each.
 type grantQuery struct {
 	t      event.ActionType
+	bit    uint8 // actionBit(t)
 	target string
 	valid  bool // no pattern matches an invalid target
 }
 
 func newGrantQuery(t event.ActionType, target string) grantQuery {
-	return grantQuery{t: t, target: target, valid: event.ValidateTarget(target) == nil}
+	return grantQuery{t: t, bit: actionBit(t), target: target, valid: event.ValidateTarget(target) == nil}
+}
+
+// actionBit is the bit of an action type in a compiled grant's mask; 0 for
+// a type outside the four, which a grant's list is searched for.
+func actionBit(t event.ActionType) uint8 {
+	switch t {
+	case event.Observe:
+		return 1 << 0
+	case event.Create:
+		return 1 << 1
+	case event.Mutate:
+		return 1 << 2
+	case event.Execute:
+		return 1 << 3
+	}
+	return 0
 }
 
 // compiledGrant is a grant with its pattern parsed.
 type compiledGrant struct {
 	actions []event.ActionType
+	// mask has the actionBit of each type in actions: a check matches
+	// several grant lists an action, each type compared as a string before.
+	mask    uint8
 	pattern capability.Pattern
 	parsed  bool // a pattern that does not parse matches nothing
+}
+
+// grants reports whether g names the query's type.
+func (g *compiledGrant) grants(q grantQuery) bool {
+	if q.bit != 0 {
+		return g.mask&q.bit != 0
+	}
+	return slices.Contains(g.actions, q.t)
 }
 
 // compiledGrants are the grants of an actor, an envelope or a descriptor,
@@ -86,6 +114,9 @@ func compileGrants(grants []event.Grant) compiledGrants {
 	for i, g := range grants {
 		p, err := patternCache.get(g.Pattern)
 		out[i] = compiledGrant{actions: g.Actions, pattern: p, parsed: err == nil}
+		for _, t := range g.Actions {
+			out[i].mask |= actionBit(t)
+		}
 	}
 	return out
 }
@@ -100,8 +131,8 @@ func (q grantQuery) allowedByCompiled(compiled compiledGrants, grants []event.Gr
 	}
 	allowed := false
 	if q.valid {
-		for _, g := range compiled {
-			if g.parsed && slices.Contains(g.actions, q.t) && g.pattern.MatchValidTarget(q.target) {
+		for i := range compiled {
+			if g := &compiled[i]; g.parsed && g.grants(q) && g.pattern.MatchValidTarget(q.target) {
 				allowed = true
 				break
 			}
