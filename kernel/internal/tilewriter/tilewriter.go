@@ -60,6 +60,7 @@ import (
 	"syscall"
 
 	"github.com/annal-dev/annal/internal/atomicfile"
+	"github.com/annal-dev/annal/kernel/event"
 	"github.com/transparency-dev/merkle/compact"
 	"github.com/transparency-dev/merkle/rfc6962"
 	"github.com/transparency-dev/tessera/api/layout"
@@ -106,15 +107,6 @@ func hashChildren(left, right []byte) []byte {
 	return sum[:]
 }
 
-// hashLeaf is hasher.HashLeaf, SHA-256(0x00 || entry), summed over
-// w.leafInput (the caller holds appendMu) rather than a digest made for
-// each entry.
-func (w *Writer) hashLeaf(entry []byte) []byte {
-	w.leafInput = append(append(w.leafInput[:0], rfc6962.RFC6962LeafHashPrefix), entry...)
-	sum := sha256.Sum256(w.leafInput)
-	return sum[:]
-}
-
 // Writer appends entries at explicit indices to a Tessera POSIX log folder.
 // Its methods may be called from several goroutines; Appends run one at a
 // time.
@@ -132,8 +124,6 @@ type Writer struct {
 	// bundle holds the entries past the last full entry bundle, marshalled
 	// as the bundle file holds them.
 	bundle []byte
-	// leafInput is hashLeaf's buffer.
-	leafInput []byte
 
 	// stateMu guards size and rootHash, so that Size and Root do not wait
 	// for an Append's writes.
@@ -474,7 +464,8 @@ func (w *Writer) addEntries(from uint64, entries [][]byte) ([]file, error) {
 			})
 			w.bundle = make([]byte, 0, len(w.bundle))
 		}
-		if err := w.tree.Append(w.hashLeaf(e), keepTileNodes); err != nil {
+		leaf := event.LeafHash(e) // hasher.HashLeaf's, without a digest on the heap for each entry
+		if err := w.tree.Append(leaf[:], keepTileNodes); err != nil {
 			return nil, fmt.Errorf("tilewriter: %s: entry %d: %w", w.root, index, err)
 		}
 		if visitErr != nil {
