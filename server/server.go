@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -108,6 +109,53 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) *http.Request {
 	}
 	s.mux.ServeHTTP(w, r)
 	return r
+}
+
+// Buffered reports whether the server answers a request of method to u
+// whole: a small answer (a receipt, a proof, one log entry, the log's
+// state), written once, with no stream and no long wait on the client
+// alone. A front may then buffer the answer and serve the request on the
+// same connection as agents' actions (annald's fast path: fastpost's
+// Config.Buffered), so that a client reading a proof between its actions
+// keeps that path for them. It takes a path only as the mux routes it,
+// unescaped, so that the routes below are the only handlers it reaches
+// (TestBufferedRoutes).
+//
+// Bounds: a receipt is a few KiB even with ?wait=published, which waits
+// at most publishWait for a checkpoint; an entry is at most
+// event.MaxEntrySize; a consistency proof is at most 64 hashes.
+func Buffered(method string, u *url.URL) bool {
+	if u.RawPath != "" {
+		return false
+	}
+	switch method {
+	case http.MethodPost:
+		return u.Path == "/v1/actions"
+	case http.MethodGet:
+	default:
+		return false
+	}
+	switch u.Path {
+	case "/v1/info", "/checkpoint", "/v1/healthz", "/v1/readyz", "/v1/proof/consistency":
+		return true
+	}
+	if index, ok := strings.CutPrefix(u.Path, "/v1/proof/"); ok {
+		return isDigits(index)
+	}
+	if index, ok := strings.CutPrefix(u.Path, "/v1/events/"); ok {
+		return isDigits(index)
+	}
+	return false
+}
+
+// isDigits reports whether s is one or more ASCII digits.
+func isDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // actionsPattern is the mux's route for agents' actions. serve takes a

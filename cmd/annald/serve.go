@@ -138,7 +138,7 @@ func newServeCommand() *cobra.Command {
 	fl.DurationVar(&f.deltaRetention, "delta-retention", delta.DefaultRetention, "how long a session delta's changes are kept (sealed beside the log, then erased by the kernel; their hashes stay in the log for good); 0: the changes are logged themselves, kept for good (§14.7)")
 	fl.IntVar(&f.maxConnections, "max-connections", 1024, "most client connections served at once; more wait to be accepted")
 	fl.DurationVar(&f.idleTimeout, "idle-timeout", 120*time.Second, "how long an idle keep-alive connection stays open")
-	fl.BoolVar(&f.fastPost, "fast-post", true, "serve plainly framed POST /v1/actions requests without net/http's work for each request (internal/fastpost), on plain HTTP; false: net/http serves every request")
+	fl.BoolVar(&f.fastPost, "fast-post", true, "serve plainly framed POST /v1/actions requests, and the small reads agents make between them (a proof, an entry, the log's state), without net/http's work for each request (internal/fastpost), on plain HTTP; false: net/http serves every request")
 	fl.BoolVar(&f.keepBlobs, "keep-blobs", false, "keep the bytes behind OIDs that clients send (POST /v1/blobs) in DATA/blobs (with --storage aws: encrypted in the bucket, for every instance), served to humans at GET /v1/blobs/<oid>")
 	fl.Int64Var(&f.maxBlob, "max-blob", 16<<20, "the largest blob (and agent file), in bytes")
 	fl.Int64Var(&f.blobQuota, "blob-quota", 10<<30, "the most bytes all blobs and agent files may take")
@@ -345,11 +345,14 @@ func newFront(f serveFlags, ln net.Listener, logger *slog.Logger) (*front, error
 		MaxHeaderBytes:    64 << 10,
 	}
 	// Agents' actions, the load that matters, skip net/http's work for
-	// each request when their framing is plain; every other request, and
-	// every connection after one, is net/http's (see internal/fastpost).
+	// each request when their framing is plain, and so do the reads an
+	// agent makes between them on the same connection, whose answers are
+	// small and whole (server.Buffered: the log's state, a proof, an
+	// entry, a published receipt); every other request, and every
+	// connection after one, is net/http's (see internal/fastpost).
 	if f.fastPost && f.tlsCert == "" {
 		fast, err := fastpost.New(ln, fastpost.Config{
-			Path: "/v1/actions", Handler: fr.srv.Handler, MaxBody: api.MaxActionBody,
+			Path: "/v1/actions", Handler: fr.srv.Handler, MaxBody: api.MaxActionBody, Buffered: server.Buffered,
 			ReadHeaderTimeout: fr.srv.ReadHeaderTimeout, ReadTimeout: fr.srv.ReadTimeout, IdleTimeout: fr.srv.IdleTimeout,
 			Server: fr.srv, Logger: logger,
 		})

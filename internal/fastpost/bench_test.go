@@ -14,7 +14,7 @@ func BenchmarkParseHead(b *testing.B) {
 	b.ReportAllocs()
 	b.SetBytes(int64(len(in)))
 	for b.Loop() {
-		if _, ok := parseHead(in, testPath, 1<<16); !ok {
+		if _, ok := parseHead(in, &plainConfig); !ok {
 			b.Fatal("head refused")
 		}
 	}

@@ -1,6 +1,10 @@
 // Package fastpost serves one route, POST to one exact path, on plain
 // HTTP/1.1 connections without net/http's machinery for each request, and
-// hands every other connection, untouched, to an http.Server.
+// hands every other connection, untouched, to an http.Server. With
+// Config.Buffered it also serves, on the same connections, the GETs (and
+// the route's POSTs with a query) that its caller knows to be answered
+// whole, so that a client which reads a proof between its actions keeps
+// the fast path for them.
 //
 // For a request of a few hundred bytes whose handler takes tens of
 // microseconds, net/http's own work is a large share: a header map parsed
@@ -8,10 +12,11 @@
 // goroutine and an extra read system call) for every request. On the
 // two-core machines annald runs on, that is a fifth of its CPU for an
 // action. A Listener reads each request head itself and serves it only if
-// the head is in a strict subset (parseHead: the one path, HTTP/1.1, one
-// Content-Length, one Host, visible ASCII, nothing that changes the
-// framing); for those, net/http's ReadRequest gives the same request (a
-// fuzz test compares them). At the first request that is not in the
+// the head is in a strict subset (parseHead: the one path or a target
+// Buffered takes, HTTP/1.1, one Content-Length or for a GET none, one
+// Host, visible ASCII, nothing that changes the framing); for those,
+// net/http's ReadRequest gives the same request (a fuzz test compares
+// them). At the first request that is not in the
 // subset, before any of its bytes is consumed, the connection goes to the
 // http.Server through Accept, with the bytes already read, and stays
 // there. So the fast path never answers what net/http would refuse or read
@@ -54,9 +59,20 @@ const readBuffer = 4096
 
 // Config is what a Listener serves and how long it waits.
 type Config struct {
-	Path    string       // the one path served, e.g. "/v1/actions"; no query
-	Handler http.Handler // the route's handler
+	Path    string       // the POST route served, e.g. "/v1/actions"; no query
+	Handler http.Handler // the route's handler, and Buffered's
 	MaxBody int64        // a longer Content-Length goes to net/http
+
+	// Buffered, if set, widens the fast path to other requests: a GET
+	// without a body, or a POST to Path with a query, whose method and
+	// target (parsed as net/http parses it) it reports true for. Without
+	// it, a client that sends one such request on a kept connection, say
+	// a GET of its receipt's proof, loses the fast path for every action
+	// after it on that connection. Buffered must take only requests
+	// whose answers Handler writes whole: at most MaxAnswer bytes, with
+	// no Flush, no Hijack, and no need of a context cancelled when the
+	// client goes away (it is cancelled when the Listener shuts down).
+	Buffered func(method string, u *url.URL) bool
 
 	// The same bounds as http.Server's: on the head from its first byte,
 	// on the whole request, and between requests on a kept connection.
@@ -73,12 +89,14 @@ type Config struct {
 // route's to Accept. Close, which http.Server.Shutdown calls, stops
 // accepting; Shutdown also drains the fast path's connections.
 type Listener struct {
-	inner     net.Listener
-	cfg       Config
-	url       *url.URL
-	handoff   chan net.Conn
-	done      chan struct{} // closed by Close
-	acceptErr chan error
+	inner net.Listener
+	cfg   Config
+	url   *url.URL
+	// routePrefix is how the POST route's request line starts.
+	routePrefix string
+	handoff     chan net.Conn
+	done        chan struct{} // closed by Close
+	acceptErr   chan error
 
 	closeOnce sync.Once
 	mu        sync.Mutex
@@ -101,7 +119,7 @@ func New(inner net.Listener, cfg Config) (*Listener, error) {
 		cfg.Logger = slog.Default()
 	}
 	l := &Listener{
-		inner: inner, cfg: cfg, url: u,
+		inner: inner, cfg: cfg, url: u, routePrefix: "POST " + cfg.Path + " ",
 		handoff:   make(chan net.Conn),
 		done:      make(chan struct{}),
 		acceptErr: make(chan error, 1),
@@ -385,17 +403,16 @@ const (
 // closes it then, rather than giving the client net/http's header timeout
 // over again.
 func (c *conn) readHead(start time.Time) (h head, n int, to route) {
-	prefix := "POST " + c.l.cfg.Path + " "
+	cfg := &c.l.cfg
 	waited := false
 	for {
 		buf, _ := c.br.Peek(c.br.Buffered())
-		m := min(len(buf), len(prefix))
-		if string(buf[:m]) != prefix[:m] {
+		if !c.l.mayBeFast(buf) {
 			return head{}, 0, netHTTP
 		}
 		if i := bytes.Index(buf, []byte("\r\n\r\n")); i >= 0 {
 			n = i + 4
-			h, ok := parseHead(buf[:n], c.l.cfg.Path, c.l.cfg.MaxBody)
+			h, ok := parseHead(buf[:n], cfg)
 			if !ok {
 				return head{}, 0, netHTTP
 			}
@@ -412,6 +429,22 @@ func (c *conn) readHead(start time.Time) (h head, n int, to route) {
 			return head{}, 0, hangUp
 		}
 	}
+}
+
+// mayBeFast reports whether buf, the start of a request, may begin a
+// request the fast path serves: the POST route's request line, or with
+// Buffered, a GET's or a POST's.
+func (l *Listener) mayBeFast(buf []byte) bool {
+	if l.cfg.Buffered != nil {
+		return startsWith(buf, "POST /") || startsWith(buf, "GET /")
+	}
+	return startsWith(buf, l.routePrefix)
+}
+
+// startsWith reports whether buf and prefix agree as far as both go.
+func startsWith(buf []byte, prefix string) bool {
+	m := min(len(buf), len(prefix))
+	return string(buf[:m]) == prefix[:m]
 }
 
 // handOff gives the connection, with what was read ahead, to the
@@ -445,11 +478,17 @@ func (c *conn) answer(h head) (keep, ok bool) {
 	// WithContext's copy, the one on the heap: a pointer to it, reassigned
 	// to the copy, put both on the heap.
 	base := http.Request{
-		Method: http.MethodPost, URL: c.l.urlCopy(), RequestURI: c.l.cfg.Path,
+		Method: h.method, URL: h.u, RequestURI: h.target,
 		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
 		Header: h.header, Host: h.host, ContentLength: h.contentLength, Close: h.close,
 		Body:       &c.reqBody,
 		RemoteAddr: c.remote,
+	}
+	if base.URL == nil {
+		base.URL = c.l.urlCopy()
+	}
+	if h.contentLength == 0 {
+		base.Body = http.NoBody // as net/http gives a request without a body
 	}
 	r := base.WithContext(ctx)
 	w := &c.w

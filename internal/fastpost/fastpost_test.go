@@ -7,11 +7,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"reflect"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -189,6 +192,84 @@ func TestKeptConnectionAnswersDoNotMix(t *testing.T) {
 		}
 		if d := answerDifference(got, gotBody, want, wantBody); d != "" {
 			t.Fatalf("answer %d (%s):%s", i, name, d)
+		}
+	}
+}
+
+// With Buffered, a kept connection that mixes the route's POSTs, its
+// POSTs with a query and GETs Buffered takes stays on the fast path, and
+// each answer is net/http's to the same request, the request as the
+// handler saw it included. The first request Buffered does not take
+// hands the connection to net/http, which answers it and the rest.
+func TestBufferedRequestsKeepTheConnection(t *testing.T) {
+	cases := answerCases()
+	delete(cases, "handler closes")
+	cases["request"] = func(w http.ResponseWriter, r *http.Request) {
+		b, err := io.ReadAll(r.Body)
+		fmt.Fprintf(w, "%s %s %q %s %#v host=%s len=%d body=%q %v nobody=%v close=%v",
+			r.Method, r.RequestURI, r.URL.String(), r.URL.Path, r.URL.Query(), r.Host, r.ContentLength, b, err, r.Body == http.NoBody, r.Close)
+	}
+	names := slices.Sorted(maps.Keys(cases))
+	var fast atomic.Bool
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fast.Store(viaFast(w))
+		name := r.Header.Get("X-Case")
+		w.Header().Set("X-Only-"+strings.ReplaceAll(name, " ", "-"), name)
+		cases[name](w, r)
+	})
+	ref := httptest.NewServer(handler)
+	defer ref.Close()
+	var asked atomic.Int64
+	fs := startFast(t, handler, func(c *Config) {
+		c.Buffered = func(method string, u *url.URL) bool {
+			asked.Add(1)
+			return method == http.MethodPost || strings.HasPrefix(u.Path, "/v1/read/")
+		}
+	})
+	refConn, fastConn := dial(t, ref.Listener.Addr().String()), dial(t, fs.addr)
+	refReader, fastReader := bufio.NewReader(refConn), bufio.NewReader(fastConn)
+	rng := rand.New(rand.NewPCG(3, 4))
+	kinds := map[string]int{}
+	for i := range 90 {
+		name := names[rng.IntN(len(names))]
+		var raw, kind string
+		switch rng.IntN(3) {
+		case 0:
+			kind, raw = "route", post(strings.Repeat("b", rng.IntN(300)), "X-Case: "+name+"\r\n")
+		case 1:
+			body := strings.Repeat("q", rng.IntN(50))
+			kind = "query"
+			raw = fmt.Sprintf("POST %s?wait=published&n=%d HTTP/1.1\r\nHost: h\r\nX-Case: %s\r\nContent-Length: %d\r\n\r\n%s", testPath, i, name, len(body), body)
+		default:
+			kind = "get"
+			raw = fmt.Sprintf("GET /v1/read/%d/a%%20b?x=%d&y=%%41 HTTP/1.1\r\nHost: h:1\r\nX-Case: %s\r\nAuthorization: Bearer t\r\n\r\n", i, i, name)
+		}
+		kinds[kind]++
+		want, wantBody := roundTrip(t, refConn, refReader, raw)
+		got, gotBody := roundTrip(t, fastConn, fastReader, raw)
+		if !fast.Load() {
+			t.Fatalf("answer %d (%s, %s): not served by the fast path", i, kind, name)
+		}
+		if d := answerDifference(got, gotBody, want, wantBody); d != "" {
+			t.Fatalf("answer %d (%s, %s):%s", i, kind, name, d)
+		}
+	}
+	if len(kinds) != 3 || asked.Load() != int64(kinds["query"]+kinds["get"]) {
+		t.Fatalf("requests %v; Buffered asked %d times, want once for each GET and query", kinds, asked.Load())
+	}
+	// A GET Buffered does not take goes to net/http with the connection,
+	// and so does every request after it.
+	for i, raw := range []string{
+		"GET /v1/other HTTP/1.1\r\nHost: h\r\nX-Case: request\r\n\r\n",
+		post("after", "X-Case: request\r\n"),
+	} {
+		want, wantBody := roundTrip(t, refConn, refReader, raw)
+		got, gotBody := roundTrip(t, fastConn, fastReader, raw)
+		if fast.Load() {
+			t.Fatalf("request %d after the hand-off: served by the fast path", i)
+		}
+		if d := answerDifference(got, gotBody, want, wantBody); d != "" {
+			t.Fatalf("request %d after the hand-off:%s", i, d)
 		}
 	}
 }

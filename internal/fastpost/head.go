@@ -3,14 +3,21 @@ package fastpost
 import (
 	"bytes"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/annal-dev/annal/internal/httpsyntax"
 )
 
-// head is a request head the fast path serves: POST to the one path,
-// HTTP/1.1, framed by a single Content-Length.
+// head is a request head the fast path serves: HTTP/1.1, and either a
+// POST framed by a single Content-Length or a GET without a body.
 type head struct {
+	method string
+	// target is the request-target as sent; u is it parsed, as net/http
+	// parses it, or nil for exactly the POST route's path, whose URL the
+	// Listener keeps (the actions' path need not be parsed again).
+	target        string
+	u             *url.URL
 	host          string
 	header        http.Header // without Host, as net/http's
 	contentLength int64
@@ -25,16 +32,19 @@ type head struct {
 }
 
 // parseHead parses b, a request head ending in an empty line, if it is one
-// the fast path serves: the request line exactly "POST <path> HTTP/1.1",
-// header lines "Name: value" of visible ASCII, one Host of host
-// characters, one Content-Length of at most maxBody, and none of the
-// headers that change the framing or the connection (Transfer-Encoding,
-// Expect, Upgrade, TE, Trailer, a Connection other than keep-alive or
-// close) or that net/http rewrites (Pragma). Anything else, valid or not, is not the fast path's: ok is false
-// and net/http reads the same bytes. For every head parseHead accepts,
-// net/http's ReadRequest gives the same request (FuzzParseHead).
-func parseHead(b []byte, path string, maxBody int64) (h head, ok bool) {
-	rest, ok := cutRequestLine(b, path)
+// the fast path serves (cfg's route, or one cfg.Buffered takes), in this
+// strict subset of HTTP/1.1: the request line "POST <path> HTTP/1.1" or,
+// for the requests Buffered takes, "GET <target> HTTP/1.1" or "POST
+// <path>?<query> HTTP/1.1"; header lines "Name: value" of visible ASCII;
+// one Host of host characters; for a POST one Content-Length of at most
+// cfg.MaxBody, for a GET none; and none of the headers that change the
+// framing or the connection (Transfer-Encoding, Expect, Upgrade, TE,
+// Trailer, a Connection other than keep-alive or close) or that net/http
+// rewrites (Pragma). Anything else, valid or not, is not the fast path's:
+// ok is false and net/http reads the same bytes. For every head parseHead
+// accepts, net/http's ReadRequest gives the same request (FuzzParseHead).
+func parseHead(b []byte, cfg *Config) (h head, ok bool) {
+	rest, ok := h.cutRequestLine(b, cfg)
 	if !ok {
 		return head{}, false
 	}
@@ -50,11 +60,17 @@ func parseHead(b []byte, path string, maxBody int64) (h head, ok bool) {
 		if len(line) == 0 {
 			break
 		}
-		if !h.addField(line, maxBody) {
+		if !h.addField(line, cfg.MaxBody) {
 			return head{}, false
 		}
 	}
-	if h.host == "" || h.contentLength < 0 || len(rest) != 0 {
+	if h.host == "" || len(rest) != 0 {
+		return head{}, false
+	}
+	switch {
+	case h.method == http.MethodGet && h.contentLength < 0:
+		h.contentLength = 0 // as net/http reads a GET without a body
+	case h.method != http.MethodPost || h.contentLength < 0:
 		return head{}, false
 	}
 	if h.header == nil {
@@ -103,14 +119,61 @@ func headerName(b []byte) string {
 }
 
 // cutRequestLine cuts the request line off b if it is exactly
-// "POST <path> HTTP/1.1".
-func cutRequestLine(b []byte, path string) (rest []byte, ok bool) {
+// "POST <cfg.Path> HTTP/1.1", or "GET <target> HTTP/1.1" or "POST
+// <cfg.Path>?<query> HTTP/1.1" for a target in origin form that
+// cfg.Buffered takes; it sets h's method, target and URL.
+func (h *head) cutRequestLine(b []byte, cfg *Config) (rest []byte, ok bool) {
 	line, rest, ok := cutLine(b)
-	if !ok || len(line) != len("POST  HTTP/1.1")+len(path) ||
-		string(line[:5]) != "POST " || string(line[5:5+len(path)]) != path || string(line[5+len(path):]) != " HTTP/1.1" {
+	if !ok {
 		return nil, false
 	}
+	path := cfg.Path
+	if len(line) == len("POST  HTTP/1.1")+len(path) &&
+		string(line[:5]) == "POST " && string(line[5:5+len(path)]) == path && string(line[5+len(path):]) == " HTTP/1.1" {
+		h.method, h.target = http.MethodPost, path
+		return rest, true
+	}
+	if cfg.Buffered == nil {
+		return nil, false
+	}
+	method, target, ok := bytes.Cut(line, []byte(" "))
+	if !ok || !bytes.HasSuffix(target, []byte(" HTTP/1.1")) {
+		return nil, false
+	}
+	target = target[:len(target)-len(" HTTP/1.1")]
+	switch string(method) {
+	case http.MethodGet:
+		h.method = http.MethodGet
+	case http.MethodPost:
+		h.method = http.MethodPost
+	default:
+		return nil, false
+	}
+	if !isOriginForm(target) {
+		return nil, false
+	}
+	h.target = string(target)
+	u, err := url.ParseRequestURI(h.target)
+	if err != nil || (h.method == http.MethodPost && (u.Path != path || u.RawPath != "")) || !cfg.Buffered(h.method, u) {
+		return nil, false
+	}
+	h.u = u
 	return rest, true
+}
+
+// isOriginForm reports whether target is a request-target in origin form
+// ("/path?query") of visible ASCII, without a fragment: a subset of the
+// targets net/http reads, which it parses with url.ParseRequestURI.
+func isOriginForm(target []byte) bool {
+	if len(target) == 0 || target[0] != '/' {
+		return false
+	}
+	for _, c := range target {
+		if c <= ' ' || c >= 0x7f || c == '#' {
+			return false
+		}
+	}
+	return true
 }
 
 // addField adds the header line "Name: value" to h: Host to h.host (once;

@@ -5,12 +5,23 @@ import (
 	"bytes"
 	"io"
 	"net/http"
+	"net/url"
 	"reflect"
 	"strings"
 	"testing"
 )
 
 const testPath = "/v1/actions"
+
+// plainConfig serves the POST route alone; bufferedConfig also every GET
+// and query its Buffered is asked about but one, so that the parsing, not
+// the choice of routes, is what the fuzz test exercises.
+var (
+	plainConfig    = Config{Path: testPath, MaxBody: 1 << 16}
+	bufferedConfig = Config{Path: testPath, MaxBody: 1 << 16, Buffered: func(method string, u *url.URL) bool {
+		return u.Path != "/refused"
+	}}
+)
 
 // headSeeds are heads the fast path takes and heads it must leave to
 // net/http; FuzzParseHead starts from them.
@@ -42,14 +53,60 @@ var headSeeds = []string{
 	"POST /v1/actions HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\nextra",
 }
 
+// bufferedSeeds are heads that bufferedConfig takes (the first ones,
+// bufferedTaken of them) and leaves to net/http, besides headSeeds.
+var bufferedSeeds = []string{
+	"GET /v1/proof/12 HTTP/1.1\r\nHost: h\r\nAuthorization: Bearer abc\r\nAccept: */*\r\n\r\n",
+	"GET /v1/info?x=1&y=%20 HTTP/1.1\r\nHost: 127.0.0.1:7420\r\nConnection: close\r\n\r\n",
+	"GET /a/%2F/./../b/ HTTP/1.1\r\nHost: h\r\n\r\n",
+	"GET //x//y?%zz HTTP/1.1\r\nHost: h\r\n\r\n",
+	"POST /v1/actions?wait=published HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\n",
+	"GET /v1/info HTTP/1.1\r\nHost: h\r\nContent-Length: 0\r\n\r\n",          // a GET with a length
+	"GET /v1/info HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n", // a GET with a body
+	"GET /refused HTTP/1.1\r\nHost: h\r\n\r\n",                               // Buffered says no
+	"GET /a%zz HTTP/1.1\r\nHost: h\r\n\r\n",                                  // not a path net/http parses
+	"GET /a#f HTTP/1.1\r\nHost: h\r\n\r\n",                                   // a fragment
+	"GET * HTTP/1.1\r\nHost: h\r\n\r\n",                                      // not origin form
+	"GET http://h/v1/info HTTP/1.1\r\nHost: h\r\n\r\n",                       // absolute form
+	"HEAD /v1/info HTTP/1.1\r\nHost: h\r\n\r\n",                              // another method
+	"POST /v1/agents HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\n",       // another POST
+	"POST /v1/%61ctions?x HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\n",  // the path escaped
+	"POST /v1/actions?wait=published HTTP/1.1\r\nHost: h\r\n\r\n",            // a POST without a length
+	"GET /v1/info HTTP/1.1\r\nHost: h\r\nHost: i\r\n\r\n",                    // two Hosts
+	"GET /v1/info  HTTP/1.1\r\nHost: h\r\n\r\n",                              // two spaces
+	"GET /v1/info HTTP/1.0\r\nHost: h\r\n\r\n",
+}
+
+const bufferedTaken = 5
+
 func TestParseHead(t *testing.T) {
 	for i, in := range headSeeds {
-		_, ok := parseHead([]byte(in), testPath, 1<<16)
+		_, ok := parseHead([]byte(in), &plainConfig)
 		if want := i < 5; ok != want {
 			t.Errorf("seed %d %q: taken %v, want %v", i, in, ok, want)
 		}
+		// Buffered widens the route to a query and to GETs alone.
+		_, ok = parseHead([]byte(in), &bufferedConfig)
+		want := i < 5 || strings.HasPrefix(in, "POST /v1/actions?") || in == "GET /v1/actions HTTP/1.1\r\nHost: h\r\n\r\n"
+		if ok != want {
+			t.Errorf("seed %d %q with Buffered: taken %v, want %v", i, in, ok, want)
+		}
 	}
-	h, ok := parseHead([]byte(headSeeds[2]), testPath, 1<<16)
+	for i, in := range bufferedSeeds {
+		if _, ok := parseHead([]byte(in), &plainConfig); ok {
+			t.Errorf("buffered seed %d %q: taken without Buffered", i, in)
+		}
+		_, ok := parseHead([]byte(in), &bufferedConfig)
+		if want := i < bufferedTaken; ok != want {
+			t.Errorf("buffered seed %d %q: taken %v, want %v", i, in, ok, want)
+		}
+	}
+	h, ok := parseHead([]byte(bufferedSeeds[1]), &bufferedConfig)
+	if !ok || h.method != "GET" || h.target != "/v1/info?x=1&y=%20" || h.u.Path != "/v1/info" || h.u.Query().Get("y") != " " ||
+		h.contentLength != 0 || !h.close || h.host != "127.0.0.1:7420" {
+		t.Fatalf("parsed %+v %v", h, ok)
+	}
+	h, ok = parseHead([]byte(headSeeds[2]), &plainConfig)
 	want := http.Header{"Content-Length": {"0"}, "Connection": {"Close"}, "X-A": {"1", "2"}}
 	if !ok || h.host != "h" || h.contentLength != 0 || !h.close || !reflect.DeepEqual(h.header, want) {
 		t.Fatalf("parsed %+v %v", h, ok)
@@ -57,7 +114,7 @@ func TestParseHead(t *testing.T) {
 	// Empty values, in a buffer larger than the head, as the Listener
 	// reads it.
 	in := append(make([]byte, 0, 512), headSeeds[4]...)
-	h, ok = parseHead(in, testPath, 1<<16)
+	h, ok = parseHead(in, &plainConfig)
 	want = http.Header{"X-Empty": {"", ""}, "X-Spaces": {""}, "Content-Length": {"2"}}
 	if !ok || !reflect.DeepEqual(h.header, want) {
 		t.Fatalf("parsed %q %v", h.header, ok)
@@ -67,14 +124,18 @@ func TestParseHead(t *testing.T) {
 // FuzzParseHead compares parseHead with net/http: every head the fast
 // path takes, net/http reads as the same request.
 func FuzzParseHead(f *testing.F) {
-	for _, s := range headSeeds {
+	for _, s := range append(headSeeds, bufferedSeeds...) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
 		// As the Listener reads it: into a buffer larger than the head.
 		buf := make([]byte, len(in), len(in)+64)
 		copy(buf, in)
-		h, ok := parseHead(buf, testPath, 1<<16)
+		plain, plainOK := parseHead(buf, &plainConfig)
+		h, ok := parseHead(buf, &bufferedConfig)
+		if plainOK && (!ok || plain.method != h.method || plain.target != h.target) {
+			t.Fatalf("%q: Buffered changed how the route's request reads: %v, %+v", in, ok, h)
+		}
 		if !ok {
 			return
 		}
@@ -84,11 +145,17 @@ func FuzzParseHead(f *testing.F) {
 			t.Fatalf("fast path took %q, net/http refused it: %v", in, err)
 		}
 		b, err := io.ReadAll(r.Body)
+		wantURL := h.u
+		if wantURL == nil {
+			wantURL = &url.URL{Path: testPath}
+		}
 		switch {
 		case err != nil || string(b) != body:
 			t.Fatalf("%q: body %q, %v", in, b, err)
-		case r.Method != http.MethodPost || r.URL.Path != testPath || r.URL.RawQuery != "" || r.RequestURI != testPath || r.Proto != "HTTP/1.1":
-			t.Fatalf("%q: net/http read %s %s %s", in, r.Method, r.RequestURI, r.Proto)
+		case h.method == http.MethodGet && r.Body != http.NoBody:
+			t.Fatalf("%q: net/http gave a GET a body", in)
+		case r.Method != h.method || !reflect.DeepEqual(r.URL, wantURL) || r.RequestURI != h.target || r.Proto != "HTTP/1.1":
+			t.Fatalf("%q: net/http read %s %s %#v %s, fast path %s %s %#v", in, r.Method, r.RequestURI, r.URL, r.Proto, h.method, h.target, wantURL)
 		case r.Host != h.host:
 			t.Fatalf("%q: host %q, fast path %q", in, r.Host, h.host)
 		case r.ContentLength != h.contentLength || r.Close != h.close:
