@@ -2,7 +2,9 @@
 // kind of Annal's HTTP API, the kind storage engines are tested with.
 //
 // Run opens a kernel in this process on a new data folder, serves its API
-// (server) on a loopback port, and has many workers send requests through
+// (server) on a loopback port as annald serves it (actions and the reads
+// between them on internal/fastpost's path, the rest through net/http),
+// and has many workers send requests through
 // the Go client (client/) for a duration or a number of operations:
 // agents and humans created with energy and shares, envelopes issued and
 // delegated, actions committed, held, denied and sealed, holds approved and

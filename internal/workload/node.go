@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/annal-dev/annal/api"
+	"github.com/annal-dev/annal/internal/fastpost"
 	"github.com/annal-dev/annal/kernel"
 	"github.com/annal-dev/annal/kernel/event"
 	"github.com/annal-dev/annal/kernel/ring"
@@ -131,10 +133,25 @@ func startNode(dir string) (*node, error) {
 		n.k.Close()
 		return nil, err
 	}
-	n.ln, n.url = ln, "http://"+ln.Addr().String()
+	n.url = "http://" + ln.Addr().String()
 	n.srv = &http.Server{Handler: http.HandlerFunc(n.serve), ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog: log.New(serverLog{n}, "", 0)}
-	go n.srv.Serve(ln)
+	// As annald serves on plain HTTP: actions, and the reads between them
+	// that server.Buffered names, on fastpost's path; the rest, and every
+	// connection after one, through net/http. A panic on the fast path
+	// is logged through serverLog as net/http's are.
+	fast, err := fastpost.New(ln, fastpost.Config{
+		Path: "/v1/actions", Handler: n.srv.Handler, MaxBody: api.MaxActionBody, Buffered: server.Buffered,
+		ReadHeaderTimeout: n.srv.ReadHeaderTimeout, Server: n.srv,
+		Logger: slog.New(slog.NewTextHandler(serverLog{n}, nil)),
+	})
+	if err != nil {
+		ln.Close()
+		n.k.Close()
+		return nil, err
+	}
+	n.ln = fast
+	go n.srv.Serve(fast)
 	return n, nil
 }
 
