@@ -139,23 +139,11 @@ func Buffered(method string, u *url.URL) bool {
 	case "/v1/info", "/checkpoint", "/v1/healthz", "/v1/readyz", "/v1/proof/consistency":
 		return true
 	}
-	if index, ok := strings.CutPrefix(u.Path, "/v1/proof/"); ok {
-		return isDigits(index)
+	index, ok := strings.CutPrefix(u.Path, "/v1/proof/")
+	if !ok {
+		index, ok = strings.CutPrefix(u.Path, "/v1/events/")
 	}
-	if index, ok := strings.CutPrefix(u.Path, "/v1/events/"); ok {
-		return isDigits(index)
-	}
-	return false
-}
-
-// isDigits reports whether s is one or more ASCII digits.
-func isDigits(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return s != ""
+	return ok && index != "" && strings.Trim(index, "0123456789") == "" // an index: not the stream
 }
 
 // actionsPattern is the mux's route for agents' actions. serve takes a

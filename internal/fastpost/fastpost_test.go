@@ -167,12 +167,7 @@ func TestKeptConnectionAnswersDoNotMix(t *testing.T) {
 		names = append(names, name)
 	}
 	var fast atomic.Bool
-	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fast.Store(viaFast(w))
-		name := r.Header.Get("X-Case")
-		w.Header().Set("X-Only-"+strings.ReplaceAll(name, " ", "-"), name)
-		cases[name](w, r)
-	})
+	handler := caseHandler(cases, &fast)
 	ref := httptest.NewServer(handler)
 	defer ref.Close()
 	fs := startFast(t, handler, nil)
@@ -211,12 +206,7 @@ func TestBufferedRequestsKeepTheConnection(t *testing.T) {
 	}
 	names := slices.Sorted(maps.Keys(cases))
 	var fast atomic.Bool
-	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fast.Store(viaFast(w))
-		name := r.Header.Get("X-Case")
-		w.Header().Set("X-Only-"+strings.ReplaceAll(name, " ", "-"), name)
-		cases[name](w, r)
-	})
+	handler := caseHandler(cases, &fast)
 	ref := httptest.NewServer(handler)
 	defer ref.Close()
 	var asked atomic.Int64
@@ -272,6 +262,18 @@ func TestBufferedRequestsKeepTheConnection(t *testing.T) {
 			t.Fatalf("request %d after the hand-off:%s", i, d)
 		}
 	}
+}
+
+// caseHandler answers a request as cases' handler named by its X-Case
+// field, with a field of the case's own (so that a field left from the
+// answer before shows), and tells fast whether the fast path called it.
+func caseHandler(cases map[string]http.HandlerFunc, fast *atomic.Bool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fast.Store(viaFast(w))
+		name := r.Header.Get("X-Case")
+		w.Header().Set("X-Only-"+strings.ReplaceAll(name, " ", "-"), name)
+		cases[name](w, r)
+	})
 }
 
 // roundTrip writes raw on c and reads its answer from br.

@@ -133,12 +133,19 @@ func (h *head) cutRequestLine(b []byte, cfg *Config) (rest []byte, ok bool) {
 		h.method, h.target = http.MethodPost, path
 		return rest, true
 	}
-	if cfg.Buffered == nil {
+	if cfg.Buffered == nil || !h.bufferedRequestLine(line, cfg) {
 		return nil, false
 	}
+	return rest, true
+}
+
+// bufferedRequestLine reads line if it is "GET <target> HTTP/1.1" or
+// "POST <cfg.Path>?<query> HTTP/1.1", the target in origin form, and
+// cfg.Buffered takes it; it sets h's method, target and URL.
+func (h *head) bufferedRequestLine(line []byte, cfg *Config) bool {
 	method, target, ok := bytes.Cut(line, []byte(" "))
 	if !ok || !bytes.HasSuffix(target, []byte(" HTTP/1.1")) {
-		return nil, false
+		return false
 	}
 	target = target[:len(target)-len(" HTTP/1.1")]
 	switch string(method) {
@@ -147,18 +154,18 @@ func (h *head) cutRequestLine(b []byte, cfg *Config) (rest []byte, ok bool) {
 	case http.MethodPost:
 		h.method = http.MethodPost
 	default:
-		return nil, false
+		return false
 	}
 	if !isOriginForm(target) {
-		return nil, false
+		return false
 	}
 	h.target = string(target)
 	u, err := url.ParseRequestURI(h.target)
-	if err != nil || (h.method == http.MethodPost && (u.Path != path || u.RawPath != "")) || !cfg.Buffered(h.method, u) {
-		return nil, false
+	if err != nil || (h.method == http.MethodPost && (u.Path != cfg.Path || u.RawPath != "")) || !cfg.Buffered(h.method, u) {
+		return false
 	}
 	h.u = u
-	return rest, true
+	return true
 }
 
 // isOriginForm reports whether target is a request-target in origin form
