@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -21,6 +22,7 @@ import (
 var bufferedPatterns = map[string]bool{
 	"POST /v1/actions": true, "GET /v1/info": true, "GET /checkpoint": true, "GET /v1/healthz": true, "GET /v1/readyz": true,
 	"GET /v1/proof/consistency": true, "GET /v1/proof/{index}": true, "GET /v1/events/{index}": true,
+	"GET /v1/whoami": true, "GET /v1/holds/{id}": true,
 }
 
 // Buffered takes the small whole answers' routes, and no request that
@@ -45,6 +47,14 @@ func TestBufferedRoutes(t *testing.T) {
 		{"GET", "/v1/proof/12", true},
 		{"GET", "/v1/proof/consistency?old=1&new=2", true},
 		{"GET", "/v1/events/0", true},
+		{"GET", "/v1/whoami", true},
+		{"GET", "/v1/holds/hold-0123456789abcdef", true},
+		{"GET", "/v1/holds", false},
+		{"GET", "/v1/holds/", false},
+		{"GET", "/v1/holds/hold-1/approve", false},
+		{"GET", "/v1/holds/..", false},
+		{"GET", "/v1/holds/Hold%2D1", false},
+		{"POST", "/v1/holds/hold-1", false},
 		{"GET", "/v1/events", false},
 		{"GET", "/v1/events?limit=10", false},
 		{"GET", "/v1/events/stream", false},
@@ -76,7 +86,7 @@ func TestBufferedRoutes(t *testing.T) {
 		}
 	}
 	pieces := []string{"v1", "actions", "info", "checkpoint", "healthz", "readyz", "proof", "consistency", "events", "stream",
-		"bundle", "tile", "blobs", "agents", "12", "0", "", ".", "..", "%2F", "%69nfo", "a"}
+		"bundle", "tile", "blobs", "agents", "whoami", "holds", "hold-1", "approve", "actors", "12", "0", "", ".", "..", "%2F", "%69nfo", "a"}
 	rng := rand.New(rand.NewPCG(7, 8))
 	taken := 0
 	for range 20000 {
@@ -109,7 +119,8 @@ func TestBufferedRoutes(t *testing.T) {
 }
 
 // An agent that reads between its actions (the log's state, its
-// receipt's proof and entry, a published receipt) on its client's kept
+// receipt's proof and entry, a published receipt, itself, a hold, even
+// one not there) on its client's kept
 // connection stays on annald's fast path: with fastpost's Buffered set to
 // Buffered, as annald sets it, net/http is handed no connection at all.
 // The event stream, which Buffered does not take, is handed its own.
@@ -162,6 +173,13 @@ func TestBufferedRoutesKeepTheFastPath(t *testing.T) {
 		}
 		if _, err := c.Checkpoint(ctx); err != nil {
 			t.Fatal(err)
+		}
+		if me, err := c.WhoAmI(ctx); err != nil || me.Kind != "human" {
+			t.Fatalf("whoami: %+v, %v", me, err)
+		}
+		var apiErr *client.Error
+		if _, err := c.Hold(ctx, "hold-0123456789abcdef"); !errors.As(err, &apiErr) || apiErr.Status != http.StatusNotFound {
+			t.Fatalf("a hold that is not there: %v", err)
 		}
 		if _, err := c.Submit(ctx, api.ActionRequest{Type: "mutate", Target: "workspace/a", Payload: []byte(`{"n":2}`)}); err != nil {
 			t.Fatal(err)

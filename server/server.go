@@ -113,7 +113,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) *http.Request {
 
 // Buffered reports whether the server answers a request of method to u
 // whole: a small answer (a receipt, a proof, one log entry, the log's
-// state), written once, with no stream and no long wait on the client
+// state, the caller's actor, a hold), written once, with no stream and no long wait on the client
 // alone. A front may then buffer the answer and serve the request on the
 // same connection as agents' actions (annald's fast path: fastpost's
 // Config.Buffered), so that a client reading a proof between its actions
@@ -123,7 +123,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) *http.Request {
 //
 // Bounds: a receipt is a few KiB even with ?wait=published, which waits
 // at most publishWait for a checkpoint; an entry is at most
-// event.MaxEntrySize; a consistency proof is at most 64 hashes.
+// event.MaxEntrySize, and a hold holds one action; a consistency proof is
+// at most 64 hashes; an actor has at most event.MaxGrants grants.
 func Buffered(method string, u *url.URL) bool {
 	if u.RawPath != "" {
 		return false
@@ -136,8 +137,11 @@ func Buffered(method string, u *url.URL) bool {
 		return false
 	}
 	switch u.Path {
-	case "/v1/info", "/checkpoint", "/v1/healthz", "/v1/readyz", "/v1/proof/consistency":
+	case "/v1/info", "/checkpoint", "/v1/healthz", "/v1/readyz", "/v1/proof/consistency", "/v1/whoami":
 		return true
+	}
+	if id, ok := strings.CutPrefix(u.Path, "/v1/holds/"); ok { // an agent waiting on its hold polls it
+		return id != "" && strings.Trim(id, "abcdefghijklmnopqrstuvwxyz0123456789-") == ""
 	}
 	index, ok := strings.CutPrefix(u.Path, "/v1/proof/")
 	if !ok {

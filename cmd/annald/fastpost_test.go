@@ -74,6 +74,8 @@ func TestFastPostAnswersAsNetHTTP(t *testing.T) {
 			get("/v1/proof/consistency?old=1&new=4"),
 			get("/v1/healthz"),
 			get("/checkpoint"),
+			get("/v1/whoami"),
+			get("/v1/holds/hold-0123456789abcdef"),
 			action(agent.Credential, `{"type":"observe","target":"workspace/a.md"}`),
 			action(agent.Credential, `{"type":"create","target":"workspace/c.md"}`, "Connection: close\r\n"),
 		}
@@ -126,7 +128,7 @@ func TestFastPostAnswersAsNetHTTP(t *testing.T) {
 		codes += fast[i][:3] + " "
 	}
 	// The answers cover what they should: committed, refused.
-	if want := "200 200 401 401 400 400 403 200 400 200 200 200 404 200 200 200 200 200 413 "; codes != want {
+	if want := "200 200 401 401 400 400 403 200 400 200 200 200 404 200 200 200 200 404 200 200 413 "; codes != want {
 		t.Errorf("status codes %q, want %q", codes, want)
 	}
 }
