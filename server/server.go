@@ -131,7 +131,7 @@ func Buffered(method string, u *url.URL) bool {
 	}
 	switch method {
 	case http.MethodPost:
-		return u.Path == "/v1/actions"
+		return isActionsPath(u)
 	case http.MethodGet:
 	default:
 		return false
@@ -160,8 +160,12 @@ const actionsPattern = "POST /v1/actions"
 // actionsPattern for certain: POST to exactly /v1/actions, the path not
 // escaped (the mux matches an escaped one by its escaped form).
 func isActionsRoute(r *http.Request) bool {
-	return r.Method == http.MethodPost && r.URL.Path == "/v1/actions" && r.URL.RawPath == ""
+	return r.Method == http.MethodPost && isActionsPath(r.URL)
 }
+
+// isActionsPath reports whether u's path is exactly /v1/actions, not
+// escaped, with any query.
+func isActionsPath(u *url.URL) bool { return u.Path == "/v1/actions" && u.RawPath == "" }
 
 // authenticate returns the actor of a request's bearer credential or, for
 // the console, of its session cookie (see cookieSession for the CSRF rules).

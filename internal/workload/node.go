@@ -31,7 +31,6 @@ import (
 type node struct {
 	cfg      kernel.Config
 	url      string
-	ln       net.Listener
 	srv      *http.Server
 	handler  atomic.Pointer[http.Handler]
 	rootCred string
@@ -150,7 +149,6 @@ func startNode(dir string) (*node, error) {
 		n.k.Close()
 		return nil, err
 	}
-	n.ln = fast
 	go n.srv.Serve(fast)
 	return n, nil
 }
