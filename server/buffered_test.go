@@ -3,6 +3,8 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -17,21 +19,46 @@ import (
 	"github.com/annal-dev/annal/internal/fastpost"
 )
 
-// bufferedPatterns are the mux's routes whose handlers answer whole and
-// small: the only ones a request Buffered takes may reach.
-var bufferedPatterns = map[string]bool{
-	"POST /v1/actions": true, "GET /v1/info": true, "GET /checkpoint": true, "GET /v1/healthz": true, "GET /v1/readyz": true,
-	"GET /v1/proof/consistency": true, "GET /v1/proof/{index}": true, "GET /v1/events/{index}": true,
-	"GET /v1/whoami": true, "GET /v1/holds/{id}": true,
+// bufferedPatterns are the routes answered whole, as reviewed: the
+// only ones a request Buffered takes may reach, with the longest body
+// each reads. A route marked whole in the table must be added here too.
+var bufferedPatterns = map[string]int64{
+	"POST /v1/actions": api.MaxActionBody, "POST /v1/agents": api.MaxAgentBody,
+	"GET /v1/info": 0, "GET /checkpoint": 0, "GET /v1/healthz": 0, "GET /v1/readyz": 0,
+	"GET /v1/proof/consistency": 0, "GET /v1/proof/{index}": 0, "GET /v1/events/{index}": 0,
+	"GET /v1/whoami": 0, "GET /v1/holds/{id}": 0,
+	"POST /v1/holds/{id}/{decision}":    api.MaxSmallBody,
+	"POST /v1/actors/{id}/status":       api.MaxSmallBody,
+	"POST /v1/actors/{id}/key":          api.MaxSmallBody,
+	"POST /v1/subjects/{subject}/erase": api.MaxSmallBody,
+	"POST /v1/envelopes":                api.MaxEnvelopeBody,
+	"POST /v1/envelopes/{id}/revoke":    api.MaxSmallBody,
+	"POST /v1/agents/{id}/ring":         api.MaxSmallBody,
+	"POST /v1/elevations":               api.MaxSmallBody,
+	"POST /v1/elevations/{id}/revoke":   api.MaxSmallBody,
+	"POST /v1/sessions":                 api.MaxControlBody,
+	"POST /v1/sessions/{id}/changes":    api.MaxSmallBody,
+	"POST /v1/sessions/{id}/deltas":     api.MaxControlBody,
+	"POST /v1/agents/{id}/kill":         api.MaxSmallBody,
+	"POST /v1/agents/{id}/quarantine":   api.MaxSmallBody,
+	"POST /v1/agents/{id}/release":      api.MaxSmallBody,
+	"POST /v1/agents/{id}/signal":       api.MaxSmallBody,
+	"POST /v1/sagas":                    api.MaxControlBody,
+	"POST /v1/sagas/{id}/steps/{step}":  api.MaxSmallBody,
+	"POST /v1/policies/{name}/attach":   api.MaxSmallBody,
 }
 
-// Buffered takes the small whole answers' routes, and no request that
-// the mux routes elsewhere: not the stream, the history pages, the bundle,
-// tiles, blobs, nor a path that is escaped, unclean or a prefix away from
-// one it takes. Besides a table, random targets made of the routes'
-// pieces are each routed by the server's own mux: every one Buffered
-// takes must reach one of bufferedPatterns.
+// Buffered takes the routes answered whole, and no request that the mux
+// routes elsewhere: not the stream, the history pages, the bundle, tiles,
+// blobs, lists, nor a path the mux redirects or refuses. Besides a table,
+// random targets made of the routes' pieces are each routed by the
+// server's own mux, which must agree with Buffered's copy of the patterns:
+// every one Buffered takes must reach one of bufferedPatterns, and
+// Buffered must name that route's limit.
 func TestBufferedRoutes(t *testing.T) {
+	if got := theRouting().whole; !maps.Equal(got, bufferedPatterns) {
+		t.Fatalf("routes answered whole %v, reviewed %v", got, bufferedPatterns)
+	}
 	s := New(newTestServer(t).k, discardLogger())
 	for _, tc := range []struct {
 		method, target string
@@ -49,48 +76,58 @@ func TestBufferedRoutes(t *testing.T) {
 		{"GET", "/v1/events/0", true},
 		{"GET", "/v1/whoami", true},
 		{"GET", "/v1/holds/hold-0123456789abcdef", true},
+		{"GET", "/v1/holds/Hold%2D1", true}, // the mux matches it, escaped, to the hold's route
+		{"GET", "/v1/%69nfo", true},         // and this to the log's state
+		{"POST", "/v1/holds/hold-1/approve", true},
+		{"POST", "/v1/agents", true},
+		{"POST", "/v1/sessions/s1/deltas", true},
+		{"POST", "/v1/sagas/sg/steps/one", true},
 		{"GET", "/v1/holds", false},
 		{"GET", "/v1/holds/", false},
 		{"GET", "/v1/holds/hold-1/approve", false},
 		{"GET", "/v1/holds/..", false},
-		{"GET", "/v1/holds/Hold%2D1", false},
 		{"POST", "/v1/holds/hold-1", false},
 		{"GET", "/v1/events", false},
 		{"GET", "/v1/events?limit=10", false},
 		{"GET", "/v1/events/stream", false},
 		{"GET", "/v1/events/12/", false},
-		{"GET", "/v1/events/1a", false},
 		{"GET", "/v1/events/", false},
 		{"GET", "/v1/proof/", false},
 		{"GET", "/v1//info", false},
 		{"GET", "/v1/./info", false},
-		{"GET", "/v1/%69nfo", false},
 		{"GET", "/v1/info/", false},
 		{"GET", "/v1/bundle", false},
 		{"GET", "/tile/0/000", false},
+		{"GET", "/tile", false}, // redirected to /tile/
 		{"GET", "/metrics", false},
 		{"GET", "/v1/blobs/x", false},
+		{"POST", "/v1/blobs", false},
 		{"GET", "/v1/actions", false},
+		{"GET", "/v1/actors", false},
+		{"GET", "/v1/sessions/s1", false},
+		{"POST", "/v1/actions/may-ever", false},
 		{"HEAD", "/v1/info", false},
-		{"POST", "/v1/agents", false},
 		{"POST", "/v1/info", false},
 		{"POST", "/v1/actions/", false},
 		{"PUT", "/v1/actions", false},
+		{"PUT", "/v1/policies/p", false},
+		{"POST", "/ui/session", false},
 	} {
 		u, err := url.ParseRequestURI(tc.target)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := Buffered(tc.method, u); got != tc.want {
+		if _, got := Buffered(tc.method, u); got != tc.want {
 			t.Errorf("Buffered(%s %s) = %v, want %v", tc.method, tc.target, got, tc.want)
 		}
 	}
 	pieces := []string{"v1", "actions", "info", "checkpoint", "healthz", "readyz", "proof", "consistency", "events", "stream",
-		"bundle", "tile", "blobs", "agents", "whoami", "holds", "hold-1", "approve", "actors", "12", "0", "", ".", "..", "%2F", "%69nfo", "a"}
+		"bundle", "tile", "blobs", "agents", "whoami", "holds", "hold-1", "approve", "actors", "status", "sessions", "deltas",
+		"sagas", "steps", "kill", "may-ever", "envelopes", "revoke", "12", "0", "", ".", "..", "%2F", "%69nfo", "a"}
 	rng := rand.New(rand.NewPCG(7, 8))
-	taken := 0
-	for range 20000 {
-		n := 1 + rng.IntN(4)
+	taken := map[string]int{}
+	for range 30000 {
+		n := 1 + rng.IntN(5)
 		parts := make([]string, n)
 		for i := range parts {
 			parts[i] = pieces[rng.IntN(len(pieces))]
@@ -99,29 +136,68 @@ func TestBufferedRoutes(t *testing.T) {
 			parts[0] = "v1" // most routes' first piece
 		}
 		target := "/" + strings.Join(parts, "/")
-		method := []string{"GET", "POST", "HEAD"}[rng.IntN(3)]
+		method := []string{"GET", "POST", "HEAD", "PUT"}[rng.IntN(4)]
 		u, err := url.ParseRequestURI(target)
-		if err != nil || !Buffered(method, u) {
+		if err != nil {
 			continue
 		}
-		taken++
 		r, err := http.NewRequest(method, "http://h"+target, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, pattern := s.mux.Handler(r); !bufferedPatterns[pattern] {
-			t.Fatalf("Buffered takes %s %s, which the mux routes to %q", method, target, pattern)
+		_, pattern := s.mux.Handler(r)
+		if _, copied := theRouting().mux.Handler(r); copied != pattern {
+			t.Fatalf("%s %s: the server's mux routes to %q, Buffered's copy to %q", method, target, pattern, copied)
+		}
+		maxBody, ok := Buffered(method, u)
+		if !ok {
+			continue
+		}
+		taken[pattern]++
+		if want, reviewed := bufferedPatterns[pattern]; !reviewed || maxBody != want {
+			t.Fatalf("Buffered takes %s %s (limit %d), which the mux routes to %q", method, target, maxBody, pattern)
 		}
 	}
-	if taken < 100 {
-		t.Fatalf("only %d random targets taken: the check checked little", taken)
+	if len(taken) < 15 {
+		t.Fatalf("random targets took only %v: the check checked little", taken)
+	}
+}
+
+// The body limit Buffered names for each POST route answered whole is
+// the handler's own: one byte more is refused with 413, so a front that
+// leaves a longer body to net/http leaves it only what the handler would
+// refuse.
+func TestBufferedLimitsAreTheHandlers(t *testing.T) {
+	ts := newTestServer(t)
+	for pattern, limit := range bufferedPatterns {
+		method, path, _ := strings.Cut(pattern, " ")
+		if method != http.MethodPost {
+			continue
+		}
+		path = strings.NewReplacer("{id}", "x", "{decision}", "approve", "{subject}", "x", "{step}", "x", "{name}", "x").Replace(path)
+		for _, n := range []int64{limit, limit + 1} {
+			body := `{"reason":"` + strings.Repeat("a", int(n)-len(`{"reason":""}`)) + `"}`
+			req, err := http.NewRequest(method, ts.srv.URL+path, strings.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Authorization", "Bearer "+ts.rootCred)
+			resp, err := ts.srv.Client().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if tooLarge := resp.StatusCode == http.StatusRequestEntityTooLarge; tooLarge != (n > limit) {
+				t.Errorf("%s with a body of %d bytes (limit %d): %s", pattern, n, limit, resp.Status)
+			}
+		}
 	}
 }
 
 // An agent that reads between its actions (the log's state, its
 // receipt's proof and entry, a published receipt, itself, a hold, even
-// one not there) on its client's kept
-// connection stays on annald's fast path: with fastpost's Buffered set to
+// one not there), and makes changes (a sub-agent, a session and its
+// state), on its client's kept connection stays on annald's fast path: with fastpost's Buffered set to
 // Buffered, as annald sets it, net/http is handed no connection at all.
 // The event stream, which Buffered does not take, is handed its own.
 func TestBufferedRoutesKeepTheFastPath(t *testing.T) {
@@ -180,6 +256,18 @@ func TestBufferedRoutesKeepTheFastPath(t *testing.T) {
 		var apiErr *client.Error
 		if _, err := c.Hold(ctx, "hold-0123456789abcdef"); !errors.As(err, &apiErr) || apiErr.Status != http.StatusNotFound {
 			t.Fatalf("a hold that is not there: %v", err)
+		}
+		// Changes an agent makes between its actions: a sub-agent, a
+		// session and a step of it.
+		if _, err := c.CreateAgent(ctx, api.AgentRequest{Name: fmt.Sprintf("helper-%d", i), Purpose: "read"}); err != nil {
+			t.Fatal(err)
+		}
+		session := fmt.Sprintf("s%d", i)
+		if _, err := c.CreateSession(ctx, api.SessionRequest{ID: session}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.ChangeSession(ctx, session, api.SessionChangeRequest{Op: "state", State: "HANDSHAKING"}); err != nil {
+			t.Fatal(err)
 		}
 		if _, err := c.Submit(ctx, api.ActionRequest{Type: "mutate", Target: "workspace/a", Payload: []byte(`{"n":2}`)}); err != nil {
 			t.Fatal(err)

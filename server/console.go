@@ -234,20 +234,14 @@ func (s *Server) setConsoleCookie(w http.ResponseWriter, r *http.Request, value 
 // here the cookie is Secure anyway).
 func (s *Server) SecureCookies() { s.secureCookies = true }
 
-// routeConsole registers /ui/ (the embedded console) and its session API.
-func (s *Server) routeConsole() {
+// consoleRoutes are /ui/ (the embedded console) and its session API.
+func (s *Server) consoleRoutes() []route {
 	files, err := fs.Sub(consoleFiles, "ui")
 	if err != nil {
 		panic(err) // the embed directive guarantees the folder
 	}
 	static := http.StripPrefix("/ui/", http.FileServerFS(files))
-	s.mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, "/ui/", http.StatusFound)
-	})
-	s.mux.HandleFunc("GET /ui", func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, "/ui/", http.StatusMovedPermanently)
-	})
-	s.mux.HandleFunc("GET /ui/", func(w http.ResponseWriter, r *http.Request) {
+	page := func(w http.ResponseWriter, r *http.Request) {
 		consoleHeaders(w)
 		name := strings.TrimPrefix(r.URL.Path, "/ui/")
 		if name == "" {
@@ -263,10 +257,15 @@ func (s *Server) routeConsole() {
 			w.Header().Set("Content-Type", ct)
 		}
 		static.ServeHTTP(w, r)
-	})
-	s.mux.HandleFunc("POST /ui/session", s.handleSignIn)
-	s.mux.HandleFunc("GET /ui/session", s.handleSession)
-	s.mux.HandleFunc("DELETE /ui/session", s.handleSignOut)
+	}
+	return []route{
+		{"GET /{$}", serve(func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/ui/", http.StatusFound) }, 0)},
+		{"GET /ui", serve(func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/ui/", http.StatusMovedPermanently) }, 0)},
+		{"GET /ui/", serve(page, 0)},
+		{"POST /ui/session", serve(s.handleSignIn, 0)},
+		{"GET /ui/session", serve(s.handleSession, 0)},
+		{"DELETE /ui/session", serve(s.handleSignOut, 0)},
+	}
 }
 
 func consoleHeaders(w http.ResponseWriter) {

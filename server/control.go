@@ -22,8 +22,8 @@ import (
 // Req (no body when limit is 0; an empty body leaves Req zero, and the
 // kernel then names what is missing), calls, and writes the answer as JSON
 // with status, or the error with its status.
-func handle[Req any](s *Server, limit int64, status int, call func(r *http.Request, by *kernel.Actor, req *Req) (any, error)) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+func handle[Req any](s *Server, limit int64, status int, call func(r *http.Request, by *kernel.Actor, req *Req) (any, error)) endpoint {
+	return serve(func(w http.ResponseWriter, r *http.Request) {
 		by, err := s.authenticate(r)
 		if err != nil {
 			s.fail(w, r, err)
@@ -46,24 +46,10 @@ func handle[Req any](s *Server, limit int64, status int, call func(r *http.Reque
 			return
 		}
 		writeJSON(w, status, out)
-	}
+	}, limit)
 }
 
 type none struct{}
-
-// route is one endpoint of an API: its method and path pattern, and its
-// handler.
-type route struct {
-	pattern string
-	handler http.HandlerFunc
-}
-
-// register serves each route on the server's mux.
-func (s *Server) register(routes []route) {
-	for _, rt := range routes {
-		s.mux.HandleFunc(rt.pattern, rt.handler)
-	}
-}
 
 // controlled is the answer to a change: its receipt and the record.
 func controlled(rc *kernel.Receipt, record any) (any, error) {
@@ -96,39 +82,39 @@ func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", kernel.ErrInvalid, fmt.Sprintf(format, args...))
 }
 
-// routeControl registers the execution control API.
-func (s *Server) routeControl() {
+// controlRoutes are the execution control API's routes.
+func (s *Server) controlRoutes() []route {
 	const body, small = api.MaxControlBody, api.MaxSmallBody
-	s.register([]route{
-		{"POST /v1/agents/{id}/ring", handle(s, small, http.StatusOK, s.assignRing)},
+	return []route{
+		{"POST /v1/agents/{id}/ring", handle(s, small, http.StatusOK, s.assignRing).whole()},
 		{"GET /v1/rings", handle(s, 0, http.StatusOK, s.listRings)},
 		{"PUT /v1/rings/config", handle(s, body, http.StatusOK, s.configureRings)},
 		{"GET /v1/descriptors", handle(s, 0, http.StatusOK, s.listDescriptors)},
 		{"PUT /v1/descriptors/{id}", handle(s, body, http.StatusOK, s.registerDescriptor)},
-		{"POST /v1/elevations", handle(s, small, http.StatusCreated, s.requestElevation)},
-		{"POST /v1/elevations/{id}/revoke", handle(s, small, http.StatusOK, s.revokeElevation)},
-		{"POST /v1/sessions", handle(s, body, http.StatusCreated, s.createSession)},
+		{"POST /v1/elevations", handle(s, small, http.StatusCreated, s.requestElevation).whole()},
+		{"POST /v1/elevations/{id}/revoke", handle(s, small, http.StatusOK, s.revokeElevation).whole()},
+		{"POST /v1/sessions", handle(s, body, http.StatusCreated, s.createSession).whole()},
 		{"GET /v1/sessions", handle(s, 0, http.StatusOK, s.listSessions)},
 		{"GET /v1/sessions/{id}", handle(s, 0, http.StatusOK, s.viewSession)},
-		{"POST /v1/sessions/{id}/changes", handle(s, small, http.StatusOK, s.changeSession)},
-		{"POST /v1/sessions/{id}/deltas", handle(s, body, http.StatusCreated, s.appendDelta)},
+		{"POST /v1/sessions/{id}/changes", handle(s, small, http.StatusOK, s.changeSession).whole()},
+		{"POST /v1/sessions/{id}/deltas", handle(s, body, http.StatusCreated, s.appendDelta).whole()},
 		{"GET /v1/sessions/{id}/deltas", handle(s, 0, http.StatusOK, s.listDeltas)},
 		{"GET /v1/sessions/{id}/rollback", handle(s, 0, http.StatusOK, s.rollback)},
-		{"POST /v1/agents/{id}/kill", handle(s, small, http.StatusOK, s.kill)},
-		{"POST /v1/agents/{id}/quarantine", handle(s, small, http.StatusOK, s.quarantine)},
-		{"POST /v1/agents/{id}/release", handle(s, small, http.StatusOK, s.release)},
+		{"POST /v1/agents/{id}/kill", handle(s, small, http.StatusOK, s.kill).whole()},
+		{"POST /v1/agents/{id}/quarantine", handle(s, small, http.StatusOK, s.quarantine).whole()},
+		{"POST /v1/agents/{id}/release", handle(s, small, http.StatusOK, s.release).whole()},
 		{"GET /v1/quarantines", handle(s, 0, http.StatusOK, s.listQuarantines)},
-		{"POST /v1/agents/{id}/signal", handle(s, small, http.StatusOK, s.signal)},
+		{"POST /v1/agents/{id}/signal", handle(s, small, http.StatusOK, s.signal).whole()},
 		{"PUT /v1/signals/mask", handle(s, small, http.StatusOK, s.setSignalMask)},
 		{"GET /v1/signals", handle(s, 0, http.StatusOK, s.listSignals)},
-		{"POST /v1/sagas", handle(s, body, http.StatusCreated, s.startSaga)},
+		{"POST /v1/sagas", handle(s, body, http.StatusCreated, s.startSaga).whole()},
 		{"GET /v1/sagas", handle(s, 0, http.StatusOK, s.listSagas)},
 		{"GET /v1/sagas/{id}", handle(s, 0, http.StatusOK, s.viewSaga)},
-		{"POST /v1/sagas/{id}/steps/{step}", handle(s, small, http.StatusOK, s.reportSagaStep)},
-		{"PUT /v1/policies/{name}", s.putPolicy},
+		{"POST /v1/sagas/{id}/steps/{step}", handle(s, small, http.StatusOK, s.reportSagaStep).whole()},
+		{"PUT /v1/policies/{name}", serve(s.putPolicy, 0)},
 		{"GET /v1/policies", handle(s, 0, http.StatusOK, s.listPolicies)},
-		{"POST /v1/policies/{name}/attach", handle(s, small, http.StatusOK, s.attachPolicy)},
-	})
+		{"POST /v1/policies/{name}/attach", handle(s, small, http.StatusOK, s.attachPolicy).whole()},
+	}
 }
 
 func (s *Server) assignRing(r *http.Request, by *kernel.Actor, req *api.RingRequest) (any, error) {

@@ -49,25 +49,26 @@ func actorOut(a *kernel.Actor) api.Actor {
 	}
 }
 
-// routeGovernance registers the governance API: actors, envelopes, holds.
-func (s *Server) routeGovernance() {
+// governanceRoutes are the governance API's routes: actors, envelopes,
+// holds.
+func (s *Server) governanceRoutes() []route {
 	const small = api.MaxSmallBody
-	s.register([]route{
+	return []route{
 		{"GET /v1/actors/{id}", handle(s, 0, http.StatusOK, s.viewActor)},
 		{"GET /v1/actors", handle(s, 0, http.StatusOK, s.listActors)},
-		{"GET /v1/whoami", handle(s, 0, http.StatusOK, s.whoami)},
-		{"POST /v1/actors/{id}/status", handle(s, small, http.StatusOK, s.setStatus)},
-		{"POST /v1/actors/{id}/key", handle(s, small, http.StatusOK, s.setSigningKey)},
-		{"POST /v1/subjects/{subject}/erase", handle(s, small, http.StatusOK, s.eraseSubject)},
-		{"POST /v1/envelopes", handle(s, api.MaxEnvelopeBody, http.StatusCreated, s.issueEnvelope)},
+		{"GET /v1/whoami", handle(s, 0, http.StatusOK, s.whoami).whole()},
+		{"POST /v1/actors/{id}/status", handle(s, small, http.StatusOK, s.setStatus).whole()},
+		{"POST /v1/actors/{id}/key", handle(s, small, http.StatusOK, s.setSigningKey).whole()},
+		{"POST /v1/subjects/{subject}/erase", handle(s, small, http.StatusOK, s.eraseSubject).whole()},
+		{"POST /v1/envelopes", handle(s, api.MaxEnvelopeBody, http.StatusCreated, s.issueEnvelope).whole()},
 		{"GET /v1/envelopes", handle(s, 0, http.StatusOK, s.listEnvelopes)},
 		{"GET /v1/envelopes/{id}", handle(s, 0, http.StatusOK, s.viewEnvelope)},
-		{"POST /v1/envelopes/{id}/revoke", handle(s, small, http.StatusOK, s.revokeEnvelope)},
+		{"POST /v1/envelopes/{id}/revoke", handle(s, small, http.StatusOK, s.revokeEnvelope).whole()},
 		{"POST /v1/actions/may-ever", handle(s, api.MaxMayEver*1200, http.StatusOK, s.mayEver)},
 		{"GET /v1/holds", handle(s, 0, http.StatusOK, s.listHolds)},
-		{"GET /v1/holds/{id}", handle(s, 0, http.StatusOK, s.viewHold)},
-		{"POST /v1/holds/{id}/{decision}", handle(s, small, http.StatusOK, s.answerHold)},
-	})
+		{"GET /v1/holds/{id}", handle(s, 0, http.StatusOK, s.viewHold).whole()},
+		{"POST /v1/holds/{id}/{decision}", handle(s, small, http.StatusOK, s.answerHold).whole()},
+	}
 }
 
 // viewActor answers with an actor's record and energy, to itself, its

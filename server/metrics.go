@@ -16,6 +16,7 @@ import (
 // that several servers can live in one process (as in tests).
 type metrics struct {
 	reg         *prometheus.Registry
+	serve       http.Handler // the registry's exposition, GET /metrics
 	submissions *prometheus.CounterVec
 	denials     *prometheus.CounterVec
 	latency     prometheus.Histogram
@@ -92,11 +93,8 @@ func newMetrics(k *kernel.Kernel) *metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
+	m.serve = promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 	return m
-}
-
-func (m *metrics) handler() http.Handler {
-	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 }
 
 func (m *metrics) committed(d time.Duration) {

@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -55,27 +54,9 @@ func New(k *kernel.Kernel, logger *slog.Logger) *Server {
 		// Sign-ins hold on every instance of a log on shared storage.
 		s.console.store = &sharedSessions{s: shared}
 	}
-	s.mux.HandleFunc("GET /checkpoint", s.handleCheckpoint)
-	s.mux.HandleFunc("GET /tile/", s.handleTile)
-	s.mux.HandleFunc("GET /v1/info", s.handleInfo)
-	s.mux.HandleFunc("GET /v1/healthz", s.handleHealth)
-	s.mux.HandleFunc("GET /v1/readyz", s.handleReady)
-	s.mux.HandleFunc(actionsPattern, s.handleSubmit)
-	s.mux.HandleFunc("POST /v1/agents", s.handleCreateAgent)
-	s.routeGovernance()
-	s.mux.HandleFunc("GET /v1/events", s.handleHistory)
-	s.mux.HandleFunc("GET /v1/events/stream", s.handleStream)
-	s.mux.HandleFunc("GET /v1/events/{index}", s.handleEvent)
-	s.mux.HandleFunc("GET /v1/proof/consistency", s.handleConsistency)
-	s.mux.HandleFunc("GET /v1/proof/{index}", s.handleProof)
-	s.routeControl()
-	s.mux.HandleFunc("GET /v1/bundle", s.handleBundle)
-	s.mux.Handle("GET /metrics", s.metrics.handler())
-	s.mux.HandleFunc("GET /v1/health", s.handleLogHealth)
-	s.mux.HandleFunc("POST /v1/blobs", s.handlePutBlob)
-	s.mux.HandleFunc("GET /v1/blobs/{oid}", s.handleGetBlob)
-	s.routeVFS()
-	s.routeConsole()
+	for _, rt := range s.routes() {
+		s.mux.Handle(rt.pattern, rt.handler)
+	}
 	return s
 }
 
@@ -111,45 +92,6 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) *http.Request {
 	return r
 }
 
-// Buffered reports whether the server answers a request of method to u
-// whole: a small answer (a receipt, a proof, one log entry, the log's
-// state, the caller's actor, a hold), written once, with no stream and no long wait on the client
-// alone. A front may then buffer the answer and serve the request on the
-// same connection as agents' actions (annald's fast path: fastpost's
-// Config.Buffered), so that a client reading a proof between its actions
-// keeps that path for them. It takes a path only as the mux routes it,
-// unescaped, so that the routes below are the only handlers it reaches
-// (TestBufferedRoutes).
-//
-// Bounds: a receipt is a few KiB even with ?wait=published, which waits
-// at most publishWait for a checkpoint; an entry is at most
-// event.MaxEntrySize, and a hold holds one action; a consistency proof is
-// at most 64 hashes; an actor has at most event.MaxGrants grants.
-func Buffered(method string, u *url.URL) bool {
-	if u.RawPath != "" {
-		return false
-	}
-	switch method {
-	case http.MethodPost:
-		return isActionsPath(u)
-	case http.MethodGet:
-	default:
-		return false
-	}
-	switch u.Path {
-	case "/v1/info", "/checkpoint", "/v1/healthz", "/v1/readyz", "/v1/proof/consistency", "/v1/whoami":
-		return true
-	}
-	if id, ok := strings.CutPrefix(u.Path, "/v1/holds/"); ok { // an agent waiting on its hold polls it
-		return id != "" && strings.Trim(id, "abcdefghijklmnopqrstuvwxyz0123456789-") == ""
-	}
-	index, ok := strings.CutPrefix(u.Path, "/v1/proof/")
-	if !ok {
-		index, ok = strings.CutPrefix(u.Path, "/v1/events/")
-	}
-	return ok && index != "" && strings.Trim(index, "0123456789") == "" // an index: not the stream
-}
-
 // actionsPattern is the mux's route for agents' actions. serve takes a
 // request the route matches straight to its handler: agents' actions are
 // nearly all of a kernel's requests under load, and the mux's search,
@@ -160,12 +102,8 @@ const actionsPattern = "POST /v1/actions"
 // actionsPattern for certain: POST to exactly /v1/actions, the path not
 // escaped (the mux matches an escaped one by its escaped form).
 func isActionsRoute(r *http.Request) bool {
-	return r.Method == http.MethodPost && isActionsPath(r.URL)
+	return r.Method == http.MethodPost && r.URL.Path == "/v1/actions" && r.URL.RawPath == ""
 }
-
-// isActionsPath reports whether u's path is exactly /v1/actions, not
-// escaped, with any query.
-func isActionsPath(u *url.URL) bool { return u.Path == "/v1/actions" && u.RawPath == "" }
 
 // authenticate returns the actor of a request's bearer credential or, for
 // the console, of its session cookie (see cookieSession for the CSRF rules).

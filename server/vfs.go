@@ -28,10 +28,12 @@ import (
 // oversee it. Writes need a server that keeps files (KeepFiles, which
 // annald always does): the content must be there for whoever reads it
 // later.
-func (s *Server) routeVFS() {
-	s.mux.HandleFunc("PUT /v1/vfs/{agent}/{path...}", s.handleVFSPut)
-	s.mux.HandleFunc("GET /v1/vfs/{agent}/{path...}", s.handleVFSGet)
-	s.mux.HandleFunc("GET /v1/vfs/{agent}", s.handleVFSGet)
+func (s *Server) vfsRoutes() []route {
+	return []route{
+		{"PUT /v1/vfs/{agent}/{path...}", serve(s.handleVFSPut, 0)},
+		{"GET /v1/vfs/{agent}/{path...}", serve(s.handleVFSGet, 0)},
+		{"GET /v1/vfs/{agent}", serve(s.handleVFSGet, 0)},
+	}
 }
 
 // vfsPath parses the request's agent and path.

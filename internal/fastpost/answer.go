@@ -3,6 +3,7 @@ package fastpost
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strconv"
@@ -13,7 +14,9 @@ import (
 )
 
 // writer is the fast path's http.ResponseWriter: it buffers the answer
-// whole, so that it goes out in one write with its Content-Length.
+// whole, so that it goes out in one write with its Content-Length. An
+// answer that outgrows MaxAnswer goes out as it is written instead,
+// chunked, as net/http writes a long answer (stream).
 //
 // A connection keeps one writer and resets it for each request (reset):
 // its header map, body and copy of the sent header keep their storage. A
@@ -27,11 +30,20 @@ type writer struct {
 	sentValues []string
 	status     int
 	body       []byte
-	tooLong    bool
+	// conn, clientClose: where a streamed answer goes, and whether the
+	// client asked to close after it; set for each request (reset).
+	conn        io.Writer
+	clientClose bool
+	// streaming: the head and the answer's start are written, the rest
+	// goes out in chunks; failed: a write to conn failed, and the
+	// connection must close.
+	streaming, failed bool
+	out               []byte // a streamed chunk's framing, kept for its capacity
 }
 
-// reset readies w for the connection's next request.
-func (w *writer) reset() {
+// reset readies w for the connection's next request, whose streamed
+// answer, if any, goes to conn.
+func (w *writer) reset(conn io.Writer, clientClose bool) {
 	if w.header == nil {
 		w.header = make(http.Header, 4)
 	} else {
@@ -40,7 +52,8 @@ func (w *writer) reset() {
 	clear(w.sent)
 	clear(w.sentValues)
 	w.sent, w.sentValues = w.sent[:0], w.sentValues[:0]
-	w.status, w.body, w.tooLong = 0, w.body[:0], false
+	w.status, w.body = 0, w.body[:0]
+	w.conn, w.clientClose, w.streaming, w.failed = conn, clientClose, false, false
 }
 
 // sentHeader is a copy of a header, as Header.Clone copies it, held as its
@@ -116,27 +129,74 @@ func (w *writer) Write(p []byte) (int, error) {
 	if !bodyAllowed(w.status) {
 		return 0, http.ErrBodyNotAllowed
 	}
-	if len(w.body)+len(p) > MaxAnswer {
-		w.tooLong = true
-		return 0, errAnswerTooLong
+	if w.failed {
+		return 0, errConnWrite
 	}
-	w.body = append(w.body, p...)
+	if !w.streaming && len(w.body)+len(p) <= MaxAnswer {
+		w.body = append(w.body, p...)
+		return len(p), nil
+	}
+	var out []byte
+	if !w.streaming {
+		// The head, and what was buffered as the first chunk.
+		w.streaming = true
+		out, _ = w.appendHead(w.out[:0], w.clientClose)
+		out = appendChunk(out, w.body)
+		w.body = w.body[:0]
+	}
+	out = appendChunk(out, p)
+	w.out = out[:0]
+	if _, err := w.conn.Write(out); err != nil {
+		w.failed = true
+		return 0, errConnWrite
+	}
 	return len(p), nil
 }
 
-var errAnswerTooLong = errors.New("fastpost: answer longer than MaxAnswer")
+// errConnWrite: a streamed answer could not be written; the connection
+// closes.
+var errConnWrite = errors.New("fastpost: writing the answer failed")
+
+// appendChunk appends p, if not empty, as one chunk of a chunked body.
+func appendChunk(dst, p []byte) []byte {
+	if len(p) == 0 {
+		return dst
+	}
+	dst = strconv.AppendInt(dst, int64(len(p)), 16)
+	dst = append(dst, "\r\n"...)
+	dst = append(dst, p...)
+	return append(dst, "\r\n"...)
+}
+
+// lastChunk ends a chunked body, without trailers.
+const lastChunk = "0\r\n\r\n"
 
 func bodyAllowed(status int) bool {
 	return status != http.StatusNoContent && status != http.StatusNotModified && status >= 200
 }
 
-// appendAnswer appends the answer to dst as net/http writes it for a
-// handler that is done: the status line, the handler's header without the
-// framing it may have set, then Content-Length (except where no body is
-// allowed), a sniffed Content-Type if none was set, Date, and Connection:
-// close when the connection closes after it (closeAfter): the client
-// asked, or the handler's header says so.
-func (w *writer) appendAnswer(dst []byte, clientClose bool) (_ []byte, closeAfter bool) {
+// appendAnswer appends what is left of the answer to dst, as net/http
+// writes it for a handler that is done: the head (appendHead) and the
+// body, or for a streamed answer its last chunk.
+func (w *writer) appendAnswer(dst []byte) (_ []byte, closeAfter bool) {
+	if w.streaming {
+		return append(dst, lastChunk...), w.clientClose || hasToken(w.sent.get("Connection"), "close")
+	}
+	dst, closeAfter = w.appendHead(dst, w.clientClose)
+	if bodyAllowed(w.status) {
+		dst = append(dst, w.body...)
+	}
+	return dst, closeAfter
+}
+
+// appendHead appends the answer's head to dst as net/http writes it: the
+// status line, the handler's header without the framing it may have set,
+// then Content-Length (except where no body is allowed) or, for a
+// streamed answer, Transfer-Encoding: chunked, a sniffed Content-Type if
+// none was set, Date, and Connection: close when the connection closes
+// after it (closeAfter): the client asked, or the handler's header says
+// so.
+func (w *writer) appendHead(dst []byte, clientClose bool) (_ []byte, closeAfter bool) {
 	if w.status == 0 {
 		w.WriteHeader(http.StatusOK)
 	}
@@ -155,11 +215,7 @@ func (w *writer) appendAnswer(dst []byte, clientClose bool) (_ []byte, closeAfte
 		}
 	}
 	dst = w.appendAddedFields(dst, closeAfter)
-	dst = append(dst, "\r\n"...)
-	if bodyAllowed(w.status) {
-		dst = append(dst, w.body...)
-	}
-	return dst, closeAfter
+	return append(dst, "\r\n"...), closeAfter
 }
 
 // appendStatusLine appends "HTTP/1.1 <code> <text>", as net/http writes
@@ -204,9 +260,13 @@ func (w *writer) appendAddedFields(dst []byte, closeAfter bool) []byte {
 		dst = append(dst, "\r\n"...)
 	}
 	if bodyAllowed(w.status) {
-		dst = append(dst, "Content-Length: "...)
-		dst = strconv.AppendInt(dst, int64(len(w.body)), 10)
-		dst = append(dst, "\r\n"...)
+		if w.streaming {
+			dst = append(dst, "Transfer-Encoding: chunked\r\n"...)
+		} else {
+			dst = append(dst, "Content-Length: "...)
+			dst = strconv.AppendInt(dst, int64(len(w.body)), 10)
+			dst = append(dst, "\r\n"...)
+		}
 		_, haveType := h.lookup("Content-Type")
 		if !haveType && h.get("Content-Encoding") == "" && len(w.body) > 0 {
 			dst = append(dst, "Content-Type: "...)

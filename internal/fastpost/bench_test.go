@@ -32,7 +32,7 @@ func BenchmarkAppendAnswer(b *testing.B) {
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		w.WriteHeader(http.StatusCreated)
 		w.Write(body)
-		out, _ = w.appendAnswer(out[:0], false)
+		out, _ = w.appendAnswer(out[:0])
 	}
 }
 

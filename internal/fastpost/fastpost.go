@@ -1,10 +1,10 @@
 // Package fastpost serves one route, POST to one exact path, on plain
 // HTTP/1.1 connections without net/http's machinery for each request, and
 // hands every other connection, untouched, to an http.Server. With
-// Config.Buffered it also serves, on the same connections, the GETs (and
-// the route's POSTs with a query) that its caller knows to be answered
-// whole, so that a client which reads a proof between its actions keeps
-// the fast path for them.
+// Config.Buffered it also serves, on the same connections, the other GETs
+// and POSTs that its caller knows to be answered whole, so that a client
+// which reads a proof or records a step between its actions keeps the
+// fast path for them.
 //
 // For a request of a few hundred bytes whose handler takes tens of
 // microseconds, net/http's own work is a large share: a header map parsed
@@ -24,8 +24,9 @@
 // chunked bodies, Expect, upgrades) is net/http's, as before.
 //
 // The route's handler is the same http.Handler, called with an
-// *http.Request like net/http's. Its answer is buffered whole (at most
-// MaxAnswer bytes) and written in one write with a Content-Length; the
+// *http.Request like net/http's. Its answer is buffered whole (up to
+// MaxAnswer bytes, beyond which it is streamed) and written in one write
+// with a Content-Length; the
 // header is completed as net/http completes it (Date, a sniffed
 // Content-Type, Connection: close). What the fast path does not offer: the
 // request's context is not cancelled when the client goes away (it is when
@@ -49,8 +50,9 @@ import (
 	"time"
 )
 
-// MaxAnswer bounds an answer the fast path buffers. A handler that writes
-// more has its connection closed without an answer.
+// MaxAnswer bounds an answer the fast path buffers. A longer one goes out
+// as the handler writes it, chunked, as net/http sends a long answer: its
+// head and first MiB at once, then a chunk a Write.
 const MaxAnswer = 1 << 20
 
 // readBuffer is each connection's read buffer; a request head that does
@@ -64,15 +66,20 @@ type Config struct {
 	MaxBody int64        // a longer Content-Length goes to net/http
 
 	// Buffered, if set, widens the fast path to other requests: a GET
-	// without a body, or a POST to Path with a query, whose method and
-	// target (parsed as net/http parses it) it reports true for. Without
-	// it, a client that sends one such request on a kept connection, say
-	// a GET of its receipt's proof, loses the fast path for every action
-	// after it on that connection. Buffered must take only requests
-	// whose answers Handler writes whole: at most MaxAnswer bytes, with
-	// no Flush, no Hijack, and no need of a context cancelled when the
-	// client goes away (it is cancelled when the Listener shuts down).
-	Buffered func(method string, u *url.URL) bool
+	// without a body, or a POST (to Path with a query, or to another
+	// path), whose method and target (parsed as net/http parses it) it
+	// takes (ok). maxBody is the longest body the request's handler
+	// reads: a POST whose Content-Length is longer goes to net/http,
+	// which closes the connection after the handler's 413 where the fast
+	// path, having read the body, would keep it. Without Buffered, a
+	// client that sends one such request on a kept connection, say a GET
+	// of its receipt's proof, loses the fast path for every action after
+	// it on that connection. Buffered must take only requests whose
+	// answers Handler writes whole: with no Flush, no Hijack, and no need
+	// of a context cancelled when the client goes away (it is cancelled
+	// when the Listener shuts down). Answers should be small: one past
+	// MaxAnswer goes out chunked, a write a Write.
+	Buffered func(method string, u *url.URL) (maxBody int64, ok bool)
 
 	// The same bounds as http.Server's: on the head from its first byte,
 	// on the whole request, and between requests on a kept connection.
@@ -492,12 +499,12 @@ func (c *conn) answer(h head) (keep, ok bool) {
 	}
 	r := base.WithContext(ctx)
 	w := &c.w
-	w.reset()
+	w.reset(c.nc, h.close)
 	if !c.call(w, r) {
 		return false, false
 	}
 	var closeAfter bool
-	c.out, closeAfter = w.appendAnswer(c.out[:0], h.close)
+	c.out, closeAfter = w.appendAnswer(c.out[:0])
 	if _, err := c.nc.Write(c.out); err != nil {
 		return false, false
 	}
@@ -523,5 +530,5 @@ func (c *conn) call(w *writer, r *http.Request) (ok bool) {
 		}
 	}()
 	c.l.cfg.Handler.ServeHTTP(w, r)
-	return !w.tooLong
+	return !w.failed
 }

@@ -2,6 +2,7 @@ package fastpost
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -192,10 +193,11 @@ func TestKeptConnectionAnswersDoNotMix(t *testing.T) {
 }
 
 // With Buffered, a kept connection that mixes the route's POSTs, its
-// POSTs with a query and GETs Buffered takes stays on the fast path, and
-// each answer is net/http's to the same request, the request as the
-// handler saw it included. The first request Buffered does not take
-// hands the connection to net/http, which answers it and the rest.
+// POSTs with a query, and the GETs and other POSTs Buffered takes stays on
+// the fast path, and each answer is net/http's to the same request, the
+// request as the handler saw it included. The first request Buffered does
+// not take, or whose body is longer than Buffered allows its route, hands
+// the connection to net/http, which answers it and the rest.
 func TestBufferedRequestsKeepTheConnection(t *testing.T) {
 	cases := answerCases()
 	delete(cases, "handler closes")
@@ -211,9 +213,12 @@ func TestBufferedRequestsKeepTheConnection(t *testing.T) {
 	defer ref.Close()
 	var asked atomic.Int64
 	fs := startFast(t, handler, func(c *Config) {
-		c.Buffered = func(method string, u *url.URL) bool {
+		c.Buffered = func(method string, u *url.URL) (int64, bool) {
 			asked.Add(1)
-			return method == http.MethodPost || strings.HasPrefix(u.Path, "/v1/read/")
+			if strings.HasPrefix(u.Path, "/v1/write/") {
+				return 100, method == http.MethodPost
+			}
+			return 1 << 10, method == http.MethodPost && u.Path == testPath || strings.HasPrefix(u.Path, "/v1/read/")
 		}
 	})
 	refConn, fastConn := dial(t, ref.Listener.Addr().String()), dial(t, fs.addr)
@@ -223,13 +228,17 @@ func TestBufferedRequestsKeepTheConnection(t *testing.T) {
 	for i := range 90 {
 		name := names[rng.IntN(len(names))]
 		var raw, kind string
-		switch rng.IntN(3) {
+		switch rng.IntN(4) {
 		case 0:
 			kind, raw = "route", post(strings.Repeat("b", rng.IntN(300)), "X-Case: "+name+"\r\n")
 		case 1:
 			body := strings.Repeat("q", rng.IntN(50))
 			kind = "query"
 			raw = fmt.Sprintf("POST %s?wait=published&n=%d HTTP/1.1\r\nHost: h\r\nX-Case: %s\r\nContent-Length: %d\r\n\r\n%s", testPath, i, name, len(body), body)
+		case 2:
+			body := strings.Repeat("w", rng.IntN(101))
+			kind = "post"
+			raw = fmt.Sprintf("POST /v1/write/%d?n=%d HTTP/1.1\r\nHost: h\r\nX-Case: %s\r\nContent-Length: %d\r\n\r\n%s", i, i, name, len(body), body)
 		default:
 			kind = "get"
 			raw = fmt.Sprintf("GET /v1/read/%d/a%%20b?x=%d&y=%%41 HTTP/1.1\r\nHost: h:1\r\nX-Case: %s\r\nAuthorization: Bearer t\r\n\r\n", i, i, name)
@@ -244,15 +253,24 @@ func TestBufferedRequestsKeepTheConnection(t *testing.T) {
 			t.Fatalf("answer %d (%s, %s):%s", i, kind, name, d)
 		}
 	}
-	if len(kinds) != 3 || asked.Load() != int64(kinds["query"]+kinds["get"]) {
-		t.Fatalf("requests %v; Buffered asked %d times, want once for each GET and query", kinds, asked.Load())
+	if len(kinds) != 4 || asked.Load() != int64(kinds["query"]+kinds["get"]+kinds["post"]) {
+		t.Fatalf("requests %v; Buffered asked %d times, want once for each GET, query and other POST", kinds, asked.Load())
 	}
 	// A GET Buffered does not take goes to net/http with the connection,
-	// and so does every request after it.
+	// and so does every request after it; so does, on a new connection, a
+	// POST longer than its route reads.
 	for i, raw := range []string{
 		"GET /v1/other HTTP/1.1\r\nHost: h\r\nX-Case: request\r\n\r\n",
 		post("after", "X-Case: request\r\n"),
+		"new connection",
+		"POST /v1/write/1 HTTP/1.1\r\nHost: h\r\nX-Case: request\r\nContent-Length: 101\r\n\r\n" + strings.Repeat("w", 101),
+		post("after", "X-Case: request\r\n"),
 	} {
+		if raw == "new connection" {
+			refConn, fastConn = dial(t, ref.Listener.Addr().String()), dial(t, fs.addr)
+			refReader, fastReader = bufio.NewReader(refConn), bufio.NewReader(fastConn)
+			continue
+		}
 		want, wantBody := roundTrip(t, refConn, refReader, raw)
 		got, gotBody := roundTrip(t, fastConn, fastReader, raw)
 		if fast.Load() {
@@ -333,6 +351,18 @@ func answerCases() map[string]http.HandlerFunc {
 			io.WriteString(w, "abc")
 		},
 		"odd status": func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(599) },
+		// Past MaxAnswer the fast path streams the answer, chunked, as
+		// net/http does (its first write buffered with the head).
+		"long": func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			block := make([]byte, 60<<10)
+			for i := range MaxAnswer/len(block) + 3 {
+				for j := range block {
+					block[j] = 'a' + byte((i+j)%26)
+				}
+				w.Write(block[:len(block)-i])
+			}
+		},
 	}
 }
 
@@ -577,4 +607,37 @@ func TestSlowBodyIsClosed(t *testing.T) {
 	if d := time.Since(start); d > 1500*time.Millisecond {
 		t.Fatalf("closed after %v", d)
 	}
+}
+
+// A streamed answer whose connection fails: the Write that failed and
+// every one after it report it, and the connection is not kept.
+func TestStreamedAnswerStopsAtAFailedWrite(t *testing.T) {
+	var w writer
+	var sent bytes.Buffer
+	w.reset(&failAfter{n: 1, w: &sent}, false)
+	if n, err := w.Write(make([]byte, MaxAnswer)); n != MaxAnswer || err != nil || sent.Len() != 0 {
+		t.Fatalf("buffered write: %d, %v; %d bytes sent", n, err, sent.Len())
+	}
+	if n, err := w.Write([]byte("x")); n != 1 || err != nil || !bytes.HasPrefix(sent.Bytes(), []byte("HTTP/1.1 200 OK\r\n")) {
+		t.Fatalf("first streamed write: %d, %v; sent %.40q", n, err, sent.Bytes())
+	}
+	for range 2 {
+		if n, err := w.Write([]byte("y")); n != 0 || !errors.Is(err, errConnWrite) || !w.failed {
+			t.Fatalf("write after the connection failed: %d, %v, failed %v", n, err, w.failed)
+		}
+	}
+}
+
+// failAfter writes to w n times, then fails.
+type failAfter struct {
+	n int
+	w io.Writer
+}
+
+func (f *failAfter) Write(p []byte) (int, error) {
+	if f.n == 0 {
+		return 0, errors.New("connection reset")
+	}
+	f.n--
+	return f.w.Write(p)
 }

@@ -21,7 +21,8 @@ type head struct {
 	host          string
 	header        http.Header // without Host, as net/http's
 	contentLength int64
-	close         bool // the client sent Connection: close
+	maxBody       int64 // the longest body the route reads: cfg.MaxBody, or less (Buffered)
+	close         bool  // the client sent Connection: close
 	// text is the head being parsed, as one string, and src the bytes it
 	// was made from: every value is a substring of text (stringOf), and
 	// the values share vals, so that a head costs a few allocations, not
@@ -35,9 +36,9 @@ type head struct {
 // the fast path serves (cfg's route, or one cfg.Buffered takes), in this
 // strict subset of HTTP/1.1: the request line "POST <path> HTTP/1.1" or,
 // for the requests Buffered takes, "GET <target> HTTP/1.1" or "POST
-// <path>?<query> HTTP/1.1"; header lines "Name: value" of visible ASCII;
+// <target> HTTP/1.1"; header lines "Name: value" of visible ASCII;
 // one Host of host characters; for a POST one Content-Length of at most
-// cfg.MaxBody, for a GET none; and none of the headers that change the
+// cfg.MaxBody (and of what Buffered allows its route), for a GET none; and none of the headers that change the
 // framing or the connection (Transfer-Encoding, Expect, Upgrade, TE,
 // Trailer, a Connection other than keep-alive or close) or that net/http
 // rewrites (Pragma). Anything else, valid or not, is not the fast path's:
@@ -70,7 +71,7 @@ func parseHead(b []byte, cfg *Config) (h head, ok bool) {
 	switch {
 	case h.method == http.MethodGet && h.contentLength < 0:
 		h.contentLength = 0 // as net/http reads a GET without a body
-	case h.method != http.MethodPost || h.contentLength < 0:
+	case h.method != http.MethodPost || h.contentLength < 0 || h.contentLength > h.maxBody:
 		return head{}, false
 	}
 	if h.header == nil {
@@ -120,8 +121,8 @@ func headerName(b []byte) string {
 
 // cutRequestLine cuts the request line off b if it is exactly
 // "POST <cfg.Path> HTTP/1.1", or "GET <target> HTTP/1.1" or "POST
-// <cfg.Path>?<query> HTTP/1.1" for a target in origin form that
-// cfg.Buffered takes; it sets h's method, target and URL.
+// <target> HTTP/1.1" for a target in origin form that cfg.Buffered
+// takes; it sets h's method, target, URL and longest body.
 func (h *head) cutRequestLine(b []byte, cfg *Config) (rest []byte, ok bool) {
 	line, rest, ok := cutLine(b)
 	if !ok {
@@ -130,7 +131,7 @@ func (h *head) cutRequestLine(b []byte, cfg *Config) (rest []byte, ok bool) {
 	path := cfg.Path
 	if len(line) == len("POST  HTTP/1.1")+len(path) &&
 		string(line[:5]) == "POST " && string(line[5:5+len(path)]) == path && string(line[5+len(path):]) == " HTTP/1.1" {
-		h.method, h.target = http.MethodPost, path
+		h.method, h.target, h.maxBody = http.MethodPost, path, cfg.MaxBody
 		return rest, true
 	}
 	if cfg.Buffered == nil || !h.bufferedRequestLine(line, cfg) {
@@ -140,8 +141,8 @@ func (h *head) cutRequestLine(b []byte, cfg *Config) (rest []byte, ok bool) {
 }
 
 // bufferedRequestLine reads line if it is "GET <target> HTTP/1.1" or
-// "POST <cfg.Path>?<query> HTTP/1.1", the target in origin form, and
-// cfg.Buffered takes it; it sets h's method, target and URL.
+// "POST <target> HTTP/1.1", the target in origin form, and cfg.Buffered
+// takes it; it sets h's method, target, URL and longest body.
 func (h *head) bufferedRequestLine(line []byte, cfg *Config) bool {
 	method, target, ok := bytes.Cut(line, []byte(" "))
 	if !ok || !bytes.HasSuffix(target, []byte(" HTTP/1.1")) {
@@ -161,10 +162,14 @@ func (h *head) bufferedRequestLine(line []byte, cfg *Config) bool {
 	}
 	h.target = string(target)
 	u, err := url.ParseRequestURI(h.target)
-	if err != nil || (h.method == http.MethodPost && (u.Path != cfg.Path || u.RawPath != "")) || !cfg.Buffered(h.method, u) {
+	if err != nil {
 		return false
 	}
-	h.u = u
+	maxBody, ok := cfg.Buffered(h.method, u)
+	if !ok {
+		return false
+	}
+	h.u, h.maxBody = u, min(maxBody, cfg.MaxBody)
 	return true
 }
 

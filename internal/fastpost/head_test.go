@@ -14,12 +14,20 @@ import (
 const testPath = "/v1/actions"
 
 // plainConfig serves the POST route alone; bufferedConfig also every GET
-// and query its Buffered is asked about but one, so that the parsing, not
-// the choice of routes, is what the fuzz test exercises.
+// and POST its Buffered is asked about but one, so that the parsing, not
+// the choice of routes, is what the fuzz test exercises. Its route
+// "/small" takes a body of at most one byte, and "/large" more than
+// MaxBody, which still bounds it.
 var (
 	plainConfig    = Config{Path: testPath, MaxBody: 1 << 16}
-	bufferedConfig = Config{Path: testPath, MaxBody: 1 << 16, Buffered: func(method string, u *url.URL) bool {
-		return u.Path != "/refused"
+	bufferedConfig = Config{Path: testPath, MaxBody: 1 << 16, Buffered: func(method string, u *url.URL) (int64, bool) {
+		switch u.Path {
+		case "/small":
+			return 1, true
+		case "/large":
+			return 1 << 30, true
+		}
+		return 1 << 16, u.Path != "/refused"
 	}}
 )
 
@@ -61,6 +69,10 @@ var bufferedSeeds = []string{
 	"GET /a/%2F/./../b/ HTTP/1.1\r\nHost: h\r\n\r\n",
 	"GET //x//y?%zz HTTP/1.1\r\nHost: h\r\n\r\n",
 	"POST /v1/actions?wait=published HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\n",
+	"POST /v1/agents HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\n",       // another POST
+	"POST /v1/%61ctions?x HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\n",  // the path escaped: Buffered's to judge
+	"POST /small HTTP/1.1\r\nHost: h\r\nContent-Length: 1\r\n\r\n",           // at the route's limit
+	"POST /large HTTP/1.1\r\nHost: h\r\nContent-Length: 65536\r\n\r\n",       // at MaxBody
 	"GET /v1/info HTTP/1.1\r\nHost: h\r\nContent-Length: 0\r\n\r\n",          // a GET with a length
 	"GET /v1/info HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n", // a GET with a body
 	"GET /refused HTTP/1.1\r\nHost: h\r\n\r\n",                               // Buffered says no
@@ -69,15 +81,16 @@ var bufferedSeeds = []string{
 	"GET * HTTP/1.1\r\nHost: h\r\n\r\n",                                      // not origin form
 	"GET http://h/v1/info HTTP/1.1\r\nHost: h\r\n\r\n",                       // absolute form
 	"HEAD /v1/info HTTP/1.1\r\nHost: h\r\n\r\n",                              // another method
-	"POST /v1/agents HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\n",       // another POST
-	"POST /v1/%61ctions?x HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\n",  // the path escaped
+	"POST /small HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\n",           // over the route's limit
+	"POST /large HTTP/1.1\r\nHost: h\r\nContent-Length: 65537\r\n\r\n",       // over MaxBody
+	"POST /refused HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\n",         // Buffered says no
 	"POST /v1/actions?wait=published HTTP/1.1\r\nHost: h\r\n\r\n",            // a POST without a length
 	"GET /v1/info HTTP/1.1\r\nHost: h\r\nHost: i\r\n\r\n",                    // two Hosts
 	"GET /v1/info  HTTP/1.1\r\nHost: h\r\n\r\n",                              // two spaces
 	"GET /v1/info HTTP/1.0\r\nHost: h\r\n\r\n",
 }
 
-const bufferedTaken = 5
+const bufferedTaken = 9
 
 func TestParseHead(t *testing.T) {
 	for i, in := range headSeeds {
@@ -87,7 +100,8 @@ func TestParseHead(t *testing.T) {
 		}
 		// Buffered widens the route to a query and to GETs alone.
 		_, ok = parseHead([]byte(in), &bufferedConfig)
-		want := i < 5 || strings.HasPrefix(in, "POST /v1/actions?") || in == "GET /v1/actions HTTP/1.1\r\nHost: h\r\n\r\n"
+		want := i < 5 || strings.HasPrefix(in, "POST /v1/actions?") || in == "GET /v1/actions HTTP/1.1\r\nHost: h\r\n\r\n" ||
+			strings.HasPrefix(in, "POST /v1/actionsx ")
 		if ok != want {
 			t.Errorf("seed %d %q with Buffered: taken %v, want %v", i, in, ok, want)
 		}
@@ -162,6 +176,9 @@ func FuzzParseHead(f *testing.F) {
 			t.Fatalf("%q: length %d close %v, fast path %d %v", in, r.ContentLength, r.Close, h.contentLength, h.close)
 		case !reflect.DeepEqual(r.Header, h.header):
 			t.Fatalf("%q: header %q, fast path %q", in, r.Header, h.header)
+		}
+		if limit, _ := bufferedConfig.Buffered(r.Method, r.URL); r.URL.Path != testPath && h.contentLength > limit {
+			t.Fatalf("%q: a body of %d bytes taken for a route that reads %d", in, h.contentLength, limit)
 		}
 	})
 }
