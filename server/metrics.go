@@ -124,3 +124,14 @@ func errorClass(err error) string {
 	}
 	return "other"
 }
+
+// RegisterMetrics adds collectors to the server's metrics (GET /metrics):
+// what the process around it measures, such as its front's connections.
+func (s *Server) RegisterMetrics(cs ...prometheus.Collector) error {
+	for _, c := range cs {
+		if err := s.metrics.reg.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -150,6 +150,49 @@ func TestFastPostAnswersAsNetHTTP(t *testing.T) {
 	}
 }
 
+// annald's /metrics counts the fast path's connections and those it
+// hands to net/http: an agent whose actions and reads between them stay
+// on the path adds a connection and no hand-off; its first history page
+// (not taken) hands its connection over. Each read of /metrics, on a
+// connection of its own, is itself one connection handed over.
+func TestFastPathMetricsCountHandOffs(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	d := startDaemon(t, filepath.Join(t.TempDir(), "data"))
+	read := func() (conns, handoffs float64) {
+		return metricValue(t, d, "annal_fastpath_connections_total"), metricValue(t, d, "annal_fastpath_handoffs_total")
+	}
+	conns0, handoffs0 := read()
+	root := d.client(t, d.rootCredential(t))
+	for i := range 5 {
+		rc, err := root.Submit(ctx, api.ActionRequest{Type: "mutate", Target: "workspace/a", Payload: []byte(fmt.Sprintf(`{"n":%d}`, i))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := root.Info(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := root.Event(ctx, rc.Index); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conns1, handoffs1 := read()
+	// Each read counts the connections up to its own: since the last
+	// count, the hand-offs' read before it, the agent's connection and its
+	// own; the hand-offs, the two reads since the last count of them.
+	if conns1-conns0 != 3 || handoffs1-handoffs0 != 2 {
+		t.Fatalf("after the agent's actions and reads: connections %v -> %v, hand-offs %v -> %v; want +3, +2", conns0, conns1, handoffs0, handoffs1)
+	}
+	if _, err := root.History(ctx, url.Values{"limit": {"1"}}); err != nil {
+		t.Fatal(err)
+	}
+	conns2, handoffs2 := read()
+	// And now the agent's connection too.
+	if conns2-conns1 != 2 || handoffs2-handoffs1 != 3 {
+		t.Fatalf("after a history page: connections %v -> %v, hand-offs %v -> %v; want +2, +3", conns1, conns2, handoffs1, handoffs2)
+	}
+}
+
 var varyingValue = regexp.MustCompile(`"(index|id|event_id|hold_id|time|at|leaf_hash|signature|hash|prev|receipt|entry_hash|checkpoint|sig|timestamp|retain_until|[a-z_]*_at)":("[^"]*"|[0-9]+)`)
 
 // generatedID is an actor's or an envelope's id, or a record's UUID.

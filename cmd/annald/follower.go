@@ -173,7 +173,7 @@ func runFollower(ctx context.Context, f serveFlags, cfg kernel.Config, tracer tr
 			logger.Warn("follower: close", "err", err)
 		}
 	}()
-	local, err := newAPIServer(k, f, tracer, logger)
+	local, err := newAPIServer(k, f, tracer, logger, fr.fast)
 	if err != nil {
 		return err
 	}

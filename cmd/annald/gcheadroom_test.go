@@ -14,16 +14,21 @@ import (
 )
 
 // gcPercent is the collector's percentage annald reports on /metrics.
-func gcPercent(t *testing.T, d *daemon) float64 {
+func gcPercent(t *testing.T, d *daemon) float64 { return metricValue(t, d, "go_gc_gogc_percent") }
+
+// metricValue is the value of a metric without labels on annald's
+// /metrics, read on a connection of its own.
+func metricValue(t *testing.T, d *daemon, name string) float64 {
 	t.Helper()
-	resp, err := http.Get(d.url + "/metrics")
+	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := c.Get(d.url + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "go_gc_gogc_percent "); ok {
+		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
 			p, err := strconv.ParseFloat(v, 64)
 			if err != nil {
 				t.Fatal(err)
@@ -31,7 +36,7 @@ func gcPercent(t *testing.T, d *daemon) float64 {
 			return p
 		}
 	}
-	t.Fatal("no go_gc_gogc_percent on /metrics")
+	t.Fatalf("no %s on /metrics", name)
 	return 0
 }
 

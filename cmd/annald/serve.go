@@ -28,6 +28,7 @@ import (
 	"github.com/annal-dev/annal/kernel/delta"
 	"github.com/annal-dev/annal/kernel/event"
 	"github.com/annal-dev/annal/server"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/net/netutil"
@@ -138,7 +139,7 @@ func newServeCommand() *cobra.Command {
 	fl.DurationVar(&f.deltaRetention, "delta-retention", delta.DefaultRetention, "how long a session delta's changes are kept (sealed beside the log, then erased by the kernel; their hashes stay in the log for good); 0: the changes are logged themselves, kept for good (§14.7)")
 	fl.IntVar(&f.maxConnections, "max-connections", 1024, "most client connections served at once; more wait to be accepted")
 	fl.DurationVar(&f.idleTimeout, "idle-timeout", 120*time.Second, "how long an idle keep-alive connection stays open")
-	fl.BoolVar(&f.fastPost, "fast-post", true, "serve plainly framed POST /v1/actions requests, and the small reads agents make between them (a proof, an entry, the log's state), without net/http's work for each request (internal/fastpost), on plain HTTP; false: net/http serves every request")
+	fl.BoolVar(&f.fastPost, "fast-post", true, "serve plainly framed POST /v1/actions requests, and the requests agents make between them whose answers are one record (a proof, an entry, the log's state, a session's delta, a hold's answer: server.Buffered), without net/http's work for each request (internal/fastpost), on plain HTTP; false: net/http serves every request")
 	fl.BoolVar(&f.keepBlobs, "keep-blobs", false, "keep the bytes behind OIDs that clients send (POST /v1/blobs) in DATA/blobs (with --storage aws: encrypted in the bucket, for every instance), served to humans at GET /v1/blobs/<oid>")
 	fl.Int64Var(&f.maxBlob, "max-blob", 16<<20, "the largest blob (and agent file), in bytes")
 	fl.Int64Var(&f.blobQuota, "blob-quota", 10<<30, "the most bytes all blobs and agent files may take")
@@ -222,7 +223,7 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer closeKernel(k, logger)
-	handler, err := apiHandler(k, f, tracer, logger)
+	handler, err := apiHandler(k, f, tracer, logger, fr.fast)
 	if err != nil {
 		return err
 	}
@@ -345,11 +346,12 @@ func newFront(f serveFlags, ln net.Listener, logger *slog.Logger) (*front, error
 		MaxHeaderBytes:    64 << 10,
 	}
 	// Agents' actions, the load that matters, skip net/http's work for
-	// each request when their framing is plain, and so do the reads an
-	// agent makes between them on the same connection, whose answers are
-	// small and whole (server.Buffered: the log's state, a proof, an
-	// entry, a published receipt); every other request, and every
-	// connection after one, is net/http's (see internal/fastpost).
+	// each request when their framing is plain, and so do the requests an
+	// agent makes between them on the same connection whose answers are
+	// one record written whole (server.Buffered: the log's state, a
+	// proof, an entry, a published receipt, a session's delta, a hold's
+	// answer); every other request, and every connection after one, is
+	// net/http's (see internal/fastpost).
 	if f.fastPost && f.tlsCert == "" {
 		fast, err := fastpost.New(ln, fastpost.Config{
 			Path: "/v1/actions", Handler: fr.srv.Handler, MaxBody: api.MaxActionBody, Buffered: server.Buffered,
@@ -443,17 +445,23 @@ func closeKernel(k *kernel.Kernel, logger *slog.Logger) {
 // apiHandler is what the kernel serves: its API and console, and at /mcp
 // the kernel as an MCP server (streamable HTTP), acting with each
 // request's bearer credential through the same API.
-func apiHandler(k *kernel.Kernel, f serveFlags, tracer trace.Tracer, logger *slog.Logger) (http.Handler, error) {
-	handler, err := newAPIServer(k, f, tracer, logger)
+func apiHandler(k *kernel.Kernel, f serveFlags, tracer trace.Tracer, logger *slog.Logger, fast *fastpost.Listener) (http.Handler, error) {
+	handler, err := newAPIServer(k, f, tracer, logger, fast)
 	if err != nil {
 		return nil, err
 	}
 	return withMCP(handler), nil
 }
 
-// newAPIServer is the kernel's API and console.
-func newAPIServer(k *kernel.Kernel, f serveFlags, tracer trace.Tracer, logger *slog.Logger) (*server.Server, error) {
+// newAPIServer is the kernel's API and console; its metrics count the
+// front's fast path's connections, if it has one.
+func newAPIServer(k *kernel.Kernel, f serveFlags, tracer trace.Tracer, logger *slog.Logger, fast *fastpost.Listener) (*server.Server, error) {
 	handler := server.New(k, logger)
+	if fast != nil {
+		if err := handler.RegisterMetrics(fastPathMetrics(fast)...); err != nil {
+			return nil, err
+		}
+	}
 	if tracer != nil {
 		handler.Trace(tracer)
 	}
@@ -476,6 +484,21 @@ func newAPIServer(k *kernel.Kernel, f serveFlags, tracer trace.Tracer, logger *s
 		handler.KeepFiles(store)
 	}
 	return handler, nil
+}
+
+// fastPathMetrics count the fast path's connections, and those it
+// handed to net/http: an operator sees agents whose clients leave it.
+func fastPathMetrics(fast *fastpost.Listener) []prometheus.Collector {
+	return []prometheus.Collector{
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "annal_fastpath_connections_total",
+			Help: "Connections accepted by the fast path (--fast-post).",
+		}, func() float64 { return float64(fast.Stats().Accepted) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "annal_fastpath_handoffs_total",
+			Help: "Connections the fast path handed to net/http, at their first request it does not take; the rest of their requests are net/http's.",
+		}, func() float64 { return float64(fast.Stats().HandedOff) }),
+	}
 }
 
 // withMCP serves api, and at /mcp the kernel as an MCP server acting

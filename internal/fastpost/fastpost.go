@@ -47,6 +47,7 @@ import (
 	"net/url"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -104,6 +105,10 @@ type Listener struct {
 	handoff     chan net.Conn
 	done        chan struct{} // closed by Close
 	acceptErr   chan error
+
+	// accepted and handedOff count connections: accepted on the inner
+	// listener, and given to the http.Server (Stats).
+	accepted, handedOff atomic.Uint64
 
 	closeOnce sync.Once
 	mu        sync.Mutex
@@ -164,6 +169,7 @@ func (l *Listener) acceptLoop() {
 			continue
 		}
 		pause = 0
+		l.accepted.Add(1)
 		fc := &conn{l: l, nc: c, br: bufio.NewReaderSize(c, readBuffer), remote: c.RemoteAddr().String()}
 		if !l.track(fc, true) {
 			c.Close()
@@ -185,6 +191,21 @@ func (l *Listener) Accept() (net.Conn, error) {
 	case <-l.done:
 		return nil, net.ErrClosed
 	}
+}
+
+// Stats counts a Listener's connections since it started.
+type Stats struct {
+	Accepted uint64 // accepted on the inner listener
+	// HandedOff were given to the http.Server, at their first request
+	// the fast path does not take; every later request on them is
+	// net/http's. A client that keeps sending such requests between its
+	// fast ones shows here.
+	HandedOff uint64
+}
+
+// Stats counts the Listener's connections so far.
+func (l *Listener) Stats() Stats {
+	return Stats{Accepted: l.accepted.Load(), HandedOff: l.handedOff.Load()}
 }
 
 // Addr is the inner listener's.
@@ -461,6 +482,7 @@ func (c *conn) handOff() bool {
 	c.nc.SetDeadline(time.Time{})
 	select {
 	case c.l.handoff <- &bufferedConn{Conn: c.nc, br: c.br}:
+		c.l.handedOff.Add(1)
 		return true
 	case <-c.l.done:
 		return false

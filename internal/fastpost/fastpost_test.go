@@ -256,6 +256,9 @@ func TestBufferedRequestsKeepTheConnection(t *testing.T) {
 	if len(kinds) != 4 || asked.Load() != int64(kinds["query"]+kinds["get"]+kinds["post"]) {
 		t.Fatalf("requests %v; Buffered asked %d times, want once for each GET, query and other POST", kinds, asked.Load())
 	}
+	if st := fs.l.Stats(); st != (Stats{Accepted: 1}) {
+		t.Fatalf("after the kept connection's requests: %+v", st)
+	}
 	// A GET Buffered does not take goes to net/http with the connection,
 	// and so does every request after it; so does, on a new connection, a
 	// POST longer than its route reads.
@@ -279,6 +282,9 @@ func TestBufferedRequestsKeepTheConnection(t *testing.T) {
 		if d := answerDifference(got, gotBody, want, wantBody); d != "" {
 			t.Fatalf("request %d after the hand-off:%s", i, d)
 		}
+	}
+	if st := fs.l.Stats(); st != (Stats{Accepted: 2, HandedOff: 2}) {
+		t.Fatalf("after two connections handed off: %+v", st)
 	}
 }
 

@@ -135,8 +135,8 @@ func startNode(dir string) (*node, error) {
 	n.url = "http://" + ln.Addr().String()
 	n.srv = &http.Server{Handler: http.HandlerFunc(n.serve), ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog: log.New(serverLog{n}, "", 0)}
-	// As annald serves on plain HTTP: actions, and the reads between them
-	// that server.Buffered names, on fastpost's path; the rest, and every
+	// As annald serves on plain HTTP: actions, and the requests between
+	// them that server.Buffered takes, on fastpost's path; the rest, and every
 	// connection after one, through net/http. A panic on the fast path
 	// is logged through serverLog as net/http's are.
 	fast, err := fastpost.New(ln, fastpost.Config{
