@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/annal-dev/annal/api"
+	"github.com/annal-dev/annal/blobstore"
 	"github.com/annal-dev/annal/client"
 	"github.com/annal-dev/annal/internal/fastpost"
 )
@@ -46,6 +47,9 @@ var bufferedPatterns = map[string]int64{
 	"POST /v1/sagas":                    api.MaxControlBody,
 	"POST /v1/sagas/{id}/steps/{step}":  api.MaxSmallBody,
 	"POST /v1/policies/{name}/attach":   api.MaxSmallBody,
+	"PUT /v1/vfs/{agent}/{path...}":     api.MaxVFSContent,
+	"GET /v1/vfs/{agent}/{path...}":     0,
+	"GET /v1/vfs/{agent}":               0,
 }
 
 // Buffered takes the routes answered whole, and no request that the mux
@@ -82,6 +86,9 @@ func TestBufferedRoutes(t *testing.T) {
 		{"POST", "/v1/agents", true},
 		{"POST", "/v1/sessions/s1/deltas", true},
 		{"POST", "/v1/sagas/sg/steps/one", true},
+		{"PUT", "/v1/vfs/agent-1/mem/working/notes.md", true},
+		{"GET", "/v1/vfs/agent-1/mem/working/notes.md", true},
+		{"GET", "/v1/vfs/agent-1", true},
 		{"GET", "/v1/holds", false},
 		{"GET", "/v1/holds/", false},
 		{"GET", "/v1/holds/hold-1/approve", false},
@@ -110,6 +117,8 @@ func TestBufferedRoutes(t *testing.T) {
 		{"POST", "/v1/info", false},
 		{"POST", "/v1/actions/", false},
 		{"PUT", "/v1/actions", false},
+		{"DELETE", "/ui/session", false},
+		{"GET", "/v1/vfs", false},
 		{"PUT", "/v1/policies/p", false},
 		{"POST", "/ui/session", false},
 	} {
@@ -123,7 +132,7 @@ func TestBufferedRoutes(t *testing.T) {
 	}
 	pieces := []string{"v1", "actions", "info", "checkpoint", "healthz", "readyz", "proof", "consistency", "events", "stream",
 		"bundle", "tile", "blobs", "agents", "whoami", "holds", "hold-1", "approve", "actors", "status", "sessions", "deltas",
-		"sagas", "steps", "kill", "may-ever", "envelopes", "revoke", "12", "0", "", ".", "..", "%2F", "%69nfo", "a"}
+		"sagas", "steps", "kill", "may-ever", "envelopes", "revoke", "vfs", "agent-1", "mem", "12", "0", "", ".", "..", "%2F", "%69nfo", "a"}
 	rng := rand.New(rand.NewPCG(7, 8))
 	taken := map[string]int{}
 	for range 30000 {
@@ -163,18 +172,20 @@ func TestBufferedRoutes(t *testing.T) {
 	}
 }
 
-// The body limit Buffered names for each POST route answered whole is
-// the handler's own: one byte more is refused with 413, so a front that
-// leaves a longer body to net/http leaves it only what the handler would
-// refuse.
+// The body limit Buffered names for each POST and PUT route answered
+// whole is the handler's own (for an agent's file, with a blob store that
+// takes files that long): one byte more is refused with 413, so a front
+// that leaves a longer body to net/http leaves it only what the handler
+// would refuse.
 func TestBufferedLimitsAreTheHandlers(t *testing.T) {
-	ts := newTestServer(t)
+	ts := newVFSWorld(t)
 	for pattern, limit := range bufferedPatterns {
 		method, path, _ := strings.Cut(pattern, " ")
-		if method != http.MethodPost {
+		if method == http.MethodGet {
 			continue
 		}
-		path = strings.NewReplacer("{id}", "x", "{decision}", "approve", "{subject}", "x", "{step}", "x", "{name}", "x").Replace(path)
+		path = strings.NewReplacer("{id}", "x", "{decision}", "approve", "{subject}", "x", "{step}", "x", "{name}", "x",
+			"{agent}", "root", "{path...}", "mem/working/notes.md").Replace(path)
 		for _, n := range []int64{limit, limit + 1} {
 			body := `{"reason":"` + strings.Repeat("a", int(n)-len(`{"reason":""}`)) + `"}`
 			req, err := http.NewRequest(method, ts.srv.URL+path, strings.NewReader(body))
@@ -197,7 +208,8 @@ func TestBufferedLimitsAreTheHandlers(t *testing.T) {
 // An agent that reads between its actions (the log's state, its
 // receipt's proof and entry, a published receipt, itself, a hold, even
 // one not there), and makes changes (a sub-agent, a session and its
-// state), on its client's kept connection stays on annald's fast path: with fastpost's Buffered set to
+// state, a file of its memory, read back and listed), on its client's kept
+// connection stays on annald's fast path: with fastpost's Buffered set to
 // Buffered, as annald sets it, net/http is handed no connection at all.
 // The event stream, which Buffered does not take, is handed its own.
 func TestBufferedRoutesKeepTheFastPath(t *testing.T) {
@@ -207,6 +219,11 @@ func TestBufferedRoutesKeepTheFastPath(t *testing.T) {
 		t.Fatal(err)
 	}
 	handler := New(ts.k, discardLogger())
+	files, err := blobstore.Open(t.TempDir(), api.MaxVFSContent, 64<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	handler.KeepFiles(files)
 	fl, err := fastpost.New(inner, fastpost.Config{Path: "/v1/actions", Handler: handler, MaxBody: api.MaxActionBody, Buffered: Buffered})
 	if err != nil {
 		t.Fatal(err)
@@ -268,6 +285,17 @@ func TestBufferedRoutesKeepTheFastPath(t *testing.T) {
 		}
 		if _, err := c.ChangeSession(ctx, session, api.SessionChangeRequest{Op: "state", State: "HANDSHAKING"}); err != nil {
 			t.Fatal(err)
+		}
+		// Its memory: a file written, read back, and its folder listed.
+		note := fmt.Sprintf("vfs://root/mem/semantic/note-%d.md", i)
+		if _, err := c.VFSPut(ctx, note, []byte("the build runs on two cores\n"), ""); err != nil {
+			t.Fatal(err)
+		}
+		if data, _, err := c.VFSRead(ctx, note); err != nil || string(data) != "the build runs on two cores\n" {
+			t.Fatalf("read back %s: %q, %v", note, data, err)
+		}
+		if listing, err := c.VFSList(ctx, "vfs://root/mem/semantic/"); err != nil || len(listing.Files) != i+1 {
+			t.Fatalf("listing after %d notes: %+v, %v", i+1, listing, err)
 		}
 		if _, err := c.Submit(ctx, api.ActionRequest{Type: "mutate", Target: "workspace/a", Payload: []byte(`{"n":2}`)}); err != nil {
 			t.Fatal(err)

@@ -19,12 +19,15 @@ type route struct {
 type endpoint struct {
 	handler http.Handler
 	// maxBody is the longest body the handler reads; stated for the
-	// routes answered whole, whose bodies a front may buffer.
+	// routes answered whole, whose bodies a front may buffer. A handler
+	// whose limit the operator sets (an agent's file, at most --max-blob)
+	// states the most it may be.
 	maxBody int64
-	// answeredWhole: the handler writes one answer, a receipt or a record
-	// and not a list, a stream or a file, with no Flush, no Hijack, and
-	// no long wait that needs to end when the client goes away. A front
-	// may then buffer the request and its answer (Buffered).
+	// answeredWhole: the handler writes one answer and returns, with no
+	// Flush, no Hijack, no stream, and no long wait that needs to end
+	// when the client goes away, and its answers are small: a receipt, a
+	// record, a proof, an agent's file (at most api.MaxVFSContent). A
+	// front may then buffer the request and its answer (Buffered).
 	answeredWhole bool
 }
 
@@ -72,21 +75,21 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 	s.metrics.serve.ServeHTTP(w, r)
 }
 
-// Buffered reports whether a front may buffer a request of method (a GET
-// or a POST) to u and its answer: whether the server's mux routes it to a
-// route answered
-// whole (endpoint.answeredWhole: a receipt, a proof, one log entry, the
-// log's state, an actor, a hold, a session's or a saga's record), and the
-// longest body that route reads (maxBody). A front then serves it on the
-// same connection as agents' actions (annald's fast path: fastpost's
-// Config.Buffered), so that an agent that reads a proof or records a
-// session's delta between its actions keeps that path for them.
+// Buffered reports whether a front may buffer a request of method (a
+// GET, a POST or a PUT) to u and its answer: whether the server's mux
+// routes it to a route answered whole (endpoint.answeredWhole: a receipt,
+// a proof, one log entry, the log's state, an actor, a hold, a session's
+// or a saga's record, an agent's file), and the longest body that route
+// reads (maxBody). A front then serves it on the same connection as
+// agents' actions (annald's fast path: fastpost's Config.Buffered), so
+// that an agent that reads a proof, records a session's delta or writes
+// its memory between its actions keeps that path for them.
 //
 // The route is the one the server's own mux would choose, found by a mux
 // of the same patterns: a request it would redirect, refuse (404, 405) or
 // route elsewhere is not taken.
 func Buffered(method string, u *url.URL) (maxBody int64, ok bool) {
-	if method != http.MethodGet && method != http.MethodPost {
+	if method != http.MethodGet && method != http.MethodPost && method != http.MethodPut {
 		return 0, false // a HEAD's answer, for one, is the GET's without its body
 	}
 	rt := theRouting()

@@ -30,9 +30,9 @@ import (
 // later.
 func (s *Server) vfsRoutes() []route {
 	return []route{
-		{"PUT /v1/vfs/{agent}/{path...}", serve(s.handleVFSPut, 0)},
-		{"GET /v1/vfs/{agent}/{path...}", serve(s.handleVFSGet, 0)},
-		{"GET /v1/vfs/{agent}", serve(s.handleVFSGet, 0)},
+		{"PUT /v1/vfs/{agent}/{path...}", serve(s.handleVFSPut, api.MaxVFSContent).whole()},
+		{"GET /v1/vfs/{agent}/{path...}", serve(s.handleVFSGet, 0).whole()},
+		{"GET /v1/vfs/{agent}", serve(s.handleVFSGet, 0).whole()},
 	}
 }
 

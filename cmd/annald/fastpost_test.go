@@ -90,6 +90,10 @@ func TestFastPostAnswersAsNetHTTP(t *testing.T) {
 			postTo("/v1/sessions/s-fast/deltas", `{"turn_id":"t1","changes":[{"path":"a.txt","operation":"create","content_hash":"sha256:`+strings.Repeat("ab", 32)+`"}]}`),
 			postTo("/v1/holds/hold-0123456789abcdef/approve", `{"reason":"no such hold"}`),
 			postTo("/v1/agents", `{"name":"sub","purpose":"help"}`),
+			// Its memory: a file written, read back, its folder listed.
+			strings.Replace(postTo("/v1/vfs/"+agent.ID+"/mem/working/plan.md", "step one\n"), "POST ", "PUT ", 1),
+			get("/v1/vfs/" + agent.ID + "/mem/working/plan.md"),
+			get("/v1/vfs/" + agent.ID + "/mem/working/"),
 			action(agent.Credential, `{"type":"observe","target":"workspace/a.md"}`),
 			action(agent.Credential, `{"type":"create","target":"workspace/c.md"}`, "Connection: close\r\n"),
 		}
@@ -145,7 +149,7 @@ func TestFastPostAnswersAsNetHTTP(t *testing.T) {
 		codes += fast[i][:3] + " "
 	}
 	// The answers cover what they should: committed, refused.
-	if want := "200 200 401 401 400 400 403 200 400 200 200 200 404 200 200 200 200 404 201 200 400 200 200 201 404 403 200 200 413 413 "; codes != want {
+	if want := "200 200 401 401 400 400 403 200 400 200 200 200 404 200 200 200 200 404 201 200 400 200 200 201 404 403 201 200 200 200 200 413 413 "; codes != want {
 		t.Errorf("status codes %q, want %q", codes, want)
 	}
 }

@@ -1,8 +1,8 @@
 // Package fastpost serves one route, POST to one exact path, on plain
 // HTTP/1.1 connections without net/http's machinery for each request, and
 // hands every other connection, untouched, to an http.Server. With
-// Config.Buffered it also serves, on the same connections, the other GETs
-// and POSTs that its caller knows to be answered whole, so that a client
+// Config.Buffered it also serves, on the same connections, the other GETs,
+// POSTs and PUTs that its caller knows to be answered whole, so that a client
 // which reads a proof or records a step between its actions keeps the
 // fast path for them.
 //
@@ -68,8 +68,8 @@ type Config struct {
 
 	// Buffered, if set, widens the fast path to other requests: a GET
 	// without a body, or a POST (to Path with a query, or to another
-	// path), whose method and target (parsed as net/http parses it) it
-	// takes (ok). maxBody is the longest body the request's handler
+	// path) or a PUT, whose method and target (parsed as net/http parses
+	// it) it takes (ok). maxBody is the longest body the request's handler
 	// reads: a POST whose Content-Length is longer goes to net/http,
 	// which closes the connection after the handler's 413 where the fast
 	// path, having read the body, would keep it. Without Buffered, a
@@ -461,10 +461,10 @@ func (c *conn) readHead(start time.Time) (h head, n int, to route) {
 
 // mayBeFast reports whether buf, the start of a request, may begin a
 // request the fast path serves: the POST route's request line, or with
-// Buffered, a GET's or a POST's.
+// Buffered, a GET's, a POST's or a PUT's.
 func (l *Listener) mayBeFast(buf []byte) bool {
 	if l.cfg.Buffered != nil {
-		return startsWith(buf, "POST /") || startsWith(buf, "GET /")
+		return startsWith(buf, "POST /") || startsWith(buf, "GET /") || startsWith(buf, "PUT /")
 	}
 	return startsWith(buf, l.routePrefix)
 }

@@ -193,7 +193,7 @@ func TestKeptConnectionAnswersDoNotMix(t *testing.T) {
 }
 
 // With Buffered, a kept connection that mixes the route's POSTs, its
-// POSTs with a query, and the GETs and other POSTs Buffered takes stays on
+// POSTs with a query, and the GETs, other POSTs and PUTs Buffered takes stays on
 // the fast path, and each answer is net/http's to the same request, the
 // request as the handler saw it included. The first request Buffered does
 // not take, or whose body is longer than Buffered allows its route, hands
@@ -216,7 +216,7 @@ func TestBufferedRequestsKeepTheConnection(t *testing.T) {
 		c.Buffered = func(method string, u *url.URL) (int64, bool) {
 			asked.Add(1)
 			if strings.HasPrefix(u.Path, "/v1/write/") {
-				return 100, method == http.MethodPost
+				return 100, method == http.MethodPost || method == http.MethodPut
 			}
 			return 1 << 10, method == http.MethodPost && u.Path == testPath || strings.HasPrefix(u.Path, "/v1/read/")
 		}
@@ -238,7 +238,8 @@ func TestBufferedRequestsKeepTheConnection(t *testing.T) {
 		case 2:
 			body := strings.Repeat("w", rng.IntN(101))
 			kind = "post"
-			raw = fmt.Sprintf("POST /v1/write/%d?n=%d HTTP/1.1\r\nHost: h\r\nX-Case: %s\r\nContent-Length: %d\r\n\r\n%s", i, i, name, len(body), body)
+			method := []string{"POST", "PUT"}[rng.IntN(2)]
+			raw = fmt.Sprintf("%s /v1/write/%d?n=%d HTTP/1.1\r\nHost: h\r\nX-Case: %s\r\nContent-Length: %d\r\n\r\n%s", method, i, i, name, len(body), body)
 		default:
 			kind = "get"
 			raw = fmt.Sprintf("GET /v1/read/%d/a%%20b?x=%d&y=%%41 HTTP/1.1\r\nHost: h:1\r\nX-Case: %s\r\nAuthorization: Bearer t\r\n\r\n", i, i, name)

@@ -10,7 +10,8 @@ import (
 )
 
 // head is a request head the fast path serves: HTTP/1.1, and either a
-// POST framed by a single Content-Length or a GET without a body.
+// POST or a PUT framed by a single Content-Length, or a GET without a
+// body.
 type head struct {
 	method string
 	// target is the request-target as sent; u is it parsed, as net/http
@@ -35,10 +36,11 @@ type head struct {
 // parseHead parses b, a request head ending in an empty line, if it is one
 // the fast path serves (cfg's route, or one cfg.Buffered takes), in this
 // strict subset of HTTP/1.1: the request line "POST <path> HTTP/1.1" or,
-// for the requests Buffered takes, "GET <target> HTTP/1.1" or "POST
-// <target> HTTP/1.1"; header lines "Name: value" of visible ASCII;
-// one Host of host characters; for a POST one Content-Length of at most
-// cfg.MaxBody (and of what Buffered allows its route), for a GET none; and none of the headers that change the
+// for the requests Buffered takes, "GET <target> HTTP/1.1", "POST
+// <target> HTTP/1.1" or "PUT <target> HTTP/1.1"; header lines "Name:
+// value" of visible ASCII; one Host of host characters; for a POST or a
+// PUT one Content-Length of at most cfg.MaxBody (and of what Buffered
+// allows its route), for a GET none; and none of the headers that change the
 // framing or the connection (Transfer-Encoding, Expect, Upgrade, TE,
 // Trailer, a Connection other than keep-alive or close) or that net/http
 // rewrites (Pragma). Anything else, valid or not, is not the fast path's:
@@ -71,7 +73,7 @@ func parseHead(b []byte, cfg *Config) (h head, ok bool) {
 	switch {
 	case h.method == http.MethodGet && h.contentLength < 0:
 		h.contentLength = 0 // as net/http reads a GET without a body
-	case h.method != http.MethodPost || h.contentLength < 0 || h.contentLength > h.maxBody:
+	case h.method == http.MethodGet || h.contentLength < 0 || h.contentLength > h.maxBody:
 		return head{}, false
 	}
 	if h.header == nil {
@@ -120,9 +122,10 @@ func headerName(b []byte) string {
 }
 
 // cutRequestLine cuts the request line off b if it is exactly
-// "POST <cfg.Path> HTTP/1.1", or "GET <target> HTTP/1.1" or "POST
-// <target> HTTP/1.1" for a target in origin form that cfg.Buffered
-// takes; it sets h's method, target, URL and longest body.
+// "POST <cfg.Path> HTTP/1.1", or "GET <target> HTTP/1.1", "POST
+// <target> HTTP/1.1" or "PUT <target> HTTP/1.1" for a target in origin
+// form that cfg.Buffered takes; it sets h's method, target, URL and
+// longest body.
 func (h *head) cutRequestLine(b []byte, cfg *Config) (rest []byte, ok bool) {
 	line, rest, ok := cutLine(b)
 	if !ok {
@@ -140,9 +143,10 @@ func (h *head) cutRequestLine(b []byte, cfg *Config) (rest []byte, ok bool) {
 	return rest, true
 }
 
-// bufferedRequestLine reads line if it is "GET <target> HTTP/1.1" or
-// "POST <target> HTTP/1.1", the target in origin form, and cfg.Buffered
-// takes it; it sets h's method, target, URL and longest body.
+// bufferedRequestLine reads line if it is "GET <target> HTTP/1.1",
+// "POST <target> HTTP/1.1" or "PUT <target> HTTP/1.1", the target in
+// origin form, and cfg.Buffered takes it; it sets h's method, target, URL
+// and longest body.
 func (h *head) bufferedRequestLine(line []byte, cfg *Config) bool {
 	method, target, ok := bytes.Cut(line, []byte(" "))
 	if !ok || !bytes.HasSuffix(target, []byte(" HTTP/1.1")) {
@@ -154,6 +158,8 @@ func (h *head) bufferedRequestLine(line []byte, cfg *Config) bool {
 		h.method = http.MethodGet
 	case http.MethodPost:
 		h.method = http.MethodPost
+	case http.MethodPut:
+		h.method = http.MethodPut
 	default:
 		return false
 	}

@@ -69,28 +69,29 @@ var bufferedSeeds = []string{
 	"GET /a/%2F/./../b/ HTTP/1.1\r\nHost: h\r\n\r\n",
 	"GET //x//y?%zz HTTP/1.1\r\nHost: h\r\n\r\n",
 	"POST /v1/actions?wait=published HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\n",
-	"POST /v1/agents HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\n",       // another POST
-	"POST /v1/%61ctions?x HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\n",  // the path escaped: Buffered's to judge
-	"POST /small HTTP/1.1\r\nHost: h\r\nContent-Length: 1\r\n\r\n",           // at the route's limit
-	"POST /large HTTP/1.1\r\nHost: h\r\nContent-Length: 65536\r\n\r\n",       // at MaxBody
-	"GET /v1/info HTTP/1.1\r\nHost: h\r\nContent-Length: 0\r\n\r\n",          // a GET with a length
-	"GET /v1/info HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n", // a GET with a body
-	"GET /refused HTTP/1.1\r\nHost: h\r\n\r\n",                               // Buffered says no
-	"GET /a%zz HTTP/1.1\r\nHost: h\r\n\r\n",                                  // not a path net/http parses
-	"GET /a#f HTTP/1.1\r\nHost: h\r\n\r\n",                                   // a fragment
-	"GET * HTTP/1.1\r\nHost: h\r\n\r\n",                                      // not origin form
-	"GET http://h/v1/info HTTP/1.1\r\nHost: h\r\n\r\n",                       // absolute form
-	"HEAD /v1/info HTTP/1.1\r\nHost: h\r\n\r\n",                              // another method
-	"POST /small HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\n",           // over the route's limit
-	"POST /large HTTP/1.1\r\nHost: h\r\nContent-Length: 65537\r\n\r\n",       // over MaxBody
-	"POST /refused HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\n",         // Buffered says no
-	"POST /v1/actions?wait=published HTTP/1.1\r\nHost: h\r\n\r\n",            // a POST without a length
-	"GET /v1/info HTTP/1.1\r\nHost: h\r\nHost: i\r\n\r\n",                    // two Hosts
-	"GET /v1/info  HTTP/1.1\r\nHost: h\r\n\r\n",                              // two spaces
+	"POST /v1/agents HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\n",        // another POST
+	"POST /v1/%61ctions?x HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\n",   // the path escaped: Buffered's to judge
+	"POST /small HTTP/1.1\r\nHost: h\r\nContent-Length: 1\r\n\r\n",            // at the route's limit
+	"POST /large HTTP/1.1\r\nHost: h\r\nContent-Length: 65536\r\n\r\n",        // at MaxBody
+	"PUT /v1/vfs/a/notes.md HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\n", // a PUT
+	"GET /v1/info HTTP/1.1\r\nHost: h\r\nContent-Length: 0\r\n\r\n",           // a GET with a length
+	"GET /v1/info HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n",  // a GET with a body
+	"GET /refused HTTP/1.1\r\nHost: h\r\n\r\n",                                // Buffered says no
+	"GET /a%zz HTTP/1.1\r\nHost: h\r\n\r\n",                                   // not a path net/http parses
+	"GET /a#f HTTP/1.1\r\nHost: h\r\n\r\n",                                    // a fragment
+	"GET * HTTP/1.1\r\nHost: h\r\n\r\n",                                       // not origin form
+	"GET http://h/v1/info HTTP/1.1\r\nHost: h\r\n\r\n",                        // absolute form
+	"HEAD /v1/info HTTP/1.1\r\nHost: h\r\n\r\n",                               // another method
+	"POST /small HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\n",            // over the route's limit
+	"POST /large HTTP/1.1\r\nHost: h\r\nContent-Length: 65537\r\n\r\n",        // over MaxBody
+	"POST /refused HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\n",          // Buffered says no
+	"POST /v1/actions?wait=published HTTP/1.1\r\nHost: h\r\n\r\n",             // a POST without a length
+	"GET /v1/info HTTP/1.1\r\nHost: h\r\nHost: i\r\n\r\n",                     // two Hosts
+	"GET /v1/info  HTTP/1.1\r\nHost: h\r\n\r\n",                               // two spaces
 	"GET /v1/info HTTP/1.0\r\nHost: h\r\n\r\n",
 }
 
-const bufferedTaken = 9
+const bufferedTaken = 10
 
 func TestParseHead(t *testing.T) {
 	for i, in := range headSeeds {
