@@ -480,11 +480,14 @@ func startsWith(buf []byte, prefix string) bool {
 // false if the Listener closed first.
 func (c *conn) handOff() bool {
 	c.nc.SetDeadline(time.Time{})
+	// Counted before the http.Server has it, so that a request it then
+	// answers (GET /metrics) counts its own connection.
+	c.l.handedOff.Add(1)
 	select {
 	case c.l.handoff <- &bufferedConn{Conn: c.nc, br: c.br}:
-		c.l.handedOff.Add(1)
 		return true
 	case <-c.l.done:
+		c.l.handedOff.Add(^uint64(0)) // not handed after all
 		return false
 	}
 }
