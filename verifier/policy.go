@@ -254,11 +254,17 @@ func checkPolicyName(name string) error {
 	return nil
 }
 
-// publicKeyOf is the key material of a vkey, without name and key id, so
-// that one key under two names counts as a duplicate.
+// publicKeyOf is the key material of a vkey ("name+id+key"), without
+// name and key id, so that one key under two names counts as a duplicate.
+// The key is base64, whose alphabet has '+': it is what follows the
+// second '+', not the last (a name has none).
 func publicKeyOf(vkey string) string {
-	if i := strings.LastIndexByte(vkey, '+'); i >= 0 {
-		return vkey[i+1:]
+	_, rest, ok := strings.Cut(vkey, "+")
+	if !ok {
+		return vkey
+	}
+	if _, key, ok := strings.Cut(rest, "+"); ok {
+		return key
 	}
 	return vkey
 }

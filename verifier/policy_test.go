@@ -2,8 +2,12 @@ package verifier
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	mrand "math/rand/v2"
 	"strings"
 	"testing"
 
@@ -156,6 +160,60 @@ func TestParsePolicyRefuses(t *testing.T) {
 				t.Fatalf("error %v, want one mentioning %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// Two witnesses' keys are not one key because their base64 ends alike
+// after a '+' (base64 has '+'): a policy naming both parses. Found when a
+// test's policy was refused, once in a while, as "a duplicate key". The
+// keys come from a seeded source, searched for such a pair.
+func TestParsePolicyKeysWithPlus(t *testing.T) {
+	l := newTestLog(t, testOrigin, 1)
+	seed := [32]byte{41}
+	src := mrand.NewChaCha8(seed)
+	byTail := map[string]string{} // the base64 after its last '+', to a vkey
+	var a, b string
+	for i := 0; a == ""; i++ {
+		if i == 100000 {
+			t.Fatal("no two keys alike after their last '+'")
+		}
+		_, vkey, err := note.GenerateKey(src, "w.example")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cv, err := fnote.VKeyToCosignatureV1(vkey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		key := cv[strings.Index(cv[strings.Index(cv, "+")+1:], "+")+strings.Index(cv, "+")+2:]
+		j := strings.LastIndexByte(key, '+')
+		if j < 0 {
+			continue
+		}
+		if other, ok := byTail[key[j+1:]]; ok && other != cv {
+			a, b = other, cv
+		}
+		byTail[key[j+1:]] = cv
+	}
+	policy := "log " + l.vkey + "\nwitness A " + a + "\nwitness B " + b + "\ngroup G all A B\nquorum G\n"
+	p, err := ParsePolicy([]byte(policy))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, policy)
+	}
+	if len(p.witnesses) != 2 {
+		t.Fatalf("witnesses %v", p.witnesses)
+	}
+	// The same key under two names is still one key.
+	_, rest, _ := strings.Cut(a, "+")
+	_, key, _ := strings.Cut(rest, "+")
+	raw, err := base64.StdEncoding.DecodeString(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := sha256.Sum256(append([]byte("v.example\n"), raw...)) // the key ID of note's vkeys
+	renamed := "v.example+" + hex.EncodeToString(id[:4]) + "+" + key
+	if _, err := ParsePolicy([]byte("log " + l.vkey + "\nwitness A " + a + "\nwitness B " + renamed + "\nquorum A\n")); err == nil || !strings.Contains(err.Error(), "duplicate key") {
+		t.Fatalf("one key under two names: %v", err)
 	}
 }
 
