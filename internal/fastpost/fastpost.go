@@ -408,6 +408,9 @@ func (c *conn) shrinkBuffers() {
 	if cap(c.w.body) > keptBuffer {
 		c.w.body = nil
 	}
+	if cap(c.w.out) > keptBuffer { // a streamed answer's chunks
+		c.w.out = nil
+	}
 }
 
 // keptBuffer is the most a connection keeps of its body and answer

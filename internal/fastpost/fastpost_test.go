@@ -648,3 +648,28 @@ func (f *failAfter) Write(p []byte) (int, error) {
 	f.n--
 	return f.w.Write(p)
 }
+
+// After a long request and a long, streamed answer, an idle connection
+// keeps none of their buffers past keptBuffer.
+func TestIdleConnectionKeepsSmallBuffers(t *testing.T) {
+	var c conn
+	c.body, c.out = make([]byte, 1<<20), make([]byte, 1<<20)
+	c.w.reset(io.Discard, false)
+	for _, n := range []int{MaxAnswer, 1} { // buffered, then streamed
+		if _, err := c.w.Write(make([]byte, n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !c.w.streaming {
+		t.Fatal("not streamed")
+	}
+	if cap(c.w.body) <= keptBuffer || cap(c.w.out) <= keptBuffer {
+		t.Fatalf("the test's buffers are small already: %d, %d", cap(c.w.body), cap(c.w.out))
+	}
+	c.shrinkBuffers()
+	for name, b := range map[string][]byte{"body": c.body, "out": c.out, "answer": c.w.body, "chunks": c.w.out} {
+		if cap(b) > keptBuffer {
+			t.Errorf("%s keeps %d bytes", name, cap(b))
+		}
+	}
+}
