@@ -19,6 +19,12 @@
 // GET /v1/health the log's and its witnesses' health, /v1/blobs the bytes
 // behind OIDs (KeepBlobs).
 //
+// Every route is one row of one table (routes.go): its pattern, its
+// handler, and whether its answer is one record written whole, with the
+// longest body it reads. Buffered reads that table, through a mux of the
+// same patterns, for a front that serves those requests on its own path
+// (annald's internal/fastpost).
+//
 // At /ui/ it serves the overseer console, embedded (console.go): a person
 // signs in with a credential and gets a session cookie that authenticates
 // the same /v1 API under the same rules, with a CSRF token on every
