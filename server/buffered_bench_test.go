@@ -14,8 +14,6 @@ import (
 	"github.com/annal-dev/annal/api"
 	"github.com/annal-dev/annal/client"
 	"github.com/annal-dev/annal/internal/fastpost"
-	"github.com/annal-dev/annal/kernel"
-	"github.com/annal-dev/annal/kernel/ring"
 )
 
 // BenchmarkChangesBetweenActions measures agents that change their
@@ -35,11 +33,7 @@ import (
 //	./server.test -test.run '^$' -test.bench 'ChangesBetweenActions/buffered$' -test.benchtime 4000x -test.cpu 2
 //	./server.test -test.run '^$' -test.bench 'ChangesBetweenActions/reads-only$' -test.benchtime 4000x -test.cpu 2
 func BenchmarkChangesBetweenActions(b *testing.B) {
-	ts := newTestServer(b, func(c *kernel.Config) {
-		unlimited := kernel.RateLimit{Rate: 1e9, Burst: 1e9}
-		c.RateLimits = map[ring.Ring]kernel.RateLimit{ring.Root: unlimited, ring.Privileged: unlimited, ring.Standard: unlimited, ring.Sandbox: unlimited}
-		c.Energy.Genesis = 1 << 50
-	})
+	ts := newTestServer(b, benchKernel)
 	readsOnly := func(method string, u *url.URL) (int64, bool) {
 		if method == http.MethodPost && u.Path != "/v1/actions" {
 			return 0, false
@@ -128,15 +122,16 @@ func agentsInSessions(b *testing.B, ts *testServer, base string, n int, mode str
 }
 
 // bufferedFront serves handler behind the fast path with buffered, as
-// annald serve does, and counts the connections net/http was handed.
-func bufferedFront(b *testing.B, handler http.Handler, buffered func(string, *url.URL) (int64, bool)) (string, *atomic.Int64) {
+// annald serve does, and counts the connections net/http was handed. It
+// returns its base URL.
+func bufferedFront(tb testing.TB, handler http.Handler, buffered func(string, *url.URL) (int64, bool)) (string, *atomic.Int64) {
 	inner, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	fl, err := fastpost.New(inner, fastpost.Config{Path: "/v1/actions", Handler: handler, MaxBody: api.MaxActionBody, Buffered: buffered})
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	var handed atomic.Int64
 	hs := &http.Server{Handler: handler, ConnState: func(_ net.Conn, s http.ConnState) {
@@ -145,6 +140,6 @@ func bufferedFront(b *testing.B, handler http.Handler, buffered func(string, *ur
 		}
 	}}
 	go hs.Serve(fl)
-	b.Cleanup(func() { hs.Close(); fl.Close() })
+	tb.Cleanup(func() { hs.Close(); fl.Close() })
 	return "http://" + inner.Addr().String(), &handed
 }

@@ -6,18 +6,15 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/annal-dev/annal/api"
 	"github.com/annal-dev/annal/blobstore"
 	"github.com/annal-dev/annal/client"
-	"github.com/annal-dev/annal/internal/fastpost"
 )
 
 // bufferedPatterns are the routes answered whole, as reviewed: the
@@ -214,29 +211,14 @@ func TestBufferedLimitsAreTheHandlers(t *testing.T) {
 // The event stream, which Buffered does not take, is handed its own.
 func TestBufferedRoutesKeepTheFastPath(t *testing.T) {
 	ts := newTestServer(t)
-	inner, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	handler := New(ts.k, discardLogger())
 	files, err := blobstore.Open(t.TempDir(), api.MaxVFSContent, 64<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
 	handler.KeepFiles(files)
-	fl, err := fastpost.New(inner, fastpost.Config{Path: "/v1/actions", Handler: handler, MaxBody: api.MaxActionBody, Buffered: Buffered})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var handed atomic.Int64
-	hs := &http.Server{Handler: handler, ConnState: func(_ net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			handed.Add(1)
-		}
-	}}
-	go hs.Serve(fl)
-	t.Cleanup(func() { hs.Close(); fl.Close() })
-	c, err := client.New("http://"+inner.Addr().String(), ts.rootCred)
+	base, handed := bufferedFront(t, handler, Buffered)
+	c, err := client.New(base, ts.rootCred)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -50,11 +50,7 @@ func BenchmarkGovernedActions(b *testing.B) {
 	if _, set := os.LookupEnv("GOGC"); !set {
 		defer gcgoal.Keep(gcgoal.DefaultHeadroom)()
 	}
-	ts := newTestServer(b, func(c *kernel.Config) {
-		unlimited := kernel.RateLimit{Rate: 1e9, Burst: 1e9}
-		c.RateLimits = map[ring.Ring]kernel.RateLimit{ring.Root: unlimited, ring.Privileged: unlimited, ring.Standard: unlimited, ring.Sandbox: unlimited}
-		c.Energy.Genesis = 1 << 50 // root funds the agents of every run
-	})
+	ts := newTestServer(b, benchKernel)
 	ctx := context.Background()
 	agents := 128
 	if n, err := strconv.Atoi(os.Getenv("ANNAL_BENCH_AGENTS")); err == nil {
@@ -186,6 +182,14 @@ func submitInParallel(b *testing.B, n int, submit func(ctx context.Context, w in
 	cpu := processCPU() - cpu0
 	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/op")
 	b.ReportMetric(cpu.Seconds()/b.Elapsed().Seconds(), "cores")
+}
+
+// benchKernel configures a kernel for load: no rate limit binds, and root
+// holds the energy to fund the agents of every run.
+func benchKernel(c *kernel.Config) {
+	unlimited := kernel.RateLimit{Rate: 1e9, Burst: 1e9}
+	c.RateLimits = map[ring.Ring]kernel.RateLimit{ring.Root: unlimited, ring.Privileged: unlimited, ring.Standard: unlimited, ring.Sandbox: unlimited}
+	c.Energy.Genesis = 1 << 50
 }
 
 func processCPU() time.Duration {

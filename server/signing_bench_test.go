@@ -8,8 +8,6 @@ import (
 
 	"github.com/annal-dev/annal/api"
 	"github.com/annal-dev/annal/client"
-	"github.com/annal-dev/annal/kernel"
-	"github.com/annal-dev/annal/kernel/ring"
 )
 
 // BenchmarkSignedActions compares one agent's sequential actions signed,
@@ -22,10 +20,7 @@ import (
 //
 //	go test ./server -run '^$' -bench SignedActions -benchtime 1000x
 func BenchmarkSignedActions(b *testing.B) {
-	ts := newTestServer(b, func(c *kernel.Config) {
-		unlimited := kernel.RateLimit{Rate: 1e6, Burst: 1e6}
-		c.RateLimits = map[ring.Ring]kernel.RateLimit{ring.Root: unlimited, ring.Privileged: unlimited, ring.Standard: unlimited, ring.Sandbox: unlimited}
-	})
+	ts := newTestServer(b, benchKernel)
 	// One agent per mode for every run: b.Run calls its function several
 	// times, and each new agent takes energy from root.
 	signed, _, _, _ := signedAgentTB(b, ts)
