@@ -54,6 +54,9 @@ type Store struct {
 
 	mu   sync.Mutex
 	used int64
+	// dirs makes the folders blobs go in, durably: a blob acknowledged in
+	// a new folder must not lose the folder in a crash.
+	dirs atomicfile.Dirs
 }
 
 // Open opens (creating it if needed) the store at dir, holding blobs of at
@@ -64,7 +67,7 @@ func Open(dir string, maxBlob, maxTotal int64) (*Store, error) {
 		return nil, errors.New("blobstore: the sizes must be positive")
 	}
 	s := &Store{dir: dir, maxBlob: maxBlob, quota: maxTotal}
-	if err := os.MkdirAll(filepath.Join(dir, "sha256"), 0o700); err != nil {
+	if err := s.dirs.Make(filepath.Join(dir, "sha256"), 0o700); err != nil {
 		return nil, err
 	}
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
@@ -135,7 +138,7 @@ func (s *Store) Put(r io.Reader) (id string, size int64, err error) {
 	if err := tmp.Close(); err != nil {
 		return "", 0, err
 	}
-	if err := os.MkdirAll(filepath.Dir(final), 0o700); err != nil {
+	if err := s.dirs.Make(filepath.Dir(final), 0o700); err != nil {
 		return "", 0, err
 	}
 	if err := os.Rename(tmp.Name(), final); err != nil {

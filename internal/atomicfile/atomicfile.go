@@ -2,7 +2,8 @@
 // instant leaves either the old file or the whole new one, never a part:
 // the content goes to a temporary file in the same folder, which is synced
 // and then renamed over the target, and the folder is synced so that the
-// rename itself survives a crash.
+// rename itself survives a crash. Dirs makes the folders such files go in,
+// each synced into its parent, so that a new folder survives too.
 package atomicfile
 
 import (

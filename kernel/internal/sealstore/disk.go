@@ -10,8 +10,18 @@ import (
 	"github.com/annal-dev/annal/internal/atomicfile"
 )
 
-// diskBackend keeps keys and payloads in the data folder's sealed/.
-type diskBackend struct{ dir string }
+// diskBackend keeps keys and payloads in the data folder's sealed/. Its
+// folders (keys/, and payloads/<subject>/ for each subject) are made
+// durably (dirs): a payload acknowledged in a new subject's folder must not
+// lose that folder in a crash.
+type diskBackend struct {
+	dir  string
+	dirs *atomicfile.Dirs
+}
+
+func newDiskBackend(dataDir string) diskBackend {
+	return diskBackend{dir: filepath.Join(dataDir, "sealed"), dirs: &atomicfile.Dirs{}}
+}
 
 func (d diskBackend) keyPath(subject string) string { return filepath.Join(d.dir, "keys", subject) }
 
@@ -32,7 +42,7 @@ func (d diskBackend) readKey(subject string) ([]byte, error) {
 // data folder, so there is no other key to find.
 func (d diskBackend) createKey(subject string, key []byte) ([]byte, error) {
 	path := d.keyPath(subject)
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	if err := d.dirs.Make(filepath.Dir(path), 0o700); err != nil {
 		return nil, err
 	}
 	if err := atomicfile.Write(path, bytes.NewReader(key), 0o600); err != nil {
@@ -65,7 +75,7 @@ func (d diskBackend) hasKey(subject string) bool { return fileExists(d.keyPath(s
 
 func (d diskBackend) putPayload(id payloadID, sealed []byte) error {
 	path := d.payloadPath(id)
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	if err := d.dirs.Make(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
 	return atomicfile.Write(path, bytes.NewReader(sealed), 0o600)

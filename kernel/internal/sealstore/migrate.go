@@ -23,7 +23,7 @@ func (s *Store) MoveFrom(dataDir string) (int, error) {
 	if _, ok := s.b.(sharedBackend); !ok {
 		return 0, errors.New("sealstore: payloads move only into a shared store")
 	}
-	local := diskBackend{dir: filepath.Join(dataDir, "sealed")}
+	local := newDiskBackend(dataDir)
 	keys, err := os.ReadDir(filepath.Join(local.dir, "keys"))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return 0, err

@@ -34,7 +34,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 
@@ -102,7 +101,7 @@ var ErrErased = errors.New("the payload's subject was erased: its key is destroy
 
 // Open is the sealed store of the data folder at dataDir (its files are
 // made on first use).
-func Open(dataDir string) *Store { return newStore(diskBackend{dir: filepath.Join(dataDir, "sealed")}) }
+func Open(dataDir string) *Store { return newStore(newDiskBackend(dataDir)) }
 
 func newStore(b backend) *Store {
 	s := &Store{b: b, inflight: map[payloadID]*sealUse{}, writing: map[string]int{}, erased: map[string]bool{}}
