@@ -69,7 +69,9 @@ func OpenDataDir(path, origin string) (_ *DataDir, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(filepath.Join(abs, LogDirName), 0o700); err != nil {
+	// Each new folder synced into its parent: the log's first entries are
+	// acknowledged in them.
+	if err := (&atomicfile.Dirs{}).Make(filepath.Join(abs, LogDirName), 0o700); err != nil {
 		return nil, fmt.Errorf("create data folder: %w", err)
 	}
 	unlock, err := LockDir(abs)

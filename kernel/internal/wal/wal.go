@@ -648,19 +648,11 @@ func (r *readResult) takeNewest(p string, data []byte, scan segmentScan) {
 	}
 }
 
-// makeDir creates dir if it is missing, and syncs its parent so that it
-// stays.
+// makeDir creates dir if it is missing, each new folder synced into its
+// parent so that it stays.
 func makeDir(dir string) error {
-	if _, err := os.Stat(dir); err == nil {
-		return nil
-	} else if !errors.Is(err, fs.ErrNotExist) {
+	if err := (&atomicfile.Dirs{}).Make(dir, 0o700); err != nil {
 		return fmt.Errorf("wal: %w", err)
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("wal: %w", err)
-	}
-	if err := atomicfile.SyncDir(filepath.Dir(filepath.Clean(dir))); err != nil {
-		return fmt.Errorf("wal: syncing the folder that holds %s: %w", dir, err)
 	}
 	return nil
 }
