@@ -136,16 +136,19 @@ func (w *writer) Write(p []byte) (int, error) {
 		w.body = append(w.body, p...)
 		return len(p), nil
 	}
-	var out []byte
+	out := w.out[:0]
 	if !w.streaming {
 		// The head, and what was buffered as the first chunk.
 		w.streaming = true
-		out, _ = w.appendHead(w.out[:0], w.clientClose)
+		out, _ = w.appendHead(out, w.clientClose)
 		out = appendChunk(out, w.body)
 		w.body = w.body[:0]
 	}
 	out = appendChunk(out, p)
 	w.out = out[:0]
+	if len(out) == 0 {
+		return 0, nil // an empty Write, streaming: nothing to send
+	}
 	if _, err := w.conn.Write(out); err != nil {
 		w.failed = true
 		return 0, errConnWrite

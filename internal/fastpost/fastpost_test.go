@@ -628,6 +628,9 @@ func TestStreamedAnswerStopsAtAFailedWrite(t *testing.T) {
 	if n, err := w.Write([]byte("x")); n != 1 || err != nil || !bytes.HasPrefix(sent.Bytes(), []byte("HTTP/1.1 200 OK\r\n")) {
 		t.Fatalf("first streamed write: %d, %v; sent %.40q", n, err, sent.Bytes())
 	}
+	if n, err := w.Write(nil); n != 0 || err != nil || w.failed { // sends nothing
+		t.Fatalf("an empty write, streaming: %d, %v, failed %v", n, err, w.failed)
+	}
 	for range 2 {
 		if n, err := w.Write([]byte("y")); n != 0 || !errors.Is(err, errConnWrite) || !w.failed {
 			t.Fatalf("write after the connection failed: %d, %v, failed %v", n, err, w.failed)
