@@ -38,8 +38,9 @@ func (d diskBackend) readKey(subject string) ([]byte, error) {
 	return k, err
 }
 
-// createKey writes key: the store's mu orders every key creation of one
-// data folder, so there is no other key to find.
+// createKey writes key: the store makes one subject's key one caller at a
+// time (Store.making), and only when it found none, so there is no other
+// key to find.
 func (d diskBackend) createKey(subject string, key []byte) ([]byte, error) {
 	path := d.keyPath(subject)
 	if err := d.dirs.Make(filepath.Dir(path), 0o700); err != nil {

@@ -45,10 +45,16 @@ import (
 // storage (OpenShared). Its methods are safe for concurrent use.
 type Store struct {
 	b backend
-	// mu orders key creation against destruction, so that a seal racing
-	// an erasure cannot leave a fresh key behind it, and guards inflight,
-	// writing and erased.
+	// mu guards inflight, writing, erased and making. A seal counts its
+	// write (writing) before it looks for or makes the subject's key, and
+	// a destruction waits until no write is counted, so that a seal racing
+	// an erasure cannot leave a fresh key behind it.
 	mu sync.Mutex
+	// making holds the subjects whose key a seal is making, outside mu,
+	// each with a channel closed when it is done: one subject's key is
+	// made once, and a new subject's key (every delta's) does not hold up
+	// the seals of other subjects for its fsyncs.
+	making map[string]chan struct{}
 	// inflight are the payloads written for requests not decided yet, by
 	// subject and name: a refused request removes the payload it wrote,
 	// unless another request stored the same commitment meanwhile
@@ -104,7 +110,7 @@ var ErrErased = errors.New("the payload's subject was erased: its key is destroy
 func Open(dataDir string) *Store { return newStore(newDiskBackend(dataDir)) }
 
 func newStore(b backend) *Store {
-	s := &Store{b: b, inflight: map[payloadID]*sealUse{}, writing: map[string]int{}, erased: map[string]bool{}}
+	s := &Store{b: b, inflight: map[payloadID]*sealUse{}, writing: map[string]int{}, erased: map[string]bool{}, making: map[string]chan struct{}{}}
 	s.written = sync.NewCond(&s.mu)
 	return s
 }
@@ -113,21 +119,53 @@ func idOf(sp *event.SealedPayload) payloadID {
 	return payloadID{subject: sp.Subject, name: strings.TrimPrefix(sp.Commitment, "sha256:")}
 }
 
-// key returns the subject's key, creating it when create is set.
-func (s *Store) key(subject string, create bool) ([]byte, error) {
+// key returns the subject's key, or ErrErased when it has none.
+func (s *Store) key(subject string) ([]byte, error) {
 	if !event.ValidSubject(subject) { // a subject is a file name: never a path
 		return nil, fmt.Errorf("subject %q is not valid", subject)
 	}
 	k, err := s.b.readKey(subject)
-	switch {
-	case err == nil:
-		return k, nil
-	case !errors.Is(err, os.ErrNotExist):
-		return nil, err
-	case !create:
+	if errors.Is(err, os.ErrNotExist) {
 		return nil, ErrErased
 	}
-	k = make([]byte, 32)
+	return k, err
+}
+
+// sealKey returns the subject's key, making it when there is none. Its
+// caller has counted a write of subject (writing), so no destruction runs
+// meanwhile. One caller at a time makes a subject's key (making); the
+// others wait for it, then read it.
+func (s *Store) sealKey(subject string) ([]byte, error) {
+	for {
+		k, err := s.key(subject)
+		if !errors.Is(err, ErrErased) {
+			return k, err
+		}
+		s.mu.Lock()
+		if wait, ok := s.making[subject]; ok {
+			s.mu.Unlock()
+			<-wait
+			continue
+		}
+		done := make(chan struct{})
+		s.making[subject] = done
+		s.mu.Unlock()
+		k, err = s.makeKey(subject)
+		s.mu.Lock()
+		delete(s.making, subject)
+		s.mu.Unlock()
+		close(done)
+		return k, err
+	}
+}
+
+// makeKey makes subject's key, which this caller alone is making: unless
+// a maker that finished since the caller looked made it already.
+func (s *Store) makeKey(subject string) ([]byte, error) {
+	if k, err := s.key(subject); !errors.Is(err, ErrErased) {
+		return k, err
+	}
+	k := make([]byte, 32)
 	if _, err := rand.Read(k); err != nil {
 		return nil, err
 	}
@@ -149,11 +187,14 @@ func (s *Store) Seal(subject string, salt, payload []byte) (_ *event.SealedPaylo
 		s.mu.Unlock()
 		return nil, false, ErrErased
 	}
-	key, err := s.key(subject, true)
+	s.writing[subject]++
+	s.mu.Unlock()
+	key, err := s.sealKey(subject)
 	if err != nil {
-		s.mu.Unlock()
+		s.doneWriting(subject)
 		return sp, false, err
 	}
+	s.mu.Lock()
 	u := s.inflight[id]
 	if u != nil {
 		u.shared = true // written again below, so durable before this one's receipt
@@ -161,7 +202,6 @@ func (s *Store) Seal(subject string, salt, payload []byte) (_ *event.SealedPaylo
 		u, fresh = &sealUse{}, true
 		s.inflight[id] = u
 	}
-	s.writing[subject]++
 	s.mu.Unlock()
 	stored := false
 	if fresh {
@@ -245,7 +285,7 @@ func (s *Store) Release(sp *event.SealedPayload, fresh, keep bool) {
 // Open returns the salt and payload a commitment was made to, ErrErased
 // once the subject's key is gone, or an error naming what is wrong.
 func (s *Store) Open(sp *event.SealedPayload) (salt, payload []byte, err error) {
-	key, err := s.key(sp.Subject, false)
+	key, err := s.key(sp.Subject)
 	if err != nil {
 		return nil, nil, err
 	}
