@@ -140,7 +140,7 @@ func (w *writer) Write(p []byte) (int, error) {
 	if !w.streaming {
 		// The head, and what was buffered as the first chunk.
 		w.streaming = true
-		out, _ = w.appendHead(out, w.clientClose)
+		out, _ = w.appendHead(out)
 		out = appendChunk(out, w.body)
 		w.body = w.body[:0]
 	}
@@ -180,16 +180,23 @@ func bodyAllowed(status int) bool {
 
 // appendAnswer appends what is left of the answer to dst, as net/http
 // writes it for a handler that is done: the head (appendHead) and the
-// body, or for a streamed answer its last chunk.
+// body, or for a streamed answer its last chunk. closeAfter: the
+// connection closes after it.
 func (w *writer) appendAnswer(dst []byte) (_ []byte, closeAfter bool) {
 	if w.streaming {
-		return append(dst, lastChunk...), w.clientClose || hasToken(w.sent.get("Connection"), "close")
+		return append(dst, lastChunk...), w.closeAfter()
 	}
-	dst, closeAfter = w.appendHead(dst, w.clientClose)
+	dst, closeAfter = w.appendHead(dst)
 	if bodyAllowed(w.status) {
 		dst = append(dst, w.body...)
 	}
 	return dst, closeAfter
+}
+
+// closeAfter reports whether the connection closes after the answer: the
+// client asked, or the handler's header (as sent) says so.
+func (w *writer) closeAfter() bool {
+	return w.clientClose || hasToken(w.sent.get("Connection"), "close")
 }
 
 // appendHead appends the answer's head to dst as net/http writes it: the
@@ -197,16 +204,14 @@ func (w *writer) appendAnswer(dst []byte) (_ []byte, closeAfter bool) {
 // then Content-Length (except where no body is allowed) or, for a
 // streamed answer, Transfer-Encoding: chunked, a sniffed Content-Type if
 // none was set, Date, and Connection: close when the connection closes
-// after it (closeAfter): the client asked, or the handler's header says
-// so.
-func (w *writer) appendHead(dst []byte, clientClose bool) (_ []byte, closeAfter bool) {
+// after it (closeAfter).
+func (w *writer) appendHead(dst []byte) (_ []byte, closeAfter bool) {
 	if w.status == 0 {
 		w.WriteHeader(http.StatusOK)
 	}
-	h := w.sent
-	closeAfter = clientClose || hasToken(h.get("Connection"), "close")
+	closeAfter = w.closeAfter()
 	dst = appendStatusLine(dst, w.status)
-	for _, f := range h {
+	for _, f := range w.sent {
 		if !fieldKept(f.name, w.status, closeAfter) {
 			continue
 		}

@@ -70,7 +70,7 @@ type Config struct {
 	// without a body, or a POST (to Path with a query, or to another
 	// path) or a PUT, whose method and target (parsed as net/http parses
 	// it) it takes (ok). maxBody is the longest body the request's handler
-	// reads: a POST whose Content-Length is longer goes to net/http,
+	// reads: a POST or PUT whose Content-Length is longer goes to net/http,
 	// which closes the connection after the handler's 413 where the fast
 	// path, having read the body, would keep it. Without Buffered, a
 	// client that sends one such request on a kept connection, say a GET
