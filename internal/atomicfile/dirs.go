@@ -5,8 +5,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sync"
 	"syscall"
+
+	"golang.org/x/sync/singleflight"
 )
 
 // Dirs makes folders durably: a folder it makes is synced into its
@@ -20,10 +21,10 @@ import (
 // caller of this Dirs is making is taken as it is. The zero Dirs is ready
 // to use; one Dirs must serve every caller that makes folders in a tree.
 type Dirs struct {
-	mu sync.Mutex
-	// making holds the folders being made, each with a channel closed once
-	// its parent is synced (or its making failed).
-	making map[string]chan struct{}
+	// making runs one making of a folder at a time. Every caller looks
+	// at its folder through it, even one that exists: a folder another
+	// caller has made but not yet synced into its parent is waited for.
+	making singleflight.Group
 	// syncDir is SyncDir (nil), or what a test counts.
 	syncDir func(dir string) error
 }
@@ -32,33 +33,29 @@ type Dirs struct {
 func (d *Dirs) Make(dir string, perm os.FileMode) error {
 	dir = filepath.Clean(dir)
 	for {
-		fi, err := os.Stat(dir)
-		switch {
-		case err == nil && !fi.IsDir():
-			return &fs.PathError{Op: "mkdir", Path: dir, Err: syscall.ENOTDIR}
-		case err == nil:
-			// Made by another caller, whose parent may not be synced yet?
-			if wait := d.pending(dir); wait != nil {
-				<-wait
-				continue
-			}
-			return nil
-		case !errors.Is(err, fs.ErrNotExist):
+		mine := false
+		_, err, _ := d.making.Do(dir, func() (any, error) {
+			mine = true
+			return nil, d.make(dir, perm)
+		})
+		if err == nil || mine {
 			return err
 		}
-		done, mine := d.claim(dir)
-		if !mine {
-			<-done
-			continue // made by the other caller, or to make again if it failed
-		}
-		err = d.make(dir, perm)
-		d.release(dir, done)
-		return err
+		// Another caller's making failed: this one tries again.
 	}
 }
 
-// make makes dir, which this caller claimed, after its parent.
+// make makes dir, if it is missing, after its parent.
 func (d *Dirs) make(dir string, perm os.FileMode) error {
+	fi, err := os.Stat(dir)
+	switch {
+	case err == nil && !fi.IsDir():
+		return &fs.PathError{Op: "mkdir", Path: dir, Err: syscall.ENOTDIR}
+	case err == nil:
+		return nil
+	case !errors.Is(err, fs.ErrNotExist):
+		return err
+	}
 	parent := filepath.Dir(dir)
 	if parent != dir {
 		if err := d.Make(parent, perm); err != nil {
@@ -72,34 +69,4 @@ func (d *Dirs) make(dir string, perm os.FileMode) error {
 		return d.syncDir(parent)
 	}
 	return SyncDir(parent)
-}
-
-// pending is the channel of dir while a caller is making it, or nil.
-func (d *Dirs) pending(dir string) chan struct{} {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.making[dir]
-}
-
-// claim makes the caller the maker of dir (mine), or returns the channel
-// of the caller that is.
-func (d *Dirs) claim(dir string) (done chan struct{}, mine bool) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if ch, ok := d.making[dir]; ok {
-		return ch, false
-	}
-	if d.making == nil {
-		d.making = map[string]chan struct{}{}
-	}
-	ch := make(chan struct{})
-	d.making[dir] = ch
-	return ch, true
-}
-
-func (d *Dirs) release(dir string, done chan struct{}) {
-	d.mu.Lock()
-	delete(d.making, dir)
-	d.mu.Unlock()
-	close(done)
 }

@@ -39,22 +39,22 @@ import (
 
 	"github.com/annal-dev/annal/internal/sharedstore"
 	"github.com/annal-dev/annal/kernel/event"
+	"golang.org/x/sync/singleflight"
 )
 
 // Store is the sealed store of one data folder, or of a log's shared
 // storage (OpenShared). Its methods are safe for concurrent use.
 type Store struct {
 	b backend
-	// mu guards inflight, writing, erased and making. A seal counts its
-	// write (writing) before it looks for or makes the subject's key, and
-	// a destruction waits until no write is counted, so that a seal racing
+	// mu guards inflight, writing and erased. A seal counts its write
+	// (writing) before it looks for or makes the subject's key, and a
+	// destruction waits until no write is counted, so that a seal racing
 	// an erasure cannot leave a fresh key behind it.
 	mu sync.Mutex
-	// making holds the subjects whose key a seal is making, outside mu,
-	// each with a channel closed when it is done: one subject's key is
-	// made once, and a new subject's key (every delta's) does not hold up
-	// the seals of other subjects for its fsyncs.
-	making map[string]chan struct{}
+	// making makes one subject's key at a time, outside mu: a subject's
+	// key is made once, and a new subject's key (every delta's) does not
+	// hold up the seals of other subjects for its fsyncs.
+	making singleflight.Group
 	// inflight are the payloads written for requests not decided yet, by
 	// subject and name: a refused request removes the payload it wrote,
 	// unless another request stored the same commitment meanwhile
@@ -110,7 +110,7 @@ var ErrErased = errors.New("the payload's subject was erased: its key is destroy
 func Open(dataDir string) *Store { return newStore(newDiskBackend(dataDir)) }
 
 func newStore(b backend) *Store {
-	s := &Store{b: b, inflight: map[payloadID]*sealUse{}, writing: map[string]int{}, erased: map[string]bool{}, making: map[string]chan struct{}{}}
+	s := &Store{b: b, inflight: map[payloadID]*sealUse{}, writing: map[string]int{}, erased: map[string]bool{}}
 	s.written = sync.NewCond(&s.mu)
 	return s
 }
@@ -134,28 +134,24 @@ func (s *Store) key(subject string) ([]byte, error) {
 // sealKey returns the subject's key, making it when there is none. Its
 // caller has counted a write of subject (writing), so no destruction runs
 // meanwhile. One caller at a time makes a subject's key (making); the
-// others wait for it, then read it.
+// others wait for it and take the key it made.
 func (s *Store) sealKey(subject string) ([]byte, error) {
-	for {
-		k, err := s.key(subject)
-		if !errors.Is(err, ErrErased) {
-			return k, err
-		}
-		s.mu.Lock()
-		if wait, ok := s.making[subject]; ok {
-			s.mu.Unlock()
-			<-wait
-			continue
-		}
-		done := make(chan struct{})
-		s.making[subject] = done
-		s.mu.Unlock()
-		k, err = s.makeKey(subject)
-		s.mu.Lock()
-		delete(s.making, subject)
-		s.mu.Unlock()
-		close(done)
+	if k, err := s.key(subject); !errors.Is(err, ErrErased) {
 		return k, err
+	}
+	for {
+		mine := false
+		k, err, _ := s.making.Do(subject, func() (any, error) {
+			mine = true
+			return s.makeKey(subject)
+		})
+		if err == nil {
+			return k.([]byte), nil
+		}
+		if mine {
+			return nil, err
+		}
+		// Another caller's making failed: this one tries again.
 	}
 }
 
